@@ -1,0 +1,34 @@
+# Two entry points for a fresh machine:
+#   make run   -> set up .venv and run the main job (synthetic suite, embedded data)
+#   make test  -> set up .venv and run the test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+OUT    ?= runs/synthetic
+
+.PHONY: install run test quick bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/pdenets run synthetic --out $(OUT)
+
+quick: $(STAMP)
+	$(VENV)/bin/pdenets run synthetic --quick --out $(OUT)-quick
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/diffusion.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

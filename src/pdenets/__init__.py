@@ -1,0 +1,15 @@
+"""pdenets: PDE-inspired deep learning in PyTorch.
+
+Networks read as time discretizations of convection, diffusion and nonlocal
+(integro-)differential equations, and tools that analyse trained networks as transports
+of the data.
+"""
+
+__version__ = "0.1.0"
+
+import warnings as _warnings
+
+# torch warns on every first use of CSR tensors and unchecked sparse constructors; our
+# sparse operators are built from validated indices, so these say nothing to a user.
+_warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+_warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")

@@ -1,0 +1,26 @@
+"""The one place that resolves where datasets live.
+
+Order: an explicit ``data_dir`` argument (``--data-dir``), else ``$PDENETS_DATA``, else
+``~/.cache/pdenets``. Nothing is downloaded: loaders read local files and say where to
+put them when they are missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Union
+
+__all__ = ["resolve_data_dir", "DATA_ENV_VAR"]
+
+DATA_ENV_VAR = "PDENETS_DATA"
+
+
+def resolve_data_dir(data_dir: Optional[Union[str, Path]] = None) -> Path:
+    """Return the data directory (it may not exist yet; loaders check what they need)."""
+    if data_dir:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "pdenets"

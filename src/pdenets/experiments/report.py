@@ -1,0 +1,147 @@
+"""Human reports: one builder writes the same content as Markdown and as HTML.
+
+Example:
+    >>> import tempfile
+    >>> report = Report("Demo")
+    >>> report.paragraph("Accuracy is **high**.")
+    >>> report.table(["model", "acc"], [["a", 0.9]])
+    >>> paths = report.write(tempfile.mkdtemp())
+    >>> sorted(p.name for p in paths)
+    ['report.html', 'report.md']
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+__all__ = ["Report", "format_number"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.5}
+table{border-collapse:collapse;margin:1em 0;font-size:.95em}
+th,td{border:1px solid #ccc;padding:.3em .7em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:.9em}
+code,pre{background:#f6f8fa;border-radius:4px}pre{padding:.8em;overflow-x:auto}
+caption{caption-side:bottom;color:#555;font-size:.9em;padding-top:.3em}
+"""
+
+
+def format_number(value, digits: int = 3) -> str:
+    """Short text for a table cell: ints as is, floats with ``digits`` decimals (very large/small: significant digits)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+            return f"{value:.{digits}g}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _inline_html(text: str) -> str:
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    escaped = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", escaped)
+    escaped = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', escaped)
+    return escaped
+
+
+class Report:
+    """Accumulate headings, paragraphs, tables, figures and code; write ``report.md`` + ``report.html``."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self._blocks: List[Tuple[str, tuple]] = []
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self._blocks.append(("heading", (text, max(2, min(level, 6)))))
+
+    def paragraph(self, text: str) -> None:
+        self._blocks.append(("paragraph", (text,)))
+
+    def bullets(self, items: Sequence[str]) -> None:
+        self._blocks.append(("bullets", (list(items),)))
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence], caption: Optional[str] = None) -> None:
+        cells = [[c if isinstance(c, str) else format_number(c) for c in row] for row in rows]
+        self._blocks.append(("table", (list(headers), cells, caption)))
+
+    def figure(self, filename: str, caption: str) -> None:
+        """Reference a PNG that lives in the report's directory."""
+        self._blocks.append(("figure", (filename, caption)))
+
+    def code(self, text: str) -> None:
+        self._blocks.append(("code", (text,)))
+
+    def markdown(self) -> str:
+        lines = [f"# {self.title}", ""]
+        for kind, args in self._blocks:
+            if kind == "heading":
+                lines += ["#" * args[1] + " " + args[0], ""]
+            elif kind == "paragraph":
+                lines += [args[0], ""]
+            elif kind == "bullets":
+                lines += [f"- {item}" for item in args[0]] + [""]
+            elif kind == "table":
+                headers, rows, caption = args
+                lines.append("| " + " | ".join(headers) + " |")
+                lines.append("|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|")
+                lines += ["| " + " | ".join(row) + " |" for row in rows]
+                lines += ([""] + [f"*{caption}*"] if caption else []) + [""]
+            elif kind == "figure":
+                lines += [f"![{args[1]}]({args[0]})", "", f"*{args[1]}*", ""]
+            elif kind == "code":
+                lines += ["```", args[0].rstrip("\n"), "```", ""]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head><body>",
+            f"<h1>{html.escape(self.title)}</h1>",
+        ]
+        for kind, args in self._blocks:
+            if kind == "heading":
+                parts.append(f"<h{args[1]}>{_inline_html(args[0])}</h{args[1]}>")
+            elif kind == "paragraph":
+                parts.append(f"<p>{_inline_html(args[0])}</p>")
+            elif kind == "bullets":
+                parts.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in args[0]) + "</ul>")
+            elif kind == "table":
+                headers, rows, caption = args
+                head = "".join(f"<th>{_inline_html(h)}</th>" for h in headers)
+                body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in rows)
+                cap = f"<caption>{_inline_html(caption)}</caption>" if caption else ""
+                parts.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            elif kind == "figure":
+                parts.append(
+                    f'<figure><img src="{html.escape(args[0])}" alt="{html.escape(args[1])}">'
+                    f"<figcaption>{_inline_html(args[1])}</figcaption></figure>"
+                )
+            elif kind == "code":
+                parts.append(f"<pre><code>{html.escape(args[0])}</code></pre>")
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+    def write(self, directory: Union[str, Path]) -> List[Path]:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        md_path, html_path = directory / "report.md", directory / "report.html"
+        md_path.write_text(self.markdown(), encoding="utf-8")
+        html_path.write_text(self.html(), encoding="utf-8")
+        return [md_path, html_path]

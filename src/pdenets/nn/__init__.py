@@ -1,0 +1,6 @@
+"""Layers: each module is one time step of a PDE (convection, diffusion, ...)."""
+
+from .convection import ConvectionBlock
+from .diffusion import DiffusionLayer
+
+__all__ = ["ConvectionBlock", "DiffusionLayer"]

@@ -1,0 +1,82 @@
+r"""The convection step of a convection–diffusion network: a residual block."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+__all__ = ["ConvectionBlock", "CONVECTION_VARIANTS"]
+
+CONVECTION_VARIANTS = ("mlp", "graph")
+
+
+class ConvectionBlock(nn.Module):
+    r"""Residual block = one explicit Euler step of the convection ODE ``dx/dt = f(x, θ)``.
+
+    Paper 000, eq. (5)–(6) and Appendix E:
+
+    .. math::
+
+        \text{mlp:}\quad x \leftarrow x + \mathrm{FC}_2(\mathrm{ReLU}(\mathrm{FC}_1 x)),
+        \qquad
+        \text{graph:}\quad x \leftarrow x + \mathrm{ReLU}(\mathrm{FC}_1 x).
+
+    ``FC_1: R^d → R^w`` and ``FC_2: R^w → R^d`` are affine maps; ``w`` is the hidden width
+    (default ``d``). The graph variant drops ``FC_2`` (it needs ``w = d``) to curb
+    over-fitting on citation graphs (Appendix E.2.3).
+
+    Args:
+        features: ``d``, size of the input and output.
+        hidden_features: ``w`` (default ``d``; must equal ``d`` for ``variant="graph"``).
+        variant: ``"mlp"`` (default) or ``"graph"``.
+        bias: affine maps with bias (default ``True``).
+
+    Shapes:
+        - input: ``(N, d)``
+        - output: ``(N, d)``
+
+    Example:
+        >>> import torch
+        >>> block = ConvectionBlock(2)          # 2·2+2 + 2·2+2 = 12 parameters
+        >>> sum(p.numel() for p in block.parameters())
+        12
+        >>> block(torch.randn(5, 2)).shape
+        torch.Size([5, 2])
+    """
+
+    def __init__(self, features: int, *, hidden_features: Optional[int] = None, variant: str = "mlp",
+                 bias: bool = True):
+        super().__init__()
+        if variant not in CONVECTION_VARIANTS:
+            raise ValueError(f"variant must be one of {CONVECTION_VARIANTS}, got {variant!r}")
+        if not isinstance(features, int) or features < 1:
+            raise ValueError(f"features must be a positive int, got {features!r}")
+        hidden = features if hidden_features is None else hidden_features
+        if variant == "graph" and hidden != features:
+            raise ValueError("the graph variant x + ReLU(FC1 x) needs hidden_features == features")
+        self.features = features
+        self.hidden_features = hidden
+        self.variant = variant
+        self.fc1 = nn.Linear(features, hidden, bias=bias)
+        self.fc2 = nn.Linear(hidden, features, bias=bias) if variant == "mlp" else None
+
+    def reset_parameters(self) -> None:
+        self.fc1.reset_parameters()
+        if self.fc2 is not None:
+            self.fc2.reset_parameters()
+
+    def velocity(self, x: torch.Tensor) -> torch.Tensor:
+        """``f(x, θ)``: the update added to ``x``."""
+        hidden = F.relu(self.fc1(x))
+        return self.fc2(hidden) if self.fc2 is not None else hidden
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.features:
+            raise ValueError(f"ConvectionBlock expects {self.features} features, got shape {tuple(x.shape)}")
+        return x + self.velocity(x)
+
+    def extra_repr(self) -> str:
+        return f"features={self.features}, hidden_features={self.hidden_features}, variant={self.variant!r}"

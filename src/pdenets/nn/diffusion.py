@@ -1,0 +1,130 @@
+r"""The diffusion step of a convection–diffusion network as a layer."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .._checks import check_finite, check_positive, check_probability
+from ..operators.diffusion import DiffusionOperator
+from ..operators.graph import GraphLike
+
+__all__ = ["DiffusionLayer"]
+
+WeightsArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], None]
+
+
+class DiffusionLayer(nn.Module):
+    r"""``r`` explicit diffusion steps on a graph of samples (paper 000, eq. 7 and Alg. 1).
+
+    .. math::
+
+        x_i \leftarrow x_i - \gamma \sum_{j=1}^{N} w_{ij} (x_i - x_j)
+        \quad\Longleftrightarrow\quad X \leftarrow (I - \gamma L) X,
+        \qquad L = \Lambda - W,
+
+    repeated ``r`` times; with ``dropout > 0`` each step is followed by dropout (the graph
+    variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``).
+
+    Symbols: ``X`` the features of all ``N`` samples (rows), ``W`` the non-negative weights
+    between samples, ``Λ = diag(Σ_j w_ij)``, ``γ`` the step size, ``r`` the number of steps.
+    The layer has no parameters.
+
+    The graph is either fixed (given here, precomputed once: the transductive setting) or
+    built per batch (``weights`` a callable such as
+    :class:`~pdenets.operators.KnnGaussianWeights`, applied to the detached input: paper
+    Remark 1), or passed to :meth:`forward`. Sparse weights never become dense.
+
+    Args:
+        step_size: ``γ > 0``. Must not exceed the stability bound
+            :func:`~pdenets.operators.stability_bound` (``1/d`` for degree-``d`` weights).
+        num_steps: ``r ≥ 0`` (``0`` makes the layer the identity).
+        weights: fixed ``W`` (dense/sparse tensor, ``(edge_index, edge_weight)``, scipy),
+            a callable ``points -> W`` for per-batch graphs, or ``None`` (give ``W`` to
+            :meth:`forward`). Default ``None``.
+        dropout: dropout rate after each step (default 0).
+        check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` for a
+            ``γ`` beyond the bound (default ``True``).
+
+    Shapes:
+        - input: ``(N, *)`` — one row per graph node, any trailing feature shape.
+        - output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from pdenets.nn import DiffusionLayer
+        >>> from pdenets.operators import KnnGaussianWeights
+        >>> layer = DiffusionLayer(step_size=0.5, num_steps=10,
+        ...                        weights=KnnGaussianWeights(n_top=8, sigma=1.0))
+        >>> layer(torch.randn(64, 16)).shape
+        torch.Size([64, 16])
+    """
+
+    def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
+                 dropout: float = 0.0, check_stability: bool = True):
+        super().__init__()
+        self.step_size = check_positive(step_size, "step_size")
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
+            raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+        self.num_steps = num_steps
+        self.dropout = check_probability(dropout, "dropout")
+        self.check_stability = bool(check_stability)
+        self.weight_builder: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+        self._fixed: Optional[DiffusionOperator] = None
+        self._recent: Optional[tuple] = None  # (weights tensor, version, operator)
+        if callable(weights) and not isinstance(weights, torch.Tensor):
+            self.weight_builder = weights
+        elif weights is not None:
+            self._fixed = self._build(weights)
+
+    def _build(self, weights: GraphLike) -> DiffusionOperator:
+        return DiffusionOperator(weights, self.step_size, check_stability=self.check_stability)
+
+    def _operator_for(self, x: torch.Tensor, weights: WeightsArg) -> DiffusionOperator:
+        if weights is not None:
+            if isinstance(weights, torch.Tensor):
+                recent = self._recent
+                if recent is not None and recent[0] is weights and recent[1] == weights._version:
+                    return recent[2]
+                operator = self._build(weights)
+                self._recent = (weights, weights._version, operator)
+                return operator
+            return self._build(weights)
+        if self._fixed is not None:
+            return self._fixed
+        if self.weight_builder is not None:
+            return self._build(self.weight_builder(x.detach()))
+        raise ValueError(
+            "DiffusionLayer has no graph: give weights= when constructing it (fixed graph or a "
+            "builder such as KnnGaussianWeights) or pass weights to forward()"
+        )
+
+    def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
+        """Diffuse ``x`` (shape ``(N, *)``); ``weights`` overrides the layer's graph."""
+        if self.num_steps == 0:
+            return x
+        check_finite(x, "input to DiffusionLayer")
+        operator = self._operator_for(x, weights)
+        after_step = None
+        if self.dropout > 0 and self.training:
+            def after_step(features):
+                return F.dropout(features, self.dropout, training=True)
+        return operator.apply(x, self.num_steps, after_step=after_step)
+
+    def reset_parameters(self) -> None:
+        """The layer is parameter-free; provided for API symmetry."""
+
+    def extra_repr(self) -> str:
+        if self._fixed is not None:
+            graph = f"fixed graph N={self._fixed.num_nodes}"
+        elif self.weight_builder is not None:
+            graph = f"per-batch {type(self.weight_builder).__name__}"
+        else:
+            graph = "graph given at forward"
+        text = f"step_size={self.step_size:g}, num_steps={self.num_steps}, {graph}"
+        if self.dropout:
+            text += f", dropout={self.dropout:g}"
+        return text

@@ -1,0 +1,47 @@
+"""Pure functions on tensors: graph weights, Laplacians, stability bounds, diffusion.
+
+Sparse by default; nothing here builds an N×N matrix from sparse input.
+"""
+
+from .diffusion import DiffusionOperator, diffuse, heat_semigroup, sparse_matmul
+from .graph import (
+    GraphLike,
+    add_self_loops,
+    as_weight_matrix,
+    gcn_normalize,
+    remove_self_loops,
+    row_normalize,
+    row_sums,
+    symmetric_normalize,
+    symmetrize,
+)
+from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
+from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
+from .weights import KnnGaussianWeights, gaussian_kernel, knn_gaussian_weights
+
+__all__ = [
+    "DiffusionOperator",
+    "diffuse",
+    "heat_semigroup",
+    "sparse_matmul",
+    "GraphLike",
+    "add_self_loops",
+    "as_weight_matrix",
+    "gcn_normalize",
+    "remove_self_loops",
+    "row_normalize",
+    "row_sums",
+    "symmetric_normalize",
+    "symmetrize",
+    "Neighbors",
+    "faiss_available",
+    "knn_search",
+    "pairwise_sq_distances",
+    "UnstableStepSizeError",
+    "check_step_size",
+    "graph_laplacian",
+    "stability_bound",
+    "KnnGaussianWeights",
+    "gaussian_kernel",
+    "knn_gaussian_weights",
+]

@@ -1,0 +1,166 @@
+r"""Explicit diffusion on a graph: the pure functions behind :class:`pdenets.nn.DiffusionLayer`.
+
+One explicit Euler step of the graph heat equation ``dX/dt = −L X`` (paper 000, eq. 7/8):
+
+.. math::
+
+    X \leftarrow X - \gamma L X = (I - \gamma L) X ,
+    \qquad L = \Lambda - W .
+
+:class:`DiffusionOperator` assembles ``A = I − γL`` once — a sparse CSR matrix with the
+sparsity of ``W`` plus the diagonal — and applies it ``r`` times with one sparse
+matrix–matrix product per step. Its backward pass multiplies by a precomputed ``Aᵀ``
+(torch's generic sparse backward transposes ``A`` on every call, which costs more than
+the product itself). Memory is ``O(nnz(W) + N·C)``; no N×N matrix is formed for sparse
+``W``. Dense ``W`` takes a dense path with the same results.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+
+from .._checks import check_finite, check_positive
+from .graph import GraphLike, as_weight_matrix, is_dense, row_sums
+from .laplacian import check_step_size, stability_bound
+
+__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup", "sparse_matmul"]
+
+
+class _SparseMatmul(torch.autograd.Function):
+    """``y = A x`` for a constant sparse ``A`` with ``∂L/∂x = Aᵀ ∂L/∂y`` (``Aᵀ`` precomputed)."""
+
+    @staticmethod
+    def forward(ctx, dense, matrix, matrix_t):
+        ctx.matrices = (matrix, matrix_t)
+        return matrix @ dense
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        matrix, matrix_t = ctx.matrices
+        return _SparseMatmul.apply(grad_output, matrix_t, matrix), None, None
+
+
+def sparse_matmul(matrix: torch.Tensor, matrix_t: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """``matrix @ dense`` for a constant sparse CSR ``matrix`` whose transpose is ``matrix_t``."""
+    return _SparseMatmul.apply(dense, matrix, matrix_t)
+
+
+class DiffusionOperator:
+    r"""``A = I − γ L`` for a fixed graph, ready to apply to features of shape ``(N, *)``.
+
+    Args:
+        weights: ``(N, N)`` non-negative weights ``W`` (dense, sparse, edge list, scipy).
+        step_size: ``γ > 0``.
+        check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when
+            ``γ`` exceeds :func:`~pdenets.operators.stability_bound`.
+        num_nodes: number of nodes when ``weights`` is an edge list.
+
+    Example:
+        >>> import torch
+        >>> w = torch.tensor([[0., 1.], [1., 0.]])
+        >>> op = DiffusionOperator(w, step_size=0.25)
+        >>> op.apply(torch.tensor([[1.], [-1.]]), num_steps=1)
+        tensor([[ 0.5000],
+                [-0.5000]])
+    """
+
+    def __init__(self, weights: GraphLike, step_size: float, *, check_stability: bool = True,
+                 num_nodes: Optional[int] = None):
+        self.step_size = check_positive(step_size, "step_size")
+        weights = as_weight_matrix(weights, num_nodes)
+        self.num_nodes = int(weights.shape[0])
+        self.bound = check_step_size(step_size, weights) if check_stability else stability_bound(weights)
+        self.dense = is_dense(weights)
+        degrees = row_sums(weights)
+        diagonal = 1.0 - self.step_size * degrees
+        if self.dense:
+            matrix = self.step_size * weights + torch.diag(diagonal)
+        else:
+            index = torch.arange(self.num_nodes, device=weights.device)
+            diag_part = torch.sparse_coo_tensor(torch.stack([index, index]), diagonal, weights.shape)
+            matrix = (self.step_size * weights + diag_part).coalesce()
+        self._matrix = matrix
+        self._cache: Dict[Tuple[torch.device, torch.dtype], Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+
+    def matrix(self, device=None, dtype=None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """``(A, Aᵀ)`` on ``device``/``dtype``: CSR pair for sparse graphs, ``(A, None)`` dense."""
+        device = torch.device(device) if device is not None else self._matrix.device
+        dtype = dtype or self._matrix.dtype
+        key = (device, dtype)
+        if key not in self._cache:
+            base = self._matrix.to(device=device, dtype=dtype)
+            if self.dense:
+                self._cache[key] = (base, None)
+            else:
+                self._cache[key] = (base.to_sparse_csr(), base.transpose(0, 1).coalesce().to_sparse_csr())
+        return self._cache[key]
+
+    def apply(self, features: torch.Tensor, num_steps: int = 1, *,
+              after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> torch.Tensor:
+        """Apply ``r = num_steps`` explicit steps to ``features`` of shape ``(N, *)``.
+
+        ``after_step`` (e.g. dropout) is applied to the result of every step.
+        """
+        if not isinstance(features, torch.Tensor) or features.dim() < 1:
+            raise ValueError("features must be a tensor of shape (N, *)")
+        if features.shape[0] != self.num_nodes:
+            raise ValueError(
+                f"features have {features.shape[0]} rows but the graph has {self.num_nodes} nodes"
+            )
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
+            raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+        shape = features.shape
+        flat = features.reshape(shape[0], -1)
+        matrix, matrix_t = self.matrix(flat.device, flat.dtype)
+        for _ in range(num_steps):
+            flat = matrix @ flat if matrix_t is None else _SparseMatmul.apply(flat, matrix, matrix_t)
+            if after_step is not None:
+                flat = after_step(flat)
+        return flat.reshape(shape)
+
+    def __repr__(self) -> str:
+        kind = "dense" if self.dense else f"sparse, nnz={self._matrix._nnz()}"
+        return f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, {kind})"
+
+
+def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num_steps: int = 1,
+            check_stability: bool = True, num_nodes: Optional[int] = None) -> torch.Tensor:
+    r"""``(I − γL)^r X``: ``r`` explicit diffusion steps of ``features`` on the graph ``weights``.
+
+    Args:
+        features: ``X`` of shape ``(N, *)``.
+        weights: ``W`` (dense, sparse, ``(edge_index, edge_weight)`` or scipy).
+        step_size: ``γ``.
+        num_steps: ``r``.
+        check_stability: refuse ``γ`` above the stability bound.
+
+    Example:
+        >>> import torch
+        >>> w = torch.ones(3, 3) - torch.eye(3)
+        >>> diffuse(torch.tensor([[3.], [0.], [0.]]), w, step_size=1/3, num_steps=1).round(decimals=6)
+        tensor([[1.],
+                [1.],
+                [1.]])
+    """
+    check_finite(features, "features")
+    operator = DiffusionOperator(weights, step_size, check_stability=check_stability, num_nodes=num_nodes)
+    return operator.apply(features, num_steps)
+
+
+def heat_semigroup(features: torch.Tensor, weights: GraphLike, time: float) -> torch.Tensor:
+    r"""Exact heat flow ``e^{−tL} X`` for a symmetric ``W`` by eigendecomposition of ``L``.
+
+    ``X(t) = Σ_k e^{−λ_k t} v_k v_kᵀ X(0)`` (paper 000, eq. 11). Dense ``O(N³)``: a reference
+    for small graphs and tests, not a layer.
+    """
+    weights = as_weight_matrix(weights)
+    dense = weights if is_dense(weights) else weights.to_dense()
+    if not torch.allclose(dense, dense.T, atol=1e-12, rtol=1e-10):
+        raise ValueError("heat_semigroup needs a symmetric weight matrix")
+    laplacian = torch.diag(dense.sum(1)) - dense
+    eigenvalues, eigenvectors = torch.linalg.eigh(laplacian.to(features.dtype))
+    flat = features.reshape(features.shape[0], -1)
+    coefficients = eigenvectors.T @ flat
+    return (eigenvectors @ (torch.exp(-eigenvalues * time)[:, None] * coefficients)).reshape(features.shape)

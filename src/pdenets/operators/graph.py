@@ -1,0 +1,207 @@
+"""Weight matrices of graphs: conversion, symmetrization and normalization.
+
+A weight matrix ``W`` (N×N, non-negative) is accepted in any of these forms:
+
+* a dense ``torch.Tensor``;
+* a torch sparse tensor (COO or CSR);
+* a PyTorch Geometric pair ``(edge_index, edge_weight)`` (``edge_weight`` may be ``None``
+  for unit weights), with ``num_nodes`` given or inferred;
+* a ``scipy.sparse`` matrix.
+
+Functions return the same kind they receive: dense in → dense out, sparse in → a coalesced
+sparse COO tensor out. Nothing here builds an N×N dense matrix from sparse input.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple, Union
+
+import numpy as np
+import torch
+
+from .._checks import check_finite, check_square
+
+__all__ = [
+    "GraphLike",
+    "as_weight_matrix",
+    "is_dense",
+    "row_sums",
+    "symmetrize",
+    "symmetric_normalize",
+    "row_normalize",
+    "add_self_loops",
+    "gcn_normalize",
+    "remove_self_loops",
+]
+
+GraphLike = Union[torch.Tensor, Tuple[torch.Tensor, Optional[torch.Tensor]], "scipy.sparse.spmatrix"]
+
+
+def is_dense(matrix: torch.Tensor) -> bool:
+    return matrix.layout == torch.strided
+
+
+def _from_scipy(matrix) -> torch.Tensor:
+    coo = matrix.tocoo()
+    indices = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+    values = torch.from_numpy(np.ascontiguousarray(coo.data))
+    if not values.is_floating_point():
+        values = values.to(torch.get_default_dtype())
+    return torch.sparse_coo_tensor(indices, values, coo.shape).coalesce()
+
+
+def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *, dtype=None) -> torch.Tensor:
+    """Return ``graph`` as a square weight matrix (dense tensor or coalesced sparse COO).
+
+    Args:
+        graph: dense/sparse tensor, ``(edge_index, edge_weight)`` pair or scipy sparse matrix.
+        num_nodes: number of nodes for an edge list (default: ``edge_index.max() + 1``).
+        dtype: optional floating dtype to convert the values to.
+
+    Raises:
+        ValueError: non-square matrix, negative or non-finite weights, bad edge list.
+    """
+    if isinstance(graph, tuple):
+        if len(graph) != 2:
+            raise ValueError("an edge list must be given as (edge_index, edge_weight)")
+        edge_index, edge_weight = graph
+        if not isinstance(edge_index, torch.Tensor) or edge_index.dim() != 2 or edge_index.shape[0] != 2:
+            raise ValueError("edge_index must be a LongTensor of shape (2, E)")
+        edge_index = edge_index.long()
+        if edge_weight is None:
+            edge_weight = torch.ones(edge_index.shape[1], dtype=dtype or torch.get_default_dtype(),
+                                     device=edge_index.device)
+        if edge_weight.shape != (edge_index.shape[1],):
+            raise ValueError(
+                f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), got {tuple(edge_weight.shape)}"
+            )
+        if num_nodes is None:
+            num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
+        if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+            raise ValueError(f"edge_index refers to nodes outside [0, {num_nodes})")
+        matrix = torch.sparse_coo_tensor(edge_index, edge_weight, (num_nodes, num_nodes)).coalesce()
+    elif isinstance(graph, torch.Tensor):
+        if graph.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+            matrix = graph.to_sparse_coo().coalesce()
+        elif graph.layout == torch.sparse_coo:
+            matrix = graph.coalesce()
+        else:
+            matrix = graph
+    elif hasattr(graph, "tocoo"):
+        matrix = _from_scipy(graph)
+    else:
+        raise TypeError(
+            "graph must be a dense/sparse torch.Tensor, an (edge_index, edge_weight) pair "
+            f"or a scipy.sparse matrix, got {type(graph).__name__}"
+        )
+    size = check_square(matrix, "weight matrix")
+    if num_nodes is not None and size != num_nodes:
+        raise ValueError(f"weight matrix is {size}x{size} but num_nodes={num_nodes}")
+    if dtype is not None:
+        matrix = matrix.to(dtype)
+    if not matrix.is_floating_point():
+        matrix = matrix.to(torch.get_default_dtype())
+    check_finite(matrix, "weight matrix")
+    values = matrix if is_dense(matrix) else matrix.values()
+    if values.numel() and bool((values < 0).any()):
+        raise ValueError("weight matrix has negative entries; diffusion weights must be >= 0")
+    return matrix
+
+
+def row_sums(weights: torch.Tensor) -> torch.Tensor:
+    """Degrees ``d_i = Σ_j w_ij`` as a dense vector of length N."""
+    if is_dense(weights):
+        return weights.sum(dim=1)
+    weights = weights.coalesce()
+    out = torch.zeros(weights.shape[0], dtype=weights.dtype, device=weights.device)
+    return out.index_add_(0, weights.indices()[0], weights.values())
+
+
+def _scale(weights: torch.Tensor, left: torch.Tensor, right: Optional[torch.Tensor]) -> torch.Tensor:
+    """Return ``diag(left) W diag(right)`` (right=None means no right factor)."""
+    if is_dense(weights):
+        out = left[:, None] * weights
+        return out * right[None, :] if right is not None else out
+    weights = weights.coalesce()
+    row, col = weights.indices()
+    values = weights.values() * left[row]
+    if right is not None:
+        values = values * right[col]
+    return torch.sparse_coo_tensor(weights.indices(), values, weights.shape).coalesce()
+
+
+def _safe_inverse(values: torch.Tensor, power: float) -> torch.Tensor:
+    """``values ** -power`` with 0 for zero entries (isolated nodes keep zero weights)."""
+    out = torch.zeros_like(values)
+    positive = values > 0
+    out[positive] = values[positive].pow(-power)
+    return out
+
+
+def symmetrize(weights: torch.Tensor) -> torch.Tensor:
+    """``(W + Wᵀ) / 2``."""
+    if is_dense(weights):
+        return (weights + weights.transpose(0, 1)) / 2
+    weights = weights.coalesce()
+    return ((weights + weights.transpose(0, 1)) / 2).coalesce()
+
+
+def symmetric_normalize(weights: torch.Tensor) -> torch.Tensor:
+    """``D^{-1/2} W D^{-1/2}`` with ``D = diag(Σ_j w_ij)``; rows with zero degree stay zero."""
+    inv_sqrt = _safe_inverse(row_sums(weights), 0.5)
+    return _scale(weights, inv_sqrt, inv_sqrt)
+
+
+def row_normalize(weights: torch.Tensor) -> torch.Tensor:
+    """``D^{-1} W``: each non-empty row sums to one (random-walk normalization)."""
+    return _scale(weights, _safe_inverse(row_sums(weights), 1.0), None)
+
+
+def remove_self_loops(weights: torch.Tensor) -> torch.Tensor:
+    """Zero the diagonal."""
+    if is_dense(weights):
+        return weights - torch.diag_embed(torch.diagonal(weights))
+    weights = weights.coalesce()
+    row, col = weights.indices()
+    keep = row != col
+    return torch.sparse_coo_tensor(weights.indices()[:, keep], weights.values()[keep], weights.shape).coalesce()
+
+
+def add_self_loops(weights: torch.Tensor, fill_value: float = 1.0) -> torch.Tensor:
+    """``W + fill_value · I``."""
+    size = weights.shape[0]
+    if is_dense(weights):
+        return weights + fill_value * torch.eye(size, dtype=weights.dtype, device=weights.device)
+    diag = torch.arange(size, device=weights.device)
+    eye = torch.sparse_coo_tensor(
+        torch.stack([diag, diag]),
+        torch.full((size,), float(fill_value), dtype=weights.dtype, device=weights.device),
+        weights.shape,
+    )
+    return (weights.coalesce() + eye).coalesce()
+
+
+def gcn_normalize(adjacency: GraphLike, num_nodes: Optional[int] = None, *, self_loops: bool = True,
+                  dtype=None) -> torch.Tensor:
+    """GCN-style normalization ``D̃^{-1/2} (A + I) D̃^{-1/2}`` with ``D̃`` the degrees of ``A + I``.
+
+    Existing self-loops are replaced by unit ones first, so a graph that already has some
+    (CiteSeer's npz file has 124) is normalized exactly like one that has none.
+
+    Args:
+        adjacency: the graph (any form accepted by :func:`as_weight_matrix`).
+        num_nodes: number of nodes for an edge list.
+        self_loops: add unit self-loops (Kipf & Welling's renormalization trick).
+
+    Example:
+        >>> import torch
+        >>> ring = torch.tensor([[0., 1, 1], [1, 0, 1], [1, 1, 0]])
+        >>> gcn_normalize(ring)
+        tensor([[0.3333, 0.3333, 0.3333],
+                [0.3333, 0.3333, 0.3333],
+                [0.3333, 0.3333, 0.3333]])
+    """
+    weights = as_weight_matrix(adjacency, num_nodes, dtype=dtype)
+    if self_loops:
+        weights = add_self_loops(remove_self_loops(weights))
+    return symmetric_normalize(weights)

@@ -1,0 +1,208 @@
+"""k-nearest-neighbour search without an N×N distance matrix.
+
+Three backends answer the same question — the ``k`` nearest points (squared Euclidean
+distance) of every query:
+
+``"brute"``
+    one ``(M, N)`` distance matrix; exact; only sensible for small inputs.
+``"chunked"``
+    exact; queries are processed in row blocks so that at most ``chunk_size × N``
+    distances exist at once (memory ``O(chunk_size · N)``, not ``O(N²)``). Runs on any
+    device torch runs on.
+``"faiss"``
+    approximate (HNSW graph index from the optional ``faiss-cpu`` package,
+    ``pip install pdenets[ann]``); memory ``O(N)``, for N in the millions.
+
+``"auto"`` picks ``brute`` for small problems, ``chunked`` up to
+:data:`APPROXIMATE_THRESHOLD` points (or when faiss is not installed), ``faiss`` above.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from .._checks import check_num_neighbors, check_points
+
+__all__ = [
+    "Neighbors",
+    "knn_search",
+    "pairwise_sq_distances",
+    "BRUTE_FORCE_MAX_ENTRIES",
+    "APPROXIMATE_THRESHOLD",
+    "faiss_available",
+]
+
+#: ``auto`` uses one dense distance matrix when it has at most this many entries (64 MiB in float32).
+BRUTE_FORCE_MAX_ENTRIES = 1 << 24
+#: ``auto`` switches to the approximate faiss backend above this many points (if installed).
+APPROXIMATE_THRESHOLD = 200_000
+#: Memory budget in bytes for one block of the chunked search.
+CHUNK_MEMORY_BYTES = 1 << 27
+
+
+@dataclass
+class Neighbors:
+    """Result of :func:`knn_search`.
+
+    Attributes:
+        indices: ``(M, k)`` long tensor, neighbour ids sorted by increasing distance.
+        sq_distances: ``(M, k)`` squared Euclidean distances, non-decreasing along rows.
+    """
+
+    indices: torch.Tensor
+    sq_distances: torch.Tensor
+
+    @property
+    def num_neighbors(self) -> int:
+        return int(self.indices.shape[1])
+
+
+def faiss_available() -> bool:
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pairwise_sq_distances(queries: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+    """``‖q_i − x_j‖²`` for all pairs, shape ``(M, N)``, clamped at 0 (round-off)."""
+    sq = (queries * queries).sum(1)[:, None] + (points * points).sum(1)[None, :]
+    sq = sq - 2.0 * queries @ points.T
+    return sq.clamp_min_(0.0)
+
+
+def _block_topk(queries, points, k, offset, exclude_self):
+    sq = pairwise_sq_distances(queries, points)
+    if exclude_self:
+        rows = torch.arange(queries.shape[0], device=sq.device)
+        sq[rows, rows + offset] = math.inf
+    values, indices = torch.topk(sq, k, dim=1, largest=False, sorted=True)
+    return indices, values
+
+
+def _exact_search(points, k, queries, exclude_self, chunk_size):
+    num_queries = queries.shape[0]
+    if chunk_size is None:
+        chunk_size = max(1, CHUNK_MEMORY_BYTES // (points.shape[0] * points.element_size() * 2))
+    chunk_size = min(chunk_size, num_queries)
+    all_indices, all_distances = [], []
+    for start in range(0, num_queries, chunk_size):
+        block = queries[start:start + chunk_size]
+        indices, distances = _block_topk(block, points, k, start, exclude_self)
+        all_indices.append(indices)
+        all_distances.append(distances)
+    return torch.cat(all_indices), torch.cat(all_distances)
+
+
+def _faiss_search(points, k, queries, exclude_self):
+    import faiss
+    import numpy as np
+
+    base = np.ascontiguousarray(points.detach().cpu().float().numpy())
+    query = base if queries is points else np.ascontiguousarray(queries.detach().cpu().float().numpy())
+    index = faiss.IndexHNSWFlat(base.shape[1], 32)
+    index.hnsw.efConstruction = 80
+    index.add(base)
+    extra = 1 if exclude_self else 0
+    index.hnsw.efSearch = max(64, 2 * (k + extra))
+    distances, indices = index.search(query, k + extra)
+    distances = torch.from_numpy(distances).to(points.dtype)
+    indices = torch.from_numpy(indices).long()
+    if exclude_self:
+        own = torch.arange(indices.shape[0])[:, None]
+        distances = distances.masked_fill(indices == own, math.inf)
+    # HNSW may return -1 for missing results; push them to the end.
+    distances = distances.masked_fill(indices < 0, math.inf)
+    order = torch.argsort(distances, dim=1, stable=True)[:, :k]
+    indices = torch.gather(indices, 1, order)
+    distances = torch.gather(distances, 1, order)
+    return indices.to(points.device), distances.to(points.device)
+
+
+def knn_search(
+    points: torch.Tensor,
+    num_neighbors: int,
+    *,
+    queries: Optional[torch.Tensor] = None,
+    include_self: bool = False,
+    backend: str = "auto",
+    chunk_size: Optional[int] = None,
+) -> Neighbors:
+    """Find the ``num_neighbors`` nearest points of every query (squared Euclidean distance).
+
+    Args:
+        points: ``(N, D)`` database points.
+        num_neighbors: ``k``, neighbours returned per query.
+        queries: ``(M, D)`` query points; default: the points themselves.
+        include_self: only when ``queries`` is None. ``True`` returns the point itself as its
+            first neighbour (distance 0) followed by ``k − 1`` others — the convention of the
+            official Diff-ResNet code; ``False`` returns ``k`` other points.
+        backend: ``"auto"``, ``"brute"``, ``"chunked"`` or ``"faiss"`` (module docstring).
+        chunk_size: query rows per block for ``"chunked"`` (default from a 128 MiB budget).
+
+    Returns:
+        :class:`Neighbors` with ``(M, k)`` indices and squared distances.
+
+    Raises:
+        ValueError: bad shapes, NaN/inf, ``k`` larger than the number of candidates,
+            unknown backend.
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([[0.0], [1.0], [3.0]])
+        >>> knn_search(x, 1).indices.flatten().tolist()
+        [1, 0, 1]
+    """
+    check_points(points, "points")
+    self_query = queries is None
+    if self_query:
+        queries = points
+    else:
+        check_points(queries, "queries")
+        if queries.shape[1] != points.shape[1]:
+            raise ValueError(
+                f"queries have dimension {queries.shape[1]} but points have dimension {points.shape[1]}"
+            )
+        if include_self:
+            raise ValueError("include_self only applies when queries is None")
+    check_num_neighbors(num_neighbors, points.shape[0], include_self=self_query and include_self,
+                        name="num_neighbors")
+    exclude_self = self_query
+    k = num_neighbors - 1 if (self_query and include_self) else num_neighbors
+
+    if backend == "auto":
+        entries = queries.shape[0] * points.shape[0]
+        if entries <= BRUTE_FORCE_MAX_ENTRIES:
+            backend = "brute"
+        elif points.shape[0] > APPROXIMATE_THRESHOLD and faiss_available():
+            backend = "faiss"
+        else:
+            backend = "chunked"
+    if backend not in ("brute", "chunked", "faiss"):
+        raise ValueError(f"unknown knn backend {backend!r}; choose auto, brute, chunked or faiss")
+
+    if k == 0:
+        indices = torch.zeros(queries.shape[0], 0, dtype=torch.long, device=points.device)
+        distances = torch.zeros(queries.shape[0], 0, dtype=points.dtype, device=points.device)
+    elif backend == "faiss":
+        if not faiss_available():
+            raise ImportError("the faiss backend needs faiss-cpu: pip install 'pdenets[ann]'")
+        indices, distances = _faiss_search(points, k, queries, exclude_self)
+    else:
+        with torch.no_grad():
+            size = queries.shape[0] if backend == "brute" else chunk_size
+            indices, distances = _exact_search(points.detach(), k, queries.detach(), exclude_self, size)
+
+    if self_query and include_self:
+        own = torch.arange(points.shape[0], device=points.device)[:, None]
+        indices = torch.cat([own, indices], dim=1)
+        distances = torch.cat([torch.zeros_like(own, dtype=distances.dtype), distances], dim=1)
+    if bool(torch.isinf(distances).any()):
+        warnings.warn("some queries found fewer neighbours than requested", RuntimeWarning, stacklevel=2)
+    return Neighbors(indices=indices, sq_distances=distances)

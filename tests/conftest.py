@@ -1,0 +1,32 @@
+import numpy as np
+import pytest
+import torch
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def cycle_weights(n: int, dtype=torch.float64) -> torch.Tensor:
+    """Dense adjacency of the cycle graph C_n (every degree 2)."""
+    weights = torch.zeros(n, n, dtype=dtype)
+    index = torch.arange(n)
+    weights[index, (index + 1) % n] = 1.0
+    weights[(index + 1) % n, index] = 1.0
+    return weights
+
+
+def random_symmetric_weights(n: int, density: float = 0.1, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.rand(n, n, generator=generator, dtype=torch.float64)
+    mask = torch.rand(n, n, generator=generator) < density
+    weights = values * mask
+    weights = (weights + weights.T) / 2
+    weights.fill_diagonal_(0.0)
+    return weights

@@ -1,0 +1,64 @@
+import pytest
+import torch
+
+from pdenets.models import MODELS, DiffResNet, no_diff_resnet
+from pdenets.operators import KnnGaussianWeights, diffuse
+
+from ..conftest import cycle_weights
+
+
+def test_paper_synthetic_net_has_18_parameters():
+    assert sum(p.numel() for p in DiffResNet(2, 2, num_steps=60, step_size=1.0).parameters()) == 18
+
+
+def test_forward_equals_manual_composition():
+    weights = cycle_weights(10)
+    net = DiffResNet(3, 4, num_blocks=2, num_steps=3, step_size=0.25, weights=weights).double()
+    x = torch.randn(10, 3, dtype=torch.float64)
+    out = x
+    for block in net.blocks:
+        out = diffuse(block(out), weights, step_size=0.25, num_steps=3)
+    assert torch.allclose(net(x), net.classifier(out))
+
+
+def test_no_diffusion_is_plain_resnet():
+    net = no_diff_resnet(2, 2)
+    x = torch.randn(7, 2)
+    assert net.num_steps == 0
+    assert torch.allclose(net(x), net.classifier(net.blocks[0](x)))
+    assert MODELS["no-diff-resnet"] is no_diff_resnet
+
+
+def test_builder_is_called_once_per_forward():
+    calls = []
+    builder = KnnGaussianWeights(n_top=4, sigma=1.0, normalization="row")
+
+    def counting(points):
+        calls.append(points.shape)
+        return builder(points)
+
+    net = DiffResNet(2, 2, num_blocks=3, num_steps=2, step_size=1.0, weights=counting)
+    net(torch.randn(20, 2))
+    assert len(calls) == 1
+
+
+def test_hidden_width_and_graph_block():
+    net = DiffResNet(5, 3, hidden_features=8, block="graph", num_steps=2, step_size=0.25, dropout=0.2,
+                     weights=cycle_weights(6, torch.float32))
+    assert net(torch.randn(6, 5)).shape == (6, 3)
+    assert net.features(torch.randn(6, 5)).shape == (6, 8)
+
+
+def test_gradients_reach_every_parameter():
+    net = DiffResNet(2, 2, num_steps=5, step_size=0.25, weights=cycle_weights(12, torch.float32))
+    net(torch.randn(12, 2)).square().sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in net.parameters())
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="shape \\(N, 2\\)"):
+        DiffResNet(2, 2, num_steps=0)(torch.randn(4, 3))
+    with pytest.raises(ValueError, match="num_blocks"):
+        DiffResNet(2, 2, num_blocks=0)
+    with pytest.raises(ValueError, match="no graph"):
+        DiffResNet(2, 2, num_steps=3)(torch.randn(4, 2))

@@ -1,0 +1,45 @@
+import pytest
+import torch
+from torch.nn import functional as F
+
+from pdenets.nn import ConvectionBlock
+
+
+def test_mlp_variant_formula():
+    block = ConvectionBlock(3, hidden_features=5).double()
+    x = torch.randn(10, 3, dtype=torch.float64)
+    expected = x + block.fc2(F.relu(block.fc1(x)))
+    assert torch.allclose(block(x), expected)
+    assert sum(p.numel() for p in ConvectionBlock(2).parameters()) == 12
+
+
+def test_graph_variant_formula_has_no_second_layer():
+    block = ConvectionBlock(4, variant="graph").double()
+    x = torch.randn(6, 4, dtype=torch.float64)
+    assert torch.allclose(block(x), x + F.relu(block.fc1(x)))
+    assert block.fc2 is None
+
+
+def test_zero_weights_give_identity():
+    block = ConvectionBlock(3)
+    for parameter in block.parameters():
+        torch.nn.init.zeros_(parameter)
+    x = torch.randn(4, 3)
+    assert torch.equal(block(x), x)
+    block.reset_parameters()
+    assert any(p.abs().sum() > 0 for p in block.parameters())
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"features": 3, "variant": "conv"}, "variant"),
+    ({"features": 3, "variant": "graph", "hidden_features": 4}, "hidden_features == features"),
+    ({"features": 0}, "positive"),
+])
+def test_bad_construction(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ConvectionBlock(**kwargs)
+
+
+def test_wrong_feature_size():
+    with pytest.raises(ValueError, match="expects 3 features"):
+        ConvectionBlock(3)(torch.randn(2, 4))

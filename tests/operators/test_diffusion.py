@@ -1,0 +1,92 @@
+import math
+
+import pytest
+import torch
+
+from pdenets.operators import DiffusionOperator, diffuse, graph_laplacian, heat_semigroup, knn_gaussian_weights
+
+from ..conftest import cycle_weights, random_symmetric_weights
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse", "edge_list"])
+def test_r_steps_equal_matrix_power(layout):
+    weights = random_symmetric_weights(40, 0.2, seed=2)
+    graph = {"dense": weights, "sparse": weights.to_sparse(),
+             "edge_list": (weights.nonzero().T, weights[weights != 0])}[layout]
+    step_size = 0.9 / weights.sum(1).max().item()
+    features = torch.randn(40, 3, 2, dtype=torch.float64)
+    propagation = torch.eye(40, dtype=torch.float64) - step_size * graph_laplacian(weights, sparse=False)
+    expected = torch.einsum("ij,jab->iab", torch.linalg.matrix_power(propagation, 7), features)
+    ours = diffuse(features, graph, step_size=step_size, num_steps=7, num_nodes=40)
+    assert torch.allclose(ours, expected, atol=1e-12)
+
+
+def test_cycle_fourier_modes_are_exact_eigenfunctions():
+    """On C_n, cos(2πkj/n) has eigenvalue λ_k = 2 − 2cos(2πk/n): r Euler steps multiply it by (1 − γλ_k)^r,
+    the heat flow by e^{−λ_k t}."""
+    n, k, step_size, steps = 16, 3, 0.2, 25
+    weights = cycle_weights(n)
+    nodes = torch.arange(n, dtype=torch.float64)
+    mode = torch.cos(2 * math.pi * k * nodes / n)[:, None]
+    eigenvalue = 2 - 2 * math.cos(2 * math.pi * k / n)
+    euler = diffuse(mode, weights.to_sparse(), step_size=step_size, num_steps=steps)
+    assert torch.allclose(euler, (1 - step_size * eigenvalue) ** steps * mode, atol=1e-13)
+    time = step_size * steps
+    assert torch.allclose(heat_semigroup(mode, weights, time), math.exp(-eigenvalue * time) * mode, atol=1e-13)
+
+
+def test_explicit_euler_converges_to_heat_flow_at_first_order():
+    weights = cycle_weights(20)
+    features = torch.randn(20, 2, dtype=torch.float64)
+    exact = heat_semigroup(features, weights, 1.0)
+    errors = []
+    for steps in (10, 20, 40, 80):
+        approx = diffuse(features, weights, step_size=1.0 / steps, num_steps=steps)
+        errors.append((approx - exact).norm().item())
+    ratios = [errors[i] / errors[i + 1] for i in range(3)]
+    assert all(1.8 < r < 2.2 for r in ratios)  # error ∝ γ
+
+
+def test_symmetric_diffusion_conserves_the_mean():
+    weights = random_symmetric_weights(30, 0.3)
+    features = torch.randn(30, 4, dtype=torch.float64)
+    out = diffuse(features, weights.to_sparse(), step_size=0.5 / weights.sum(1).max().item(), num_steps=50)
+    assert torch.allclose(out.sum(0), features.sum(0), atol=1e-12)
+
+
+def test_sparse_and_dense_paths_agree_and_gradcheck():
+    weights = knn_gaussian_weights(torch.randn(25, 2, dtype=torch.float64), 5, sigma=1.0, normalization="row")
+    features = torch.randn(25, 3, dtype=torch.float64, requires_grad=True)
+    sparse_op = DiffusionOperator(weights, 0.8)
+    dense_op = DiffusionOperator(weights.to_dense(), 0.8)
+    assert torch.allclose(sparse_op.apply(features, 4), dense_op.apply(features, 4), atol=1e-14)
+    assert torch.autograd.gradcheck(lambda x: sparse_op.apply(x, 3), (features,))
+    assert torch.autograd.gradgradcheck(lambda x: sparse_op.apply(x, 2), (features,))
+    assert torch.autograd.gradcheck(lambda x: dense_op.apply(x, 3), (features,))
+
+
+def test_operator_caches_per_dtype():
+    operator = DiffusionOperator(cycle_weights(6).to_sparse(), 0.25)
+    single = operator.apply(torch.ones(6, 1), 2)
+    assert single.dtype == torch.float32
+    first = operator.matrix(dtype=torch.float32)
+    assert operator.matrix(dtype=torch.float32) is first
+
+
+@pytest.mark.parametrize(
+    "features, steps, message",
+    [
+        (torch.randn(5, 2, dtype=torch.float64), 1, "5 rows but the graph has 6"),
+        (torch.randn(6, 2, dtype=torch.float64), -1, "num_steps"),
+        (torch.full((6, 2), float("nan"), dtype=torch.float64), 1, "NaN/inf"),
+    ],
+)
+def test_bad_inputs(features, steps, message):
+    with pytest.raises(ValueError, match=message):
+        diffuse(features, cycle_weights(6), step_size=0.25, num_steps=steps)
+
+
+def test_heat_semigroup_needs_symmetric_weights():
+    with pytest.raises(ValueError, match="symmetric"):
+        heat_semigroup(torch.ones(3, 1, dtype=torch.float64),
+                       torch.tensor([[0, 1, 0], [0, 0, 1], [1, 0, 0]], dtype=torch.float64), 1.0)

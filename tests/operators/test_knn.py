@@ -1,0 +1,109 @@
+import math
+
+import pytest
+import torch
+
+from pdenets.operators import knn, knn_search, faiss_available
+
+
+def _brute_reference(points, queries, k, exclude_self):
+    distances = torch.cdist(queries, points, compute_mode="donot_use_mm_for_euclid_dist") ** 2
+    if exclude_self:
+        distances.fill_diagonal_(math.inf)
+    values, indices = torch.sort(distances, dim=1, stable=True)
+    return indices[:, :k], values[:, :k]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, None])
+def test_chunked_equals_brute_force(chunk_size):
+    points = torch.randn(300, 5, dtype=torch.float64)
+    chunked = knn_search(points, 8, backend="chunked", chunk_size=chunk_size)
+    indices, distances = _brute_reference(points, points, 8, exclude_self=True)
+    assert torch.equal(chunked.indices, indices)
+    assert torch.allclose(chunked.sq_distances, distances, atol=1e-10)
+
+
+def test_brute_backend_equals_reference_with_queries():
+    points = torch.randn(200, 3, dtype=torch.float64)
+    queries = torch.randn(50, 3, dtype=torch.float64)
+    result = knn_search(points, 5, queries=queries, backend="brute")
+    indices, distances = _brute_reference(points, queries, 5, exclude_self=False)
+    assert torch.equal(result.indices, indices)
+    assert torch.allclose(result.sq_distances, distances, atol=1e-10)
+
+
+def test_include_self_puts_self_first_then_k_minus_one_others():
+    points = torch.randn(100, 4, dtype=torch.float64)
+    with_self = knn_search(points, 6, include_self=True)
+    without = knn_search(points, 5)
+    assert torch.equal(with_self.indices[:, 0], torch.arange(100))
+    assert torch.all(with_self.sq_distances[:, 0] == 0)
+    assert torch.equal(with_self.indices[:, 1:], without.indices)
+
+
+def test_duplicate_points_are_neighbours_at_distance_zero():
+    points = torch.tensor([[0.0, 0.0], [0.0, 0.0], [5.0, 5.0]], dtype=torch.float64)
+    result = knn_search(points, 1)
+    assert result.indices[:2, 0].tolist() == [1, 0]  # row 2 has a tie between 0 and 1
+    assert result.sq_distances[0, 0] == 0
+
+
+def test_auto_never_builds_full_matrix_above_threshold(monkeypatch):
+    """Above the threshold the exact search works in row blocks of at most chunk_size rows."""
+    monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 100)
+    monkeypatch.setattr(knn, "CHUNK_MEMORY_BYTES", 40 * 8 * 2 * 10)  # 10 rows of 40 float64 distances
+    seen_rows = []
+    original = knn._block_topk
+
+    def spy(queries, points, k, offset, exclude_self):
+        seen_rows.append(queries.shape[0])
+        return original(queries, points, k, offset, exclude_self)
+
+    monkeypatch.setattr(knn, "_block_topk", spy)
+    points = torch.randn(40, 2, dtype=torch.float64)
+    result = knn_search(points, 3)
+    assert max(seen_rows) == 10 and sum(seen_rows) == 40
+    indices, _ = _brute_reference(points, points, 3, exclude_self=True)
+    assert torch.equal(result.indices, indices)
+
+
+@pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
+def test_approximate_backend_recall():
+    generator = torch.Generator().manual_seed(1)
+    points = torch.randn(5000, 16, generator=generator)
+    approximate = knn_search(points, 10, backend="faiss")
+    exact = knn_search(points, 10, backend="chunked")
+    hits = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approximate.indices, exact.indices))
+    recall = hits / exact.indices.numel()
+    assert recall >= 0.95
+    assert not torch.any(approximate.indices == torch.arange(5000)[:, None])  # self excluded
+
+
+@pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
+def test_approximate_backend_include_self():
+    points = torch.randn(500, 8)
+    result = knn_search(points, 4, backend="faiss", include_self=True)
+    assert torch.equal(result.indices[:, 0], torch.arange(500))
+
+
+@pytest.mark.parametrize(
+    "points, k, kwargs, message",
+    [
+        (torch.randn(10, 2), 10, {}, "only 9 other points"),
+        (torch.randn(10, 2), 11, {"include_self": True}, "only 10 points"),
+        (torch.randn(10, 2), 0, {}, ">= 1"),
+        (torch.randn(10), 2, {}, "shape \\(N, D\\)"),
+        (torch.tensor([[0.0, float("nan")], [1.0, 1.0], [2.0, 2.0]]), 1, {}, "NaN/inf"),
+        (torch.randn(10, 2), 2, {"backend": "kd-tree"}, "unknown knn backend"),
+        (torch.randn(10, 2), 2, {"queries": torch.randn(3, 5)}, "dimension"),
+        (torch.randn(10, 2), 2, {"queries": torch.randn(3, 2), "include_self": True}, "include_self"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(points, k, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        knn_search(points, k, **kwargs)
+
+
+def test_integer_points_refused():
+    with pytest.raises(TypeError, match="floating-point"):
+        knn_search(torch.arange(10).reshape(5, 2), 1)

@@ -1,0 +1,96 @@
+import math
+
+import pytest
+import torch
+
+from pdenets.operators import KnnGaussianWeights, gaussian_kernel, knn_gaussian_weights
+
+
+def _dense_reference(points, n_top, sigma, include_self):
+    """Algorithm 1 literally: the full Gaussian matrix, then keep the n_top largest entries per row."""
+    sq = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist") ** 2
+    full = torch.exp(-sq / sigma**2)
+    if not include_self:
+        full.fill_diagonal_(0.0)
+    values, indices = torch.topk(full, n_top, dim=1)
+    sparse = torch.zeros_like(full)
+    sparse.scatter_(1, indices, values)
+    return sparse
+
+
+@pytest.mark.parametrize("include_self", [False, True])
+def test_fixed_sigma_weights_equal_dense_algorithm(include_self):
+    points = torch.randn(150, 3, dtype=torch.float64)
+    reference = _dense_reference(points, 9, 0.7, include_self)
+    ours = knn_gaussian_weights(points, 9, sigma=0.7, include_self=include_self, normalization="none")
+    assert torch.allclose(ours.to_dense(), reference, atol=1e-14)
+    row = reference.sum(1, keepdim=True)
+    ours_row = knn_gaussian_weights(points, 9, sigma=0.7, include_self=include_self, normalization="row")
+    assert torch.allclose(ours_row.to_dense(), reference / row, atol=1e-14)
+
+
+def test_official_fewshot_convention():
+    """Self in the list, adaptive sigma = 4th entry, symmetric normalization, then (W + Wᵀ)/2.
+
+    The reference follows the recipe of the paper's few-shot code: keep entries strictly closer
+    than the n_top-th smallest distance (self included), so its n_top = 8 keeps 7 entries.
+    """
+    points = torch.randn(80, 6, dtype=torch.float64)
+    distance = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")
+    kth_top = torch.kthvalue(distance, 8, dim=1, keepdim=True).values
+    kth_sigma = torch.kthvalue(distance, 4, dim=1, keepdim=True).values
+    truncated = distance.where(distance < kth_top, torch.tensor(math.inf, dtype=torch.float64))
+    weight = torch.exp(-(truncated / kth_sigma) ** 2)
+    inv_sqrt = weight.sum(1).rsqrt()
+    weight = inv_sqrt[:, None] * weight * inv_sqrt[None, :]
+    reference = (weight + weight.T) / 2
+
+    ours = knn_gaussian_weights(points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric",
+                                symmetrize_weights=True)
+    assert torch.allclose(ours.to_dense(), reference, atol=1e-14)
+
+
+def test_adaptive_sigma_uses_kth_neighbour_distance():
+    points = torch.tensor([[0.0], [1.0], [3.0], [7.0]], dtype=torch.float64)
+    weights = knn_gaussian_weights(points, 1, sigma_neighbor=2, normalization="none").to_dense()
+    # point 0: nearest 1 (d=1), 2nd nearest 2 (d=3): w = exp(-1/9)
+    assert weights[0, 1].item() == pytest.approx(math.exp(-1 / 9))
+    # point 3: nearest 2 (d=4), 2nd nearest 1 (d=6): w = exp(-16/36)
+    assert weights[3, 2].item() == pytest.approx(math.exp(-16 / 36))
+
+
+def test_builder_equals_function_and_sparsity():
+    points = torch.randn(64, 5)
+    builder = KnnGaussianWeights(n_top=6, sigma=1.5, normalization="symmetric", symmetrize_weights=True)
+    weights = builder(points)
+    assert torch.allclose(weights.to_dense(), knn_gaussian_weights(
+        points, 6, sigma=1.5, normalization="symmetric", symmetrize_weights=True).to_dense())
+    assert weights._nnz() <= 2 * 64 * 6
+    assert torch.allclose(weights.to_dense(), weights.to_dense().T)
+
+
+def test_gaussian_kernel_limits():
+    sq = torch.tensor([0.0, 1.0, 1e6])
+    values = gaussian_kernel(sq, 1.0)
+    assert values[0] == 1 and values[1] == pytest.approx(math.exp(-1)) and values[2] == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "exactly one"),
+        ({"sigma": 1.0, "sigma_neighbor": 2}, "exactly one"),
+        ({"sigma": -1.0}, "> 0"),
+        ({"sigma": 1.0, "normalization": "l1"}, "normalization"),
+        ({"sigma_neighbor": 0}, "sigma_neighbor"),
+    ],
+)
+def test_bad_options(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        knn_gaussian_weights(torch.randn(20, 2), 3, **kwargs)
+
+
+def test_adaptive_sigma_zero_for_duplicates_is_refused():
+    points = torch.zeros(5, 2)
+    with pytest.raises(ValueError, match="duplicate"):
+        knn_gaussian_weights(points, 2, sigma_neighbor=2)
