@@ -62,3 +62,23 @@ def test_bad_inputs():
         DiffResNet(2, 2, num_blocks=0)
     with pytest.raises(ValueError, match="no graph"):
         DiffResNet(2, 2, num_steps=3)(torch.randn(4, 2))
+
+
+def test_evaluation_reassociates_classifier_exactly():
+    """Without dropout the last diffusion commutes with the classifier (rows of I − γL sum to 1)."""
+    weights = cycle_weights(30)
+    net = DiffResNet(12, 3, num_blocks=2, num_steps=6, step_size=0.3, block="graph", dropout=0.5,
+                     weights=weights).double()
+    x = torch.randn(30, 12, dtype=torch.float64)
+    net.eval()
+    assert torch.allclose(net(x), net.classifier(net.features(x)), atol=1e-12)
+    net.train()
+    torch.manual_seed(0)
+    assert net(x).shape == (30, 3)
+
+
+def test_sparse_bag_of_words_input():
+    weights = cycle_weights(25, torch.float32)
+    net = DiffResNet(40, 4, num_steps=3, step_size=0.3, block="graph", weights=weights).eval()
+    x = torch.rand(25, 40) * (torch.rand(25, 40) < 0.05)
+    assert torch.allclose(net(x.to_sparse_csr()), net(x), atol=1e-6)

@@ -43,3 +43,16 @@ def test_bad_construction(kwargs, message):
 def test_wrong_feature_size():
     with pytest.raises(ValueError, match="expects 3 features"):
         ConvectionBlock(3)(torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("variant", ["mlp", "graph"])
+def test_sparse_input_equals_dense_input(variant):
+    block = ConvectionBlock(20, variant=variant).double()
+    dense = torch.rand(15, 20, dtype=torch.float64) * (torch.rand(15, 20) < 0.1)
+    out_dense = block(dense)
+    grads_dense = torch.autograd.grad(out_dense.square().sum(), list(block.parameters()))
+    for sparse in (dense.to_sparse(), dense.to_sparse_csr()):
+        out_sparse = block(sparse)
+        assert torch.allclose(out_sparse, out_dense)
+        grads_sparse = torch.autograd.grad(out_sparse.square().sum(), list(block.parameters()))
+        assert all(torch.allclose(a, b) for a, b in zip(grads_dense, grads_sparse))

@@ -59,7 +59,7 @@ def test_zero_steps_is_identity_and_dropout_only_in_training():
 
 
 def test_unstable_step_is_refused_with_clear_error():
-    with pytest.raises(UnstableStepSizeError, match="stability bound 0.5"):
+    with pytest.raises(UnstableStepSizeError, match=r"stability bound 2/lambda_max\(L\) = 0.5"):
         DiffusionLayer(step_size=0.6, weights=cycle_weights(6))
     DiffusionLayer(step_size=0.6, weights=cycle_weights(6), check_stability=False)
     layer = DiffusionLayer(step_size=0.6)
@@ -116,3 +116,18 @@ def test_distance_diameter_ratio_grows_on_separated_clusters():
 def test_repr_names_hyperparameters():
     text = repr(DiffusionLayer(step_size=0.25, num_steps=7, weights=cycle_weights(5), dropout=0.1))
     assert "step_size=0.25" in text and "num_steps=7" in text and "dropout=0.1" in text and "N=5" in text
+
+
+def test_dropout_before_and_after_each_step():
+    """'before' drops the input of every step (the paper's code), 'after' the output (its text)."""
+    weights = cycle_weights(10, torch.float32)
+    features = torch.ones(10, 500)
+    before = DiffusionLayer(step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="before")
+    after = DiffusionLayer(step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="after")
+    out_after = after(features)
+    assert (out_after == 0).float().mean() > 0.4  # the step's output was dropped
+    out_before = before(features)
+    assert (out_before == 0).float().mean() < 0.2  # averaging after the drop leaves few exact zeros
+    assert torch.allclose(out_before.mean(), torch.tensor(1.0), atol=0.05)  # unbiased
+    with pytest.raises(ValueError, match="dropout_position"):
+        DiffusionLayer(step_size=0.1, dropout_position="middle")

@@ -77,3 +77,50 @@ def test_above_the_bound_diffusion_blows_up_and_is_refused():
 def test_non_positive_step_size_is_refused(step_size):
     with pytest.raises(ValueError, match="step_size"):
         DiffusionOperator(cycle_weights(4), step_size)
+
+
+def _star(leaves: int) -> torch.Tensor:
+    """GCN-normalized star: a hub whose off-diagonal row sum far exceeds 1."""
+    from pdenets.operators import gcn_normalize
+
+    edges = torch.stack([torch.zeros(leaves, dtype=torch.long), torch.arange(1, leaves + 1)])
+    edges = torch.cat([edges, edges.flip(0)], dim=1)
+    return gcn_normalize((edges, None), leaves + 1, dtype=torch.float64).to_dense()
+
+
+def test_spectral_bound_is_exact_for_symmetric_weights():
+    weights = _star(30)
+    gershgorin = stability_bound(weights)
+    spectral = stability_bound(weights, method="spectral")
+    laplacian = graph_laplacian(weights, sparse=False)
+    assert spectral == pytest.approx(2 / torch.linalg.eigvalsh(laplacian).max().item())
+    assert spectral > 1.9 * gershgorin  # hubs make Gershgorin pessimistic
+    # between the two bounds: accepted (symmetric W) and truly non-expansive in the 2-norm
+    step = (gershgorin + spectral) / 2
+    operator = DiffusionOperator(weights, step)
+    features = torch.randn(31, 2, dtype=torch.float64)
+    assert operator.apply(features, 200).norm() <= features.norm() * (1 + 1e-12)
+    # just above the spectral bound: refused, and it does blow up
+    with pytest.raises(UnstableStepSizeError, match="2/lambda_max"):
+        DiffusionOperator(weights, 1.02 * spectral)
+    assert DiffusionOperator(weights, 1.02 * spectral, check_stability=False).apply(features, 2000).norm() > \
+        10 * features.norm()
+
+
+def test_spectral_bound_large_graph_uses_lanczos_and_matches_dense():
+    from pdenets.operators.laplacian import largest_laplacian_eigenvalue
+
+    weights = random_symmetric_weights(2100, 0.003, seed=4)
+    dense_value = torch.linalg.eigvalsh(graph_laplacian(weights, sparse=False)).max().item()
+    assert largest_laplacian_eigenvalue(weights.to_sparse()) == pytest.approx(dense_value, rel=1e-6)
+
+
+def test_non_symmetric_weights_use_gershgorin_only():
+    weights = _star(10)
+    weights[0, 1] = 0.0  # break symmetry
+    with pytest.raises(ValueError, match="symmetric"):
+        stability_bound(weights, method="spectral")
+    with pytest.raises(UnstableStepSizeError, match="not symmetric"):
+        DiffusionOperator(weights, 1.5 * stability_bound(weights))
+    with pytest.raises(ValueError, match="method"):
+        stability_bound(weights, method="exact")

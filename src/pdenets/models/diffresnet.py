@@ -6,6 +6,7 @@ from typing import Optional
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ..nn.convection import ConvectionBlock
 from ..nn.diffusion import DiffusionLayer, WeightsArg
@@ -36,15 +37,21 @@ class DiffResNet(nn.Module):
         hidden_features: if given, a linear map ``d → hidden`` precedes the blocks, which
             then work in that width; default: the blocks work in the input space.
         block: ``"mlp"`` (``x + FC2 ReLU FC1 x``) or ``"graph"`` (``x + ReLU FC1 x``).
-        dropout: dropout after each diffusion step (graph variant), default 0.
+        dropout: dropout at each diffusion step (graph variant), default 0.
+        dropout_position: ``"after"`` each step (paper text, default) or ``"before"`` (paper code).
         weights: the sample graph: fixed ``W``, a builder such as
             :class:`~pdenets.operators.KnnGaussianWeights` (built once per forward from
             the input), or ``None`` (pass ``weights`` to :meth:`forward`).
         check_stability: refuse ``γ`` beyond the stability bound.
 
     Shapes:
-        - input: ``(N, d)`` — all samples of the graph (labelled and unlabelled).
+        - input: ``(N, d)`` — all samples of the graph (labelled and unlabelled); dense or
+          torch sparse (sparse bag-of-words features make the first block cheap).
         - output: ``(N, num_classes)`` logits.
+
+    Without dropout (evaluation), the last diffusion is linear and commutes with the
+    classifier: ``FC((I − γL)^r h) = (I − γL)^r (h Wᵀ) + b`` (rows of ``I − γL`` sum to 1),
+    so the ``r`` steps run on ``num_classes`` columns instead of ``width``.
 
     Example:
         >>> import torch
@@ -60,7 +67,8 @@ class DiffResNet(nn.Module):
 
     def __init__(self, in_features: int, num_classes: int, *, num_blocks: int = 1, num_steps: int = 10,
                  step_size: float = 0.5, hidden_features: Optional[int] = None, block: str = "mlp",
-                 dropout: float = 0.0, weights: WeightsArg = None, check_stability: bool = True):
+                 dropout: float = 0.0, dropout_position: str = "after", weights: WeightsArg = None,
+                 check_stability: bool = True):
         super().__init__()
         if not isinstance(num_blocks, int) or num_blocks < 1:
             raise ValueError(f"num_blocks must be a positive int, got {num_blocks!r}")
@@ -71,7 +79,8 @@ class DiffResNet(nn.Module):
         self.input_map = nn.Linear(in_features, width) if hidden_features else None
         self.blocks = nn.ModuleList(ConvectionBlock(width, variant=block) for _ in range(num_blocks))
         self.diffusion = DiffusionLayer(step_size=step_size, num_steps=num_steps, weights=weights,
-                                        dropout=dropout, check_stability=check_stability)
+                                        dropout=dropout, dropout_position=dropout_position,
+                                        check_stability=check_stability)
         self.classifier = nn.Linear(width, num_classes)
 
     @property
@@ -87,19 +96,28 @@ class DiffResNet(nn.Module):
             if module is not self and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
 
-    def features(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
-        """Features before the classifier, shape ``(N, width)``."""
+    def _convect(self, x: torch.Tensor, weights: WeightsArg):
+        """Everything up to the last block's convection output, and the graph to use."""
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input of shape (N, {self.in_features}), got {tuple(x.shape)}")
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:
-            weights = self.diffusion.weight_builder(x.detach())
+            weights = self.diffusion.weight_builder(x.detach() if x.layout == torch.strided else x.to_dense())
         out = self.input_map(x) if self.input_map is not None else x
-        for block in self.blocks:
+        for block in self.blocks[:-1]:
             out = self.diffusion(block(out), weights)
-        return out
+        return self.blocks[-1](out), weights
+
+    def features(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
+        """Features before the classifier, shape ``(N, width)``."""
+        out, weights = self._convect(x, weights)
+        return self.diffusion(out, weights)
 
     def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
-        return self.classifier(self.features(x, weights))
+        out, weights = self._convect(x, weights)
+        linear_diffusion = self.num_steps > 0 and (self.diffusion.dropout == 0 or not self.training)
+        if linear_diffusion and self.num_classes < out.shape[1]:
+            return self.diffusion(F.linear(out, self.classifier.weight), weights) + self.classifier.bias
+        return self.classifier(self.diffusion(out, weights))
 
     def extra_repr(self) -> str:
         return f"num_blocks={self.num_blocks}, num_steps={self.num_steps}, step_size={self.step_size:g}"

@@ -6,11 +6,11 @@ from typing import Callable, Optional, Union
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from .._checks import check_finite, check_positive, check_probability
 from ..operators.diffusion import DiffusionOperator
 from ..operators.graph import GraphLike
+from .dropout import fast_dropout
 
 __all__ = ["DiffusionLayer"]
 
@@ -27,7 +27,8 @@ class DiffusionLayer(nn.Module):
         \qquad L = \Lambda - W,
 
     repeated ``r`` times; with ``dropout > 0`` each step is followed by dropout (the graph
-    variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``).
+    variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``), or preceded by it with
+    ``dropout_position="before"`` (``x = Diffusion(Dropout(x))``, the paper's graph code).
 
     Symbols: ``X`` the features of all ``N`` samples (rows), ``W`` the non-negative weights
     between samples, ``Λ = diag(Σ_j w_ij)``, ``γ`` the step size, ``r`` the number of steps.
@@ -45,7 +46,8 @@ class DiffusionLayer(nn.Module):
         weights: fixed ``W`` (dense/sparse tensor, ``(edge_index, edge_weight)``, scipy),
             a callable ``points -> W`` for per-batch graphs, or ``None`` (give ``W`` to
             :meth:`forward`). Default ``None``.
-        dropout: dropout rate after each step (default 0).
+        dropout: dropout rate applied at each step (default 0).
+        dropout_position: ``"after"`` (default) or ``"before"`` each step.
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` for a
             ``γ`` beyond the bound (default ``True``).
 
@@ -64,8 +66,11 @@ class DiffusionLayer(nn.Module):
     """
 
     def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
-                 dropout: float = 0.0, check_stability: bool = True):
+                 dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True):
         super().__init__()
+        if dropout_position not in ("after", "before"):
+            raise ValueError(f"dropout_position must be 'after' or 'before', got {dropout_position!r}")
+        self.dropout_position = dropout_position
         self.step_size = check_positive(step_size, "step_size")
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
             raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
@@ -108,11 +113,13 @@ class DiffusionLayer(nn.Module):
             return x
         check_finite(x, "input to DiffusionLayer")
         operator = self._operator_for(x, weights)
-        after_step = None
         if self.dropout > 0 and self.training:
-            def after_step(features):
-                return F.dropout(features, self.dropout, training=True)
-        return operator.apply(x, self.num_steps, after_step=after_step)
+            def drop(features):
+                return fast_dropout(features, self.dropout, training=True)
+            hook = {f"{self.dropout_position}_step": drop}
+        else:
+            hook = {}
+        return operator.apply(x, self.num_steps, **hook)
 
     def reset_parameters(self) -> None:
         """The layer is parameter-free; provided for API symmetry."""
@@ -126,5 +133,5 @@ class DiffusionLayer(nn.Module):
             graph = "graph given at forward"
         text = f"step_size={self.step_size:g}, num_steps={self.num_steps}, {graph}"
         if self.dropout:
-            text += f", dropout={self.dropout:g}"
+            text += f", dropout={self.dropout:g} ({self.dropout_position} each step)"
         return text

@@ -98,10 +98,12 @@ class DiffusionOperator:
         return self._cache[key]
 
     def apply(self, features: torch.Tensor, num_steps: int = 1, *,
+              before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
               after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> torch.Tensor:
         """Apply ``r = num_steps`` explicit steps to ``features`` of shape ``(N, *)``.
 
-        ``after_step`` (e.g. dropout) is applied to the result of every step.
+        ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result of
+        every step.
         """
         if not isinstance(features, torch.Tensor) or features.dim() < 1:
             raise ValueError("features must be a tensor of shape (N, *)")
@@ -115,6 +117,8 @@ class DiffusionOperator:
         flat = features.reshape(shape[0], -1)
         matrix, matrix_t = self.matrix(flat.device, flat.dtype)
         for _ in range(num_steps):
+            if before_step is not None:
+                flat = before_step(flat)
             flat = matrix @ flat if matrix_t is None else _SparseMatmul.apply(flat, matrix, matrix_t)
             if after_step is not None:
                 flat = after_step(flat)

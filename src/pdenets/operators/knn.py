@@ -72,9 +72,10 @@ def faiss_available() -> bool:
 
 def pairwise_sq_distances(queries: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     """``‖q_i − x_j‖²`` for all pairs, shape ``(M, N)``, clamped at 0 (round-off)."""
-    sq = (queries * queries).sum(1)[:, None] + (points * points).sum(1)[None, :]
-    sq = sq - 2.0 * queries @ points.T
-    return sq.clamp_min_(0.0)
+    point_norms = (points * points).sum(1)
+    query_norms = (queries * queries).sum(1)
+    sq = torch.addmm(point_norms[None, :], queries, points.T, alpha=-2.0)  # one fused pass
+    return sq.add_(query_norms[:, None]).clamp_min_(0.0)
 
 
 def _block_topk(queries, points, k, offset, exclude_self):
