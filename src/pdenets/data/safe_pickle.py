@@ -3,12 +3,13 @@
 The Planetoid raw files (``ind.<name>.x`` …) are Python pickles. ``pickle.load`` runs any
 callable a file names, so a tampered file could run arbitrary code. :func:`load_array_pickle`
 resolves only an allow-list of constructors — numpy arrays and dtypes, scipy sparse
-matrices, and the ``defaultdict(list)`` of the ``graph`` file — and refuses everything
-else before anything is called.
+matrices, the ``defaultdict(list)`` of the ``graph`` file, and ``codecs.encode`` (which
+turns a string into bytes) — and refuses everything else before anything is called.
 """
 
 from __future__ import annotations
 
+import codecs
 import collections
 import io
 import pickle
@@ -45,6 +46,7 @@ ALLOWED_GLOBALS: Dict[Tuple[str, str], Any] = {
     ("collections", "defaultdict"): collections.defaultdict,
     ("__builtin__", "list"): list,
     ("builtins", "list"): list,
+    ("_codecs", "encode"): codecs.encode,  # how Python 3 writes bytes into protocol-2 pickles
 }
 for _module in ("numpy.core.multiarray", "numpy._core.multiarray"):
     ALLOWED_GLOBALS[(_module, "_reconstruct")] = _MULTIARRAY._reconstruct

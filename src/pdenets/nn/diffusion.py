@@ -60,7 +60,7 @@ class DiffusionLayer(nn.Module):
         >>> from pdenets.nn import DiffusionLayer
         >>> from pdenets.operators import KnnGaussianWeights
         >>> layer = DiffusionLayer(step_size=0.5, num_steps=10,
-        ...                        weights=KnnGaussianWeights(n_top=8, sigma=1.0))
+        ...                        weights=KnnGaussianWeights(n_top=8, sigma=1.0, normalization="row"))
         >>> layer(torch.randn(64, 16)).shape
         torch.Size([64, 16])
     """

@@ -4,8 +4,8 @@ Diffusion layers apply dropout at every step to an ``N × C`` feature matrix (20
 forward pass on the citation graphs). On the CPU, ``torch.nn.functional.dropout`` draws a
 Bernoulli variable per entry, which costs ~8 ns an entry and dominates the whole layer.
 :func:`fast_dropout` draws one random *byte* per entry from NumPy's PCG64 generator
-(~0.6 ns an entry), compares it with a threshold and keeps a boolean mask for the
-backward pass: 5–7× faster, same distribution.
+(~0.6 ns an entry), compares it with a threshold and multiplies by the resulting scaled
+0/1 mask: 5–10× faster, same distribution.
 
 Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 0.25, 0.5:
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
@@ -34,19 +34,6 @@ def keep_threshold(p: float):
     return np.uint16, threshold, threshold / 65536
 
 
-class _MaskedScale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, features, mask, scale):
-        ctx.save_for_backward(mask)
-        ctx.scale = scale
-        return (features * mask).mul_(scale)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (mask,) = ctx.saved_tensors
-        return (grad_output * mask).mul_(ctx.scale), None, None
-
-
 def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Inverted dropout: zero each entry with probability ``p``, scale the rest by ``1/(1−p)``.
 
@@ -66,5 +53,7 @@ def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> tor
     dtype, threshold, keep = keep_threshold(p)
     seed = int(torch.randint(0, 2**62, (1,)).item())
     random = np.random.default_rng(seed).integers(0, np.iinfo(dtype).max + 1, size=features.shape, dtype=dtype)
-    mask = torch.from_numpy(np.less(random, threshold))
-    return _MaskedScale.apply(features, mask, 1.0 / keep)
+    value_type = np.float64 if features.dtype == torch.float64 else np.float32
+    mask = np.less(random, threshold).astype(value_type)
+    mask *= value_type(1.0 / keep)
+    return features * torch.from_numpy(mask).to(features.dtype)

@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+import torch
+
+from pdenets.data.splits import per_class_split, split_and_init_seeds, split_seeds
+
+
+def _labels():
+    return torch.tensor([0] * 80 + [1] * 70 + [2] * 100 + [-1] * 5)
+
+
+def test_sizes_per_class_disjoint_and_complete():
+    labels = _labels()
+    split = per_class_split(labels, 20, 30, seed=3)
+    for part, size in ((split.train, 20), (split.val, 30)):
+        assert torch.bincount(labels[part], minlength=3).tolist() == [size] * 3
+    sets = [set(p.tolist()) for p in (split.train, split.val, split.test)]
+    assert not (sets[0] & sets[1]) and not (sets[0] & sets[2]) and not (sets[1] & sets[2])
+    assert set.union(*sets) == set(torch.nonzero(labels >= 0).flatten().tolist())  # unlabelled in no set
+
+
+def test_deterministic_and_seed_dependent():
+    labels = _labels()
+    first, again, other = (per_class_split(labels, seed=s) for s in (1, 1, 2))
+    assert torch.equal(first.train, again.train) and torch.equal(first.val, again.val)
+    assert not torch.equal(first.train, other.train)
+
+
+def test_seed_lists_are_prefix_consistent():
+    """Asking for more splits or inits keeps the earlier ones (so stored runs stay valid)."""
+    assert split_seeds(42, 100)[:10] == split_seeds(42, 10)
+    labels = _labels()
+    split_a, inits_a = split_and_init_seeds(labels, 7, 20)
+    split_b, inits_b = split_and_init_seeds(labels, 7, 5)
+    assert inits_a[:5] == inits_b and torch.equal(split_a.train, split_b.train)
+
+
+def test_matches_the_reference_sampling_procedure():
+    """Per class, RandomState.choice over the sorted candidates: train first, then validation."""
+    labels = _labels().numpy()
+    state = np.random.RandomState(11)
+    train = np.concatenate([state.choice(np.flatnonzero(labels == c), 20, replace=False) for c in range(3)])
+    val = np.concatenate([state.choice(np.setdiff1d(np.flatnonzero(labels == c), train), 30, replace=False)
+                          for c in range(3)])
+    split = per_class_split(torch.from_numpy(labels), 20, 30, seed=11)
+    assert split.train.tolist() == sorted(train.tolist()) and split.val.tolist() == sorted(val.tolist())
+
+
+def test_class_too_small_is_reported():
+    with pytest.raises(ValueError, match="class 1 has only 10"):
+        per_class_split(torch.tensor([0] * 60 + [1] * 10), 20, 30)
