@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import time
 import warnings
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import largest_size, median_time, peak_memory_gib  # noqa: E402
 
 warnings.filterwarnings("ignore")
 import pdenets  # noqa: E402,F401  (silences torch's sparse beta warnings)
@@ -41,16 +40,6 @@ from pdenets.operators.knn import faiss_available  # noqa: E402
 
 FEATURES = 16
 NEIGHBOURS = 10
-
-
-def median_time(function, repeats: int) -> float:
-    function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def random_graph(num_nodes: int, seed: int = 0) -> torch.Tensor:
@@ -157,40 +146,14 @@ def trial(kind: str, num_nodes: int) -> None:
         knn_search(torch.randn(num_nodes, FEATURES), NEIGHBOURS, backend="faiss")
     else:
         raise ValueError(kind)
-    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(json.dumps({"peak_gib": peak_gib}))
-
-
-def run_trial(kind: str, num_nodes: int, cap_gib: float, timeout: float):
-    def limit():
-        cap = int(cap_gib * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    start = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, __file__, "--trial", kind, str(num_nodes)], preexec_fn=limit,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "timeout"
-    if done.returncode != 0:
-        return None, "out of memory" if "memory" in (done.stderr + done.stdout).lower() or done.returncode < 0 \
-            else done.stderr.strip().splitlines()[-1:]
-    peak = json.loads(done.stdout.strip().splitlines()[-1])["peak_gib"]
-    return {"seconds": time.perf_counter() - start, "peak_gib": peak}, None
+    print(json.dumps({"peak_gib": peak_memory_gib()}))
 
 
 def largest_sizes(kinds, start_sizes, cap_gib, timeout, max_size):
     print(f"\n## Largest N under a {cap_gib:g} GiB memory cap (N doubles until a trial fails or takes over {timeout:g} s)")
     found = {}
     for kind in kinds:
-        num_nodes, best, reason = start_sizes[kind], None, "limit of the search"
-        while num_nodes <= max_size:
-            result, failure = run_trial(kind, num_nodes, cap_gib, timeout)
-            if failure:
-                reason = failure
-                break
-            best = (num_nodes, result)
-            num_nodes *= 2
+        best, reason = largest_size(__file__, kind, start_sizes[kind], cap_gib, timeout, max_size)
         if best:
             print(f"{kind:>17}: N = {best[0]:>10,}  (peak {best[1]['peak_gib']:.2f} GiB); next size failed: {reason}")
             found[kind] = {"largest_N": best[0], "peak_gib": best[1]["peak_gib"], "next_failure": str(reason)}

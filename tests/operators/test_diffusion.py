@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -65,12 +66,27 @@ def test_sparse_and_dense_paths_agree_and_gradcheck():
     assert torch.autograd.gradcheck(lambda x: dense_op.apply(x, 3), (features,))
 
 
-def test_operator_caches_per_dtype():
+def test_operator_follows_feature_dtype_and_caches_matrices():
     operator = DiffusionOperator(cycle_weights(6).to_sparse(), 0.25)
     single = operator.apply(torch.ones(6, 1), 2)
     assert single.dtype == torch.float32
-    first = operator.matrix(dtype=torch.float32)
-    assert operator.matrix(dtype=torch.float32) is first
+    first = operator.propagation.scipy(np.float32)
+    assert operator.propagation.scipy(np.float32) is first
+    double = operator.apply(torch.ones(6, 1, dtype=torch.float64), 2)
+    assert torch.allclose(double, torch.ones(6, 1, dtype=torch.float64))  # rows of I − γL sum to 1
+
+
+def test_torch_backend_equals_scipy_backend():
+    """Off the CPU the product runs in torch; check that path against the SciPy one."""
+    from pdenets.operators import SparseMatrix
+
+    weights = random_symmetric_weights(30, 0.2).to_sparse()
+    matrix = SparseMatrix(weights)
+    dense = torch.randn(30, 5, dtype=torch.float64)
+    torch_result = matrix.torch_csr("cpu", torch.float64) @ dense
+    assert torch.allclose(matrix.matmul(dense), torch_result)
+    with pytest.raises(ValueError, match="cannot multiply"):
+        matrix.matmul(torch.randn(29, 5, dtype=torch.float64))
 
 
 @pytest.mark.parametrize(

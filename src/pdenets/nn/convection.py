@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..operators.diffusion import sparse_matmul
+from ..operators.sparse import SparseMatrix
 
 __all__ = ["ConvectionBlock", "CONVECTION_VARIANTS"]
 
@@ -66,7 +66,7 @@ class ConvectionBlock(nn.Module):
         self.variant = variant
         self.fc1 = nn.Linear(features, hidden, bias=bias)
         self.fc2 = nn.Linear(hidden, features, bias=bias) if variant == "mlp" else None
-        self._sparse_cache: Optional[tuple] = None  # (input, version, csr, csr transposed, dense)
+        self._sparse_cache: Optional[tuple] = None  # (input, version, SparseMatrix, dense)
 
     def reset_parameters(self) -> None:
         self.fc1.reset_parameters()
@@ -77,8 +77,8 @@ class ConvectionBlock(nn.Module):
         cache = self._sparse_cache
         if cache is not None and cache[0] is x and cache[1] == x._version:
             return cache[2:]
-        coo = x.to_sparse_coo().coalesce() if x.layout != torch.sparse_coo else x.coalesce()
-        parts = (coo.to_sparse_csr(), coo.transpose(0, 1).coalesce().to_sparse_csr(), coo.to_dense())
+        matrix = SparseMatrix(x)
+        parts = (matrix, matrix.to_dense())
         self._sparse_cache = (x, x._version) + parts
         return parts
 
@@ -92,8 +92,8 @@ class ConvectionBlock(nn.Module):
             raise ValueError(f"ConvectionBlock expects {self.features} features, got shape {tuple(x.shape)}")
         if x.layout == torch.strided:
             return x + self.velocity(x)
-        csr, csr_t, dense = self._sparse_parts(x)
-        pre = sparse_matmul(csr, csr_t, self.fc1.weight.t())
+        matrix, dense = self._sparse_parts(x)
+        pre = matrix.matmul(self.fc1.weight.t())
         hidden = F.relu(pre + self.fc1.bias if self.fc1.bias is not None else pre)
         return dense + (self.fc2(hidden) if self.fc2 is not None else hidden)
 

@@ -3,7 +3,7 @@
 Sparse by default; nothing here builds an N×N matrix from sparse input.
 """
 
-from .diffusion import DiffusionOperator, diffuse, heat_semigroup, sparse_matmul
+from .diffusion import DiffusionOperator, diffuse, heat_semigroup
 from .graph import (
     GraphLike,
     add_self_loops,
@@ -17,13 +17,14 @@ from .graph import (
 )
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
+from .sparse import SparseMatrix
 from .weights import KnnGaussianWeights, gaussian_kernel, knn_gaussian_weights
 
 __all__ = [
     "DiffusionOperator",
     "diffuse",
     "heat_semigroup",
-    "sparse_matmul",
+    "SparseMatrix",
     "GraphLike",
     "add_self_loops",
     "as_weight_matrix",

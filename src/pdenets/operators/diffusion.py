@@ -7,44 +7,25 @@ One explicit Euler step of the graph heat equation ``dX/dt = −L X`` (paper 000
     X \leftarrow X - \gamma L X = (I - \gamma L) X ,
     \qquad L = \Lambda - W .
 
-:class:`DiffusionOperator` assembles ``A = I − γL`` once — a sparse CSR matrix with the
+:class:`DiffusionOperator` assembles ``A = I − γL`` once — a sparse matrix with the
 sparsity of ``W`` plus the diagonal — and applies it ``r`` times with one sparse
-matrix–matrix product per step. Its backward pass multiplies by a precomputed ``Aᵀ``
-(torch's generic sparse backward transposes ``A`` on every call, which costs more than
-the product itself). Memory is ``O(nnz(W) + N·C)``; no N×N matrix is formed for sparse
-``W``. Dense ``W`` takes a dense path with the same results.
+matrix–matrix product per step (:class:`~pdenets.operators.sparse.SparseMatrix`: the
+backward pass multiplies by a precomputed ``Aᵀ``). Memory is ``O(nnz(W) + N·C)``; no
+N×N matrix is formed for sparse ``W``. Dense ``W`` takes a dense path with the same results.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Optional
 
 import torch
 
 from .._checks import check_finite, check_positive
 from .graph import GraphLike, as_weight_matrix, is_dense, row_sums
 from .laplacian import check_step_size, stability_bound
+from .sparse import SparseMatrix
 
-__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup", "sparse_matmul"]
-
-
-class _SparseMatmul(torch.autograd.Function):
-    """``y = A x`` for a constant sparse ``A`` with ``∂L/∂x = Aᵀ ∂L/∂y`` (``Aᵀ`` precomputed)."""
-
-    @staticmethod
-    def forward(ctx, dense, matrix, matrix_t):
-        ctx.matrices = (matrix, matrix_t)
-        return matrix @ dense
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        matrix, matrix_t = ctx.matrices
-        return _SparseMatmul.apply(grad_output, matrix_t, matrix), None, None
-
-
-def sparse_matmul(matrix: torch.Tensor, matrix_t: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-    """``matrix @ dense`` for a constant sparse CSR ``matrix`` whose transpose is ``matrix_t``."""
-    return _SparseMatmul.apply(dense, matrix, matrix_t)
+__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup"]
 
 
 class DiffusionOperator:
@@ -82,20 +63,11 @@ class DiffusionOperator:
             diag_part = torch.sparse_coo_tensor(torch.stack([index, index]), diagonal, weights.shape)
             matrix = (self.step_size * weights + diag_part).coalesce()
         self._matrix = matrix
-        self._cache: Dict[Tuple[torch.device, torch.dtype], Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+        self.propagation = None if self.dense else SparseMatrix(matrix)
 
-    def matrix(self, device=None, dtype=None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """``(A, Aᵀ)`` on ``device``/``dtype``: CSR pair for sparse graphs, ``(A, None)`` dense."""
-        device = torch.device(device) if device is not None else self._matrix.device
-        dtype = dtype or self._matrix.dtype
-        key = (device, dtype)
-        if key not in self._cache:
-            base = self._matrix.to(device=device, dtype=dtype)
-            if self.dense:
-                self._cache[key] = (base, None)
-            else:
-                self._cache[key] = (base.to_sparse_csr(), base.transpose(0, 1).coalesce().to_sparse_csr())
-        return self._cache[key]
+    def matrix(self) -> torch.Tensor:
+        """``A = I − γL`` (dense tensor or coalesced sparse COO)."""
+        return self._matrix
 
     def apply(self, features: torch.Tensor, num_steps: int = 1, *,
               before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
@@ -115,11 +87,11 @@ class DiffusionOperator:
             raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
         shape = features.shape
         flat = features.reshape(shape[0], -1)
-        matrix, matrix_t = self.matrix(flat.device, flat.dtype)
+        dense = self._matrix.to(device=flat.device, dtype=flat.dtype) if self.dense else None
         for _ in range(num_steps):
             if before_step is not None:
                 flat = before_step(flat)
-            flat = matrix @ flat if matrix_t is None else _SparseMatmul.apply(flat, matrix, matrix_t)
+            flat = dense @ flat if dense is not None else self.propagation.matmul(flat)
             if after_step is not None:
                 flat = after_step(flat)
         return flat.reshape(shape)
