@@ -181,7 +181,7 @@ def main() -> None:
     print(f"\n## Largest block graph (64 features) for one training epoch under a {cap:g} GiB memory cap")
     largest = {}
     for kind, start, limit in (("dense", 8192, 2**17), ("pdenets", 2**18 if args.quick else 2**20, 2**25)):
-        best, reason = largest_size(__file__, kind, start, cap, 120 if args.quick else 900, limit)
+        best, reason = largest_size(__file__, kind, start, cap, 120 if args.quick else 600, limit)
         if best:
             print(f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, epoch {best[1]['epoch_s']:.1f} s);"
                   f" next size: {reason}")

@@ -65,3 +65,18 @@ def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with ResultsStore(tmp_path / "r.sqlite") as store, pytest.raises(ImportError, match="pdenets\\[distributed\\]"):
         run_jobs([Job("a", {}), Job("b", {})], run_single, store=store, ray_address="auto", progress=False)
+
+
+def test_ray_cluster_gives_the_same_results_as_inline(tmp_path):
+    ray = pytest.importorskip("ray")
+    config = _config(tmp_path, models=["diff-resnet"], num_splits=2, num_inits=1)
+    jobs = make_jobs(config)
+    try:
+        with ResultsStore(tmp_path / "inline.sqlite") as inline, ResultsStore(tmp_path / "ray.sqlite") as cluster:
+            run_jobs(jobs, run_single, store=inline, workers=1, threads_per_worker=1, progress=False)
+            run_jobs(jobs, run_single, store=cluster, ray_address="local", threads_per_worker=1, progress=False)
+            first = {r["key"]: (r["accuracy"], r["epochs"]) for r in inline.rows()}
+            second = {r["key"]: (r["accuracy"], r["epochs"]) for r in cluster.rows()}
+    finally:
+        ray.shutdown()
+    assert first == second

@@ -41,7 +41,30 @@ def _check_layers(num_layers: int) -> None:
         raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
 
 
-class GCN(nn.Module):
+class _StackedConvolutions(nn.Module):
+    """Dropout → convolution → activation, layer after layer (no activation after the last)."""
+
+    activation = staticmethod(F.relu)
+
+    def __init__(self, convs, dropout: float):
+        super().__init__()
+        self.convs = nn.ModuleList(convs)
+        self.dropout = dropout
+
+    def reset_parameters(self) -> None:
+        for conv in self.convs:
+            conv.reset_parameters()
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        for index, conv in enumerate(self.convs):
+            x = F.dropout(x, self.dropout, self.training)
+            x = conv(x, edge_index)
+            if index < len(self.convs) - 1:
+                x = self.activation(x)
+        return x
+
+
+class GCN(_StackedConvolutions):
     r"""Graph convolutional network (Kipf & Welling 2017): ``H ← σ(D̃^{-1/2} Ã D̃^{-1/2} H Θ)``.
 
     Shapes: ``x (N, F)``, ``edge_index (2, E)`` → ``(N, C)``.
@@ -55,26 +78,12 @@ class GCN(nn.Module):
 
     def __init__(self, in_features: int, num_classes: int, *, hidden: int = 16, num_layers: int = 2,
                  dropout: float = 0.5):
-        super().__init__()
         _check_layers(num_layers)
         sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
-        self.convs = nn.ModuleList(GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:]))
-        self.dropout = dropout
-
-    def reset_parameters(self) -> None:
-        for conv in self.convs:
-            conv.reset_parameters()
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for index, conv in enumerate(self.convs):
-            x = F.dropout(x, self.dropout, self.training)
-            x = conv(x, edge_index)
-            if index < len(self.convs) - 1:
-                x = F.relu(x)
-        return x
+        super().__init__([GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
 
-class GraphSAGE(nn.Module):
+class GraphSAGE(_StackedConvolutions):
     r"""GraphSAGE (Hamilton et al. 2017) with mean or max-pooling aggregation.
 
     ``h_i ← W₁ h_i + W₂ AGG_{j∈N(i)} h_j``; ``aggregator="maxpool"`` applies a ReLU MLP to the
@@ -89,29 +98,15 @@ class GraphSAGE(nn.Module):
 
     def __init__(self, in_features: int, num_classes: int, *, aggregator: str = "mean", hidden: int = 64,
                  num_layers: int = 2, dropout: float = 0.5):
-        super().__init__()
         _check_layers(num_layers)
         if aggregator not in ("mean", "maxpool"):
             raise ValueError(f"aggregator must be 'mean' or 'maxpool', got {aggregator!r}")
         sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
         options = {"aggr": "mean"} if aggregator == "mean" else {"aggr": "max", "project": True}
-        self.convs = nn.ModuleList(SAGEConv(a, b, **options) for a, b in zip(sizes[:-1], sizes[1:]))
-        self.dropout = dropout
-
-    def reset_parameters(self) -> None:
-        for conv in self.convs:
-            conv.reset_parameters()
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for index, conv in enumerate(self.convs):
-            x = F.dropout(x, self.dropout, self.training)
-            x = conv(x, edge_index)
-            if index < len(self.convs) - 1:
-                x = F.relu(x)
-        return x
+        super().__init__([SAGEConv(a, b, **options) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
 
-class GAT(nn.Module):
+class GAT(_StackedConvolutions):
     r"""Graph attention network (Veličković et al. 2018): multi-head attention over neighbours.
 
     Hidden layers: ``heads`` heads of ``hidden`` units, concatenated, ELU; output layer: one
@@ -126,7 +121,6 @@ class GAT(nn.Module):
 
     def __init__(self, in_features: int, num_classes: int, *, hidden: int = 8, heads: int = 8, num_layers: int = 2,
                  dropout: float = 0.6):
-        super().__init__()
         _check_layers(num_layers)
         layers = []
         width = in_features
@@ -134,17 +128,6 @@ class GAT(nn.Module):
             layers.append(GATConv(width, hidden, heads=heads, dropout=dropout))
             width = hidden * heads
         layers.append(GATConv(width, num_classes, heads=1, concat=False, dropout=dropout))
-        self.convs = nn.ModuleList(layers)
-        self.dropout = dropout
+        super().__init__(layers, dropout)
 
-    def reset_parameters(self) -> None:
-        for conv in self.convs:
-            conv.reset_parameters()
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for index, conv in enumerate(self.convs):
-            x = F.dropout(x, self.dropout, self.training)
-            x = conv(x, edge_index)
-            if index < len(self.convs) - 1:
-                x = F.elu(x)
-        return x
+    activation = staticmethod(F.elu)
