@@ -166,6 +166,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--memory-cap-gib", type=float, default=16.0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--skip-memory", action="store_true", help="timings only, no largest-N trials")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread (as in the protocol's worker processes); r = {NUM_STEPS}, "
@@ -178,9 +179,13 @@ def main() -> None:
         rows.append(bench("block graph", *make_problem("block", size), dense_ok=size <= 10_000,
                           repeats=3 if size <= 100_000 else 1))
     cap = 4.0 if args.quick else args.memory_cap_gib
-    print(f"\n## Largest block graph (64 features) for one training epoch under a {cap:g} GiB memory cap")
     largest = {}
-    for kind, start, limit in (("dense", 8192, 2**17), ("pdenets", 2**18 if args.quick else 2**20, 2**25)):
+    if args.skip_memory:
+        kinds = ()
+    else:
+        kinds = (("dense", 8192, 2**17), ("pdenets", 2**18 if args.quick else 2**20, 2**25))
+        print(f"\n## Largest block graph (64 features) for one training epoch under a {cap:g} GiB memory cap")
+    for kind, start, limit in kinds:
         best, reason = largest_size(__file__, kind, start, cap, 120 if args.quick else 600, limit)
         if best:
             print(f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, epoch {best[1]['epoch_s']:.1f} s);"

@@ -76,15 +76,25 @@ def test_operator_follows_feature_dtype_and_caches_matrices():
     assert torch.allclose(double, torch.ones(6, 1, dtype=torch.float64))  # rows of I − γL sum to 1
 
 
-def test_torch_backend_equals_scipy_backend():
-    """Off the CPU the product runs in torch; check that path against the SciPy one."""
+def test_sparse_matrix_product_matches_scipy_and_dense():
     from pdenets.operators import SparseMatrix
 
-    weights = random_symmetric_weights(30, 0.2).to_sparse()
-    matrix = SparseMatrix(weights)
-    dense = torch.randn(30, 5, dtype=torch.float64)
-    torch_result = matrix.torch_csr("cpu", torch.float64) @ dense
-    assert torch.allclose(matrix.matmul(dense), torch_result)
+    weights = random_symmetric_weights(30, 0.2)
+    weights[0, 5] = 0.7  # not symmetric: the backward must use the transpose
+    matrix = SparseMatrix(weights.to_sparse())
+    dense = torch.randn(30, 5, dtype=torch.float64, requires_grad=True)
+    result = matrix.matmul(dense)
+    assert torch.allclose(result, weights @ dense)
+    assert np.allclose(result.detach().numpy(), matrix.scipy(np.float64) @ dense.detach().numpy())
+    assert torch.autograd.gradcheck(matrix.matmul, (dense,))
+    wide = torch.randn(30, 300, dtype=torch.float64)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # the SciPy route
+        single = matrix.matmul(wide)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.allclose(single, weights @ wide)
     with pytest.raises(ValueError, match="cannot multiply"):
         matrix.matmul(torch.randn(29, 5, dtype=torch.float64))
 

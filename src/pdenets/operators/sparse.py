@@ -1,9 +1,13 @@
 """Constant sparse matrices multiplied by dense tensors, with autograd for the dense side.
 
 ``SparseMatrix(M).matmul(X)`` computes ``M X`` and its backward ``Mᵀ ∂L/∂(MX)`` with a
-precomputed ``Mᵀ`` (torch's generic sparse backward transposes ``M`` on every call). On the
-CPU the product runs in SciPy's CSR kernel, which on wide dense operands (thousands of
-feature columns) is 1.3–3× faster than torch's; elsewhere torch's CSR product is used.
+precomputed ``Mᵀ`` (torch's generic sparse backward transposes ``M`` on every call, which
+costs more than the product itself). The product runs in torch's CSR kernel, except on a
+single CPU thread with a wide operand (at least :data:`SCIPY_MIN_COLUMNS` columns, e.g.
+bag-of-words features), where SciPy's kernel, which skips torch's internal copies, trains
+Diff-ResNet on Cora ~10 % faster; with two or more threads or narrow operands torch's
+kernel is as fast or up to 3× faster (``benchmarks/graph.py`` and the numbers in
+``benchmarks/README.md``).
 
 Example:
     >>> import torch
@@ -26,10 +30,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["SparseMatrix"]
+__all__ = ["SparseMatrix", "SCIPY_MIN_COLUMNS"]
 
+#: Operand width from which a single-threaded CPU product goes through SciPy.
+SCIPY_MIN_COLUMNS = 256
 _SCIPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
-
 
 class SparseMatrix:
     """A constant ``(n, m)`` sparse matrix (from a torch COO/CSR tensor) ready for products."""
@@ -71,10 +76,11 @@ class SparseMatrix:
         return self._torch[key]
 
     def _product(self, dense: torch.Tensor) -> torch.Tensor:
-        if dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES:
+        if (dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and dense.shape[1] >= SCIPY_MIN_COLUMNS
+                and torch.get_num_threads() == 1):
             array = dense.detach().contiguous().numpy()
             return torch.from_numpy(np.ascontiguousarray(self.scipy(_SCIPY_DTYPES[dense.dtype]) @ array))
-        return self.torch_csr(dense.device, dense.dtype) @ dense
+        return self.torch_csr(dense.device, dense.dtype) @ dense.contiguous()
 
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
         """``M @ dense`` (2-D dense), differentiable with respect to ``dense``."""
