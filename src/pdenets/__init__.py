@@ -7,9 +7,13 @@ of the data.
 
 __version__ = "0.1.0"
 
+from ._checks import NonFiniteError
+
 import warnings as _warnings
 
 # torch warns on every first use of CSR tensors and unchecked sparse constructors; our
 # sparse operators are built from validated indices, so these say nothing to a user.
 _warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 _warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+
+__all__ = ["NonFiniteError", "__version__"]

@@ -12,6 +12,7 @@ from numbers import Real
 import torch
 
 __all__ = [
+    "NonFiniteError",
     "check_points",
     "check_finite",
     "check_positive",
@@ -21,15 +22,19 @@ __all__ = [
 ]
 
 
+class NonFiniteError(ValueError):
+    """A tensor holds NaN or infinite values (bad input, or a diverged training run)."""
+
+
 def check_finite(tensor: torch.Tensor, name: str) -> None:
-    """Raise ``ValueError`` if ``tensor`` holds NaN or infinite values."""
+    """Raise :class:`NonFiniteError` (a ``ValueError``) if ``tensor`` holds NaN or inf."""
     if tensor.is_sparse or tensor.layout != torch.strided:
         values = tensor.coalesce().values() if tensor.layout == torch.sparse_coo else tensor.values()
     else:
         values = tensor
     if values.is_floating_point() and values.numel() and not bool(torch.isfinite(values).all()):
         bad = int((~torch.isfinite(values)).sum())
-        raise ValueError(f"{name} contains {bad} NaN/inf value(s); clean or impute the input first")
+        raise NonFiniteError(f"{name} contains {bad} NaN/inf value(s); clean or impute the input first")
 
 
 def check_points(points: torch.Tensor, name: str = "points") -> torch.Tensor:

@@ -67,3 +67,24 @@ def test_console_script_lists_tasks():
     result = subprocess.run([sys.executable, "-m", "pdenets.cli", "tasks"], capture_output=True, text=True,
                             check=True)
     assert all(name in result.stdout for name in TASKS)
+
+
+@pytest.mark.parametrize("num_steps", [0, 5])
+def test_diverging_run_stops_cleanly(num_steps):
+    """A learning rate far too large overflows the network: the run is marked diverged, not crashed."""
+    import torch
+
+    from pdenets.data.synthetic import make_synthetic
+    from pdenets.tasks.synthetic import SyntheticConfig, _Split, _train_run, _weights
+
+    config = SyntheticConfig(epochs=10)
+    hp = {"n_top": 10, "sigma": 0.5, "step_size": 1.0, "lr": 1e30}
+    splits = []
+    for seed in (0, 1):
+        data = make_synthetic("moon", 60, seed=seed)
+        points = data.points.float()
+        splits.append(_Split(points, data.labels, _weights(points, hp, config)))
+    result = _train_run(splits[0], splits[1], hp, num_steps, 0.9, config, init_seed=0, snapshot_epochs=None)
+    assert result["diverged_at_epoch"] is not None
+    assert len(result["test_curve"]) == config.epochs + 1
+    assert all(0.0 <= accuracy <= 1.0 for accuracy in result["train_curve"] + result["test_curve"])

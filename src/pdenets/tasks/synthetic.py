@@ -19,7 +19,6 @@ Three parts:
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -29,8 +28,9 @@ import torch
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
+from .._checks import NonFiniteError
 from ..analysis.ratio import distance_diameter
-from ..data.synthetic import SyntheticSet, make_synthetic
+from ..data.synthetic import make_synthetic
 from ..experiments.plots import mean_band, plt, save, scatter_classes
 from ..experiments.report import Report
 from ..experiments.rundir import RunDirectory
@@ -122,7 +122,7 @@ def _weights(points: torch.Tensor, hp: Dict[str, float], config: SyntheticConfig
 
 def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     if not bool(torch.isfinite(logits).all()):
-        return math.nan
+        raise NonFiniteError("the network's outputs overflowed")
     return float((logits.argmax(1) == labels).double().mean())
 
 
@@ -168,12 +168,20 @@ def _train_run(split_train: _Split, split_test: _Split, hp: Dict[str, float], nu
     for epoch in range(1, config.epochs + 1):
         previous = copy.deepcopy(model.state_dict())
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(split_train.points, split_train.weights), split_train.labels)
-        finite = bool(torch.isfinite(loss))
+        try:
+            loss = F.cross_entropy(model(split_train.points, split_train.weights), split_train.labels)
+            finite = bool(torch.isfinite(loss))
+        except NonFiniteError:  # features overflowed before reaching the diffusion layer
+            finite = False
         if finite:
             loss.backward()
             optimizer.step()
             finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+            if finite:
+                try:
+                    accuracies_features = evaluate()
+                except NonFiniteError:
+                    finite = False
         if not finite:
             # Divergence: restore the last finite parameters, stop, and carry that state to the end.
             model.load_state_dict(previous)
@@ -183,7 +191,7 @@ def _train_run(split_train: _Split, split_test: _Split, hp: Dict[str, float], nu
                 record(later, *final)
             break
         losses.append(float(loss.detach()))
-        record(epoch, *evaluate())
+        record(epoch, *accuracies_features)
     seconds = time.perf_counter() - start
     paper_epoch = min(config.paper_epochs, config.epochs)
     return {
@@ -432,8 +440,8 @@ def _write_report(results: Dict, xor: Dict, classification: Dict, config: Synthe
         f"{config.epochs} epochs, weight decay {config.weight_decay}) and is tested on a held-out sample of "
         f"{2 * config.test_points_per_class} points from another seed, diffused on its own graph. "
         f"Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; 'at {config.paper_epochs}' "
-        "is the accuracy after the paper's 20 steps. A run whose loss becomes non-finite stops and keeps its last "
-        "finite parameters ('diverged')."
+        "is the accuracy after the paper's 20 steps. A run whose loss, parameters or outputs become non-finite "
+        "stops and keeps its last finite parameters ('diverged')."
     )
     headers = ["set", "optimizer", "model", "train acc", "test acc", f"test acc at {config.paper_epochs}",
                "perfect test", "diverged", "s/run"]
