@@ -32,8 +32,14 @@ def check_finite(tensor: torch.Tensor, name: str) -> None:
         values = tensor.coalesce().values() if tensor.layout == torch.sparse_coo else tensor.values()
     else:
         values = tensor
-    if values.is_floating_point() and values.numel() and not bool(torch.isfinite(values).all()):
-        bad = int((~torch.isfinite(values)).sum())
+    if not values.is_floating_point() or not values.numel():
+        return
+    # One reduction pass: a NaN or inf anywhere makes the sum non-finite. Only when the sum
+    # is not finite (which also happens when finite values overflow) look entry by entry.
+    if bool(torch.isfinite(values.sum())):
+        return
+    bad = int((~torch.isfinite(values)).sum())
+    if bad:
         raise NonFiniteError(f"{name} contains {bad} NaN/inf value(s); clean or impute the input first")
 
 

@@ -42,3 +42,22 @@ def test_identity_when_not_training_and_bad_rate():
     assert fast_dropout(features, 0.0) is features
     with pytest.raises(ValueError, match="dropout probability"):
         fast_dropout(features, 1.0)
+
+
+@pytest.mark.parametrize("p", [0.25, 0.35])
+def test_masks_are_independent_between_neighbouring_entries(p):
+    """P(both of two adjacent entries dropped) = p² (bytes of one random word are independent)."""
+    torch.manual_seed(1)
+    dropped = fast_dropout(torch.ones(300, 1000), p) == 0
+    both_in_row = (dropped[:, 1:] & dropped[:, :-1]).double().mean().item()
+    both_in_column = (dropped[1:] & dropped[:-1]).double().mean().item()
+    assert abs(both_in_row - p * p) < 0.004 and abs(both_in_column - p * p) < 0.004
+
+
+def test_backward_multiplies_by_the_same_scaled_mask():
+    features = torch.randn(30, 17, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(5)
+    out = fast_dropout(features, 0.5)
+    weights = torch.randn_like(out)
+    (out * weights).sum().backward()
+    assert torch.allclose(features.grad, weights * out.detach() / features.detach())

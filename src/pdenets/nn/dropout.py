@@ -3,15 +3,16 @@
 Diffusion layers apply dropout at every step to an ``N × C`` feature matrix (20 times per
 forward pass on the citation graphs). On the CPU, ``torch.nn.functional.dropout`` draws a
 Bernoulli variable per entry, which costs ~8 ns an entry and dominates the whole layer.
-:func:`fast_dropout` draws one random *byte* per entry from NumPy's PCG64 generator
-(~0.6 ns an entry), compares it with a threshold and multiplies by the resulting scaled
-0/1 mask: 5–10× faster, same distribution. Only a one-byte boolean mask is kept for the
-backward pass.
+:func:`fast_dropout` takes one random *byte* per entry from the raw 64-bit output of
+NumPy's PCG64 generator (~0.2 ns an entry: every byte of a uniform 64-bit word is an
+independent uniform byte), compares it with a threshold and multiplies by the resulting
+0/1 mask times the scale: 5–10× faster than
+``F.dropout``, same distribution. Only a one-byte boolean mask is kept for the backward pass.
 
 Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 0.25, 0.5:
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
 with probability 42598/65536 = 0.6499939). The output is scaled by the inverse of the
-keep probability actually used, so ``E[dropout(x)] = x`` exactly. The NumPy generator is
+keep probability actually used, so ``E[dropout(x)] = x`` exactly. The generator is
 seeded from torch's default generator, so ``torch.manual_seed`` makes masks reproducible.
 Other devices use ``torch.nn.functional.dropout``.
 """
@@ -53,24 +54,32 @@ def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> tor
         return F.dropout(features, p, training=True)
     dtype, threshold, keep = keep_threshold(p)
     seed = int(torch.randint(0, 2**62, (1,)).item())
-    random = np.random.default_rng(seed).integers(0, np.iinfo(dtype).max + 1, size=features.shape, dtype=dtype)
-    return _ByteMaskDropout.apply(features, np.less(random, threshold), 1.0 / keep)
+    keep_mask = _keep_mask(features.shape, seed, dtype, threshold)
+    return _BoolMaskDropout.apply(features, keep_mask, 1.0 / keep)
 
 
-class _ByteMaskDropout(torch.autograd.Function):
+def _keep_mask(shape, seed: int, dtype, threshold: int) -> np.ndarray:
+    """Boolean array of ``shape``: ``True`` where a uniform ``dtype`` draw is below ``threshold``."""
+    count = int(np.prod(shape))
+    itemsize = np.dtype(dtype).itemsize
+    words = np.random.PCG64(seed).random_raw((count * itemsize + 7) // 8)
+    return np.less(words.view(dtype)[:count].reshape(shape), threshold)
+
+
+def _scaled_mask(keep_mask: np.ndarray, scale: float, dtype: torch.dtype) -> torch.Tensor:
+    """``keep_mask · scale`` as a float tensor (NumPy's bool → float kernels are the fast ones)."""
+    value_type = np.float64 if dtype == torch.float64 else np.float32
+    return torch.from_numpy(np.multiply(keep_mask, value_type(scale), dtype=value_type)).to(dtype)
+
+
+class _BoolMaskDropout(torch.autograd.Function):
     """``x ⊙ mask · scale``; saves the boolean mask (1 byte an entry) instead of a float one."""
 
     @staticmethod
     def forward(ctx, features, keep_mask: np.ndarray, scale: float):
         ctx.keep_mask, ctx.scale = keep_mask, scale
-        value_type = np.float64 if features.dtype == torch.float64 else np.float32
-        scaled = keep_mask.astype(value_type)
-        scaled *= value_type(scale)
-        return features * torch.from_numpy(scaled).to(features.dtype)
+        return features * _scaled_mask(keep_mask, scale, features.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
-        value_type = np.float64 if grad_output.dtype == torch.float64 else np.float32
-        grad = np.multiply(grad_output.detach().contiguous().numpy(), ctx.keep_mask, dtype=value_type)
-        grad *= value_type(ctx.scale)
-        return torch.from_numpy(grad).to(grad_output.dtype), None, None
+        return grad_output * _scaled_mask(ctx.keep_mask, ctx.scale, grad_output.dtype), None, None
