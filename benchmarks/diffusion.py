@@ -1,6 +1,6 @@
 """Sparse vs dense diffusion and chunked vs dense kNN, measured side by side in one run.
 
-    python benchmarks/diffusion.py            # full (about 10 minutes on 2 cores)
+    python benchmarks/diffusion.py            # full (about 25 minutes on 2 cores)
     python benchmarks/diffusion.py --quick    # small sizes, under a minute
 
 Part 1 — diffusion, forward + backward of ``r`` explicit steps ``X ← (I − γL)X`` on a kNN

@@ -1,6 +1,6 @@
 """Diff-ResNet training on graphs: pdenets vs reference implementations, in one run.
 
-    python benchmarks/graph.py            # Cora + synthetic graphs up to 1M nodes, memory trials (~15 min)
+    python benchmarks/graph.py            # Cora + synthetic graphs up to 1M nodes, memory trials (~25 min)
     python benchmarks/graph.py --quick    # Cora + a 10k-node graph, under two minutes
 
 Per epoch = one training step (forward, backward, Adam) + one evaluation pass, the unit
