@@ -62,15 +62,19 @@ def _alias_overrides(spec, extra: List[str], fields) -> List[str]:
         if not token.startswith("--"):
             raise ValueError(f"unexpected argument {token!r}")
         name, _, value = token[2:].partition("=")
-        if not value:
-            if index + 1 >= len(extra):
-                raise ValueError(f"{token} needs a value")
-            index += 1
-            value = extra[index]
         target = spec.aliases.get(name)
         if target is None:
             known = ", ".join(f"--{a}" for a in sorted(spec.aliases)) or "none"
             raise ValueError(f"unknown option {token!r} for task {spec.name} (shortcuts: {known})")
+        if not value:
+            switch = isinstance(fields.get(target), bool)
+            if switch and (index + 1 >= len(extra) or extra[index + 1].startswith("--")):
+                value = "true"  # a bare switch such as --report-only
+            elif index + 1 >= len(extra):
+                raise ValueError(f"{token} needs a value")
+            else:
+                index += 1
+                value = extra[index]
         if isinstance(fields.get(target), list):
             value = "[" + ", ".join(v.strip() for v in value.split(",") if v.strip()) + "]"
         overrides.append(f"{target}={value}")

@@ -98,3 +98,18 @@ def test_quick_cora_smoke(tmp_path):
     assert results["graphs"]["cora"]["spectral_bound"] > 0.25  # Table 6's gamma is stable
     for model in ("diff-resnet", "gcn"):
         assert 40 < results["table"]["cora"][model]["mean"] <= 100
+
+
+def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
+    out = tmp_path / "run"
+    base = ["run", "node-classification", "--dataset", graph, "--workers", "1", "--splits", "2", "--inits", "1",
+            "--out", str(out)]
+    assert main(base + ["--model", "no-diff-resnet"] + SHORT) == 0
+    # Another model is asked for, but --report-only runs nothing.
+    assert main(base + ["--model", "no-diff-resnet,gcn", "--report-only"] + SHORT) == 0
+    assert sqlite3.connect(out / "results.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+    results = json.loads((out / "results.json").read_text())
+    assert (results["runs_stored"], results["runs_planned"]) == (2, 4)
+    assert set(results["table"]["sbm"]) == {"no-diff-resnet"}
+    report = (out / "report.md").read_text()
+    assert "2 of 4 planned runs stored" in report and "| gcn | — |" in report

@@ -52,7 +52,8 @@ class Reproduction:
 
 
 _GRAPH_ALIASES = {"dataset": "datasets", "model": "models", "splits": "num_splits", "inits": "num_inits",
-                  "workers": "workers", "ray-address": "ray_address", "max-epochs": "max_epochs"}
+                  "workers": "workers", "ray-address": "ray_address", "max-epochs": "max_epochs",
+                  "report-only": "report_only"}
 
 TASKS: Dict[str, TaskSpec] = {
     "synthetic": TaskSpec(

@@ -109,6 +109,8 @@ class NodeClassificationConfig:
     data_dir: Optional[str] = None
     device: str = "cpu"
     check_stability: bool = True
+    #: build the report from the runs already stored, without running the missing ones
+    report_only: bool = False
 
     def validate(self) -> None:
         unknown = [m for m in list(self.models) + list(self.depth_models) if m not in MODEL_NAMES]
@@ -370,7 +372,8 @@ def _write_report(results, config, run_dir: RunDirectory) -> None:
         f"{config.num_splits} splits × {config.num_inits} initializations per model and dataset "
         f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for training/validation), "
         f"Adam lr {config.lr}, weight decay {config.weight_decay}, early stopping patience {config.patience}, at most "
-        f"{config.max_epochs} epochs. {runs_done} runs stored in `{STORE_FILENAME}`; wall time of this invocation "
+        f"{config.max_epochs} epochs. {runs_done} of {results['runs_planned']} planned runs stored in "
+        f"`{STORE_FILENAME}`; wall time of this invocation "
         f"{results['wall_seconds']:.0f} s."
     )
     report.heading("Accuracy (%), mean ± std over all runs, next to the paper")
@@ -455,9 +458,10 @@ def run(config: NodeClassificationConfig, run_dir: RunDirectory, *, progress: bo
     facts = _graph_facts(config)  # loads every graph first: a missing file fails before any run
     jobs = make_jobs(config)
     with ResultsStore(run_dir.file(STORE_FILENAME)) as store:
-        run_jobs(jobs, run_single, store=store, workers=config.workers or None,
-                 threads_per_worker=config.threads_per_worker or None, ray_address=config.ray_address,
-                 progress=progress, description="node classification")
+        if not config.report_only:
+            run_jobs(jobs, run_single, store=store, workers=config.workers or None,
+                     threads_per_worker=config.threads_per_worker or None, ray_address=config.ray_address,
+                     progress=progress, description="node classification")
         results = summarize(config, store)
         rows = [r for r in store.rows() if r["key"] in {job.key for job in jobs}]
     results["graphs"] = facts
