@@ -113,3 +113,19 @@ def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
     assert set(results["table"]["sbm"]) == {"no-diff-resnet"}
     report = (out / "report.md").read_text()
     assert "2 of 4 planned runs stored" in report and "| gcn | — |" in report
+
+
+def test_growing_the_protocol_keeps_the_stored_runs(graph, tmp_path):
+    out = tmp_path / "run"
+    base = ["run", "node-classification", "--dataset", graph, "--model", "no-diff-resnet", "--workers", "1",
+            "--out", str(out)] + SHORT
+    assert main(base + ["--splits", "2", "--inits", "1"]) == 0
+    first = dict(sqlite3.connect(out / "results.sqlite").execute("SELECT key, accuracy FROM runs").fetchall())
+    assert main(base + ["--splits", "3", "--inits", "2"]) == 0
+    grown = dict(sqlite3.connect(out / "results.sqlite").execute("SELECT key, accuracy FROM runs").fetchall())
+    assert len(grown) == 6 and all(grown[key] == accuracy for key, accuracy in first.items())
+    # the runs computed within the larger protocol equal what a fresh 3 x 2 protocol computes
+    config = NodeClassificationConfig(datasets=[graph], models=["no-diff-resnet"], num_splits=3, num_inits=2,
+                                      max_epochs=20, patience=5, train_per_class=10, val_per_class=10)
+    job = make_jobs(config)[0]
+    assert run_single(job.payload)["accuracy"] == grown[job.key]

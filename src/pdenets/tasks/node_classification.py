@@ -262,9 +262,15 @@ def _hyperparameters(config: NodeClassificationConfig, model: str, dataset: str)
     return {**GNN_DEFAULTS[model], **config.baselines.get(model, {})}
 
 
-def _protocol_hash(config: NodeClassificationConfig, hp: Dict[str, Any], splits: int, inits: int) -> str:
-    identity = {"hp": hp, "seed": config.seed, "splits": splits, "inits": inits, "train": config.train_per_class,
-                "val": config.val_per_class, "max_epochs": config.max_epochs, "patience": config.patience}
+def _protocol_hash(config: NodeClassificationConfig, hp: Dict[str, Any]) -> str:
+    """What makes two runs of the same (split, init) the same run.
+
+    The numbers of splits and initializations are not part of it: split ``i`` and its
+    ``j``-th initialization come from prefixes of seeded streams, the same for any count, so
+    a protocol grown from 10 × 2 to 100 × 20 keeps the 10 × 2 runs already stored.
+    """
+    identity = {"hp": hp, "seed": config.seed, "train": config.train_per_class, "val": config.val_per_class,
+                "max_epochs": config.max_epochs, "patience": config.patience}
     return hashlib.sha1(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -273,7 +279,7 @@ def make_jobs(config: NodeClassificationConfig) -> List[Job]:
 
     def add(experiment, dataset, model, depth, splits, inits):
         hp = _hyperparameters(config, model, dataset)
-        digest = _protocol_hash(config, hp, splits, inits)
+        digest = _protocol_hash(config, hp)
         for split in range(splits):
             for init in range(inits):
                 key = f"{experiment}|{dataset_label(dataset)}|{model}|depth={depth}|{digest}|s{split}|i{init}"
