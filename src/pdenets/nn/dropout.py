@@ -6,8 +6,8 @@ Bernoulli variable per entry, which costs ~8 ns an entry and dominates the whole
 :func:`fast_dropout` takes one random *byte* per entry from the raw 64-bit output of
 NumPy's PCG64 generator (~0.2 ns an entry: every byte of a uniform 64-bit word is an
 independent uniform byte), compares it with a threshold and multiplies by the resulting
-0/1 mask times the scale: 5–10× faster than
-``F.dropout``, same distribution. Only a one-byte boolean mask is kept for the backward pass.
+0/1 mask times the scale: 5–10× faster than ``F.dropout``, same distribution. Only a
+one-byte boolean mask is kept for the backward pass.
 
 Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 0.25, 0.5:
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
