@@ -119,6 +119,8 @@ class GAT(_StackedConvolutions):
         torch.Size([4, 3])
     """
 
+    activation = staticmethod(F.elu)
+
     def __init__(self, in_features: int, num_classes: int, *, hidden: int = 8, heads: int = 8, num_layers: int = 2,
                  dropout: float = 0.6):
         _check_layers(num_layers)
@@ -129,5 +131,3 @@ class GAT(_StackedConvolutions):
             width = hidden * heads
         layers.append(GATConv(width, num_classes, heads=1, concat=False, dropout=dropout))
         super().__init__(layers, dropout)
-
-    activation = staticmethod(F.elu)

@@ -36,6 +36,7 @@ __all__ = ["SparseMatrix", "SCIPY_MIN_COLUMNS"]
 SCIPY_MIN_COLUMNS = 256
 _SCIPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
+
 class SparseMatrix:
     """A constant ``(n, m)`` sparse matrix (from a torch COO/CSR tensor) ready for products."""
 

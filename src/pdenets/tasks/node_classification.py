@@ -440,11 +440,20 @@ def _write_report(results, config, run_dir: RunDirectory) -> None:
     report.write(run_dir.path)
 
 
+def _planned_rows(jobs: List[Job], store: ResultsStore) -> List[Dict[str, Any]]:
+    """The stored runs that belong to ``jobs`` (a store may hold runs of other protocols)."""
+    wanted = {job.key for job in jobs}
+    return [r for r in store.rows() if r["key"] in wanted]
+
+
 def summarize(config: NodeClassificationConfig, store: ResultsStore) -> Dict[str, Any]:
-    rows = store.rows()
-    wanted = {job.key for job in make_jobs(config)}
-    rows = [r for r in rows if r["key"] in wanted]
-    results: Dict[str, Any] = {"runs_stored": len(rows), "runs_planned": len(wanted), "table": {}, "depth": {}}
+    """Table and depth-study figures from the stored runs of ``config``'s protocol."""
+    jobs = make_jobs(config)
+    return _summarize_rows(_planned_rows(jobs, store), len(jobs))
+
+
+def _summarize_rows(rows: List[Dict[str, Any]], planned: int) -> Dict[str, Any]:
+    results: Dict[str, Any] = {"runs_stored": len(rows), "runs_planned": planned, "table": {}, "depth": {}}
     for (dataset, model), entry in _summaries([r for r in rows if r["experiment"] == "protocol"],
                                               ("dataset", "model")).items():
         paper = PAPER_TABLE1.get(model, {}).get(dataset)
@@ -468,8 +477,8 @@ def run(config: NodeClassificationConfig, run_dir: RunDirectory, *, progress: bo
             run_jobs(jobs, run_single, store=store, workers=config.workers or None,
                      threads_per_worker=config.threads_per_worker or None, ray_address=config.ray_address,
                      progress=progress, description="node classification")
-        results = summarize(config, store)
-        rows = [r for r in store.rows() if r["key"] in {job.key for job in jobs}]
+        rows = _planned_rows(jobs, store)
+    results = _summarize_rows(rows, len(jobs))
     results["graphs"] = facts
     results["wall_seconds"] = time.perf_counter() - start
     results["figures"] = _figures(results, config, run_dir, rows)

@@ -28,7 +28,7 @@ import torch
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from .._checks import NonFiniteError
+from .._checks import NonFiniteError, check_finite
 from ..analysis.ratio import distance_diameter
 from ..data.synthetic import make_synthetic
 from ..experiments.plots import mean_band, plt, save, scatter_classes
@@ -121,8 +121,7 @@ def _weights(points: torch.Tensor, hp: Dict[str, float], config: SyntheticConfig
 
 
 def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    if not bool(torch.isfinite(logits).all()):
-        raise NonFiniteError("the network's outputs overflowed")
+    check_finite(logits, "the network's output")
     return float((logits.argmax(1) == labels).double().mean())
 
 
