@@ -97,7 +97,7 @@ def make_problem(name: str, num_nodes: int = 0, features: int = 64):
         from pdenets.tasks.node_classification import prepared_graph
 
         graph = prepared_graph("cora", None)
-        x, labels, edge_index = graph["x"], graph["y"], graph["edge_index"]
+        x, labels, edge_index = graph.x, graph.y, graph.edge_index
     else:
         x, labels, edge_index = block_graph(num_nodes, 5, 10, features)
     weights = gcn_normalize((edge_index, None), x.shape[0])

@@ -1,3 +1,6 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -30,3 +33,11 @@ def random_symmetric_weights(n: int, density: float = 0.1, seed: int = 0) -> tor
     weights = (weights + weights.T) / 2
     weights.fill_diagonal_(0.0)
     return weights
+
+
+# Test helpers importable by name, here and in spawned worker processes (spawn copies sys.path).
+HELPERS = str(Path(__file__).resolve().parent / "helpers")
+if HELPERS not in sys.path:
+    sys.path.insert(0, HELPERS)
+
+collect_ignore = ["helpers"]

@@ -1,139 +1,257 @@
-"""Command-line interface.
+"""The ``pdenets`` command, generated from the task registry and the task configs.
 
-    pdenets run <task> [--quick] [--out DIR] [--set key=value ...] [--<alias> value ...]
-    pdenets reproduce <table> [--quick] [--out DIR] ...
-    pdenets tasks
+    pdenets run TASK [--quick] [--out DIR] [--config FILE ...] [--set KEY=VALUE ...] [--FIELD VALUE ...]
+    pdenets reproduce TABLE [same options]
+    pdenets tasks | pdenets models
+
+Every config field is an option (``--num-splits 10``; list fields take ``a,b``; booleans
+``--flag`` / ``--no-flag``), tasks add shortcuts (``--dataset`` for ``--datasets``), and
+nested fields take ``--set a.b=value``. ``pdenets run TASK --help`` lists them all with
+their help text and defaults. User errors end in one ``pdenets: error: ...`` line and exit
+status 2 (``--debug`` shows the traceback); nothing is written before the config is valid.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import shlex
+import signal
 import sys
-import time
-from datetime import datetime
-from pathlib import Path
-from typing import List, Optional
+import traceback
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+
+import yaml
 
 from . import __version__
-from .experiments.config import apply_overrides, config_to_dict, load_config
-from .experiments.rundir import RunDirectory
-from .tasks import REPRODUCTIONS, TASKS, get_task
+from .experiments.config import ConfigError, FieldInfo, config_fields, config_to_dict, parse_value, resolve_config
+from .experiments.rundir import RunDirectoryError, to_plain
+from .experiments.runner import JobFailedError, RunInterrupted, run_task
+from .experiments.store import StoreError
+from .experiments.task import Task, UnknownNameError, registered_reproductions, registered_tasks
 
 __all__ = ["main", "build_parser"]
 
+#: exit status of user errors (bad options, configs, folders, files)
+USAGE_ERROR = 2
+_FIELD_PREFIX = "field:"
+_ENGINE_OPTIONS = {"out", "overwrite", "quick", "config", "set", "report_only", "print_config", "no_progress",
+                   "debug", "help"}
 
-def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/<name>-<time>)")
-    parser.add_argument("--quick", action="store_true", help="small version (about a minute on 2 cores)")
-    parser.add_argument("--config", type=Path, default=None, help="YAML file of config keys (or a run's config.yaml)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config key (YAML value; dotted keys for nested fields); repeatable")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: config)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="data directory (default $PDENETS_DATA)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+
+class UsageError(Exception):
+    """A command line that cannot be run (argparse's complaints end here)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump, no SystemExit from deep inside
+        raise UsageError(message)
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("%", "%%")
+
+
+def _default_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) if value else "[]"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _nested_line(info: FieldInfo) -> str:
+    default = yaml.safe_dump(to_plain(info.default), default_flow_style=True, width=10_000).strip()
+    return f"  {info.name}: {info.help + ' ' if info.help else ''}({info.type_name})\n      default: {default}"
+
+
+def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base) -> None:
+    aliases: Dict[str, List[str]] = {}
+    for alias, target in task.shortcuts.items():
+        aliases.setdefault(target, []).append(alias)
+    fields = config_fields(task.config_class, base)
+    known = {info.name for info in fields}
+    unknown_targets = sorted(set(aliases) - known)
+    if unknown_targets:
+        raise TypeError(f"task {task.name!r} declares shortcuts for unknown fields {unknown_targets}")
+    groups = {
+        "common": parser.add_argument_group("settings of every task"),
+        "task": parser.add_argument_group(f"settings of {task.name}"),
+    }
+    nested: List[str] = []
+    for info in fields:
+        if info.kind == "nested":
+            nested.append(_nested_line(info))
+            continue
+        names = [info.name] + [a for a in aliases.get(info.name, []) if a != info.name.replace("_", "-")]
+        option_strings = list(dict.fromkeys("--" + n.replace("_", "-") for n in names))
+        clash = [o for o in option_strings if o.lstrip("-").replace("-", "_") in _ENGINE_OPTIONS]
+        if clash:
+            raise TypeError(f"task {task.name!r}: config field option {clash} collides with a run option")
+        group = groups["common"] if info.owner.__name__ == "TaskConfig" else groups["task"]
+        help_text = _escape(f"{info.help + ' ' if info.help else ''}({info.type_name}; default: "
+                            f"{_default_text(info.default)})")
+        if info.kind == "bool":
+            group.add_argument(*option_strings, dest=_FIELD_PREFIX + info.name, action=argparse.BooleanOptionalAction,
+                               default=argparse.SUPPRESS, help=help_text)
+        else:
+            metavar = "A,B,..." if info.kind == "list" else info.name.upper()
+            group.add_argument(*option_strings, dest=_FIELD_PREFIX + info.name, default=argparse.SUPPRESS,
+                               metavar=metavar, help=help_text)
+    if nested:
+        parser.add_argument_group("nested settings (set with --set FIELD.KEY.SUBKEY=VALUE)",
+                                  _escape("\n".join(nested)))
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("run options")
+    group.add_argument("--out", default=None, metavar="DIR",
+                       help="run folder: a new or empty one, or a run of the same task to resume "
+                            "(default: runs/<task>-<date>-<time>)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="use --out even if it holds other files or another task's run (its run files are replaced)")
+    group.add_argument("--quick", action="store_true", help="the small version of the task (about a minute)")
+    group.add_argument("--config", action="append", default=[], metavar="FILE",
+                       help="YAML file of settings (or a run's config.yaml); repeatable, later files win")
+    group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="set any setting, nested ones with dotted keys (value read as YAML); repeatable")
+    group.add_argument("--report-only", action="store_true",
+                       help="run nothing; rebuild results and report from the runs stored in --out")
+    group.add_argument("--print-config", action="store_true", help="print the resolved settings as YAML and exit")
+    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def _task_parser(commands, name: str, task: Type[Task], base, help_text: str, description: str) -> None:
+    parser = commands.add_parser(name, help=_escape(help_text), description=_escape(description),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(task_class=task, base_factory=base, run_name=name)
+    _add_run_options(parser)
+    _add_config_options(parser, task, base())
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pdenets",
-        description="PDE-inspired deep learning: run the papers' experiments and write reports.",
-        epilog="Task shortcuts (e.g. --dataset cora,citeseer --model diff-resnet,gcn --workers 2 "
-               "--ray-address auto) set config fields; see `pdenets tasks`.",
-    )
+    parser = _Parser(prog="pdenets", description="PDE-inspired deep learning: run the papers' experiments and write "
+                                                 "reports.",
+                     epilog="`pdenets run TASK --help` lists every setting of a task.")
     parser.add_argument("--version", action="version", version=f"pdenets {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run a task and write a run directory with results and a report")
-    run.add_argument("task", choices=sorted(TASKS), help="task to run")
-    _common_options(run)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run = commands.add_parser("run", help="run a task and write a run folder with results and a report",
+                              description="Run a task. Rerunning into the same --out resumes.")
+    tasks = run.add_subparsers(dest="task", metavar="TASK", required=True)
+    for name, task in sorted(registered_tasks().items()):
+        _task_parser(tasks, name, task, task.config_class, task.description,
+                     f"{task.description}\n\n`--quick` runs the small version.")
+        tasks.choices[name].set_defaults(quick_factory=task.quick_config)
     reproduce = commands.add_parser("reproduce", help="reproduce a paper table with one command")
-    reproduce.add_argument("table", choices=sorted(REPRODUCTIONS), help="which table")
-    _common_options(reproduce)
+    tables = reproduce.add_subparsers(dest="table", metavar="TABLE", required=True)
+    for name, entry in sorted(registered_reproductions().items()):
+        task = registered_tasks()[entry.task]
+        _task_parser(tables, name, task, entry.full, entry.description,
+                     f"{entry.description}\n\nTask: {entry.task}. `--quick` runs the small version.")
+        tables.choices[name].set_defaults(quick_factory=entry.quick, run_name=f"reproduce-{name}")
     commands.add_parser("tasks", help="list the tasks, their shortcuts and the reproducible tables")
+    commands.add_parser("models", help="list the registered models")
     return parser
 
 
-def _alias_overrides(spec, extra: List[str], fields) -> List[str]:
-    """Turn ``--dataset cora,citeseer`` into ``datasets=[cora, citeseer]`` using the task's aliases."""
-    overrides, index = [], 0
-    while index < len(extra):
-        token = extra[index]
-        if not token.startswith("--"):
-            raise ValueError(f"unexpected argument {token!r}")
-        name, _, value = token[2:].partition("=")
-        target = spec.aliases.get(name)
-        if target is None:
-            known = ", ".join(f"--{a}" for a in sorted(spec.aliases)) or "none"
-            raise ValueError(f"unknown option {token!r} for task {spec.name} (shortcuts: {known})")
-        if not value:
-            switch = isinstance(fields.get(target), bool)
-            if switch and (index + 1 >= len(extra) or extra[index + 1].startswith("--")):
-                value = "true"  # a bare switch such as --report-only
-            elif index + 1 >= len(extra):
-                raise ValueError(f"{token} needs a value")
-            else:
-                index += 1
-                value = extra[index]
-        if isinstance(fields.get(target), list):
-            value = "[" + ", ".join(v.strip() for v in value.split(",") if v.strip()) + "]"
-        overrides.append(f"{target}={value}")
-        index += 1
-    return overrides
+def _value(info: FieldInfo, raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw  # booleans from --flag / --no-flag
+    if info.kind == "list" and not raw.lstrip().startswith("["):
+        return [parse_value(item.strip(), source=f"--{info.name}") for item in raw.split(",") if item.strip()]
+    return parse_value(raw, source=f"--{info.name.replace('_', '-')}")
 
 
-def _resolve(args, extra: List[str]):
-    if args.command == "reproduce":
-        entry = REPRODUCTIONS[args.table]
-        spec = get_task(entry.task)
-        module = spec.load()
-        base = getattr(module, entry.quick if args.quick else entry.full)()
-        name = f"reproduce-{args.table}"
-    else:
-        spec = get_task(args.task)
-        base = spec.quick_config() if args.quick else spec.config()
-        name = args.task
-    config = load_config(spec.config, args.config, base=base)
-    fields = config_to_dict(config)
-    overrides = _alias_overrides(spec, extra, fields) + list(args.overrides)
-    if args.device is not None:
-        overrides.append(f"device={args.device}")
-    if args.data_dir is not None and "data_dir" in fields:
-        overrides.append(f"data_dir={args.data_dir}")
-    return spec, name, apply_overrides(config, overrides)
+def _overrides(args: argparse.Namespace, task: Type[Task], base) -> List[Tuple[str, Any]]:
+    fields = {info.name: info for info in config_fields(task.config_class, base)}
+    overrides = []
+    for dest, raw in vars(args).items():
+        if dest.startswith(_FIELD_PREFIX):
+            name = dest[len(_FIELD_PREFIX):]
+            overrides.append((name, _value(fields[name], raw)))
+    return overrides + list(args.overrides)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if args.command == "tasks":
-        for name, spec in sorted(TASKS.items()):
-            shortcuts = " ".join(f"--{alias}" for alias in sorted(spec.aliases))
-            print(f"{name:20s} {spec.description}\n{'':20s} shortcuts: {shortcuts}")
-        for name, entry in sorted(REPRODUCTIONS.items()):
-            print(f"reproduce {name:10s} {entry.description}")
-        return 0
+def _print_listing() -> None:
+    for name, task in sorted(registered_tasks().items()):
+        shortcuts = " ".join(f"--{alias}" for alias in sorted(task.shortcuts)) or "-"
+        print(f"{name:22s} {task.description}\n{'':22s} shortcuts: {shortcuts}")
+    for name, entry in sorted(registered_reproductions().items()):
+        print(f"reproduce {name:12s} {entry.description}")
+
+
+def _print_models() -> None:
+    from .models import list_models, model_entry
+
+    for name in list_models():
+        entry = model_entry(name)
+        print(f"{name:16s} {entry.family:16s} {entry.description}")
+
+
+def _interrupted_message(interrupted: RunInterrupted) -> str:
+    if interrupted.stored == 0:
+        return f"interrupted before any run finished; nothing is stored yet in {interrupted.path}"
+    if interrupted.stored >= interrupted.planned:
+        return (f"interrupted while writing the results; all {interrupted.planned} runs are stored in "
+                f"{interrupted.path}: rerun the same command (or add --report-only) to write them")
+    return (f"interrupted: {interrupted.stored} of {interrupted.planned} runs are stored in {interrupted.path}; "
+            "rerun the same command to resume")
+
+
+def _raise_keyboard_interrupt(signum, frame):  # SIGTERM: stop like Ctrl-C (store, stop workers, say so)
+    raise KeyboardInterrupt
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        spec, name, config = _resolve(args, extra)
-    except (ValueError, KeyError) as error:
-        parser.error(str(error))
-    if args.print_config:
-        print(json.dumps(config_to_dict(config), indent=2))
-        return 0
-    out = args.out or Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    run_dir = RunDirectory(out)
-    run_dir.write_config(spec.name, config_to_dict(config) | {"quick": bool(args.quick)})
-    start = time.perf_counter()
-    try:
-        spec.run(config, run_dir, progress=not args.no_progress)
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"pdenets: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"\npdenets: interrupted; finished runs are kept in {run_dir.path} — rerun the same command to "
-              "resume", file=sys.stderr)
+        return _main(argv)
+    except RunInterrupted as interrupted:
+        print(f"\npdenets: {_interrupted_message(interrupted)}", file=sys.stderr)
         return 130
-    print(f"done in {time.perf_counter() - start:.1f} s; report: {run_dir.file('report.html')}")
+    except KeyboardInterrupt:
+        print("\npdenets: interrupted before any run started; nothing was run", file=sys.stderr)
+        return 130
+    except (UsageError, ConfigError, RunDirectoryError, StoreError, UnknownNameError, ValueError, OSError,
+            ImportError) as error:
+        if debug:
+            traceback.print_exc()
+        print(f"pdenets: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except JobFailedError as error:
+        if debug:
+            traceback.print_exc()
+        print(f"pdenets: error: {error}" + ("" if debug else " (--debug shows the traceback)"), file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _main(argv: List[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "tasks":
+        _print_listing()
+        return 0
+    if args.command == "models":
+        _print_models()
+        return 0
+    task: Type[Task] = args.task_class
+    base = args.quick_factory() if args.quick else args.base_factory()
+    config = resolve_config(task.config_class, base=base, files=args.config, overrides=_overrides(args, task, base))
+    if args.print_config:
+        task(config).validate()
+        print(yaml.safe_dump(to_plain(config_to_dict(config)), sort_keys=False).rstrip())
+        return 0
+    outcome = run_task(task(config), out=args.out, overwrite=args.overwrite, progress=not args.no_progress,
+                       report_only=args.report_only, runs_root="runs",
+                       extra_config={"quick": bool(args.quick), "command": "pdenets " + shlex.join(argv)},
+                       run_name=args.run_name)
+    note = f"{outcome.new} new run(s), {outcome.stored} of {outcome.planned} stored"
+    print(f"done in {outcome.seconds:.1f} s ({note}); report: {outcome.path / 'report.html'}")
     return 0
 
 

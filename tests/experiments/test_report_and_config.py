@@ -1,55 +1,8 @@
 import json
 import math
-from dataclasses import dataclass, field
-from typing import Dict, List
 
-import pytest
-
-from pdenets.experiments.config import apply_overrides, load_config
 from pdenets.experiments.report import Report, format_number
 from pdenets.experiments.rundir import RunDirectory
-
-
-@dataclass
-class _Config:
-    epochs: int = 10
-    rate: float = 0.5
-    name: str = "a"
-    flags: List[int] = field(default_factory=lambda: [1, 2])
-    nested: Dict[str, Dict[str, float]] = field(default_factory=lambda: {"moon": {"steps": 60}})
-    enabled: bool = True
-
-
-def test_overrides_parse_yaml_values_and_nested_keys():
-    config = apply_overrides(_Config(), ["epochs=3", "rate=1", "flags=[4, 5]", "nested.moon.steps=7",
-                                         "enabled=false", "name=b"])
-    assert (config.epochs, config.rate, config.flags, config.nested["moon"]["steps"], config.enabled,
-            config.name) == (3, 1.0, [4, 5], 7, False, "b")
-    assert isinstance(config.rate, float)
-
-
-@pytest.mark.parametrize("override, message", [
-    ("epochs", "key=value"),
-    ("epoch=3", "unknown config key"),
-    ("epochs=many", "expects int"),
-    ("nested.circle.steps=1", "unknown config key"),
-    ("enabled=3", "true/false"),
-])
-def test_bad_overrides(override, message):
-    with pytest.raises(ValueError, match=message):
-        apply_overrides(_Config(), [override])
-
-
-def test_load_config_from_yaml_and_from_run_config(tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text("epochs: 4\n")
-    assert load_config(_Config, path).epochs == 4
-    run = RunDirectory(tmp_path / "run")
-    run.write_config("demo", {"epochs": 6})
-    assert load_config(_Config, run.file("config.yaml")).epochs == 6
-    path.write_text("unknown: 1\n")
-    with pytest.raises(ValueError, match="unknown config key"):
-        load_config(_Config, path)
 
 
 def test_results_json_has_no_nan(tmp_path):
@@ -78,3 +31,17 @@ def test_format_number():
     assert format_number(1234567.0) == "1.23e+06"
     assert format_number(0.5) == "0.500"
     assert format_number(None) == "—" and format_number(True) == "yes" and format_number(float("nan")) == "nan"
+
+
+def test_csv_and_figures_are_recorded_in_the_marker(tmp_path):
+    from pdenets.experiments.plots import plt
+
+    with RunDirectory.open(tmp_path / "run", task="demo") as run:
+        run.write_csv("rows.csv", [{"a": 1, "b": None}, {"a": 2, "c": "x"}])
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
+        assert run.save_figure(fig, "line.png") == "line.png"
+    assert run.file("rows.csv").read_text() == "a,b,c\n1,,\n2,,x\n"
+    assert run.file("line.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    marker = json.loads(run.file(".pdenets-run").read_text())
+    assert marker["files"] == ["line.png", "rows.csv"] and marker["task"] == "demo"

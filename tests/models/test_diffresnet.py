@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pdenets.models import MODELS, DiffResNet, no_diff_resnet
+from pdenets.models import DiffResNet, create_model, no_diff_resnet
 from pdenets.operators import KnnGaussianWeights, diffuse
 
 from ..conftest import cycle_weights
@@ -26,7 +26,8 @@ def test_no_diffusion_is_plain_resnet():
     x = torch.randn(7, 2)
     assert net.num_steps == 0
     assert torch.allclose(net(x), net.classifier(net.blocks[0](x)))
-    assert MODELS["no-diff-resnet"] is no_diff_resnet
+    registered = create_model("no-diff-resnet", in_features=2, num_classes=2)
+    assert registered.num_steps == 0 and sum(p.numel() for p in registered.parameters()) == 18
 
 
 def test_builder_is_called_once_per_forward():
@@ -72,9 +73,23 @@ def test_evaluation_reassociates_classifier_exactly():
     x = torch.randn(30, 12, dtype=torch.float64)
     net.eval()
     assert torch.allclose(net(x), net.classifier(net.features(x)), atol=1e-12)
-    net.train()
-    torch.manual_seed(0)
-    assert net(x).shape == (30, 3)
+
+
+def test_with_dropout_active_the_classifier_comes_after_diffusion():
+    """Dropout is not linear: while it is active the classifier must not be moved before the diffusion."""
+    weights = cycle_weights(30)
+    net = DiffResNet(12, 3, num_blocks=1, num_steps=6, step_size=0.3, block="graph", dropout=0.5,
+                     weights=weights).double().train()
+    x = torch.randn(30, 12, dtype=torch.float64)
+    torch.manual_seed(7)
+    out = net(x)
+    torch.manual_seed(7)
+    expected = net.classifier(net.diffusion(net.blocks[0](x)))  # the same dropout masks, classifier last
+    assert torch.equal(out, expected)
+    torch.manual_seed(7)
+    reassociated = net.diffusion(torch.nn.functional.linear(net.blocks[0](x), net.classifier.weight)) + \
+        net.classifier.bias
+    assert not torch.allclose(out, reassociated, atol=1e-3)
 
 
 def test_sparse_bag_of_words_input():

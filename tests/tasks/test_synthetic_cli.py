@@ -1,90 +1,116 @@
-"""End to end: ``pdenets run synthetic --quick`` writes a complete, sane run directory."""
+"""``pdenets run synthetic --quick``: a complete run directory with the numbers pinned for its seeds."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+import torch
 import yaml
 
 from pdenets.cli import main
-from pdenets.tasks import TASKS
-from pdenets.tasks.synthetic import PAPER_SCRIPT_REFERENCE
+from pdenets.tasks.synthetic import (
+    PAPER_SCRIPT_REFERENCE,
+    ClassificationJob,
+    GraphConvention,
+    SyntheticConfig,
+    SyntheticHyperparameters,
+    SyntheticTask,
+    TrainingProtocol,
+)
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("synthetic")
+    out = tmp_path_factory.mktemp("synthetic") / "run"
     assert main(["run", "synthetic", "--quick", "--out", str(out), "--no-progress"]) == 0
     return out
 
 
 def test_run_directory_is_complete(quick_run):
-    for name in ("config.yaml", "results.json", "report.md", "report.html", "runs.csv", "curves.csv", "xor.png",
-                 "summary.png", "moon_sgd-momentum.png", "spiral_sgd-plain.png"):
+    for name in ("config.yaml", "results.json", "results.sqlite", "report.md", "report.html", "runs.csv",
+                 "curves.csv", "xor.png", "summary.png", "moon_sgd-momentum.png", "spiral_sgd-plain.png"):
         assert (quick_run / name).stat().st_size > 0, name
-    config = yaml.safe_load((quick_run / "config.yaml").read_text())
-    assert config["task"] == "synthetic" and config["config"]["quick"] is True
+    document = yaml.safe_load((quick_run / "config.yaml").read_text())
+    assert document["task"] == "synthetic" and document["quick"] is True and document["config"]["seeds"] == [0]
     report = (quick_run / "report.md").read_text()
-    for figure in json.loads((quick_run / "results.json").read_text())["figures"].values():
-        assert f"]({figure})" in report
-
-
-def test_numbers_are_sane(quick_run):
     results = json.loads((quick_run / "results.json").read_text())
-    ratios = results["xor"]["L_over_D_median"]
-    assert ratios["step_1"] < ratios["step_10"] < ratios["step_20"] < ratios["step_200"]
-    for dataset, by_optimizer in results["classification"].items():
-        for by_variant in by_optimizer.values():
-            for entry in by_variant.values():
-                assert 0.0 <= entry["test_accuracy"]["mean"] <= 1.0
-                assert entry["runs"] == 1
+    assert set(results["figures"]) == {"xor", "summary"} | {f"{d}_{o}" for d in ("moon", "circle", "spiral")
+                                                             for o in ("sgd-momentum", "sgd-plain")}
+    for figure in results["figures"].values():
+        assert f"]({figure})" in report
+    assert (results["runs_planned"], results["runs_stored"]) == (2 + 12 + 3, 17)
+
+
+#: held-out test accuracy after 20 epochs, seed 0 (quick configuration): train/test samples of 1,000 points
+PINNED_TEST_ACCURACY = {
+    ("moon", "sgd-momentum"): (0.698, 0.955), ("moon", "sgd-plain"): (0.885, 0.939),
+    ("circle", "sgd-momentum"): (0.947, 0.5), ("circle", "sgd-plain"): (0.534, 0.823),
+    ("spiral", "sgd-momentum"): (0.481, 0.5), ("spiral", "sgd-plain"): (0.502, 0.352),
+}
+PINNED_L_OVER_D = {"step_1": 0.7921971012385058, "step_10": 2.954122464310273, "step_20": 6.885340286318304,
+                   "step_200": 140385.95815998485}
+
+
+def test_pinned_numbers(quick_run):
+    results = json.loads((quick_run / "results.json").read_text())
+    assert results["xor"]["L_over_D_median"] == pytest.approx(PINNED_L_OVER_D, rel=1e-9)
+    for (dataset, optimizer), (resnet, diff_resnet) in PINNED_TEST_ACCURACY.items():
+        entry = results["classification"][dataset][optimizer]
+        assert entry["resnet"]["test_accuracy"]["mean"] == pytest.approx(resnet, abs=1e-12), (dataset, optimizer)
+        assert entry["diff-resnet"]["test_accuracy"]["mean"] == pytest.approx(diff_resnet, abs=1e-12)
+        assert entry["resnet"]["runs"] == entry["diff-resnet"]["runs"] == 1
     # Same data, initialization and protocol as the paper's scripts: same correct counts.
     for dataset, entry in results["paper_script"].items():
         assert entry["resnet"]["correct"] == PAPER_SCRIPT_REFERENCE[dataset]["resnet"]
         assert entry["diff-resnet"]["correct"] == PAPER_SCRIPT_REFERENCE[dataset]["diff-resnet"] == 1000
 
 
-def test_overrides_and_print_config(capsys):
-    assert main(["run", "synthetic", "--quick", "--set", "epochs=3", "--print-config"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["epochs"] == 3 and printed["seeds"] == [0]
+def test_rerun_resumes_without_running_anything(quick_run, capsys):
+    assert main(["run", "synthetic", "--quick", "--out", str(quick_run), "--no-progress"]) == 0
+    assert "0 new run(s), 17 of 17 stored" in capsys.readouterr().out
 
 
-def test_bad_override_exits_with_message(capsys):
-    with pytest.raises(SystemExit):
-        main(["run", "synthetic", "--set", "epochz=3"])
-    assert "unknown config key" in capsys.readouterr().err
+def test_overrides_and_print_config(capsys, tmp_path):
+    assert main(["run", "synthetic", "--quick", "--epochs", "3", "--dataset", "moon,circle", "--set",
+                 "hyperparameters.moon.num_steps=7", "--no-paper-script-check", "--print-config"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["epochs"] == 3 and printed["seeds"] == [0] and printed["datasets"] == ["moon", "circle"]
+    assert printed["hyperparameters"]["moon"]["num_steps"] == 7 and printed["paper_script_check"] is False
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_invalid_config_value_is_reported(tmp_path, capsys):
-    code = main(["run", "synthetic", "--quick", "--out", str(tmp_path), "--set", "datasets=[swirl]",
-                 "--no-progress"])
-    assert code == 2 and "unknown dataset" in capsys.readouterr().err
+def test_invalid_config_value_is_reported_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "synthetic", "--quick", "--out", str(out), "--set", "datasets=[swirl]"]) == 2
+    assert "unknown dataset(s) ['swirl']" in capsys.readouterr().err and not out.exists()
 
 
-def test_console_script_lists_tasks():
-    result = subprocess.run([sys.executable, "-m", "pdenets.cli", "tasks"], capture_output=True, text=True,
-                            check=True)
-    assert all(name in result.stdout for name in TASKS)
+def test_jobs_cover_every_combination_and_only_the_first_seed_keeps_features():
+    task = SyntheticTask(SyntheticConfig(seeds=[3, 4], datasets=["moon"], xor_seeds=[0], epochs=5,
+                                         feature_epochs=[0, 5, 20]))
+    jobs = task.jobs()
+    classification = [j for j in jobs if isinstance(j, ClassificationJob)]
+    assert len(jobs) == 1 + 2 * 2 * 2 + 1 and len(classification) == 8
+    assert {(j.seed, j.optimizer, j.variant) for j in classification} == {
+        (s, o, v) for s in (3, 4) for o in ("sgd-momentum", "sgd-plain") for v in ("resnet", "diff-resnet")}
+    assert {j.snapshot_epochs for j in classification if j.seed == 3} == {(0, 5)}
+    assert {j.snapshot_epochs for j in classification if j.seed == 4} == {()}
+    assert {j.momentum for j in classification if j.optimizer == "sgd-momentum"} == {0.9}
 
 
 @pytest.mark.parametrize("num_steps", [0, 5])
-def test_diverging_run_stops_cleanly(num_steps):
+def test_diverging_run_stops_cleanly_and_keeps_its_last_finite_state(num_steps):
     """A learning rate far too large overflows the network: the run is marked diverged, not crashed."""
-    import torch
-
-    from pdenets.data.synthetic import make_synthetic
-    from pdenets.tasks.synthetic import SyntheticConfig, _Split, _train_run, _weights
-
-    config = SyntheticConfig(epochs=10)
-    hp = {"n_top": 10, "sigma": 0.5, "step_size": 1.0, "lr": 1e30}
-    splits = []
-    for seed in (0, 1):
-        data = make_synthetic("moon", 60, seed=seed)
-        points = data.points.float()
-        splits.append(_Split(points, data.labels, _weights(points, hp, config)))
-    result = _train_run(splits[0], splits[1], hp, num_steps, 0.9, config, init_seed=0, snapshot_epochs=None)
-    assert result["diverged_at_epoch"] is not None
-    assert len(result["test_curve"]) == config.epochs + 1
-    assert all(0.0 <= accuracy <= 1.0 for accuracy in result["train_curve"] + result["test_curve"])
+    hp = SyntheticHyperparameters(n_top=10, sigma=0.5, step_size=1.0, num_steps=5, lr=1e30)
+    spec = ClassificationJob("moon", 0, "sgd", 0.9, "diff-resnet" if num_steps else "resnet", hp,
+                             TrainingProtocol(60, 60, 10, 20, 5e-4, "float32"), GraphConvention(True, "row"),
+                             (0, 5, 10), "cpu")
+    record = SyntheticTask.run_job(spec)
+    diverged = record["diverged_at_epoch"]
+    assert diverged is not None and 1 <= diverged <= 10
+    assert len(record["test_curve"]) == len(record["train_curve"]) == 11
+    assert len(record["losses"]) == diverged - 1
+    # after divergence every epoch repeats the last finite state's accuracy and features
+    assert len(set(record["test_curve"][diverged:])) == 1
+    later = [e for e in (0, 5, 10) if e >= diverged]
+    assert all(torch.equal(torch.as_tensor(record["snapshots"][later[0]]), torch.as_tensor(record["snapshots"][e]))
+               for e in later)

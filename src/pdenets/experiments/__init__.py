@@ -1,7 +1,68 @@
-"""Experiment infrastructure: run directories, configs, reports and plots."""
+"""The experiment engine every task uses.
 
-from .config import apply_overrides, config_to_dict, load_config
+* :mod:`~pdenets.experiments.task` — the task protocol and the task registry;
+* :mod:`~pdenets.experiments.runner` — :func:`run_task`: validate, run directory, store,
+  resume, process pool or Ray, progress, ``results.json``, CSVs, report;
+* :mod:`~pdenets.experiments.config` — dataclass configs merged and checked by OmegaConf;
+* :mod:`~pdenets.experiments.store` — the SQLite results store;
+* :mod:`~pdenets.experiments.rundir` — safe, locked run directories with atomic writes;
+* :mod:`~pdenets.experiments.parallel` — inline / process pool / Ray execution;
+* :mod:`~pdenets.experiments.training` — steps, accuracy, early stopping, divergence guard;
+* :mod:`~pdenets.experiments.summary` — group statistics, ``mean ± std``, paper vs ours;
+* :mod:`~pdenets.experiments.report`, :mod:`~pdenets.experiments.plots` — reports and figures.
+
+See ``docs/tasks.md`` for adding a task in one file.
+"""
+
+from .config import ConfigError, TaskConfig, config_to_dict, resolve_config
 from .report import Report
-from .rundir import RunDirectory
+from .rundir import RunDirectory, RunDirectoryError
+from .runner import JobFailedError, RunInterrupted, RunOutcome, run_task
+from .store import ResultsStore, StoreError, StoredRun
+from .summary import PaperValue, Stats, format_mean_std, group_summary, paper_and_ours
+from .task import (
+    Task,
+    get_reproduction,
+    get_task,
+    job_key,
+    register_reproduction,
+    register_task,
+    registered_reproductions,
+    registered_tasks,
+)
+from .training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 
-__all__ = ["Report", "RunDirectory", "apply_overrides", "config_to_dict", "load_config"]
+__all__ = [
+    "ConfigError",
+    "TaskConfig",
+    "config_to_dict",
+    "resolve_config",
+    "Report",
+    "RunDirectory",
+    "RunDirectoryError",
+    "JobFailedError",
+    "RunInterrupted",
+    "RunOutcome",
+    "run_task",
+    "ResultsStore",
+    "StoreError",
+    "StoredRun",
+    "PaperValue",
+    "Stats",
+    "format_mean_std",
+    "group_summary",
+    "paper_and_ours",
+    "Task",
+    "get_reproduction",
+    "get_task",
+    "job_key",
+    "register_reproduction",
+    "register_task",
+    "registered_reproductions",
+    "registered_tasks",
+    "EarlyStopping",
+    "FitResult",
+    "accuracy",
+    "evaluation_mode",
+    "fit",
+]

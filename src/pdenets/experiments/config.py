@@ -1,80 +1,385 @@
-"""Task configurations: dataclasses that load from YAML and take ``key=value`` overrides."""
+"""Task configurations: dataclasses, merged and type-checked by OmegaConf.
+
+Every task's configuration is a dataclass that inherits :class:`TaskConfig` (device, seed,
+data directory, workers, threads). A configuration is resolved in layers, later layers
+winning, each merged deeply into the previous one:
+
+1. the dataclass defaults (or the task's ``--quick`` configuration);
+2. YAML files (``--config a.yaml --config b.yaml``; a run's own ``config.yaml`` works too);
+3. options and dotted overrides (``--epochs 3``, ``--set hyperparameters.moon.num_steps=30``).
+
+The rules, enforced here and by OmegaConf's structured configs:
+
+* unknown keys are refused at any depth, with the valid names;
+* values are checked against the field annotations: ``true`` is not an int, ``1e-3`` is a
+  float, a string field does not silently take ``no``;
+* a list field given one value becomes a one-element list (never a list of characters);
+* YAML tags (``!!python/object``, ``!!int``) and anchors are refused: a configuration is
+  plain data.
+
+Field metadata ``help`` documents a field; the command line shows it with the default.
+
+Example:
+    >>> from dataclasses import dataclass, field
+    >>> from typing import List
+    >>> @dataclass
+    ... class Demo(TaskConfig):
+    ...     epochs: int = field(default=10, metadata={"help": "training epochs"})
+    ...     seeds: List[int] = field(default_factory=lambda: [0, 1])
+    >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7", "rate=1e-3"])
+    Traceback (most recent call last):
+    ...
+    pdenets.experiments.config.ConfigError: unknown config key 'rate'; valid keys: data_dir, device, epochs, ray_address, seed, seeds, threads, workers
+    >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7"])
+    >>> config.epochs, config.seeds
+    (3, [7])
+"""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional, TypeVar, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-__all__ = ["config_to_dict", "config_from_dict", "apply_overrides", "load_config"]
+__all__ = [
+    "ConfigError",
+    "TaskConfig",
+    "setting",
+    "resolve_config",
+    "load_yaml",
+    "parse_value",
+    "parse_override",
+    "config_to_dict",
+    "config_fields",
+    "FieldInfo",
+    "check_device",
+]
 
 C = TypeVar("C")
 
 
+class ConfigError(ValueError):
+    """A configuration that cannot be used: unknown key, wrong type, bad YAML, bad value."""
+
+
+def setting(default: Any, help: str = "", **metadata: Any) -> Any:
+    """A config field with its help text (shown by ``--help``); mutable defaults are copied per instance.
+
+    Example:
+        >>> @dataclass
+        ... class Demo:
+        ...     seeds: List[int] = setting([0, 1], "data seeds")
+        >>> Demo().seeds is Demo().seeds, dataclasses.fields(Demo)[0].metadata["help"]
+        (False, 'data seeds')
+    """
+    metadata = {"help": help, **metadata}
+    if isinstance(default, (list, dict, set)) or (dataclasses.is_dataclass(default) and not isinstance(default, type)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class TaskConfig:
+    """Settings every task shares: where it runs, how it is seeded and parallelized."""
+
+    device: str = setting("cpu", "torch device: cpu, cuda, cuda:1, mps")
+    seed: int = setting(0, "master seed; every random choice of the task derives from it")
+    data_dir: Optional[str] = setting(None, "data directory (default: $PDENETS_DATA, else ~/.cache/pdenets)")
+    workers: int = setting(0, "worker processes for independent runs (0: one per CPU core; 1: in this process)")
+    threads: int = setting(0, "torch threads per worker (0: CPU cores / workers)")
+    ray_address: Optional[str] = setting(
+        None, "run on a Ray cluster ('auto', 'ray://host:10001'; pip install 'pdenets[distributed]')")
+
+    def validate(self) -> None:
+        """Check values that types alone cannot (subclasses call ``super().validate()``)."""
+        for name in ("workers", "threads"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_device(self.device)
+
+
+def check_device(device: str) -> None:
+    """Refuse a device string torch does not know, or one this machine does not have."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ConfigError(f"device {device!r} is not a torch device (use cpu, cuda, cuda:N or mps)") from error
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {device!r} asked for, but CUDA is not available on this machine (use cpu)")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise ConfigError(f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} "
+                              "CUDA device(s)")
+    elif parsed.type == "mps":
+        if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+            raise ConfigError(f"device {device!r} asked for, but MPS is not available on this machine (use cpu)")
+    elif parsed.type != "cpu":
+        raise ConfigError(f"device {device!r} is not supported (use cpu, cuda, cuda:N or mps)")
+
+
+# ----------------------------------------------------------------------------------------
+# YAML: plain data only
+
+
+def _refuse_tags_and_anchors(text: str, source: str) -> None:
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        mark = getattr(event, "start_mark", None)
+        where = f"{source}, line {mark.line + 1}" if mark is not None else source
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise ConfigError(f"{where}: YAML anchors and aliases (&name, *name) are not allowed in configs; "
+                              "write the values out")
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise ConfigError(f"{where}: YAML tags such as {tag!r} are not allowed in configs: a config holds "
+                              "plain values (numbers, strings, true/false, lists, mappings)")
+
+
+def load_yaml(text: str, *, source: str = "<text>") -> Any:
+    """Parse YAML holding plain data; tags, anchors and syntax errors give :class:`ConfigError`."""
+    try:
+        _refuse_tags_and_anchors(text, source)
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        mark = getattr(error, "problem_mark", None)
+        where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}: not valid YAML{where}: {problem}") from None
+
+
+def _read_config_file(path: Union[str, Path]) -> Dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"config file {path} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    except OSError as error:
+        raise ConfigError(f"config file {path} cannot be read: {error.strerror}") from None
+    document = load_yaml(text, source=str(path))
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of config keys, got a {type(document).__name__}")
+    if set(document) >= {"task", "config"} and isinstance(document["config"], dict):
+        document = document["config"]  # a run directory's config.yaml
+    return document
+
+
+def parse_value(text: str, *, source: str = "value") -> Any:
+    """A command-line value as YAML (``3`` → int, ``[a, b]`` → list, ``true`` → bool).
+
+    YAML 1.1 reads ``1e-3`` as a string; a float field converts it (see :func:`resolve_config`).
+    """
+    return load_yaml(text, source=source) if text.strip() else ""
+
+
+def parse_override(item: str) -> Tuple[str, Any]:
+    """``"a.b=3"`` → ``("a.b", 3)``."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key=value (e.g. epochs=10)")
+    key, text = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"override {item!r} has an empty key")
+    return key, parse_value(text, source=f"--set {key}")
+
+
+# ----------------------------------------------------------------------------------------
+# checking values against annotations (before OmegaConf converts them)
+
+
+def _type_hints(cls) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _strip_optional(annotation) -> Tuple[Any, bool]:
+    if typing.get_origin(annotation) is Union:
+        arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(arguments) == 1:
+            return arguments[0], True
+    return annotation, False
+
+
+def _type_name(annotation) -> str:
+    annotation, optional = _strip_optional(annotation)
+    origin = typing.get_origin(annotation)
+    if origin in (list, List):
+        (item,) = typing.get_args(annotation) or (Any,)
+        name = f"list of {_type_name(item)}"
+    elif origin in (dict, Dict):
+        name = f"mapping name -> {_type_name(typing.get_args(annotation)[1])}"
+    elif dataclasses.is_dataclass(annotation):
+        name = annotation.__name__
+    else:
+        name = {bool: "true/false", int: "integer", float: "number", str: "string"}.get(
+            annotation, getattr(annotation, "__name__", str(annotation)))
+    return f"{name} or null" if optional else name
+
+
+def _unknown_key(key: str, path: str, valid: Iterable[str]) -> ConfigError:
+    valid = sorted(valid)
+    full = f"{path}.{key}" if path else key
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ConfigError(f"unknown config key {full!r}{hint}; valid keys{' of ' + path if path else ''}: "
+                       f"{', '.join(valid)}")
+
+
+def _check_mapping_against(cls, values: Mapping[str, Any], path: str) -> Dict[str, Any]:
+    hints = _type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    out = {}
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"config keys must be names, got {key!r}{' in ' + path if path else ''}")
+        if key not in names:
+            raise _unknown_key(key, path, names)
+        out[key] = _check_value(value, hints[key], f"{path}.{key}" if path else key)
+    return out
+
+
+def _check_value(value: Any, annotation, path: str) -> Any:
+    annotation, optional = _strip_optional(annotation)
+    if value is None:
+        if optional or annotation is Any:
+            return None
+        raise ConfigError(f"{path} must not be null (expects {_type_name(annotation)})")
+    origin = typing.get_origin(annotation)
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} expects a mapping of {annotation.__name__} keys, got {value!r}")
+        return _check_mapping_against(annotation, value, path)
+    if origin in (list, List, tuple, Tuple, Sequence):
+        (item,) = typing.get_args(annotation)[:1] or (Any,)
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        return [_check_value(v, item, f"{path}[{i}]") for i, v in enumerate(items)]
+    if origin in (dict, Dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} expects a mapping, got {value!r}")
+        _, item = typing.get_args(annotation) or (str, Any)
+        return {k: _check_value(v, item, f"{path}.{k}") for k, v in value.items()}
+    if annotation is bool and not isinstance(value, bool):
+        raise ConfigError(f"{path} expects true or false, got {value!r}")
+    if annotation in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}")
+    if annotation is int and isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(f"{path} expects an integer, got {value!r}")
+        return int(value)
+    if annotation is str and isinstance(value, (bool, list, dict)):
+        raise ConfigError(f"{path} expects a string, got {value!r}" +
+                          (" (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool)
+                           else ""))
+    if annotation in (int, float, str) and isinstance(value, (list, dict)):
+        raise ConfigError(f"{path} expects a{'n' if annotation is int else ''} {_type_name(annotation)}, got {value!r}")
+    return value
+
+
+def _nest(key: str, value: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    target = out
+    parts = key.split(".")
+    for part in parts[:-1]:
+        target = target.setdefault(part, {})
+    target[parts[-1]] = value
+    return out
+
+
+def _omegaconf_message(error: OmegaConfBaseException) -> str:
+    message = str(error).splitlines()[0]
+    key = getattr(error, "full_key", None)
+    return f"{key}: {message}" if key and key not in message else message
+
+
+def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Union[str, Path]] = (),
+                   overrides: Sequence[Union[str, Tuple[str, Any]]] = ()) -> C:
+    """Defaults (or ``base``) ← YAML ``files`` ← ``overrides``, checked and converted to ``cls``.
+
+    ``overrides`` are ``"key=value"`` strings (values parsed as YAML) or ``(key, value)`` pairs;
+    dotted keys reach nested fields. Raises :class:`ConfigError` naming the key and the problem.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    layers: List[Tuple[str, Dict[str, Any]]] = []
+    for path in files:
+        try:
+            layers.append((f"{path}: ", _check_mapping_against(cls, _read_config_file(path), "")))
+        except ConfigError as error:
+            text = str(error)
+            raise ConfigError(text if str(path) in text else f"{path}: {text}") from None
+    for item in overrides:
+        key, value = parse_override(item) if isinstance(item, str) else item
+        layers.append(("", _check_mapping_against(cls, _nest(key, value), "")))
+    source = ""
+    try:
+        merged = OmegaConf.structured(base if base is not None else cls)
+        for source, layer in layers:
+            merged = OmegaConf.merge(merged, layer)
+        source = ""
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as error:
+        raise ConfigError(source + _omegaconf_message(error)) from None
+    return config
+
+
 def config_to_dict(config) -> Dict[str, Any]:
+    """Plain nested dict of a configuration (for ``config.yaml`` and job specs)."""
     return dataclasses.asdict(config)
 
 
-def config_from_dict(cls, values: Dict[str, Any]):
-    """Build ``cls`` from a dict, refusing unknown keys with the list of known ones."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise ValueError(f"unknown config key(s) {unknown} for {cls.__name__}; known: {sorted(names)}")
-    return cls(**values)
+# ----------------------------------------------------------------------------------------
+# describing fields (the command line is generated from this)
 
 
-def _coerce(current: Any, raw: Any, key: str) -> Any:
-    if current is None or raw is None:
-        return raw
-    if isinstance(current, bool):
-        if not isinstance(raw, bool):
-            raise ValueError(f"{key} expects true/false, got {raw!r}")
-        return raw
-    if isinstance(current, float) and isinstance(raw, int) and not isinstance(raw, bool):
-        return float(raw)
-    if isinstance(current, (list, tuple)) and not isinstance(raw, (list, tuple)):
-        return [raw]
-    if isinstance(current, (int, float, str)) and not isinstance(raw, type(current)):
-        raise ValueError(f"{key} expects {type(current).__name__}, got {raw!r}")
-    return raw
+@dataclass(frozen=True)
+class FieldInfo:
+    """One configuration field: name, annotation, default, help, and whether it is nested."""
+
+    name: str
+    annotation: Any
+    default: Any
+    help: str
+    owner: type
+
+    @property
+    def kind(self) -> str:
+        """``"bool"``, ``"list"``, ``"nested"`` (mappings, dataclasses) or ``"scalar"``."""
+        annotation, _ = _strip_optional(self.annotation)
+        origin = typing.get_origin(annotation)
+        if annotation is bool:
+            return "bool"
+        if origin in (list, List, tuple, Tuple, Sequence):
+            return "list"
+        if origin in (dict, Dict, Mapping) or dataclasses.is_dataclass(annotation):
+            return "nested"
+        return "scalar"
+
+    @property
+    def type_name(self) -> str:
+        return _type_name(self.annotation)
 
 
-def apply_overrides(config: C, overrides: Iterable[str]) -> C:
-    """Return a copy of ``config`` with ``key=value`` overrides (values parsed as YAML).
-
-    Nested dict fields take dotted keys: ``hyperparameters.moon.num_steps=30``.
-    """
-    values = config_to_dict(config)
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"override {item!r} must look like key=value")
-        key, text = item.split("=", 1)
-        raw = yaml.safe_load(text)
-        path = key.strip().split(".")
-        target = values
-        for part in path[:-1]:
-            if not isinstance(target, dict) or part not in target:
-                raise ValueError(f"unknown config key {key!r}")
-            target = target[part]
-        leaf = path[-1]
-        if not isinstance(target, dict) or (leaf not in target and len(path) == 1):
-            raise ValueError(f"unknown config key {key!r}; known: {sorted(values)}")
-        target[leaf] = _coerce(target.get(leaf), raw, key)
-    return config_from_dict(type(config), values)
-
-
-def load_config(cls, path: Optional[Union[str, Path]] = None, base=None):
-    """Load a YAML file (a mapping of config keys, or a ``config.yaml`` written by a run)."""
-    config = base if base is not None else cls()
-    if path is None:
-        return config
-    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    if isinstance(document, dict) and "config" in document and "task" in document:
-        document = document["config"]
-    if not isinstance(document, dict):
-        raise ValueError(f"{path} must contain a mapping of config keys")
-    merged = {**config_to_dict(config), **document}
-    return config_from_dict(cls, merged)
+def config_fields(cls, base: Any = None) -> List[FieldInfo]:
+    """Top-level fields of a config class with their defaults (taken from ``base`` if given)."""
+    hints = _type_hints(cls)
+    instance = base if base is not None else cls()
+    out = []
+    for item in dataclasses.fields(cls):
+        owner = next(k for k in cls.__mro__ if item.name in getattr(k, "__dataclass_fields__", {}) and
+                     item.name in k.__dict__.get("__annotations__", {}))
+        out.append(FieldInfo(item.name, hints[item.name], getattr(instance, item.name),
+                             item.metadata.get("help", ""), owner))
+    return out

@@ -1,134 +1,179 @@
-"""Run independent jobs in parallel and store each result the moment it finishes.
+"""Run independent jobs in parallel; hand each result back the moment it finishes.
 
 Three executors, same results (every job carries its own seeds):
 
 * inline (``workers=1``): in this process, for debugging and tests;
-* a local process pool (default, one worker per CPU core, ``threads_per_worker`` torch
-  threads each so that workers do not oversubscribe the cores);
+* a local process pool (default, one worker per CPU core, ``threads`` torch threads each
+  so that workers do not oversubscribe the cores);
 * a Ray cluster (``ray_address="auto"`` or ``"ray://host:10001"``; ``pip install
   'pdenets[distributed]'``).
 
-Only the scheduling process writes to the :class:`~pdenets.experiments.store.ResultsStore`;
-jobs whose key is already stored are skipped, so an interrupted command resumes when run
-again.
+Process hygiene of the local pool:
+
+* workers ignore SIGINT: Ctrl-C reaches the scheduling process only, which stops the pool
+  (pending jobs cancelled, running workers terminated) and re-raises ``KeyboardInterrupt``
+  after every finished result has been handed back;
+* every worker watches its parent: when the scheduling process dies, even by SIGKILL, the
+  workers exit within a fraction of a second instead of computing on as orphans.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import torch
-from tqdm.auto import tqdm
 
-from .store import ResultsStore
+__all__ = ["execute", "JobError", "default_workers", "resolve_parallelism", "PARENT_POLL_SECONDS"]
 
-__all__ = ["Job", "run_jobs", "default_workers"]
+#: How often a pool worker checks that its parent process is still alive.
+PARENT_POLL_SECONDS = 0.2
 
 
-@dataclass(frozen=True)
-class Job:
-    """One independent run: a unique ``key`` and the ``payload`` handed to the worker."""
+class JobError(RuntimeError):
+    """A job raised; ``identifier`` names it and ``__cause__`` is the original exception."""
 
-    key: str
-    payload: Dict[str, Any]
+    def __init__(self, identifier: Any, error: BaseException):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.identifier = identifier
 
 
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _initialize_worker(threads: int) -> None:
+@dataclass(frozen=True)
+class Parallelism:
+    workers: int
+    threads: int
+
+
+def resolve_parallelism(workers: int, threads: int, pending: int) -> Parallelism:
+    """``workers = 0``: one per core (at most one per pending job); ``threads = 0``: cores / workers."""
+    workers = workers or min(default_workers(), max(1, pending))
+    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    return Parallelism(workers, threads)
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:
+            os._exit(1)  # the scheduler is gone: nobody will read this worker's results
+        time.sleep(PARENT_POLL_SECONDS)
+
+
+def _initialize_worker(threads: int, parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="pdenets-parent-watch").start()
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
 
-def _finish(store: ResultsStore, job: Job, record: Dict[str, Any]) -> None:
-    record = dict(record)
-    record["key"] = job.key
-    store.add(record)
+Item = Tuple[Any, Any]  # (identifier, argument)
 
 
-def run_jobs(jobs: Sequence[Job], worker: Callable[[Dict[str, Any]], Dict[str, Any]], *, store: ResultsStore,
-             workers: Optional[int] = None, threads_per_worker: Optional[int] = None,
-             ray_address: Optional[str] = None, progress: bool = True, description: str = "runs") -> int:
-    """Run the jobs not yet in ``store``; returns how many ran now.
+def execute(items: Sequence[Item], function: Callable[[Any], Any], *, workers: int = 0, threads: int = 0,
+            ray_address: Optional[str] = None) -> Iterator[Tuple[Any, Any]]:
+    """Yield ``(identifier, function(argument))`` for every item, in completion order.
 
-    ``worker`` must be a module-level function (it is pickled to the workers); it returns a
-    dict of results that is stored with the job's key.
+    ``function`` must be importable by name (a module-level function or a static method):
+    it is pickled to the workers. An exception in a job is raised as :class:`JobError`
+    naming the item (the pool is stopped first); ``KeyboardInterrupt`` propagates.
     """
-    done = store.keys()
-    pending: List[Job] = [job for job in jobs if job.key not in done]
-    if not pending:
-        return 0
-    workers = default_workers() if not workers else workers
-    threads = threads_per_worker or max(1, (os.cpu_count() or 1) // max(1, workers))
-    bar = tqdm(total=len(jobs), initial=len(jobs) - len(pending), desc=description, disable=not progress,
-               smoothing=0.05)
-    try:
-        if ray_address:
-            _run_ray(pending, worker, store, ray_address, threads, bar)
-        elif workers == 1 or len(pending) == 1:
-            previous = torch.get_num_threads()
-            torch.set_num_threads(threads_per_worker or previous)
-            try:
-                for job in pending:
-                    _finish(store, job, worker(job.payload))
-                    bar.update(1)
-            finally:
-                torch.set_num_threads(previous)
-        else:
-            _run_pool(pending, worker, store, workers, threads, bar)
-    finally:
-        bar.close()
-    return len(pending)
-
-
-def _run_pool(pending, worker, store, workers, threads, bar) -> None:
-    context = get_context("spawn")  # safe with torch's thread pools (fork after OpenMP can hang)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_initialize_worker,
-                             initargs=(threads,)) as pool:
-        queue = iter(pending)
-        running = {}
-        for job in queue:  # keep a bounded number of jobs queued
-            running[pool.submit(worker, job.payload)] = job
-            if len(running) >= 2 * workers:
-                break
+    if not items:
+        return
+    plan = resolve_parallelism(workers, threads, len(items))
+    if ray_address:
+        yield from _run_ray(items, function, ray_address, plan.threads)
+    elif plan.workers == 1 or len(items) == 1:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads or previous)
         try:
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    job = running.pop(future)
-                    _finish(store, job, future.result())
-                    bar.update(1)
-                    following = next(queue, None)
-                    if following is not None:
-                        running[pool.submit(worker, following.payload)] = following
-        except BaseException:
-            for future in running:
-                future.cancel()
-            raise
+            for identifier, argument in items:
+                try:
+                    result = function(argument)
+                except Exception as error:
+                    raise JobError(identifier, error) from error
+                yield identifier, result
+        finally:
+            torch.set_num_threads(previous)
+    else:
+        yield from _run_pool(items, function, plan)
 
 
-def _run_ray(pending, worker, store, address, threads, bar) -> None:
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and terminate the workers now (no waiting for running jobs)."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def _run_pool(items: Sequence[Item], function, plan: Parallelism) -> Iterator[Tuple[Any, Any]]:
+    context = get_context("spawn")  # safe with torch's thread pools (fork after OpenMP can hang)
+    pool = ProcessPoolExecutor(max_workers=plan.workers, mp_context=context, initializer=_initialize_worker,
+                               initargs=(plan.threads, os.getpid()))
+    finished_cleanly = False
+    try:
+        queue = iter(items)
+        running = {}
+        for identifier, argument in queue:  # keep a bounded number of jobs queued
+            running[pool.submit(function, argument)] = identifier
+            if len(running) >= 2 * plan.workers:
+                break
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                identifier = running.pop(future)
+                try:
+                    result = future.result()
+                except Exception as error:
+                    raise JobError(identifier, error) from error
+                following = next(queue, None)
+                if following is not None:
+                    running[pool.submit(function, following[1])] = following[0]
+                yield identifier, result
+        finished_cleanly = True
+    finally:
+        if finished_cleanly:
+            pool.shutdown(wait=True)
+        else:
+            _stop(pool)
+
+
+def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Iterator[Tuple[Any, Any]]:
     try:
         import ray
     except ImportError as error:
-        raise ImportError("--ray-address needs Ray: pip install 'pdenets[distributed]'") from error
+        raise ImportError("ray_address needs Ray: pip install 'pdenets[distributed]'") from error
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     remote = ray.remote(num_cpus=threads)(_ray_entry)
-    references = {remote.remote(worker, job.payload, threads): job for job in pending}
-    while references:
-        ready, _ = ray.wait(list(references), num_returns=1)
-        job = references.pop(ready[0])
-        _finish(store, job, ray.get(ready[0]))
-        bar.update(1)
+    references = {remote.remote(function, argument, threads): identifier for identifier, argument in items}
+    try:
+        while references:
+            ready, _ = ray.wait(list(references), num_returns=1)
+            identifier = references.pop(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except Exception as error:
+                raise JobError(identifier, error) from error
+            yield identifier, result
+    finally:
+        for reference in references:
+            ray.cancel(reference, force=True)
 
 
-def _ray_entry(worker, payload, threads):
-    _initialize_worker(threads)
-    return worker(payload)
+def _ray_entry(function, argument, threads):
+    torch.set_num_threads(threads)
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+    return function(argument)

@@ -1,9 +1,13 @@
-"""Plot helpers shared by the task reports (matplotlib, Agg backend, PNG files)."""
+"""Figure helpers shared by the task reports (matplotlib, Agg backend).
+
+Figures are saved with :meth:`RunDirectory.save_figure <pdenets.experiments.rundir.RunDirectory.save_figure>`
+(atomic write, figure closed). The helpers draw on a given axis, so a task composes its
+own layout from them.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional, Union
+from typing import Mapping, Optional, Sequence, Tuple
 
 import matplotlib
 
@@ -11,13 +15,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plt", "CLASS_COLORS", "scatter_classes", "mean_band", "save"]
+__all__ = ["plt", "CLASS_COLORS", "scatter_classes", "mean_band", "grouped_bars", "box_per_group",
+           "errorbar_lines"]
 
 CLASS_COLORS = np.array(["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"])
 
 
 def scatter_classes(ax, points, labels, *, title: Optional[str] = None, size: float = 4.0) -> None:
-    """Scatter 2-D points coloured by integer class, no ticks (the paper's figure style)."""
+    """Scatter 2-D points coloured by integer class, no ticks (the papers' figure style)."""
     points = np.asarray(points, dtype=float)
     labels = np.asarray(labels, dtype=int)
     ax.scatter(points[:, 0], points[:, 1], c=CLASS_COLORS[labels % len(CLASS_COLORS)], s=size, linewidths=0)
@@ -37,8 +42,51 @@ def mean_band(ax, x, runs: np.ndarray, *, label: str, color=None, linestyle: str
                         linewidth=0)
 
 
-def save(fig, path: Union[str, Path], dpi: int = 110) -> Path:
-    path = Path(path)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
-    return path
+def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Tuple[Sequence[float], Sequence[float]]], *,
+                 colors: Optional[Mapping[str, str]] = None, ylabel: str = "", ylim=None) -> None:
+    """Bars of ``mean ± std`` for each group, one bar per series side by side."""
+    width = 0.8 / max(1, len(series))
+    positions = np.arange(len(groups))
+    for index, (label, (means, stds)) in enumerate(series.items()):
+        offset = (index - (len(series) - 1) / 2) * width
+        ax.bar(positions + offset, means, width, yerr=stds, label=label, capsize=2,
+               color=(colors or {}).get(label))
+    ax.set_xticks(positions, list(groups), fontsize=8)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def box_per_group(ax, values: Mapping[str, Sequence[float]], *, reference: Optional[Mapping[str, float]] = None,
+                  reference_label: str = "reference", title: str = "", ylabel: str = "") -> None:
+    """One box plot per group of values; optional reference markers (e.g. a paper's means) as red stars."""
+    names = list(values)
+    ax.boxplot([list(values[name]) for name in names], showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=30, ha="right", fontsize=8)
+    labelled = False
+    for index, name in enumerate(names, start=1):
+        if reference and name in reference:
+            ax.plot(index, reference[name], marker="*", color="#d62728", markersize=10, linestyle="none",
+                    label=None if labelled else reference_label)
+            labelled = True
+    if labelled:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def errorbar_lines(ax, series: Mapping[str, Tuple[Sequence[float], Sequence[float], Sequence[float]]], *,
+                   xlabel: str = "", ylabel: str = "", title: str = "", log2_x: bool = False) -> None:
+    """One ``x → mean ± std`` line per series (``{label: (x, means, stds)}``)."""
+    for label, (x, means, stds) in series.items():
+        ax.errorbar(list(x), list(means), yerr=list(stds), marker="o", capsize=3, label=label)
+    if log2_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)

@@ -16,7 +16,7 @@ import html
 import math
 import re
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["Report", "format_number"]
 
@@ -34,7 +34,8 @@ caption{caption-side:bottom;color:#555;font-size:.9em;padding-top:.3em}
 
 
 def format_number(value, digits: int = 3) -> str:
-    """Short text for a table cell: ints as is, floats with ``digits`` decimals (very large/small: significant digits)."""
+    """Short text for a table cell: ints as is, floats with ``digits`` decimals (very large or small:
+    ``digits`` significant digits)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -138,10 +139,9 @@ class Report:
         parts.append("</body></html>")
         return "\n".join(parts)
 
-    def write(self, directory: Union[str, Path]) -> List[Path]:
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        md_path, html_path = directory / "report.md", directory / "report.html"
-        md_path.write_text(self.markdown(), encoding="utf-8")
-        html_path.write_text(self.html(), encoding="utf-8")
-        return [md_path, html_path]
+    def write(self, target) -> List[Path]:
+        """Write ``report.md`` and ``report.html`` (atomically) into a folder or a :class:`RunDirectory`."""
+        from .rundir import RunDirectory
+
+        directory = target if isinstance(target, RunDirectory) else RunDirectory(target)
+        return [directory.write_text("report.md", self.markdown()), directory.write_text("report.html", self.html())]

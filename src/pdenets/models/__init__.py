@@ -1,10 +1,7 @@
-"""Composed networks and a small registry of them by name."""
+"""Composed networks, and the one registry that builds them by name (:func:`create_model`)."""
 
 from .diffresnet import DiffResNet, no_diff_resnet
+from .registry import MODEL_REGISTRY, ModelEntry, create_model, list_models, model_entry, register_model
 
-MODELS = {
-    "diff-resnet": DiffResNet,
-    "no-diff-resnet": no_diff_resnet,
-}
-
-__all__ = ["DiffResNet", "no_diff_resnet", "MODELS"]
+__all__ = ["DiffResNet", "no_diff_resnet", "create_model", "list_models", "model_entry", "register_model",
+           "ModelEntry", "MODEL_REGISTRY"]

@@ -10,10 +10,13 @@ from torch.nn import functional as F
 
 from ..nn.convection import ConvectionBlock
 from ..nn.diffusion import DiffusionLayer, WeightsArg
+from .registry import register_model
 
 __all__ = ["DiffResNet", "no_diff_resnet"]
 
 
+@register_model("diff-resnet", family="diffusion",
+                description="Diff-ResNet: residual blocks, each followed by r diffusion steps on a graph of samples")
 class DiffResNet(nn.Module):
     r"""Convection–diffusion network: ``s`` residual blocks, each followed by ``r`` diffusion steps.
 
@@ -123,6 +126,8 @@ class DiffResNet(nn.Module):
         return f"num_blocks={self.num_blocks}, num_steps={self.num_steps}, step_size={self.step_size:g}"
 
 
+@register_model("no-diff-resnet", family="diffusion",
+                description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet")
 def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
     """The same network without diffusion (``r = 0``): the paper's "No-Diff-ResNet" / ResNet."""
     kwargs = {**kwargs, "num_steps": 0}

@@ -18,22 +18,16 @@ with self-loops itself (cached per graph).
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
-__all__ = ["GCN", "GraphSAGE", "GAT", "GNN_DEFAULTS"]
+from .registry import register_model
 
-#: Per-model defaults: architecture and optimizer (the protocol may override them).
-GNN_DEFAULTS: Dict[str, Dict[str, float]] = {
-    "gcn": {"hidden": 16, "dropout": 0.5, "lr": 0.01, "weight_decay": 5e-4},
-    "sage-mean": {"hidden": 64, "dropout": 0.5, "lr": 0.01, "weight_decay": 5e-4},
-    "sage-maxpool": {"hidden": 64, "dropout": 0.5, "lr": 0.01, "weight_decay": 5e-4},
-    "gat": {"hidden": 8, "heads": 8, "dropout": 0.6, "lr": 0.005, "weight_decay": 5e-4},
-}
+__all__ = ["GCN", "GraphSAGE", "GAT"]
+
+_ADAM = {"lr": 0.01, "weight_decay": 5e-4}
 
 
 def _check_layers(num_layers: int) -> None:
@@ -131,3 +125,24 @@ class GAT(_StackedConvolutions):
             width = hidden * heads
         layers.append(GATConv(width, num_classes, heads=1, concat=False, dropout=dropout))
         super().__init__(layers, dropout)
+
+
+register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5}, training=_ADAM,
+               description="GCN (Kipf & Welling 2017)")(GCN)
+
+
+@register_model("sage-mean", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
+                description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
+def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
+    return GraphSAGE(in_features, num_classes, aggregator="mean", **kwargs)
+
+
+@register_model("sage-maxpool", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
+                description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
+def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
+    return GraphSAGE(in_features, num_classes, aggregator="maxpool", **kwargs)
+
+
+register_model("gat", family="message-passing", defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
+               training={"lr": 0.005, "weight_decay": 5e-4},
+               description="GAT (Velickovic et al. 2018)")(GAT)

@@ -1,16 +1,16 @@
-"""The synthetic suite of paper 000 (§5.1, Appendix E.1): XOR diffusion and 2-D classification.
+"""The synthetic suite of Diff-ResNet (Wang et al., §5.1 and Appendix E.1): XOR diffusion and 2-D classification.
 
-Three parts:
+Three parts, each a set of independent jobs:
 
 1. **XOR, pure diffusion** (Fig. 3): 4 discs, kNN Gaussian weights, ``r`` explicit
-   diffusion steps, recording ``D(t)``, ``L(t)`` and ``L/D`` every step, for several seeds,
-   together with the number of graph edges between discs (Prop. 1 assumes none).
-2. **Moon / circle / spiral classification** (Fig. 4, 11, 12; Table 4): the 18-parameter
+   diffusion steps, recording ``D(t)``, ``L(t)`` and ``L/D`` every step, per seed, with the
+   number of graph edges between discs (Prop. 1 assumes none).
+2. **Moon / circle / spiral classification** (Figs. 4, 11, 12; Table 4): the 18-parameter
    network ``x + FC2 ReLU FC1 x → r diffusion steps → FC3`` with and without diffusion,
    full-batch SGD, several seeds, a held-out test sample of the same size with its own
-   graph (per-batch weights, paper Remark 1), and two optimizers: SGD with momentum 0.9
-   as the paper states, and SGD without momentum, which is what the paper's scripts do
-   (they build a new optimizer at every step, so the momentum buffer never carries over).
+   graph (per-batch weights, Remark 1), and two optimizers: SGD with momentum 0.9 as the
+   paper states, and SGD without momentum, which is what the paper's scripts do (they
+   build a new optimizer at every step, so the momentum buffer never carries over).
 3. **Paper-script check**: the scripts' exact data (evenly spaced parameters, NumPy legacy
    seeding), initialization (``torch.manual_seed``) and 20 steps; the correct counts must
    equal the scripts' own output.
@@ -18,33 +18,52 @@ Three parts:
 
 from __future__ import annotations
 
-import copy
+import itertools
 import time
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from torch.nn import functional as F
-from tqdm.auto import tqdm
 
-from .._checks import NonFiniteError, check_finite
 from ..analysis.ratio import distance_diameter
 from ..data.synthetic import make_synthetic
-from ..experiments.plots import mean_band, plt, save, scatter_classes
+from ..experiments.config import ConfigError, TaskConfig, setting
+from ..experiments.plots import grouped_bars, mean_band, plt, scatter_classes
 from ..experiments.report import Report
-from ..experiments.rundir import RunDirectory
-from ..models.diffresnet import DiffResNet
+from ..experiments.summary import Stats, format_mean_std, group_records
+from ..experiments.task import Task, register_task
+from ..experiments.training import accuracy, evaluation_mode, fit
+from ..models.registry import create_model
 from ..operators.diffusion import DiffusionOperator
 from ..operators.weights import knn_gaussian_weights
 
-__all__ = ["SyntheticConfig", "run", "quick_config", "TABLE4", "PAPER_SCRIPT_REFERENCE"]
+__all__ = ["SyntheticConfig", "SyntheticTask", "SyntheticHyperparameters", "TABLE4", "PAPER_SCRIPT_REFERENCE",
+           "VARIANTS"]
 
-#: Paper 000, Table 4 (and E.1: lr 1.0, spiral 0.8).
-TABLE4: Dict[str, Dict[str, float]] = {
-    "moon": {"n_top": 25, "sigma": 0.5, "step_size": 1.0, "num_steps": 60, "lr": 1.0},
-    "circle": {"n_top": 50, "sigma": 0.5, "step_size": 1.0, "num_steps": 200, "lr": 1.0},
-    "spiral": {"n_top": 25, "sigma": 0.5, "step_size": 1.0, "num_steps": 900, "lr": 0.8},
+
+@dataclass
+class SyntheticHyperparameters:
+    """Weights, diffusion and learning rate of one set (Table 4)."""
+
+    n_top: int = setting(25, "neighbours per point, self included")
+    sigma: float = setting(0.5, "Gaussian kernel width")
+    step_size: float = setting(1.0, "diffusion step size gamma")
+    num_steps: int = setting(60, "diffusion steps r")
+    lr: float = setting(1.0, "SGD learning rate")
+
+
+@dataclass
+class OptimizerSettings:
+    momentum: float = setting(0.0, "SGD momentum")
+
+
+#: Table 4 (and E.1: lr 1.0, spiral 0.8).
+TABLE4: Dict[str, SyntheticHyperparameters] = {
+    "moon": SyntheticHyperparameters(n_top=25, sigma=0.5, step_size=1.0, num_steps=60, lr=1.0),
+    "circle": SyntheticHyperparameters(n_top=50, sigma=0.5, step_size=1.0, num_steps=200, lr=1.0),
+    "spiral": SyntheticHyperparameters(n_top=25, sigma=0.5, step_size=1.0, num_steps=900, lr=0.8),
 }
 
 #: The paper scripts' seeds and their output (correct of 1000 after 20 steps): without → with diffusion.
@@ -54,75 +73,120 @@ PAPER_SCRIPT_REFERENCE: Dict[str, Dict[str, int]] = {
     "spiral": {"seed": 42, "resnet": 524, "diff-resnet": 1000},
 }
 
+#: Result names of the two networks and the registry model behind each.
 VARIANTS = ("resnet", "diff-resnet")
+_MODEL = {"resnet": "no-diff-resnet", "diff-resnet": "diff-resnet"}
+#: Seed offset of each held-out test sample (test data of seed s: seed 10,000 + s).
+TEST_SEED_OFFSET = 10_000
 
 
 @dataclass
-class SyntheticConfig:
-    """Configuration of ``pdenets run synthetic`` (every field can be set with ``--set key=value``)."""
+class SyntheticConfig(TaskConfig):
+    """Configuration of ``pdenets run synthetic``."""
 
-    datasets: List[str] = field(default_factory=lambda: ["moon", "circle", "spiral"])
-    hyperparameters: Dict[str, Dict[str, float]] = field(default_factory=lambda: copy.deepcopy(TABLE4))
-    points_per_class: int = 500
-    test_points_per_class: int = 500
-    seeds: List[int] = field(default_factory=lambda: list(range(10)))
-    epochs: int = 100
-    paper_epochs: int = 20
-    optimizers: Dict[str, Dict[str, float]] = field(
-        default_factory=lambda: {"sgd-momentum": {"momentum": 0.9}, "sgd-plain": {"momentum": 0.0}}
-    )
-    weight_decay: float = 5e-4
-    include_self: bool = True
-    normalization: str = "row"
-    feature_epochs: List[int] = field(default_factory=lambda: [0, 5, 20, 100])
-    xor_points_per_disc: int = 100
-    xor_seeds: List[int] = field(default_factory=lambda: list(range(10)))
-    xor_n_top: int = 20
-    xor_sigma: float = 0.5
-    xor_step_size: float = 1.0
-    xor_steps: int = 200
-    xor_report_steps: List[int] = field(default_factory=lambda: [1, 10, 20, 200])
-    paper_script_check: bool = True
-    device: str = "cpu"
-    dtype: str = "float32"
+    datasets: List[str] = setting(["moon", "circle", "spiral"], "sets to classify: moon, circle, spiral")
+    hyperparameters: Dict[str, SyntheticHyperparameters] = setting(
+        TABLE4, "per set: n_top, sigma, step_size, num_steps, lr (Table 4)")
+    points_per_class: int = setting(500, "training points per class")
+    test_points_per_class: int = setting(500, "held-out test points per class")
+    seeds: List[int] = setting(list(range(10)), "data and initialization seeds (added to --seed)")
+    epochs: int = setting(100, "full-batch training epochs")
+    paper_epochs: int = setting(20, "epoch whose accuracy is also reported (the paper's 20 steps)")
+    optimizers: Dict[str, OptimizerSettings] = setting(
+        {"sgd-momentum": OptimizerSettings(0.9), "sgd-plain": OptimizerSettings(0.0)}, "named SGD variants")
+    weight_decay: float = setting(5e-4, "SGD weight decay")
+    include_self: bool = setting(True, "count each point among its own n_top neighbours")
+    normalization: str = setting("row", "weight normalization: row, symmetric or none")
+    feature_epochs: List[int] = setting([0, 5, 20, 100], "epochs whose features are plotted (first seed)")
+    xor_points_per_disc: int = setting(100, "XOR points per disc")
+    xor_seeds: List[int] = setting(list(range(10)), "XOR data seeds")
+    xor_n_top: int = setting(20, "XOR neighbours per point")
+    xor_sigma: float = setting(0.5, "XOR kernel width")
+    xor_step_size: float = setting(1.0, "XOR diffusion step size")
+    xor_steps: int = setting(200, "XOR diffusion steps")
+    xor_report_steps: List[int] = setting([1, 10, 20, 200], "XOR steps shown in the table and figure")
+    paper_script_check: bool = setting(True, "rerun the paper scripts' exact protocol")
+    dtype: str = setting("float32", "float32 or float64 for classification")
 
     def validate(self) -> None:
+        super().validate()
         unknown = [name for name in self.datasets if name not in TABLE4]
         if unknown:
-            raise ValueError(f"unknown dataset(s) {unknown}; choose from {sorted(TABLE4)}")
+            raise ConfigError(f"unknown dataset(s) {unknown}; choose from {sorted(TABLE4)}")
         missing = [name for name in self.datasets if name not in self.hyperparameters]
         if missing:
-            raise ValueError(f"no hyperparameters for {missing}")
+            raise ConfigError(f"no hyperparameters for {missing}")
         if not self.seeds or not self.xor_seeds:
-            raise ValueError("seeds and xor_seeds must not be empty")
+            raise ConfigError("seeds and xor_seeds must not be empty")
         if self.epochs < 1 or self.xor_steps < 1:
-            raise ValueError("epochs and xor_steps must be >= 1")
+            raise ConfigError("epochs and xor_steps must be >= 1")
         if not self.optimizers:
-            raise ValueError("give at least one optimizer")
+            raise ConfigError("give at least one optimizer")
         if self.dtype not in ("float32", "float64"):
-            raise ValueError("dtype must be float32 or float64")
+            raise ConfigError("dtype must be float32 or float64")
         if any(step > self.xor_steps or step < 1 for step in self.xor_report_steps):
-            raise ValueError(f"xor_report_steps must lie in [1, xor_steps={self.xor_steps}]")
-
-
-def quick_config() -> SyntheticConfig:
-    """A small version for CI: one seed, 20 epochs (the paper's step count), all three sets."""
-    return SyntheticConfig(seeds=[0], epochs=20,
-                           feature_epochs=[0, 5, 20], xor_seeds=[0, 1])
+            raise ConfigError(f"xor_report_steps must lie in [1, xor_steps={self.xor_steps}]")
 
 
 # ----------------------------------------------------------------------------------------
-# helpers
+# job specs
 
 
-def _weights(points: torch.Tensor, hp: Dict[str, float], config: SyntheticConfig) -> torch.Tensor:
-    return knn_gaussian_weights(points, int(hp["n_top"]), sigma=float(hp["sigma"]),
-                                include_self=config.include_self, normalization=config.normalization)
+@dataclass(frozen=True)
+class GraphConvention:
+    """How the kNN Gaussian graph of a sample is built (besides n_top and sigma)."""
+
+    include_self: bool
+    normalization: str
 
 
-def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    check_finite(logits, "the network's output")
-    return float((logits.argmax(1) == labels).double().mean())
+@dataclass(frozen=True)
+class TrainingProtocol:
+    """What every classification run of one configuration shares."""
+
+    points_per_class: int
+    test_points_per_class: int
+    epochs: int
+    paper_epochs: int
+    weight_decay: float
+    dtype: str
+
+
+@dataclass(frozen=True)
+class XorJob:
+    seed: int
+    points_per_disc: int
+    n_top: int
+    sigma: float
+    step_size: float
+    steps: int
+    report_steps: Tuple[int, ...]
+    graph: GraphConvention
+    device: str
+
+
+@dataclass(frozen=True)
+class ClassificationJob:
+    dataset: str
+    seed: int
+    optimizer: str
+    momentum: float
+    variant: str
+    hyperparameters: SyntheticHyperparameters
+    protocol: TrainingProtocol
+    graph: GraphConvention
+    snapshot_epochs: Tuple[int, ...]
+    device: str
+
+
+@dataclass(frozen=True)
+class PaperScriptJob:
+    dataset: str
+    device: str
+
+
+# ----------------------------------------------------------------------------------------
+# one job each
 
 
 def _cross_edges(weights: torch.Tensor, groups: torch.Tensor) -> int:
@@ -130,214 +194,246 @@ def _cross_edges(weights: torch.Tensor, groups: torch.Tensor) -> int:
     return int((groups[row] != groups[col]).sum())
 
 
-@dataclass
-class _Split:
-    points: torch.Tensor
-    labels: torch.Tensor
-    weights: torch.Tensor
+def _run_xor(spec: XorJob) -> Dict[str, Any]:
+    data = make_synthetic("xor", spec.points_per_disc, seed=spec.seed)
+    points = data.points.to(spec.device, torch.float64)  # analysis: keep full precision
+    weights = knn_gaussian_weights(points, spec.n_top, sigma=spec.sigma, include_self=spec.graph.include_self,
+                                   normalization=spec.graph.normalization)
+    operator = DiffusionOperator(weights, spec.step_size)
+    groups = data.groups.to(spec.device)
+    distances, diameters, positions = [], [], {0: points.cpu().numpy()}
+    current = points
+    for step in range(spec.steps + 1):
+        if step > 0:
+            current = operator.apply(current, 1)
+        if step in spec.report_steps:
+            positions[step] = current.cpu().numpy()
+        measured = distance_diameter(current, groups)
+        distances.append(measured.distance)
+        diameters.append(measured.diameter)
+    return {"labels": data.labels.numpy(), "cross_edges": _cross_edges(weights.cpu(), data.groups),
+            "distance": distances, "diameter": diameters, "positions": positions}
 
 
-def _train_run(split_train: _Split, split_test: _Split, hp: Dict[str, float], num_steps: int, momentum: float,
-               config: SyntheticConfig, init_seed: int, snapshot_epochs: Optional[List[int]]) -> Dict:
-    """Full-batch SGD on the training sample; evaluation on train and held-out test each epoch."""
-    torch.manual_seed(init_seed)
-    model = DiffResNet(2, 2, num_steps=num_steps, step_size=float(hp["step_size"])).to(config.device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(hp["lr"]), momentum=momentum,
-                                weight_decay=config.weight_decay)
-    train_acc, test_acc, losses, snapshots = [], [], [], {}
-    diverged_at = None
+def _sample(name: str, count: int, seed: int, spec: ClassificationJob):
+    data = make_synthetic(name, count, seed=seed)
+    points = data.points.to(spec.device, getattr(torch, spec.protocol.dtype))
+    hp = spec.hyperparameters
+    weights = knn_gaussian_weights(points, hp.n_top, sigma=hp.sigma, include_self=spec.graph.include_self,
+                                   normalization=spec.graph.normalization)
+    return data, points, data.labels.to(spec.device), weights
 
-    def evaluate():
-        model.eval()
-        with torch.no_grad():
-            features = model.features(split_train.points, split_train.weights)
-            accuracies = (_accuracy(model.classifier(features), split_train.labels),
-                          _accuracy(model(split_test.points, split_test.weights), split_test.labels))
-        model.train()
-        return accuracies, features
 
-    def record(epoch, accuracies, features):
-        train_acc.append(accuracies[0])
-        test_acc.append(accuracies[1])
-        if snapshot_epochs is not None and epoch in snapshot_epochs:
-            snapshots[epoch] = features.cpu().numpy()
+def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
+    """Full-batch SGD on the training sample; train and held-out test accuracy after every epoch."""
+    hp, protocol = spec.hyperparameters, spec.protocol
+    train, train_points, train_labels, train_weights = _sample(spec.dataset, protocol.points_per_class, spec.seed,
+                                                               spec)
+    _, test_points, test_labels, test_weights = _sample(spec.dataset, protocol.test_points_per_class,
+                                                        TEST_SEED_OFFSET + spec.seed, spec)
+    torch.manual_seed(spec.seed)
+    num_steps = hp.num_steps if spec.variant == "diff-resnet" else 0
+    model = create_model(_MODEL[spec.variant], in_features=2, num_classes=2, num_steps=num_steps,
+                         step_size=hp.step_size).to(spec.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=hp.lr, momentum=spec.momentum,
+                                weight_decay=protocol.weight_decay)
+    snapshots: Dict[int, np.ndarray] = {}
+    epochs = itertools.count()
+
+    def evaluate(epoch: int, last: Optional[int] = None) -> Dict[str, float]:
+        """Accuracies now; the features stand for the epochs ``epoch … last`` in the snapshots."""
+        with evaluation_mode(model):
+            features = model.features(train_points, train_weights)
+            metrics = {"train": accuracy(model.classifier(features), train_labels),
+                       "test": accuracy(model(test_points, test_weights), test_labels)}
+        for snapshot in spec.snapshot_epochs:
+            if epoch <= snapshot <= (epoch if last is None else last):
+                snapshots[snapshot] = features.cpu().numpy()
+        return metrics
 
     start = time.perf_counter()
-    record(0, *evaluate())
-    for epoch in range(1, config.epochs + 1):
-        previous = copy.deepcopy(model.state_dict())
-        optimizer.zero_grad()
-        try:
-            loss = F.cross_entropy(model(split_train.points, split_train.weights), split_train.labels)
-            finite = bool(torch.isfinite(loss))
-        except NonFiniteError:  # features overflowed before reaching the diffusion layer
-            finite = False
-        if finite:
-            loss.backward()
-            optimizer.step()
-            finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
-            if finite:
-                try:
-                    accuracies_features = evaluate()
-                except NonFiniteError:
-                    finite = False
-        if not finite:
-            # Divergence: restore the last finite parameters, stop, and carry that state to the end.
-            model.load_state_dict(previous)
-            diverged_at = epoch
-            final = evaluate()
-            for later in range(epoch, config.epochs + 1):
-                record(later, *final)
-            break
-        losses.append(float(loss.detach()))
-        record(epoch, *accuracies_features)
-    seconds = time.perf_counter() - start
-    paper_epoch = min(config.paper_epochs, config.epochs)
-    return {
-        "train_curve": train_acc,
-        "test_curve": test_acc,
-        "losses": losses,
-        "train_accuracy": train_acc[-1],
-        "test_accuracy": test_acc[-1],
-        "train_accuracy_at_paper_epochs": train_acc[paper_epoch],
-        "test_accuracy_at_paper_epochs": test_acc[paper_epoch],
-        "diverged_at_epoch": diverged_at,
-        "seconds": seconds,
-        "snapshots": snapshots,
+    history = [evaluate(next(epochs))]
+    result = fit(model, optimizer, lambda: F.cross_entropy(model(train_points, train_weights), train_labels),
+                 max_epochs=protocol.epochs, evaluate=lambda: evaluate(next(epochs)), restore_on_divergence=True)
+    history += result.history
+    if result.diverged_at is not None:  # the last finite parameters carry on to the last epoch
+        history += [evaluate(result.diverged_at, last=protocol.epochs)] * (protocol.epochs + 1 - len(history))
+    paper_epoch = min(protocol.paper_epochs, protocol.epochs)
+    record = {
+        "train_curve": [h["train"] for h in history], "test_curve": [h["test"] for h in history],
+        "losses": result.losses, "train_accuracy": history[-1]["train"], "test_accuracy": history[-1]["test"],
+        "train_accuracy_at_paper_epochs": history[paper_epoch]["train"],
+        "test_accuracy_at_paper_epochs": history[paper_epoch]["test"], "diverged_at_epoch": result.diverged_at,
+        "seconds": time.perf_counter() - start,
     }
+    if spec.snapshot_epochs:
+        record.update(snapshots=snapshots, points=train.points.numpy(), labels=train.labels.numpy())
+    return record
 
 
-def _summary(values: List[float]) -> Dict[str, float]:
-    array = np.asarray(values, dtype=float)
-    return {"mean": float(np.nanmean(array)), "std": float(np.nanstd(array)), "min": float(np.nanmin(array)),
-            "max": float(np.nanmax(array))}
+def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
+    """The paper scripts' data, seeds and protocol (20 SGD steps with a fresh optimizer each, float32)."""
+    reference = PAPER_SCRIPT_REFERENCE[spec.dataset]
+    hp = TABLE4[spec.dataset]
+    data = make_synthetic(spec.dataset, 500, grid=True, rng=np.random.RandomState(reference["seed"]))
+    points, labels = data.points.float().to(spec.device), data.labels.to(spec.device)
+    weights = knn_gaussian_weights(points, hp.n_top, sigma=hp.sigma, include_self=True, normalization="row")
+    record = {}
+    for variant in VARIANTS:
+        torch.manual_seed(reference["seed"])
+        num_steps = hp.num_steps if variant == "diff-resnet" else 0
+        model = create_model(_MODEL[variant], in_features=2, num_classes=2, num_steps=num_steps,
+                             step_size=hp.step_size).to(spec.device)
+        start = time.perf_counter()
+        for _ in range(20):
+            optimizer = torch.optim.SGD(model.parameters(), lr=hp.lr, momentum=0.9, weight_decay=5e-4)
+            optimizer.zero_grad()
+            F.cross_entropy(model(points, weights), labels).backward()
+            optimizer.step()
+        with torch.no_grad():
+            correct = int((model(points, weights).argmax(1) == labels).sum())
+        record[variant] = {"correct": correct, "reference": reference[variant],
+                           "seconds": time.perf_counter() - start}
+    return record
 
 
-# ----------------------------------------------------------------------------------------
-# the three parts
-
-
-def _run_xor(config: SyntheticConfig, progress: bool) -> Dict:
-    records = []
-    for seed in tqdm(config.xor_seeds, desc="xor diffusion", disable=not progress, leave=False):
-        data = make_synthetic("xor", config.xor_points_per_disc, seed=seed)
-        points = data.points.to(config.device, torch.float64)  # analysis: keep full precision
-        weights = knn_gaussian_weights(points, config.xor_n_top, sigma=config.xor_sigma,
-                                       include_self=config.include_self, normalization=config.normalization)
-        operator = DiffusionOperator(weights, config.xor_step_size)
-        groups = data.groups.to(config.device)
-        distances, diameters = [], []
-        positions = {0: points.cpu().numpy()}
-        current = points
-        for step in range(config.xor_steps + 1):
-            if step > 0:
-                current = operator.apply(current, 1)
-            if step in config.xor_report_steps:
-                positions[step] = current.cpu().numpy()
-            measured = distance_diameter(current, groups)
-            distances.append(measured.distance)
-            diameters.append(measured.diameter)
-        records.append({
-            "seed": seed,
-            "labels": data.labels.numpy(),
-            "cross_edges": _cross_edges(weights.cpu(), data.groups),
-            "distance": np.asarray(distances),
-            "diameter": np.asarray(diameters),
-            "positions": positions,
-        })
-    return {"records": records}
-
-
-def _run_classification(config: SyntheticConfig, dtype, progress: bool) -> Dict:
-    runs, curves, snapshots = [], [], {}
-    total = len(config.datasets) * len(config.seeds) * len(config.optimizers) * len(VARIANTS)
-    bar = tqdm(total=total, desc="synthetic classification", disable=not progress)
-    for name in config.datasets:
-        hp = config.hyperparameters[name]
-        for seed in config.seeds:
-            train = make_synthetic(name, config.points_per_class, seed=seed)
-            test = make_synthetic(name, config.test_points_per_class, seed=10_000 + seed)
-            splits = []
-            for data in (train, test):
-                points = data.points.to(config.device, dtype)
-                splits.append(_Split(points, data.labels.to(config.device), _weights(points, hp, config)))
-            for optimizer_name, optimizer_options in config.optimizers.items():
-                for variant in VARIANTS:
-                    num_steps = int(hp["num_steps"]) if variant == "diff-resnet" else 0
-                    keep = seed == config.seeds[0]
-                    result = _train_run(splits[0], splits[1], hp, num_steps, float(optimizer_options["momentum"]),
-                                        config, seed, config.feature_epochs if keep else None)
-                    if keep:
-                        snapshots[(name, optimizer_name, variant)] = result["snapshots"]
-                        snapshots[(name, "data")] = (train.points.numpy(), train.labels.numpy())
-                    runs.append({
-                        "dataset": name, "optimizer": optimizer_name, "variant": variant, "seed": seed,
-                        "num_steps": num_steps, "train_accuracy": result["train_accuracy"],
-                        "test_accuracy": result["test_accuracy"],
-                        "train_accuracy_at_paper_epochs": result["train_accuracy_at_paper_epochs"],
-                        "test_accuracy_at_paper_epochs": result["test_accuracy_at_paper_epochs"],
-                        "diverged_at_epoch": result["diverged_at_epoch"], "seconds": result["seconds"],
-                    })
-                    for epoch, (tr, te) in enumerate(zip(result["train_curve"], result["test_curve"])):
-                        curves.append({"dataset": name, "optimizer": optimizer_name, "variant": variant,
-                                       "seed": seed, "epoch": epoch, "train_accuracy": tr, "test_accuracy": te})
-                    bar.update(1)
-                    bar.set_postfix_str(f"{name} {variant} test={result['test_accuracy']:.3f}")
-    bar.close()
-    return {"runs": runs, "curves": curves, "snapshots": snapshots}
-
-
-def _run_paper_script_check(config: SyntheticConfig) -> Dict:
-    """The paper scripts' data, seeds and protocol (20 plain SGD steps, float32, correct of 1000)."""
-    out = {}
-    for name in config.datasets:
-        reference = PAPER_SCRIPT_REFERENCE[name]
-        hp = TABLE4[name]
-        data = make_synthetic(name, 500, grid=True, rng=np.random.RandomState(reference["seed"]))
-        points = data.points.float().to(config.device)
-        labels = data.labels.to(config.device)
-        weights = knn_gaussian_weights(points, int(hp["n_top"]), sigma=hp["sigma"], include_self=True,
-                                       normalization="row")
-        entry = {}
-        for variant in VARIANTS:
-            torch.manual_seed(reference["seed"])
-            num_steps = int(hp["num_steps"]) if variant == "diff-resnet" else 0
-            model = DiffResNet(2, 2, num_steps=num_steps, step_size=hp["step_size"]).to(config.device)
-            start = time.perf_counter()
-            for _ in range(20):
-                optimizer = torch.optim.SGD(model.parameters(), lr=hp["lr"], momentum=0.9, weight_decay=5e-4)
-                optimizer.zero_grad()
-                F.cross_entropy(model(points, weights), labels).backward()
-                optimizer.step()
-            with torch.no_grad():
-                correct = int((model(points, weights).argmax(1) == labels).sum())
-            entry[variant] = {"correct": correct, "reference": reference[variant],
-                              "seconds": time.perf_counter() - start}
-        out[name] = entry
-    return out
+#: job type → (part of the suite, how to run it)
+_PARTS = {XorJob: ("xor", _run_xor), ClassificationJob: ("classification", _run_classification),
+          PaperScriptJob: ("paper-script", _run_paper_script)}
 
 
 # ----------------------------------------------------------------------------------------
-# report
+# the task
 
 
-def _xor_figure(xor: Dict, config: SyntheticConfig, run_dir: RunDirectory):
-    records = xor["records"]
+@register_task
+class SyntheticTask(Task):
+    name = "synthetic"
+    description = "Diff-ResNet synthetic suite: XOR diffusion (L/D), moon/circle/spiral with and without diffusion"
+    config_class = SyntheticConfig
+    shortcuts = {"dataset": "datasets"}
+    columns = {"part": "TEXT", "dataset": "TEXT", "variant": "TEXT", "optimizer": "TEXT", "seed": "INTEGER",
+               "test_accuracy": "REAL"}
+
+    @classmethod
+    def quick_config(cls) -> SyntheticConfig:
+        """One seed, 20 epochs (the paper's step count), all three sets, two XOR seeds."""
+        return SyntheticConfig(seeds=[0], epochs=20, feature_epochs=[0, 5, 20], xor_seeds=[0, 1])
+
+    def jobs(self) -> List[Any]:
+        config = self.config
+        graph = GraphConvention(config.include_self, config.normalization)
+        jobs: List[Any] = [XorJob(config.seed + seed, config.xor_points_per_disc, config.xor_n_top, config.xor_sigma,
+                                  config.xor_step_size, config.xor_steps, tuple(config.xor_report_steps), graph,
+                                  config.device) for seed in config.xor_seeds]
+        protocol = TrainingProtocol(config.points_per_class, config.test_points_per_class, config.epochs,
+                                    config.paper_epochs, config.weight_decay, config.dtype)
+        shown = tuple(e for e in config.feature_epochs if e <= config.epochs)
+        jobs += [ClassificationJob(name, config.seed + seed, optimizer, settings.momentum, variant,
+                                   config.hyperparameters[name], protocol, graph,
+                                   shown if seed == config.seeds[0] else (), config.device)
+                 for name in config.datasets for seed in config.seeds
+                 for optimizer, settings in config.optimizers.items() for variant in VARIANTS]
+        if config.paper_script_check:
+            jobs += [PaperScriptJob(name, config.device) for name in config.datasets]
+        return jobs
+
+    @staticmethod
+    def run_job(spec) -> Dict[str, Any]:
+        part, run = _PARTS[type(spec)]
+        return {"part": part, **run(spec)}
+
+    def progress_note(self, record: Dict[str, Any]) -> str:
+        return f"test={record['test_accuracy']:.3f}" if "test_accuracy" in record else ""
+
+    # -- results --------------------------------------------------------------------------
+
+    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
+        config = self.config
+        results: Dict[str, Any] = {}
+        xor = [r for r in records if r["part"] == "xor"]
+        if xor:
+            steps = config.xor_report_steps
+            ratios = {r["seed"]: np.asarray(r["distance"]) / np.maximum(r["diameter"], 1e-300) for r in xor}
+            results["xor"] = {
+                "L_over_D_median": {f"step_{s}": float(np.median([ratios[k][s] for k in ratios])) for s in steps},
+                "L_over_D_per_seed": {str(k): {f"step_{s}": float(v[s]) for s in steps} for k, v in ratios.items()},
+                "D_median": {f"step_{s}": float(np.median([r["diameter"][s] for r in xor])) for s in steps},
+                "L_median": {f"step_{s}": float(np.median([r["distance"][s] for r in xor])) for s in steps},
+                "seeds_with_edges_between_discs": int(sum(r["cross_edges"] > 0 for r in xor)),
+            }
+        runs = [r for r in records if r["part"] == "classification"]
+        table: Dict[str, Any] = {}
+        for (name, optimizer, variant), members in group_records(runs, by=("dataset", "optimizer", "variant")).items():
+            stats = {metric: Stats.of(r[metric] for r in members).as_dict() for metric in (
+                "train_accuracy", "test_accuracy", "test_accuracy_at_paper_epochs", "train_accuracy_at_paper_epochs")}
+            table.setdefault(name, {}).setdefault(optimizer, {})[variant] = {
+                "runs": len(members), **stats,
+                "perfect_train_runs": int(sum(r["train_accuracy"] >= 1.0 for r in members)),
+                "perfect_test_runs": int(sum(r["test_accuracy"] >= 1.0 for r in members)),
+                "diverged_runs": int(sum(r["diverged_at_epoch"] is not None for r in members)),
+                "seconds_per_run": float(np.mean([r["seconds"] for r in members])),
+            }
+        results["classification"] = table
+        scripts = {r["dataset"]: {v: r[v] for v in VARIANTS} for r in records if r["part"] == "paper-script"}
+        if scripts:
+            results["paper_script"] = scripts
+        return results
+
+    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+        config = self.config
+        figures = results.setdefault("figures", {})
+        report = Report("pdenets — synthetic suite (Diff-ResNet §5.1 / Appendix E.1)")
+        report.paragraph(
+            f"Wall time {results['wall_seconds']:.1f} s on `{config.device}` ({results['runs_stored']} of "
+            f"{results['runs_planned']} runs stored). Weights: Gaussian kernel on the n_top-nearest-neighbour graph "
+            f"(self included: {config.include_self}), `{config.normalization}` normalization; explicit diffusion with "
+            "sparse operators. Configuration: `config.yaml`; all numbers: `results.json`, `runs.csv`, `curves.csv`.")
+        xor = [r for r in records if r["part"] == "xor"]
+        if xor:
+            figures["xor"] = _xor_figure(xor, config, run_dir)
+            _xor_section(report, xor, results, config, figures["xor"])
+        runs = [r for r in records if r["part"] == "classification"]
+        if runs:
+            run_dir.write_csv("curves.csv", [
+                {"dataset": r["dataset"], "optimizer": r["optimizer"], "variant": r["variant"], "seed": r["seed"],
+                 "epoch": epoch, "train_accuracy": train, "test_accuracy": test}
+                for r in runs for epoch, (train, test) in enumerate(zip(r["train_curve"], r["test_curve"]))])
+            for name in config.datasets:
+                for optimizer in config.optimizers:
+                    if any(r["dataset"] == name and r["optimizer"] == optimizer for r in runs):
+                        figures[f"{name}_{optimizer}"] = _dataset_figure(name, optimizer, runs, config, run_dir)
+            figures["summary"] = _summary_figure(results, config, run_dir)
+            _classification_section(report, results, config, figures)
+        if "paper_script" in results:
+            _paper_script_section(report, results)
+        report.write(run_dir)
+
+
+# ----------------------------------------------------------------------------------------
+# figures and report sections
+
+
+def _ratio(record: Dict[str, Any]) -> np.ndarray:
+    return np.asarray(record["distance"]) / np.maximum(record["diameter"], 1e-300)
+
+
+def _xor_figure(records: Sequence[Dict[str, Any]], config: SyntheticConfig, run_dir) -> str:
     shown = next((r for r in records if r["cross_edges"] == 0), records[0])
-    steps = sorted(shown["positions"])
+    steps = sorted(int(step) for step in shown["positions"])
     fig = plt.figure(figsize=(3.0 * len(steps), 6.4), layout="constrained")
     grid = fig.add_gridspec(2, len(steps))
     for column, step in enumerate(steps):
-        ax = fig.add_subplot(grid[0, column])
-        scatter_classes(ax, shown["positions"][step], shown["labels"], title="raw data" if step == 0 else f"after {step} steps")
+        scatter_classes(fig.add_subplot(grid[0, column]), shown["positions"][str(step)], shown["labels"],
+                        title="raw data" if step == 0 else f"after {step} steps")
     axes = [fig.add_subplot(grid[1, : len(steps) // 2]), fig.add_subplot(grid[1, len(steps) // 2:])]
     x = np.arange(config.xor_steps + 1)
     for record in records:
         style = "-" if record["cross_edges"] == 0 else ":"
-        label = f"seed {record['seed']}" + ("" if record["cross_edges"] == 0 else f" ({record['cross_edges']} cross edges)")
+        edges = record["cross_edges"]
+        label = f"seed {record['seed']}" + ("" if edges == 0 else f" ({edges} cross edges)")
         axes[0].semilogy(x, np.maximum(record["diameter"], 1e-16), style, linewidth=1, label=label)
-        with np.errstate(divide="ignore"):
-            axes[1].semilogy(x, record["distance"] / np.maximum(record["diameter"], 1e-300), style, linewidth=1)
+        axes[1].semilogy(x, _ratio(record), style, linewidth=1)
     axes[0].set_title("largest subclass diameter D(t)", fontsize=9)
     axes[1].set_title("distance-diameter ratio L(t)/D(t)", fontsize=9)
     for ax in axes:
@@ -345,195 +441,122 @@ def _xor_figure(xor: Dict, config: SyntheticConfig, run_dir: RunDirectory):
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=6, ncol=2)
     fig.suptitle(f"XOR under pure diffusion (points: seed {shown['seed']})", fontsize=10)
-    return save(fig, run_dir.file("xor.png")).name
+    return run_dir.save_figure(fig, "xor.png")
 
 
-def _dataset_figure(name: str, optimizer: str, classification: Dict, config: SyntheticConfig,
-                    run_dir: RunDirectory) -> str:
-    points, labels = classification["snapshots"][(name, "data")]
+def _xor_section(report: Report, records, results, config: SyntheticConfig, figure: str) -> None:
+    report.heading("XOR: pure diffusion (Fig. 3)")
+    steps = config.xor_report_steps
+    rows = [[str(r["seed"]), r["cross_edges"], float(_ratio(r)[0])] + [float(_ratio(r)[s]) for s in steps]
+            for r in records]
+    medians = results["xor"]["L_over_D_median"]
+    rows.append(["**median**", "", float(np.median([r[2] for r in rows]))] + [medians[f"step_{s}"] for s in steps])
+    report.table(["seed", "edges between discs", "L/D at 0"] + [f"L/D at {s}" for s in steps], rows,
+                 caption=f"Distance-diameter ratio under diffusion (n_top {config.xor_n_top}, "
+                         f"sigma {config.xor_sigma}, "
+                         f"gamma {config.xor_step_size}).")
+    report.paragraph(
+        "Prop. 1 assumes that each subclass (disc) is a connected component of the graph. Where the kNN graph "
+        "joins two discs (column 2 > 0) those discs diffuse toward a common point, D(t) stops shrinking and "
+        "L/D levels off; where it does not, D(t) decays exponentially and L/D grows without bound.")
+    report.figure(figure, f"XOR: points after {', '.join(map(str, steps))} diffusion steps; D(t) and L(t)/D(t) "
+                          "for every seed (dotted: graphs with edges between discs).")
+
+
+def _dataset_figure(name: str, optimizer: str, runs, config: SyntheticConfig, run_dir) -> str:
+    rows = [r for r in runs if r["dataset"] == name and r["optimizer"] == optimizer]
+    shown = {r["variant"]: r for r in rows if r.get("snapshots")}
     epochs = [e for e in config.feature_epochs if e <= config.epochs]
     fig = plt.figure(figsize=(2.8 * (len(epochs) + 1), 8.0), layout="constrained")
     grid = fig.add_gridspec(3, len(epochs) + 1)
-    scatter_classes(fig.add_subplot(grid[0, 0]), points, labels, title="raw data")
+    example = next(iter(shown.values()), None)
+    if example is not None:
+        scatter_classes(fig.add_subplot(grid[0, 0]), example["points"], example["labels"], title="raw data")
     ax = fig.add_subplot(grid[0, 1:])
     x = np.arange(config.epochs + 1)
     colors = {"resnet": "#7f7f7f", "diff-resnet": "#1f77b4"}
     for variant in VARIANTS:
-        rows = [c for c in classification["curves"]
-                if c["dataset"] == name and c["optimizer"] == optimizer and c["variant"] == variant]
-        seeds = sorted({c["seed"] for c in rows})
-        for key, style in (("train_accuracy", "-"), ("test_accuracy", "--")):
-            matrix = np.array([[c[key] for c in rows if c["seed"] == s] for s in seeds])
-            mean_band(ax, x, matrix, label=f"{variant} {key.split('_')[0]}", color=colors[variant], linestyle=style)
+        members = [r for r in rows if r["variant"] == variant]
+        for key, style in (("train_curve", "-"), ("test_curve", "--")):
+            if members:
+                mean_band(ax, x, np.array([r[key] for r in members]), label=f"{variant} {key.split('_')[0]}",
+                          color=colors[variant], linestyle=style)
     ax.axvline(config.paper_epochs, color="k", linewidth=0.6, alpha=0.4)
     ax.set_ylim(0.3, 1.02)
     ax.set_xlabel("epoch")
     ax.set_ylabel("accuracy")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
-    ax.set_title(f"accuracy vs epoch (mean and range over {len(config.seeds)} seeds; line: epoch {config.paper_epochs})",
-                 fontsize=9)
+    ax.set_title(f"accuracy vs epoch (mean and range over {len(config.seeds)} seeds; line: epoch "
+                 f"{config.paper_epochs})", fontsize=9)
     for row, variant in enumerate(VARIANTS, start=1):
-        snaps = classification["snapshots"][(name, optimizer, variant)]
+        snapshots = shown[variant]["snapshots"] if variant in shown and example is not None else {}
         for column, epoch in enumerate(epochs):
             sub = fig.add_subplot(grid[row, column + 1])
-            if epoch in snaps:
-                scatter_classes(sub, snaps[epoch], labels, title=f"{variant}, epoch {epoch}")
+            if str(epoch) in snapshots:
+                scatter_classes(sub, snapshots[str(epoch)], example["labels"], title=f"{variant}, epoch {epoch}")
         fig.add_subplot(grid[row, 0]).axis("off")
         fig.axes[-1].text(0.5, 0.5, "features before\nthe classifier\n" + variant, ha="center", va="center",
                           fontsize=9)
-    fig.suptitle(f"{name}: {optimizer} (seed {config.seeds[0]} features)", fontsize=10)
-    return save(fig, run_dir.file(f"{name}_{optimizer}.png")).name
+    fig.suptitle(f"{name}: {optimizer} (seed {config.seed + config.seeds[0]} features)", fontsize=10)
+    return run_dir.save_figure(fig, f"{name}_{optimizer}.png")
 
 
-def _summary_figure(results: Dict, config: SyntheticConfig, run_dir: RunDirectory) -> str:
+def _summary_figure(results, config: SyntheticConfig, run_dir) -> str:
     table = results["classification"]
-    groups = [(d, o) for d in config.datasets for o in config.optimizers]
+    groups = [(d, o) for d in config.datasets for o in config.optimizers if o in table.get(d, {})]
     fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 2, 3.4), layout="constrained")
-    width = 0.38
-    for offset, variant, color in ((-width / 2, "resnet", "#7f7f7f"), (width / 2, "diff-resnet", "#1f77b4")):
-        means = [table[d][o][variant]["test_accuracy"]["mean"] for d, o in groups]
-        stds = [table[d][o][variant]["test_accuracy"]["std"] for d, o in groups]
-        ax.bar(np.arange(len(groups)) + offset, means, width, yerr=stds, label=variant, color=color, capsize=2)
-    ax.set_xticks(np.arange(len(groups)), [f"{d}\n{o}" for d, o in groups], fontsize=8)
-    ax.set_ylim(0.4, 1.02)
-    ax.set_ylabel(f"held-out test accuracy (epoch {config.epochs})")
+    series = {variant: ([table[d][o][variant]["test_accuracy"]["mean"] for d, o in groups],
+                        [table[d][o][variant]["test_accuracy"]["std"] for d, o in groups]) for variant in VARIANTS}
+    grouped_bars(ax, [f"{d}\n{o}" for d, o in groups], series, colors={"resnet": "#7f7f7f", "diff-resnet": "#1f77b4"},
+                 ylabel=f"held-out test accuracy (epoch {config.epochs})", ylim=(0.4, 1.02))
     ax.axhline(0.5, color="k", linewidth=0.5, alpha=0.5)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    return save(fig, run_dir.file("summary.png")).name
+    return run_dir.save_figure(fig, "summary.png")
 
 
-def _write_report(results: Dict, xor: Dict, classification: Dict, config: SyntheticConfig,
-                  run_dir: RunDirectory) -> None:
-    report = Report("pdenets — synthetic suite (Diff-ResNet, paper 000 §5.1 / Appendix E.1)")
-    report.paragraph(
-        f"Total time {results['seconds_total']:.1f} s on `{config.device}`. Weights: Gaussian kernel on the "
-        f"n_top-nearest-neighbour graph (self included: {config.include_self}), `{config.normalization}` "
-        "normalization; explicit diffusion with sparse operators. Configuration: `config.yaml`; all numbers: "
-        "`results.json`, `runs.csv`, `curves.csv`."
-    )
-
-    report.heading("XOR: pure diffusion (Fig. 3)")
-    steps = config.xor_report_steps
-    rows = []
-    for record in xor["records"]:
-        ratio = record["distance"] / np.maximum(record["diameter"], 1e-300)
-        rows.append([str(record["seed"]), record["cross_edges"], float(ratio[0])] + [float(ratio[s]) for s in steps])
-    medians = results["xor"]["L_over_D_median"]
-    rows.append(["**median**", "", float(np.median([r[2] for r in rows]))] + [medians[f"step_{s}"] for s in steps])
-    report.table(["seed", "edges between discs", "L/D at 0"] + [f"L/D at {s}" for s in steps], rows,
-                 caption="Distance-diameter ratio under diffusion (n_top "
-                         f"{config.xor_n_top}, sigma {config.xor_sigma}, gamma {config.xor_step_size}).")
-    report.paragraph(
-        "Prop. 1 assumes that each subclass (disc) is a connected component of the graph. Where the kNN graph "
-        "joins two discs (column 2 > 0) those discs diffuse toward a common point, D(t) stops shrinking and "
-        "L/D levels off; where it does not, D(t) decays exponentially and L/D grows without bound."
-    )
-    report.figure(results["figures"]["xor"], "XOR: points after 1, 10, 20, 200 diffusion steps; D(t) and L(t)/D(t) "
-                  "for every seed (dotted: graphs with edges between discs).")
-
-    report.heading("Moon, circle, spiral: 18-parameter ResNet with and without diffusion (Fig. 4, 11, 12)")
+def _classification_section(report: Report, results, config: SyntheticConfig, figures: Dict[str, str]) -> None:
+    report.heading("Moon, circle, spiral: 18-parameter ResNet with and without diffusion (Figs. 4, 11, 12)")
     report.paragraph(
         f"{len(config.seeds)} seeds; each trains on {2 * config.points_per_class} points (full batch, "
         f"{config.epochs} epochs, weight decay {config.weight_decay}) and is tested on a held-out sample of "
         f"{2 * config.test_points_per_class} points from another seed, diffused on its own graph. "
-        f"Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; 'at {config.paper_epochs}' "
+        "Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; "
+        f"'at {config.paper_epochs}' "
         "is the accuracy after the paper's 20 steps. A run whose loss, parameters or outputs become non-finite "
-        "stops and keeps its last finite parameters ('diverged')."
-    )
-    headers = ["set", "optimizer", "model", "train acc", "test acc", f"test acc at {config.paper_epochs}",
-               "perfect test", "diverged", "s/run"]
+        "stops and keeps its last finite parameters ('diverged').")
     rows = []
-    for name in config.datasets:
-        for optimizer in config.optimizers:
+    for name, by_optimizer in results["classification"].items():
+        for optimizer, by_variant in by_optimizer.items():
             for variant in VARIANTS:
-                entry = results["classification"][name][optimizer][variant]
-                rows.append([
-                    name, optimizer, variant,
-                    f"{entry['train_accuracy']['mean']:.3f} ± {entry['train_accuracy']['std']:.3f}",
-                    f"{entry['test_accuracy']['mean']:.3f} ± {entry['test_accuracy']['std']:.3f}",
-                    f"{entry['test_accuracy_at_paper_epochs']['mean']:.3f}",
-                    f"{entry['perfect_test_runs']}/{entry['runs']}",
-                    f"{entry['diverged_runs']}/{entry['runs']}",
-                    f"{entry['seconds_per_run']:.2f}",
-                ])
-    report.table(headers, rows)
-    report.figure(results["figures"]["summary"], "Held-out test accuracy, mean ± std over seeds.")
+                entry = by_variant.get(variant)
+                if entry is None:
+                    continue
+                rows.append([name, optimizer, variant,
+                             format_mean_std(entry["train_accuracy"]["mean"], entry["train_accuracy"]["std"]),
+                             format_mean_std(entry["test_accuracy"]["mean"], entry["test_accuracy"]["std"]),
+                             format_mean_std(entry["test_accuracy_at_paper_epochs"]["mean"]),
+                             f"{entry['perfect_test_runs']}/{entry['runs']}",
+                             f"{entry['diverged_runs']}/{entry['runs']}", f"{entry['seconds_per_run']:.2f}"])
+    report.table(["set", "optimizer", "model", "train acc", "test acc", f"test acc at {config.paper_epochs}",
+                  "perfect test", "diverged", "s/run"], rows)
+    report.figure(figures["summary"], "Held-out test accuracy, mean ± std over seeds.")
     for name in config.datasets:
         for optimizer in config.optimizers:
-            report.figure(results["figures"][f"{name}_{optimizer}"],
-                          f"{name}, {optimizer}: raw data; accuracy vs epoch (solid train, dashed test); features "
-                          "before the classifier at several epochs without (middle row) and with (bottom row) diffusion.")
-
-    if "paper_script" in results:
-        report.heading("Check against the paper's scripts")
-        report.paragraph(
-            "The scripts' own data (evenly spaced curve parameters, NumPy legacy seed), initialization seed, "
-            "row-normalized weights with self in the top-k, and 20 full-batch SGD steps with a fresh optimizer "
-            "per step. Correct predictions of 1000 training points after 20 steps:"
-        )
-        rows = []
-        for name, entry in results["paper_script"].items():
-            rows.append([name, entry["resnet"]["reference"], entry["resnet"]["correct"],
-                         entry["diff-resnet"]["reference"], entry["diff-resnet"]["correct"],
-                         f"{entry['diff-resnet']['seconds']:.2f}"])
-        report.table(["set", "ResNet (scripts)", "ResNet (pdenets)", "Diff-ResNet (scripts)", "Diff-ResNet (pdenets)",
-                      "Diff-ResNet seconds (pdenets)"], rows)
-    report.write(run_dir.path)
+            if f"{name}_{optimizer}" in figures:
+                report.figure(figures[f"{name}_{optimizer}"],
+                              f"{name}, {optimizer}: raw data; accuracy vs epoch (solid train, dashed test); features "
+                              "before the classifier at several epochs without (middle row) and with (bottom row) "
+                              "diffusion.")
 
 
-# ----------------------------------------------------------------------------------------
-
-
-def run(config: SyntheticConfig, run_dir: RunDirectory, *, progress: bool = True) -> Dict:
-    """Run the suite, write ``results.json``, CSVs, plots and the report into ``run_dir``."""
-    config.validate()
-    dtype = getattr(torch, config.dtype)
-    start = time.perf_counter()
-    xor = _run_xor(config, progress)
-    classification = _run_classification(config, dtype, progress)
-
-    results: Dict = {"xor": {}, "classification": {}, "figures": {}}
-    steps = config.xor_report_steps
-    ratios = {r["seed"]: r["distance"] / np.maximum(r["diameter"], 1e-300) for r in xor["records"]}
-    results["xor"] = {
-        "L_over_D_median": {f"step_{s}": float(np.median([ratios[k][s] for k in ratios])) for s in steps},
-        "L_over_D_per_seed": {str(k): {f"step_{s}": float(v[s]) for s in steps} for k, v in ratios.items()},
-        "D_median": {f"step_{s}": float(np.median([r["diameter"][s] for r in xor["records"]])) for s in steps},
-        "L_median": {f"step_{s}": float(np.median([r["distance"][s] for r in xor["records"]])) for s in steps},
-        "seeds_with_edges_between_discs": int(sum(r["cross_edges"] > 0 for r in xor["records"])),
-    }
-    for name in config.datasets:
-        results["classification"][name] = {}
-        for optimizer in config.optimizers:
-            results["classification"][name][optimizer] = {}
-            for variant in VARIANTS:
-                rows = [r for r in classification["runs"]
-                        if r["dataset"] == name and r["optimizer"] == optimizer and r["variant"] == variant]
-                results["classification"][name][optimizer][variant] = {
-                    "runs": len(rows),
-                    "train_accuracy": _summary([r["train_accuracy"] for r in rows]),
-                    "test_accuracy": _summary([r["test_accuracy"] for r in rows]),
-                    "test_accuracy_at_paper_epochs": _summary([r["test_accuracy_at_paper_epochs"] for r in rows]),
-                    "train_accuracy_at_paper_epochs": _summary([r["train_accuracy_at_paper_epochs"] for r in rows]),
-                    "perfect_train_runs": int(sum(r["train_accuracy"] >= 1.0 for r in rows)),
-                    "perfect_test_runs": int(sum(r["test_accuracy"] >= 1.0 for r in rows)),
-                    "diverged_runs": int(sum(r["diverged_at_epoch"] is not None for r in rows)),
-                    "seconds_per_run": float(np.mean([r["seconds"] for r in rows])),
-                }
-    if config.paper_script_check:
-        results["paper_script"] = _run_paper_script_check(config)
-    results["seconds_total"] = time.perf_counter() - start
-
-    run_dir.write_csv("runs.csv", classification["runs"])
-    run_dir.write_csv("curves.csv", classification["curves"])
-    results["figures"]["xor"] = _xor_figure(xor, config, run_dir)
-    for name in config.datasets:
-        for optimizer in config.optimizers:
-            results["figures"][f"{name}_{optimizer}"] = _dataset_figure(name, optimizer, classification, config,
-                                                                        run_dir)
-    results["figures"]["summary"] = _summary_figure(results, config, run_dir)
-    run_dir.write_results(results)
-    _write_report(results, xor, classification, config, run_dir)
-    return results
+def _paper_script_section(report: Report, results) -> None:
+    report.heading("Check against the paper's scripts")
+    report.paragraph(
+        "The scripts' own data (evenly spaced curve parameters, NumPy legacy seed), initialization seed, "
+        "row-normalized weights with self in the top-k, and 20 full-batch SGD steps with a fresh optimizer "
+        "per step. Correct predictions of 1000 training points after 20 steps:")
+    rows = [[name, entry["resnet"]["reference"], entry["resnet"]["correct"], entry["diff-resnet"]["reference"],
+             entry["diff-resnet"]["correct"], f"{entry['diff-resnet']['seconds']:.2f}"]
+            for name, entry in results["paper_script"].items()]
+    report.table(["set", "ResNet (scripts)", "ResNet (pdenets)", "Diff-ResNet (scripts)", "Diff-ResNet (pdenets)",
+                  "Diff-ResNet seconds (pdenets)"], rows)

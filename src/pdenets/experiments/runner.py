@@ -1,0 +1,187 @@
+"""One runner for every task: validate, plan, run what is not stored yet, summarize, report.
+
+:func:`run_task` does, in this order:
+
+1. ``task.validate()`` and ``task.prepare()`` — bad configs and missing data fail here,
+   before anything is written to disk;
+2. ``task.jobs()`` → one store key per job spec (:func:`~pdenets.experiments.task.job_key`);
+3. opens (checks, creates, locks) the run directory and writes ``config.yaml``;
+4. runs the jobs whose key is not in ``results.sqlite`` yet — inline, in a process pool or
+   on Ray — storing each record the moment it arrives (a rerun resumes);
+5. ``task.summarize(records)`` → ``results.json`` (plus ``runs_planned``, ``runs_stored``,
+   ``wall_seconds``), ``runs.csv``, then ``task.report(...)``, which may add to the results
+   what it drew (``results["figures"]``); ``results.json`` is written again after it.
+
+A job that raises :class:`~pdenets.NonFiniteError` (a diverged training run) is stored with
+status ``diverged`` instead of stopping the whole protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+
+from tqdm.auto import tqdm
+
+from .._checks import NonFiniteError
+from .config import TaskConfig, config_to_dict
+from .parallel import JobError, execute
+from .rundir import RunDirectory, default_run_path, to_plain
+from .store import STORE_FILENAME, ResultsStore
+from .task import Task, get_task, job_key, spec_to_dict
+
+__all__ = ["run_task", "RunOutcome", "RunInterrupted", "JobFailedError", "plan_jobs"]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run; every finished run is stored."""
+
+    def __init__(self, path: Path, stored: int, planned: int):
+        super().__init__(f"{stored} of {planned} runs stored in {path}")
+        self.path, self.stored, self.planned = path, stored, planned
+
+
+class JobFailedError(RuntimeError):
+    """A job raised an exception (other than divergence); the runs finished before it are stored."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :func:`run_task` did: where, the results, how many runs are planned, stored and new."""
+
+    path: Path
+    results: Dict[str, Any]
+    planned: int
+    stored: int
+    new: int
+    seconds: float
+
+
+def _call_job(run_job: Callable[[Any], Dict[str, Any]], spec: Any) -> Tuple[str, Dict[str, Any], float]:
+    """Worker side: run one job, turn divergence into a record, make the record JSON-able."""
+    start = time.perf_counter()
+    try:
+        record, status = run_job(spec), "ok"
+    except NonFiniteError as error:
+        record, status = {"error": str(error)}, "diverged"
+    if not isinstance(record, dict):
+        raise TypeError(f"run_job must return a dict, got {type(record).__name__}")
+    return status, to_plain(record), time.perf_counter() - start
+
+
+def plan_jobs(task: Task) -> List[Tuple[str, Any]]:
+    """``(key, spec)`` for every job of ``task``; refuses two jobs with the same key."""
+    planned = [(job_key(task.name, spec), spec) for spec in task.jobs()]
+    seen: Dict[str, Any] = {}
+    for key, spec in planned:
+        if key in seen:
+            raise ValueError(f"task {task.name!r} planned the same job twice: {spec}")
+        seen[key] = spec
+    return planned
+
+
+def _describe(spec: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in spec_to_dict(spec).items() if not isinstance(v, (dict, list)))
+
+
+def _scalar_columns(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in record.items() if v is None or isinstance(v, (str, int, float, bool))}
+
+
+def _as_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig]) -> Task:
+    if isinstance(task, Task):
+        return task
+    cls = get_task(task) if isinstance(task, str) else task
+    return cls(config if config is not None else cls.config_class())
+
+
+def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = None, *,
+             out: Optional[Union[str, Path]] = None, overwrite: bool = False, progress: bool = True,
+             report_only: bool = False, runs_root: Union[str, Path] = "runs", run_name: Optional[str] = None,
+             extra_config: Optional[Dict[str, Any]] = None) -> RunOutcome:
+    """Run ``task`` with ``config`` into the run directory ``out`` (default ``runs/<task>-<time>``).
+
+    Args:
+        task: a registered name, a task class or an instance (then ``config`` is ignored).
+        config: the task's configuration (default: its dataclass defaults).
+        out: the run directory; a run of the same task there is resumed.
+        overwrite: use ``out`` even if it holds other files or another task's run.
+        progress: show a progress bar.
+        report_only: run nothing; summarize and report the stored runs.
+        runs_root, run_name: the default run directory is ``runs_root/<run_name>-<date>-<time>``
+            (``run_name`` defaults to the task name).
+        extra_config: more keys for ``config.yaml`` (e.g. ``{"quick": True}``).
+
+    Raises:
+        ConfigError / ValueError: bad configuration (nothing written).
+        RunDirectoryError, StoreError: ``out`` cannot be used (nothing of the user's touched).
+        RunInterrupted: Ctrl-C; finished runs are stored.
+        JobFailedError: a job raised; finished runs are stored.
+    """
+    task = _as_task(task, config)
+    task.validate()
+    task.prepare()
+    planned = plan_jobs(task)
+    start = time.perf_counter()
+    if report_only and (out is None or not Path(out).is_dir()):
+        raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
+    path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
+    with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
+        run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
+        with ResultsStore(run_dir.file(STORE_FILENAME), task=task.name, columns=task.columns) as store:
+            new = 0 if report_only else _run_pending(task, planned, store, path, progress)
+            stored = store.rows([key for key, _ in planned])
+        records = [run.flat() for run in stored]
+        try:
+            results = dict(task.summarize(records))
+            results.update(runs_planned=len(planned), runs_stored=len(records),
+                           wall_seconds=time.perf_counter() - start)
+            run_dir.write_results(results)
+            run_dir.write_csv("runs.csv", [_scalar_columns(r) for r in records])
+            task.report(results, records, run_dir)
+            run_dir.write_results(results)  # the report may add what it drew (e.g. figure names)
+        except KeyboardInterrupt:
+            raise RunInterrupted(path, len(records), len(planned)) from None
+    return RunOutcome(path, results, len(planned), len(records), new, time.perf_counter() - start)
+
+
+def _run_pending(task: Task, planned: Sequence[Tuple[str, Any]], store: ResultsStore, path: Path,
+                 progress: bool) -> int:
+    done = store.keys()
+    pending = [(key, spec) for key, spec in planned if key not in done]
+    if not pending:
+        return 0
+    specs = dict(pending)
+    config = task.config
+    bar = tqdm(total=len(planned), initial=len(planned) - len(pending), desc=task.name, unit=task.unit.rstrip("s"),
+               disable=not progress, smoothing=0.05, dynamic_ncols=True)
+    new = 0
+    results = execute(pending, partial(_call_job, type(task).run_job), workers=config.workers,
+                      threads=config.threads, ray_address=config.ray_address)
+    try:
+        with closing(results):
+            for key, (status, record, seconds) in results:
+                spec = spec_to_dict(specs[key])
+                clash = sorted(set(spec) & set(record))
+                if clash:
+                    raise TypeError(f"task {task.name!r}: run_job's record repeats the spec field(s) {clash}")
+                store.add(key, spec, record, status=status, seconds=seconds)
+                new += 1
+                bar.update(1)
+                note = task.progress_note(record) if status == "ok" else "diverged"
+                if note:
+                    bar.set_postfix_str(note, refresh=False)
+    except KeyboardInterrupt:
+        wanted = {key for key, _ in planned}
+        raise RunInterrupted(path, len(wanted & store.keys()), len(planned)) from None
+    except JobError as error:
+        cause = error.__cause__
+        raise JobFailedError(f"{task.name} job ({_describe(specs[error.identifier])}) failed: "
+                             f"{type(cause).__name__}: {cause}") from cause
+    finally:
+        bar.close()
+    return new

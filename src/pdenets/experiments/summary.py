@@ -1,0 +1,123 @@
+"""Summaries of many runs: statistics per group, ``mean ± std`` text, the paper's numbers beside ours.
+
+Example:
+    >>> records = [{"model": "a", "acc": 0.8}, {"model": "a", "acc": 0.9}, {"model": "b", "acc": 0.5}]
+    >>> table = group_summary(records, by="model", metric="acc", scale=100)
+    >>> table["a"].format(1), table["b"].count
+    ('85.0 ± 5.0', 1)
+    >>> PaperValue(82.1, 1.1).format(1)
+    '82.1 ± 1.1'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ["Stats", "group_records", "group_summary", "format_mean_std", "PaperValue", "paper_and_ours"]
+
+
+def format_mean_std(mean: Optional[float], std: Optional[float] = None, digits: int = 3, *,
+                    count: Optional[int] = None) -> str:
+    """``"0.962 ± 0.034"`` (``"—"`` when there is no value; ``(n=…)`` appended if ``count`` is given)."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "—"
+    text = f"{mean:.{digits}f}"
+    if std is not None and not (isinstance(std, float) and math.isnan(std)):
+        text += f" ± {std:.{digits}f}"
+    if count is not None:
+        text += f" (n={count})"
+    return text
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Mean, population standard deviation, extremes, median and count of the finite values."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    median: float
+    count: int
+
+    @classmethod
+    def of(cls, values: Iterable[float], *, scale: float = 1.0) -> "Stats":
+        array = np.asarray([np.nan if v is None else v for v in values], dtype=float) * scale
+        finite = array[np.isfinite(array)]
+        if finite.size == 0:
+            return cls(math.nan, math.nan, math.nan, math.nan, math.nan, 0)
+        return cls(float(np.mean(finite)), float(np.std(finite)), float(np.min(finite)), float(np.max(finite)),
+                   float(np.median(finite)), int(finite.size))
+
+    def format(self, digits: int = 3, *, count: bool = False) -> str:
+        return format_mean_std(self.mean if self.count else None, self.std, digits,
+                               count=self.count if count else None)
+
+    def as_dict(self) -> Dict[str, float]:
+        return asdict(self)
+
+
+Key = Union[Hashable, Tuple[Hashable, ...]]
+
+
+def group_records(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequence[str]],
+                  where: Optional[Callable[[Mapping[str, Any]], bool]] = None) -> Dict[Key, List[Mapping[str, Any]]]:
+    """Records grouped by the value(s) of the ``by`` field(s), groups in order of first appearance.
+
+    With one ``by`` name the keys are its values; with several, tuples. ``where`` filters first.
+    """
+    names = (by,) if isinstance(by, str) else tuple(by)
+    groups: Dict[Key, List[Mapping[str, Any]]] = {}
+    for record in records:
+        if where is not None and not where(record):
+            continue
+        key = tuple(record.get(name) for name in names)
+        groups.setdefault(key[0] if isinstance(by, str) else key, []).append(record)
+    return groups
+
+
+def group_summary(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequence[str]], metric: str,
+                  scale: float = 1.0, where: Optional[Callable[[Mapping[str, Any]], bool]] = None) -> Dict[Key, Stats]:
+    """:class:`Stats` of ``metric`` per group of records sharing the ``by`` field(s) (see :func:`group_records`).
+
+    Records without the metric (e.g. diverged runs) are left out of the statistics.
+    """
+    return {key: Stats.of((r.get(metric) for r in members), scale=scale)
+            for key, members in group_records(records, by=by, where=where).items()}
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """A number a paper reports (mean, optional std), with where it comes from."""
+
+    mean: float
+    std: Optional[float] = None
+    source: str = ""
+
+    def format(self, digits: int = 1) -> str:
+        return format_mean_std(self.mean, self.std, digits)
+
+
+def paper_and_ours(ours: Optional[Union[Stats, Mapping[str, Any]]], paper: Optional[PaperValue], digits: int = 1,
+                   ) -> Tuple[str, str, str]:
+    """Three table cells: ours (``mean ± std (n=…)``), the paper's, and ours minus the paper's.
+
+    ``ours`` is a :class:`Stats` or a results mapping with ``mean``, ``std`` and ``runs``
+    (or ``count``); ``None`` when nothing was measured.
+
+    Example:
+        >>> paper_and_ours({"mean": 82.3, "std": 1.2, "runs": 20}, PaperValue(82.1, 1.1))
+        ('82.3 ± 1.2 (n=20)', '82.1 ± 1.1', '+0.2')
+    """
+    if isinstance(ours, Stats):
+        ours = {"mean": ours.mean, "std": ours.std, "count": ours.count}
+    count = None if ours is None else ours.get("runs", ours.get("count"))
+    measured = ours is not None and count != 0 and ours.get("mean") is not None
+    ours_text = format_mean_std(ours["mean"], ours.get("std"), digits, count=count) if measured else "—"
+    paper_text = paper.format(digits) if paper is not None else "—"
+    difference = f"{ours['mean'] - paper.mean:+.{digits}f}" if measured and paper is not None else "—"
+    return ours_text, paper_text, difference

@@ -1,0 +1,178 @@
+"""Training-loop pieces every task shares: steps, accuracy, early stopping, divergence guard.
+
+:func:`fit` runs epochs of ``optimizer step → evaluation``; an :class:`EarlyStopping`
+stops it and restores the best state; a loss, parameter or evaluation that turns
+non-finite ends it as *diverged* (optionally restoring the parameters from before the step
+that broke them) instead of crashing or training on NaN.
+
+Example:
+    >>> import torch
+    >>> from torch.nn import functional as F
+    >>> _ = torch.manual_seed(0)
+    >>> x, y = torch.randn(64, 3), torch.randint(0, 2, (64,))
+    >>> model = torch.nn.Linear(3, 2)
+    >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> def metrics():
+    ...     logits = model(x)
+    ...     return {"loss": float(F.cross_entropy(logits, y).detach()), "accuracy": accuracy(logits, y)}
+    >>> result = fit(model, optimizer, lambda: F.cross_entropy(model(x), y), max_epochs=5,
+    ...              evaluate=metrics, early_stopping=EarlyStopping(2, monitors={"loss": "min"}))
+    >>> result.epochs, result.diverged_at is None
+    (5, True)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+import torch
+
+from .._checks import NonFiniteError, check_finite
+
+__all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "parameters_finite"]
+
+
+def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of rows whose arg-max equals the label; non-finite logits raise :class:`NonFiniteError`."""
+    check_finite(logits, "the network's output")
+    if logits.shape[0] != labels.shape[0]:
+        raise ValueError(f"{logits.shape[0]} rows of logits but {labels.shape[0]} labels")
+    if labels.numel() == 0:
+        raise ValueError("accuracy of an empty set of samples")
+    return float((logits.argmax(1) == labels).double().mean())
+
+
+class evaluation_mode:
+    """``with evaluation_mode(model):`` — ``eval()`` and ``no_grad`` inside, the previous mode after."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self._training = model.training
+        self._no_grad = torch.no_grad()
+
+    def __enter__(self) -> torch.nn.Module:
+        self.model.eval()
+        self._no_grad.__enter__()
+        return self.model
+
+    def __exit__(self, *exc) -> None:
+        self._no_grad.__exit__(*exc)
+        self.model.train(self._training)
+
+
+def parameters_finite(model: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+class EarlyStopping:
+    """Stop when no monitored metric improved for ``patience`` epochs; keep the best state.
+
+    An epoch *improves* when at least one monitor is at least as good as its best so far
+    (``"min"``: ``value <= best``; ``"max"``: ``value >= best``) — the rule of the Diff-ResNet
+    and GAT code (validation loss or accuracy). The state of the last improving epoch is
+    kept (a deep copy of ``state_dict``) and :meth:`restore` loads it.
+
+    Args:
+        patience: epochs without improvement before stopping (``>= 1``).
+        monitors: metric name → ``"min"`` or ``"max"``.
+    """
+
+    def __init__(self, patience: int, *, monitors: Mapping[str, str]):
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"patience must be a positive int, got {patience!r}")
+        if not monitors or any(mode not in ("min", "max") for mode in monitors.values()):
+            raise ValueError(f"monitors must map metric names to 'min' or 'max', got {dict(monitors)}")
+        self.patience = patience
+        self.monitors = dict(monitors)
+        self.best = {name: (math.inf if mode == "min" else -math.inf) for name, mode in self.monitors.items()}
+        self.best_epoch = 0
+        self.best_state: Optional[Dict[str, torch.Tensor]] = None
+        self.waiting = 0
+
+    def update(self, epoch: int, metrics: Mapping[str, float], model: torch.nn.Module) -> bool:
+        """Record one epoch; ``True`` when training should stop."""
+        missing = [name for name in self.monitors if name not in metrics]
+        if missing:
+            raise KeyError(f"early stopping monitors {missing}, which the evaluation did not return")
+        improved = any(metrics[name] <= self.best[name] if mode == "min" else metrics[name] >= self.best[name]
+                       for name, mode in self.monitors.items())
+        if improved:
+            for name, mode in self.monitors.items():
+                self.best[name] = (min if mode == "min" else max)(self.best[name], metrics[name])
+            self.best_state = copy.deepcopy(model.state_dict())
+            self.best_epoch, self.waiting = epoch, 0
+            return False
+        self.waiting += 1
+        return self.waiting >= self.patience
+
+    def restore(self, model: torch.nn.Module) -> None:
+        if self.best_state is None:
+            raise RuntimeError("no epoch was recorded: nothing to restore")
+        model.load_state_dict(self.best_state)
+
+
+@dataclass
+class FitResult:
+    """``epochs`` run (the last one included), ``best_epoch`` (early stopping; else the last),
+    ``diverged_at`` (the epoch that produced non-finite numbers, or ``None``), the per-epoch
+    evaluation ``history`` and training ``losses`` of the finite epochs."""
+
+    epochs: int
+    best_epoch: int
+    diverged_at: Optional[int] = None
+    history: List[Dict[str, Any]] = field(default_factory=list)
+    losses: List[float] = field(default_factory=list)
+
+
+def fit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable[[], torch.Tensor], *,
+        max_epochs: int, evaluate: Optional[Callable[[], Dict[str, Any]]] = None,
+        early_stopping: Optional[EarlyStopping] = None, restore_on_divergence: bool = False) -> FitResult:
+    """Train for up to ``max_epochs`` full steps; see the module docstring.
+
+    Args:
+        loss: computes the training loss in training mode (called after ``zero_grad``).
+        evaluate: returns the epoch's metrics; called after each step (the caller chooses
+            the mode: wrap it in :class:`evaluation_mode` for dropout-free evaluation).
+        early_stopping: stops training and restores the best state at the end.
+        restore_on_divergence: keep a copy of the parameters before every step and put it
+            back when the step makes anything non-finite (otherwise training just stops).
+    """
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+        raise ValueError(f"max_epochs must be a positive int, got {max_epochs!r}")
+    result = FitResult(epochs=0, best_epoch=0)
+    for epoch in range(1, max_epochs + 1):
+        result.epochs = epoch
+        previous = copy.deepcopy(model.state_dict()) if restore_on_divergence else None
+        model.train()
+        optimizer.zero_grad()
+        metrics: Optional[Dict[str, Any]] = None
+        try:
+            value = loss()
+            finite = bool(torch.isfinite(value))
+            if finite:
+                value.backward()
+                optimizer.step()
+                finite = parameters_finite(model)
+            if finite and evaluate is not None:
+                metrics = evaluate()
+        except NonFiniteError:  # features overflowed inside the network
+            finite = False
+        if not finite:
+            result.diverged_at = epoch
+            if previous is not None:
+                model.load_state_dict(previous)
+            break
+        result.losses.append(float(value.detach()))
+        if metrics is not None:
+            result.history.append(metrics)
+        if early_stopping is not None and early_stopping.update(epoch, metrics or {}, model):
+            break
+    if early_stopping is not None and early_stopping.best_state is not None:
+        early_stopping.restore(model)
+        result.best_epoch = early_stopping.best_epoch
+    else:
+        result.best_epoch = result.epochs if result.diverged_at is None else result.epochs - 1
+    return result

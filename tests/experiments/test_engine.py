@@ -1,0 +1,188 @@
+"""The engine's contract on a toy task: jobs → store → resume → summary → report."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+from toytask import ToyConfig, ToyJob, ToyTask
+
+from pdenets.experiments import JobFailedError, ResultsStore, job_key, run_task
+from pdenets.experiments.runner import plan_jobs
+from pdenets.experiments.task import get_task
+
+from ..conftest import HELPERS
+
+
+def toy(out, **changes):
+    config = ToyConfig(**{"workers": 1, **changes})
+    return run_task(ToyTask(config), out=out, progress=False)
+
+
+def stored(out):
+    with ResultsStore(out / "results.sqlite", task="toy") as store:
+        return {run.spec["index"]: run for run in store.rows()}
+
+
+def test_contract_jobs_store_summary_report(tmp_path):
+    out = tmp_path / "run"
+    outcome = toy(out, count=5)
+    assert (outcome.planned, outcome.stored, outcome.new) == (5, 5, 5)
+    assert outcome.results["total"] == 0 + 1 + 2 + 3 + 4
+    results = json.loads((out / "results.json").read_text())
+    assert (results["total"], results["runs_planned"], results["runs_stored"]) == (10, 5, 5)
+    runs = stored(out)
+    assert sorted(runs) == [0, 1, 2, 3, 4]
+    for index, run in runs.items():
+        assert run.key == job_key("toy", ToyJob(index, 1.0, 0.0, False, False))
+        assert run.status == "ok" and run.record["value"] == index
+    columns = sqlite3.connect(out / "results.sqlite").execute(
+        "SELECT \"index\", value FROM runs ORDER BY \"index\"").fetchall()
+    assert columns == [(i, float(i)) for i in range(5)]
+    for name in ("config.yaml", "results.json", "runs.csv", "report.md", "report.html", ".pdenets-run"):
+        assert (out / name).is_file(), name
+    header = (out / "runs.csv").read_text().splitlines()[0]
+    assert header == "index,scale,sleep,fail,diverge,marker_dir,value,pid,key,status"
+    marker = json.loads((out / ".pdenets-run").read_text())
+    assert marker["task"] == "toy" and {"results.json", "report.md", "config.yaml"} <= set(marker["files"])
+
+
+def test_rerun_resumes_and_grows(tmp_path):
+    out = tmp_path / "run"
+    assert toy(out, count=3).new == 3
+    assert toy(out, count=3).new == 0
+    grown = toy(out, count=5)
+    assert (grown.new, grown.stored, grown.results["total"]) == (2, 5, 10)
+
+
+def test_every_spec_field_is_part_of_the_key_except_declared_ones(tmp_path):
+    out = tmp_path / "run"
+    toy(out, count=3)
+    changed = toy(out, count=3, scale=2.0)  # another hyperparameter: other runs, never the stale ones
+    assert (changed.new, changed.results["total"]) == (3, 6.0)
+    assert toy(out, count=3, marker_dir=str(tmp_path)).new == 0  # declared key=False: same runs
+    base = ToyJob(1, 1.0, 0.0, False, False)
+    for field_name, value in (("index", 2), ("scale", 3.0), ("sleep", 0.5), ("fail", True), ("diverge", True)):
+        assert job_key("toy", replace(base, **{field_name: value})) != job_key("toy", base), field_name
+    assert job_key("toy", base) != job_key("other-task", base)
+
+
+def test_diverged_job_is_stored_not_fatal(tmp_path):
+    out = tmp_path / "run"
+    outcome = toy(out, count=4, diverge_at=1)
+    runs = stored(out)
+    assert runs[1].status == "diverged" and "NaN" in runs[1].record["error"]
+    assert outcome.results == {**outcome.results, "total": 0 + 2 + 3, "diverged": 1}
+
+
+def test_failing_job_stops_the_run_and_keeps_finished_ones(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(JobFailedError, match=r"toy job \(index=2, .*\) failed: RuntimeError: job 2 exploded"):
+        toy(out, count=5, fail_at=2)
+    assert sorted(stored(out)) == [0, 1]
+    resumed = toy(out, count=5)
+    assert (resumed.new, resumed.stored) == (3, 5)
+
+
+def test_pool_and_inline_give_the_same_records(tmp_path):
+    inline = toy(tmp_path / "inline", count=6, sleep=0.2)
+    pool = toy(tmp_path / "pool", count=6, sleep=0.2, workers=2, threads=1)
+    assert inline.results["total"] == pool.results["total"] == 15
+    pids = {run.record["pid"] for run in stored(tmp_path / "pool").values()}
+    assert os.getpid() not in pids and len(pids) == 2
+    assert {run.record["pid"] for run in stored(tmp_path / "inline").values()} == {os.getpid()}
+
+
+def test_report_only_runs_nothing(tmp_path):
+    out = tmp_path / "run"
+    toy(out, count=2)
+    outcome = run_task(ToyTask(ToyConfig(count=4, workers=1)), out=out, report_only=True, progress=False)
+    assert (outcome.new, outcome.stored, outcome.planned) == (0, 2, 4)
+    with pytest.raises(ValueError, match="--report-only"):
+        run_task(ToyTask(ToyConfig(count=4)), out=None, report_only=True, progress=False)
+
+
+def test_duplicate_jobs_and_clashing_records_are_task_bugs(tmp_path):
+    class Twice(ToyTask):
+        def jobs(self):
+            return super().jobs() * 2
+
+    with pytest.raises(ValueError, match="planned the same job twice"):
+        plan_jobs(Twice(ToyConfig(count=2)))
+
+    class Clash(ToyTask):
+        @staticmethod
+        def run_job(spec):
+            return {"index": 5}
+
+    with pytest.raises(TypeError, match=r"repeats the spec field\(s\) \['index'\]"):
+        run_task(Clash(ToyConfig(count=1, workers=1)), out=tmp_path / "c", progress=False)
+
+
+def test_registry_finds_the_toy_task_and_lists_names_on_a_typo():
+    assert get_task("toy") is ToyTask
+    with pytest.raises(KeyError, match="unknown task 'tyo' .*valid: .*synthetic.*toy"):
+        get_task("tyo")
+
+
+def _toy_command(out, *options):
+    script = (f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
+              "sys.exit(main(sys.argv[1:]))")
+    return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
+
+
+def _count(database):
+    try:
+        return sqlite3.connect(database).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_rerun_ends_with_exactly_the_uninterrupted_results(tmp_path):
+    out = tmp_path / "run"
+    options = ["--count", "8", "--sleep", "0.25", "--workers", "1"]
+    process = subprocess.Popen(_toy_command(out, *options), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and _count(out / "results.sqlite") < 2:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    interrupted_at = _count(out / "results.sqlite")
+    assert 2 <= interrupted_at < 8
+    subprocess.run(_toy_command(out, *options), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    keys = sqlite3.connect(out / "results.sqlite").execute("SELECT key FROM runs").fetchall()
+    assert len(keys) == 8 == len(set(keys))
+    fresh = toy(tmp_path / "fresh", count=8, sleep=0.25)
+    resumed = json.loads((out / "results.json").read_text())
+    assert resumed["total"] == fresh.results["total"] == 28
+    assert {r.key for r in stored(out).values()} == {r.key for r in stored(tmp_path / "fresh").values()}
+
+
+def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(ImportError, match=r"pip install 'pdenets\[distributed\]'"):
+        toy(tmp_path / "run", count=2, ray_address="auto")
+
+
+def test_ray_cluster_gives_the_same_records_as_inline(tmp_path):
+    ray = pytest.importorskip("ray")
+    try:
+        on_ray = toy(tmp_path / "ray", count=4, ray_address="local", threads=1)
+    finally:
+        ray.shutdown()
+    assert on_ray.results["total"] == toy(tmp_path / "inline", count=4).results["total"] == 6
+    assert {r.key for r in stored(tmp_path / "ray").values()} == {r.key for r in stored(tmp_path / "inline").values()}

@@ -1,0 +1,150 @@
+"""The command line: generated options, one-line errors with exit status 2, nothing written on a bad config."""
+
+import subprocess
+import sys
+
+import pytest
+import toytask  # noqa: F401  (registers the toy task)
+import yaml
+
+from pdenets.cli import build_parser, main
+from pdenets.experiments.config import config_fields
+from pdenets.experiments.task import registered_tasks
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("name", sorted(registered_tasks()))
+def test_help_lists_every_field_with_its_help_and_default(name, capsys):
+    task = registered_tasks()[name]
+    with pytest.raises(SystemExit) as exited:
+        main(["run", name, "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for info in config_fields(task.config_class):
+        if info.kind == "nested":
+            assert f"{info.name}:" in text, info.name
+        else:
+            assert "--" + info.name.replace("_", "-") in text, info.name
+        assert " ".join(info.help.split()) in text, info.name
+    for alias in task.shortcuts:
+        assert f"--{alias}" in text
+    assert "--out DIR" in text and "--overwrite" in text and "--report-only" in text
+
+
+def test_help_shows_defaults_and_nested_fields(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "synthetic", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--epochs EPOCHS full-batch training epochs (integer; default: 100)" in text
+    assert "--datasets A,B,..., --dataset A,B,..." in text
+    assert "--include-self, --no-include-self" in text
+    assert "hyperparameters: per set: n_top, sigma, step_size, num_steps, lr (Table 4)" in text
+    assert "moon: {lr: 1.0, n_top: 25, num_steps: 60, sigma: 0.5, step_size: 1.0}" in text
+
+
+ERRORS = [
+    (["run", "toy", "--device", "cuda"], "device 'cuda' asked for, but CUDA is not available"),
+    (["run", "toy", "--device", "gpu"], "device 'gpu' is not a torch device"),
+    (["run", "toy", "--config", "{tmp}/missing.yaml"], "config file {tmp}/missing.yaml does not exist"),
+    (["run", "toy", "--config", "{tmp}/broken.yaml"],
+     "{tmp}/broken.yaml: not valid YAML, line 2 column 1: expected ',' or ']'"),
+    (["run", "toy", "--config", "{tmp}/tagged.yaml"], "YAML tags such as"),
+    (["run", "toy", "--count", "many"], "could not be converted to Integer"),
+    (["run", "toy", "--count", "true"], "count expects an integer, got True"),
+    (["run", "toy", "--set", "cont=3"], "unknown config key 'cont' (did you mean 'count'?)"),
+    (["run", "toy", "--set", "count"], "must look like key=value"),
+    (["run", "toy", "--cont", "3"], "unrecognized arguments: --cont 3"),
+    (["run", "toyy"], "invalid choice: 'toyy'"),
+    (["reproduce", "table9"], "invalid choice: 'table9'"),
+    (["run", "toy", "--workers", "-1"], "workers must be >= 0, got -1"),
+    (["run", "toy", "--out", "{tmp}/file.txt"], "is a file, not a folder"),
+    (["run", "toy", "--out", "{tmp}/occupied"], "is not empty and holds no pdenets run (found: notes.txt)"),
+    (["run", "toy", "--report-only"], "--report-only builds the report of an existing run"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("argv, message", ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
+def test_user_errors_are_one_line_and_status_2_and_write_nothing(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.yaml").write_text("count: [1, 2\n")
+    (tmp_path / "tagged.yaml").write_text("count: !!python/object/apply:os.system ['true']\n")
+    (tmp_path / "file.txt").write_text("mine")
+    (tmp_path / "occupied").mkdir()
+    (tmp_path / "occupied" / "notes.txt").write_text("mine")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--no-progress"] * (argv[0] == "run" and
+                                                                                     len(argv) > 1 and argv[1] == "toy")
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pdenets: error: "), err
+    assert message.replace("{tmp}", str(tmp_path)) in lines[0]
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
+    assert out == ""
+
+
+def test_debug_shows_the_traceback(capsys):
+    code, _, err = run(capsys, "run", "toy", "--set", "count=x", "--debug")
+    assert code == 2 and "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1].startswith("pdenets: error: count: Value 'x' of type 'str' could not be")
+
+
+def test_a_failing_job_is_status_1_and_names_the_job(tmp_path, capsys):
+    code, _, err = run(capsys, "run", "toy", "--fail-at", "1", "--workers", "1", "--out", str(tmp_path / "run"),
+                       "--no-progress")
+    assert code == 1
+    assert "pdenets: error: toy job (index=1, scale=1.0, sleep=0.0, fail=True" in err
+    assert "RuntimeError: job 1 exploded (--debug shows the traceback)" in err
+
+
+def test_options_lists_and_switches_reach_the_config(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("count: 3\nscale: 0.5\n")
+    code, out, _ = run(capsys, "run", "toy", "--config", str(config), "--n", "4", "--set", "scale=2",
+                       "--print-config")
+    printed = yaml.safe_load(out)
+    assert code == 0 and (printed["count"], printed["scale"]) == (4, 2.0)
+    code, out, _ = run(capsys, "run", "synthetic", "--seeds", "5", "--xor-seeds", "1,2", "--no-include-self",
+                       "--print-config")
+    printed = yaml.safe_load(out)
+    assert (printed["seeds"], printed["xor_seeds"], printed["include_self"]) == ([5], [1, 2], False)
+
+
+def test_quick_and_a_finished_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, stdout, _ = run(capsys, "run", "toy", "--quick", "--workers", "1", "--out", str(out), "--no-progress")
+    assert code == 0 and "2 new run(s), 2 of 2 stored" in stdout and str(out / "report.html") in stdout
+    document = yaml.safe_load((out / "config.yaml").read_text())
+    assert document["quick"] is True and document["config"]["count"] == 2
+    assert document["command"].startswith("pdenets run toy --quick")
+
+
+def test_default_run_folders_do_not_collide(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        assert run(capsys, "run", "toy", "--quick", "--workers", "1", "--no-progress")[0] == 0
+    folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert len(folders) == 2 and folders[0].startswith("toy-")
+
+
+def test_tasks_and_models_listings(capsys):
+    code, out, _ = run(capsys, "tasks")
+    assert code == 0 and "synthetic" in out and "node-classification" in out and "reproduce table1" in out
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and all(name in out for name in ("diff-resnet", "no-diff-resnet", "gcn", "gat", "sage-mean"))
+
+
+def test_parser_builds_every_registered_task():
+    parser = build_parser()
+    assert parser.prog == "pdenets"
+
+
+def test_console_entry_point_runs():
+    result = subprocess.run([sys.executable, "-m", "pdenets.cli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("pdenets ")
