@@ -136,9 +136,13 @@ def _toy_command(out, *options):
     return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
 
 
-def _count(database):
+def _count(database) -> int:
+    """Stored runs, read without creating the file (a plain connect would create an empty one)."""
+    if not database.exists():
+        return 0
     try:
-        return sqlite3.connect(database).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
     except sqlite3.Error:
         return 0
 

@@ -39,8 +39,12 @@ def _worker_pids(markers: Path, at_least: int, timeout: float = 60) -> set:
 
 
 def _stored(database: Path) -> int:
+    """Stored runs, read without creating the file (a plain connect would create an empty one)."""
+    if not database.exists():
+        return 0
     try:
-        return sqlite3.connect(database).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
     except sqlite3.Error:
         return 0
 
