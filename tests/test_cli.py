@@ -66,6 +66,21 @@ ERRORS = [
     (["run", "toy", "--out", "{tmp}/occupied"], "is not empty and holds no pdenets run (found: notes.txt)"),
     (["run", "toy", "--report-only"], "--report-only builds the report of an existing run"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run", "node-classification", "--dataset", "{tmp}/broken.npz"],
+     "{tmp}/broken.npz: not a readable .npz archive (truncated or corrupt"),
+    (["run", "node-classification", "--dataset", "{tmp}/empty.npz"], "{tmp}/empty.npz: the file is empty (0 bytes)"),
+    (["run", "node-classification", "--dataset", "planetoid/cora", "--data-dir", "{tmp}/hostile"],
+     "ind.cora.x: refusing to load os.system"),
+    (["run", "node-classification", "--train-per-class", "0"], "train_per_class must be >= 1, got 0"),
+    (["run", "node-classification", "--val-per-class", "0"], "val_per_class must be >= 1, got 0"),
+    (["run", "node-classification", "--set", "diffusion.cora.dropout=1.0"],
+     "diffusion.cora.dropout must be in [0, 1), got 1.0"),
+    (["run", "node-classification", "--set", "baselines.gcn.hidden=0"], "baselines.gcn.hidden must be >= 1"),
+    (["run", "node-classification", "--missing-features", "zeros"],
+     "missing_features must be one of ['identity', 'degree'], got 'zeros'"),
+    (["run", "synthetic", "--set", "hyperparameters.moon.sigma=0"], "hyperparameters.moon.sigma must be > 0, got 0.0"),
+    (["run", "synthetic", "--seed", "-1"], "seed must lie in [0, 2^32), got -1"),
+    (["run", "synthetic", "--epochs", "0"], "epochs must be >= 1, got 0"),
 ]
 
 
@@ -77,9 +92,15 @@ def test_user_errors_are_one_line_and_status_2_and_write_nothing(tmp_path, monke
     (tmp_path / "file.txt").write_text("mine")
     (tmp_path / "occupied").mkdir()
     (tmp_path / "occupied" / "notes.txt").write_text("mine")
+    (tmp_path / "broken.npz").write_bytes(b"PK\x03\x04 truncated")
+    (tmp_path / "empty.npz").write_bytes(b"")
+    hostile = tmp_path / "hostile" / "planetoid" / "Cora" / "raw"
+    hostile.mkdir(parents=True)
+    for part in ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"):
+        (hostile / f"ind.cora.{part}").write_bytes(b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--no-progress"] * (argv[0] == "run" and
-                                                                                     len(argv) > 1 and argv[1] == "toy")
+                                                                                     len(argv) > 1)
     code, out, err = run(capsys, *argv)
     assert code == 2
     lines = err.strip().splitlines()

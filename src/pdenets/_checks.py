@@ -1,25 +1,46 @@
-"""Input validation shared by operators, layers and tasks.
+"""Input validation shared by operators, layers, loaders and tasks.
 
 Every public entry point checks its inputs here so that bad input fails early with a
 message that names the argument, what was expected and what was received.
+
+Dtype policy (every public function and layer): **features and points are float32 or
+float64**. Integer, boolean and complex tensors are refused by name (convert with
+``.float()``); float16 and bfloat16 are refused by name too, because the sparse products,
+neighbour search and stability bounds are not implemented or not accurate in half
+precision (``.float()`` first, or run the model in float32 under autocast). Graph weights
+are the one documented promotion: integer or boolean adjacency matrices become the
+default floating dtype (:func:`pdenets.operators.as_weight_matrix`), and a diffusion
+applies ``W`` in the dtype of the features it diffuses.
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Real
+import numbers
+from typing import Optional, Sequence
 
+import numpy as np
 import torch
 
 __all__ = [
     "NonFiniteError",
+    "FLOATING_DTYPES",
     "check_points",
+    "check_features",
+    "check_floating",
     "check_finite",
     "check_positive",
+    "check_positive_int",
     "check_probability",
     "check_num_neighbors",
     "check_square",
+    "check_index_tensor",
+    "check_labels",
+    "check_choice",
 ]
+
+#: The floating dtypes every public function and layer accepts.
+FLOATING_DTYPES = (torch.float32, torch.float64)
 
 
 class NonFiniteError(ValueError):
@@ -43,23 +64,45 @@ def check_finite(tensor: torch.Tensor, name: str) -> None:
         raise NonFiniteError(f"{name} contains {bad} NaN/inf value(s); clean or impute the input first")
 
 
+def check_floating(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """Refuse anything but a float32/float64 tensor, naming the dtype and the fix."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        raise TypeError(f"{name} has dtype {tensor.dtype}: half precision is not supported (the sparse products, "
+                        "neighbour search and stability bounds need float32 or float64); convert with .float()")
+    if tensor.dtype not in FLOATING_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {tensor.dtype}; convert with .float()")
+    return tensor
+
+
+def check_features(features: torch.Tensor, name: str = "features", *, min_dim: int = 1) -> torch.Tensor:
+    """Features of ``N`` samples, shape ``(N, *)``: float32/float64, at least ``min_dim`` dims, finite."""
+    check_floating(features, name)
+    if features.dim() < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dimension(s) (N, ...), got shape {tuple(features.shape)}")
+    check_finite(features, name)
+    return features
+
+
 def check_points(points: torch.Tensor, name: str = "points") -> torch.Tensor:
-    """Check a point cloud of shape ``(N, D)``: a floating tensor, at least one row, finite."""
+    """Check a point cloud of shape ``(N, D)``: float32/float64, at least one row and column, finite."""
     if not isinstance(points, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape (N, D), got {type(points).__name__}")
     if points.dim() != 2:
         raise ValueError(f"{name} must have shape (N, D), got shape {tuple(points.shape)}")
     if points.shape[0] == 0:
         raise ValueError(f"{name} is empty (N = 0)")
-    if not points.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {points.dtype}")
+    if points.shape[1] == 0:
+        raise ValueError(f"{name} has no coordinates (D = 0)")
+    check_floating(points, name)
     check_finite(points, name)
     return points
 
 
 def check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
     """Check a real scalar is finite and > 0 (or >= 0 with ``allow_zero``)."""
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
     if not math.isfinite(value):
@@ -67,6 +110,25 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum``; Python and NumPy integers pass, ``bool`` and floats do not.
+
+    Example:
+        >>> check_positive_int(np.int64(3), "num_classes")
+        3
+        >>> check_positive_int(0, "num_classes")
+        Traceback (most recent call last):
+        ...
+        ValueError: num_classes must be an integer >= 1, got 0
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return value
 
 
@@ -84,10 +146,7 @@ def check_num_neighbors(k: int, num_points: int, *, include_self: bool, name: st
     With ``include_self`` the point itself is one of the ``k`` neighbours, so ``k <= N``;
     otherwise ``k`` other points are needed, so ``k <= N - 1``.
     """
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"{name} must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"{name} must be >= 1, got {k}")
+    k = check_positive_int(k, name)
     available = num_points if include_self else num_points - 1
     if k > available:
         what = "points" if include_self else "other points"
@@ -103,3 +162,63 @@ def check_square(matrix: torch.Tensor, name: str) -> int:
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"{name} must be a square (N, N) matrix, got shape {tuple(matrix.shape)}")
     return int(matrix.shape[0])
+
+
+def check_index_tensor(index, name: str, *, size: Optional[int] = None, shape: Optional[Sequence] = None,
+                       allow_negative: bool = False) -> torch.Tensor:
+    """An integer index tensor (int32/int64), entries in ``[0, size)``; returned as int64.
+
+    A float tensor is refused even when its values are whole numbers: a float index is
+    almost always a bug upstream (and large ids do not survive a float32 round trip).
+    ``shape`` entries of ``None`` match any length.
+    """
+    if isinstance(index, np.ndarray):
+        index = torch.from_numpy(index)
+    if not isinstance(index, torch.Tensor):
+        raise TypeError(f"{name} must be an integer tensor, got {type(index).__name__}")
+    if index.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise TypeError(f"{name} must hold integers (int64), got {index.dtype}; indices are never rounded")
+    if shape is not None and (index.dim() != len(shape) or any(
+            want is not None and got != want for got, want in zip(index.shape, shape))):
+        expected = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(index.shape)}")
+    index = index.long()
+    if index.numel():
+        low, high = int(index.min()), int(index.max())
+        if low < 0 and not allow_negative:
+            raise ValueError(f"{name} holds negative entries (smallest {low}); indices start at 0")
+        if size is not None and high >= size:
+            raise ValueError(f"{name} refers to {high}, outside [0, {size}) ({size} entries)")
+    return index
+
+
+def check_labels(labels, name: str = "labels", *, allow_unlabelled: bool = False) -> torch.Tensor:
+    """Class ids ``0 … C−1`` with every class present (``-1`` = unlabelled if allowed); int64 tensor.
+
+    Gaps (``{0, 2, 5}``) and negative ids are refused with the classes found: relabel with
+    ``numpy.unique(labels, return_inverse=True)``.
+    """
+    labels = check_index_tensor(labels, name, allow_negative=True)
+    if labels.dim() != 1:
+        raise ValueError(f"{name} must be a 1-D vector of class ids, got shape {tuple(labels.shape)}")
+    labelled = labels[labels >= 0] if allow_unlabelled else labels
+    smallest = int(labels.min()) if labels.numel() else 0
+    if smallest < (-1 if allow_unlabelled else 0):
+        allowed = "class ids >= 0 (-1 for unlabelled samples)" if allow_unlabelled else "class ids >= 0"
+        raise ValueError(f"{name} holds {smallest}; expected {allowed}")
+    if labelled.numel() == 0:
+        raise ValueError(f"{name} has no labelled sample")
+    present = torch.unique(labelled)
+    if int(present.max()) + 1 != present.numel():
+        shown = present.tolist() if present.numel() <= 12 else present[:12].tolist() + ["..."]
+        raise ValueError(f"{name} must be 0..C-1 with every class present; found classes {shown} "
+                         f"({present.numel()} classes, largest id {int(present.max())}): relabel them, e.g. "
+                         "numpy.unique(labels, return_inverse=True)")
+    return labels
+
+
+def check_choice(value, name: str, choices: Sequence) -> object:
+    """``value`` must be one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value

@@ -17,6 +17,7 @@ import argparse
 import shlex
 import signal
 import sys
+import textwrap
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
@@ -40,6 +41,13 @@ _ENGINE_OPTIONS = {"out", "overwrite", "quick", "config", "set", "report_only", 
 
 class UsageError(Exception):
     """A command line that cannot be run (argparse's complaints end here)."""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps words such as ``one-hot`` and ``--no-flag`` whole when it wraps help text."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,7 +133,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
 def _task_parser(commands, name: str, task: Type[Task], base, help_text: str, description: str) -> None:
     parser = commands.add_parser(name, help=_escape(help_text), description=_escape(description),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=_Formatter)
     parser.set_defaults(task_class=task, base_factory=base, run_name=name)
     _add_run_options(parser)
     _add_config_options(parser, task, base())

@@ -46,3 +46,14 @@ def test_preprocess_composition():
     adjacency = torch.zeros(3, 3)
     adjacency[data.edge_index[0], data.edge_index[1]] = 1
     assert torch.equal(adjacency, adjacency.T)
+
+
+def test_largest_component_is_chosen_when_node_0_lies_in_a_smaller_one():
+    # components {0, 1} and {2, 3, 4, 5}: the largest does not contain node 0
+    edge_index = torch.tensor([[0, 2, 3, 4], [1, 3, 4, 5]])
+    x = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    data = Data(x=x, edge_index=edge_index, y=torch.tensor([0, 0, 1, 1, 0, 1]), num_nodes=6)
+    kept = largest_connected_component(to_undirected(data))
+    assert kept.num_nodes == 4 and kept.original_index.tolist() == [2, 3, 4, 5]
+    assert torch.equal(kept.x, x[2:]) and kept.y.tolist() == [1, 1, 0, 1]
+    assert {tuple(e) for e in kept.edge_index.T.tolist()} == {(0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2)}

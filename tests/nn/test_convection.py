@@ -33,7 +33,7 @@ def test_zero_weights_give_identity():
 @pytest.mark.parametrize("kwargs, message", [
     ({"features": 3, "variant": "conv"}, "variant"),
     ({"features": 3, "variant": "graph", "hidden_features": 4}, "hidden_features == features"),
-    ({"features": 0}, "positive"),
+    ({"features": 0}, "features must be an integer >= 1"),
 ])
 def test_bad_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):

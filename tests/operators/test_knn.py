@@ -53,13 +53,13 @@ def test_auto_never_builds_full_matrix_above_threshold(monkeypatch):
     monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 100)
     monkeypatch.setattr(knn, "CHUNK_MEMORY_BYTES", 40 * 8 * 2 * 10)  # 10 rows of 40 float64 distances
     seen_rows = []
-    original = knn._block_topk
+    original = knn.pairwise_sq_distances
 
-    def spy(queries, points, k, offset, exclude_self):
+    def spy(queries, points):
         seen_rows.append(queries.shape[0])
-        return original(queries, points, k, offset, exclude_self)
+        return original(queries, points)
 
-    monkeypatch.setattr(knn, "_block_topk", spy)
+    monkeypatch.setattr(knn, "pairwise_sq_distances", spy)
     points = torch.randn(40, 2, dtype=torch.float64)
     result = knn_search(points, 3)
     assert max(seen_rows) == 10 and sum(seen_rows) == 40
@@ -105,5 +105,5 @@ def test_bad_inputs_raise_clear_errors(points, k, kwargs, message):
 
 
 def test_integer_points_refused():
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match="float32 or float64, got torch.int64"):
         knn_search(torch.arange(10).reshape(5, 2), 1)

@@ -137,7 +137,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
     base = job_key("node-classification", job)
     changes = {"experiment": "depth", "graph": "other.npz", "dataset": "other", "model": "gcn", "depth": 4,
                "split": 1, "init": 1, "seed": 7, "train_per_class": 11, "val_per_class": 12, "max_epochs": 21,
-               "patience": 6, "device": "cuda"}
+               "patience": 6, "device": "cuda", "missing_features": "degree"}
     assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
     for name, value in changes.items():
         assert job_key("node-classification", replace(job, **{name: value})) != base, name

@@ -81,7 +81,8 @@ def test_overrides_and_print_config(capsys, tmp_path):
 def test_invalid_config_value_is_reported_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "synthetic", "--quick", "--out", str(out), "--set", "datasets=[swirl]"]) == 2
-    assert "unknown dataset(s) ['swirl']" in capsys.readouterr().err and not out.exists()
+    assert "datasets must be one of ['circle', 'moon', 'spiral'], got 'swirl'" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_jobs_cover_every_combination_and_only_the_first_seed_keeps_features():

@@ -1,6 +1,16 @@
-"""Datasets: synthetic sets, graphs, splits; one place resolves the data directory."""
+"""Datasets: synthetic sets, graphs, splits; one place resolves the data directory.
 
+Every loader reports problems through one family of errors that name the file
+(:class:`DatasetError`, :class:`DatasetNotFoundError`, :class:`UnsafePickleError`) and
+checks declared sizes against a memory budget before allocating
+(:mod:`pdenets.data.limits`).
+"""
+
+from .errors import DatasetError, DatasetNotFoundError
+from .graphs import load_edge_list, load_graph, load_npz, load_planetoid, save_graph_npz
+from .limits import MEMORY_BUDGET_ENV_VAR, memory_budget
 from .paths import DATA_ENV_VAR, resolve_data_dir
+from .safe_pickle import UnsafePickleError, load_array_pickle
 from .synthetic import (
     SYNTHETIC_SETS,
     SyntheticSet,
@@ -12,6 +22,17 @@ from .synthetic import (
 )
 
 __all__ = [
+    "DatasetError",
+    "DatasetNotFoundError",
+    "UnsafePickleError",
+    "load_array_pickle",
+    "load_edge_list",
+    "load_graph",
+    "load_npz",
+    "load_planetoid",
+    "save_graph_npz",
+    "MEMORY_BUDGET_ENV_VAR",
+    "memory_budget",
     "DATA_ENV_VAR",
     "resolve_data_dir",
     "SYNTHETIC_SETS",

@@ -1,46 +1,69 @@
-"""Citation graphs from local files: Planetoid raw pickles and gnn-benchmark ``.npz`` files.
+"""Graphs from local files: Planetoid pickles, gnn-benchmark ``.npz`` files, plain edge lists.
 
 Every loader returns a PyTorch Geometric :class:`~torch_geometric.data.Data` with
 
 * ``x`` — ``(N, F)`` float32 node features (dense),
-* ``edge_index`` — ``(2, E)`` directed edges as stored in the file,
+* ``edge_index`` — ``(2, E)`` int64 directed edges as stored in the file,
 * ``y`` — ``(N,)`` int64 labels, ``-1`` for nodes without a label,
 * ``name`` — a short name, ``source`` — the file(s) read.
 
 Dataset specifications accepted by :func:`load_graph`:
 
 ``cora``, ``citeseer``, ``pubmed``
-    ``<data dir>/npz/<name>.npz`` — the gnn-benchmark files the Diff-ResNet code reads
-    (what paper 000, Table 1 was computed on).
+    ``<data dir>/npz/<name>.npz`` — the gnn-benchmark files the Diff-ResNet code reads.
 ``planetoid/cora``, ``planetoid/citeseer``, ``planetoid/pubmed``
     ``<data dir>/planetoid/<Name>/raw/ind.<name>.*`` — the Planetoid pickles, read with a
     restricted unpickler (:mod:`pdenets.data.safe_pickle`).
 a path to a ``.npz`` file
-    a user's own graph in the gnn-benchmark layout (``adj_data/adj_indices/adj_indptr/
-    adj_shape``, ``attr_data/attr_indices/attr_indptr/attr_shape`` or a dense
-    ``attr_matrix``, and ``labels``).
+    a gnn-benchmark graph in either key layout that circulates: ``adj_data``,
+    ``adj_indices``, ``adj_indptr``, ``adj_shape`` (+ ``attr_*`` or a dense ``attr_matrix``)
+    or the dotted ``adj_matrix.data``, ``adj_matrix.indices``, ... (+ ``attr_matrix.*`` or a
+    dense ``attr_matrix``); ``labels`` as ids or one-hot rows. Object arrays (node and
+    class names) are never unpickled; they are ignored. :func:`save_graph_npz` writes this
+    layout from a PyG ``Data``.
+a folder
+    a plain edge list: ``edges.csv`` or ``edges.npy`` (one ``source,target`` pair of node
+    ids per row; a header line is allowed), ``labels.csv``/``labels.npy`` (one class id per
+    node, ``-1`` for unlabelled; defines the number of nodes) and optionally
+    ``features.csv``/``features.npy`` (one row per node).
 
-Nothing is downloaded. A missing file raises :class:`DatasetNotFoundError` naming the
-file, the directory searched and where the data comes from.
+Without node features (an ``.npz`` without attributes, a folder without ``features.*``)
+the ``missing_features`` rule gives each node either its one-hot id (``"identity"``, an
+``N × N`` matrix; the usual choice for transductive learning) or its degree
+(``"degree"``, one column).
+
+Nothing is downloaded, nothing in a file is executed, and every problem — a missing,
+empty, truncated or corrupt file, shapes that disagree, NaN/inf values, ids out of range,
+or declared sizes above the memory budget (:mod:`pdenets.data.limits`) — raises a
+:class:`~pdenets.data.errors.DatasetError` that names the file.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import os
+import zipfile
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from .._checks import check_labels
+from .errors import DatasetError, DatasetNotFoundError
+from .limits import check_allocation
 from .paths import DATA_ENV_VAR, resolve_data_dir
 from .safe_pickle import load_array_pickle
 
-__all__ = ["DatasetNotFoundError", "load_graph", "load_planetoid", "load_npz", "GRAPH_SOURCES"]
+__all__ = ["DatasetError", "DatasetNotFoundError", "load_graph", "load_planetoid", "load_npz", "load_edge_list",
+           "save_graph_npz", "read_npz_arrays", "GRAPH_SOURCES", "MISSING_FEATURES"]
 
 PLANETOID_NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 PLANETOID_PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+MISSING_FEATURES = ("identity", "degree")
 
 GRAPH_SOURCES: Dict[str, str] = {
     "planetoid": "https://github.com/kimiyoung/planetoid (raw files also in github.com/tkipf/gcn, gcn/data/)",
@@ -48,20 +71,228 @@ GRAPH_SOURCES: Dict[str, str] = {
 }
 
 
-class DatasetNotFoundError(FileNotFoundError):
-    """A dataset file is missing from the data directory (nothing is downloaded)."""
-
-
 def _missing(path: Path, data_dir: Path, source: str, detail: str = "") -> DatasetNotFoundError:
     return DatasetNotFoundError(
         f"missing dataset file {path}{detail}. Searched data directory {data_dir} (set it with --data-dir or "
         f"${DATA_ENV_VAR}). Get the file from {GRAPH_SOURCES[source]} and place it at that path; pdenets never "
-        "downloads data."
-    )
+        "downloads data.")
 
 
-def _sparse_to_dense_float(matrix) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(sp.csr_matrix(matrix).todense(), dtype=np.float32))
+# ----------------------------------------------------------------------------------------
+# .npz archives: headers first, allocation after
+
+
+def _npy_header(stream) -> Tuple[Tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(stream)
+    reader = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+    if reader is None:
+        raise ValueError(f"unsupported .npy version {version}")
+    shape, _, dtype = reader(stream)
+    return tuple(int(s) for s in shape), np.dtype(dtype)
+
+
+def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Dict[str, np.ndarray]:
+    """Every numeric array of an ``.npz`` file, sizes checked against the file before anything is allocated.
+
+    Object arrays (pickled Python objects) are skipped without being unpickled. Raises
+    :class:`DatasetError` (naming the file) for a missing, empty, truncated or corrupt
+    archive, a member whose header declares more bytes than it holds, or more than the
+    memory budget.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"missing file {path}")
+    if path.stat().st_size == 0:
+        raise DatasetError(f"{path}: the file is empty (0 bytes); expected a NumPy .npz archive")
+    arrays: Dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [info for info in archive.infolist() if info.filename.endswith(".npy")]
+            if not members:
+                raise DatasetError(f"{path}: the archive holds no .npy arrays; expected a NumPy .npz file")
+            declared = 0
+            plan = []
+            for info in members:
+                with archive.open(info) as stream:
+                    shape, dtype = _npy_header(stream)
+                if dtype.hasobject:
+                    if skip_objects:
+                        continue
+                    raise DatasetError(f"{path}: {info.filename[:-4]} is an object array (pickled Python objects); "
+                                       "it is never unpickled")
+                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                if nbytes > info.file_size:
+                    raise DatasetError(f"{path}: member {info.filename[:-4]} declares shape {shape} of {dtype} "
+                                       f"({nbytes} bytes) but holds {info.file_size} bytes: the file is damaged")
+                declared += nbytes
+                plan.append(info)
+            check_allocation(declared, 1, "its arrays", path)
+            for info in plan:
+                with archive.open(info) as stream:
+                    arrays[info.filename[:-4]] = np.lib.format.read_array(stream, allow_pickle=False)
+    except DatasetError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as error:
+        raise DatasetError(f"{path}: not a readable .npz archive (truncated or corrupt: "
+                           f"{type(error).__name__}: {error})") from None
+    return arrays
+
+
+def _csr(arrays: Dict[str, np.ndarray], parts: Tuple[str, str, str, str], what: str, path: Path) -> sp.csr_matrix:
+    data, indices, indptr, shape = (arrays[p] for p in parts)
+    shape = tuple(int(s) for s in np.asarray(shape).reshape(-1))
+    if len(shape) != 2 or min(shape) < 0:
+        raise DatasetError(f"{path}: {what} shape {shape} is not (rows, columns)")
+    if not (np.issubdtype(indices.dtype, np.integer) and np.issubdtype(indptr.dtype, np.integer)):
+        raise DatasetError(f"{path}: {what} indices must be integers, got {indices.dtype} / {indptr.dtype}")
+    try:
+        matrix = sp.csr_matrix((data, indices, indptr), shape=shape)
+        matrix.check_format(full_check=True)
+    except (ValueError, TypeError, IndexError) as error:
+        raise DatasetError(f"{path}: {what} is not a valid CSR matrix ({error})") from None
+    return matrix
+
+
+def _first_layout(keys: Iterable[str], name: str) -> Optional[Tuple[str, str, str, str]]:
+    keys = set(keys)
+    for parts in ((f"{name}_data", f"{name}_indices", f"{name}_indptr", f"{name}_shape"),
+                  (f"{name}_matrix.data", f"{name}_matrix.indices", f"{name}_matrix.indptr", f"{name}_matrix.shape"),
+                  (f"{name}.data", f"{name}.indices", f"{name}.indptr", f"{name}.shape")):
+        if set(parts) <= keys:
+            return parts
+    return None
+
+
+def _dense_features(matrix, path: Path) -> torch.Tensor:
+    rows, cols = matrix.shape
+    check_allocation(rows * cols, 4, f"the {rows} x {cols} node features", path)
+    dense = matrix.toarray() if sp.issparse(matrix) else np.asarray(matrix)
+    if not np.issubdtype(dense.dtype, np.number) or np.issubdtype(dense.dtype, np.complexfloating):
+        raise DatasetError(f"{path}: node features must be real numbers, got dtype {dense.dtype}")
+    features = dense.astype(np.float32, copy=False)
+    bad = int((~np.isfinite(features)).sum())
+    if bad:
+        raise DatasetError(f"{path}: the node features hold {bad} NaN/inf value(s); clean or impute them first")
+    return torch.from_numpy(np.ascontiguousarray(features))
+
+
+def _labels(raw: np.ndarray, num_nodes: int, path: Path) -> torch.Tensor:
+    raw = np.asarray(raw)
+    if raw.ndim == 2:  # one-hot rows; all-zero rows are unlabelled
+        if not np.isfinite(raw).all():
+            raise DatasetError(f"{path}: the one-hot labels hold NaN/inf values")
+        raw = np.where(raw.sum(1) > 0, raw.argmax(1), -1)
+    if raw.ndim != 1:
+        raise DatasetError(f"{path}: labels must be a vector of class ids or one-hot rows, got shape {raw.shape}")
+    if raw.shape[0] != num_nodes:
+        raise DatasetError(f"{path}: {raw.shape[0]} labels for {num_nodes} nodes")
+    if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.bool_)):
+        if not np.issubdtype(raw.dtype, np.floating) or not np.isfinite(raw).all() or (raw != np.round(raw)).any():
+            raise DatasetError(f"{path}: labels must be integer class ids, got {raw.dtype} values such as "
+                               f"{raw[:3].tolist()}")
+    try:
+        return check_labels(torch.from_numpy(raw.astype(np.int64)), "labels", allow_unlabelled=True)
+    except ValueError as error:
+        raise DatasetError(f"{path}: {error}") from None
+
+
+def _edge_index(adjacency: sp.spmatrix, path: Path) -> torch.Tensor:
+    if adjacency.shape[0] != adjacency.shape[1]:
+        raise DatasetError(f"{path}: the adjacency matrix is {adjacency.shape[0]} x {adjacency.shape[1]}, not square")
+    coo = adjacency.tocoo()
+    if coo.data.size and not np.isfinite(coo.data).all():
+        raise DatasetError(f"{path}: the adjacency matrix holds NaN/inf entries")
+    return torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+
+
+def _missing_features(edge_index: torch.Tensor, num_nodes: int, rule: str, path: Path) -> torch.Tensor:
+    if rule not in MISSING_FEATURES:
+        raise ValueError(f"missing_features must be one of {MISSING_FEATURES}, got {rule!r}")
+    if rule == "identity":
+        check_allocation(num_nodes * num_nodes, 4, f"identity features for {num_nodes} nodes (use "
+                                                    "missing_features='degree')", path)
+        return torch.eye(num_nodes, dtype=torch.float32)
+    degree = torch.zeros(num_nodes, dtype=torch.float32)
+    degree.index_add_(0, edge_index[0], torch.ones(edge_index.shape[1]))
+    return degree[:, None]
+
+
+def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Optional[Path] = None,
+             missing_features: str = "identity") -> Data:
+    """Read a gnn-benchmark ``.npz`` graph in either key layout (see the module docstring).
+
+    Example:
+        >>> import tempfile, os, torch
+        >>> from torch_geometric.data import Data
+        >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
+        >>> graph = Data(x=torch.eye(3), edge_index=torch.tensor([[0, 1], [1, 2]]), y=torch.tensor([0, 1, 1]))
+        >>> _ = save_graph_npz(graph, path)
+        >>> load_npz(path).edge_index.tolist()
+        [[0, 1], [1, 2]]
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path, resolve_data_dir(data_dir) if data_dir else path.parent, "npz")
+    arrays = read_npz_arrays(path)
+    adjacency_parts = _first_layout(arrays, "adj")
+    if adjacency_parts is None or "labels" not in arrays and _first_layout(arrays, "labels") is None:
+        raise DatasetError(f"{path}: found arrays {sorted(arrays)}; expected the gnn-benchmark layout: adj_data/"
+                           "adj_indices/adj_indptr/adj_shape or adj_matrix.data/.indices/.indptr/.shape, optional "
+                           "attr_* / attr_matrix.* / attr_matrix, and labels")
+    adjacency = _csr(arrays, adjacency_parts, "the adjacency matrix", path)
+    edge_index = _edge_index(adjacency, path)
+    num_nodes = adjacency.shape[0]
+    attribute_parts = _first_layout(arrays, "attr")
+    if attribute_parts is not None:
+        features = _dense_features(_csr(arrays, attribute_parts, "the attribute matrix", path), path)
+    elif "attr_matrix" in arrays:
+        raw = arrays["attr_matrix"]
+        if raw.ndim != 2:
+            raise DatasetError(f"{path}: attr_matrix must be 2-D (nodes x features), got shape {raw.shape}")
+        features = _dense_features(raw, path)
+    else:
+        features = _missing_features(edge_index, num_nodes, missing_features, path)
+    label_parts = _first_layout(arrays, "labels")
+    raw_labels = arrays["labels"] if "labels" in arrays else _csr(arrays, label_parts, "the labels", path).toarray()
+    labels = _labels(raw_labels, num_nodes, path)
+    if features.shape[0] != num_nodes:
+        raise DatasetError(f"{path}: {features.shape[0]} feature rows for {num_nodes} nodes (adjacency)")
+    return Data(x=features, edge_index=edge_index, y=labels, num_nodes=num_nodes, name=name or path.stem,
+                source=str(path))
+
+
+# ----------------------------------------------------------------------------------------
+# Planetoid pickles
+
+
+def _planetoid_matrix(value, part: str, path: Path):
+    if sp.issparse(value):
+        return sp.csr_matrix(value)
+    array = np.asarray(value)
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
+        raise DatasetError(f"{path}: expected a 2-D numeric matrix for ind.*.{part}, got {type(value).__name__} "
+                           f"of shape {getattr(array, 'shape', '?')}")
+    return array
+
+
+def _test_index(path: Path) -> np.ndarray:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"{path}: cannot be read as text ({error})") from None
+    tokens = text.split()
+    if not tokens:
+        raise DatasetError(f"{path}: the file is empty; expected one test node id per line")
+    try:
+        index = np.array([int(token) for token in tokens], dtype=np.int64)
+    except ValueError:
+        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
+        raise DatasetError(f"{path}: {bad!r} is not a node id (whole numbers >= 0, one per line)") from None
+    if index.min() < 0:
+        raise DatasetError(f"{path}: holds the negative node id {int(index.min())}")
+    if np.unique(index).size != index.size:
+        raise DatasetError(f"{path}: lists {index.size - np.unique(index).size} node id(s) twice")
+    return index
 
 
 def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Data:
@@ -78,86 +309,194 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     paths = {part: folder / f"ind.{key}.{part}" for part in PLANETOID_PARTS}
     for part, path in paths.items():
         if not path.is_file():
-            detail = ""
-            if key == "pubmed" and part == "allx":
-                detail = " (the features of 18,657 PubMed nodes live only in this file)"
+            detail = " (the features of 18,657 PubMed nodes live only in this file)" if (key, part) == (
+                "pubmed", "allx") else ""
             raise _missing(path, root, "planetoid", detail)
     parts = {part: load_array_pickle(path) for part, path in paths.items() if part != "test.index"}
-    test_index = np.loadtxt(paths["test.index"], dtype=np.int64).reshape(-1)
-
-    allx, tx = sp.csr_matrix(parts["allx"]), sp.csr_matrix(parts["tx"])
-    ally, ty = np.asarray(parts["ally"]), np.asarray(parts["ty"])
+    test_index = _test_index(paths["test.index"])
+    allx, tx = (_planetoid_matrix(parts[p], p, paths[p]) for p in ("allx", "tx"))
+    ally, ty = (_planetoid_matrix(parts[p], p, paths[p]) for p in ("ally", "ty"))
+    for features, labels, a, b in ((allx, ally, "allx", "ally"), (tx, ty, "tx", "ty")):
+        if features.shape[0] != labels.shape[0]:
+            raise DatasetError(f"{folder}: ind.{key}.{a} has {features.shape[0]} rows but ind.{key}.{b} has "
+                               f"{labels.shape[0]}")
+    if allx.shape[1] != tx.shape[1] or ally.shape[1] != ty.shape[1]:
+        raise DatasetError(f"{folder}: allx/tx ({allx.shape[1]}/{tx.shape[1]} features) or ally/ty "
+                           f"({ally.shape[1]}/{ty.shape[1]} classes) disagree")
+    if test_index.size != tx.shape[0]:
+        raise DatasetError(f"{paths['test.index']}: lists {test_index.size} test nodes but ind.{key}.tx has "
+                           f"{tx.shape[0]} rows")
     graph = parts["graph"]
+    if not isinstance(graph, dict):
+        raise DatasetError(f"{paths['graph']}: expected a dict node -> neighbours, got {type(graph).__name__}")
     num_nodes = max(len(graph), int(test_index.max()) + 1, allx.shape[0] + tx.shape[0])
+    blamed = paths["test.index"] if num_nodes == int(test_index.max()) + 1 else folder
+    check_allocation(num_nodes * (allx.shape[1] + ally.shape[1]), 4,
+                     f"{num_nodes} nodes x {allx.shape[1]} features (the largest id in test.index is "
+                     f"{int(test_index.max())})", blamed)
     features = sp.lil_matrix((num_nodes, allx.shape[1]), dtype=np.float32)
     features[: allx.shape[0]] = allx
     features[test_index] = tx
     onehot = np.zeros((num_nodes, ally.shape[1]), dtype=np.float32)
     onehot[: ally.shape[0]] = ally
     onehot[test_index] = ty
-    labels = np.where(onehot.sum(1) > 0, onehot.argmax(1), -1)
-
+    labels = _labels(onehot, num_nodes, paths["ally"])
     rows, cols = [], []
-    for node, neighbours in graph.items():
-        for neighbour in neighbours:
-            rows.append(int(node))
-            cols.append(int(neighbour))
-    edge_index = torch.tensor([rows, cols], dtype=torch.long)
-    return Data(x=_sparse_to_dense_float(features), edge_index=edge_index, y=torch.from_numpy(labels).long(),
-                num_nodes=num_nodes, name=f"planetoid/{key}", source=str(folder))
+    try:
+        for node, neighbours in graph.items():
+            for neighbour in neighbours:
+                rows.append(int(node))
+                cols.append(int(neighbour))
+    except (TypeError, ValueError):
+        raise DatasetError(f"{paths['graph']}: expected integer node ids and lists of integer neighbours") from None
+    edge_index = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+        raise DatasetError(f"{paths['graph']}: refers to node ids outside [0, {num_nodes})")
+    return Data(x=_dense_features(features, folder), edge_index=edge_index, y=labels, num_nodes=num_nodes,
+                name=f"planetoid/{key}", source=str(folder))
 
 
-def _csr(archive, prefix: str) -> sp.csr_matrix:
-    return sp.csr_matrix((archive[f"{prefix}_data"], archive[f"{prefix}_indices"], archive[f"{prefix}_indptr"]),
-                         shape=tuple(archive[f"{prefix}_shape"]))
+# ----------------------------------------------------------------------------------------
+# plain edge lists
 
 
-def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Optional[Path] = None) -> Data:
-    """Read a gnn-benchmark ``.npz`` graph (arrays only: object arrays are never unpickled)."""
+def _read_table(path: Path, *, integer: bool) -> np.ndarray:
+    if path.suffix == ".npy":
+        try:
+            with path.open("rb") as stream:
+                shape, dtype = _npy_header(stream)
+            check_allocation(int(np.prod(shape, dtype=np.int64)), dtype.itemsize, f"an array of shape {shape}", path)
+            array = np.load(path, allow_pickle=False)
+        except DatasetError:
+            raise
+        except (ValueError, OSError, EOFError) as error:
+            raise DatasetError(f"{path}: not a readable .npy array ({error})") from None
+    else:
+        check_allocation(path.stat().st_size, 8, "the table", path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise DatasetError(f"{path}: cannot be read as UTF-8 text ({error})") from None
+        rows = [row for row in csv.reader(io.StringIO(text)) if row and any(cell.strip() for cell in row)]
+        if rows and not _numeric(rows[0][0]):
+            rows = rows[1:]  # a header line
+        if len({len(row) for row in rows}) > 1:
+            raise DatasetError(f"{path}: rows have different numbers of columns")
+        try:
+            array = np.array([[float(cell) for cell in row] for row in rows], dtype=np.float64)
+        except ValueError as error:
+            raise DatasetError(f"{path}: {error}; expected numbers separated by commas") from None
+    if array.size and not np.issubdtype(array.dtype, np.number):
+        raise DatasetError(f"{path}: expected numbers, got dtype {array.dtype}")
+    if integer and array.size:
+        if not np.isfinite(array).all() or (array != np.round(array)).any():
+            raise DatasetError(f"{path}: expected whole numbers (node or class ids), found values such as "
+                               f"{array[np.isfinite(array) & (array != np.round(array))][:3].tolist()}")
+        array = array.astype(np.int64)
+    return array
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]:
+    found = [folder / f"{stem}{suffix}" for suffix in (".npy", ".csv") if (folder / f"{stem}{suffix}").is_file()]
+    if len(found) > 1:
+        raise DatasetError(f"{folder}: both {found[0].name} and {found[1].name} exist; keep one")
+    if not found and required:
+        raise DatasetNotFoundError(f"{folder}: missing {stem}.csv or {stem}.npy (an edge-list graph folder holds "
+                                   "edges.*, labels.* and optionally features.*)")
+    return found[0] if found else None
+
+
+def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identity") -> Data:
+    """Read a folder with ``edges.csv|npy``, ``labels.csv|npy`` and optional ``features.csv|npy``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DatasetNotFoundError(f"missing graph folder {folder}")
+    edges_path, labels_path = _one_of(folder, "edges", True), _one_of(folder, "labels", True)
+    labels_table = _read_table(labels_path, integer=True).reshape(-1)
+    num_nodes = labels_table.shape[0]
+    if num_nodes == 0:
+        raise DatasetError(f"{labels_path}: no labels (the file defines the nodes: one class id per node)")
+    edges = _read_table(edges_path, integer=True)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise DatasetError(f"{edges_path}: expected two columns (source, target), got shape {edges.shape}")
+    if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
+        raise DatasetError(f"{edges_path}: node ids must lie in [0, {num_nodes}) ({num_nodes} labels), found "
+                           f"{int(edges.min())}..{int(edges.max())}")
+    edge_index = torch.from_numpy(np.ascontiguousarray(edges.T))
+    features_path = _one_of(folder, "features", False)
+    if features_path is not None:
+        table = _read_table(features_path, integer=False)
+        if table.ndim != 2 or table.shape[0] != num_nodes:
+            raise DatasetError(f"{features_path}: expected {num_nodes} rows (one per node), got shape {table.shape}")
+        features = _dense_features(table, features_path)
+    else:
+        features = _missing_features(edge_index, num_nodes, missing_features, folder)
+    return Data(x=features, edge_index=edge_index, y=_labels(labels_table, num_nodes, labels_path),
+                num_nodes=num_nodes, name=folder.name, source=str(folder))
+
+
+# ----------------------------------------------------------------------------------------
+# writing, and the one entry point
+
+
+def save_graph_npz(data: Data, path: Union[str, Path], *, overwrite: bool = False) -> Path:
+    """Write a PyG ``Data`` (``x`` dense or sparse, ``edge_index``, ``y``) in the layout ``load_graph`` reads.
+
+    The file is written atomically; an existing file is refused unless ``overwrite=True``.
+    """
+    from ..experiments.rundir import atomic_write
+
     path = Path(path)
-    if not path.is_file():
-        raise _missing(path, resolve_data_dir(data_dir) if data_dir else path.parent, "npz")
-    with np.load(path, allow_pickle=False) as archive:
-        keys = set(archive.files)
-        required = {"adj_data", "adj_indices", "adj_indptr", "adj_shape", "labels"}
-        if not required <= keys:
-            raise ValueError(f"{path} lacks {sorted(required - keys)}; expected the gnn-benchmark layout "
-                             "(adj_data/adj_indices/adj_indptr/adj_shape, attr_* or attr_matrix, labels)")
-        adjacency = _csr(archive, "adj").tocoo()
-        if {"attr_data", "attr_indices", "attr_indptr", "attr_shape"} <= keys:
-            features = _sparse_to_dense_float(_csr(archive, "attr"))
-        elif "attr_matrix" in keys:
-            features = torch.from_numpy(np.asarray(archive["attr_matrix"], dtype=np.float32))
-        else:
-            raise ValueError(f"{path} has no node attributes (attr_* CSR parts or attr_matrix)")
-        labels = np.asarray(archive["labels"])
-    if labels.ndim == 2:  # one-hot
-        labels = np.where(labels.sum(1) > 0, labels.argmax(1), -1)
-    num_nodes = adjacency.shape[0]
-    if adjacency.shape[0] != adjacency.shape[1] or features.shape[0] != num_nodes or labels.shape[0] != num_nodes:
-        raise ValueError(f"{path}: adjacency {adjacency.shape}, attributes {tuple(features.shape)} and "
-                         f"labels {labels.shape} disagree on the number of nodes")
-    edge_index = torch.from_numpy(np.vstack([adjacency.row, adjacency.col]).astype(np.int64))
-    return Data(x=features, edge_index=edge_index, y=torch.from_numpy(labels.astype(np.int64)), num_nodes=num_nodes,
-                name=name or path.stem, source=str(path))
+    if path.suffix != ".npz":
+        raise ValueError(f"{path}: the file name must end in .npz")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+    num_nodes = int(data.num_nodes)
+    edge_index = data.edge_index.cpu().numpy()
+    adjacency = sp.csr_matrix((np.ones(edge_index.shape[1], dtype=np.float32), (edge_index[0], edge_index[1])),
+                              shape=(num_nodes, num_nodes))
+    x = data.x
+    attributes = sp.csr_matrix(x.to_dense().cpu().numpy() if x.layout != torch.strided else x.cpu().numpy(),
+                               dtype=np.float32)
+    labels = data.y.cpu().numpy().astype(np.int64) if getattr(data, "y", None) is not None else -np.ones(num_nodes,
+                                                                                                        np.int64)
+    arrays = {"adj_data": adjacency.data, "adj_indices": adjacency.indices, "adj_indptr": adjacency.indptr,
+              "adj_shape": np.array(adjacency.shape), "attr_data": attributes.data, "attr_indices": attributes.indices,
+              "attr_indptr": attributes.indptr, "attr_shape": np.array(attributes.shape), "labels": labels}
+    with atomic_write(path, "wb") as stream:
+        np.savez(stream, **arrays)
+    return path
 
 
-def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None) -> Data:
+def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None, *, missing_features: str = "identity") -> Data:
     """Load a graph by specification (see the module docstring).
 
     Example:
         >>> load_graph("no-such-graph")
         Traceback (most recent call last):
         ...
-        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name> or a path to a .npz file
+        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz file or a folder with edges.csv and labels.csv
     """
     text = str(spec)
     lowered = text.lower()
-    if lowered.endswith(".npz") and ("/" in text or Path(text).exists()):
-        return load_npz(text)
+    if lowered.endswith(".npz") and (os.sep in text or "/" in text or Path(text).exists()):
+        return load_npz(text, missing_features=missing_features)
     if lowered.startswith("planetoid/"):
         return load_planetoid(lowered.split("/", 1)[1], data_dir)
     if lowered in PLANETOID_NAMES:
         root = resolve_data_dir(data_dir)
         return load_npz(root / "npz" / f"{lowered}.npz", name=lowered, data_dir=root)
-    raise ValueError(f"unknown graph {spec!r}: use cora, citeseer, pubmed, planetoid/<name> or a path to a .npz file")
+    if Path(text).is_dir():
+        return load_edge_list(text, missing_features=missing_features)
+    raise ValueError(f"unknown graph {spec!r}: use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz file "
+                     "or a folder with edges.csv and labels.csv")

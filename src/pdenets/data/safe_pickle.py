@@ -19,10 +19,12 @@ from typing import Any, Dict, Tuple, Union
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import DatasetError
+
 __all__ = ["UnsafePickleError", "load_array_pickle", "ALLOWED_GLOBALS"]
 
 
-class UnsafePickleError(pickle.UnpicklingError):
+class UnsafePickleError(DatasetError, pickle.UnpicklingError):
     """A pickle asked for a global outside the allow-list; nothing was executed."""
 
 
@@ -36,8 +38,48 @@ def _numpy_multiarray():
 
 _MULTIARRAY = _numpy_multiarray()
 
-_SPARSE = {"csr_matrix": sp.csr_matrix, "csc_matrix": sp.csc_matrix, "coo_matrix": sp.coo_matrix,
-           "lil_matrix": sp.lil_matrix, "dok_matrix": sp.dok_matrix}
+#: Largest sparse-matrix side a pickle may declare when it calls a constructor with a shape.
+MAX_SPARSE_SIDE = 2**31 - 1
+
+
+def _guarded(cls):
+    """``cls`` whose constructor refuses declared shapes the memory budget cannot hold.
+
+    Pickles written by SciPy rebuild matrices without calling the constructor; a tampered
+    one can call ``csr_matrix((2_000_000, 1433))`` (an empty matrix whose index arrays, and
+    any dense copy, a loader would then allocate): that shape is checked first.
+    """
+
+    class Guarded(cls):
+        def __init__(self, arg1, *args, **kwargs):
+            shape = kwargs.get("shape", args[0] if args else None)
+            if shape is None and isinstance(arg1, tuple) and len(arg1) == 2 and all(
+                    isinstance(v, (int, np.integer)) for v in arg1):
+                shape = arg1
+            if shape is not None:
+                _check_declared_shape(cls.__name__, shape)
+            super().__init__(arg1, *args, **kwargs)
+
+    Guarded.__name__ = Guarded.__qualname__ = cls.__name__
+    return Guarded
+
+
+def _check_declared_shape(kind: str, shape) -> None:
+    from .limits import check_allocation
+
+    try:
+        rows, cols = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise UnsafePickleError(f"a {kind} with shape {shape!r} (not two integers)") from None
+    if min(rows, cols) < 0 or max(rows, cols) > MAX_SPARSE_SIDE:
+        raise UnsafePickleError(f"a {kind} with shape {(rows, cols)} (sides must lie in [0, 2^31))")
+    check_allocation(rows * cols, 4, f"a {kind} declared as {rows} x {cols} (densified in float32)", "<pickle>")
+
+
+_SPARSE = {name: _guarded(cls) for name, cls in {
+    "csr_matrix": sp.csr_matrix, "csc_matrix": sp.csc_matrix, "coo_matrix": sp.coo_matrix,
+    "lil_matrix": sp.lil_matrix, "dok_matrix": sp.dok_matrix}.items()}
+_BASE_CLASS = {guarded: guarded.__mro__[1] for guarded in _SPARSE.values()}
 
 #: ``(module, name) -> object`` that a pickle may reference (Python 2 and 3 module spellings).
 ALLOWED_GLOBALS: Dict[Tuple[str, str], Any] = {
@@ -74,13 +116,34 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
         source: a file path, or the pickle's bytes.
 
     Raises:
-        UnsafePickleError: the pickle references a global outside :data:`ALLOWED_GLOBALS`.
-        pickle.UnpicklingError / EOFError: a truncated or corrupt file.
+        UnsafePickleError: the pickle references a global outside :data:`ALLOWED_GLOBALS`
+            (nothing was executed).
+        DatasetError: an empty, truncated or corrupt file (the message names it).
 
     Example:
         >>> import pickle, numpy as np
         >>> load_array_pickle(pickle.dumps(np.arange(3)))
         array([0, 1, 2])
     """
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    return _RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load()
+    name = "<bytes>" if isinstance(source, bytes) else str(source)
+    try:
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    except OSError as error:
+        raise DatasetError(f"{name}: cannot be read ({error.strerror})") from None
+    if not data:
+        raise DatasetError(f"{name}: the file is empty (0 bytes); it should hold a pickle of arrays")
+    try:
+        loaded = _RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load()
+        base = _BASE_CLASS.get(type(loaded))
+        return base(loaded) if base is not None else loaded
+    except UnsafePickleError as error:
+        raise UnsafePickleError(f"{name}: {error}") from None
+    except DatasetError as error:  # a declared size over the memory budget
+        raise DatasetError(str(error).replace("<pickle>", name)) from None
+    except (EOFError, pickle.UnpicklingError) as error:
+        raise DatasetError(f"{name}: not a complete pickle (truncated or corrupt: {error or type(error).__name__})"
+                           ) from None
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, MemoryError, UnicodeDecodeError,
+            OverflowError) as error:
+        raise DatasetError(f"{name}: the pickle does not describe valid arrays ({type(error).__name__}: {error})"
+                           ) from None

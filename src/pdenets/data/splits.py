@@ -15,6 +15,8 @@ from typing import List
 import numpy as np
 import torch
 
+from .._checks import check_labels, check_positive_int
+
 __all__ = ["Split", "per_class_split", "split_seeds", "split_and_init_seeds"]
 
 
@@ -51,21 +53,23 @@ def per_class_split(labels, train_per_class: int = 20, val_per_class: int = 30, 
         >>> len(split.train), len(split.val), len(split.test)
         (80, 120, 40)
     """
-    labels = np.asarray(torch.as_tensor(labels).cpu())
-    if labels.ndim != 1:
-        raise ValueError("labels must be a 1-D array of class ids (-1 for unlabelled)")
-    if (labels >= 0).sum() == 0:
-        raise ValueError("no labelled nodes")
+    labels = check_labels(torch.as_tensor(labels).cpu(), "labels", allow_unlabelled=True).numpy()
+    train_per_class = check_positive_int(train_per_class, "train_per_class")
+    val_per_class = check_positive_int(val_per_class, "val_per_class")
     random_state = random_state if random_state is not None else np.random.RandomState(seed)
     train = _sample_per_class(random_state, labels, train_per_class, np.array([], dtype=np.int64))
     val = _sample_per_class(random_state, labels, val_per_class, train)
     labelled = np.flatnonzero(labels >= 0)
     test = np.setdiff1d(labelled, np.concatenate([train, val]))
+    if test.size == 0:
+        raise ValueError(f"no labelled node is left for testing after {train_per_class} training and {val_per_class} "
+                         f"validation nodes per class ({labelled.size} labelled nodes); lower them")
     return Split(*(torch.from_numpy(np.sort(part).astype(np.int64)) for part in (train, val, test)))
 
 
 def split_seeds(seed: int, num_splits: int) -> List[int]:
     """One seed per split, drawn from a master ``RandomState(seed)``."""
+    num_splits = check_positive_int(num_splits, "num_splits")
     return [int(s) for s in np.random.RandomState(seed).randint(0, 1_000_000, num_splits)]
 
 

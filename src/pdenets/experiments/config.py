@@ -61,6 +61,7 @@ __all__ = [
     "config_fields",
     "FieldInfo",
     "check_device",
+    "check_fields",
 ]
 
 C = TypeVar("C")
@@ -100,10 +101,61 @@ class TaskConfig:
 
     def validate(self) -> None:
         """Check values that types alone cannot (subclasses call ``super().validate()``)."""
-        for name in ("workers", "threads"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_fields(self, non_negative_counts=("workers", "threads"))
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must lie in [0, 2^32), got {self.seed}")
         check_device(self.device)
+
+
+def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_counts: Sequence[str] = (),
+                 positive: Sequence[str] = (), non_negative: Sequence[str] = (), probabilities: Sequence[str] = (),
+                 choices: Optional[Mapping[str, Sequence[Any]]] = None, non_empty: Sequence[str] = (),
+                 prefix: str = "") -> None:
+    """Value checks a type annotation cannot express, as :class:`ConfigError` naming the field.
+
+    ``counts``: integers >= 1 (lists: every entry); ``non_negative_counts``: integers >= 0;
+    ``positive`` / ``non_negative``: finite numbers > 0 / >= 0; ``probabilities``: in [0, 1);
+    ``choices``: field -> allowed values (lists: every entry); ``non_empty``: lists.
+
+    Example:
+        >>> @dataclass
+        ... class Demo:
+        ...     epochs: int = 0
+        >>> check_fields(Demo(), counts=["epochs"])
+        Traceback (most recent call last):
+        ...
+        pdenets.experiments.config.ConfigError: epochs must be >= 1, got 0
+    """
+    import math
+
+    def values(name):
+        value = getattr(settings, name)
+        return value if isinstance(value, list) else [value]
+
+    for name in non_empty:
+        if not getattr(settings, name):
+            raise ConfigError(f"{prefix}{name} must not be empty")
+    for names, low, kind in ((counts, 1, "count"), (non_negative_counts, 0, "count"), (positive, 0, "positive"),
+                             (non_negative, 0, "non-negative"), (probabilities, 0, "probability")):
+        for name in names:
+            for value in values(name):
+                bad = not math.isfinite(value) if isinstance(value, float) else False
+                if kind == "count":
+                    bad = value < low
+                elif kind == "positive":
+                    bad = bad or value <= 0
+                elif kind == "probability":
+                    bad = bad or not 0 <= value < 1
+                else:
+                    bad = bad or value < 0
+                if bad:
+                    bound = {"count": f">= {low}", "positive": "> 0", "non-negative": ">= 0",
+                             "probability": "in [0, 1)"}[kind]
+                    raise ConfigError(f"{prefix}{name} must be {bound}, got {value}")
+    for name, allowed in (choices or {}).items():
+        for value in values(name):
+            if value not in allowed:
+                raise ConfigError(f"{prefix}{name} must be one of {list(allowed)}, got {value!r}")
 
 
 def check_device(device: str) -> None:

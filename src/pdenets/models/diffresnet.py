@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .._checks import check_floating, check_positive_int
 from ..nn.convection import ConvectionBlock
 from ..nn.diffusion import DiffusionLayer, WeightsArg
 from .registry import register_model
@@ -73,8 +74,11 @@ class DiffResNet(nn.Module):
                  dropout: float = 0.0, dropout_position: str = "after", weights: WeightsArg = None,
                  check_stability: bool = True):
         super().__init__()
-        if not isinstance(num_blocks, int) or num_blocks < 1:
-            raise ValueError(f"num_blocks must be a positive int, got {num_blocks!r}")
+        in_features = check_positive_int(in_features, "in_features")
+        num_classes = check_positive_int(num_classes, "num_classes")
+        num_blocks = check_positive_int(num_blocks, "num_blocks")
+        if hidden_features is not None:
+            hidden_features = check_positive_int(hidden_features, "hidden_features")
         width = hidden_features or in_features
         self.in_features = in_features
         self.num_classes = num_classes
@@ -101,6 +105,7 @@ class DiffResNet(nn.Module):
 
     def _convect(self, x: torch.Tensor, weights: WeightsArg):
         """Everything up to the last block's convection output, and the graph to use."""
+        check_floating(x, "input to DiffResNet")
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input of shape (N, {self.in_features}), got {tuple(x.shape)}")
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:

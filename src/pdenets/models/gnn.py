@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
+from .._checks import check_positive_int, check_probability
 from .registry import register_model
 
 __all__ = ["GCN", "GraphSAGE", "GAT"]
@@ -30,9 +31,12 @@ __all__ = ["GCN", "GraphSAGE", "GAT"]
 _ADAM = {"lr": 0.01, "weight_decay": 5e-4}
 
 
-def _check_layers(num_layers: int) -> None:
-    if not isinstance(num_layers, int) or num_layers < 1:
-        raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
+def _check_sizes(in_features: int, num_classes: int, hidden: int, num_layers: int, dropout: float,
+                 heads: int = 1) -> None:
+    for value, name in ((in_features, "in_features"), (num_classes, "num_classes"), (hidden, "hidden"),
+                        (num_layers, "num_layers"), (heads, "heads")):
+        check_positive_int(value, name)
+    check_probability(dropout, "dropout")
 
 
 class _StackedConvolutions(nn.Module):
@@ -72,7 +76,7 @@ class GCN(_StackedConvolutions):
 
     def __init__(self, in_features: int, num_classes: int, *, hidden: int = 16, num_layers: int = 2,
                  dropout: float = 0.5):
-        _check_layers(num_layers)
+        _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
         sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
         super().__init__([GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
@@ -92,7 +96,7 @@ class GraphSAGE(_StackedConvolutions):
 
     def __init__(self, in_features: int, num_classes: int, *, aggregator: str = "mean", hidden: int = 64,
                  num_layers: int = 2, dropout: float = 0.5):
-        _check_layers(num_layers)
+        _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
         if aggregator not in ("mean", "maxpool"):
             raise ValueError(f"aggregator must be 'mean' or 'maxpool', got {aggregator!r}")
         sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
@@ -117,7 +121,7 @@ class GAT(_StackedConvolutions):
 
     def __init__(self, in_features: int, num_classes: int, *, hidden: int = 8, heads: int = 8, num_layers: int = 2,
                  dropout: float = 0.6):
-        _check_layers(num_layers)
+        _check_sizes(in_features, num_classes, hidden, num_layers, dropout, heads)
         layers = []
         width = in_features
         for _ in range(num_layers - 1):

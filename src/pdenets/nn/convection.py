@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .._checks import check_choice, check_floating, check_positive_int
 from ..operators.sparse import SparseMatrix
 
 __all__ = ["ConvectionBlock", "CONVECTION_VARIANTS"]
@@ -54,11 +55,9 @@ class ConvectionBlock(nn.Module):
     def __init__(self, features: int, *, hidden_features: Optional[int] = None, variant: str = "mlp",
                  bias: bool = True):
         super().__init__()
-        if variant not in CONVECTION_VARIANTS:
-            raise ValueError(f"variant must be one of {CONVECTION_VARIANTS}, got {variant!r}")
-        if not isinstance(features, int) or features < 1:
-            raise ValueError(f"features must be a positive int, got {features!r}")
-        hidden = features if hidden_features is None else hidden_features
+        check_choice(variant, "variant", CONVECTION_VARIANTS)
+        features = check_positive_int(features, "features")
+        hidden = features if hidden_features is None else check_positive_int(hidden_features, "hidden_features")
         if variant == "graph" and hidden != features:
             raise ValueError("the graph variant x + ReLU(FC1 x) needs hidden_features == features")
         self.features = features
@@ -88,6 +87,7 @@ class ConvectionBlock(nn.Module):
         return self.fc2(hidden) if self.fc2 is not None else hidden
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_floating(x, "input to ConvectionBlock")
         if x.shape[-1] != self.features:
             raise ValueError(f"ConvectionBlock expects {self.features} features, got shape {tuple(x.shape)}")
         if x.layout == torch.strided:

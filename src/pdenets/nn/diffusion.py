@@ -7,7 +7,8 @@ from typing import Callable, Optional, Union
 import torch
 from torch import nn
 
-from .._checks import check_finite, check_positive, check_probability
+from .._checks import (check_choice, check_features, check_floating, check_positive, check_positive_int,
+                       check_probability)
 from ..operators.diffusion import DiffusionOperator
 from ..operators.graph import GraphLike
 from .dropout import fast_dropout
@@ -68,13 +69,9 @@ class DiffusionLayer(nn.Module):
     def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
                  dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True):
         super().__init__()
-        if dropout_position not in ("after", "before"):
-            raise ValueError(f"dropout_position must be 'after' or 'before', got {dropout_position!r}")
-        self.dropout_position = dropout_position
+        self.dropout_position = check_choice(dropout_position, "dropout_position", ("after", "before"))
         self.step_size = check_positive(step_size, "step_size")
-        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
-            raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
-        self.num_steps = num_steps
+        self.num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         self.dropout = check_probability(dropout, "dropout")
         self.check_stability = bool(check_stability)
         self.weight_builder: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
@@ -110,8 +107,8 @@ class DiffusionLayer(nn.Module):
     def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
         """Diffuse ``x`` (shape ``(N, *)``); ``weights`` overrides the layer's graph."""
         if self.num_steps == 0:
-            return x
-        check_finite(x, "input to DiffusionLayer")
+            return check_floating(x, "input to DiffusionLayer")
+        check_features(x, "input to DiffusionLayer")
         operator = self._operator_for(x, weights)
         if self.dropout > 0 and self.training:
             def drop(features):

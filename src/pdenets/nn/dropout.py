@@ -11,7 +11,7 @@ one-byte boolean mask is kept for the backward pass.
 
 Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 0.25, 0.5:
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
-with probability 42598/65536 = 0.6499939). The output is scaled by the inverse of the
+with probability 42598/65536 = 0.6499939), or of 2⁻³² for ``p > 0.996`` (four bytes). The output is scaled by the inverse of the
 keep probability actually used, so ``E[dropout(x)] = x`` exactly. The generator is
 seeded from torch's default generator, so ``torch.manual_seed`` makes masks reproducible.
 Other devices use ``torch.nn.functional.dropout``.
@@ -23,17 +23,30 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from .._checks import check_probability
+
 __all__ = ["fast_dropout", "keep_threshold"]
 
 
 def keep_threshold(p: float):
-    """``(dtype, threshold, keep_probability)`` of the byte comparison used for drop rate ``p``."""
+    """``(dtype, threshold, keep_probability)`` of the integer comparison used for drop rate ``p``.
+
+    One byte per entry when ``256 p`` is a whole number (exact), else two bytes; a keep
+    probability below ``256 / 65536`` (``p > 0.996``) takes four bytes so that the relative
+    error of the keep probability stays below 0.4 %.
+    """
     keep = 1.0 - p
     if float(p * 256).is_integer():
         threshold = int(round(keep * 256))
         return np.uint8, threshold, threshold / 256
     threshold = int(round(keep * 65536))
-    return np.uint16, threshold, threshold / 65536
+    if threshold >= 256:
+        return np.uint16, threshold, threshold / 65536
+    threshold = int(round(keep * 2**32))
+    if threshold == 0:
+        raise ValueError(f"dropout p={p!r} keeps a fraction {keep:.3g} of the entries, below the 2^-32 resolution "
+                         "of the masks; such a layer would output (almost) nothing but zeros")
+    return np.uint32, threshold, threshold / 2**32
 
 
 def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
@@ -46,10 +59,9 @@ def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> tor
         >>> round(float((out == 0).float().mean()), 2), round(float(out.mean()), 2)
         (0.25, 1.0)
     """
+    p = check_probability(p, "dropout probability")
     if not training or p == 0:
         return features
-    if not 0 <= p < 1:
-        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
     if features.device.type != "cpu" or not features.is_floating_point():
         return F.dropout(features, p, training=True)
     dtype, threshold, keep = keep_threshold(p)

@@ -16,11 +16,13 @@ N×N matrix is formed for sparse ``W``. Dense ``W`` takes a dense path with the 
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Callable, Optional
 
 import torch
 
-from .._checks import check_finite, check_positive
+from .._checks import check_features, check_floating, check_positive, check_positive_int
 from .graph import GraphLike, as_weight_matrix, is_dense, row_sums
 from .laplacian import check_step_size, stability_bound
 from .sparse import SparseMatrix
@@ -53,6 +55,9 @@ class DiffusionOperator:
         weights = as_weight_matrix(weights, num_nodes)
         self.num_nodes = int(weights.shape[0])
         self.bound = check_step_size(step_size, weights) if check_stability else stability_bound(weights)
+        if math.isinf(self.bound) and self.num_nodes > 1:
+            warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
+                          "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=2)
         self.dense = is_dense(weights)
         degrees = row_sums(weights)
         diagonal = 1.0 - self.step_size * degrees
@@ -77,14 +82,14 @@ class DiffusionOperator:
         ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result of
         every step.
         """
-        if not isinstance(features, torch.Tensor) or features.dim() < 1:
+        check_floating(features, "features")
+        if features.dim() < 1:
             raise ValueError("features must be a tensor of shape (N, *)")
         if features.shape[0] != self.num_nodes:
             raise ValueError(
                 f"features have {features.shape[0]} rows but the graph has {self.num_nodes} nodes"
             )
-        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
-            raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+        num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         shape = features.shape
         flat = features.reshape(shape[0], -1)
         dense = self._matrix.to(device=flat.device, dtype=flat.dtype) if self.dense else None
@@ -120,7 +125,7 @@ def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num
                 [1.],
                 [1.]])
     """
-    check_finite(features, "features")
+    check_features(features, "features")
     operator = DiffusionOperator(weights, step_size, check_stability=check_stability, num_nodes=num_nodes)
     return operator.apply(features, num_steps)
 
@@ -131,6 +136,7 @@ def heat_semigroup(features: torch.Tensor, weights: GraphLike, time: float) -> t
     ``X(t) = Σ_k e^{−λ_k t} v_k v_kᵀ X(0)`` (paper 000, eq. 11). Dense ``O(N³)``: a reference
     for small graphs and tests, not a layer.
     """
+    check_features(features, "features")
     weights = as_weight_matrix(weights)
     dense = weights if is_dense(weights) else weights.to_dense()
     if not torch.allclose(dense, dense.T, atol=1e-12, rtol=1e-10):

@@ -10,6 +10,11 @@ A weight matrix ``W`` (N×N, non-negative) is accepted in any of these forms:
 
 Functions return the same kind they receive: dense in → dense out, sparse in → a coalesced
 sparse COO tensor out. Nothing here builds an N×N dense matrix from sparse input.
+
+Dtypes: weights may be given as integers or booleans (an adjacency matrix) or in half
+precision; they are promoted to the default floating dtype (float32 unless changed), or
+to ``dtype`` when given. ``edge_index`` must hold integers: a float index is refused, never
+rounded.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .._checks import check_finite, check_square
+from .._checks import check_finite, check_index_tensor, check_positive_int, check_square
 
 __all__ = [
     "GraphLike",
@@ -65,20 +70,20 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *, dtype
         if len(graph) != 2:
             raise ValueError("an edge list must be given as (edge_index, edge_weight)")
         edge_index, edge_weight = graph
-        if not isinstance(edge_index, torch.Tensor) or edge_index.dim() != 2 or edge_index.shape[0] != 2:
-            raise ValueError("edge_index must be a LongTensor of shape (2, E)")
-        edge_index = edge_index.long()
+        if num_nodes is not None:
+            num_nodes = check_positive_int(num_nodes, "num_nodes", minimum=0)
+        edge_index = check_index_tensor(edge_index, "edge_index", shape=(2, None), size=num_nodes)
         if edge_weight is None:
             edge_weight = torch.ones(edge_index.shape[1], dtype=dtype or torch.get_default_dtype(),
                                      device=edge_index.device)
+        if not isinstance(edge_weight, torch.Tensor):
+            raise TypeError(f"edge_weight must be a tensor of shape (E,), got {type(edge_weight).__name__}")
         if edge_weight.shape != (edge_index.shape[1],):
             raise ValueError(
                 f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), got {tuple(edge_weight.shape)}"
             )
         if num_nodes is None:
             num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
-        if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-            raise ValueError(f"edge_index refers to nodes outside [0, {num_nodes})")
         matrix = torch.sparse_coo_tensor(edge_index, edge_weight, (num_nodes, num_nodes)).coalesce()
     elif isinstance(graph, torch.Tensor):
         if graph.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
@@ -99,7 +104,9 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *, dtype
         raise ValueError(f"weight matrix is {size}x{size} but num_nodes={num_nodes}")
     if dtype is not None:
         matrix = matrix.to(dtype)
-    if not matrix.is_floating_point():
+    if matrix.dtype not in (torch.float32, torch.float64):  # integer/boolean adjacency, half precision
+        if matrix.is_complex():
+            raise TypeError(f"weight matrix must be real, got {matrix.dtype}")
         matrix = matrix.to(torch.get_default_dtype())
     check_finite(matrix, "weight matrix")
     values = matrix if is_dense(matrix) else matrix.values()

@@ -23,12 +23,13 @@ Conventions of the official code, available as options:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from .._checks import check_points, check_positive
+from .._checks import check_choice, check_floating, check_points, check_positive, check_positive_int
 from .graph import row_normalize, symmetric_normalize, symmetrize
 from .knn import knn_search
 
@@ -45,6 +46,7 @@ def gaussian_kernel(sq_distances: torch.Tensor, sigma) -> torch.Tensor:
         sigma: a positive float, or a tensor broadcastable to ``sq_distances`` (e.g. a
             ``(N, 1)`` column of per-row bandwidths ``σ_i``).
     """
+    check_floating(sq_distances, "sq_distances")
     if isinstance(sigma, torch.Tensor):
         if bool((sigma <= 0).any()):
             raise ValueError(
@@ -95,13 +97,12 @@ def knn_gaussian_weights(
     check_points(points, "points")
     if (sigma is None) == (sigma_neighbor is None):
         raise ValueError("give exactly one of sigma (fixed bandwidth) or sigma_neighbor (adaptive)")
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    check_choice(normalization, "normalization", NORMALIZATIONS)
+    n_top = check_positive_int(n_top, "n_top")
     num_points = points.shape[0]
     search_k = n_top
     if sigma_neighbor is not None:
-        if isinstance(sigma_neighbor, bool) or not isinstance(sigma_neighbor, int) or sigma_neighbor < 1:
-            raise ValueError(f"sigma_neighbor must be a positive int, got {sigma_neighbor!r}")
+        sigma_neighbor = check_positive_int(sigma_neighbor, "sigma_neighbor")
         search_k = max(n_top, sigma_neighbor)
     points = points.detach()
     neighbors = knn_search(points, search_k, include_self=include_self, backend=backend)
@@ -111,6 +112,7 @@ def knn_gaussian_weights(
         values = gaussian_kernel(sq[:, :n_top], bandwidth)
     else:
         values = gaussian_kernel(sq[:, :n_top], sigma)
+    _check_not_empty(values, neighbors.indices[:, :n_top], sq[:, :n_top], sigma)
     rows = torch.arange(num_points, device=points.device).repeat_interleave(n_top)
     cols = neighbors.indices[:, :n_top].reshape(-1)
     weights = torch.sparse_coo_tensor(
@@ -123,6 +125,28 @@ def knn_gaussian_weights(
     if symmetrize_weights:
         weights = symmetrize(weights)
     return weights
+
+
+def _check_not_empty(values: torch.Tensor, indices: torch.Tensor, sq: torch.Tensor, sigma) -> None:
+    """Refuse a kernel width under which every weight between distinct points is 0; warn if some points are cut off."""
+    others = indices != torch.arange(indices.shape[0], device=indices.device)[:, None]
+    if not bool(others.any()):
+        return  # only self entries were asked for (n_top = 1 with include_self)
+    connected = ((values > 0) & others).any(1)
+    if bool(connected.all()):
+        return
+    distances = sq[others].sqrt()
+    width = f"sigma={sigma:g}" if sigma is not None else "the adaptive sigma"
+    if not bool(connected.any()):
+        raise ValueError(
+            f"{width} is so small that every weight exp(-d^2/sigma^2) between distinct points underflows to 0 "
+            f"(neighbour distances {float(distances.min()):.3g} to {float(distances.max()):.3g}): the graph has no "
+            f"edges and diffusion would do nothing. Use sigma near the neighbour distances (e.g. "
+            f"{float(distances.median()):.3g}) or an adaptive width (sigma_neighbor=...)")
+    warnings.warn(
+        f"{int((~connected).sum())} of {connected.numel()} points have no neighbour with a non-zero weight under "
+        f"{width}: they are cut off from the graph and diffusion leaves them unchanged", RuntimeWarning,
+        stacklevel=3)
 
 
 @dataclass
@@ -147,6 +171,16 @@ class KnnGaussianWeights:
     normalization: str = "symmetric"
     symmetrize_weights: bool = False
     backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        if (self.sigma is None) == (self.sigma_neighbor is None):
+            raise ValueError("give exactly one of sigma (fixed bandwidth) or sigma_neighbor (adaptive)")
+        self.n_top = check_positive_int(self.n_top, "n_top")
+        if self.sigma is not None:
+            self.sigma = check_positive(self.sigma, "sigma")
+        else:
+            self.sigma_neighbor = check_positive_int(self.sigma_neighbor, "sigma_neighbor")
+        check_choice(self.normalization, "normalization", NORMALIZATIONS)
 
     def __call__(self, points: torch.Tensor) -> torch.Tensor:
         return knn_gaussian_weights(

@@ -28,10 +28,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..data.graphs import load_graph
+from ..data.graphs import MISSING_FEATURES, load_graph
 from ..data.splits import Split, split_and_init_seeds, split_seeds
 from ..data.transforms import preprocess_citation_graph
-from ..experiments.config import ConfigError, TaskConfig, setting
+from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import box_per_group, errorbar_lines, plt
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records, paper_and_ours
@@ -122,21 +122,27 @@ class NodeClassificationConfig(TaskConfig):
     depth_splits: int = setting(5, "splits per depth")
     depth_inits: int = setting(1, "initializations per split and depth")
     check_stability: bool = setting(True, "refuse a diffusion step size beyond the bound")
+    missing_features: str = setting("identity", "features of a graph file without any: identity (one-hot node id) "
+                                                "or degree")
 
     def validate(self) -> None:
         super().validate()
         unknown = [m for m in list(self.models) + list(self.depth_models) if m not in MODEL_NAMES]
         if unknown:
             raise ConfigError(f"unknown model(s) {unknown}; choose from {list(MODEL_NAMES)}")
-        for name in ("num_splits", "num_inits", "max_epochs", "patience", "depth_splits", "depth_inits"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.datasets or not self.models:
-            raise ConfigError("give at least one dataset and one model")
-        if self.dropout_position not in ("before", "after"):
-            raise ConfigError("dropout_position must be 'before' or 'after'")
-        if any(depth < 1 for depth in self.depths):
-            raise ConfigError("depths must be >= 1")
+        check_fields(self, non_empty=("datasets", "models"), positive=("lr",), non_negative=("weight_decay",),
+                     counts=("num_splits", "num_inits", "max_epochs", "patience", "depth_splits", "depth_inits",
+                             "depths", "train_per_class", "val_per_class"),
+                     choices={"dropout_position": ("before", "after"), "missing_features": MISSING_FEATURES})
+        for graph, hp in self.diffusion.items():
+            check_fields(hp, positive=("step_size",), non_negative_counts=("num_steps",), probabilities=("dropout",),
+                         prefix=f"diffusion.{graph}.")
+        for model, settings in self.baselines.items():
+            given = [name for name in ("hidden", "heads") if getattr(settings, name) is not None]
+            check_fields(settings, counts=given, prefix=f"baselines.{model}.")
+            for name, check in (("dropout", "probabilities"), ("lr", "positive"), ("weight_decay", "non_negative")):
+                if getattr(settings, name) is not None:
+                    check_fields(settings, **{check: (name,)}, prefix=f"baselines.{model}.")
         unknown = sorted(set(self.baselines) - set(list_models("message-passing")))
         if unknown:
             raise ConfigError(f"baselines has settings for {unknown}, which are not baselines; choose from "
@@ -162,18 +168,18 @@ class PreparedGraph:
     num_classes: int
 
 
-_GRAPHS: Dict[Tuple[str, Optional[str]], PreparedGraph] = {}
+_GRAPHS: Dict[Tuple[str, Optional[str], str], PreparedGraph] = {}
 
 
 def dataset_label(spec: str) -> str:
     return Path(spec).stem if spec.lower().endswith(".npz") else spec.lower()
 
 
-def prepared_graph(spec: str, data_dir: Optional[str]) -> PreparedGraph:
+def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "identity") -> PreparedGraph:
     """Load and preprocess a graph once per process; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``."""
-    key = (spec, data_dir)
+    key = (spec, data_dir, missing_features)
     if key not in _GRAPHS:
-        data = preprocess_citation_graph(load_graph(spec, data_dir))
+        data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
         _GRAPHS[key] = PreparedGraph(
             x=data.x, x_sparse=data.x.to_sparse_csr(), y=data.y, edge_index=data.edge_index,
             weights=gcn_normalize((data.edge_index, None), data.num_nodes), num_nodes=int(data.num_nodes),
@@ -210,6 +216,7 @@ class NodeJob:
     hyperparameters: Mapping[str, Any]
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
+    missing_features: str = "identity"
 
 
 def _build_model(spec: NodeJob, graph: PreparedGraph) -> nn.Module:
@@ -239,7 +246,7 @@ def train_node_classifier(spec: NodeJob) -> Tuple[nn.Module, FitResult, Dict[str
     ``seconds`` is the time from building the model to the test accuracy (graph loading and
     preprocessing happen once per worker process and are not counted).
     """
-    graph = prepared_graph(spec.graph, spec.data_dir)
+    graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features)
     device = torch.device(spec.device)
     split, init_seed = split_of(spec, graph.y)
     start = time.perf_counter()
@@ -293,7 +300,7 @@ class NodeClassificationTask(Task):
         config = self.config
         self.facts = {}
         for graph_spec in dict.fromkeys(list(config.datasets) + (list(config.depth_datasets) if config.depths else [])):
-            graph = prepared_graph(graph_spec, config.data_dir)
+            graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
             self.facts[dataset_label(graph_spec)] = {
                 "nodes": graph.num_nodes, "edges": graph.num_edges, "features": graph.num_features,
                 "classes": graph.num_classes, "gershgorin_bound": stability_bound(graph.weights),
@@ -322,7 +329,8 @@ class NodeClassificationTask(Task):
                 for init in range(inits):
                     jobs.append(NodeJob(experiment, graph_spec, dataset_label(graph_spec), model, depth, split, init,
                                         config.seed, config.train_per_class, config.val_per_class, config.max_epochs,
-                                        config.patience, hp, config.device, config.data_dir))
+                                        config.patience, hp, config.device, config.data_dir,
+                                        config.missing_features))
 
         for graph_spec in config.datasets:
             for model in config.models:

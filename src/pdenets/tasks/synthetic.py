@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from ..analysis.ratio import distance_diameter
 from ..data.synthetic import make_synthetic
-from ..experiments.config import ConfigError, TaskConfig, setting
+from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import grouped_bars, mean_band, plt, scatter_classes
 from ..experiments.report import Report
 from ..experiments.summary import Stats, format_mean_std, group_records
@@ -37,7 +37,7 @@ from ..experiments.task import Task, register_task
 from ..experiments.training import accuracy, evaluation_mode, fit
 from ..models.registry import create_model
 from ..operators.diffusion import DiffusionOperator
-from ..operators.weights import knn_gaussian_weights
+from ..operators.weights import NORMALIZATIONS, knn_gaussian_weights
 
 __all__ = ["SyntheticConfig", "SyntheticTask", "SyntheticHyperparameters", "TABLE4", "PAPER_SCRIPT_REFERENCE",
            "VARIANTS"]
@@ -110,21 +110,22 @@ class SyntheticConfig(TaskConfig):
 
     def validate(self) -> None:
         super().validate()
-        unknown = [name for name in self.datasets if name not in TABLE4]
-        if unknown:
-            raise ConfigError(f"unknown dataset(s) {unknown}; choose from {sorted(TABLE4)}")
+        check_fields(self, non_empty=("datasets", "seeds", "xor_seeds", "optimizers"),
+                     choices={"datasets": sorted(TABLE4), "normalization": NORMALIZATIONS,
+                              "dtype": ("float32", "float64")},
+                     counts=("points_per_class", "test_points_per_class", "epochs", "xor_points_per_disc",
+                             "xor_n_top", "xor_steps", "xor_report_steps"),
+                     non_negative_counts=("seeds", "xor_seeds", "feature_epochs", "paper_epochs"),
+                     positive=("xor_sigma", "xor_step_size"), non_negative=("weight_decay",))
         missing = [name for name in self.datasets if name not in self.hyperparameters]
         if missing:
             raise ConfigError(f"no hyperparameters for {missing}")
-        if not self.seeds or not self.xor_seeds:
-            raise ConfigError("seeds and xor_seeds must not be empty")
-        if self.epochs < 1 or self.xor_steps < 1:
-            raise ConfigError("epochs and xor_steps must be >= 1")
-        if not self.optimizers:
-            raise ConfigError("give at least one optimizer")
-        if self.dtype not in ("float32", "float64"):
-            raise ConfigError("dtype must be float32 or float64")
-        if any(step > self.xor_steps or step < 1 for step in self.xor_report_steps):
+        for name, hp in self.hyperparameters.items():
+            check_fields(hp, counts=("n_top",), non_negative_counts=("num_steps",),
+                         positive=("sigma", "step_size", "lr"), prefix=f"hyperparameters.{name}.")
+        for name, settings in self.optimizers.items():
+            check_fields(settings, non_negative=("momentum",), prefix=f"optimizers.{name}.")
+        if any(step > self.xor_steps for step in self.xor_report_steps):
             raise ConfigError(f"xor_report_steps must lie in [1, xor_steps={self.xor_steps}]")
 
 

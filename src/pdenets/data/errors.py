@@ -1,0 +1,27 @@
+"""The errors every loader raises: one family, each message naming the file and the problem.
+
+* :class:`DatasetError` (a ``ValueError``) — a file that cannot be used: truncated, corrupt,
+  inconsistent, holding NaN, or declaring more memory than the budget;
+* :class:`DatasetNotFoundError` (also a ``FileNotFoundError``) — a file that is missing;
+* :class:`~pdenets.data.safe_pickle.UnsafePickleError` (also a ``pickle.UnpicklingError``) —
+  a pickle that asks to run something; nothing was executed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Union
+
+__all__ = ["DatasetError", "DatasetNotFoundError", "dataset_error"]
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be used; the message names the file and what is wrong."""
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """A dataset file is missing from the data directory (nothing is downloaded)."""
+
+
+def dataset_error(path: Union[str, Path], problem: str) -> DatasetError:
+    return DatasetError(f"{path}: {problem}")
