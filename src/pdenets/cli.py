@@ -160,8 +160,51 @@ def build_parser() -> argparse.ArgumentParser:
                      f"{entry.description}\n\nTask: {entry.task}. `--quick` runs the small version.")
         tables.choices[name].set_defaults(quick_factory=entry.quick, run_name=f"reproduce-{name}")
     commands.add_parser("tasks", help="list the tasks, their shortcuts and the reproducible tables")
+    _features_parser(commands)
     commands.add_parser("models", help="list the registered models")
     return parser
+
+
+def _features_parser(commands) -> None:
+    features = commands.add_parser("features", help="build few-shot features files: train a backbone, embed images "
+                                                    "or text")
+    actions = features.add_subparsers(dest="action", metavar="ACTION", required=True)
+    train = actions.add_parser("train-backbone", help="train a Conv-4 backbone on the base classes of an image set",
+                               formatter_class=_Formatter)
+    train.add_argument("--dataset", default=None, help="omniglot (its base alphabets) — or give --images")
+    train.add_argument("--images", action="append", default=[], metavar="PATH",
+                       help="a folder or .zip of images, one sub-folder per class; repeatable")
+    train.add_argument("--classes", default=None, metavar="A,B,...",
+                       help="only classes (or class folders, e.g. alphabets) starting with these names")
+    train.add_argument("--image-size", type=int, default=28, help="images are resized to this square (default 28)")
+    train.add_argument("--channels", type=int, choices=(1, 3), default=1, help="1 grayscale, 3 RGB (default 1)")
+    train.add_argument("--invert", action="store_true", help="use 1 - pixel (dark strokes on light paper)")
+    train.add_argument("--epochs", type=int, default=30, help="training epochs (default 30)")
+    train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    train.add_argument("--no-rotations", action="store_true", help="do not add the 90-degree rotations as classes")
+    train.add_argument("--out", required=True, metavar="DIR", help="folder for backbone.pt, the training curve and "
+                                                                    "a report")
+    train.add_argument("--overwrite", action="store_true", help="use --out even if it holds other files")
+    extract = actions.add_parser("extract", help="embed images with a trained backbone into a features file",
+                                 formatter_class=_Formatter)
+    extract.add_argument("--backbone", required=True, metavar="FILE", help="backbone.pt written by train-backbone")
+    extract.add_argument("--dataset", default=None, help="omniglot (novel alphabets, base alphabets for the mean)")
+    extract.add_argument("--images", action="append", default=[], metavar="PATH",
+                         help="images to embed (their classes are the novel classes); repeatable")
+    extract.add_argument("--base-images", action="append", default=[], metavar="PATH",
+                         help="base-class images (their mean centres the features); repeatable")
+    extract.add_argument("--classes", default=None, metavar="A,B,...", help="only these classes of --images")
+    extract.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
+    extract.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    text = actions.add_parser("embed-text", help="embed CLINC150 utterances (pip install 'pdenets[text]')",
+                              formatter_class=_Formatter)
+    text.add_argument("--dataset", default="clinc150", help="clinc150 (default)")
+    text.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
+    text.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    for parser in (train, extract, text):
+        parser.add_argument("--data-dir", default=None, help="data directory (default $PDENETS_DATA)")
+        parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def _value(info: FieldInfo, raw: Any) -> Any:
@@ -247,6 +290,10 @@ def _main(argv: List[str]) -> int:
     if args.command == "models":
         _print_models()
         return 0
+    if args.command == "features":
+        from .features_cli import run_features_command
+
+        return run_features_command(args)
     task: Type[Task] = args.task_class
     base = args.quick_factory() if args.quick else args.base_factory()
     config = resolve_config(task.config_class, base=base, files=args.config, overrides=_overrides(args, task, base))

@@ -258,6 +258,10 @@ class RunDirectory:
         document = {"task": self.task, "pdenets": _version(), "files": sorted(set(self._written))}
         atomic_write_text(self.path / MARKER, json.dumps(document, indent=1) + "\n")
 
+    def register(self, path: Union[str, Path]) -> Path:
+        """Record a file written into the folder by other code (it is then part of the run's files)."""
+        return self._wrote(Path(path))
+
     def _wrote(self, path: Path) -> Path:
         if path.parent == self.path and path.name not in self._written:
             self._written.append(path.name)

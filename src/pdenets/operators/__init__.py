@@ -18,7 +18,7 @@ from .graph import (
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
 from .sparse import SparseMatrix
-from .weights import KnnGaussianWeights, gaussian_kernel, knn_gaussian_weights
+from .weights import KnnGaussianWeights, batched_knn_gaussian_weights, gaussian_kernel, knn_gaussian_weights
 
 __all__ = [
     "DiffusionOperator",
@@ -45,4 +45,5 @@ __all__ = [
     "KnnGaussianWeights",
     "gaussian_kernel",
     "knn_gaussian_weights",
+    "batched_knn_gaussian_weights",
 ]

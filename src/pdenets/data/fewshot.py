@@ -1,0 +1,346 @@
+"""Pre-extracted features for few-shot learning: the file format, readers, and a seeded episode sampler.
+
+**The features format** (``.npz``, read with ``allow_pickle=False``):
+
+=================  ==========================================================================
+``features``       ``(N, M)`` float — one embedding per sample
+``labels``         ``(N,)`` int — class ids ``0 … K−1``
+``class_names``    ``(K,)`` str — optional (default ``class0``, ``class1``, …)
+``base_classes``   int ids of the base classes (the backbone was trained on them) — optional
+``val_classes``    int ids of the validation classes — optional
+``novel_classes``  int ids of the classes episodes are drawn from — optional (default:
+                   every class not in base or val)
+``base_mean``      ``(M,)`` float — the mean feature of the base classes, for centering —
+                   optional (default: computed from the base-class samples if any)
+=================  ==========================================================================
+
+:func:`save_features` writes it; :func:`load_features` reads it and the files that the
+public few-shot code writes: the Diff-ResNet / SimpleShot / LaplacianShot pickles (a dict
+``class -> array (n, M)`` or ``class -> list of (M,) arrays``, or ``{"features": …,
+"labels": …}``), read with the restricted unpickler (:mod:`pdenets.data.safe_pickle`), and
+``torch.save`` files of the same shapes (TIM), read with ``weights_only=True``. Their
+classes count as novel; give ``base_mean`` separately if you have it.
+
+**Episodes**: :class:`EpisodeSampler` draws C-way K-shot tasks with Q queries per class
+from the novel classes; task ``t`` of seed ``s`` is the same whatever the number of
+tasks drawn (its generator is seeded with ``(s, t)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+from .._checks import check_positive_int
+from .errors import DatasetError, DatasetNotFoundError
+from .graphs import read_npz_arrays
+from .limits import check_allocation
+from .safe_pickle import load_array_pickle
+
+__all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "mean_and_interval"]
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """Embeddings of labelled samples with a base/val/novel class split."""
+
+    features: torch.Tensor
+    labels: torch.Tensor
+    class_names: Tuple[str, ...]
+    base_classes: Tuple[int, ...] = ()
+    val_classes: Tuple[int, ...] = ()
+    novel_classes: Tuple[int, ...] = ()
+    base_mean: Optional[torch.Tensor] = None
+    source: str = ""
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def dim(self) -> int:
+        return int(self.features.shape[1])
+
+    def mean_of_base(self) -> Optional[torch.Tensor]:
+        """``base_mean`` if given, else the mean feature of the base-class samples, else ``None``."""
+        if self.base_mean is not None:
+            return self.base_mean
+        if not self.base_classes:
+            return None
+        mask = torch.isin(self.labels, torch.tensor(self.base_classes))
+        return self.features[mask].mean(0)
+
+    def class_counts(self) -> Dict[int, int]:
+        counts = torch.bincount(self.labels, minlength=self.num_classes)
+        return {c: int(counts[c]) for c in range(self.num_classes)}
+
+
+def _fail(source, problem: str) -> DatasetError:
+    return DatasetError(f"{source}: {problem}")
+
+
+def _validated(features, labels, class_names, base, val, novel, base_mean, source) -> FeatureSet:
+    features = np.asarray(features)
+    labels = np.asarray(labels)
+    if features.ndim != 2 or features.shape[0] == 0 or features.shape[1] == 0:
+        raise _fail(source, f"features must be a non-empty (N, M) matrix, got shape {features.shape}")
+    if not np.issubdtype(features.dtype, np.floating) and not np.issubdtype(features.dtype, np.integer):
+        raise _fail(source, f"features must be numbers, got dtype {features.dtype}")
+    features = features.astype(np.float32, copy=False)
+    bad = int((~np.isfinite(features)).sum())
+    if bad:
+        raise _fail(source, f"features hold {bad} NaN/inf value(s); clean or impute them first")
+    if labels.shape != (features.shape[0],):
+        raise _fail(source, f"{labels.shape} labels for {features.shape[0]} feature rows")
+    if not np.issubdtype(labels.dtype, np.integer):
+        if not np.issubdtype(labels.dtype, np.floating) or (labels != np.round(labels)).any():
+            raise _fail(source, f"labels must be integer class ids, got {labels.dtype}")
+        labels = labels.astype(np.int64)
+    if labels.min() < 0:
+        raise _fail(source, f"labels hold the negative class id {int(labels.min())}")
+    num_classes = int(labels.max()) + 1
+    if class_names is None:
+        class_names = [f"class{c}" for c in range(num_classes)]
+    class_names = tuple(str(name) for name in class_names)
+    if len(class_names) < num_classes:
+        raise _fail(source, f"{len(class_names)} class names for class ids up to {num_classes - 1}")
+    splits = {}
+    for name, ids in (("base_classes", base), ("val_classes", val), ("novel_classes", novel)):
+        ids = tuple(int(i) for i in np.asarray(ids if ids is not None else [], dtype=np.int64).reshape(-1))
+        if any(not 0 <= i < len(class_names) for i in ids):
+            raise _fail(source, f"{name} refers to classes outside [0, {len(class_names)})")
+        splits[name] = ids
+    if set(splits["base_classes"]) & set(splits["novel_classes"]):
+        raise _fail(source, f"classes {sorted(set(splits['base_classes']) & set(splits['novel_classes']))} are "
+                            "both base and novel")
+    if not splits["novel_classes"]:
+        taken = set(splits["base_classes"]) | set(splits["val_classes"])
+        splits["novel_classes"] = tuple(c for c in range(num_classes) if c not in taken)
+    if base_mean is not None:
+        base_mean = np.asarray(base_mean, dtype=np.float32).reshape(-1)
+        if base_mean.shape != (features.shape[1],) or not np.isfinite(base_mean).all():
+            raise _fail(source, f"base_mean must be {features.shape[1]} finite numbers, got shape {base_mean.shape}")
+        base_mean = torch.from_numpy(base_mean)
+    return FeatureSet(torch.from_numpy(np.ascontiguousarray(features)), torch.from_numpy(labels.astype(np.int64)),
+                      class_names, base_mean=base_mean, source=str(source), **splits)
+
+
+def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+    """``{"features": X, "labels": y}`` or ``{class: array (n, M) or list of (M,) arrays}``."""
+    if "features" in mapping and "labels" in mapping:
+        return np.asarray(mapping["features"]), np.asarray(mapping["labels"]), mapping.get("class_names")
+    blocks, labels, names = [], [], []
+    for index, (name, value) in enumerate(sorted(mapping.items(), key=lambda item: str(item[0]))):
+        if isinstance(value, (list, tuple)):
+            value = np.stack([np.asarray(v).reshape(-1) for v in value]) if value else np.zeros((0, 0))
+        value = np.asarray(value)
+        if value.ndim == 1:
+            value = value[None, :]
+        if value.ndim != 2:
+            raise _fail(source, f"class {name!r} holds an array of shape {value.shape}, expected (samples, M)")
+        blocks.append(value)
+        labels.append(np.full(value.shape[0], index))
+        names.append(str(name))
+    if not blocks:
+        raise _fail(source, "holds no classes")
+    widths = {b.shape[1] for b in blocks if b.size}
+    if len(widths) != 1:
+        raise _fail(source, f"classes have features of different widths {sorted(widths)}")
+    return np.concatenate(blocks), np.concatenate(labels), names
+
+
+def _to_numpy(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_numpy(v) for v in value]
+    return value
+
+
+def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path, np.ndarray]] = None) -> FeatureSet:
+    """Read a features file (see the module docstring); problems raise :class:`DatasetError` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"missing features file {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        arrays = read_npz_arrays(path)
+        if "features" not in arrays or "labels" not in arrays:
+            raise _fail(path, f"found arrays {sorted(arrays)}; the features format needs 'features' and 'labels' "
+                              "(see pdenets.data.fewshot)")
+        names = arrays.get("class_names")
+        result = _validated(arrays["features"], arrays["labels"], None if names is None else names.tolist(),
+                            arrays.get("base_classes"), arrays.get("val_classes"), arrays.get("novel_classes"),
+                            arrays.get("base_mean"), path)
+    elif suffix in (".pkl", ".plk", ".pickle"):
+        loaded = load_array_pickle(path)
+        if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
+            loaded = {"features": loaded[0], "labels": loaded[1]}
+        if not isinstance(loaded, dict):
+            raise _fail(path, f"expected a dict of class -> features or features/labels, got {type(loaded).__name__}")
+        result = _validated(*_from_mapping(loaded, path), None, None, None, None, path)
+    elif suffix in (".pt", ".pth"):
+        check_allocation(path.stat().st_size, 1, "the file", path)
+        try:
+            loaded = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # torch raises many types for a bad or unsafe file
+            raise _fail(path, f"not a readable tensor file ({type(error).__name__}: {str(error).splitlines()[0]})"
+                        ) from None
+        loaded = _to_numpy(loaded)
+        if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
+            loaded = {"features": loaded[0], "labels": loaded[1]}
+        if not isinstance(loaded, dict):
+            raise _fail(path, f"expected a dict of tensors, got {type(loaded).__name__}")
+        result = _validated(*_from_mapping(loaded, path), None, None, None, None, path)
+    else:
+        raise _fail(path, "unknown features file type; use .npz (the pdenets format), .pkl or .pt")
+    if base_mean is not None:
+        mean = load_features_mean(base_mean, result.dim)
+        result = FeatureSet(result.features, result.labels, result.class_names, result.base_classes,
+                            result.val_classes, result.novel_classes, mean, result.source)
+    return result
+
+
+def load_features_mean(source: Union[str, Path, np.ndarray], dim: int) -> torch.Tensor:
+    """A base mean given as an array, a ``.npy`` file or a features file whose ``base_mean``/features it averages."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.suffix == ".npy":
+            arrays = {"base_mean": np.load(path, allow_pickle=False)}
+        else:
+            base = load_features(path)
+            mean = base.mean_of_base()
+            arrays = {"base_mean": (mean if mean is not None else base.features.mean(0)).numpy()}
+        source = arrays["base_mean"]
+    mean = np.asarray(source, dtype=np.float32).reshape(-1)
+    if mean.shape != (dim,) or not np.isfinite(mean).all():
+        raise DatasetError(f"base mean must be {dim} finite numbers, got shape {mean.shape}")
+    return torch.from_numpy(mean)
+
+
+def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bool = False) -> Path:
+    """Write a :class:`FeatureSet` in the features format (atomically; never replaces a file unless asked)."""
+    from ..experiments.rundir import atomic_write
+
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise ValueError(f"{path}: the features file name must end in .npz")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+    arrays = {"features": features.features.numpy(), "labels": features.labels.numpy(),
+              "class_names": np.array(features.class_names, dtype=str),
+              "base_classes": np.array(features.base_classes, dtype=np.int64),
+              "val_classes": np.array(features.val_classes, dtype=np.int64),
+              "novel_classes": np.array(features.novel_classes, dtype=np.int64)}
+    if features.base_mean is not None:
+        arrays["base_mean"] = features.base_mean.numpy()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb") as stream:
+        np.savez(stream, **arrays)
+    return path
+
+
+# ----------------------------------------------------------------------------------------
+# episodes
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """``T`` tasks of C-way K-shot with Q queries per class, as sample indices into a :class:`FeatureSet`.
+
+    ``support`` is ``(T, C·K)`` and ``query`` ``(T, C·Q)``, ordered class by class;
+    ``support_labels``/``query_labels`` are the episode labels ``0 … C−1``; ``classes``
+    ``(T, C)`` the dataset class of each episode label.
+    """
+
+    support: torch.Tensor
+    query: torch.Tensor
+    support_labels: torch.Tensor
+    query_labels: torch.Tensor
+    classes: torch.Tensor
+    task_ids: Tuple[int, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return int(self.support.shape[0])
+
+
+class EpisodeSampler:
+    """Seeded C-way K-shot Q-query tasks over a set of classes.
+
+    Args:
+        labels: ``(N,)`` class id of every sample.
+        classes: the class ids tasks are drawn from (the novel classes).
+        ways: ``C`` (default 5); shots: ``K`` (default 1); queries: ``Q`` per class (default 15).
+        seed: master seed; task ``t`` uses a generator seeded with ``(seed, t)``.
+
+    Example:
+        >>> import torch
+        >>> sampler = EpisodeSampler(torch.arange(10).repeat_interleave(20), range(10), ways=5, shots=1, queries=15)
+        >>> tasks = sampler.sample(range(3))
+        >>> tuple(tasks.support.shape), tuple(tasks.query.shape)
+        ((3, 5), (3, 75))
+    """
+
+    def __init__(self, labels: torch.Tensor, classes: Sequence[int], *, ways: int = 5, shots: int = 1,
+                 queries: int = 15, seed: int = 0):
+        self.ways = check_positive_int(ways, "ways")
+        self.shots = check_positive_int(shots, "shots")
+        self.queries = check_positive_int(queries, "queries")
+        self.seed = int(seed)
+        labels = torch.as_tensor(labels).cpu()
+        classes = [int(c) for c in classes]
+        if not classes:
+            raise ValueError("no classes to draw episodes from (the novel split is empty)")
+        if len(set(classes)) != len(classes):
+            raise ValueError("the episode classes hold duplicates")
+        if self.ways > len(classes):
+            raise ValueError(f"ways={self.ways} but only {len(classes)} classes are available for episodes")
+        self.members = {c: torch.nonzero(labels == c).squeeze(1).numpy() for c in classes}
+        needed = self.shots + self.queries
+        short = {c: len(m) for c, m in self.members.items() if len(m) < needed}
+        if short:
+            shown = dict(list(short.items())[:5])
+            raise ValueError(f"{len(short)} class(es) have fewer than shots + queries = {needed} samples "
+                             f"(class: samples {shown}); lower shots/queries or drop those classes")
+        self.classes = np.array(classes)
+
+    def task(self, index: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Support indices ``(C·K,)``, query indices ``(C·Q,)`` and the chosen classes ``(C,)`` of task ``index``."""
+        generator = np.random.default_rng([self.seed, int(index)])
+        chosen = generator.choice(self.classes, self.ways, replace=False)
+        support, query = [], []
+        for c in chosen:
+            picked = generator.choice(self.members[int(c)], self.shots + self.queries, replace=False)
+            support.append(picked[:self.shots])
+            query.append(picked[self.shots:])
+        return np.concatenate(support), np.concatenate(query), chosen
+
+    def sample(self, task_ids: Sequence[int]) -> Episodes:
+        task_ids = tuple(int(t) for t in task_ids)
+        parts = [self.task(t) for t in task_ids]
+        support = torch.from_numpy(np.stack([p[0] for p in parts]))
+        query = torch.from_numpy(np.stack([p[1] for p in parts]))
+        classes = torch.from_numpy(np.stack([p[2] for p in parts]))
+        episode_labels = torch.arange(self.ways)
+        return Episodes(support, query, episode_labels.repeat_interleave(self.shots).expand(len(parts), -1).clone(),
+                        episode_labels.repeat_interleave(self.queries).expand(len(parts), -1).clone(), classes,
+                        task_ids)
+
+
+def mean_and_interval(accuracies: Sequence[float], *, confidence: float = 0.95) -> Tuple[float, float]:
+    """Mean accuracy and the half-width of its normal-approximation confidence interval (``1.96 σ/√n`` at 95 %)."""
+    values = np.asarray(accuracies, dtype=float)
+    if values.size == 0:
+        return math.nan, math.nan
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    half = z * float(values.std(ddof=1)) / math.sqrt(values.size) if values.size > 1 else math.nan
+    return float(values.mean()), half

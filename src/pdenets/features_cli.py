@@ -1,0 +1,136 @@
+"""``pdenets features ...``: build few-shot features files from images or text.
+
+    pdenets features train-backbone --dataset omniglot --out runs/backbone
+    pdenets features train-backbone --images my_images/train --image-size 84 --channels 3 --out runs/bb
+    pdenets features extract --backbone runs/backbone/backbone.pt --dataset omniglot --out omniglot.npz
+    pdenets features extract --backbone runs/bb/backbone.pt --images my_images/test --base-images my_images/train \\
+        --out mine.npz
+    pdenets features embed-text --dataset clinc150 --out clinc150.npz
+
+The features file is the format :func:`pdenets.data.fewshot.load_features` reads; give it to
+``pdenets run few-shot --dataset FILE.npz``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .data.embeddings import image_features, load_backbone, save_backbone, train_image_backbone
+from .data.fewshot import save_features
+from .data.images import ImageSet, load_image_tree
+from .experiments.plots import plt
+from .experiments.report import Report
+from .experiments.rundir import RunDirectory
+from .models.backbones import BackboneTraining
+
+__all__ = ["run_features_command"]
+
+
+def _classes(text):
+    return None if not text else [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _images(args, sources, size: int, channels: int, invert: bool, classes=None) -> ImageSet:
+    return load_image_tree(sources, size=size, channels=channels, invert=invert, classes=classes,
+                           progress=not args.no_progress)
+
+
+def _omniglot(args, which: str, size: int = 28) -> ImageSet:
+    from .data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
+
+    return omniglot_images(BASE_ALPHABETS if which == "base" else NOVEL_ALPHABETS, args.data_dir, size=size,
+                           progress=not args.no_progress)
+
+
+def _check_dataset(args) -> None:
+    if args.dataset not in (None, "omniglot"):
+        raise ValueError(f"--dataset {args.dataset!r}: only omniglot is built in; give --images for other images")
+    if args.dataset is None and not args.images:
+        raise ValueError("give --dataset omniglot or --images PATH")
+
+
+def _train(args) -> int:
+    _check_dataset(args)
+    if args.epochs < 1:
+        raise ValueError(f"--epochs must be >= 1, got {args.epochs}")
+    settings = BackboneTraining(epochs=args.epochs, seed=args.seed, rotations=not args.no_rotations)
+    with RunDirectory.open(args.out, task="train-backbone", overwrite=args.overwrite) as run_dir:
+        if args.dataset == "omniglot":
+            images, size, channels, invert = _omniglot(args, "base"), 28, 1, True
+        else:
+            size, channels, invert = args.image_size, args.channels, args.invert
+            images = _images(args, args.images, size, channels, invert, _classes(args.classes))
+        run_dir.write_config("train-backbone", {**vars(settings), "dataset": args.dataset, "images": args.images,
+                                                "image_size": size, "channels": channels, "invert": invert,
+                                                "classes": len(images.class_names)})
+        start = time.perf_counter()
+        model, history = train_image_backbone(images, settings, progress=not args.no_progress)
+        seconds = time.perf_counter() - start
+        save_backbone(model, run_dir.file("backbone.pt"), classes=images.class_names, settings=settings,
+                      image_size=size, channels=channels)
+        run_dir.register(run_dir.file("backbone.pt"))
+        results = {"classes": len(images.class_names), "images": len(images), "seconds": seconds,
+                   "train_loss": history.train_loss, "train_accuracy": history.train_accuracy,
+                   "validation_accuracy": history.validation_accuracy, "embedding_dim": model.embedding_dim}
+        run_dir.write_results(results)
+        fig, ax = plt.subplots(figsize=(5.5, 3.4), layout="constrained")
+        epochs = range(1, len(history.train_loss) + 1)
+        ax.plot(epochs, history.train_accuracy, label="training accuracy")
+        ax.plot(epochs, history.validation_accuracy, label="held-out accuracy (10 % of each class)")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        figure = run_dir.save_figure(fig, "training.png")
+        report = Report("pdenets — Conv-4 backbone")
+        report.paragraph(f"{len(images)} images of {len(images.class_names)} classes"
+                         f"{' (x4 with rotations)' if settings.rotations else ''}, {size}x{size}, {settings.epochs} "
+                         f"epochs in {seconds:.0f} s; embedding dimension {model.embedding_dim}. Final held-out "
+                         f"accuracy {history.validation_accuracy[-1]:.3f}.")
+        report.figure(figure, "Accuracy during training.")
+        report.code(json.dumps(vars(settings), indent=1))
+        report.write(run_dir)
+    print(f"backbone written to {Path(args.out) / 'backbone.pt'}")
+    return 0
+
+
+def _extract(args) -> int:
+    _check_dataset(args)
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise ValueError(f"{out} exists; pass --overwrite to replace it")
+    model, document = load_backbone(args.backbone)
+    size, channels = int(document["image_size"]), int(document["channels"])
+    if args.dataset == "omniglot":
+        sets = {"base": _omniglot(args, "base", size), "novel": _omniglot(args, "novel", size)}
+    else:
+        invert = bool(document.get("settings", {}).get("invert", False))
+        sets = {}
+        if args.base_images:
+            sets["base"] = _images(args, args.base_images, size, channels, invert)
+        sets["novel"] = _images(args, args.images, size, channels, invert, _classes(args.classes))
+    features = image_features(model, sets)
+    save_features(features, out, overwrite=args.overwrite)
+    print(f"{len(features.labels)} embeddings of {features.num_classes} classes ({features.dim} dimensions) "
+          f"written to {out}")
+    return 0
+
+
+def _embed_text(args) -> int:
+    from .data.text import clinc150_features
+
+    if args.dataset != "clinc150":
+        raise ValueError(f"--dataset {args.dataset!r}: only clinc150 is built in")
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise ValueError(f"{out} exists; pass --overwrite to replace it")
+    features = clinc150_features(args.data_dir, progress=not args.no_progress)
+    save_features(features, out, overwrite=args.overwrite)
+    print(f"{len(features.labels)} utterance embeddings of {features.num_classes} intents written to {out}")
+    return 0
+
+
+def run_features_command(args) -> int:
+    return {"train-backbone": _train, "extract": _extract, "embed-text": _embed_text}[args.action](args)

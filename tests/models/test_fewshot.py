@@ -1,0 +1,191 @@
+"""Few-shot methods: separable problems solved exactly, batched == one by one, LaplacianShot's objective, the
+preprocessing formulas, the scikit-learn estimator."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+
+from pdenets.models.fewshot import (
+    METHODS,
+    DiffusionFewShotClassifier,
+    FewShotSettings,
+    HeadSettings,
+    classify,
+    cross_domain_shift,
+    knn_affinity,
+    laplacian_energy,
+    laplacian_shot,
+    prototypes,
+    rectified_prototypes,
+    train_heads,
+    train_heads_one_by_one,
+)
+from pdenets.operators import batched_knn_gaussian_weights, knn_gaussian_weights
+
+
+def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, seed=0, dtype=torch.float64):
+    generator = torch.Generator().manual_seed(seed)
+    centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
+    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(tasks, ways * shots, dim, generator=generator,
+                                                                          dtype=dtype)
+    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(tasks, ways * queries, dim,
+                                                                         generator=generator, dtype=dtype)
+    support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
+    query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
+    return support, support_labels, query, query_labels
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("shots", [1, 3])
+def test_every_method_solves_a_separable_problem(method, shots):
+    support, support_labels, query, query_labels = _tasks(shots=shots)
+    settings = FewShotSettings(method=method, normalize=True, num_steps=5, epochs=60)
+    probabilities = classify(support, support_labels, query, 5, settings)
+    assert probabilities.shape == (4, 75, 5)
+    assert torch.allclose(probabilities.sum(2), torch.ones(4, 75, dtype=probabilities.dtype))
+    assert torch.equal(probabilities.argmax(2), query_labels)
+
+
+@pytest.mark.parametrize("method, alpha, rectify", [("convection", 0.0, False), ("external", 0.0, False),
+                                                    ("internal", 0.0, False), ("internal", 0.5, True)])
+def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify):
+    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=3)
+    settings = FewShotSettings(method=method, normalize=True, shift=rectify, rectify=rectify, alpha=alpha,
+                               num_steps=4, epochs=25)
+    seeds = [11, 12, 13, 14, 15]
+    batched = classify(support, support_labels, query, 5, settings, seeds=seeds, chunk_size=2)
+    looped = classify(support, support_labels, query, 5, settings, seeds=seeds, batched=False)
+    assert torch.equal(batched.argmax(2), looped.argmax(2))
+    assert torch.allclose(batched, looped, atol=1e-9, rtol=1e-7)
+    # seeds matter: other initializations give other probabilities
+    other = classify(support, support_labels, query, 5, settings, seeds=[s + 100 for s in seeds])
+    assert not torch.allclose(batched, other, atol=1e-6)
+
+
+def test_heads_differ_by_method_as_documented():
+    support, support_labels, query, _ = _tasks(tasks=2, spread=0.8, seed=5)
+    common = dict(epochs=20, n_top=7, sigma_neighbor=4)
+    plain = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.0, **common), [0, 1])
+    external = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.5, **common), [0, 1])
+    internal = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=3, mu=0.0, **common), [0, 1])
+    assert not torch.allclose(plain, external) and not torch.allclose(plain, internal)
+    reference = train_heads_one_by_one(support, support_labels, query, 5, HeadSettings(num_steps=3, **common), [0, 1])
+    assert torch.allclose(internal, reference, atol=1e-9)
+
+
+def test_batched_graph_equals_the_sparse_graph_of_each_task():
+    points = torch.randn(3, 40, 6, dtype=torch.float64)
+    batched = batched_knn_gaussian_weights(points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric",
+                                           symmetrize_weights=True)
+    for task in range(3):
+        single = knn_gaussian_weights(points[task], 7, sigma_neighbor=4, include_self=True,
+                                      normalization="symmetric", symmetrize_weights=True).to_dense()
+        assert torch.allclose(batched[task], single, atol=1e-14)
+    fixed = batched_knn_gaussian_weights(points, 5, sigma=1.5, normalization="row")
+    assert torch.allclose(fixed[1], knn_gaussian_weights(points[1], 5, sigma=1.5, normalization="row").to_dense())
+
+
+def test_laplacian_shot_objective_decreases_and_converges():
+    generator = torch.Generator().manual_seed(2)
+    points = torch.randn(3, 30, 4, generator=generator, dtype=torch.float64)
+    centres = torch.randn(3, 5, 4, generator=generator, dtype=torch.float64)
+    unary = torch.cdist(points, centres)
+    # a Gaussian kernel matrix is positive semi-definite: the bound is exact and E must not increase
+    kernel = torch.exp(-torch.cdist(points, points).square())
+    result = laplacian_shot(unary, kernel, lam=0.8, max_iterations=50, tolerance=1e-12)
+    energies = torch.stack(result.energies)
+    assert result.iterations > 3
+    assert bool((energies[1:] <= energies[:-1] + 1e-10).all())
+    assert float((energies[0] - energies[-1]).min()) > 0
+    fixed = torch.softmax(-unary + 0.8 * torch.bmm(kernel, result.assignments), 2)
+    assert torch.allclose(fixed, result.assignments, atol=1e-6)  # a fixed point of the update
+    assert torch.allclose(laplacian_energy(result.assignments, unary, kernel, 0.8), energies[-1])
+
+
+def test_knn_affinity_is_binary_without_self():
+    points = torch.tensor([[[0.0], [1.0], [3.0], [10.0]]])
+    affinity = knn_affinity(points, 3)[0]
+    assert affinity.tolist() == [[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [0, 1, 1, 0]]
+    assert torch.equal(affinity.diagonal(), torch.zeros(4)) and affinity.sum(1).tolist() == [2.0] * 4
+    assert affinity[3].tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_preprocessing_formulas():
+    support = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+    query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]])
+    shifted = cross_domain_shift(support, query)
+    assert torch.allclose(shifted.mean(1), support.mean(1))
+    labels = torch.tensor([[0, 1]])
+    assert torch.equal(prototypes(support, labels, 2), support)
+    # rectification by hand: T = 10, cosine to each prototype, argmax assignment, class softmax weight, mean
+    points = torch.cat([support, query], 1)[0]
+    scores = 10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
+    assigned = scores.argmax(1)
+    weights = scores.softmax(1)
+    expected = torch.stack([(weights[assigned == c, c, None] * points[assigned == c]).mean(0) for c in range(2)])
+    assert torch.allclose(rectified_prototypes(support, labels, query, 2)[0], expected)
+
+
+def test_classify_refuses_bad_tasks():
+    support, support_labels, query, _ = _tasks(tasks=2)
+    with pytest.raises(ValueError, match="at least one support sample of each of the 6 classes"):
+        classify(support, support_labels, query, 6, FewShotSettings(method="prototype"))
+    with pytest.raises(ValueError, match="must agree"):
+        classify(support, support_labels, query[:, :, :3], 5, FewShotSettings(method="prototype"))
+    with pytest.raises(ValueError, match="method must be one of"):
+        FewShotSettings(method="knn")
+    with pytest.raises(TypeError, match="support must be float32 or float64"):
+        classify(support.long(), support_labels, query, 5, FewShotSettings(method="prototype"))
+    bad = query.clone()
+    bad[0, 0, 0] = math.nan
+    with pytest.raises(ValueError, match="query contains 1 NaN/inf"):
+        classify(support, support_labels, bad, 5, FewShotSettings(method="prototype"))
+
+
+# ----------------------------------------------------------------------------------------
+# the estimator
+
+
+def _problem(seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(3, 10)) * 5
+    X_support = np.repeat(centres, 2, axis=0) + rng.normal(size=(6, 10))
+    y_support = np.repeat(["a", "b", "c"], 2)
+    X_query = np.repeat(centres, 8, axis=0) + rng.normal(size=(24, 10))
+    return X_support, y_support, X_query, np.repeat(["a", "b", "c"], 8)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_estimator_fit_predict_with_any_labels(method):
+    X_support, y_support, X_query, y_query = _problem()
+    clf = DiffusionFewShotClassifier(method=method, num_steps=3, epochs=40).fit(X_support, y_support)
+    assert list(clf.classes_) == ["a", "b", "c"]
+    assert (clf.predict(X_query) == y_query).all()
+    assert clf.predict_proba(X_query).shape == (24, 3)
+
+
+def test_estimator_params_and_clone():
+    clf = DiffusionFewShotClassifier(num_steps=4, mu=0.1)
+    assert clf.get_params()["num_steps"] == 4
+    clf.set_params(num_steps=6, method="external")
+    twin = clone(clf)
+    assert twin.get_params() == clf.get_params() and twin is not clf
+    X_support, y_support, X_query, _ = _problem()
+    first = clone(twin.set_params(epochs=20)).fit(X_support, y_support).predict_proba(X_query)
+    second = clone(twin).fit(X_support, y_support).predict_proba(X_query)
+    assert np.allclose(first, second)  # same random_state, same result
+
+
+def test_estimator_passes_scikit_learns_checks_that_apply_to_transductive_models():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(DiffusionFewShotClassifier(epochs=3, num_steps=2), on_fail=None)
+    failed = {r["check_name"] for r in results if r["status"] == "failed"}
+    passed = [r for r in results if r["status"] == "passed"]
+    # a transductive model answers each query set as one task: predictions of a subset or a permutation of the
+    # queries may differ from those of the whole set, by design
+    assert failed == {"check_methods_subset_invariance", "check_methods_sample_order_invariance"}
+    assert len(passed) >= 50

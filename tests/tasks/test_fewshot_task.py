@@ -1,0 +1,103 @@
+"""``pdenets run few-shot`` on a small features file: every study, resumable, numbers pinned for the seeds."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from pdenets.cli import main
+from pdenets.data.fewshot import FeatureSet, save_features
+from pdenets.experiments import run_task
+from pdenets.tasks.fewshot import FewShotConfig, FewShotTask
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    classes, per_class, dim = 24, 22, 12
+    centres = rng.normal(size=(classes, dim)) * 1.3
+    values = np.repeat(centres, per_class, 0) + rng.normal(size=(classes * per_class, dim))
+    feature_set = FeatureSet(torch.tensor(values, dtype=torch.float32), torch.arange(classes).repeat_interleave(
+        per_class), tuple(f"c{i}" for i in range(classes)), base_classes=tuple(range(8)),
+        novel_classes=tuple(range(8, 24)))
+    return str(save_features(feature_set, tmp_path_factory.mktemp("features") / "toy.npz"))
+
+
+def small(features, **changes):
+    values = dict(datasets=[features], tasks=40, tasks_per_job=20, shots=[1, 5], epochs=30, workers=1,
+                  studies=["ablation"])
+    values.update(changes)
+    return FewShotTask(FewShotConfig(**values))
+
+
+def test_ablation_table_is_complete_and_pinned(features, tmp_path):
+    outcome = run_task(small(features), out=tmp_path / "run", progress=False)
+    table = outcome.results["ablation"]["toy"]
+    assert set(table) == {"5-way 1-shot", "5-way 5-shot"}
+    for cell in table.values():
+        assert set(cell) == {"prototype", "diffusion", "convection", "external", "internal"}
+        assert all(entry["tasks"] == 40 for entry in cell.values())
+    assert (outcome.planned, outcome.stored) == (2 * 5 * 2, 20)
+    pinned = {method: round(entry["mean"], 4) for method, entry in table["5-way 1-shot"].items()}
+    assert pinned == PINNED_1_SHOT
+    claim = outcome.results["claim"]["toy 5-way 1-shot"]
+    assert set(claim) == {"convection", "external", "prototype"}
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "| Internal convection-diffusion (Diff-ResNet) |" in report
+
+
+#: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features
+PINNED_1_SHOT = {"prototype": 92.3333, "diffusion": 93.5, "convection": 85.5333, "external": 87.2667,
+                 "internal": 95.6667}
+
+
+def test_studies_and_resume(features, tmp_path):
+    out = tmp_path / "run"
+    task = small(features, studies=["sensitivity", "timing", "picture"], sensitivity_tasks=20, n_top_values=[4, 8],
+                 strengths=[0.0, 2.5], step_counts=[2, 5], timing_layers=[0, 3], timing_tasks=20)
+    outcome = run_task(task, out=out, progress=False)
+    sensitivity = outcome.results["sensitivity"]
+    assert {s: sorted(p["value"] for p in points) for s, points in sensitivity.items()} == {
+        "n_top": [4, 8], "strength": [0.0, 2.5], "steps": [2, 5]}
+    assert sorted(p["layers"] for p in outcome.results["timing"]) == [0, 3]
+    for name in ("sensitivity.png", "timing.png", "picture.png"):
+        assert (out / name).stat().st_size > 0
+    again = run_task(task, out=out, progress=False)
+    assert again.new == 0 and again.results["sensitivity"] == sensitivity
+
+
+def test_every_setting_reaches_the_job_key(features):
+    from pdenets.experiments import job_key
+
+    def keys(**changes):
+        task = small(features, **changes)
+        task.prepare()
+        return {job_key("few-shot", job) for job in task.jobs()}
+
+    base = keys()
+    for change in ({"preprocessing": "raw"}, {"seed": 3}, {"queries": 10}):
+        assert not base & keys(**change), change
+    assert base == keys(workers=2, chunk_size=7)
+
+    def methods_changed(**change):
+        task = small(features, **change)
+        task.prepare()
+        return {job.settings.method for job in task.jobs() if job_key("few-shot", job) not in base}
+
+    # a setting changes the keys of exactly the methods that use it: the others stay stored
+    assert methods_changed(mu=0.02) == {"external"}
+    assert methods_changed(lam=0.3) == {"diffusion"}
+    assert methods_changed(n_top=6) == {"external", "internal"}
+    assert methods_changed(num_steps_one_shot=4) == {"internal"}
+    assert methods_changed(lr=0.05) == methods_changed(epochs=31) == {"convection", "external", "internal"}
+
+
+def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys):
+    out = tmp_path / "run"
+    for argv, message in ((["--way", "20"], "20-way tasks but"), (["--set", "methods=[knn]"], "methods must be one of"),
+                          (["--preprocessing", "centre", "--dataset", features + "x"], "missing features file"),
+                          (["--shot", "0"], "shots must be >= 1")):
+        code = main(["run", "few-shot", "--dataset", features, "--out", str(out), "--no-progress"] + argv)
+        assert code == 2 and message in capsys.readouterr().err, argv
+    assert not out.exists()
