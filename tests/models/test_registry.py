@@ -12,21 +12,34 @@ EDGES = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0]])
 
 
 def _inputs(name):
-    if model_entry(name).family == "diffusion":
+    family = model_entry(name).family
+    if family == "diffusion":
         return (torch.randn(6, 5),)
+    if family == "image":
+        return (torch.randn(6, 3, 16, 16),)
+    if family == "backbone":
+        return (torch.randn(6, 5, 16, 16),)
     return torch.randn(6, 5), EDGES
 
 
 def _kwargs(name):
-    if model_entry(name).family == "diffusion":
-        return {"block": "graph", "num_steps": 2, "step_size": 0.25, "weights": cycle_weights(6, torch.float32)}
-    return {}
+    family = model_entry(name).family
+    if family == "diffusion":
+        return {"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25,
+                "weights": cycle_weights(6, torch.float32)}
+    if family == "image":  # small versions of the image networks
+        if name.startswith("hamiltonian"):
+            return {"units": (2, 1), "widths": (8, 16), "image_size": 16}
+        return {"depth": 8 if name.startswith("resnet") else 11}
+    if family == "backbone":
+        return {"in_channels": 5, "image_size": 16}
+    return {"in_features": 5}
 
 
 @pytest.mark.parametrize("name", list_models())
 def test_every_registered_model_builds_runs_and_trains(name):
     torch.manual_seed(0)
-    model = create_model(name, in_features=5, num_classes=3, **_kwargs(name))
+    model = create_model(name, num_classes=3, **_kwargs(name))
     out = model(*_inputs(name))
     assert out.shape == (6, 3) and torch.isfinite(out).all()
     out.square().sum().backward()
@@ -37,24 +50,25 @@ def test_every_registered_model_builds_runs_and_trains(name):
 @pytest.mark.parametrize("name", list_models())
 def test_registry_defaults_are_applied_and_overridable(name):
     entry = model_entry(name)
-    default = create_model(name, in_features=5, num_classes=3, **_kwargs(name))
+    default = create_model(name, num_classes=3, **_kwargs(name))
     for key, value in entry.defaults.items():
         if key == "dropout":
-            assert create_model(name, in_features=5, num_classes=3, dropout=0.1, **_kwargs(name)).dropout == 0.1
+            assert create_model(name, num_classes=3, dropout=0.1, **_kwargs(name)).dropout == 0.1
             continue
-        model = create_model(name, in_features=5, num_classes=3, **{key: value * 2}, **_kwargs(name))
+        model = create_model(name, num_classes=3, **{key: value * 2}, **_kwargs(name))
         assert sum(p.numel() for p in model.parameters()) != sum(p.numel() for p in default.parameters()), key
 
 
 def test_families_and_training_defaults():
     assert list_models("diffusion") == ["diff-resnet", "no-diff-resnet"]
+    assert {"hamiltonian-74", "hamiltonian-74-fractional", "resnet-44", "preresnet-20"} <= set(list_models("image"))
     assert list_models("message-passing") == ["gat", "gcn", "sage-maxpool", "sage-mean"]
     assert model_entry("gat").training == {"lr": 0.005, "weight_decay": 5e-4}
     assert model_entry("gcn").defaults == {"hidden": 16, "dropout": 0.5}
 
 
 def test_typos_list_the_valid_names_and_duplicates_are_refused():
-    with pytest.raises(KeyError, match="unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: diff-resnet, gat"):
+    with pytest.raises(KeyError, match="unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: conv4, diff-resnet, gat"):
         create_model("gnc", in_features=2, num_classes=2)
     with pytest.raises(ValueError, match="already registered"):
         register_model("gcn", family="message-passing")(lambda in_features, num_classes: None)

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import torch
+from torch.nn import functional as F
 
 from .._checks import NonFiniteError, check_finite
 
-__all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "parameters_finite"]
+__all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "parameters_finite", "batches",
+           "train_epoch", "evaluate_classifier", "mean_iou"]
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -176,3 +178,86 @@ def fit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable
     else:
         result.best_epoch = result.epochs if result.diverged_at is None else result.epochs - 1
     return result
+
+
+# ----------------------------------------------------------------------------------------
+# minibatch training (image tasks); shards each global batch across processes under torchrun
+
+
+def batches(count: int, batch_size: int, generator: torch.Generator, *, shuffle: bool = True):
+    """Index tensors of the global batches of one epoch (the last one may be smaller)."""
+    order = torch.randperm(count, generator=generator) if shuffle else torch.arange(count)
+    return [order[start:start + batch_size] for start in range(0, count, batch_size)]
+
+
+def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, targets: torch.Tensor,
+                *, batch_size: int, generator: torch.Generator,
+                augment: Optional[Callable[[torch.Tensor, torch.Generator], torch.Tensor]] = None,
+                penalty: Optional[Callable[[], torch.Tensor]] = None, scheduler=None, device: str = "cpu",
+                shard: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+                reduce: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> Dict[str, float]:
+    """One epoch of minibatch SGD with cross entropy (+ ``penalty()``); returns mean loss and accuracy.
+
+    Every process draws the same global batches and augmentations from ``generator``;
+    ``shard`` selects this process's rows of each global batch and ``reduce`` sums a tensor
+    over processes (both identity when training alone), so training under
+    DistributedDataParallel follows the single-process trajectory.
+    """
+    model.train()
+    totals = torch.zeros(3, dtype=torch.float64)  # loss · rows, correct, rows
+    for index in batches(len(targets), batch_size, generator):
+        x, y = inputs[index], targets[index]
+        if augment is not None:
+            x = augment(x, generator)
+        if shard is not None:
+            x, y = shard(x), shard(y)
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        objective = loss if penalty is None else loss + penalty()
+        if not bool(torch.isfinite(objective)):
+            raise NonFiniteError(f"the training loss became {float(objective)}")
+        objective.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        predictions = logits.detach().argmax(1)
+        totals += torch.tensor([float(loss.detach()) * y.numel(), float((predictions == y).sum()), y.numel()],
+                               dtype=torch.float64)
+    if reduce is not None:
+        totals = reduce(totals)
+    return {"loss": float(totals[0] / totals[2]), "accuracy": float(totals[1] / totals[2])}
+
+
+@torch.no_grad()
+def evaluate_classifier(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, batch_size: int = 500,
+                        device: str = "cpu", transform: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+                        ) -> Dict[str, Any]:
+    """Loss, accuracy and predictions of ``model`` in evaluation mode (per pixel for segmentation targets)."""
+    was_training = model.training
+    model.eval()
+    loss, correct, count, predictions = 0.0, 0, 0, []
+    for start in range(0, len(targets), batch_size):
+        x = inputs[start:start + batch_size]
+        x = transform(x) if transform is not None else x
+        y = targets[start:start + batch_size].to(device)
+        logits = model(x.to(device))
+        loss += float(F.cross_entropy(logits, y, reduction="sum"))
+        predicted = logits.argmax(1)
+        correct += int((predicted == y).sum())
+        count += y.numel()
+        predictions.append(predicted.cpu())
+    model.train(was_training)
+    return {"loss": loss / count, "accuracy": correct / count, "predictions": torch.cat(predictions)}
+
+
+def mean_iou(predictions: torch.Tensor, targets: torch.Tensor, num_classes: int) -> float:
+    """Mean over classes present in ``targets`` or ``predictions`` of ``|P ∩ T| / |P ∪ T|`` (per-class IoU)."""
+    ious = []
+    for c in range(num_classes):
+        predicted, actual = predictions == c, targets == c
+        union = int((predicted | actual).sum())
+        if union:
+            ious.append(int((predicted & actual).sum()) / union)
+    return float(sum(ious) / len(ious)) if ious else math.nan

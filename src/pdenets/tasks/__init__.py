@@ -6,6 +6,6 @@ registry. See ``docs/tasks.md`` for adding one.
 """
 
 from ..experiments.task import REPRODUCTIONS, TASKS, get_reproduction, get_task
-from . import fewshot, node_classification, synthetic  # noqa: F401  (registers the tasks)
+from . import fewshot, image_classification, node_classification, synthetic  # noqa: F401  (registers the tasks)
 
 __all__ = ["TASKS", "REPRODUCTIONS", "get_task", "get_reproduction"]

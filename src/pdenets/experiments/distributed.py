@@ -1,0 +1,79 @@
+"""Training across processes with PyTorch DistributedDataParallel, when launched by ``torchrun``.
+
+``torchrun --nproc_per_node=2 -m pdenets.cli run image-classification ...`` starts two
+processes; :func:`distributed_context` reads the launcher's environment (``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), joins the process group (``gloo`` on the
+CPU, ``nccl`` on CUDA) and returns the pieces :func:`~pdenets.experiments.training.train_epoch`
+needs: every process draws the same global batch, keeps its slice (:meth:`DistributedContext.shard`),
+and DDP averages the gradients, so the model follows the single-process trajectory for the same
+global batch and seed. Launched without ``torchrun``, the context is the identity.
+
+Example:
+    >>> context = distributed_context()
+    >>> (context.rank, context.world_size, context.is_main)
+    (0, 1, True)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["DistributedContext", "distributed_context"]
+
+
+@dataclass
+class DistributedContext:
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.world_size > 1
+
+    def shard(self, batch: torch.Tensor) -> torch.Tensor:
+        """This process's rows of a global batch (contiguous, equal sizes: the batch must divide evenly)."""
+        if not self.active:
+            return batch
+        if batch.shape[0] % self.world_size:
+            raise ValueError(f"a global batch of {batch.shape[0]} does not split over {self.world_size} processes; "
+                             "choose a batch size (and data size) divisible by the number of processes")
+        size = batch.shape[0] // self.world_size
+        return batch[self.rank * size:(self.rank + 1) * size]
+
+    def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Sum over processes."""
+        if self.active:
+            tensor = tensor.clone()
+            dist.all_reduce(tensor)
+        return tensor
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """DistributedDataParallel around ``model`` when running in several processes."""
+        if not self.active:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+
+    def close(self) -> None:
+        if self.active and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def distributed_context(device: str = "cpu") -> DistributedContext:
+    """Join the process group ``torchrun`` prepared, or a single-process context."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return DistributedContext()
+    rank = int(os.environ["RANK"])
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", rank=rank, world_size=world_size)
+    return DistributedContext(rank, world_size)

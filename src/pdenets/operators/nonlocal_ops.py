@@ -1,0 +1,193 @@
+r"""Nonlocal (integro-differential) operators on pixel strips: the kernels of PIDE networks (Bohn, Griebel &
+Kannan, "Deep Neural Networks and PIDE discretizations", 2021, §3–4).
+
+Given query embeddings ``θ_i`` (``i = 1 … N``), key embeddings ``φ_j`` (``j = 1 … M``), values
+``V_j ∈ R^C`` and the queries' own values ``X_i``, each operator computes one term
+``T_i ∈ R^C``, normalized by ``𝒩_i`` (``"count"``: ``𝒩 = M``, the number of key strips, the
+paper's choice; ``"row-sum"``: ``𝒩_i = Σ_j ω_ij``):
+
+======================  ==========================================================  =====================================
+operator                kernel ``ω_ij``                                              term ``T_i``
+======================  ==========================================================  =====================================
+``diffusion-dot``       ``λ θ_iᵀφ_j`` (scaled embedded dot product)                ``(1/𝒩_i) Σ_j ω_ij (V_j − X_i)``
+``diffusion-gaussian``  ``exp(λ θ_iᵀφ_j)`` (embedded Gaussian)                     ``(1/𝒩_i) Σ_j ω_ij (V_j − X_i)``
+``fractional``          ``λ / ‖θ_i − φ_j‖^{n+2s}``, ``0 < s < 1``                  ``(c_{n,s}/𝒩_i) Σ_j ω_ij (X_i − V_j)``
+``inverse-fractional``  ``λ / ‖θ_i − φ_j‖^{n−2s}``, ``0 < s < n/2``                ``(c_{n,−s}/𝒩_i) Σ_j ω_ij V_j``
+``log``                 ``−2λ log‖θ_i − φ_j‖ − γ_E`` (``s = n/2``)                 ``(c_n/𝒩_i) Σ_j ω_ij V_j``
+======================  ==========================================================  =====================================
+
+with :math:`c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)`, :math:`c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))`,
+:math:`c_n = 1/((4π)^{n/2} Γ(n/2))` and ``γ_E`` the Euler–Mascheroni constant. ``n`` is the
+dimension of the image domain, ``n = 2``; the paper's ``(−Δ)^{−1}`` is the log kernel
+(``s = n/2 = 1``). Where a singular kernel is undefined (``θ_i = φ_j``), the entry is 0
+("safe divide"; for the log kernel the term is dropped), so outputs and gradients stay finite.
+
+Two ways to compute each operator, equal in exact arithmetic:
+
+* ``path="naive"`` materializes the ``N × M`` kernel — the reference;
+* ``path="fast"`` never holds ``N × M`` at once: the dot-product kernel reassociates,
+  ``Σ_j λ θ_iᵀφ_j V_j = λ θ_i (Φᵀ V)``; the embedded Gaussian with row-sum normalization is a
+  softmax attention (``torch.nn.functional.scaled_dot_product_attention``); every other
+  combination runs over blocks of query rows, each block's kernel recomputed in the backward
+  pass (activation checkpointing), so neither direction stores ``N × M``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Optional
+
+import torch
+from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
+
+from .._checks import check_choice, check_floating
+
+__all__ = ["NONLOCAL_OPERATORS", "NORMALIZERS", "fractional_constant", "inverse_fractional_constant",
+           "log_constant", "nonlocal_kernel", "nonlocal_apply", "EULER_GAMMA", "operator_constant"]
+
+NONLOCAL_OPERATORS = ("diffusion-dot", "diffusion-gaussian", "fractional", "inverse-fractional", "log")
+NORMALIZERS = ("count", "row-sum")
+EULER_GAMMA = 0.5772156649015329
+#: Default number of query rows per block of the chunked path.
+CHUNK_ROWS = 1024
+
+
+def fractional_constant(n: int, s: float) -> float:
+    """:math:`c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)`, ``0 < s < 1``.
+
+    Example:
+        >>> round(fractional_constant(1, 0.5) * math.pi, 12)    # c_{1,1/2} = 1/π
+        1.0
+    """
+    if not 0 < s < 1:
+        raise ValueError(f"the fractional Laplacian needs 0 < s < 1, got s={s}")
+    return 4 ** s * math.gamma(n / 2 + s) / (math.pi ** (n / 2) * abs(math.gamma(-s)))
+
+
+def inverse_fractional_constant(n: int, s: float) -> float:
+    """:math:`c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))`, ``0 < s < n/2``."""
+    if not 0 < s < n / 2:
+        raise ValueError(f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the "
+                         "log kernel)")
+    return math.gamma(n / 2 - s) / (4 ** s * math.pi ** (n / 2) * math.gamma(s))
+
+
+def log_constant(n: int) -> float:
+    """:math:`c_n = 1 / ((4π)^{n/2} Γ(n/2))` of the log kernel (``s = n/2``)."""
+    return 1.0 / ((4 * math.pi) ** (n / 2) * math.gamma(n / 2))
+
+
+def operator_constant(operator: str, *, s: float, n: int) -> float:
+    if operator == "fractional":
+        return fractional_constant(n, s)
+    if operator == "inverse-fractional":
+        return inverse_fractional_constant(n, s)
+    if operator == "log":
+        return log_constant(n)
+    return 1.0
+
+
+def _distances(theta: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+    """‖θ_i − φ_j‖², ``(B, N, M)``; distances at the level of round-off (equal embeddings up to the last bits) are 0."""
+    norms = theta.square().sum(-1)[..., :, None] + phi.square().sum(-1)[..., None, :]
+    squared = norms - 2 * torch.matmul(theta, phi.transpose(-1, -2))
+    noise = 64 * torch.finfo(squared.dtype).eps * norms
+    return torch.where(squared > noise, squared, torch.zeros_like(squared))
+
+
+def nonlocal_kernel(theta: torch.Tensor, phi: torch.Tensor, operator: str, *, lam: float = 0.1, s: float = 0.5,
+                    n: int = 2) -> torch.Tensor:
+    """The kernel ``ω`` of the module table, ``(B, N, M)``; singular entries (zero distance) are 0."""
+    check_choice(operator, "operator", NONLOCAL_OPERATORS)
+    if operator in ("diffusion-dot", "diffusion-gaussian"):
+        scores = lam * torch.matmul(theta, phi.transpose(-1, -2))
+        return scores if operator == "diffusion-dot" else torch.exp(scores)
+    squared = _distances(theta, phi)
+    positive = squared > 0
+    safe = torch.where(positive, squared, torch.ones_like(squared))  # no inf/NaN in either direction
+    if operator == "log":
+        values = -lam * torch.log(safe) - EULER_GAMMA  # −2λ log‖·‖ = −λ log‖·‖²
+    else:
+        power = (n + 2 * s) if operator == "fractional" else (n - 2 * s)
+        values = lam * safe.pow(-power / 2)
+    return torch.where(positive, values, torch.zeros_like(values))
+
+
+def _combine(kernel: torch.Tensor, values: torch.Tensor, centres: torch.Tensor, operator: str, normalizer: str,
+             count: int, constant: float) -> torch.Tensor:
+    """``T_i`` from a block of kernel rows ``(B, n, M)``, the values ``(B, M, C)`` and the rows' centres ``(B, n, C)``."""
+    weighted = torch.matmul(kernel, values)  # Σ_j ω_ij V_j
+    if normalizer == "row-sum":
+        sums = kernel.sum(-1, keepdim=True)
+        scale = torch.where(sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)),
+                            torch.zeros_like(sums))
+    else:
+        sums = kernel.sum(-1, keepdim=True) if operator in ("diffusion-dot", "diffusion-gaussian", "fractional") \
+            else None
+        scale = 1.0 / count
+    if operator in ("diffusion-dot", "diffusion-gaussian"):
+        return scale * (weighted - centres * sums)
+    if operator == "fractional":
+        return constant * scale * (centres * sums - weighted)
+    return constant * scale * weighted
+
+
+def _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n):
+    kernel = nonlocal_kernel(theta, phi, operator, lam=lam, s=s, n=n)
+    return _combine(kernel, values, centres, operator, normalizer, count, constant)
+
+
+def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, centres: torch.Tensor,
+                   operator: str, *, lam: float = 0.1, s: float = 0.5, n: int = 2, normalizer: str = "count",
+                   path: str = "fast", chunk_rows: Optional[int] = None) -> torch.Tensor:
+    """The term ``T`` of the module table for every query strip.
+
+    Shapes:
+        - theta: ``(B, N, d)`` query embeddings; phi: ``(B, M, d)`` key embeddings
+        - values: ``(B, M, C)`` (``V_j``); centres: ``(B, N, C)`` (``X_i``)
+        - output: ``(B, N, C)``
+
+    Example:
+        >>> import torch
+        >>> theta, phi = torch.randn(1, 6, 3, dtype=torch.float64), torch.randn(1, 4, 3, dtype=torch.float64)
+        >>> values, centres = torch.randn(1, 4, 2, dtype=torch.float64), torch.randn(1, 6, 2, dtype=torch.float64)
+        >>> naive = nonlocal_apply(theta, phi, values, centres, "fractional", path="naive")
+        >>> torch.allclose(naive, nonlocal_apply(theta, phi, values, centres, "fractional", path="fast", chunk_rows=2))
+        True
+    """
+    check_choice(operator, "operator", NONLOCAL_OPERATORS)
+    check_choice(normalizer, "normalizer", NORMALIZERS)
+    check_choice(path, "path", ("naive", "fast"))
+    for tensor, name in ((theta, "theta"), (phi, "phi"), (values, "values"), (centres, "centres")):
+        check_floating(tensor, name)
+    if theta.shape[-1] != phi.shape[-1] or values.shape[-2] != phi.shape[-2] or centres.shape[-2] != theta.shape[-2] \
+            or values.shape[-1] != centres.shape[-1]:
+        raise ValueError(f"shapes do not fit: theta {tuple(theta.shape)}, phi {tuple(phi.shape)}, values "
+                         f"{tuple(values.shape)}, centres {tuple(centres.shape)}")
+    constant = operator_constant(operator, s=s, n=n)
+    count = phi.shape[-2]
+    if path == "naive":
+        return _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n)
+    if operator == "diffusion-dot":
+        summary = lam * torch.matmul(phi.transpose(-1, -2), values)  # λ Φᵀ V, (B, d, C)
+        weighted = torch.matmul(theta, summary)
+        sums = lam * torch.matmul(theta, phi.sum(-2, keepdim=True).transpose(-1, -2))  # (B, N, 1)
+        if normalizer == "count":
+            return (weighted - centres * sums) / count
+        scale = torch.where(sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)),
+                            torch.zeros_like(sums))
+        return scale * (weighted - centres * sums)
+    if operator == "diffusion-gaussian" and normalizer == "row-sum":
+        attended = F.scaled_dot_product_attention(theta[:, None], phi[:, None], values[:, None], scale=lam)[:, 0]
+        return attended - centres
+    rows = chunk_rows or CHUNK_ROWS
+    block = partial(_rows, operator=operator, normalizer=normalizer, count=count, constant=constant, lam=lam, s=s,
+                    n=n)
+    pieces = []
+    needs_graph = torch.is_grad_enabled() and any(t.requires_grad for t in (theta, phi, values, centres))
+    for start in range(0, theta.shape[-2], rows):
+        arguments = (theta[..., start:start + rows, :], phi, values, centres[..., start:start + rows, :])
+        pieces.append(checkpoint(block, *arguments, use_reentrant=False) if needs_graph else block(*arguments))
+    return torch.cat(pieces, dim=-2)
