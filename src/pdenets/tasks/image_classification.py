@@ -97,6 +97,7 @@ class ImageClassificationConfig(TaskConfig):
     l2_resnet: float = setting(1e-4, "L2 penalty of the ResNet baselines")
     smoothness: float = setting(1e-8, "alpha2 of the weight smoothness decay (Hamiltonian networks)")
     train_limit: Optional[int] = setting(None, "training images used (CIFAR; default all 40,000)")
+    test_limit: Optional[int] = setting(None, "held-out images evaluated (CIFAR; default all 10,000)")
     canvas_train: int = setting(20000, "training canvases")
     canvas_test: int = setting(2000, "test canvases (from MNIST test digits)")
     canvas_size: int = setting(96, "canvas side")
@@ -123,6 +124,8 @@ class ImageClassificationConfig(TaskConfig):
             raise ConfigError(f"resnet_depth must be 6n + 2, got {self.resnet_depth}")
         if self.train_limit is not None and self.train_limit < self.batch_size:
             raise ConfigError("train_limit must be at least one batch")
+        if self.test_limit is not None and self.test_limit < 1:
+            raise ConfigError("test_limit must be a positive count")
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,9 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
         train = load_cifar10("train", data_dir, limit=data.get("train_limit"))
         mean = mean_image(train.images)
         result = {"train": ImageData(train.images - mean, train.labels, train.name),
-                  "tests": {"held-out 10,000": _shift(load_cifar10("heldout", data_dir), mean),
-                            "official 1,000": _shift(load_cifar10("official", data_dir), mean)},
+                  "tests": {"held-out": _shift(load_cifar10("heldout", data_dir, limit=data.get("test_limit")),
+                                                      mean),
+                            "official": _shift(load_cifar10("official", data_dir), mean)},
                   "classes": 10, "channels": 3, "size": 32, "augment": True, "segmentation": False}
     else:
         segmentation = name == "canvas-segmentation"
@@ -303,7 +307,7 @@ class ImageClassificationTask(Task):
                     "smoothness": config.smoothness}
         jobs = []
         for dataset in config.datasets:
-            data = {"train_limit": config.train_limit} if dataset == "cifar10" else {
+            data = {"train_limit": config.train_limit, "test_limit": config.test_limit} if dataset == "cifar10" else {
                 "canvas_train": config.canvas_train, "canvas_test": config.canvas_test,
                 "canvas_size": config.canvas_size, "min_distance": config.min_distance}
             for model in config.models:
@@ -369,8 +373,10 @@ def _write_report(task: ImageClassificationTask, results, records, run_dir) -> N
     for dataset, models in results["table"].items():
         report.heading(f"{dataset}: median over seeds")
         if dataset == "cifar10":
-            report.paragraph("Test set: the **last 10,000 training images, held out** (the offline data lacks 9,000 of "
-                             "the official test images); also the 1,000 official test images available.")
+            limit = config.test_limit or 10_000
+            report.paragraph(f"Test sets: *held-out* = the first {min(limit, 10_000):,} of the **last 10,000 training "
+                             "images, held out** from training (the offline data lacks 9,000 of the official test "
+                             "images); *official* = the 1,000 official test images available.")
         tests = [key for key in next(iter(models.values())) if isinstance(next(iter(models.values()))[key], dict)]
         rows = []
         for model, entry in models.items():

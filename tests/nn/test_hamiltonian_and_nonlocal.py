@@ -1,0 +1,144 @@
+"""HamiltonianBlock (Verlet step, exact inverse, volume preservation) and NonlocalBlock (stages, subsampling, paths)."""
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from pdenets.nn import HamiltonianBlock, NonlocalBlock
+from pdenets.operators.nonlocal_ops import NONLOCAL_OPERATORS, nonlocal_apply
+
+
+def _randomize_batch_norm(module, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    for m in module.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g, dtype=m.running_mean.dtype))
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=g, dtype=m.running_var.dtype) + 0.5)
+            m.weight.data.copy_(torch.randn(m.weight.shape, generator=g, dtype=m.weight.dtype))
+    return module
+
+
+# ----------------------------------------------------------------------------------------
+# Hamiltonian block
+
+
+def test_verlet_step_matches_its_formula_with_the_adjoint_convolution():
+    torch.manual_seed(0)
+    block = HamiltonianBlock(6, step_size=0.3, batch_norm=False).double()
+    x = torch.randn(2, 6, 5, 4, dtype=torch.float64)
+    y, z = x[:, :3], x[:, 3:]
+
+    def adjoint(conv, u):  # Kᵀ u = the vector–Jacobian product of the (bias-free) convolution
+        probe = torch.zeros_like(u, requires_grad=True)
+        return torch.autograd.grad(F.conv2d(probe, conv.weight, padding=1), probe, u)[0]
+
+    y1 = y + 0.3 * adjoint(block.conv1, F.relu(block.conv1(z)))
+    z1 = z - 0.3 * adjoint(block.conv2, F.relu(block.conv2(y1)))
+    torch.testing.assert_close(block(x), torch.cat([y1, z1], 1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_inverse_is_exact_and_minus_h_is_not(batch_norm):
+    torch.manual_seed(1)
+    block = _randomize_batch_norm(HamiltonianBlock(8, step_size=0.5, batch_norm=batch_norm).double()).eval()
+    x = torch.randn(3, 8, 6, 6, dtype=torch.float64)
+    out = block(x)
+    torch.testing.assert_close(block.inverse(out), x, rtol=0, atol=1e-12)
+    torch.testing.assert_close(block(block.inverse(x)), x, rtol=0, atol=1e-12)
+    block.step_size = -0.5  # running the step backwards evaluates K1 at Z_{j+1}: not the inverse
+    with torch.no_grad():
+        assert float((block(out) - x).abs().max()) > 1e-3
+
+
+def test_verlet_step_preserves_volume():
+    # each half-step is a shear (Y += f(Z), Z −= g(Y)): the Jacobian determinant is exactly 1
+    torch.manual_seed(2)
+    block = HamiltonianBlock(2, step_size=0.8, batch_norm=False).double()
+    x = torch.randn(1, 2, 3, 3, dtype=torch.float64)
+    jacobian = torch.autograd.functional.jacobian(lambda v: block(v.view(1, 2, 3, 3)).flatten(), x.flatten())
+    assert float(torch.linalg.det(jacobian)) == pytest.approx(1.0, abs=1e-10)
+    assert float((jacobian - torch.eye(18, dtype=torch.float64)).abs().max()) > 1e-2  # and is not the identity
+
+
+def test_hamiltonian_gradcheck_and_bad_input():
+    torch.manual_seed(3)
+    block = HamiltonianBlock(4, batch_norm=False).double()
+    x = torch.randn(1, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(block, (x,))
+    with pytest.raises(ValueError, match="even"):
+        HamiltonianBlock(5)
+    with pytest.raises(ValueError, match=r"expects \(B, 4, H, W\)"):
+        block(torch.randn(1, 6, 3, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="step_size"):
+        HamiltonianBlock(4, step_size=0.0)
+
+
+# ----------------------------------------------------------------------------------------
+# nonlocal block
+
+
+def _strips(x):
+    return x.flatten(2).transpose(1, 2)
+
+
+@pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
+def test_nonlocal_block_follows_its_stage_formula(operator):
+    torch.manual_seed(4)
+    block = _randomize_batch_norm(NonlocalBlock(6, operator=operator, stages=3, step_size=0.2, lam=0.3, s=0.4,
+                                                subsample=2, path="naive").double()).eval()
+    x = torch.randn(2, 6, 6, 4, dtype=torch.float64)
+    theta = _strips(block.theta(x))
+    phi = _strips(F.max_pool2d(block.phi(x), 2))  # keys subsampled, queries not
+
+    def term(u):
+        t = nonlocal_apply(theta, phi, _strips(F.max_pool2d(u, 2)), _strips(u), operator, lam=0.3, s=0.4)
+        return t.transpose(1, 2).reshape(u.shape)
+
+    stage = x
+    for outer in block.outer:  # B_m = X + h 𝒦_m[T(B_{m−1})], the kernel fixed from X
+        stage = x + 0.2 * outer(term(stage))
+    torch.testing.assert_close(block(x), stage, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
+def test_nonlocal_block_fast_equals_naive(operator):
+    torch.manual_seed(5)
+    naive = NonlocalBlock(8, operator=operator, subsample=2, path="naive").double()
+    fast = NonlocalBlock(8, operator=operator, subsample=2, path="fast").double()
+    fast.load_state_dict(naive.state_dict())
+    x = torch.randn(2, 8, 8, 6, dtype=torch.float64, requires_grad=True)
+    x_fast = x.detach().clone().requires_grad_()
+    out_naive, out_fast = naive(x), fast(x_fast)
+    torch.testing.assert_close(out_fast, out_naive, rtol=1e-10, atol=1e-12)
+    weights = torch.randn_like(out_naive)
+    (out_naive * weights).sum().backward()
+    (out_fast * weights).sum().backward()
+    torch.testing.assert_close(x_fast.grad, x.grad, rtol=1e-9, atol=1e-11)
+    for (name, p), q in zip(naive.named_parameters(), fast.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-9, atol=1e-11, msg=name)
+
+
+@pytest.mark.parametrize("operator", ["fractional", "log"])
+def test_nonlocal_block_gradcheck_and_constant_image(operator):
+    torch.manual_seed(6)
+    block = NonlocalBlock(4, operator=operator, subsample=1, batch_norm=False).double()
+    x = torch.randn(1, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(block, (x,))
+    constant = torch.ones(1, 4, 4, 4, dtype=torch.float64, requires_grad=True)  # all distances zero
+    out = block(constant)
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(constant.grad).all()
+
+
+def test_nonlocal_block_bad_arguments():
+    with pytest.raises(ValueError, match="0 < s < 1"):
+        NonlocalBlock(4, operator="fractional", s=1.0)
+    with pytest.raises(ValueError, match="n/2"):
+        NonlocalBlock(4, operator="inverse-fractional", s=1.0)
+    with pytest.raises(ValueError, match="operator"):
+        NonlocalBlock(4, operator="gauss")
+    block = NonlocalBlock(4, subsample=4)
+    with pytest.raises(ValueError, match="smaller than the subsampling"):
+        block(torch.randn(1, 4, 2, 8))
+    with pytest.raises(ValueError, match=r"expects \(B, 4, H, W\)"):
+        block(torch.randn(1, 3, 8, 8))

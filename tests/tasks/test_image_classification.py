@@ -1,0 +1,61 @@
+"""``pdenets run image-classification`` at toy scale: CIFAR-10 and canvas segmentation, resume, report, config checks."""
+
+import json
+
+import pytest
+
+from pdenets.cli import main
+from pdenets.data.paths import resolve_data_dir
+from pdenets.experiments import ConfigError, run_task
+from pdenets.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
+
+DATA = resolve_data_dir()
+TINY = dict(units=[1, 1], widths=[4, 8], resnet_depth=8, resnet_widths=[4, 8, 8], epochs=1, batch_size=50,
+            workers=1, flops_models=["resnet-44", "hamiltonian-74-fractional"])
+
+
+@pytest.mark.skipif(not (DATA / "cifar10").is_dir(), reason="offline CIFAR-10 not available")
+def test_cifar_run_stores_resumes_and_reports(tmp_path):
+    config = ImageClassificationConfig(models=["resnet-44", "hamiltonian-74-fractional"], seeds=[0],
+                                       train_limit=100, test_limit=200, **TINY)
+    outcome = run_task(ImageClassificationTask(config), out=tmp_path / "run", progress=False)
+    assert outcome.stored == 2 and outcome.new == 2
+    table = outcome.results["table"]["cifar10"]
+    for entry in table.values():
+        assert set(entry) >= {"held-out accuracy", "official accuracy", "parameters"}
+        assert 0 <= entry["held-out accuracy"]["median"] <= 100
+    assert outcome.results["flops"]["paper scale"]["resnet-44"]["parameters"] == 661_338
+    again = run_task(ImageClassificationTask(config), out=tmp_path / "run", progress=False)
+    assert again.new == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["table"] == outcome.results["table"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "held out" in report and "eigenvalues.png" in report
+    assert (tmp_path / "run" / "eigenvalues.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
+    config = ImageClassificationConfig(datasets=["canvas-segmentation"], models=["hamiltonian-74-diffusion"],
+                                       seeds=[0], canvas_train=50, canvas_test=20, canvas_size=40, min_distance=10.0,
+                                       **TINY)
+    outcome = run_task(ImageClassificationTask(config), out=tmp_path / "run", progress=False)
+    entry = outcome.results["table"]["canvas-segmentation"]["hamiltonian-74-diffusion"]
+    assert 0 <= entry["test canvases mean_iou"]["median"] <= entry["test canvases accuracy"]["median"] <= 100
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(units=[1, 1], widths=[4]), "same length"),
+    (dict(widths=[4, 5, 8]), "even"),
+    (dict(resnet_depth=10), "6n \\+ 2"),
+    (dict(models=["hamiltonian-75"]), "models"),
+    (dict(datasets=["cifar100"]), "datasets"),
+    (dict(train_limit=10), "one batch"),
+])
+def test_bad_configs_are_refused(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        ImageClassificationTask(ImageClassificationConfig(**changes)).validate()
+
+
+def test_cli_refuses_a_model_typo_in_one_line(capsys):
+    assert main(["run", "image-classification", "--model", "hamiltonian-47", "--out", "unused"]) == 2
+    assert "hamiltonian-47" in capsys.readouterr().err
