@@ -155,3 +155,16 @@ def test_bad_arguments_are_named():
         nonlocal_apply(theta, phi[..., :2], values, centres, "log")
     with pytest.raises(TypeError, match="theta"):
         nonlocal_apply(theta.long(), phi, values, centres, "log")
+
+
+def test_embedded_gaussian_runs_pytorchs_fused_cpu_kernel():
+    # the fused (flash) kernel keeps memory O(N); it refuses mixed widths and strided inputs, which the
+    # operator pads and copies: forcing the backend raises if the math fallback would run instead
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    theta, phi, values, centres = (t.float() for t in _inputs(n=40, m=12, d=3, c=5, seed=4))
+    strided = torch.randn(2, 5, 12).transpose(1, 2)  # values as NonlocalBlock passes them: a transposed view
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        fast = nonlocal_apply(theta, phi, strided, centres, "diffusion-gaussian", normalizer="row-sum")
+    naive = nonlocal_apply(theta, phi, strided, centres, "diffusion-gaussian", normalizer="row-sum", path="naive")
+    torch.testing.assert_close(fast, naive, rtol=1e-5, atol=1e-6)

@@ -28,8 +28,8 @@ Two ways to compute each operator, equal in exact arithmetic:
 * ``path="fast"`` never holds ``N × M`` at once: the dot-product kernel reassociates,
   ``Σ_j λ θ_iᵀφ_j V_j = λ θ_i (Φᵀ V)``; the embedded Gaussian with row-sum normalization is a
   softmax attention (``torch.nn.functional.scaled_dot_product_attention``); every other
-  combination runs over blocks of query rows, each block's kernel recomputed in the backward
-  pass (activation checkpointing), so neither direction stores ``N × M``.
+  combination runs over cache-sized blocks of query rows, each block's kernel recomputed in
+  the backward pass (a custom autograd function), so neither direction stores ``N × M``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Optional
 
 import torch
 from torch.nn import functional as F
-from torch.utils.checkpoint import checkpoint
+from torch.autograd.function import once_differentiable
 
 from .._checks import check_choice, check_floating
 
@@ -183,15 +183,75 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
                             torch.zeros_like(sums))
         return scale * (weighted - centres * sums)
     if operator == "diffusion-gaussian" and normalizer == "row-sum":
-        attended = F.scaled_dot_product_attention(theta[:, None], phi[:, None], values[:, None], scale=lam)[:, 0]
-        return attended - centres
+        return _attention(theta, phi, values, lam) - centres
     batch = theta[..., 0, 0].numel()
+    batch = theta[..., 0, 0].numel()
+    if chunk_rows is None and batch * theta.shape[-2] * count <= CHUNK_ELEMENTS:
+        # the whole kernel fits one block: plain autograd is faster and stores a few block-sized tensors
+        return _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n)
     rows = chunk_rows or max(1, CHUNK_ELEMENTS // max(1, batch * count))
     block = partial(_rows, operator=operator, normalizer=normalizer, count=count, constant=constant, lam=lam, s=s,
                     n=n)
-    pieces = []
-    needs_graph = torch.is_grad_enabled() and any(t.requires_grad for t in (theta, phi, values, centres))
-    for start in range(0, theta.shape[-2], rows):
-        arguments = (theta[..., start:start + rows, :], phi, values, centres[..., start:start + rows, :])
-        pieces.append(checkpoint(block, *arguments, use_reentrant=False) if needs_graph else block(*arguments))
-    return torch.cat(pieces, dim=-2)
+    return _ChunkedRows.apply(theta, phi, values, centres, block, rows)
+
+
+def _attention(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, lam: float) -> torch.Tensor:
+    """``softmax(λ θ φᵀ) V`` by ``scaled_dot_product_attention``.
+
+    PyTorch's fused CPU kernel (flash attention, memory ``O(N)``) needs contiguous queries, keys
+    and values of one width; otherwise the math backend runs and stores the ``N × M`` weights. Zero columns
+    leave ``θᵀφ`` unchanged, so the narrower side is padded to the wider and the output cut back.
+    """
+    width = max(theta.shape[-1], values.shape[-1])
+    theta, phi = (F.pad(t, (0, width - t.shape[-1])) for t in (theta, phi))
+    padded_values = F.pad(values, (0, width - values.shape[-1]))
+    shape = theta.shape[:-2]
+    flat = [t.reshape(-1, 1, *t.shape[-2:]).contiguous() for t in (theta, phi, padded_values)]  # fused: stride 1
+    out = F.scaled_dot_product_attention(*flat, scale=lam)[:, 0, :, :values.shape[-1]]
+    return out.reshape(*shape, *out.shape[-2:])
+
+
+class _ChunkedRows(torch.autograd.Function):
+    """``T`` computed over blocks of ``rows`` query rows; the backward pass recomputes each block's kernel.
+
+    Saves only the four inputs (``O(N + M)``), never a kernel row block beyond the one in use.
+    (``torch.utils.checkpoint`` with ``use_reentrant=False`` kept every block's kernel alive
+    until the backward pass here — measured in ``benchmarks/nonlocal.py`` — hence this Function.)
+    """
+
+    @staticmethod
+    def forward(ctx, theta, phi, values, centres, block, rows):
+        ctx.block, ctx.rows = block, rows
+        ctx.save_for_backward(theta, phi, values, centres)
+        return torch.cat([block(theta[..., start:start + rows, :], phi, values, centres[..., start:start + rows, :])
+                          for start in range(0, theta.shape[-2], rows)], dim=-2)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        theta, phi, values, centres = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:4]
+        grads = [torch.zeros_like(t) if need else None for t, need in zip((theta, phi, values, centres), needs)]
+        phi_leaf, values_leaf = phi.detach().requires_grad_(needs[1]), values.detach().requires_grad_(needs[2])
+        rows, used = ctx.rows, [False] * 4
+        for start in range(0, theta.shape[-2], rows):
+            rows_theta = theta[..., start:start + rows, :].detach().requires_grad_(needs[0])
+            rows_centres = centres[..., start:start + rows, :].detach().requires_grad_(needs[3])
+            leaves = (rows_theta, phi_leaf, values_leaf, rows_centres)
+            with torch.enable_grad():
+                out = ctx.block(*leaves)
+                wanted = [leaf for leaf, need in zip(leaves, needs) if need]
+                pieces = iter(torch.autograd.grad(out, wanted, grad_output[..., start:start + rows, :],
+                                                  allow_unused=True))
+            for index, need in enumerate(needs):
+                if not need:
+                    continue
+                piece = next(pieces)
+                if piece is None:  # the operator does not use this input (e.g. X_i in (−Δ)^{−s})
+                    continue
+                used[index] = True
+                if index in (0, 3):
+                    grads[index][..., start:start + rows, :] += piece
+                else:
+                    grads[index] += piece
+        return (*(g if u else None for g, u in zip(grads, used)), None, None)

@@ -1,0 +1,119 @@
+"""Nonlocal PIDE blocks: the naive N × M kernel vs the fast exact paths, side by side in one run.
+
+    python benchmarks/nonlocal.py             # table at 32×32 and 96×96 + largest resolutions (~30 min on 2 cores)
+    python benchmarks/nonlocal.py --quick     # 32×32 and 64×64, no search (~2 min)
+    python benchmarks/nonlocal.py --skip-search
+
+One :class:`pdenets.nn.NonlocalBlock` per operator (C = 64, batch 8, 2 stages, keys and values
+max-pooled 2 × 2 as in the paper's CIFAR networks, float32, 2 threads), forward + backward of
+``sum(out²)``. The fast paths: the dot-product kernel reassociated, the embedded Gaussian with
+row sums through ``scaled_dot_product_attention``, the singular kernels (fractional, inverse
+fractional, log) in cache-sized blocks of rows recomputed in the backward pass.
+
+Every measurement runs in a fresh child process (memory-capped with ``RLIMIT_AS``): the peak
+is the growth of the child's resident set (``ru_maxrss``) during the timed passes, so the
+numbers count everything the pass allocates, whatever torch's CPU allocator does. Times are
+medians. Ratios: ``naive / fast``. The search for the largest trainable resolution grows the
+side until a child fails (out of memory under the cap) or exceeds the time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import run_trial  # noqa: E402
+
+OPERATORS = ("diffusion-dot", "diffusion-gaussian", "fractional", "inverse-fractional", "log")
+CHANNELS, BATCH = 64, 8
+
+
+def trial(operator: str, path: str, side: int, repeats: int) -> None:
+    import torch
+
+    from pdenets.nn import NonlocalBlock
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    normalizer = "row-sum" if operator == "diffusion-gaussian" else "count"
+    block = NonlocalBlock(CHANNELS, operator=operator, subsample=2, normalizer=normalizer, path=path)
+    x = torch.randn(BATCH, CHANNELS, side, side, requires_grad=True)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        block(x).square().sum().backward()
+        times.append(time.perf_counter() - start)
+        x.grad = None
+        block.zero_grad(set_to_none=True)
+    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 2**20
+    times.sort()
+    print(json.dumps({"pass_seconds": times[len(times) // 2], "peak_gib": peak}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--cap-gib", type=float, default=20.0, help="address-space cap of each child (GiB)")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds before a search trial is given up")
+    parser.add_argument("--json", help="also write the measurements to this file")
+    parser.add_argument("--trial", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.trial:
+        operator, path, side, repeats = args.trial
+        trial(operator, path, int(side), int(repeats))
+        return
+    script = os.path.abspath(__file__)
+    sides = (32, 64) if args.quick else (32, 96)
+    rows, measurements = [], {"table": [], "largest": []}
+    print(f"NonlocalBlock, C={CHANNELS}, batch {BATCH}, 2 stages, subsample 2, float32, 2 threads; forward + backward")
+    print(f"{'operator':<20}{'side':>6}{'naive s':>10}{'fast s':>10}{'time n/f':>10}"
+          f"{'naive GiB':>11}{'fast GiB':>10}{'mem n/f':>9}")
+    for operator in OPERATORS:
+        for side in sides:
+            repeats = 5 if side <= 32 else 3
+            result = {}
+            for path in ("naive", "fast"):
+                result[path], failure = run_trial(script, [operator, path, side, repeats], args.cap_gib, 1800)
+                if failure:
+                    raise SystemExit(f"{operator} {path} {side}: {failure}")
+            naive, fast = result["naive"], result["fast"]
+            row = {"operator": operator, "side": side, "naive_seconds": naive["pass_seconds"],
+                   "fast_seconds": fast["pass_seconds"], "naive_gib": naive["peak_gib"], "fast_gib": fast["peak_gib"]}
+            measurements["table"].append(row)
+            print(f"{operator:<20}{side:>6}{row['naive_seconds']:>10.3f}{row['fast_seconds']:>10.3f}"
+                  f"{row['naive_seconds'] / row['fast_seconds']:>9.2f}×{naive['peak_gib']:>11.3f}{fast['peak_gib']:>10.3f}"
+                  f"{naive['peak_gib'] / max(fast['peak_gib'], 1e-3):>8.1f}×", flush=True)
+            rows.append(row)
+    if not (args.quick or args.skip_search):
+        print(f"\nlargest side trained (forward + backward) under a {args.cap_gib:g} GiB cap, "
+              f"{args.timeout:g} s per pass at most")
+        steps = (96, 128, 160, 192, 224, 256, 320, 384)
+        for operator in ("diffusion-dot", "diffusion-gaussian", "fractional"):
+            for path in ("naive", "fast"):
+                best, reason = None, "end of the search"
+                for side in steps:
+                    result, failure = run_trial(script, [operator, path, side, 1], args.cap_gib, args.timeout)
+                    if failure:
+                        reason = f"{side}: {failure}"
+                        break
+                    best = (side, result)
+                entry = {"operator": operator, "path": path, "side": best[0] if best else None,
+                         "peak_gib": best[1]["peak_gib"] if best else None,
+                         "seconds": best[1]["pass_seconds"] if best else None, "stopped": reason}
+                measurements["largest"].append(entry)
+                print(f"{operator:<20}{path:<7} largest {entry['side']}×{entry['side']} "
+                      f"({entry['peak_gib']:.2f} GiB, {entry['seconds']:.1f} s); stopped at {reason}", flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(measurements, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
