@@ -4,9 +4,10 @@
     python benchmarks/nonlocal.py --quick     # 32×32 and 64×64, no search (~2 min)
     python benchmarks/nonlocal.py --skip-search
 
-One :class:`pdenets.nn.NonlocalBlock` per operator (C = 64, batch 8, 2 stages, keys and values
-max-pooled 2 × 2 as in the paper's CIFAR networks, float32, 2 threads), forward + backward of
-``sum(out²)``. The fast paths: the dot-product kernel reassociated, the embedded Gaussian with
+Two levels per operator (C = 64, batch 8, keys and values max-pooled 2 × 2 as in the paper's
+CIFAR networks, float32, 2 threads), forward + backward of ``sum(out²)``: one application of the
+operator ``T`` (what the path changes), and a whole :class:`pdenets.nn.NonlocalBlock` (1×1
+embeddings, 2 stages, 1×1 conv/BN/ReLU — activations of size ``N × C`` both paths share). The fast paths: the dot-product kernel reassociated, the embedded Gaussian with
 row sums through ``scaled_dot_product_attention``, the singular kernels (fractional, inverse
 fractional, log) in cache-sized blocks of rows recomputed in the backward pass.
 
@@ -33,24 +34,36 @@ OPERATORS = ("diffusion-dot", "diffusion-gaussian", "fractional", "inverse-fract
 CHANNELS, BATCH = 64, 8
 
 
-def trial(operator: str, path: str, side: int, repeats: int) -> None:
+def trial(level: str, operator: str, path: str, side: int, repeats: int) -> None:
     import torch
 
     from pdenets.nn import NonlocalBlock
+    from pdenets.operators.nonlocal_ops import nonlocal_apply
 
     torch.set_num_threads(2)
     torch.manual_seed(0)
     normalizer = "row-sum" if operator == "diffusion-gaussian" else "count"
-    block = NonlocalBlock(CHANNELS, operator=operator, subsample=2, normalizer=normalizer, path=path)
-    x = torch.randn(BATCH, CHANNELS, side, side, requires_grad=True)
+    if level == "block":
+        block = NonlocalBlock(CHANNELS, operator=operator, subsample=2, normalizer=normalizer, path=path)
+        inputs = [torch.randn(BATCH, CHANNELS, side, side, requires_grad=True)]
+
+        def step():
+            block(*inputs).square().sum().backward()
+    else:  # one application of the operator: θ (N, C/2), φ (M, C/2), V (M, C), X (N, C)
+        pixels, keys = side * side, (side // 2) ** 2
+        inputs = [torch.randn(BATCH, rows, width, requires_grad=True) for rows, width in
+                  ((pixels, CHANNELS // 2), (keys, CHANNELS // 2), (keys, CHANNELS), (pixels, CHANNELS))]
+
+        def step():
+            nonlocal_apply(*inputs, operator, normalizer=normalizer, path=path).square().sum().backward()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        block(x).square().sum().backward()
+        step()
         times.append(time.perf_counter() - start)
-        x.grad = None
-        block.zero_grad(set_to_none=True)
+        for tensor in inputs:
+            tensor.grad = None
     peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 2**20
     times.sort()
     print(json.dumps({"pass_seconds": times[len(times) // 2], "peak_gib": peak}))
@@ -63,34 +76,38 @@ def main() -> None:
     parser.add_argument("--cap-gib", type=float, default=20.0, help="address-space cap of each child (GiB)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds before a search trial is given up")
     parser.add_argument("--json", help="also write the measurements to this file")
-    parser.add_argument("--trial", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--trial", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trial:
-        operator, path, side, repeats = args.trial
-        trial(operator, path, int(side), int(repeats))
+        level, operator, path, side, repeats = args.trial
+        trial(level, operator, path, int(side), int(repeats))
         return
     script = os.path.abspath(__file__)
     sides = (32, 64) if args.quick else (32, 96)
-    rows, measurements = [], {"table": [], "largest": []}
-    print(f"NonlocalBlock, C={CHANNELS}, batch {BATCH}, 2 stages, subsample 2, float32, 2 threads; forward + backward")
-    print(f"{'operator':<20}{'side':>6}{'naive s':>10}{'fast s':>10}{'time n/f':>10}"
-          f"{'naive GiB':>11}{'fast GiB':>10}{'mem n/f':>9}")
-    for operator in OPERATORS:
-        for side in sides:
-            repeats = 5 if side <= 32 else 3
-            result = {}
-            for path in ("naive", "fast"):
-                result[path], failure = run_trial(script, [operator, path, side, repeats], args.cap_gib, 1800)
-                if failure:
-                    raise SystemExit(f"{operator} {path} {side}: {failure}")
-            naive, fast = result["naive"], result["fast"]
-            row = {"operator": operator, "side": side, "naive_seconds": naive["pass_seconds"],
-                   "fast_seconds": fast["pass_seconds"], "naive_gib": naive["peak_gib"], "fast_gib": fast["peak_gib"]}
-            measurements["table"].append(row)
-            print(f"{operator:<20}{side:>6}{row['naive_seconds']:>10.3f}{row['fast_seconds']:>10.3f}"
-                  f"{row['naive_seconds'] / row['fast_seconds']:>9.2f}×{naive['peak_gib']:>11.3f}{fast['peak_gib']:>10.3f}"
-                  f"{naive['peak_gib'] / max(fast['peak_gib'], 1e-3):>8.1f}×", flush=True)
-            rows.append(row)
+    measurements = {"table": [], "largest": []}
+    for level in ("operator", "block"):
+        what = ("one operator application T (theta, phi: C/2 wide; V, X: C wide; keys pooled 2x2)"
+                if level == "operator" else "NonlocalBlock (1x1 embeddings, 2 stages of T + 1x1 conv/BN/ReLU)")
+        print(f"\n{what}: C={CHANNELS}, batch {BATCH}, float32, 2 threads; forward + backward")
+        print(f"{'operator':<20}{'side':>6}{'naive s':>10}{'fast s':>10}{'time n/f':>10}"
+              f"{'naive GiB':>11}{'fast GiB':>10}{'mem n/f':>9}")
+        for operator in OPERATORS:
+            for side in sides:
+                repeats = 5 if side <= 32 else 3
+                result = {}
+                for path in ("naive", "fast"):
+                    result[path], failure = run_trial(script, [level, operator, path, side, repeats], args.cap_gib,
+                                                      1800)
+                    if failure:
+                        raise SystemExit(f"{level} {operator} {path} {side}: {failure}")
+                naive, fast = result["naive"], result["fast"]
+                row = {"level": level, "operator": operator, "side": side, "naive_seconds": naive["pass_seconds"],
+                       "fast_seconds": fast["pass_seconds"], "naive_gib": naive["peak_gib"],
+                       "fast_gib": fast["peak_gib"]}
+                measurements["table"].append(row)
+                print(f"{operator:<20}{side:>6}{row['naive_seconds']:>10.3f}{row['fast_seconds']:>10.3f}"
+                      f"{row['naive_seconds'] / row['fast_seconds']:>9.2f}×{naive['peak_gib']:>11.3f}"
+                      f"{fast['peak_gib']:>10.3f}{naive['peak_gib'] / max(fast['peak_gib'], 1e-3):>8.1f}×", flush=True)
     if not (args.quick or args.skip_search):
         print(f"\nlargest side trained (forward + backward) under a {args.cap_gib:g} GiB cap, "
               f"{args.timeout:g} s per pass at most")
@@ -99,7 +116,8 @@ def main() -> None:
             for path in ("naive", "fast"):
                 best, reason = None, "end of the search"
                 for side in steps:
-                    result, failure = run_trial(script, [operator, path, side, 1], args.cap_gib, args.timeout)
+                    result, failure = run_trial(script, ["block", operator, path, side, 1], args.cap_gib,
+                                                args.timeout)
                     if failure:
                         reason = f"{side}: {failure}"
                         break

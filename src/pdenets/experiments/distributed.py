@@ -1,7 +1,7 @@
 """Training across processes with PyTorch DistributedDataParallel, when launched by ``torchrun``.
 
-``torchrun --nproc_per_node=2 -m pdenets.cli run image-classification ...`` starts two
-processes; :func:`distributed_context` reads the launcher's environment (``RANK``,
+``torchrun --nproc_per_node=2 --standalone my_training.py`` starts two processes (see
+``tests/helpers/ddp_train.py``); :func:`distributed_context` reads the launcher's environment (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), joins the process group (``gloo`` on the
 CPU, ``nccl`` on CUDA) and returns the pieces :func:`~pdenets.experiments.training.train_epoch`
 needs: every process draws the same global batch, keeps its slice (:meth:`DistributedContext.shard`),

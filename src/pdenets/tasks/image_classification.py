@@ -7,7 +7,9 @@ Datasets:
   9,000 other official test images are not available offline), and the 1,000 official test
   images are a second test set. Per-pixel mean subtraction, pad 4 + random crop + flip.
 * ``canvas`` — the field-of-view task: two MNIST digits far apart on a 96 × 96 canvas,
-  label = their sum mod 10 (:mod:`pdenets.data.canvas`).
+  label = their sum mod 10 (:mod:`pdenets.data.canvas`). Hamiltonian networks end in global
+  average pooling here (the ResNets always do): a linear layer over the whole final map would
+  itself see both digits, and the comparison is about what the blocks can see.
 * ``canvas-segmentation`` — the same canvases labelled per pixel (background, or the sum
   class on the strokes); the networks keep the resolution (no pooling) and end in a 1×1
   convolution; pixel accuracy and mean IoU.
@@ -157,7 +159,8 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
                   "tests": {"held-out": _shift(load_cifar10("heldout", data_dir, limit=data.get("test_limit")),
                                                       mean),
                             "official": _shift(load_cifar10("official", data_dir), mean)},
-                  "classes": 10, "channels": 3, "size": 32, "augment": True, "segmentation": False}
+                  "classes": 10, "channels": 3, "size": 32, "augment": True, "segmentation": False,
+                  "head": "pool"}
     else:
         segmentation = name == "canvas-segmentation"
         train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
@@ -169,7 +172,7 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
         result = {"train": ImageData(train.images, getattr(train, target), "canvas-train"),
                   "tests": {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
                   "classes": SEGMENTATION_CLASSES if segmentation else 10, "channels": 1, "size": data["canvas_size"],
-                  "augment": False, "segmentation": segmentation}
+                  "augment": False, "segmentation": segmentation, "head": "global"}
     _DATA[key] = result
     return result
 
@@ -179,8 +182,8 @@ def _shift(data: ImageData, mean: torch.Tensor) -> ImageData:
 
 
 def build_model(name: str, architecture: Dict[str, Any], *, channels: int, classes: int, size: int,
-                segmentation: bool):
-    """A registered image model at the config's scale."""
+                segmentation: bool, head: str = "pool"):
+    """A registered image model at the config's scale (``head`` of Hamiltonian networks unless segmenting)."""
     if name.startswith("hamiltonian"):
         options = {"subsample": architecture["subsample"], "stages": architecture["stages"],
                    "lam": architecture["lam"]}
@@ -188,7 +191,7 @@ def build_model(name: str, architecture: Dict[str, Any], *, channels: int, class
             options["s"] = architecture["s"]
         return create_model(name, in_channels=channels, num_classes=classes, units=tuple(architecture["units"]),
                             widths=tuple(architecture["widths"]), step_size=architecture["step_size"],
-                            image_size=size, head="segmentation" if segmentation else "pool",
+                            image_size=size, head="segmentation" if segmentation else head,
                             nonlocal_options=options)
     if name == "resnet-44":
         return create_model(name, in_channels=channels, num_classes=classes, depth=architecture["resnet_depth"],
@@ -229,7 +232,7 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     context = distributed_context(spec.device)
     torch.manual_seed(spec.seed)
     model = build_model(spec.model, architecture, channels=bundle["channels"], classes=bundle["classes"],
-                        size=bundle["size"], segmentation=bundle["segmentation"]).to(device)
+                        size=bundle["size"], segmentation=bundle["segmentation"], head=bundle["head"]).to(device)
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trained = context.wrap(model)
     optimizer = torch.optim.SGD(trained.parameters(), lr=training["lr"], momentum=training["momentum"])
