@@ -465,10 +465,13 @@ def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
             row = [METHOD_NAMES[method]]
             for cell in columns:
                 entry = cells[cell].get(method)
-                row.append(f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—")
+                text = f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—"
+                if entry and entry["tasks"] != config.tasks:  # a partial run says how many tasks it has so far
+                    text += f" ({entry['tasks']} tasks)"
+                row.append(text)
             rows.append(row)
-        tasks = max(e["tasks"] for c in cells.values() for e in c.values())
-        report.table([dataset] + columns, rows, caption=f"{tasks} tasks per cell, {config.queries} queries per class.")
+        report.table([dataset] + columns, rows, caption=f"{config.tasks} tasks per cell unless marked, "
+                                                        f"{config.queries} queries per class; — : not run yet.")
     report.paragraph(
         "For context, the paper's Table 2 on miniImageNet with a ResNet-18 (raw features, 5-way): "
         + "; ".join(f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / {PAPER_TABLE2[(m, 5)].format(2)} "
