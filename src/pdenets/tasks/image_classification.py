@@ -199,6 +199,13 @@ def build_model(name: str, architecture: Dict[str, Any], *, channels: int, class
     return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
 
 
+def _architecture(config: ImageClassificationConfig) -> Dict[str, Any]:
+    """The network settings of a config (what a job's key and the FLOPs table depend on)."""
+    return {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
+            "lam": config.lam, "s": config.s, "subsample": config.subsample, "stages": config.stages,
+            "resnet_depth": config.resnet_depth, "resnet_widths": tuple(config.resnet_widths)}
+
+
 def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
     """Multiply-adds of one forward pass at batch size 1 (``FlopCounterMode`` counts 2 flops per multiply-add)."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -302,9 +309,7 @@ class ImageClassificationTask(Task):
 
     def jobs(self) -> List[ImageJob]:
         config = self.config
-        architecture = {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
-                        "lam": config.lam, "s": config.s, "subsample": config.subsample, "stages": config.stages,
-                        "resnet_depth": config.resnet_depth, "resnet_widths": tuple(config.resnet_widths)}
+        architecture = _architecture(config)
         training = {"epochs": config.epochs, "batch_size": config.batch_size, "lr": config.lr,
                     "momentum": config.momentum, "l2": config.l2, "l2_resnet": config.l2_resnet,
                     "smoothness": config.smoothness}
@@ -346,9 +351,7 @@ class ImageClassificationTask(Task):
         paper = {"units": (6, 6, 6), "widths": (32, 64, 112), "step_size": 0.06, "lam": 0.1, "s": 0.5,
                  "subsample": 2, "stages": 2, "resnet_depth": 44, "resnet_widths": (16, 32, 64)}
         config = self.config
-        configured = {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
-                      "lam": config.lam, "s": config.s, "subsample": config.subsample, "stages": config.stages,
-                      "resnet_depth": config.resnet_depth, "resnet_widths": tuple(config.resnet_widths)}
+        configured = _architecture(config)
         out = {}
         for label, architecture in (("paper scale", paper), ("this run", configured)):
             for model in config.flops_models:
