@@ -90,14 +90,15 @@ def operator_constant(operator: str, *, s: float, n: int) -> float:
     return 1.0
 
 
-def _distances(theta: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
-    """‖θ_i − φ_j‖², ``(B, N, M)``; distances at the level of round-off (equal embeddings up to the last bits) are 0."""
+def _distances(theta: torch.Tensor, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """‖θ_i − φ_j‖², ``(B, N, M)``, and the mask of the singular pairs: distances at the level of round-off
+    (equal embeddings up to the last bits), which the kernels treat as 0."""
     norms = theta.square().sum(-1)[..., :, None] + phi.square().sum(-1)[..., None, :]
     if theta.dim() == 3:
         squared = torch.baddbmm(norms, theta, phi.transpose(-1, -2), alpha=-2)
     else:
         squared = norms - 2 * torch.matmul(theta, phi.transpose(-1, -2))
-    return torch.where(squared > norms * (64 * torch.finfo(squared.dtype).eps), squared, torch.zeros_like(squared))
+    return squared, squared <= norms * (64 * torch.finfo(squared.dtype).eps)
 
 
 def nonlocal_kernel(theta: torch.Tensor, phi: torch.Tensor, operator: str, *, lam: float = 0.1, s: float = 0.5,
@@ -107,15 +108,44 @@ def nonlocal_kernel(theta: torch.Tensor, phi: torch.Tensor, operator: str, *, la
     if operator in ("diffusion-dot", "diffusion-gaussian"):
         scores = lam * torch.matmul(theta, phi.transpose(-1, -2))
         return scores if operator == "diffusion-dot" else torch.exp(scores)
-    squared = _distances(theta, phi)
-    positive = squared > 0
-    safe = torch.where(positive, squared, torch.ones_like(squared))  # no inf/NaN in either direction
+    squared, singular = _distances(theta, phi)
+    safe = squared.masked_fill(singular, 1.0)  # no inf/NaN in either direction
     if operator == "log":
-        values = -lam * torch.log(safe) - EULER_GAMMA  # −2λ log‖·‖ = −λ log‖·‖²
+        values = torch.log(safe).mul_(-lam).sub_(EULER_GAMMA)  # −2λ log‖·‖ = −λ log‖·‖²
     else:
         power = (n + 2 * s) if operator == "fractional" else (n - 2 * s)
-        values = lam * safe.pow(-power / 2)
-    return torch.where(positive, values, torch.zeros_like(values))
+        values = _power(safe, -power / 2) * lam
+    return values.masked_fill_(singular, 0.0)
+
+
+def _power(base: torch.Tensor, exponent: float) -> torch.Tensor:
+    """``base ** exponent`` for a positive base; the paper's half-integer exponents through ``rsqrt``/``reciprocal``
+    and a hand-written derivative ``e·out/base`` (``pow`` with a fractional exponent costs several times more,
+    forward and backward)."""
+    if exponent in (-0.5, -1.0, -1.5, -2.0):
+        return _HalfIntegerPower.apply(base, exponent)
+    return base.pow(exponent)
+
+
+class _HalfIntegerPower(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, base, exponent):
+        if exponent in (-0.5, -1.5):
+            out = torch.rsqrt(base)
+            if exponent == -1.5:
+                out = out.div_(base)
+        else:
+            out = torch.reciprocal(base)
+            if exponent == -2.0:
+                out = out.square_()
+        ctx.exponent = exponent
+        ctx.save_for_backward(base, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        base, out = ctx.saved_tensors
+        return grad_output * out / base * ctx.exponent, None
 
 
 def _combine(kernel: torch.Tensor, values: torch.Tensor, centres: torch.Tensor, operator: str, normalizer: str,
