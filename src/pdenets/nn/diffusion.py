@@ -9,7 +9,7 @@ from torch import nn
 
 from .._checks import (check_choice, check_features, check_floating, check_positive, check_positive_int,
                        check_probability)
-from ..operators.diffusion import DiffusionOperator
+from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
 from .dropout import fast_dropout
 
@@ -51,6 +51,8 @@ class DiffusionLayer(nn.Module):
         dropout_position: ``"after"`` (default) or ``"before"`` each step.
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` for a
             ``γ`` beyond the bound (default ``True``).
+        laplacian: ``"combinatorial"`` (default, ``L = Λ − W``) or ``"normalized"``
+            (``L = I − Λ^{-1/2} W Λ^{-1/2}``; ``γ = 1`` on a self-looped graph is a GCN propagation).
 
     Shapes:
         - input: ``(N, *)`` — one row per graph node, any trailing feature shape.
@@ -67,8 +69,10 @@ class DiffusionLayer(nn.Module):
     """
 
     def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
-                 dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True):
+                 dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True,
+                 laplacian: str = "combinatorial"):
         super().__init__()
+        self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
         self.dropout_position = check_choice(dropout_position, "dropout_position", ("after", "before"))
         self.step_size = check_positive(step_size, "step_size")
         self.num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
@@ -83,7 +87,8 @@ class DiffusionLayer(nn.Module):
             self._fixed = self._build(weights)
 
     def _build(self, weights: GraphLike) -> DiffusionOperator:
-        return DiffusionOperator(weights, self.step_size, check_stability=self.check_stability)
+        return DiffusionOperator(weights, self.step_size, check_stability=self.check_stability,
+                                 laplacian=self.laplacian)
 
     def _operator_for(self, x: torch.Tensor, weights: WeightsArg) -> DiffusionOperator:
         if weights is not None:
@@ -129,6 +134,8 @@ class DiffusionLayer(nn.Module):
         else:
             graph = "graph given at forward"
         text = f"step_size={self.step_size:g}, num_steps={self.num_steps}, {graph}"
+        if self.laplacian != "combinatorial":
+            text += f", {self.laplacian} Laplacian"
         if self.dropout:
             text += f", dropout={self.dropout:g} ({self.dropout_position} each step)"
         return text

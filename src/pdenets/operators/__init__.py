@@ -3,7 +3,7 @@
 Sparse by default; nothing here builds an N×N matrix from sparse input.
 """
 
-from .diffusion import DiffusionOperator, diffuse, heat_semigroup
+from .diffusion import LAPLACIANS, DiffusionOperator, diffuse, heat_semigroup
 from .graph import (
     GraphLike,
     add_self_loops,
@@ -17,6 +17,7 @@ from .graph import (
 )
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
+from .propagation import appnp_propagate, gcn_diffusion_operator, gcn_propagate, sgc_propagate
 from .sparse import SparseMatrix
 from .weights import KnnGaussianWeights, batched_knn_gaussian_weights, gaussian_kernel, knn_gaussian_weights
 
@@ -24,6 +25,11 @@ __all__ = [
     "DiffusionOperator",
     "diffuse",
     "heat_semigroup",
+    "LAPLACIANS",
+    "gcn_diffusion_operator",
+    "gcn_propagate",
+    "sgc_propagate",
+    "appnp_propagate",
     "SparseMatrix",
     "GraphLike",
     "add_self_loops",

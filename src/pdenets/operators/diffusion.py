@@ -22,12 +22,15 @@ from typing import Callable, Optional
 
 import torch
 
-from .._checks import check_features, check_floating, check_positive, check_positive_int
-from .graph import GraphLike, as_weight_matrix, is_dense, row_sums
-from .laplacian import check_step_size, stability_bound
+from .._checks import check_choice, check_features, check_floating, check_positive, check_positive_int
+from .graph import GraphLike, as_weight_matrix, is_dense, row_sums, symmetric_normalize
+from .laplacian import UnstableStepSizeError, check_step_size, stability_bound
 from .sparse import SparseMatrix
 
-__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup"]
+__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup", "LAPLACIANS"]
+
+#: ``"combinatorial"``: ``L = Λ − W``; ``"normalized"``: ``L = I − Λ^{-1/2} W Λ^{-1/2}`` (GCN's graph).
+LAPLACIANS = ("combinatorial", "normalized")
 
 
 class DiffusionOperator:
@@ -39,6 +42,10 @@ class DiffusionOperator:
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when
             ``γ`` exceeds :func:`~pdenets.operators.stability_bound`.
         num_nodes: number of nodes when ``weights`` is an edge list.
+        laplacian: ``"combinatorial"`` (default, ``L = Λ − W``) or ``"normalized"``
+            (``L = I − Λ^{-1/2} W Λ^{-1/2}``, so ``A = (1 − γ) I + γ Λ^{-1/2} W Λ^{-1/2}``; its
+            eigenvalues lie in ``[0, 2]`` and ``γ ≤ 1`` is stable. With unit self-loops in
+            ``W`` and ``γ = 1`` one step is GCN's propagation ``D̃^{-1/2} (A + I) D̃^{-1/2} X``).
 
     Example:
         >>> import torch
@@ -50,16 +57,26 @@ class DiffusionOperator:
     """
 
     def __init__(self, weights: GraphLike, step_size: float, *, check_stability: bool = True,
-                 num_nodes: Optional[int] = None):
+                 num_nodes: Optional[int] = None, laplacian: str = "combinatorial"):
         self.step_size = check_positive(step_size, "step_size")
+        self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
         weights = as_weight_matrix(weights, num_nodes)
         self.num_nodes = int(weights.shape[0])
-        self.bound = check_step_size(step_size, weights) if check_stability else stability_bound(weights)
+        if self.laplacian == "normalized":
+            weights = symmetric_normalize(weights)
+            self.bound = 1.0
+            if check_stability and step_size > 1.0 + 1e-9:
+                raise UnstableStepSizeError(
+                    f"step_size={step_size:g} exceeds 1, the stability bound of explicit diffusion with the "
+                    "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1")
+        else:
+            self.bound = check_step_size(step_size, weights) if check_stability else stability_bound(weights)
         if math.isinf(self.bound) and self.num_nodes > 1:
             warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
                           "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=2)
         self.dense = is_dense(weights)
-        degrees = row_sums(weights)
+        degrees = row_sums(weights) if self.laplacian == "combinatorial" else torch.ones(
+            self.num_nodes, dtype=weights.dtype, device=weights.device)
         diagonal = 1.0 - self.step_size * degrees
         if self.dense:
             matrix = self.step_size * weights + torch.diag(diagonal)
@@ -103,11 +120,14 @@ class DiffusionOperator:
 
     def __repr__(self) -> str:
         kind = "dense" if self.dense else f"sparse, nnz={self._matrix._nnz()}"
-        return f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, {kind})"
+        laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
+        return (f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
+                f"{kind}{laplacian})")
 
 
 def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num_steps: int = 1,
-            check_stability: bool = True, num_nodes: Optional[int] = None) -> torch.Tensor:
+            check_stability: bool = True, num_nodes: Optional[int] = None,
+            laplacian: str = "combinatorial") -> torch.Tensor:
     r"""``(I − γL)^r X``: ``r`` explicit diffusion steps of ``features`` on the graph ``weights``.
 
     Args:
@@ -116,6 +136,7 @@ def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num
         step_size: ``γ``.
         num_steps: ``r``.
         check_stability: refuse ``γ`` above the stability bound.
+        laplacian: ``"combinatorial"`` (``Λ − W``) or ``"normalized"`` (``I − Λ^{-1/2} W Λ^{-1/2}``).
 
     Example:
         >>> import torch
@@ -126,7 +147,8 @@ def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num
                 [1.]])
     """
     check_features(features, "features")
-    operator = DiffusionOperator(weights, step_size, check_stability=check_stability, num_nodes=num_nodes)
+    operator = DiffusionOperator(weights, step_size, check_stability=check_stability, num_nodes=num_nodes,
+                                 laplacian=laplacian)
     return operator.apply(features, num_steps)
 
 

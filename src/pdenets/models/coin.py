@@ -1,0 +1,243 @@
+r"""COIN: convection by any backbone, then diffusion on a graph of samples (paper 001).
+
+A network read as the flow of a convection–diffusion equation on ``[0, T]``:
+
+.. math::
+
+    \frac{\partial u}{\partial t} = \underbrace{v(x, t) \cdot \nabla u}_{\text{convection}}
+        + \underbrace{\sigma^2 \Delta u}_{\text{diffusion}},
+
+split in time: the backbone (any ``nn.Module``) is the convection from ``0`` to ``T − 1``; the last
+unit of time is diffusion, discretized on a graph of the samples by ``r`` explicit steps
+``X ← (I − γL) X`` (paper 000, eq. 7). Diff-ResNet is the special case whose backbone is one
+residual MLP block (``COIN(Sequential(ConvectionBlock(d)), head=Linear(d, c))`` equals
+``DiffResNet(d, c, num_blocks=1)`` for the same weights; see the tests).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from .._checks import check_choice, check_floating, check_positive_int, check_probability
+from ..nn.diffusion import DiffusionLayer
+from ..operators.diffusion import LAPLACIANS
+from ..operators.graph import GraphLike, as_weight_matrix, is_dense
+from .registry import register_model
+
+__all__ = ["COIN", "coin_mlp", "mlp", "block_diagonal_graph", "GraphArg"]
+
+#: a fixed graph, a builder ``points -> W`` (e.g. :class:`~pdenets.operators.KnnGaussianWeights`), a list of
+#: graphs (time-varying: one per leading index of the input), or ``None``
+GraphArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], List[GraphLike], None]
+
+
+def block_diagonal_graph(graphs: Sequence[GraphLike], num_nodes: int, *, dtype: Optional[torch.dtype] = None,
+                         device=None) -> torch.Tensor:
+    """The ``S·N × S·N`` sparse block-diagonal weights of ``S`` graphs on the same ``N`` nodes.
+
+    Diffusing ``X`` of shape ``(S, N, C)`` reshaped to ``(S·N, C)`` on this graph diffuses every
+    slice ``X[s]`` on its own graph ``graphs[s]``, in one sparse product per step.
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([[0., 1.], [1., 0.]])
+        >>> block_diagonal_graph([a, 2 * a], 2).to_dense()
+        tensor([[0., 1., 0., 0.],
+                [1., 0., 0., 0.],
+                [0., 0., 0., 2.],
+                [0., 0., 2., 0.]])
+    """
+    num_nodes = check_positive_int(num_nodes, "num_nodes")
+    if len(graphs) == 0:
+        raise ValueError("a time-varying graph needs at least one graph")
+    indices, values = [], []
+    for position, graph in enumerate(graphs):
+        try:
+            matrix = as_weight_matrix(graph, num_nodes, dtype=dtype)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"graph {position} of the sequence: {error}") from None
+        matrix = matrix.to_sparse().coalesce() if is_dense(matrix) else matrix
+        indices.append(matrix.indices() + position * num_nodes)
+        values.append(matrix.values())
+    size = len(graphs) * num_nodes
+    out = torch.sparse_coo_tensor(torch.cat(indices, 1), torch.cat(values), (size, size))
+    return out.to(device=device).coalesce() if device is not None else out.coalesce()
+
+
+class COIN(nn.Module):
+    r"""Convection (any backbone), then ``r`` diffusion steps on a graph of samples, then an optional head.
+
+    .. math::
+
+        h = \mathrm{backbone}(x) \quad (t: 0 \to T-1), \qquad
+        h \leftarrow (I - \gamma L)^r h \quad (t: T-1 \to T), \qquad
+        y = \mathrm{head}(h).
+
+    Symbols: ``L = Λ − W`` (or ``I − Λ^{-1/2} W Λ^{-1/2}`` with ``laplacian="normalized"``) of the
+    non-negative sample weights ``W``, ``γ`` the step size, ``r`` the number of steps.
+
+    The graph of samples is, in order of precedence:
+
+    * given to :meth:`forward` (``graph=``): an adjacency in any form of
+      :func:`~pdenets.operators.as_weight_matrix` — PyG ``(edge_index, edge_weight)``, sparse or
+      dense tensor, scipy — or a **list** of such graphs for a time-varying graph, with the input of
+      shape ``(S, N, ...)``: slice ``s`` diffuses on ``graph[s]``;
+    * fixed at construction (``graph=`` a matrix or a list), or fixed later by :meth:`fix_graph`;
+    * built per batch by a builder (``graph=KnnGaussianWeights(...)``) from the detached input
+      (``graph_from="input"``, as Diff-ResNet) or from the backbone's features
+      (``graph_from="features"``: images, text — the backbone's embedding space).
+
+    Args:
+        backbone: the convection, ``(N, ...) -> (N, C)`` (or ``(N, *)``); any ``nn.Module``.
+        step_size: ``γ`` (default 0.5).
+        num_steps: ``r ≥ 0`` (default 10; ``0`` gives the backbone alone).
+        graph: see above (default ``None``: give it to :meth:`forward`).
+        head: module applied after the diffusion (e.g. a linear classifier), default none.
+        graph_from: ``"input"`` (default) or ``"features"`` — what a builder sees.
+        laplacian: ``"combinatorial"`` (default) or ``"normalized"``.
+        dropout: dropout at each diffusion step (default 0).
+        check_stability: refuse ``γ`` beyond the stability bound (default ``True``).
+
+    Shapes:
+        - input: ``(N, ...)`` — the ``N`` samples of the graph; or ``(S, N, ...)`` with a list of
+          ``S`` graphs. The backbone sees ``(N, ...)`` or ``(S·N, ...)``.
+        - output: the head's output for every sample, ``(N, ...)`` or ``(S, N, ...)``.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> from pdenets.operators import KnnGaussianWeights
+        >>> backbone = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 16))
+        >>> model = COIN(backbone, step_size=0.5, num_steps=5, head=nn.Linear(16, 3),
+        ...              graph=KnnGaussianWeights(n_top=5, sigma_neighbor=3, normalization="row"))
+        >>> model(torch.randn(32, 4)).shape
+        torch.Size([32, 3])
+        >>> ring = (torch.tensor([[0, 1, 2], [1, 2, 0]]), None)          # a PyG edge list
+        >>> model(torch.randn(3, 4), graph=ring).shape
+        torch.Size([3, 3])
+    """
+
+    def __init__(self, backbone: nn.Module, *, step_size: float = 0.5, num_steps: int = 10, graph: GraphArg = None,
+                 head: Optional[nn.Module] = None, graph_from: str = "input", laplacian: str = "combinatorial",
+                 dropout: float = 0.0, check_stability: bool = True):
+        super().__init__()
+        if not isinstance(backbone, nn.Module):
+            raise TypeError(f"backbone must be an nn.Module, got {type(backbone).__name__}")
+        if head is not None and not isinstance(head, nn.Module):
+            raise TypeError(f"head must be an nn.Module or None, got {type(head).__name__}")
+        self.backbone = backbone
+        self.head = head
+        self.graph_from = check_choice(graph_from, "graph_from", ("input", "features"))
+        check_choice(laplacian, "laplacian", LAPLACIANS)
+        builder = graph if callable(graph) and not isinstance(graph, (torch.Tensor, list, tuple)) else None
+        self.diffusion = DiffusionLayer(step_size=step_size, num_steps=num_steps, weights=builder,
+                                        dropout=check_probability(dropout, "dropout"), laplacian=laplacian,
+                                        check_stability=check_stability)
+        self._fixed: GraphArg = None
+        if graph is not None and builder is None:
+            self._fixed = self._check_graph(graph)
+
+    @property
+    def step_size(self) -> float:
+        return self.diffusion.step_size
+
+    @property
+    def num_steps(self) -> int:
+        return self.diffusion.num_steps
+
+    @staticmethod
+    def _check_graph(graph: GraphArg) -> GraphArg:
+        if isinstance(graph, list):
+            if not graph:
+                raise ValueError("a time-varying graph (list) needs at least one graph")
+            return graph
+        if isinstance(graph, (torch.Tensor, tuple)) or hasattr(graph, "tocoo"):
+            return graph
+        raise TypeError("graph must be an adjacency (tensor, (edge_index, edge_weight), scipy), a list of them "
+                        f"(time-varying) or a builder such as KnnGaussianWeights, got {type(graph).__name__}")
+
+    def fix_graph(self, x: torch.Tensor) -> torch.Tensor:
+        """Build the graph once from ``x`` with the builder (through the backbone for ``graph_from="features"``)
+        and keep it fixed (the transductive setting); returns the weights."""
+        if self.diffusion.weight_builder is None:
+            raise ValueError("fix_graph needs a graph builder (graph=KnnGaussianWeights(...)) at construction")
+        with torch.no_grad():
+            points = x if self.graph_from == "input" else self.backbone(x)
+            self._fixed = self.diffusion.weight_builder(points.detach())
+        return self._fixed
+
+    def release_graph(self) -> None:
+        """Forget a graph fixed by :meth:`fix_graph` (the builder is used per batch again)."""
+        self._fixed = None
+
+    def _flat(self, x: torch.Tensor, graph: GraphArg):
+        """The input with samples on one axis, the graph for it, and the leading shape to restore."""
+        if isinstance(graph, list):
+            if x.dim() < 2 or x.shape[0] != len(graph):
+                raise ValueError(f"a time-varying graph of {len(graph)} graphs needs input of shape "
+                                 f"({len(graph)}, N, ...), got {tuple(x.shape)}")
+            nodes = x.shape[1]
+            weights = block_diagonal_graph(graph, nodes, dtype=x.dtype if x.is_floating_point() else None,
+                                           device=x.device)
+            return x.reshape(x.shape[0] * nodes, *x.shape[2:]), weights, x.shape[:2]
+        return x, graph, x.shape[:1]
+
+    def forward(self, x: torch.Tensor, graph: GraphArg = None) -> torch.Tensor:
+        check_floating(x, "input to COIN")
+        if x.dim() < 1 or x.shape[0] == 0:
+            raise ValueError(f"COIN needs at least one sample, got input of shape {tuple(x.shape)}")
+        graph = self._check_graph(graph) if graph is not None else self._fixed
+        flat, weights, leading = self._flat(x, graph)
+        if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0 \
+                and self.graph_from == "input":
+            weights = self.diffusion.weight_builder(flat.detach())
+        features = self.backbone(flat)
+        if not isinstance(features, torch.Tensor) or features.dim() < 1 or features.shape[0] != flat.shape[0]:
+            raise ValueError(f"the backbone must return one row per sample ({flat.shape[0]}), got "
+                             f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}")
+        if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:
+            weights = self.diffusion.weight_builder(features.detach())
+        if self.num_steps > 0 and weights is None:
+            raise ValueError("COIN has no graph of samples: pass graph= to forward, give a fixed graph or a builder "
+                             "(KnnGaussianWeights) at construction, or use num_steps=0")
+        out = self.diffusion(features, weights) if self.num_steps > 0 else features
+        if self.head is not None:
+            out = self.head(out)
+        return out.reshape(*leading, *out.shape[1:])
+
+    def extra_repr(self) -> str:
+        fixed = "" if self._fixed is None else (f", fixed time-varying graph ({len(self._fixed)})"
+                                                if isinstance(self._fixed, list) else ", fixed graph")
+        return f"graph_from={self.graph_from!r}{fixed}"
+
+
+def mlp(in_features: int, hidden: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0) -> nn.Module:
+    """``num_layers`` affine maps with ReLU (and dropout) between them: ``in → hidden → … → out``."""
+    in_features, hidden, out_features = (check_positive_int(v, name) for v, name in
+                                         ((in_features, "in_features"), (hidden, "hidden"),
+                                          (out_features, "out_features")))
+    num_layers = check_positive_int(num_layers, "num_layers")
+    dropout = check_probability(dropout, "dropout")
+    sizes = [in_features] + [hidden] * (num_layers - 1) + [out_features]
+    layers: List[nn.Module] = []
+    for index, (size_in, size_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(size_in, size_out))
+        if index < num_layers - 1:
+            layers.append(nn.ReLU())
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+@register_model("coin-mlp", family="coin", defaults={"hidden": 64, "num_layers": 2, "num_steps": 10,
+                                                     "step_size": 0.5},
+                description="COIN with an MLP backbone: MLP features, r diffusion steps on a sample graph, linear "
+                            "classifier")
+def coin_mlp(in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 2, dropout: float = 0.0,
+             **kwargs) -> COIN:
+    """COIN over an MLP (``in → hidden``, ``num_layers`` layers) with a linear head ``hidden → num_classes``."""
+    backbone = mlp(in_features, hidden, hidden, num_layers=num_layers, dropout=dropout)
+    return COIN(backbone, head=nn.Linear(hidden, check_positive_int(num_classes, "num_classes")), **kwargs)

@@ -1,0 +1,147 @@
+"""COIN: convection by any backbone, diffusion on a graph of samples (given, per batch, fixed, time-varying)."""
+
+import pytest
+import torch
+from torch import nn
+
+from pdenets.models import COIN, DiffResNet, block_diagonal_graph, create_model
+from pdenets.nn import ConvectionBlock
+from pdenets.operators import KnnGaussianWeights, UnstableStepSizeError, diffuse
+
+from ..conftest import cycle_weights, random_symmetric_weights
+
+
+def _coin(**kwargs):
+    backbone = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 6)).double()
+    return COIN(backbone, **kwargs)
+
+
+def test_output_is_backbone_then_explicit_diffusion_then_head():
+    weights = random_symmetric_weights(10, density=0.3)
+    head = nn.Linear(6, 3).double()
+    model = _coin(step_size=0.1, num_steps=4, graph=weights, head=head)
+    x = torch.randn(10, 4, dtype=torch.float64)
+    features = model.backbone(x)
+    manual = features.clone()
+    laplacian = torch.diag(weights.sum(1)) - weights
+    for _ in range(4):
+        manual = manual - 0.1 * laplacian @ manual
+    torch.testing.assert_close(model(x), head(manual))
+    torch.testing.assert_close(model(x), head(diffuse(features, weights, step_size=0.1, num_steps=4)))
+
+
+def test_diff_resnet_is_coin_over_one_residual_block():
+    builder = KnnGaussianWeights(n_top=5, sigma=1.0, include_self=True, normalization="row")
+    reference = DiffResNet(5, 3, num_blocks=1, num_steps=7, step_size=0.5, weights=builder).double()
+    model = COIN(nn.Sequential(ConvectionBlock(5)), step_size=0.5, num_steps=7, graph=builder,
+                 head=nn.Linear(5, 3)).double()
+    model.backbone[0].load_state_dict(reference.blocks[0].state_dict())
+    model.head.load_state_dict(reference.classifier.state_dict())
+    x = torch.randn(40, 5, dtype=torch.float64)
+    for mode in (True, False):
+        reference.train(mode), model.train(mode)
+        assert torch.equal(model(x), reference(x)) or torch.allclose(model(x), reference(x), atol=1e-12, rtol=0)
+    # with a hidden input map too
+    reference = DiffResNet(5, 3, num_blocks=1, hidden_features=8, num_steps=3, step_size=0.25,
+                           weights=cycle_weights(40)).double()
+    model = COIN(nn.Sequential(reference.input_map, reference.blocks[0]), step_size=0.25, num_steps=3,
+                 graph=cycle_weights(40), head=reference.classifier)
+    torch.testing.assert_close(model(x), reference(x), atol=1e-12, rtol=0)
+
+
+def test_graph_forms_give_the_same_answer():
+    weights = cycle_weights(6)
+    edge_index = weights.nonzero().T
+    model = _coin(step_size=0.25, num_steps=3)
+    x = torch.randn(6, 4, dtype=torch.float64)
+    dense = model(x, graph=weights)
+    torch.testing.assert_close(model(x, graph=(edge_index, None)), dense)
+    torch.testing.assert_close(model(x, graph=weights.to_sparse()), dense)
+    torch.testing.assert_close(model(x, graph=weights.to_sparse_csr()), dense)
+    fixed = _coin(step_size=0.25, num_steps=3, graph=(edge_index, torch.ones(edge_index.shape[1], dtype=torch.float64)))
+    fixed.backbone.load_state_dict(model.backbone.state_dict())
+    torch.testing.assert_close(fixed(x), dense)
+
+
+def test_per_batch_graph_is_rebuilt_from_each_batch_and_can_be_fixed():
+    calls = []
+    builder = KnnGaussianWeights(n_top=3, sigma=1.0, normalization="row")
+
+    def counting(points):
+        calls.append(points.shape[0])
+        return builder(points)
+
+    model = _coin(step_size=0.5, num_steps=2, graph=counting)
+    first, second = torch.randn(12, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
+    model(first), model(second)
+    assert calls == [12, 9]
+    torch.testing.assert_close(model(second), diffuse(model.backbone(second), builder(second), step_size=0.5,
+                                                      num_steps=2))
+    model.fix_graph(first)
+    calls.clear()
+    out = model(first + 0.5)  # the fixed graph of `first`, not one of the shifted batch
+    assert calls == []
+    torch.testing.assert_close(out, diffuse(model.backbone(first + 0.5), builder(first), step_size=0.5, num_steps=2))
+    model.release_graph()
+    model(first)
+    assert calls == [12]
+
+
+def test_graph_from_features_uses_the_backbone_output():
+    builder = KnnGaussianWeights(n_top=3, sigma=1.0, normalization="row")
+    model = _coin(step_size=0.5, num_steps=2, graph=builder, graph_from="features")
+    x = torch.randn(15, 4, dtype=torch.float64)
+    features = model.backbone(x)
+    torch.testing.assert_close(model(x), diffuse(features, builder(features.detach()), step_size=0.5, num_steps=2))
+    assert not torch.allclose(model(x), diffuse(features, builder(x), step_size=0.5, num_steps=2))
+
+
+def test_time_varying_graph_diffuses_each_slice_on_its_own_graph():
+    graphs = [cycle_weights(5), random_symmetric_weights(5, density=0.6, seed=1) / 4, torch.zeros(5, 5,
+                                                                                                 dtype=torch.float64)]
+    model = _coin(step_size=0.25, num_steps=3)
+    x = torch.randn(3, 5, 4, dtype=torch.float64)
+    out = model(x, graph=graphs)
+    assert out.shape == (3, 5, 6)
+    for index, graph in enumerate(graphs):
+        expected = diffuse(model.backbone(x[index]), graph, step_size=0.25, num_steps=3) if index < 2 \
+            else model.backbone(x[index])
+        torch.testing.assert_close(out[index], expected)
+    with pytest.raises(ValueError, match="3 graphs needs input of shape"):
+        model(x[:2], graph=graphs)
+    big = block_diagonal_graph(graphs, 5)
+    assert big.shape == (15, 15) and big._nnz() == sum(int((g != 0).sum()) for g in graphs)
+
+
+def test_gradients_flow_through_the_diffusion_and_num_steps_zero_is_the_backbone():
+    model = _coin(step_size=0.5, num_steps=3, graph=cycle_weights(7), head=nn.Linear(6, 2).double())
+    x = torch.randn(7, 4, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(lambda inputs: model(inputs), (x,))
+    plain = _coin(step_size=0.5, num_steps=0)
+    torch.testing.assert_close(plain(x), plain.backbone(x))
+
+
+def test_registry_model_and_bad_inputs():
+    model = create_model("coin-mlp", in_features=4, num_classes=3, graph=cycle_weights(8, torch.float32))
+    assert model(torch.randn(8, 4)).shape == (8, 3)
+    with pytest.raises(ValueError, match="no graph of samples"):
+        _coin(step_size=0.5, num_steps=2)(torch.randn(6, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="rows but the graph has 6 nodes"):
+        _coin(step_size=0.5, num_steps=2, graph=cycle_weights(6))(torch.randn(5, 4, dtype=torch.float64))
+    with pytest.raises(UnstableStepSizeError):
+        _coin(step_size=0.9, num_steps=2, graph=cycle_weights(6))(torch.randn(6, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match="backbone must be an nn.Module"):
+        COIN(lambda x: x)
+    with pytest.raises(TypeError, match="graph must be an adjacency"):
+        _coin(step_size=0.5, graph="cora")
+    with pytest.raises(ValueError, match="graph_from"):
+        _coin(graph_from="labels")
+    with pytest.raises(ValueError, match="negative entries"):
+        _coin(step_size=0.1, num_steps=1)(torch.randn(6, 4, dtype=torch.float64), graph=-cycle_weights(6))
+    with pytest.raises(ValueError, match="non-finite|NaN|finite"):
+        _coin(step_size=0.1, num_steps=1, graph=cycle_weights(6))(torch.full((6, 4), float("nan"),
+                                                                                dtype=torch.float64))
+    with pytest.raises(ValueError, match="one row per sample"):
+        COIN(nn.Flatten(0), step_size=0.1, num_steps=1, graph=cycle_weights(6))(torch.randn(6, 4))
+    with pytest.raises(ValueError, match="graph 1 of the sequence"):
+        _coin(step_size=0.1)(torch.randn(2, 4, 4, dtype=torch.float64), graph=[cycle_weights(4), cycle_weights(5)])
