@@ -19,6 +19,10 @@ def _inputs(name):
         return (torch.randn(6, 3, 16, 16),)
     if family == "backbone":
         return (torch.randn(6, 5, 16, 16),)
+    if family == "coin":
+        return (torch.randn(6, 5),)
+    if family == "forecast":  # 2 forecast origins of 6 regions, 5 lags; a graph per origin
+        return torch.randn(2, 6, 5), [(EDGES, None), (EDGES, torch.rand(6))]
     return torch.randn(6, 5), EDGES
 
 
@@ -33,6 +37,8 @@ def _kwargs(name):
         return {"depth": 8 if name.startswith("resnet") else 11}
     if family == "backbone":
         return {"in_channels": 5, "image_size": 16}
+    if family == "coin":
+        return {"in_features": 5, "graph": cycle_weights(6, torch.float32)}
     return {"in_features": 5}
 
 
@@ -41,7 +47,8 @@ def test_every_registered_model_builds_runs_and_trains(name):
     torch.manual_seed(0)
     model = create_model(name, num_classes=3, **_kwargs(name))
     out = model(*_inputs(name))
-    assert out.shape == (6, 3) and torch.isfinite(out).all()
+    expected = (2, 6, 3) if model_entry(name).family == "forecast" else (6, 3)
+    assert out.shape == expected and torch.isfinite(out).all()
     out.square().sum().backward()
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
     assert sum(p.numel() for p in model.parameters()) > 0
@@ -52,6 +59,13 @@ def test_registry_defaults_are_applied_and_overridable(name):
     entry = model_entry(name)
     default = create_model(name, num_classes=3, **_kwargs(name))
     for key, value in entry.defaults.items():
+        if isinstance(value, bool):
+            continue
+        if key in ("num_steps", "step_size"):  # parameter-free diffusion: the output changes, not the count
+            changed = create_model(name, num_classes=3, **{key: value / 2 if key == "step_size" else value + 1},
+                                   **_kwargs(name))
+            assert getattr(changed, key) != getattr(default, key), key
+            continue
         if key == "dropout":
             assert create_model(name, num_classes=3, dropout=0.1, **_kwargs(name)).dropout == 0.1
             continue
@@ -68,7 +82,7 @@ def test_families_and_training_defaults():
 
 
 def test_typos_list_the_valid_names_and_duplicates_are_refused():
-    with pytest.raises(KeyError, match="unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: conv4, diff-resnet, gat"):
+    with pytest.raises(KeyError, match="unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: coin-forecast, coin-mlp, conv4, diff-resnet"):
         create_model("gnc", in_features=2, num_classes=2)
     with pytest.raises(ValueError, match="already registered"):
         register_model("gcn", family="message-passing")(lambda in_features, num_classes: None)

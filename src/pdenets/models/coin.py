@@ -16,12 +16,13 @@ residual MLP block (``COIN(Sequential(ConvectionBlock(d)), head=Linear(d, c))`` 
 
 from __future__ import annotations
 
+import math
 from typing import Callable, List, Optional, Sequence, Union
 
 import torch
 from torch import nn
 
-from .._checks import check_choice, check_floating, check_positive_int, check_probability
+from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
 from ..nn.diffusion import DiffusionLayer
 from ..operators.diffusion import LAPLACIANS
 from ..operators.graph import GraphLike, as_weight_matrix, is_dense
@@ -100,6 +101,11 @@ class COIN(nn.Module):
         laplacian: ``"combinatorial"`` (default) or ``"normalized"``.
         dropout: dropout at each diffusion step (default 0).
         check_stability: refuse ``γ`` beyond the stability bound (default ``True``).
+        learn_step_size: learn ``γ`` with the weights (default ``False``): ``γ = γ_max · sigmoid(ρ)``
+            with ``γ_max = max_step_size`` and ``ρ`` initialized so that ``γ = step_size``. Each step
+            is then the convex combination ``(1 − γ/γ_max) X + (γ/γ_max)(I − γ_max L) X`` — stable
+            for every ``ρ`` when ``γ_max`` is; training can turn the diffusion down to nothing.
+        max_step_size: ``γ_max`` of a learned step size (default 1.0: the bound of row-normalized weights).
 
     Shapes:
         - input: ``(N, ...)`` — the ``N`` samples of the graph; or ``(S, N, ...)`` with a list of
@@ -122,7 +128,8 @@ class COIN(nn.Module):
 
     def __init__(self, backbone: nn.Module, *, step_size: float = 0.5, num_steps: int = 10, graph: GraphArg = None,
                  head: Optional[nn.Module] = None, graph_from: str = "input", laplacian: str = "combinatorial",
-                 dropout: float = 0.0, check_stability: bool = True):
+                 dropout: float = 0.0, check_stability: bool = True, learn_step_size: bool = False,
+                 max_step_size: float = 1.0):
         super().__init__()
         if not isinstance(backbone, nn.Module):
             raise TypeError(f"backbone must be an nn.Module, got {type(backbone).__name__}")
@@ -133,7 +140,19 @@ class COIN(nn.Module):
         self.graph_from = check_choice(graph_from, "graph_from", ("input", "features"))
         check_choice(laplacian, "laplacian", LAPLACIANS)
         builder = graph if callable(graph) and not isinstance(graph, (torch.Tensor, list, tuple)) else None
-        self.diffusion = DiffusionLayer(step_size=step_size, num_steps=num_steps, weights=builder,
+        self.learn_step_size = bool(learn_step_size)
+        self.step_logit: Optional[nn.Parameter] = None
+        if self.learn_step_size:
+            max_step_size = check_positive(max_step_size, "max_step_size")
+            check_positive(step_size, "step_size")
+            if step_size >= max_step_size:
+                raise ValueError(f"a learned step size starts below max_step_size={max_step_size:g}, got "
+                                 f"step_size={step_size:g}")
+            ratio = step_size / max_step_size
+            self.step_logit = nn.Parameter(torch.tensor(math.log(ratio / (1 - ratio))))
+        self.max_step_size = float(max_step_size)
+        self.diffusion = DiffusionLayer(step_size=max_step_size if self.learn_step_size else step_size,
+                                        num_steps=num_steps, weights=builder,
                                         dropout=check_probability(dropout, "dropout"), laplacian=laplacian,
                                         check_stability=check_stability)
         self._fixed: GraphArg = None
@@ -142,6 +161,9 @@ class COIN(nn.Module):
 
     @property
     def step_size(self) -> float:
+        """``γ`` (the current value when it is learned)."""
+        if self.step_logit is not None:
+            return float(self.max_step_size * torch.sigmoid(self.step_logit.detach()))
         return self.diffusion.step_size
 
     @property
@@ -203,15 +225,33 @@ class COIN(nn.Module):
         if self.num_steps > 0 and weights is None:
             raise ValueError("COIN has no graph of samples: pass graph= to forward, give a fixed graph or a builder "
                              "(KnnGaussianWeights) at construction, or use num_steps=0")
-        out = self.diffusion(features, weights) if self.num_steps > 0 else features
+        if self.num_steps == 0:
+            out = features
+        elif self.step_logit is not None:
+            out = self._learned_diffusion(features, weights)
+        else:
+            out = self.diffusion(features, weights)
         if self.head is not None:
             out = self.head(out)
         return out.reshape(*leading, *out.shape[1:])
 
+    def _learned_diffusion(self, features: torch.Tensor, weights) -> torch.Tensor:
+        """``r`` steps ``X ← (1 − ρ) X + ρ (I − γ_max L) X`` with ``ρ = sigmoid(step_logit) = γ/γ_max``."""
+        operator = self.diffusion._operator_for(features, weights)
+        ratio = torch.sigmoid(self.step_logit).to(features.dtype)
+        out = features
+        for _ in range(self.num_steps):
+            out = out + ratio * (operator.apply(out, 1) - out)
+            if self.diffusion.dropout > 0 and self.training:
+                out = torch.nn.functional.dropout(out, self.diffusion.dropout)
+        return out
+
     def extra_repr(self) -> str:
         fixed = "" if self._fixed is None else (f", fixed time-varying graph ({len(self._fixed)})"
                                                 if isinstance(self._fixed, list) else ", fixed graph")
-        return f"graph_from={self.graph_from!r}{fixed}"
+        learned = f", learned step size (now {self.step_size:.4g}, max {self.max_step_size:g})" \
+            if self.learn_step_size else ""
+        return f"graph_from={self.graph_from!r}{fixed}{learned}"
 
 
 def mlp(in_features: int, hidden: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0) -> nn.Module:

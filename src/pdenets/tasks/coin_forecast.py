@@ -1,0 +1,573 @@
+"""Epidemic forecasting with convection–diffusion: COIN's case-prediction setting on the offline series.
+
+The COIN paper's COVID-19 data is not available offline; the task runs on the two series that are
+(:mod:`pdenets.data.temporal`) and on any JSON file in their layout:
+
+* ``england_covid`` — daily cases, 129 regions, a mobility graph per day (the MPNN-LSTM data);
+* ``chickenpox`` — weekly cases, 20 counties, one adjacency (standardized as stored).
+
+Models: the convection alone (``window-mlp``: a per-region model with shared weights),
+COIN (``coin-forecast``: the same model, then ``r`` diffusion steps of the forecasts on the region
+graph — the day's graph where it varies), two PyTorch Geometric baselines (``window-gcn``,
+``gconv-gru``) and three closed-form ones (``last-value``, ``moving-average``, ``linear`` = least
+squares on the lags, shared across regions, one per horizon). Diffusion and message passing use
+the graph without self-loops, rows normalized to sum 1.
+
+Protocols:
+
+* ``ours`` — ``lags`` past values, horizons ``1…H``. Every (origin, horizon) pair belongs to the
+  split of its **target day**: the last ``test_fraction`` of the days are the test period, the
+  ``val_fraction`` before it validation (early stopping), the rest training; inputs only look back.
+  Each region is standardized with the mean and standard deviation of its training days; MSE and
+  MAE are reported on that scale and, for count data, MAE in cases per region (raw counts, the
+  MPNN-LSTM paper's unit).
+* ``pyg-temporal`` — the protocol of PyTorch Geometric Temporal's examples: horizon 1, their lags
+  (chickenpox 4, england_covid 8), the first 20 % of the snapshots for training (its last fifth
+  held out here for early stopping), MSE on the series as their loaders give it (chickenpox as
+  stored; england_covid standardized per region over the whole series).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, forecast_windows, load_temporal
+from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ..experiments.plots import plt
+from ..experiments.report import Report
+from ..experiments.summary import PaperValue, Stats, group_records
+from ..experiments.task import Task, register_task
+from ..models.coin import block_diagonal_graph
+from ..models.registry import create_model
+from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
+
+__all__ = ["CoinForecastConfig", "CoinForecastTask", "ForecastJob", "BASELINES", "LEARNED", "prepare_protocol",
+           "linear_forecast"]
+
+BASELINES = ("last-value", "moving-average", "linear")
+LEARNED = ("window-mlp", "coin-forecast", "window-gcn", "gconv-gru")
+PROTOCOLS = ("ours", "pyg-temporal")
+PYG_LAGS = {"chickenpox": 4, "england_covid": 8}
+PAPER_PYG = {"linear": PaperValue(0.704, None, "PyTorch Geometric Temporal protocol, chickenpox: linear regression "
+                                                "on the 4 lags (as quoted in the issue)")}
+
+
+@dataclass
+class CoinForecastConfig(TaskConfig):
+    """Configuration of ``pdenets run coin-forecast``."""
+
+    datasets: List[str] = setting(["chickenpox", "england_covid"], "england_covid, chickenpox or PATH.json")
+    protocols: List[str] = setting(["ours", "pyg-temporal"], "ours (horizons 1..H) and/or pyg-temporal")
+    models: List[str] = setting(list(BASELINES + LEARNED), "forecasters: " + ", ".join(BASELINES + LEARNED))
+    seeds: List[int] = setting([0, 1, 2], "seeds of the learned models (the closed-form ones need one)")
+    lags: int = setting(7, "past values per region (ours)")
+    horizons: int = setting(7, "forecast horizons 1..H (ours)")
+    test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
+    val_fraction: float = setting(0.1, "fraction of the days before the test period used for early stopping (ours)")
+    hidden: int = setting(32, "width of the learned models")
+    step_size: float = setting(0.1, "gamma of COIN's diffusion steps (the start value when learned; stable up to 1)")
+    learn_step_size: bool = setting(True, "learn COIN's gamma in (0, 1) with the weights")
+    num_steps: int = setting(2, "r, COIN's diffusion steps")
+    epochs: int = setting(300, "most full-batch Adam epochs")
+    patience: int = setting(30, "early stopping on the validation MSE")
+    lr: float = setting(0.01, "Adam learning rate")
+    weight_decay: float = setting(1e-4, "Adam weight decay")
+
+    def validate(self) -> None:
+        super().validate()
+        check_fields(self, non_empty=("datasets", "protocols", "models", "seeds"),
+                     choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED},
+                     counts=("lags", "horizons", "hidden", "epochs", "patience"), non_negative_counts=("num_steps",
+                                                                                                     "seeds"),
+                     positive=("step_size", "lr", "test_fraction", "val_fraction"), non_negative=("weight_decay",))
+        for dataset in self.datasets:
+            if dataset not in TEMPORAL_DATASETS and not dataset.lower().endswith(".json"):
+                raise ConfigError(f"datasets: {dataset!r} is neither england_covid, chickenpox nor a .json path")
+        if self.step_size > 1 or (self.learn_step_size and self.step_size >= 1):
+            raise ConfigError(f"step_size must be <= 1 on a row-normalized graph (< 1 when learned), got "
+                              f"{self.step_size}")
+        if self.test_fraction + self.val_fraction >= 0.9:
+            raise ConfigError("test_fraction + val_fraction must leave at least 10 % of the days for training")
+
+
+@dataclass(frozen=True)
+class ForecastJob:
+    dataset: str
+    protocol: str
+    model: str
+    seed: int
+    setup: Tuple[Tuple[str, Any], ...]
+    training: Tuple[Tuple[str, Any], ...]
+    device: str
+    data_dir: Optional[str] = field(default=None, metadata={"key": False})
+
+
+# ----------------------------------------------------------------------------------------
+# data of a protocol (cached per process)
+
+_PREPARED: Dict[Tuple, Dict[str, Any]] = {}
+
+
+def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
+    """The graph without self-loops, rows normalized to sum 1 (sparse)."""
+    matrix = as_weight_matrix(graph, nodes, dtype=torch.float64)
+    matrix = matrix.to_sparse().coalesce() if matrix.layout == torch.strided else matrix
+    return row_normalize(remove_self_loops(matrix)).coalesce()
+
+
+def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Dict[str, Any]) -> Dict[str, Any]:
+    """Windows, split masks, scaling and graphs of one protocol.
+
+    Returns ``inputs (S, N, L)``, ``targets (S, N, H)`` (scaled), ``masks`` (train/val/test, ``(S, N, H)``
+    booleans), ``mean``/``std`` per region (to undo the scaling), ``graphs`` (one per origin: the graph
+    of the origin's last observed step) and the origins.
+    """
+    values = series.values
+    steps, nodes = values.shape
+    if protocol == "ours":
+        lags, horizons = setup["lags"], setup["horizons"]
+        test_start = steps - max(1, round(setup["test_fraction"] * steps))
+        val_start = test_start - max(1, round(setup["val_fraction"] * steps))
+        if val_start <= lags:
+            raise ConfigError(f"{series.name}: {steps} steps leave no training targets after {lags} lags with these "
+                              "fractions")
+        train_days = values[:val_start]
+        mean = train_days.mean(0)
+        std = train_days.std(0)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        if series.raw_counts:
+            std = std.clamp_min(1.0)
+        scaled = (values - mean) / std
+        windows = forecast_windows(scaled, lags, horizons)
+        day = windows.target_steps[:, None, :].expand_as(windows.targets)
+        valid = ~torch.isnan(windows.targets)
+        masks = {"train": valid & (day < val_start), "val": valid & (day >= val_start) & (day < test_start),
+                 "test": valid & (day >= test_start)}
+        split = {"val_start": val_start, "test_start": test_start}
+    else:
+        lags, horizons = PYG_LAGS.get(series.name, 4), 1
+        if series.raw_counts:  # their loader standardizes each region over the whole series
+            mean, std = values.mean(0), values.std(0) + 1e-10
+        else:
+            mean, std = torch.zeros(nodes, dtype=values.dtype), torch.ones(nodes, dtype=values.dtype)
+        scaled = (values - mean) / std
+        windows = forecast_windows(scaled, lags, horizons)
+        keep = ~torch.isnan(windows.targets).any(-1).any(-1)  # snapshots with their target inside the series
+        windows = type(windows)(windows.inputs[keep], windows.targets[keep], windows.origins[keep],
+                                windows.target_steps[keep])
+        count = len(windows)
+        train_count = int(0.2 * count)
+        val_from = train_count - max(1, train_count // 5)
+        index = torch.arange(count)[:, None, None].expand_as(windows.targets)
+        masks = {"train": index < val_from, "val": (index >= val_from) & (index < train_count),
+                 "test": index >= train_count}
+        split = {"train_snapshots": train_count, "val_snapshots": train_count - val_from,
+                 "test_snapshots": count - train_count}
+    origins = windows.origins.tolist()
+    graph_cache: Dict[int, torch.Tensor] = {}
+    graphs = []
+    for origin in origins:
+        step = origin - 1 if series.time_varying else 0
+        if step not in graph_cache:
+            graph_cache[step] = _diffusion_graph(series.graph_at(step), nodes)
+        graphs.append(graph_cache[step])
+    return {"inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
+            "mean": mean, "std": std, "graphs": graphs, "origins": windows.origins, "lags": lags,
+            "horizons": horizons, "split": split, "raw": values, "target_steps": windows.target_steps}
+
+
+def _prepared(spec: ForecastJob) -> Dict[str, Any]:
+    setup = dict(spec.setup)
+    key = (spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+    if key not in _PREPARED:
+        series = load_temporal(spec.dataset, spec.data_dir)
+        prepared = prepare_protocol(series, spec.protocol, setup)
+        prepared["series"] = series
+        prepared["batched"] = block_diagonal_graph(prepared["graphs"], series.num_nodes, dtype=torch.float64)
+        _PREPARED[key] = prepared
+    return _PREPARED[key]
+
+
+# ----------------------------------------------------------------------------------------
+# forecasters
+
+
+def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
+    """Least squares on the lags with an intercept, shared across regions, one fit per horizon.
+
+    ``inputs (S, N, L)``, ``targets (S, N, H)``, ``train (S, N, H)`` mask; returns ``(S, N, H)``.
+    """
+    design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
+    out = torch.empty_like(targets)
+    for horizon in range(targets.shape[-1]):
+        rows = train[..., horizon]
+        solution = torch.linalg.lstsq(design[rows], targets[..., horizon][rows].unsqueeze(-1)).solution
+        out[..., horizon] = (design @ solution).squeeze(-1)
+    return out
+
+
+def _baseline(model: str, data: Dict[str, Any]) -> torch.Tensor:
+    inputs, targets = data["inputs"], data["targets"]
+    if model == "last-value":
+        return inputs[..., -1:].expand_as(targets).clone()
+    if model == "moving-average":
+        return inputs.mean(-1, keepdim=True).expand_as(targets).clone()
+    # closed form: nothing to stop early, so it fits on the training and validation targets together
+    return linear_forecast(inputs, targets, data["masks"]["train"] | data["masks"]["val"])
+
+
+def _masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (prediction - target)[mask].square().mean()
+
+
+def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) -> Tuple[torch.Tensor, Dict]:
+    torch.manual_seed(spec.seed)
+    lags, horizons = data["lags"], data["horizons"]
+    options: Dict[str, Any] = {"hidden": training["hidden"]}
+    if spec.model == "coin-forecast":
+        options.update(step_size=training["step_size"], num_steps=training["num_steps"],
+                       learn_step_size=training["learn_step_size"])
+    model = create_model(spec.model, in_features=lags, num_classes=horizons, **options).double()
+    device = torch.device(spec.device)
+    model.to(device)
+    origins, nodes = data["inputs"].shape[:2]
+    rows = data["inputs"].reshape(origins * nodes, lags).to(device)
+    targets = data["targets"].to(device)
+    masks = {name: mask.to(device) for name, mask in data["masks"].items()}
+    graph = data["batched"].to(device)
+
+    def predict() -> torch.Tensor:
+        return model(rows, graph).reshape(origins, nodes, horizons)
+
+    # a learned diffusion time has no weight decay (decay would pull γ towards γ_max / 2)
+    step = [p for name, p in model.named_parameters() if name == "step_logit"]
+    weights = [p for name, p in model.named_parameters() if name != "step_logit"]
+    groups = [{"params": weights}] + ([{"params": step, "weight_decay": 0.0}] if step else [])
+    optimizer = torch.optim.Adam(groups, lr=training["lr"], weight_decay=training["weight_decay"])
+    best, best_state, best_epoch, waited = math.inf, None, 0, 0
+    curve = []
+    for epoch in range(training["epochs"]):
+        model.train()
+        optimizer.zero_grad()
+        loss = _masked_mse(predict(), targets, masks["train"])
+        if not torch.isfinite(loss):
+            break
+        loss.backward()
+        optimizer.step()
+        loss = loss.detach()
+        model.eval()
+        with torch.no_grad():
+            val = float(_masked_mse(predict(), targets, masks["val"]))
+        curve.append({"train": float(loss), "val": val})
+        if val < best:
+            best, best_epoch, waited = val, epoch, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            waited += 1
+            if waited >= training["patience"]:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    with torch.no_grad():
+        prediction = predict().cpu()
+    info = {"epochs": len(curve), "best_epoch": best_epoch, "curve": curve[::10]}
+    if getattr(model, "learn_step_size", False):
+        info["learned_step_size"] = model.step_size
+    return prediction, info
+
+
+def _metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, Any]:
+    targets, mask = data["targets"], data["masks"]["test"]
+    error = prediction - targets
+    out: Dict[str, Any] = {"mse": float(error[mask].square().mean()), "mae": float(error[mask].abs().mean())}
+    out["mse_by_horizon"] = [float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])]
+    out["mae_by_horizon"] = [float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])]
+    if data["series"].raw_counts:
+        scale = data["std"][None, :, None]
+        raw_error = (error * scale)[mask].abs()
+        out["mae_raw"] = float(raw_error.mean())
+        out["mae_raw_by_horizon"] = [float((error[..., h] * data["std"][None, :])[mask[..., h]].abs().mean())
+                                     for h in range(targets.shape[-1])]
+    return out
+
+
+def run_forecast_job(spec: ForecastJob) -> Dict[str, Any]:
+    data = _prepared(spec)
+    training = dict(spec.training)
+    start = time.perf_counter()
+    if spec.model in BASELINES:
+        prediction, info = _baseline(spec.model, data), {}
+    else:
+        prediction, info = _learned(spec, data, training)
+    record = {"seconds": time.perf_counter() - start, **info, **_metrics(prediction, data)}
+    # horizon-1 forecasts over the test period (scaled units) for the report's plots
+    test_rows = data["masks"]["test"][:, 0, 0].nonzero().squeeze(1)
+    record["test_forecast"] = {"steps": data["target_steps"][test_rows, 0].tolist(),
+                               "values": prediction[test_rows, :, 0].round(decimals=5).tolist()}
+    return record
+
+
+# ----------------------------------------------------------------------------------------
+# the task
+
+
+@register_task
+class CoinForecastTask(Task):
+    name = "coin-forecast"
+    description = "COIN for epidemic forecasting: per-region convection + diffusion on the region graph, vs baselines"
+    config_class = CoinForecastConfig
+    shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
+    columns = {"dataset": "TEXT", "protocol": "TEXT", "model": "TEXT", "seed": "INTEGER"}
+
+    @classmethod
+    def quick_config(cls) -> CoinForecastConfig:
+        """Both datasets and protocols, 4 lags and 3 horizons, one seed, 20 epochs."""
+        return CoinForecastConfig(lags=4, horizons=3, seeds=[0], epochs=20, patience=10)
+
+    def prepare(self) -> None:
+        for dataset in self.config.datasets:
+            load_temporal(dataset, self.config.data_dir)
+
+    def jobs(self) -> List[ForecastJob]:
+        config = self.config
+        setup = {"lags": config.lags, "horizons": config.horizons, "test_fraction": config.test_fraction,
+                 "val_fraction": config.val_fraction}
+        training = {"hidden": config.hidden, "step_size": config.step_size, "num_steps": config.num_steps,
+                    "learn_step_size": config.learn_step_size,
+                    "epochs": config.epochs, "patience": config.patience, "lr": config.lr,
+                    "weight_decay": config.weight_decay}
+        jobs = []
+        for dataset in config.datasets:
+            for protocol in config.protocols:
+                protocol_setup = setup if protocol == "ours" else {}
+                for model in config.models:
+                    seeds = config.seeds[:1] if model in BASELINES else config.seeds
+                    model_training = {} if model in BASELINES else training
+                    for seed in seeds:
+                        jobs.append(ForecastJob(dataset, protocol, model, seed if model not in BASELINES else 0,
+                                                tuple(sorted(protocol_setup.items())),
+                                                tuple(sorted(model_training.items())), config.device,
+                                                config.data_dir))
+        return jobs
+
+    @staticmethod
+    def run_job(spec: ForecastJob) -> Dict[str, Any]:
+        return run_forecast_job(spec)
+
+    def progress_note(self, record: Dict[str, Any]) -> str:
+        return f"mse={record['mse']:.3f}"
+
+    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
+        table: Dict[str, Any] = {}
+        sources = {dataset_label(r["dataset"]): r["dataset"] for r in records}
+        for (dataset, protocol, model), members in group_records(records, by=("dataset", "protocol", "model")).items():
+            dataset = dataset_label(dataset)
+            entry = {"runs": len(members), "seconds_per_run": float(np.mean([m["seconds"] for m in members]))}
+            for metric in ("mse", "mae", "mae_raw"):
+                if metric in members[0]:
+                    entry[metric] = Stats.of(m[metric] for m in members).as_dict()
+            for metric in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon"):
+                if metric in members[0]:
+                    entry[metric] = np.mean([m[metric] for m in members], axis=0).tolist()
+            table.setdefault(dataset, {}).setdefault(protocol, {})[model] = entry
+        verdicts = {}
+        for dataset, protocols in table.items():
+            for protocol, models in protocols.items():
+                if "coin-forecast" in models and "linear" in models:
+                    coin, linear = models["coin-forecast"]["mse"], models["linear"]["mse"]["mean"]
+                    verdicts[f"{dataset}/{protocol}"] = {
+                        "coin_mse": coin["mean"], "coin_std": coin["std"], "linear_mse": linear,
+                        "coin_beats_linear": bool(coin["mean"] < linear),
+                        "clearly": bool(coin["mean"] + coin["std"] < linear)}
+        return {"table": table, "coin_vs_linear": verdicts, "sources": sources}
+
+    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+        _write_report(self, results, records, run_dir)
+
+
+def dataset_label(dataset: str) -> str:
+    """The name a dataset goes by in tables: its registered name, or a file's stem."""
+    return dataset if dataset in TEMPORAL_DATASETS else Path(dataset).stem
+
+
+def _fmt(stats: Optional[Dict[str, float]], digits: int = 3) -> str:
+    if not stats:
+        return "—"
+    return f"{stats['mean']:.{digits}f} ± {stats['std']:.{digits}f}"
+
+
+def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
+    config = task.config
+    _SOURCES.update(results.get("sources", {}))
+    figures = results.setdefault("figures", {})
+    report = Report("pdenets — COIN for epidemic forecasting")
+    report.paragraph(
+        "The COIN paper's COVID-19 case data is not available offline; this runs its setting — a per-region "
+        "temporal model (convection, shared weights) followed by diffusion of the forecasts on the region graph — on "
+        "the offline series `england_covid` (daily cases, a mobility graph per day) and `chickenpox` (weekly, "
+        f"standardized as stored). Our protocol: {config.lags} lags, horizons 1–{config.horizons}, the last "
+        f"{config.test_fraction:.0%} of the days are the test period and the {config.val_fraction:.0%} before it "
+        "validation (early stopping); every (origin, horizon) pair belongs to the split of its target day. COIN: "
+        f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. Learned "
+        f"models: hidden {config.hidden}, full-batch Adam (lr {config.lr}, weight decay {config.weight_decay}), at "
+        f"most {config.epochs} epochs, patience {config.patience}; mean ± std over seeds {config.seeds} (the "
+        f"closed-form baselines are deterministic). {results['runs_stored']} of {results['runs_planned']} runs "
+        f"stored; wall time {results['wall_seconds']:.0f} s.")
+    order = [m for m in BASELINES + LEARNED if m in config.models]
+    for dataset, protocols in results["table"].items():
+        for protocol, models in protocols.items():
+            report.heading(f"{dataset} — {protocol} protocol")
+            raw = any("mae_raw" in entry for entry in models.values())
+            headers = ["model", "test MSE", "test MAE"] + (["MAE (cases per region)"] if raw else []) + \
+                      (["paper / reference"] if protocol == "pyg-temporal" else []) + ["runs", "s per run"]
+            rows = []
+            for model in order:
+                if model not in models:
+                    continue
+                entry = models[model]
+                row = [f"**{model}**" if model == "coin-forecast" else model, _fmt(entry.get("mse")),
+                       _fmt(entry.get("mae"))]
+                if raw:
+                    row.append(_fmt(entry.get("mae_raw"), 2))
+                if protocol == "pyg-temporal":
+                    reference = PAPER_PYG.get(model) if dataset == "chickenpox" else None
+                    row.append(reference.format(3) if reference else "—")
+                rows.append(row + [entry["runs"], f"{entry['seconds_per_run']:.1f}"])
+            caption = ("Scaled units (each region standardized on its training days); MAE in cases per region on the "
+                       "raw counts." if protocol == "ours" else
+                       "MSE on the series as PyTorch Geometric Temporal's loader gives it; that library's recurrent "
+                       "graph examples reach 0.74–1.09 on chickenpox, linear regression on the lags 0.704.")
+            report.table(headers, rows, caption=caption)
+            verdict = results["coin_vs_linear"].get(f"{dataset}/{protocol}")
+            if verdict:
+                report.paragraph(f"COIN {'beats' if verdict['coin_beats_linear'] else 'does not beat'} linear "
+                                 f"regression here: MSE {verdict['coin_mse']:.3f} ± {verdict['coin_std']:.3f} vs "
+                                 f"{verdict['linear_mse']:.3f}"
+                                 + (" (by more than one std)." if verdict["clearly"] else "."))
+            if protocol == "ours":
+                key = "mae_raw_by_horizon" if raw else "mae_by_horizon"
+                figures[f"{dataset}-horizons"] = _horizon_figure(models, order, key, dataset, run_dir)
+                report.figure(figures[f"{dataset}-horizons"],
+                              f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
+                              "mean over seeds.")
+            forecast = _forecast_figure(records, dataset, protocol, order, run_dir, task)
+            if forecast:
+                figures[f"{dataset}-{protocol}-forecasts"] = forecast
+                report.figure(forecast, f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
+                                        "four regions with the most cases, truth in black (seed 0 of each model).")
+            graph = _graph_figure(records, dataset, protocol, run_dir, task)
+            if graph:
+                figures[f"{dataset}-{protocol}-graph"] = graph
+                report.figure(graph, f"{dataset} ({protocol}): the region graph (spectral layout, no map); colour = "
+                                     "mean |COIN − convection alone| of the horizon-1 test forecasts (seed 0), size = "
+                                     "degree. Where diffusion changes the forecasts most.")
+    report.write(run_dir)
+
+
+_COLORS = {"last-value": "#999999", "moving-average": "#bbbb55", "linear": "#1f77b4", "window-mlp": "#ff7f0e",
+           "coin-forecast": "#d62728", "window-gcn": "#2ca02c", "gconv-gru": "#9467bd"}
+
+
+def _horizon_figure(models, order, key, dataset, run_dir) -> str:
+    fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
+    for model in order:
+        if model in models and key in models[model]:
+            values = models[model][key]
+            ax.plot(range(1, len(values) + 1), values, "o-", label=model, color=_COLORS.get(model),
+                    linewidth=2.5 if model == "coin-forecast" else 1.2)
+    ax.set_xlabel("horizon")
+    ax.set_ylabel("test MAE")
+    ax.set_title(dataset)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return run_dir.save_figure(fig, f"{dataset}-horizons.png")
+
+
+def _series_for(task: CoinForecastTask, dataset: str, protocol: str) -> Optional[Dict[str, Any]]:
+    config = task.config
+    dataset = _SOURCES.get(dataset, dataset)
+    setup = {"lags": config.lags, "horizons": config.horizons, "test_fraction": config.test_fraction,
+             "val_fraction": config.val_fraction} if protocol == "ours" else {}
+    try:
+        series = load_temporal(dataset, config.data_dir)
+        return {"series": series, **prepare_protocol(series, protocol, setup)}
+    except (OSError, ValueError):
+        return None
+
+
+_SOURCES: Dict[str, str] = {}
+
+
+def _seed_zero(records, dataset, protocol, model):
+    found = [r for r in records if dataset_label(r["dataset"]) == dataset and r["protocol"] == protocol and r["model"] == model]
+    found.sort(key=lambda r: r["seed"])
+    return found[0] if found else None
+
+
+def _forecast_figure(records, dataset, protocol, order, run_dir, task) -> Optional[str]:
+    data = _series_for(task, dataset, protocol)
+    if data is None:
+        return None
+    series, mean, std = data["series"], data["mean"], data["std"]
+    regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
+    fig, axes = plt.subplots(1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False)
+    for column, region in enumerate(regions):
+        ax = axes[0][column]
+        shown = False
+        for model in order:
+            record = _seed_zero(records, dataset, protocol, model)
+            if not record or not record["test_forecast"]["steps"]:
+                continue
+            steps = record["test_forecast"]["steps"]
+            values = np.asarray(record["test_forecast"]["values"])[:, region] * float(std[region]) + float(mean[region])
+            ax.plot(steps, values, color=_COLORS.get(model), label=model,
+                    linewidth=2.2 if model == "coin-forecast" else 1.0, alpha=0.9)
+            if not shown:
+                ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
+                shown = True
+        ax.set_title(f"region {region}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("cases" if series.raw_counts else "value (as stored)")
+    axes[0][-1].legend(fontsize=7)
+    return run_dir.save_figure(fig, f"{dataset}-{protocol}-forecasts.png")
+
+
+def _graph_figure(records, dataset, protocol, run_dir, task) -> Optional[str]:
+    coin, plain = (_seed_zero(records, dataset, protocol, m) for m in ("coin-forecast", "window-mlp"))
+    data = _series_for(task, dataset, protocol) if coin and plain else None
+    if data is None or not coin["test_forecast"]["steps"]:
+        return None
+    series = data["series"]
+    change = (np.asarray(coin["test_forecast"]["values"]) - np.asarray(plain["test_forecast"]["values"]))
+    change = np.abs(change * data["std"].numpy()[None, :]).mean(0)
+    nodes = series.num_nodes
+    dense = torch.zeros(nodes, nodes, dtype=torch.float64)
+    for step in (range(series.num_steps) if series.time_varying else [0]):
+        dense += as_weight_matrix(series.graph_at(step), nodes, dtype=torch.float64).to_dense()
+    dense.fill_diagonal_(0)
+    dense = (dense + dense.T) / 2
+    dense = dense / dense.max().clamp_min(1e-12)
+    laplacian = torch.diag(dense.sum(1)) - dense
+    _, vectors = torch.linalg.eigh(laplacian)
+    position = vectors[:, 1:3].numpy()
+    fig, ax = plt.subplots(figsize=(6, 5), layout="constrained")
+    rows, cols = np.nonzero(dense.numpy() > (0.02 if series.time_varying else 0))
+    for i, j in zip(rows, cols):
+        if i < j:
+            ax.plot(position[[i, j], 0], position[[i, j], 1], color="#cccccc", linewidth=0.5, zorder=1)
+    degree = (dense > 0).sum(1).numpy()
+    points = ax.scatter(position[:, 0], position[:, 1], c=change, s=20 + 8 * degree, cmap="viridis", zorder=2)
+    fig.colorbar(points, ax=ax, label="mean |COIN − convection| " + ("(cases)" if series.raw_counts else ""))
+    ax.set_xticks([]), ax.set_yticks([])
+    ax.set_title(f"{dataset}: where diffusion changes the forecasts")
+    return run_dir.save_figure(fig, f"{dataset}-{protocol}-graph.png")
