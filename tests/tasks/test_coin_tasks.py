@@ -12,8 +12,8 @@ from pdenets.data.paths import resolve_data_dir
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _diffusion_graph, linear_forecast,
-                                         prepare_protocol)
+from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _baseline, _diffusion_graph,
+                                         linear_forecast, prepare_protocol)
 from pdenets.tasks.coin_tabular import CoinTabularConfig, CoinTabularTask, labelled_split
 
 DATA = resolve_data_dir()
@@ -26,8 +26,8 @@ def _records(run_dir, task):
         return [row.flat() for row in store.rows()]
 
 
-def _ring(nodes):
-    return [[i, (i + 1) % nodes] for i in range(nodes)] + [[(i + 1) % nodes, i] for i in range(nodes)]
+def _ring(nodes, stride=1):
+    return [[i, (i + stride) % nodes] for i in range(nodes)] + [[(i + stride) % nodes, i] for i in range(nodes)]
 
 
 def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
@@ -39,7 +39,7 @@ def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
         values[t] = 0.45 * (np.roll(values[t - 1], 1) + np.roll(values[t - 1], -1)) + 0.3 * rng.normal(size=nodes)
     if time_varying:
         content = {"y": values.tolist(), "edge_mapping": {
-            "edge_index": {str(t): _ring(nodes) for t in range(steps)},
+            "edge_index": {str(t): _ring(nodes, stride=1 + t % 2) for t in range(steps)},
             "edge_weight": {str(t): [1.0 + t % 3] * (2 * nodes) for t in range(steps)}}}
     else:
         content = {"FX": values.tolist(), "edges": _ring(nodes)}
@@ -81,6 +81,7 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
     origin = int(data["origins"][7])
     expected = _diffusion_graph(series.graph_at(origin - 1), series.num_nodes).to_dense()
     torch.testing.assert_close(data["graphs"][7].to_dense(), expected)
+    assert not torch.equal(expected, _diffusion_graph(series.graph_at(origin), series.num_nodes).to_dense())
     torch.testing.assert_close(expected.sum(1), torch.ones(12, dtype=torch.float64))
     assert torch.diagonal(expected).abs().max() == 0
 
@@ -90,7 +91,8 @@ def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
     series = load_temporal("chickenpox")
     data = prepare_protocol(series, "pyg-temporal", {})
     assert data["inputs"].shape == (517, 20, 4) and data["split"]["train_snapshots"] == 103
-    prediction = linear_forecast(data["inputs"], data["targets"], data["masks"]["train"] | data["masks"]["val"])
+    data["series"] = series
+    prediction = _baseline("linear", data)  # fitted on the whole first 20 % (train and validation)
     error = (prediction - data["targets"])[data["masks"]["test"]]
     assert abs(float(error.square().mean()) - 0.704) < 0.0005  # the number that library's users quote
 
@@ -103,7 +105,7 @@ def test_england_raw_mae_is_in_cases_per_region():
     raw = series.values
     errors = [abs(float(raw[t - 1, i] - raw[t + h, i])) for t in range(7, 61) for h in range(7)
               if t + h >= data["split"]["test_start"] and t + h < 61 for i in range(129)]
-    from pdenets.tasks.coin_forecast import _baseline, _metrics
+    from pdenets.tasks.coin_forecast import _metrics
     data["series"] = series
     metrics = _metrics(_baseline("last-value", data), data)
     assert metrics["mae_raw"] == pytest.approx(float(np.mean(errors)), rel=1e-9)
@@ -209,3 +211,20 @@ def test_tabular_run_on_a_csv_file(tmp_path, capsys):
     path.write_text("a,kind\n1.0,x\n2.0,x\n")
     with pytest.raises(ValueError, match="has 1 class"):
         CoinTabularTask(CoinTabularConfig(datasets=[str(path)])).prepare()
+
+
+def test_claims_report_measures_each_identity(tmp_path):
+    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
+
+    config = CoinClaimsConfig(samples=3000, sigmas=[0.5, 1.5], drop_rates=[0.25], workers=1, threads=1)
+    outcome = run_task(CoinClaimsTask(config), out=tmp_path / "run", progress=False)
+    smoothing = outcome.results["smoothing"]["rows"]
+    assert [row["sigma"] for row in smoothing] == [0.5, 1.5]
+    assert all(row["max_error"] < 3 * row["max_half_width"] for row in smoothing)
+    assert smoothing[1]["max_error_wrong_time"] > 3 * smoothing[1]["max_half_width"]
+    dropout = outcome.results["dropout"]["rows"][0]
+    assert dropout["max_relative_error"] < 0.05
+    assert abs(dropout["quadratic_mean_predicted"] - dropout["quadratic_mean_monte_carlo"]) \
+        < 5 * dropout["quadratic_standard_error"]
+    assert all(row["max_abs_difference"] < 1e-12 for row in outcome.results["propagation"]["rows"])
+    assert (tmp_path / "run" / "smoothing.png").stat().st_size > 1000

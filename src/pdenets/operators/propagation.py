@@ -19,6 +19,9 @@ Let ``W̃ = W + I`` be the graph with unit self-loops, ``D̃`` its degrees and
 The functions below compute these propagations with :class:`~pdenets.operators.DiffusionOperator`
 (``laplacian="normalized"``); the tests compare them with PyTorch Geometric's ``GCNConv``,
 ``SGConv`` and ``APPNP`` layers. Existing self-loops of ``W`` are replaced by unit ones first.
+Direction: ``W[i, j]`` is the weight of edge ``(i, j)`` and row ``i`` diffuses from column ``j``; PyG's
+layers send messages from source to target, so for a *directed* edge list they equal these functions
+on the reversed edges (``edge_index.flip(0)``). Undirected graphs need no care.
 """
 
 from __future__ import annotations
