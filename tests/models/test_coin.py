@@ -145,3 +145,51 @@ def test_registry_model_and_bad_inputs():
         COIN(nn.Flatten(0), step_size=0.1, num_steps=1, graph=cycle_weights(6))(torch.randn(6, 4))
     with pytest.raises(ValueError, match="graph 1 of the sequence"):
         _coin(step_size=0.1)(torch.randn(2, 4, 4, dtype=torch.float64), graph=[cycle_weights(4), cycle_weights(5)])
+
+
+def test_images_through_a_convolutional_backbone_with_a_graph_of_its_features():
+    backbone = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten())
+    builder = KnnGaussianWeights(n_top=4, sigma_neighbor=2, normalization="row")
+    model = COIN(backbone, step_size=0.5, num_steps=3, graph=builder, graph_from="features", head=nn.Linear(16, 3))
+    images = torch.randn(20, 1, 8, 8)
+    out = model(images)
+    assert out.shape == (20, 3)
+    features = backbone(images)
+    torch.testing.assert_close(out, model.head(diffuse(features, builder(features.detach()), step_size=0.5,
+                                                       num_steps=3)))
+
+
+def test_node_classification_with_a_given_edge_index_trains():
+    torch.manual_seed(0)
+    labels = torch.arange(40) % 2
+    features = torch.randn(40, 6) + 1.5 * labels[:, None]
+    same = (labels[:, None] == labels[None, :]) & (torch.rand(40, 40) < 0.2)
+    edge_index = (same | same.T).fill_diagonal_(False).nonzero().T
+    model = COIN(nn.Sequential(nn.Linear(6, 16), nn.ReLU()), step_size=0.1, num_steps=4, head=nn.Linear(16, 2),
+                 laplacian="normalized")
+    train = torch.arange(0, 40, 3)  # both classes
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(40):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(features, graph=(edge_index, None))[train], labels[train])
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    accuracy = float((model(features, graph=(edge_index, None)).argmax(1) == labels).float().mean())
+    assert losses[-1] < 0.5 * losses[0] and accuracy > 0.85
+
+
+def test_learned_step_size_is_a_convex_combination_within_the_bound():
+    weights = cycle_weights(6) / 2  # rows sum to 1: γ_max = 1
+    model = _coin(step_size=0.3, num_steps=2, graph=weights, learn_step_size=True, max_step_size=1.0)
+    assert model.step_size == pytest.approx(0.3)
+    x = torch.randn(6, 4, dtype=torch.float64)
+    torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=0.3, num_steps=2))
+    model(x).sum().backward()
+    assert model.step_logit.grad is not None and model.step_logit.grad != 0
+    with torch.no_grad():
+        model.step_logit.fill_(40.0)  # γ → γ_max: still the stable operator I − L
+    torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=1.0, num_steps=2))
+    with pytest.raises(ValueError, match="starts below max_step_size"):
+        _coin(step_size=1.0, learn_step_size=True, max_step_size=1.0)
