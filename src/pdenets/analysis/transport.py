@@ -1,0 +1,230 @@
+r"""A network as a transport of the data: line-shape and optimal-transport scores (papers 002/003, §5).
+
+A *track* is the sequence of representations of one data point through ``n`` blocks of equal width,
+``x^{(0)} → x^{(1)} → … → x^{(n)}``; here an array ``(m, n + 1, d)`` of ``m`` tracks.
+
+* **LSR** (eq. 42): ``Σ_l ‖x^{(l+1)} − x^{(l)}‖ / ‖x^{(n)} − x^{(0)}‖`` — length over displacement, ``≥ 1``.
+* **LSS** (eqs. 43–44): the same after every segment is scaled to unit length,
+  ``x̃^{(l)} = x̃^{(l−1)} + (x^{(l)} − x^{(l−1)}) / ‖x^{(l)} − x^{(l−1)}‖``, ``LSS = n / ‖x̃^{(n)} − x̃^{(0)}‖`` —
+  ``1`` exactly on a straight track, insensitive to one dominating segment.
+* **OTS** (eqs. 45–47): the exact optimal assignment ``σ`` between the inputs ``x_i`` and the outputs
+  ``ỹ_j = f(x_j)`` for the cost ``‖x_i − ỹ_j‖²``; ``OTS = #{i : σ(i) = i} / m``, the fraction of points the
+  network sends where the optimal transport map does. ``W₂²`` of the two empirical measures is the
+  optimal mean cost (eq. 45).
+* **Track distance** (eq. 35): ``min_l ‖x_s^{(l)} − x_t^{(l)}‖``; **Theorem 1** (eq. 36): for an optimal
+  transport map ``T`` and the straight tracks ``x^{(t)} = (1 − t) x + t T(x)``, the distance of two tracks is
+  at least ``‖x_p − x_q‖ ‖T x_p − T x_q‖ / √(‖x_p − x_q‖² + ‖T x_p − T x_q‖²)``.
+
+Degenerate tracks follow documented conventions and never give NaN: a track of total length 0 (every
+point equal) is a straight line (LSR = LSS = 1); zero-length segments are left out of LSS's unit steps
+(and of ``n``); a track that returns to its start with positive length has LSR = LSS = ``inf``.
+Assignments: ``scipy.optimize.linear_sum_assignment`` (default, exact), POT's ``ot.emd`` (exact network
+simplex; ``pip install pot``) or ``lap.lapjv`` (exact Jonker–Volgenant; ``pip install lap``); compare them
+with ``benchmarks/ots.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Tuple
+
+import numpy as np
+import torch
+
+__all__ = ["segment_lengths", "line_shape_ratio", "line_shape_score", "segment_proportions",
+           "optimal_assignment", "optimal_transport_score", "wasserstein2_squared", "track_distance",
+           "theorem1_lower_bound", "ASSIGNMENT_SOLVERS", "squared_distances"]
+
+ASSIGNMENT_SOLVERS = ("scipy", "pot", "lapjv")
+
+
+def _tracks(track, name: str = "tracks") -> torch.Tensor:
+    tensor = torch.as_tensor(track)
+    if not tensor.is_floating_point():
+        tensor = tensor.to(torch.float64)
+    if tensor.dim() == 2:
+        tensor = tensor.unsqueeze(0)
+    if tensor.dim() != 3 or tensor.shape[1] < 2 or tensor.shape[0] < 1:
+        raise ValueError(f"{name} must have shape (m, n + 1, d) with n >= 1 (at least two points per track), got "
+                         f"{tuple(tensor.shape)}")
+    if not torch.isfinite(tensor).all():
+        raise ValueError(f"{name} contain NaN or infinite values")
+    return tensor.to(torch.float64)
+
+
+def segment_lengths(track) -> torch.Tensor:
+    """``‖x^{(l+1)} − x^{(l)}‖`` for every track and segment: ``(m, n)``."""
+    tensor = _tracks(track)
+    return (tensor[:, 1:] - tensor[:, :-1]).norm(dim=-1)
+
+
+def line_shape_ratio(track) -> torch.Tensor:
+    """LSR (eq. 42) of every track, ``(m,)``; 1 for a zero-length track, ``inf`` for a closed one.
+
+    Example:
+        >>> import torch
+        >>> line_shape_ratio(torch.tensor([[[0., 0.], [1., 0.], [2., 0.]], [[0., 0.], [1., 1.], [2., 0.]]]))
+        tensor([1.0000, 1.4142], dtype=torch.float64)
+    """
+    tensor = _tracks(track)
+    length = segment_lengths(tensor).sum(1)
+    displacement = (tensor[:, -1] - tensor[:, 0]).norm(dim=-1)
+    return _ratio(length, displacement)
+
+
+def _ratio(length: torch.Tensor, displacement: torch.Tensor) -> torch.Tensor:
+    scale = length.clamp_min(1e-300)
+    straight = length <= 1e-12 * torch.ones_like(length)
+    closed = ~straight & (displacement <= 1e-12 * scale)
+    out = length / torch.where(closed | straight, torch.ones_like(displacement), displacement)
+    out = torch.where(straight, torch.ones_like(out), out)
+    return torch.where(closed, torch.full_like(out, math.inf), out)
+
+
+def line_shape_score(track) -> torch.Tensor:
+    """LSS (eqs. 43–44) of every track, ``(m,)``: ``n / ‖Σ_l unit(x^{(l)} − x^{(l−1)})‖``.
+
+    Zero-length segments are skipped (they have no direction) and do not count in ``n``.
+
+    Example:
+        >>> import torch
+        >>> zigzag = torch.tensor([[0., 0.], [1., 1.], [2., 0.], [3., 1.]])
+        >>> line_shape_score(zigzag)        # 3 / ‖(3/√2, 1/√2)‖ = 3 / √5
+        tensor([1.3416], dtype=torch.float64)
+    """
+    tensor = _tracks(track)
+    steps = tensor[:, 1:] - tensor[:, :-1]
+    lengths = steps.norm(dim=-1, keepdim=True)
+    scale = tensor.abs().amax(dim=(1, 2), keepdim=True).clamp_min(1.0)
+    moving = lengths > 1e-12 * scale
+    units = torch.where(moving, steps / torch.where(moving, lengths, torch.ones_like(lengths)), torch.zeros_like(steps))
+    count = moving.squeeze(-1).sum(1).to(torch.float64)
+    displacement = units.sum(1).norm(dim=-1)
+    return _ratio(count, displacement)
+
+
+def segment_proportions(track) -> torch.Tensor:
+    """Mean share of each segment in its track's length, ``(n,)`` (Tables 2–3); zero-length tracks left out."""
+    lengths = segment_lengths(track)
+    total = lengths.sum(1, keepdim=True)
+    keep = total.squeeze(1) > 0
+    if not bool(keep.any()):
+        return torch.zeros(lengths.shape[1], dtype=torch.float64)
+    return (lengths[keep] / total[keep]).mean(0)
+
+
+def squared_distances(inputs: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
+    """``‖x_i − y_j‖²`` as an ``(m, m)`` float64 matrix (difference form per row block: exact for shifted data)."""
+    x, y = inputs.to(torch.float64), outputs.to(torch.float64)
+    centre = torch.cat([x, y]).mean(0)
+    x, y = x - centre, y - centre
+    out = (x.square().sum(1)[:, None] + y.square().sum(1)[None, :] - 2 * x @ y.T).clamp_min_(0)
+    return out
+
+
+def optimal_assignment(cost, solver: str = "scipy") -> np.ndarray:
+    """``σ`` minimizing ``Σ_i cost[i, σ(i)]`` over permutations (square ``cost``), exactly.
+
+    Example:
+        >>> import numpy as np
+        >>> optimal_assignment(np.array([[4.0, 1.0], [2.0, 8.0]])).tolist()
+        [1, 0]
+    """
+    matrix = np.ascontiguousarray(np.asarray(cost, dtype=np.float64))
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(f"the cost must be a non-empty square matrix, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("the cost matrix contains NaN or infinite values")
+    if solver == "scipy":
+        from scipy.optimize import linear_sum_assignment
+
+        rows, cols = linear_sum_assignment(matrix)
+        out = np.empty(len(rows), dtype=np.int64)
+        out[rows] = cols
+        return out
+    if solver == "pot":
+        try:
+            import ot
+        except ImportError:
+            raise ImportError("solver='pot' needs POT: pip install pot") from None
+        size = matrix.shape[0]
+        weights = np.full(size, 1.0 / size)
+        plan = ot.emd(weights, weights, matrix, numItermax=max(100_000, 50 * size * size))
+        return plan.argmax(1).astype(np.int64)
+    if solver == "lapjv":
+        try:
+            import lap
+        except ImportError:
+            raise ImportError("solver='lapjv' needs lap: pip install lap") from None
+        _, assignment, _ = lap.lapjv(matrix, extend_cost=False)
+        return np.asarray(assignment, dtype=np.int64)
+    raise ValueError(f"solver must be one of {ASSIGNMENT_SOLVERS}, got {solver!r}")
+
+
+def _pair(inputs, outputs) -> Tuple[torch.Tensor, torch.Tensor]:
+    x, y = torch.as_tensor(inputs), torch.as_tensor(outputs)
+    x = x.reshape(x.shape[0], -1) if x.dim() > 1 else x[:, None]
+    y = y.reshape(y.shape[0], -1) if y.dim() > 1 else y[:, None]
+    if x.shape != y.shape:
+        raise ValueError(f"inputs and outputs must have the same shape (m, d) — one stage of equal width — got "
+                         f"{tuple(x.shape)} and {tuple(y.shape)}")
+    if x.shape[0] < 2:
+        raise ValueError(f"an assignment score needs at least 2 points, got {x.shape[0]}")
+    if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
+        raise ValueError("inputs or outputs contain NaN or infinite values")
+    return x, y
+
+
+def optimal_transport_score(inputs, outputs, *, solver: str = "scipy", return_assignment: bool = False):
+    """OTS (eq. 47): the fraction of ``i`` with ``σ(i) = i`` for the optimal assignment of eq. 46.
+
+    ``inputs[i]`` is mapped by the network to ``outputs[i]``. Exact ties in the cost (repeated points)
+    make ``σ`` non-unique; the score then depends on the solver's choice.
+
+    Example:
+        >>> import torch
+        >>> x = torch.randn(50, 1)
+        >>> optimal_transport_score(x, 3 * x + 1)        # a monotone map in 1-D is optimal
+        1.0
+    """
+    x, y = _pair(inputs, outputs)
+    assignment = optimal_assignment(squared_distances(x, y).numpy(), solver)
+    score = float(np.mean(assignment == np.arange(len(assignment))))
+    return (score, assignment) if return_assignment else score
+
+
+def wasserstein2_squared(inputs, outputs, *, solver: str = "scipy") -> float:
+    """``W₂²`` between the empirical measures of equally many points (eq. 45): the optimal mean squared cost.
+
+    Example:
+        >>> import torch
+        >>> wasserstein2_squared(torch.tensor([[0.], [1.]]), torch.tensor([[3.], [2.]]))
+        4.0
+    """
+    x, y = _pair(inputs, outputs)
+    cost = squared_distances(x, y).numpy()
+    assignment = optimal_assignment(cost, solver)
+    return float(cost[np.arange(len(assignment)), assignment].mean())
+
+
+def track_distance(track_s, track_t) -> float:
+    """Eq. 35: ``min_l ‖x_s^{(l)} − x_t^{(l)}‖`` of two tracks ``(n + 1, d)``."""
+    s, t = _tracks(track_s, "track_s")[0], _tracks(track_t, "track_t")[0]
+    if s.shape != t.shape:
+        raise ValueError(f"the two tracks must have the same shape, got {tuple(s.shape)} and {tuple(t.shape)}")
+    return float((s - t).norm(dim=-1).min())
+
+
+def theorem1_lower_bound(x_p, x_q, image_p, image_q) -> float:
+    """Eq. 36: ``‖x_p − x_q‖ ‖T x_p − T x_q‖ / √(‖x_p − x_q‖² + ‖T x_p − T x_q‖²)`` (0 when both vanish)."""
+    before = float(torch.as_tensor(x_p, dtype=torch.float64).sub(torch.as_tensor(x_q, dtype=torch.float64)).norm())
+    after = float(torch.as_tensor(image_p, dtype=torch.float64).sub(torch.as_tensor(image_q, dtype=torch.float64))
+                  .norm())
+    denominator = math.hypot(before, after)
+    return 0.0 if denominator == 0 else before * after / denominator
+
+
+def summary(tracks) -> Dict[str, float]:
+    """Mean LSR and LSS of a stage's tracks (``inf`` if any track is closed)."""
+    return {"lsr": float(line_shape_ratio(tracks).mean()), "lss": float(line_shape_score(tracks).mean())}
+
