@@ -21,6 +21,8 @@ def _inputs(name):
         return (torch.randn(6, 5, 16, 16),)
     if family == "coin":
         return (torch.randn(6, 5),)
+    if family == "transport":
+        return (torch.randn(6, 3, 8, 8),) if "cnn" in name else (torch.randn(6, 5),)
     if family == "forecast":  # 2 forecast origins of 6 regions, 5 lags; a graph per origin
         return torch.randn(2, 6, 5), [(EDGES, None), (EDGES, torch.rand(6))]
     return torch.randn(6, 5), EDGES
@@ -39,6 +41,10 @@ def _kwargs(name):
         return {"in_channels": 5, "image_size": 16}
     if family == "coin":
         return {"in_features": 5, "graph": cycle_weights(6, torch.float32)}
+    if family == "transport":  # small versions of the pairs
+        if "cnn" in name:
+            return {"in_features": 3, "widths": (4, 8) if name.endswith("k4") else (4,), "blocks": 2}
+        return {"in_features": 5, "width": 7, "num_blocks": 2}
     return {"in_features": 5}
 
 

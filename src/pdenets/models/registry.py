@@ -64,7 +64,8 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
 
 
 def _load_builtin_models() -> None:
-    from . import backbones, cifar_resnets, coin, diffresnet, forecasting, gnn, hamiltonian  # noqa: F401  (registers)
+    from . import (backbones, cifar_resnets, coin, diffresnet, forecasting, gnn, hamiltonian,  # noqa: F401
+                   transport_pairs)
 
 
 def list_models(family: Optional[str] = None) -> List[str]:

@@ -1,0 +1,128 @@
+r"""Plain networks and ResNets that differ only by the identity (papers 002/003): the geodesic-analysis pairs.
+
+Every block computes ``v(x) = W₂ σ(W₁ σ(x))`` (affine maps or 3×3 convolutions); the ResNet block returns
+``x + v(x)``, the plain block ``v(x)``. The two networks of a pair have the same parameters, so a
+``state_dict`` of one loads into the other and their blocks' outputs differ by exactly ``x``.
+
+* MLP (MNIST): ``784 → 1000``, 5 blocks in ``R^1000``, ``→ 10``;
+* CNN, ``K = 1``: a stride-2 convolution ``3×32×32 → 32×16×16``, 10 blocks, global average pool, ``→ classes``;
+* CNN, ``K = 4``: stages ``64×32×32, 128×16×16, 256×8×8, 512×4×4`` of 5 blocks, a stride-2 1×1
+  convolution between stages, global average pool, ``→ classes``.
+
+The blocks are :class:`TransportBlock` modules, so ``record_tracks(model, data, blocks=TransportBlock)``
+records every block's tracks, grouped into stages of equal width.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .._checks import check_positive_int
+from .registry import register_model
+
+__all__ = ["TransportBlock", "TransportMLP", "TransportCNN"]
+
+
+class TransportBlock(nn.Module):
+    r"""``x + W₂ σ(W₁ σ(x))`` (``residual=True``) or ``W₂ σ(W₁ σ(x))``; affine (``(N, d)``) or 3×3 convolutions.
+
+    Example:
+        >>> import torch
+        >>> plain, res = TransportBlock(4, residual=False), TransportBlock(4, residual=True)
+        >>> res.load_state_dict(plain.state_dict())
+        <All keys matched successfully>
+        >>> x = torch.randn(3, 4)
+        >>> torch.allclose(res(x) - plain(x), x)
+        True
+    """
+
+    def __init__(self, width: int, *, residual: bool, convolutional: bool = False):
+        super().__init__()
+        width = check_positive_int(width, "width")
+        self.residual = bool(residual)
+        if convolutional:
+            self.first = nn.Conv2d(width, width, 3, padding=1)
+            self.second = nn.Conv2d(width, width, 3, padding=1)
+        else:
+            self.first = nn.Linear(width, width)
+            self.second = nn.Linear(width, width)
+
+    def velocity(self, x: torch.Tensor) -> torch.Tensor:
+        """``v(x) = W₂ σ(W₁ σ(x))``."""
+        return self.second(F.relu(self.first(F.relu(x))))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.velocity(x) if self.residual else self.velocity(x)
+
+    def extra_repr(self) -> str:
+        return f"residual={self.residual}"
+
+
+class TransportMLP(nn.Module):
+    """``in → width``, ``num_blocks`` blocks in ``R^width``, ``→ num_classes`` (paper: 784 → 1000, 5 blocks, → 10)."""
+
+    def __init__(self, in_features: int = 784, num_classes: int = 10, *, width: int = 1000, num_blocks: int = 5,
+                 residual: bool = True):
+        super().__init__()
+        self.input = nn.Linear(check_positive_int(in_features, "in_features"), check_positive_int(width, "width"))
+        self.blocks = nn.Sequential(*(TransportBlock(width, residual=residual)
+                                      for _ in range(check_positive_int(num_blocks, "num_blocks"))))
+        self.head = nn.Linear(width, check_positive_int(num_classes, "num_classes"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.input(x.flatten(1))))
+
+
+class TransportCNN(nn.Module):
+    """Stages of convolutional blocks with stride-2 1×1 projections between them, global pooling, a linear head.
+
+    Args:
+        widths: channels per stage (``K = len(widths)``); blocks: blocks per stage; stem_stride: stride of the
+        3×3 stem convolution (2 for ``K = 1``: 32×32 → 16×16; 1 for ``K = 4``).
+    """
+
+    def __init__(self, in_channels: int = 3, num_classes: int = 10, *, widths: Sequence[int] = (32,),
+                 blocks: int = 10, stem_stride: int = 2, residual: bool = True):
+        super().__init__()
+        widths = [check_positive_int(w, "widths") for w in widths]
+        if not widths:
+            raise ValueError("widths must name at least one stage")
+        blocks = check_positive_int(blocks, "blocks")
+        self.stem = nn.Conv2d(check_positive_int(in_channels, "in_channels"), widths[0], 3,
+                              stride=check_positive_int(stem_stride, "stem_stride"), padding=1)
+        layers = []
+        for index, width in enumerate(widths):
+            if index:
+                layers.append(nn.Conv2d(widths[index - 1], width, 1, stride=2))
+            layers.extend(TransportBlock(width, residual=residual, convolutional=True) for _ in range(blocks))
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(widths[-1], check_positive_int(num_classes, "num_classes"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(self.stem(x)).mean(dim=(2, 3)))
+
+
+def _mlp(residual):
+    def factory(in_features: int = 784, num_classes: int = 10, **kwargs) -> TransportMLP:
+        return TransportMLP(in_features, num_classes, residual=residual, **kwargs)
+    return factory
+
+
+def _cnn(residual, widths, blocks, stem_stride):
+    def factory(in_features: int = 3, num_classes: int = 10, **kwargs) -> TransportCNN:
+        options = {"widths": widths, "blocks": blocks, "stem_stride": stem_stride, **kwargs}
+        return TransportCNN(in_features, num_classes, residual=residual, **options)
+    return factory
+
+
+for _residual, _prefix in ((True, "resnet"), (False, "plain")):
+    register_model(f"{_prefix}-mlp", family="transport", description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
+                   "blocks, → 10 (geodesic analysis)")(_mlp(_residual))
+    register_model(f"{_prefix}-cnn-k1", family="transport", description=f"{_prefix} CNN pair member, K = 1: "
+                   "32×16×16, 10 blocks")(_cnn(_residual, (32,), 10, 2))
+    register_model(f"{_prefix}-cnn-k4", family="transport", description=f"{_prefix} CNN pair member, K = 4: "
+                   "64/128/256/512 stages of 5 blocks")(_cnn(_residual, (64, 128, 256, 512), 5, 1))
