@@ -79,6 +79,16 @@ def test_w2_in_one_dimension_is_the_sorted_matching_and_agrees_with_scipy():
     assert np.mean(np.abs(x - y[assignment])) == pytest.approx(wasserstein_distance(x, y))
 
 
+def test_w2_in_two_dimensions_agrees_with_pot_and_every_solver_finds_the_optimum():
+    ot = pytest.importorskip("ot")
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(150, 2)), rng.normal(loc=1.0, size=(150, 2)) * [2.0, 0.5]
+    weights = np.full(150, 1 / 150)
+    reference = ot.emd2(weights, weights, ot.dist(x, y))  # squared Euclidean cost
+    for solver in ("scipy", "pot", "lapjv", "auto"):
+        assert wasserstein2_squared(x, y, solver=solver) == pytest.approx(reference, rel=1e-10)
+
+
 def test_theorem1_bound_holds_on_straight_tracks_of_an_optimal_map():
     generator = torch.Generator().manual_seed(1)
     matrix = torch.randn(3, 3, dtype=torch.float64, generator=generator)

@@ -18,9 +18,10 @@ A *track* is the sequence of representations of one data point through ``n`` blo
 Degenerate tracks follow documented conventions and never give NaN: a track of total length 0 (every
 point equal) is a straight line (LSR = LSS = 1); zero-length segments are left out of LSS's unit steps
 (and of ``n``); a track that returns to its start with positive length has LSR = LSS = ``inf``.
-Assignments: ``scipy.optimize.linear_sum_assignment`` (default, exact), POT's ``ot.emd`` (exact network
-simplex; ``pip install pot``) or ``lap.lapjv`` (exact Jonker–Volgenant; ``pip install lap``); compare them
-with ``benchmarks/ots.py``.
+Assignments, all exact: ``lap.lapjv`` (Jonker–Volgenant, the paper's algorithm; a dependency of pdenets),
+``scipy.optimize.linear_sum_assignment`` and POT's ``ot.emd`` (network simplex; ``pip install pot``).
+``solver="auto"`` (default) takes ``lapjv`` — measured fastest in ``benchmarks/ots.py`` (1.3–2.3× scipy,
+POT 0.4–0.5×) — and scipy where ``lap`` is missing.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = ["segment_lengths", "line_shape_ratio", "line_shape_score", "segment_p
            "optimal_assignment", "optimal_transport_score", "wasserstein2_squared", "track_distance",
            "theorem1_lower_bound", "ASSIGNMENT_SOLVERS", "squared_distances"]
 
-ASSIGNMENT_SOLVERS = ("scipy", "pot", "lapjv")
+ASSIGNMENT_SOLVERS = ("auto", "scipy", "pot", "lapjv")
 
 
 def _tracks(track, name: str = "tracks") -> torch.Tensor:
@@ -122,7 +123,7 @@ def squared_distances(inputs: torch.Tensor, outputs: torch.Tensor) -> torch.Tens
     return out
 
 
-def optimal_assignment(cost, solver: str = "scipy") -> np.ndarray:
+def optimal_assignment(cost, solver: str = "auto") -> np.ndarray:
     """``σ`` minimizing ``Σ_i cost[i, σ(i)]`` over permutations (square ``cost``), exactly.
 
     Example:
@@ -135,6 +136,12 @@ def optimal_assignment(cost, solver: str = "scipy") -> np.ndarray:
         raise ValueError(f"the cost must be a non-empty square matrix, got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("the cost matrix contains NaN or infinite values")
+    if solver == "auto":
+        try:
+            import lap  # noqa: F401
+            solver = "lapjv"
+        except ImportError:
+            solver = "scipy"
     if solver == "scipy":
         from scipy.optimize import linear_sum_assignment
 
@@ -175,7 +182,7 @@ def _pair(inputs, outputs) -> Tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
-def optimal_transport_score(inputs, outputs, *, solver: str = "scipy", return_assignment: bool = False):
+def optimal_transport_score(inputs, outputs, *, solver: str = "auto", return_assignment: bool = False):
     """OTS (eq. 47): the fraction of ``i`` with ``σ(i) = i`` for the optimal assignment of eq. 46.
 
     ``inputs[i]`` is mapped by the network to ``outputs[i]``. Exact ties in the cost (repeated points)
@@ -193,7 +200,7 @@ def optimal_transport_score(inputs, outputs, *, solver: str = "scipy", return_as
     return (score, assignment) if return_assignment else score
 
 
-def wasserstein2_squared(inputs, outputs, *, solver: str = "scipy") -> float:
+def wasserstein2_squared(inputs, outputs, *, solver: str = "auto") -> float:
     """``W₂²`` between the empirical measures of equally many points (eq. 45): the optimal mean squared cost.
 
     Example:
