@@ -15,7 +15,10 @@ from ..conftest import HELPERS
 
 
 def _command(out, *options):
-    script = (f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
+    # As from a terminal: SIGINT raises KeyboardInterrupt. (A test run started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and Python keeps it ignored in the child.)
+    script = (f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              f"sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
               "sys.exit(main(sys.argv[1:]))")
     return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
 
@@ -73,8 +76,7 @@ def test_sigkill_of_the_main_process_leaves_no_worker_computing(tmp_path):
 def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, signum):
     out, markers = tmp_path / "run", tmp_path / "markers"
     markers.mkdir()
-    # jobs long enough that the signal lands mid-run even when the machine is busy (1.5 s left a race under load)
-    options = ["--count", "6", "--sleep", "4", "--workers", "2", "--marker-dir", str(markers)]
+    options = ["--count", "6", "--sleep", "1.5", "--workers", "2", "--marker-dir", str(markers)]
     # a new session, as a terminal gives: Ctrl-C reaches the whole process group
     process = subprocess.Popen(_command(out, *options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
