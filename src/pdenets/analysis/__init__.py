@@ -1,5 +1,13 @@
-"""Analysis of networks and data flows: distance–diameter ratio, ..."""
+"""Analysis of networks and data flows: distance–diameter ratio; tracks of any network and the transport scores
+(LSR, LSS, OTS, W₂, track distance, Theorem 1 bound) of papers 002/003."""
 
 from .ratio import DistanceDiameter, distance_diameter
+from .tracks import Stage, record_tracks, select_blocks
+from .transport import (ASSIGNMENT_SOLVERS, line_shape_ratio, line_shape_score, optimal_assignment,
+                        optimal_transport_score, segment_lengths, segment_proportions, squared_distances,
+                        theorem1_lower_bound, track_distance, wasserstein2_squared)
 
-__all__ = ["DistanceDiameter", "distance_diameter"]
+__all__ = ["DistanceDiameter", "distance_diameter", "Stage", "record_tracks", "select_blocks", "ASSIGNMENT_SOLVERS",
+           "line_shape_ratio", "line_shape_score", "optimal_assignment", "optimal_transport_score",
+           "segment_lengths", "segment_proportions", "squared_distances", "theorem1_lower_bound", "track_distance",
+           "wasserstein2_squared"]

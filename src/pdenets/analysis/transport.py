@@ -229,9 +229,3 @@ def theorem1_lower_bound(x_p, x_q, image_p, image_q) -> float:
                   .norm())
     denominator = math.hypot(before, after)
     return 0.0 if denominator == 0 else before * after / denominator
-
-
-def summary(tracks) -> Dict[str, float]:
-    """Mean LSR and LSS of a stage's tracks (``inf`` if any track is closed)."""
-    return {"lsr": float(line_shape_ratio(tracks).mean()), "lss": float(line_shape_score(tracks).mean())}
-
