@@ -40,7 +40,8 @@ def _measure(solver: str, size: int, seed: int, mapping: str, queue) -> None:
     built = time.perf_counter()
     assignment = optimal_assignment(cost, solver)
     done = time.perf_counter()
-    queue.put({"solver": solver, "m": size, "mapping": mapping, "cost_seconds": built - start, "solve_seconds": done - built,
+    queue.put({"solver": solver, "m": size, "mapping": mapping, "cost_seconds": built - start,
+               "solve_seconds": done - built,
                "seconds": done - start, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                "optimal_cost": float(cost[np.arange(size), assignment].mean()),
                "ots": float(np.mean(assignment == np.arange(size)))})

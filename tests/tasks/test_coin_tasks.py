@@ -31,7 +31,8 @@ def _ring(nodes, stride=1):
 
 
 def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
-    """x_{t+1} = 0.9 W x_t + noise on a ring (W row-normalized, no self-loops): the future is the neighbours' present."""
+    """x_{t+1} = 0.9 W x_t + noise on a ring (W row-normalized, no self-loops): the future is the neighbours'
+    present."""
     rng = np.random.default_rng(seed)
     values = np.zeros((steps, nodes))
     values[0] = rng.normal(size=nodes)
@@ -126,7 +127,8 @@ def test_coin_learns_to_diffuse_where_the_future_is_the_neighbours_present(tmp_p
     # keeps it and gets within 5 % of that; the convection alone cannot. (Started from γ = 0.2 or 0.5, training
     # settles in the other basin, γ ≈ 0.1, with the convection's error: the learned step size is not convex.)
     assert coin < 0.75 * min(plain, linear) and coin < 1.05 * 0.4736
-    learned = [r for r in _records(tmp_path / "run", "coin-forecast") if r["model"] == "coin-forecast"][0]["learned_step_size"]
+    coin_record = [r for r in _records(tmp_path / "run", "coin-forecast") if r["model"] == "coin-forecast"][0]
+    learned = coin_record["learned_step_size"]
     assert learned > 0.85
     report = (tmp_path / "run" / "report.md").read_text()
     assert "COIN beats linear regression" in report

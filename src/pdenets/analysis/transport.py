@@ -27,7 +27,7 @@ POT 0.4–0.5×) — and scipy where ``lap`` is missing.
 from __future__ import annotations
 
 import math
-from typing import Dict, Tuple
+from typing import Tuple
 
 import numpy as np
 import torch

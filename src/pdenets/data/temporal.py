@@ -67,8 +67,9 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
     except (TypeError, ValueError):
         raise dataset_error(path, f"{where}: edges must be a list of [i, j] integer pairs") from None
     if index.size and (index.min() < 0 or index.max() >= nodes):
-        raise dataset_error(path, f"{where}: an edge names node {int(index.max() if index.max() >= nodes else index.min())}"
-                                  f" but the series has {nodes} nodes (0…{nodes - 1})")
+        bad = int(index.max() if index.max() >= nodes else index.min())
+        raise dataset_error(path, f"{where}: an edge names node {bad} but the series has {nodes} nodes "
+                                  f"(0…{nodes - 1})")
     if weights is None:
         weight = np.ones(len(index))
     else:
@@ -133,8 +134,8 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         for step in range(values.shape[0]):
             key = str(step)
             if key not in mapping["edge_index"] or key not in mapping["edge_weight"]:
-                raise dataset_error(path, f"'edge_mapping' has no graph for step {step} (keys '0'…'{values.shape[0] - 1}'"
-                                          " expected)")
+                raise dataset_error(path, f"'edge_mapping' has no graph for step {step} (keys "
+                                          f"'0'…'{values.shape[0] - 1}' expected)")
             graphs.append(_edges(path, mapping["edge_index"][key], mapping["edge_weight"][key], values.shape[1],
                                  f"graph of step {step}"))
         raw = bool(np.all(np.mod(values.numpy(), 1) == 0) and values.min() >= 0)

@@ -161,7 +161,8 @@ def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
 
 @register_model("coin-forecast", family="forecast", defaults={"hidden": 32, "num_steps": 2, "step_size": 0.1,
                                                              "learn_step_size": True},
-                description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region graph")
+                description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
+                            "graph")
 def coin_forecast(in_features: int, num_classes: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0,
                   **kwargs) -> COIN:
     """COIN over :class:`WindowMLP` (``in_features`` = lags, ``num_classes`` = horizons); graph given at forward."""

@@ -73,7 +73,8 @@ def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
         exact = sine_heat_solution(points, omega, sigma ** 2).unsqueeze(-1)
         wrong = sine_heat_solution(points, omega, sigma).unsqueeze(-1)
         error = (estimate.mean - exact).abs()
-        rows.append({"sigma": sigma, "max_error": float(error.max()), "max_half_width": float(estimate.half_width.max()),
+        rows.append({"sigma": sigma, "max_error": float(error.max()),
+                     "max_half_width": float(estimate.half_width.max()),
                      "inside": int((error <= estimate.half_width).sum()), "points": int(error.numel()),
                      "max_error_wrong_time": float((estimate.mean - wrong).abs().max()),
                      "estimates": estimate.mean[:, 0].tolist(), "exact": exact[:, 0].tolist(),
@@ -96,7 +97,8 @@ def _dropout(spec: ClaimJob) -> Dict[str, Any]:
         mean = dropout_second_order_mean(lambda v: v @ matrix @ v, hidden, p)
         rows.append({"p": p, "variance_predicted": predicted.tolist(), "variance_monte_carlo": outputs.var(0).tolist(),
                      "max_relative_error": float(((outputs.var(0) - predicted) / predicted).abs().max()),
-                     "quadratic_mean_predicted": float(mean.detach()), "quadratic_mean_monte_carlo": float(quadratic.mean()),
+                     "quadratic_mean_predicted": float(mean.detach()),
+                     "quadratic_mean_monte_carlo": float(quadratic.mean()),
                      "quadratic_standard_error": float(quadratic.std() / math.sqrt(quadratic.numel())),
                      "quadratic_without_diffusion": float(hidden @ matrix @ hidden)})
     return {"rows": rows, "masks": spec.samples * 10}
@@ -155,7 +157,8 @@ def run_claim(spec: ClaimJob) -> Dict[str, Any]:
 @register_task
 class CoinClaimsTask(Task):
     name = "coin-claims"
-    description = "COIN's unifying claims measured: noise injection = heat equation, dropout = diffusion, GNN = diffusion"
+    description = ("COIN's unifying claims measured: noise injection = heat equation, dropout = diffusion, "
+                   "GNN = diffusion")
     config_class = CoinClaimsConfig
     shortcuts = {"check": "checks"}
     columns = {"check": "TEXT"}
@@ -201,7 +204,8 @@ class CoinClaimsTask(Task):
             rows = [[f"{r['p']:g}", f"{r['max_relative_error']:.2%}", f"{r['quadratic_mean_predicted']:.4f}",
                      f"{r['quadratic_mean_monte_carlo']:.4f} ± {r['quadratic_standard_error']:.4f}",
                      f"{r['quadratic_without_diffusion']:.4f}"] for r in dropout["rows"]]
-            report.table(["p", "read-out variance: largest relative error vs Monte Carlo", "E hᵀAh predicted (diffusion)",
+            report.table(["p", "read-out variance: largest relative error vs Monte Carlo",
+                          "E hᵀAh predicted (diffusion)",
                           "Monte Carlo (± s.e.)", "without the diffusion term"], rows,
                          caption=f"{dropout['masks']:,} dropout masks per rate.")
         if "propagation" in results:

@@ -37,7 +37,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
-from torch import nn
 
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, forecast_windows, load_temporal
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
@@ -467,7 +466,8 @@ def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
             graph = _graph_figure(records, dataset, protocol, run_dir, task)
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
-                report.figure(graph, f"{dataset} ({protocol}): the region graph (force-directed layout, no map); colour = "
+                report.figure(graph, f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
+                                     "colour = "
                                      "mean |COIN − convection alone| of the horizon-1 test forecasts (seed 0), size = "
                                      "degree, edges = diffusion weights averaged over the days (those above 0.02 "
                                      "where the graph varies). Where diffusion changes the forecasts most.")
@@ -509,7 +509,8 @@ _SOURCES: Dict[str, str] = {}
 
 
 def _seed_zero(records, dataset, protocol, model):
-    found = [r for r in records if dataset_label(r["dataset"]) == dataset and r["protocol"] == protocol and r["model"] == model]
+    found = [r for r in records
+             if dataset_label(r["dataset"]) == dataset and r["protocol"] == protocol and r["model"] == model]
     found.sort(key=lambda r: r["seed"])
     return found[0] if found else None
 

@@ -163,7 +163,8 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
 @register_task
 class CoinTabularTask(Task):
     name = "coin-tabular"
-    description = "COIN for tabular classification with few labels: MLP + sample-graph diffusion vs MLP vs label spreading"
+    description = ("COIN for tabular classification with few labels: MLP + sample-graph diffusion vs MLP vs label "
+                   "spreading")
     config_class = CoinTabularConfig
     shortcuts = {"dataset": "datasets", "model": "models", "labels": "labels_per_class"}
     columns = {"dataset": "TEXT", "labels_per_class": "INTEGER", "split": "INTEGER", "model": "TEXT",
