@@ -84,3 +84,23 @@ def test_subsampling_budget_and_bad_inputs():
         record_tracks(net, x, blocks=nn.Conv2d)
     with pytest.raises(TypeError, match="blocks must be"):
         record_tracks(net, x, blocks=3)
+
+
+def test_geodesic_task_at_toy_scale(tmp_path):
+    from pdenets.data.paths import resolve_data_dir
+    from pdenets.experiments import run_task
+    from pdenets.tasks.geodesic import GeodesicConfig, GeodesicTask
+
+    if not (resolve_data_dir() / "mnist").is_dir():
+        pytest.skip("offline MNIST not available")
+    config = GeodesicConfig(weight_decays=[0.0, 0.01], width=16, blocks=3, epochs=1, train_limit=500,
+                            track_points=50, workers=1, threads=1)
+    outcome = run_task(GeodesicTask(config), out=tmp_path / "run", progress=False)
+    table = outcome.results["table"]["mnist"]
+    assert set(table) == {"0", "0.01"} and set(table["0"]) == {"plain", "resnet"}
+    for kinds in table.values():
+        for entry in kinds.values():
+            assert entry["lss"]["mean"] >= 1 and 0 <= entry["ots"]["mean"] <= 1 and entry["lsr"]["mean"] >= 1
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "LSS 1.12, OTS 0.96" not in report  # the paper's value sits on the γ = 5e-4 row only
+    assert (tmp_path / "run" / "lss.png").stat().st_size > 1000

@@ -6,6 +6,6 @@ registry. See ``docs/tasks.md`` for adding one.
 """
 
 from ..experiments.task import REPRODUCTIONS, TASKS, get_reproduction, get_task
-from . import coin_claims, coin_forecast, coin_tabular, fewshot, image_classification, node_classification, synthetic  # noqa: F401
+from . import coin_claims, coin_forecast, coin_tabular, fewshot, geodesic, image_classification, node_classification, synthetic  # noqa: F401
 
 __all__ = ["TASKS", "REPRODUCTIONS", "get_task", "get_reproduction"]
