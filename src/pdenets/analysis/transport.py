@@ -32,6 +32,8 @@ from typing import Tuple
 import numpy as np
 import torch
 
+from ..operators.knn import centred, pairwise_sq_distances
+
 __all__ = ["segment_lengths", "line_shape_ratio", "line_shape_score", "segment_proportions",
            "optimal_assignment", "optimal_transport_score", "wasserstein2_squared", "track_distance",
            "theorem1_lower_bound", "ASSIGNMENT_SOLVERS", "squared_distances"]
@@ -115,12 +117,9 @@ def segment_proportions(track) -> torch.Tensor:
 
 
 def squared_distances(inputs: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
-    """``‖x_i − y_j‖²`` as an ``(m, m)`` float64 matrix (difference form per row block: exact for shifted data)."""
-    x, y = inputs.to(torch.float64), outputs.to(torch.float64)
-    centre = torch.cat([x, y]).mean(0)
-    x, y = x - centre, y - centre
-    out = (x.square().sum(1)[:, None] + y.square().sum(1)[None, :] - 2 * x @ y.T).clamp_min_(0)
-    return out
+    """``‖x_i − y_j‖²`` as an ``(m, m)`` float64 matrix, computed on centred points (no shared offset to cancel)."""
+    points, queries = centred(outputs.to(torch.float64), inputs.to(torch.float64))
+    return pairwise_sq_distances(queries, points)
 
 
 def optimal_assignment(cost, solver: str = "auto") -> np.ndarray:

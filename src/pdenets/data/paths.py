@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ["resolve_data_dir", "DATA_ENV_VAR"]
+__all__ = ["resolve_data_dir", "DATA_ENV_VAR", "dataset_label"]
 
 DATA_ENV_VAR = "PDENETS_DATA"
 
@@ -24,3 +24,9 @@ def resolve_data_dir(data_dir: Optional[Union[str, Path]] = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "pdenets"
+
+
+def dataset_label(dataset: str, registered) -> str:
+    """The name a dataset goes by in tables: its registered name, or a file's stem (``my_series.json`` →
+    ``my_series``)."""
+    return dataset if dataset in registered else Path(dataset).stem

@@ -29,21 +29,21 @@ Protocols:
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
+from ..data import paths
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, forecast_windows, load_temporal
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_task
+from ..experiments.training import EarlyStopping
 from ..models.coin import block_diagonal_graph
 from ..models.registry import create_model
 from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
@@ -251,7 +251,7 @@ def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) 
     weights = [p for name, p in model.named_parameters() if name != "step_logit"]
     groups = [{"params": weights}] + ([{"params": step, "weight_decay": 0.0}] if step else [])
     optimizer = torch.optim.Adam(groups, lr=training["lr"], weight_decay=training["weight_decay"])
-    best, best_state, best_epoch, waited = math.inf, None, 0, 0
+    stopping = EarlyStopping(training["patience"], monitors={"val": "min"})
     curve = []
     for epoch in range(training["epochs"]):
         model.train()
@@ -266,19 +266,14 @@ def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) 
         with torch.no_grad():
             val = float(_masked_mse(predict(), targets, masks["val"]))
         curve.append({"train": float(loss), "val": val})
-        if val < best:
-            best, best_epoch, waited = val, epoch, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        else:
-            waited += 1
-            if waited >= training["patience"]:
-                break
-    if best_state is not None:
-        model.load_state_dict(best_state)
+        if stopping.update(epoch, {"val": val}, model):
+            break
+    if stopping.best_state is not None:
+        stopping.restore(model)
     model.eval()
     with torch.no_grad():
         prediction = predict().cpu()
-    info = {"epochs": len(curve), "best_epoch": best_epoch, "curve": curve[::10]}
+    info = {"epochs": len(curve), "best_epoch": stopping.best_epoch, "curve": curve[::10]}
     if getattr(model, "learn_step_size", False):
         info["learned_step_size"] = model.step_size
     return prediction, info
@@ -394,8 +389,8 @@ class CoinForecastTask(Task):
 
 
 def dataset_label(dataset: str) -> str:
-    """The name a dataset goes by in tables: its registered name, or a file's stem."""
-    return dataset if dataset in TEMPORAL_DATASETS else Path(dataset).stem
+    """The name a dataset goes by in tables: ``england_covid``, ``chickenpox`` or a file's stem."""
+    return paths.dataset_label(dataset, TEMPORAL_DATASETS)
 
 
 def _fmt(stats: Optional[Dict[str, float]], digits: int = 3) -> str:
@@ -406,7 +401,7 @@ def _fmt(stats: Optional[Dict[str, float]], digits: int = 3) -> str:
 
 def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
     config = task.config
-    _SOURCES.update(results.get("sources", {}))
+    sources = results.get("sources", {})
     figures = results.setdefault("figures", {})
     report = Report("pdenets — COIN for epidemic forecasting")
     report.paragraph(
@@ -458,12 +453,12 @@ def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
                 report.figure(figures[f"{dataset}-horizons"],
                               f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
                               "mean over seeds.")
-            forecast = _forecast_figure(records, dataset, protocol, order, run_dir, task)
+            forecast = _forecast_figure(records, dataset, protocol, order, run_dir, task, sources)
             if forecast:
                 figures[f"{dataset}-{protocol}-forecasts"] = forecast
                 report.figure(forecast, f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
                                         "four regions with the most cases, truth in black (seed 0 of each model).")
-            graph = _graph_figure(records, dataset, protocol, run_dir, task)
+            graph = _graph_figure(records, dataset, protocol, run_dir, task, sources)
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
                 report.figure(graph, f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
@@ -493,9 +488,10 @@ def _horizon_figure(models, order, key, dataset, run_dir) -> str:
     return run_dir.save_figure(fig, f"{dataset}-horizons.png")
 
 
-def _series_for(task: CoinForecastTask, dataset: str, protocol: str) -> Optional[Dict[str, Any]]:
+def _series_for(task: CoinForecastTask, dataset: str, protocol: str, sources: Dict[str, str]
+                ) -> Optional[Dict[str, Any]]:
     config = task.config
-    dataset = _SOURCES.get(dataset, dataset)
+    dataset = sources.get(dataset, dataset)
     setup = {"lags": config.lags, "horizons": config.horizons, "test_fraction": config.test_fraction,
              "val_fraction": config.val_fraction} if protocol == "ours" else {}
     try:
@@ -505,9 +501,6 @@ def _series_for(task: CoinForecastTask, dataset: str, protocol: str) -> Optional
         return None
 
 
-_SOURCES: Dict[str, str] = {}
-
-
 def _seed_zero(records, dataset, protocol, model):
     found = [r for r in records
              if dataset_label(r["dataset"]) == dataset and r["protocol"] == protocol and r["model"] == model]
@@ -515,8 +508,8 @@ def _seed_zero(records, dataset, protocol, model):
     return found[0] if found else None
 
 
-def _forecast_figure(records, dataset, protocol, order, run_dir, task) -> Optional[str]:
-    data = _series_for(task, dataset, protocol)
+def _forecast_figure(records, dataset, protocol, order, run_dir, task, sources) -> Optional[str]:
+    data = _series_for(task, dataset, protocol, sources)
     if data is None:
         return None
     series, mean, std = data["series"], data["mean"], data["std"]
@@ -544,9 +537,9 @@ def _forecast_figure(records, dataset, protocol, order, run_dir, task) -> Option
     return run_dir.save_figure(fig, f"{dataset}-{protocol}-forecasts.png")
 
 
-def _graph_figure(records, dataset, protocol, run_dir, task) -> Optional[str]:
+def _graph_figure(records, dataset, protocol, run_dir, task, sources) -> Optional[str]:
     coin, plain = (_seed_zero(records, dataset, protocol, m) for m in ("coin-forecast", "window-mlp"))
-    data = _series_for(task, dataset, protocol) if coin and plain else None
+    data = _series_for(task, dataset, protocol, sources) if coin and plain else None
     if data is None or not coin["test_forecast"]["steps"]:
         return None
     series = data["series"]

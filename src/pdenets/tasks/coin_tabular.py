@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ..data.paths import dataset_label
 from ..data.tabular import TABULAR_DATASETS, load_tabular
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
@@ -257,7 +257,7 @@ class CoinTabularTask(Task):
 
 
 def _label(dataset: str) -> str:
-    return dataset if dataset in TABULAR_DATASETS else Path(dataset).stem
+    return dataset_label(dataset, TABULAR_DATASETS)
 
 
 def _paired(records, dataset: str, per_class: int) -> Dict[str, Any]:

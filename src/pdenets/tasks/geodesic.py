@@ -19,7 +19,6 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from ..analysis.tracks import record_tracks
 from ..analysis.transport import line_shape_ratio, line_shape_score, optimal_transport_score
@@ -29,6 +28,8 @@ from ..experiments.plots import plt
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_task
+from ..experiments.training import evaluate_classifier, train_epoch
+from .._checks import NonFiniteError
 from ..models.registry import create_model
 from ..models.transport_pairs import TransportBlock
 
@@ -82,16 +83,6 @@ class GeodesicJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-def _accuracy(model, images, labels, device) -> float:
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for start in range(0, len(labels), 2000):
-            logits = model(images[start:start + 2000].to(device))
-            correct += int((logits.argmax(1).cpu() == labels[start:start + 2000]).sum())
-    return correct / len(labels)
-
-
 def _scores(model, points, with_ots: bool) -> Dict[str, float]:
     (stage,) = record_tracks(model, points, blocks=TransportBlock)
     out = {"lss": float(line_shape_score(stage.tracks).clamp_max(1e6).mean()),
@@ -117,27 +108,21 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
     start = time.perf_counter()
     diverged = False
     for epoch in range(spec.epochs):
-        model.train()
-        order = torch.randperm(len(labels), generator=generator)
-        total = 0.0
-        for begin in range(0, len(order), spec.batch_size):
-            batch = order[begin:begin + spec.batch_size]
-            optimizer.zero_grad()
-            loss = F.cross_entropy(model(images[batch].to(spec.device)), labels[batch].to(spec.device))
-            if not torch.isfinite(loss):
-                diverged = True
-                break
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * len(batch)
-        if diverged:
+        try:
+            metrics = train_epoch(model, optimizer, images, labels, batch_size=spec.batch_size, generator=generator,
+                                  device=spec.device)
+        except NonFiniteError:
+            diverged = True
             break
-        curve.append({"epoch": epoch + 1, "loss": total / len(labels), **_scores(model, tracked, False)})
+        curve.append({"epoch": epoch + 1, "loss": metrics["loss"], **_scores(model, tracked, False)})
     record: Dict[str, Any] = {"curve": curve, "diverged": diverged, "seconds": time.perf_counter() - start}
     if not diverged:
         record.update(_scores(model, tracked, True))
-        record["train_accuracy"] = _accuracy(model, images, labels, spec.device)
-        record["test_accuracy"] = _accuracy(model, test.images.flatten(1), test.labels, spec.device)
+        with torch.no_grad():
+            record["train_accuracy"] = evaluate_classifier(model, images, labels, batch_size=2000,
+                                                           device=spec.device)["accuracy"]
+            record["test_accuracy"] = evaluate_classifier(model, test.images.flatten(1), test.labels,
+                                                          batch_size=2000, device=spec.device)["accuracy"]
     return record
 
 
