@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch import nn
 
-from pdenets.analysis.tracks import record_tracks
+from pdenets.analysis.tracks import project_tracks, record_tracks
 from pdenets.analysis.transport import line_shape_score
 from pdenets.models import create_model
-from pdenets.models.transport_pairs import TransportBlock, TransportCNN, TransportMLP
+from pdenets.models.transport_pairs import TransportBlock, TransportCNN, TransportMLP, initialize
 
 
 def test_tracks_are_the_block_inputs_and_outputs_in_order():
@@ -42,7 +42,7 @@ def test_hooks_leave_outputs_and_gradients_unchanged_and_are_removed():
 
 def test_stages_of_different_widths_are_kept_apart():
     torch.manual_seed(2)
-    net = TransportCNN(3, 4, widths=(4, 6), blocks=2, stem_stride=1)
+    net = TransportCNN(3, 4, widths=(4, 6), blocks=2, stem_stride=1, image_size=8)
     stages = record_tracks(net, torch.randn(10, 3, 8, 8), blocks=lambda name, m: isinstance(m, TransportBlock))
     assert [s.tracks.shape for s in stages] == [(10, 3, 4 * 8 * 8), (10, 3, 6 * 4 * 4)]
     assert all(torch.isfinite(line_shape_score(s.tracks)).all() for s in stages)
@@ -86,21 +86,37 @@ def test_subsampling_budget_and_bad_inputs():
         record_tracks(net, x, blocks=3)
 
 
-def test_geodesic_task_at_toy_scale(tmp_path):
-    from pdenets.data.paths import resolve_data_dir
-    from pdenets.experiments import run_task
-    from pdenets.tasks.geodesic import GeodesicConfig, GeodesicTask
+def test_random_projection_is_one_linear_map_and_keeps_straight_tracks_straight():
+    start, end = torch.randn(20, 1, 30, dtype=torch.float64), torch.randn(20, 1, 30, dtype=torch.float64)
+    straight = start + torch.linspace(0, 1, 6, dtype=torch.float64)[None, :, None] * (end - start)
+    seen = project_tracks(straight, 2, seed=5)
+    matrix = torch.randn(2, 30, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    torch.testing.assert_close(seen, straight @ matrix.T)
+    torch.testing.assert_close(line_shape_score(seen), torch.ones(20, dtype=torch.float64))
+    assert not torch.equal(project_tracks(straight, 2, seed=6), seen)
+    with pytest.raises(ValueError, match=r"\(m, n \+ 1, d\)"):
+        project_tracks(torch.randn(4, 5))
+    with pytest.raises(ValueError, match="dim"):
+        project_tracks(straight, 0)
 
-    if not (resolve_data_dir() / "mnist").is_dir():
-        pytest.skip("offline MNIST not available")
-    config = GeodesicConfig(weight_decays=[0.0, 0.01], width=16, blocks=3, epochs=1, train_limit=500,
-                            track_points=50, workers=1, threads=1)
-    outcome = run_task(GeodesicTask(config), out=tmp_path / "run", progress=False)
-    table = outcome.results["table"]["mnist"]
-    assert set(table) == {"0", "0.01"} and set(table["0"]) == {"plain", "resnet"}
-    for kinds in table.values():
-        for entry in kinds.values():
-            assert entry["lss"]["mean"] >= 1 and 0 <= entry["ots"]["mean"] <= 1 and entry["lsr"]["mean"] >= 1
-    report = (tmp_path / "run" / "report.md").read_text()
-    assert "LSS 1.12, OTS 0.96" not in report  # the paper's value sits on the γ = 5e-4 row only
-    assert (tmp_path / "run" / "lss.png").stat().st_size > 1000
+
+def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_shapes():
+    torch.manual_seed(0)
+    plain, res = TransportMLP(400, 10, width=400, num_blocks=2, residual=False), TransportMLP(
+        400, 10, width=400, num_blocks=2, residual=True)
+    # auto: He normal (std √(2/fan_in)) for the plain network, PyTorch's uniform bound 1/√fan_in for the ResNet
+    assert abs(float(plain.blocks[0].first.weight.std()) - (2 / 400) ** 0.5) < 2e-3
+    assert float(plain.blocks[0].first.bias.abs().max()) == 0
+    assert float(res.blocks[0].first.weight.abs().max()) <= 1 / 400 ** 0.5
+    explicit = TransportMLP(400, 10, width=400, num_blocks=2, residual=True, init="kaiming")
+    assert abs(float(explicit.blocks[0].first.weight.std()) - (2 / 400) ** 0.5) < 2e-3
+    with pytest.raises(ValueError, match="init must be one of"):
+        initialize(plain, "xavier", residual=False)
+    k1 = TransportCNN(3, 10, widths=(32,), blocks=1)
+    assert k1.head.in_features == 32 * 16 * 16 and k1(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+    k4 = TransportCNN(3, 10, widths=(4, 5, 6, 7), blocks=1, stem_stride=1)
+    assert k4.head.in_features == 7 * 4 * 4 and k4(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+    pooled = TransportCNN(3, 10, widths=(4, 5), blocks=1, head="pool")
+    assert pooled.head.in_features == 5 and pooled(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+    with pytest.raises(ValueError, match="head must be"):
+        TransportCNN(3, 10, head="mean")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pdenets.data import DatasetError
-from pdenets.data.canvas import SEGMENTATION_CLASSES, two_digit_canvases
+from pdenets.data.canvas import SEGMENTATION_CLASSES, canvas_classes, two_digit_canvases
 from pdenets.data.vision import ImageData, load_cifar10, load_mnist, pad_crop_flip
 from pdenets.data.paths import resolve_data_dir
 
@@ -94,6 +94,19 @@ def test_canvases_carry_the_sum_label_and_segmentation_masks():
     assert int(canvases.masks.max()) < SEGMENTATION_CLASSES
     assert torch.equal(two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=3).images, canvases.images)
     assert not torch.equal(two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=4).images, canvases.images)
+
+
+def test_same_label_canvases_are_balanced_and_say_whether_the_digits_agree():
+    digits = _digits()
+    canvases = two_digit_canvases(digits, 400, size=40, min_distance=20.0, seed=3, label="same")
+    assert torch.equal(canvases.labels, (canvases.digits[:, 0] == canvases.digits[:, 1]).long())
+    assert 0.4 < float(canvases.labels.float().mean()) < 0.6  # drawn same with probability 1/2, not 1/10
+    strokes = canvases.images > 0.5
+    assert set(canvases.masks[strokes[:, 0]].tolist()) == {1, 2} and int(canvases.masks.max()) < canvas_classes(
+        "same", segmentation=True) == 3
+    assert canvas_classes("sum") == 10 and canvas_classes("sum", True) == SEGMENTATION_CLASSES
+    with pytest.raises(ValueError, match="label must be one of"):
+        two_digit_canvases(digits, 4, size=40, min_distance=20.0, label="product")
 
 
 def test_canvas_arguments_are_checked():

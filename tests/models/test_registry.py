@@ -43,7 +43,7 @@ def _kwargs(name):
         return {"in_features": 5, "graph": cycle_weights(6, torch.float32)}
     if family == "transport":  # small versions of the pairs
         if "cnn" in name:
-            return {"in_features": 3, "widths": (4, 8) if name.endswith("k4") else (4,), "blocks": 2}
+            return {"in_features": 3, "widths": (4, 8) if name.endswith("k4") else (4,), "blocks": 2, "image_size": 8}
         return {"in_features": 5, "width": 7, "num_blocks": 2}
     return {"in_features": 5}
 

@@ -43,6 +43,18 @@ def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
     assert 0 <= entry["test canvases mean_iou"]["median"] <= entry["test canvases accuracy"]["median"] <= 100
 
 
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+def test_same_label_canvases_train_a_two_class_head(tmp_path):
+    config = ImageClassificationConfig(datasets=["canvas"], models=["hamiltonian-74"], seeds=[0], canvas_train=50,
+                                       canvas_test=20, canvas_size=40, min_distance=10.0, canvas_label="same", **TINY)
+    task = ImageClassificationTask(config)
+    assert dict(task.jobs()[0].data)["canvas_label"] == "same"
+    assert "canvas_label" not in dict(ImageClassificationTask(ImageClassificationConfig(
+        datasets=["canvas"], **TINY)).jobs()[0].data)  # sum-label keys stay as before the option existed
+    run_task(task, out=tmp_path / "run", progress=False)
+    assert "test canvases" in (tmp_path / "run" / "report.md").read_text()
+
+
 @pytest.mark.parametrize("changes, message", [
     (dict(units=[1, 1], widths=[4]), "same length"),
     (dict(widths=[4, 5, 8]), "even"),
@@ -50,6 +62,7 @@ def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
     (dict(models=["hamiltonian-75"]), "models"),
     (dict(datasets=["cifar100"]), "datasets"),
     (dict(train_limit=10), "one batch"),
+    (dict(canvas_label="product"), "canvas_label"),
 ])
 def test_bad_configs_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):

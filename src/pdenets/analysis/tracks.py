@@ -30,7 +30,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Un
 import torch
 from torch import nn
 
-__all__ = ["record_tracks", "Stage", "select_blocks"]
+__all__ = ["record_tracks", "Stage", "select_blocks", "project_tracks"]
 
 BlockSpec = Union[Sequence[str], Type[nn.Module], Tuple[Type[nn.Module], ...], Callable[[str, nn.Module], bool]]
 
@@ -157,3 +157,17 @@ def record_tracks(model: nn.Module, data, *, blocks: BlockSpec, batch_size: int 
     if not stages:
         raise ValueError("no chosen block keeps its width; tracks need blocks whose input and output widths agree")
     return stages
+
+
+def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torch.Tensor:
+    """Tracks ``(m, n + 1, d)`` seen through a random Gaussian matrix ``G (dim, d)``: ``(m, n + 1, dim)`` (Fig. 3).
+
+    ``G`` has i.i.d. standard normal entries drawn from ``seed``, so two networks' tracks projected with
+    the same seed are seen in the same plane.
+    """
+    if not isinstance(tracks, torch.Tensor) or tracks.dim() != 3:
+        raise ValueError(f"tracks must be a tensor (m, n + 1, d), got {getattr(tracks, 'shape', type(tracks))}")
+    if not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    matrix = torch.randn(dim, tracks.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return tracks.to(torch.float64) @ matrix.T

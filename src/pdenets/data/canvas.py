@@ -5,9 +5,14 @@ centres at least ``min_distance`` pixels apart, and its label needs both: the su
 digits modulo 10. A network that only sees a neighbourhood smaller than the distance between
 the digits cannot know the label; a nonlocal operator connects them in one layer.
 
-The segmentation version labels every pixel: 0 for background, ``1 + (a + b) mod 10`` on
-the strokes (intensity > 0.5) of either digit — so segmenting a stroke correctly requires
-knowing the other, distant digit.
+With ``label="same"`` the label is instead whether the two digits are the same (1) or not (0),
+the second digit drawn from the first one's class with probability 1/2: a comparison of two
+distant patterns, the kind of interaction an embedded dot-product kernel ``θ(x_p)ᵀφ(x_q)`` forms
+in one layer.
+
+The segmentation version labels every pixel: 0 for background, ``1 + label`` on the strokes
+(intensity > 0.5) of either digit — so segmenting a stroke correctly requires knowing the other,
+distant digit.
 
 Example:
     >>> import torch
@@ -29,15 +34,24 @@ import torch
 from .._checks import check_positive_int
 from .vision import ImageData
 
-__all__ = ["Canvases", "two_digit_canvases", "SEGMENTATION_CLASSES"]
+__all__ = ["Canvases", "two_digit_canvases", "SEGMENTATION_CLASSES", "LABELS", "canvas_classes"]
 
 #: background + one class per value of the sum modulo 10
 SEGMENTATION_CLASSES = 11
+#: label rules: the sum of the two digits modulo 10, or whether they are the same digit
+LABELS = {"sum": 10, "same": 2}
+
+
+def canvas_classes(label: str = "sum", segmentation: bool = False) -> int:
+    """Number of classes of a canvas task (segmentation adds the background class)."""
+    if label not in LABELS:
+        raise ValueError(f"label must be one of {sorted(LABELS)}, got {label!r}")
+    return LABELS[label] + int(segmentation)
 
 
 @dataclass(frozen=True)
 class Canvases:
-    """``images (N, 1, S, S)``, ``labels (N,)`` (sum mod 10), ``masks (N, S, S)`` (segmentation classes),
+    """``images (N, 1, S, S)``, ``labels (N,)`` (sum mod 10, or same/different), ``masks (N, S, S)`` (segmentation classes),
     ``digits (N, 2)`` and ``positions (N, 2, 2)`` (top-left corners)."""
 
     images: torch.Tensor
@@ -51,8 +65,9 @@ class Canvases:
 
 
 def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_distance: float = 48.0,
-                       seed: int = 0) -> Canvases:
-    """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded)."""
+                       seed: int = 0, label: str = "sum") -> Canvases:
+    """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded); ``label``: "sum" or "same"."""
+    canvas_classes(label)
     count = check_positive_int(count, "count")
     size = check_positive_int(size, "size")
     side = digits.images.shape[-1]
@@ -63,6 +78,16 @@ def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_dis
         raise ValueError(f"min_distance={min_distance} is more than any two positions on a {size}x{size} canvas allow")
     generator = np.random.default_rng(seed)
     chosen = generator.integers(0, len(digits), size=(count, 2))
+    if label == "same":
+        classes = digits.labels.numpy()
+        members = {value: np.flatnonzero(classes == value) for value in np.unique(classes)}
+        if len(members) < 2:
+            raise ValueError("label='same' needs digits of at least two classes")
+        same = generator.random(count) < 0.5
+        for index in range(count):
+            first = classes[chosen[index, 0]]
+            pool = members[first] if same[index] else np.flatnonzero(classes != first)
+            chosen[index, 1] = pool[generator.integers(0, len(pool))]
     positions = np.empty((count, 2, 2), dtype=np.int64)
     for index in range(count):
         while True:
@@ -73,7 +98,7 @@ def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_dis
     images = torch.zeros(count, 1, size, size)
     masks = torch.zeros(count, size, size, dtype=torch.long)
     values = digits.labels[torch.from_numpy(chosen)]
-    labels = values.sum(1) % 10
+    labels = values.sum(1) % 10 if label == "sum" else (values[:, 0] == values[:, 1]).long()
     for index in range(count):
         for slot in range(2):
             row, col = positions[index, slot]

@@ -5,9 +5,21 @@ Every block computes ``v(x) = W₂ σ(W₁ σ(x))`` (affine maps or 3×3 convolu
 ``state_dict`` of one loads into the other and their blocks' outputs differ by exactly ``x``.
 
 * MLP (MNIST): ``784 → 1000``, 5 blocks in ``R^1000``, ``→ 10``;
-* CNN, ``K = 1``: a stride-2 convolution ``3×32×32 → 32×16×16``, 10 blocks, global average pool, ``→ classes``;
+* CNN, ``K = 1``: a stride-2 convolution ``3×32×32 → 32×16×16``, 10 blocks, ``→ classes``;
 * CNN, ``K = 4``: stages ``64×32×32, 128×16×16, 256×8×8, 512×4×4`` of 5 blocks, a stride-2 1×1
-  convolution between stages, global average pool, ``→ classes``.
+  convolution between stages, ``→ classes``.
+
+The CNNs end in one linear map of the flattened last representation (``head="flatten"``, the papers'
+"decrease the dimension from 32×16×16 to 10") or of its channel means (``head="pool"``).
+
+Initialization (``init``): ``"kaiming"`` draws every weight from ``N(0, 2 / fan_in)`` (He et al., the
+variance-preserving choice for a ReLU chain) with zero biases; ``"torch"`` keeps PyTorch's default
+(``kaiming_uniform(a=√5)``, variance ``1 / (3 fan_in)``); ``"auto"`` (default) takes ``"kaiming"`` for a plain
+network and ``"torch"`` for a ResNet — the choice under which each keeps the scale of its signal:
+under ``"torch"`` a plain network's signal shrinks about 6× per block (the plain MLP stays at 10.8 % after
+one MNIST epoch vs 75 % with ``"kaiming"``), while under ``"kaiming"`` every residual branch roughly
+doubles the variance (the K = 4 ResNet, 20 blocks, overflows in its first epoch). The architectures
+are identical either way: a ``state_dict`` of one member loads into the other.
 
 The blocks are :class:`TransportBlock` modules, so ``record_tracks(model, data, blocks=TransportBlock)``
 records every block's tracks, grouped into stages of equal width.
@@ -24,7 +36,24 @@ from torch.nn import functional as F
 from .._checks import check_positive_int
 from .registry import register_model
 
-__all__ = ["TransportBlock", "TransportMLP", "TransportCNN"]
+__all__ = ["TransportBlock", "TransportMLP", "TransportCNN", "INITS", "initialize"]
+
+INITS = ("auto", "kaiming", "torch")
+
+
+def initialize(model: nn.Module, init: str, *, residual: bool) -> nn.Module:
+    """Re-draw the weights of every linear and convolutional layer: ``"auto"``, ``"kaiming"`` or ``"torch"``;
+        head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width)."""
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    if init == "auto":
+        init = "torch" if residual else "kaiming"
+    if init == "kaiming":
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                nn.init.zeros_(module.bias)
+    return model
 
 
 class TransportBlock(nn.Module):
@@ -66,12 +95,13 @@ class TransportMLP(nn.Module):
     """``in → width``, ``num_blocks`` blocks in ``R^width``, ``→ num_classes`` (paper: 784 → 1000, 5 blocks, → 10)."""
 
     def __init__(self, in_features: int = 784, num_classes: int = 10, *, width: int = 1000, num_blocks: int = 5,
-                 residual: bool = True):
+                 residual: bool = True, init: str = "auto"):
         super().__init__()
         self.input = nn.Linear(check_positive_int(in_features, "in_features"), check_positive_int(width, "width"))
         self.blocks = nn.Sequential(*(TransportBlock(width, residual=residual)
                                       for _ in range(check_positive_int(num_blocks, "num_blocks"))))
         self.head = nn.Linear(width, check_positive_int(num_classes, "num_classes"))
+        initialize(self, init, residual=residual)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.blocks(self.input(x.flatten(1))))
@@ -82,11 +112,14 @@ class TransportCNN(nn.Module):
 
     Args:
         widths: channels per stage (``K = len(widths)``); blocks: blocks per stage; stem_stride: stride of the
-        3×3 stem convolution (2 for ``K = 1``: 32×32 → 16×16; 1 for ``K = 4``).
+        3×3 stem convolution (2 for ``K = 1``: 32×32 → 16×16; 1 for ``K = 4``); init: ``"auto"``,
+        ``"kaiming"`` or ``"torch"``;
+        head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width).
     """
 
     def __init__(self, in_channels: int = 3, num_classes: int = 10, *, widths: Sequence[int] = (32,),
-                 blocks: int = 10, stem_stride: int = 2, residual: bool = True):
+                 blocks: int = 10, stem_stride: int = 2, residual: bool = True, init: str = "auto",
+                 head: str = "flatten", image_size: int = 32):
         super().__init__()
         widths = [check_positive_int(w, "widths") for w in widths]
         if not widths:
@@ -100,10 +133,19 @@ class TransportCNN(nn.Module):
                 layers.append(nn.Conv2d(widths[index - 1], width, 1, stride=2))
             layers.extend(TransportBlock(width, residual=residual, convolutional=True) for _ in range(blocks))
         self.body = nn.Sequential(*layers)
-        self.head = nn.Linear(widths[-1], check_positive_int(num_classes, "num_classes"))
+        if head not in ("flatten", "pool"):
+            raise ValueError(f"head must be 'flatten' or 'pool', got {head!r}")
+        self.pool = head == "pool"
+        side = -(-check_positive_int(image_size, "image_size") // stem_stride)
+        for _ in widths[1:]:
+            side = -(-side // 2)
+        features = widths[-1] if self.pool else widths[-1] * side * side
+        self.head = nn.Linear(features, check_positive_int(num_classes, "num_classes"))
+        initialize(self, init, residual=residual)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.body(self.stem(x)).mean(dim=(2, 3)))
+        features = self.body(self.stem(x))
+        return self.head(features.mean(dim=(2, 3)) if self.pool else features.flatten(1))
 
 
 def _mlp(residual):

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.canvas import SEGMENTATION_CLASSES, two_digit_canvases
+from ..data.canvas import LABELS, canvas_classes, two_digit_canvases
 from ..data.vision import ImageData, load_cifar10, load_mnist, mean_image, pad_crop_flip
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.distributed import distributed_context
@@ -104,6 +104,7 @@ class ImageClassificationConfig(TaskConfig):
     canvas_test: int = setting(2000, "test canvases (from MNIST test digits)")
     canvas_size: int = setting(96, "canvas side")
     min_distance: float = setting(48.0, "least distance between the two digits' corners")
+    canvas_label: str = setting("sum", "canvas label: sum (of the two digits, mod 10) or same (same digit or not)")
     flops_models: List[str] = setting(["resnet-44", "hamiltonian-74", "hamiltonian-74-diffusion",
                                        "hamiltonian-74-fractional", "hamiltonian-74-inverse-fractional",
                                        "hamiltonian-74-log"], "networks of the FLOPs table (paper scale, 32x32)")
@@ -112,7 +113,8 @@ class ImageClassificationConfig(TaskConfig):
         super().validate()
         image_models = set(list_models("image"))
         check_fields(self, non_empty=("datasets", "models", "seeds"), choices={"datasets": DATASETS,
-                                                                               "models": sorted(image_models)},
+                                                                               "models": sorted(image_models),
+                                                                               "canvas_label": sorted(LABELS)},
                      counts=("units", "widths", "resnet_widths", "subsample", "stages", "epochs", "batch_size",
                              "canvas_train", "canvas_test", "canvas_size"),
                      positive=("step_size", "lam", "s", "lr"),
@@ -164,14 +166,15 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
     else:
         segmentation = name == "canvas-segmentation"
         train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
+        label = data.get("canvas_label", "sum")
         train = two_digit_canvases(train_digits, data["canvas_train"], size=data["canvas_size"],
-                                   min_distance=data["min_distance"], seed=1)
+                                   min_distance=data["min_distance"], seed=1, label=label)
         test = two_digit_canvases(test_digits, data["canvas_test"], size=data["canvas_size"],
-                                  min_distance=data["min_distance"], seed=2)
+                                  min_distance=data["min_distance"], seed=2, label=label)
         target = "masks" if segmentation else "labels"
         result = {"train": ImageData(train.images, getattr(train, target), "canvas-train"),
                   "tests": {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
-                  "classes": SEGMENTATION_CLASSES if segmentation else 10, "channels": 1, "size": data["canvas_size"],
+                  "classes": canvas_classes(label, segmentation), "channels": 1, "size": data["canvas_size"],
                   "augment": False, "segmentation": segmentation, "head": "global"}
     _DATA[key] = result
     return result
@@ -318,6 +321,8 @@ class ImageClassificationTask(Task):
             data = {"train_limit": config.train_limit, "test_limit": config.test_limit} if dataset == "cifar10" else {
                 "canvas_train": config.canvas_train, "canvas_test": config.canvas_test,
                 "canvas_size": config.canvas_size, "min_distance": config.min_distance}
+            if dataset != "cifar10" and config.canvas_label != "sum":  # keys of sum-label runs stay as they were
+                data["canvas_label"] = config.canvas_label
             for model in config.models:
                 for seed in config.seeds:
                     jobs.append(ImageJob(dataset, model, seed, tuple(sorted(architecture.items())),
