@@ -204,6 +204,8 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
     if path == "naive":
         return _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n)
     if operator == "diffusion-dot":
+        if normalizer == "count" and theta.dim() == 3:
+            return _DotCount.apply(theta, phi, values, centres, lam / count)
         summary = lam * torch.matmul(phi.transpose(-1, -2), values)  # λ Φᵀ V, (B, d, C)
         weighted = torch.matmul(theta, summary)
         sums = lam * torch.matmul(theta, phi.sum(-2, keepdim=True).transpose(-1, -2))  # (B, N, 1)
@@ -223,6 +225,54 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
     block = partial(_rows, operator=operator, normalizer=normalizer, count=count, constant=constant, lam=lam, s=s,
                     n=n)
     return _ChunkedRows.apply(theta, phi, values, centres, block, rows)
+
+
+class _DotCount(torch.autograd.Function):
+    r"""``T = c (θ (ΦᵀV) − X ⊙ (θ Φᵀ1))`` with ``c = λ / M``: the dot-product kernel, count normalizer.
+
+    Reassociated, with the gradients written out so that neither pass holds more than the
+    output-sized tensors it returns: with ``W = c ΦᵀV (d, C)``, ``u = c Φᵀ1 (d)``, ``s = θu (N)``
+    and the incoming gradient ``G``, ``r_i = G_iᵀX_i``:
+    ``∂X = −s ⊙ G``, ``∂θ = G Wᵀ − r uᵀ``, ``∂Φ = c (V (θᵀG)ᵀ − 1 (θᵀr)ᵀ)``, ``∂V = c Φ (θᵀG)``.
+    (Autograd's version of the same expression kept four ``N × C`` temporaries.)
+    """
+
+    @staticmethod
+    def forward(ctx, theta, phi, values, centres, scale):
+        summary = scale * torch.bmm(phi.transpose(1, 2), values)  # W (B, d, C)
+        column = scale * phi.sum(1).unsqueeze(-1)  # u (B, d, 1)
+        sums = torch.bmm(theta, column)  # s (B, N, 1)
+        out = torch.bmm(theta, summary)
+        out.addcmul_(centres, sums, value=-1.0)
+        ctx.scale = scale
+        ctx.save_for_backward(theta, phi, values, centres, summary, column, sums)
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        theta, phi, values, centres, summary, column, sums = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_theta = grad_phi = grad_values = grad_centres = None
+        grad = grad.contiguous()
+        if needs[0] or needs[1]:
+            batch, rows, channels = grad.shape
+            # r_i = G_iᵀ X_i as a batch of 1×C by C×1 products: no N × C temporary
+            dots = torch.bmm(grad.reshape(-1, 1, channels),
+                             centres.contiguous().reshape(-1, channels, 1)).reshape(batch, rows, 1)
+        if needs[0]:
+            grad_theta = torch.bmm(grad, summary.transpose(1, 2))
+            grad_theta.baddbmm_(dots, column.transpose(1, 2), alpha=-1.0)
+        if needs[1] or needs[2]:
+            moment = torch.bmm(theta.transpose(1, 2), grad)  # θᵀG (B, d, C)
+            if needs[1]:
+                grad_phi = ctx.scale * torch.bmm(values, moment.transpose(1, 2))
+                grad_phi -= ctx.scale * torch.bmm(theta.transpose(1, 2), dots).transpose(1, 2)  # broadcast over M
+            if needs[2]:
+                grad_values = ctx.scale * torch.bmm(phi, moment)
+        if needs[3]:
+            grad_centres = grad * (-sums)
+        return grad_theta, grad_phi, grad_values, grad_centres, None
 
 
 def _attention(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, lam: float) -> torch.Tensor:
