@@ -5,7 +5,8 @@
     python benchmarks/nonlocal.py --skip-search
 
 Two levels per operator (C = 64, batch 8, keys and values max-pooled 2 × 2 as in the paper's
-CIFAR networks, float32, 2 threads), forward + backward of ``sum(out²)``: one application of the
+CIFAR networks, float32, 2 threads), forward + backward with a fixed upstream gradient (drawn before the
+measurement, so the peak counts what the path holds, not a loss's own temporaries): one application of the
 operator ``T`` (what the path changes), and a whole :class:`pdenets.nn.NonlocalBlock` (1×1
 embeddings, 2 stages, 1×1 conv/BN/ReLU — activations of size ``N × C`` both paths share). The fast paths: the dot-product kernel reassociated, the embedded Gaussian with
 row sums through ``scaled_dot_product_attention``, the singular kernels (fractional, inverse
@@ -46,16 +47,18 @@ def trial(level: str, operator: str, path: str, side: int, repeats: int) -> None
     if level == "block":
         block = NonlocalBlock(CHANNELS, operator=operator, subsample=2, normalizer=normalizer, path=path)
         inputs = [torch.randn(BATCH, CHANNELS, side, side, requires_grad=True)]
+        upstream = torch.randn(BATCH, CHANNELS, side, side)
 
         def step():
-            block(*inputs).square().sum().backward()
+            block(*inputs).backward(upstream)
     else:  # one application of the operator: θ (N, C/2), φ (M, C/2), V (M, C), X (N, C)
         pixels, keys = side * side, (side // 2) ** 2
         inputs = [torch.randn(BATCH, rows, width, requires_grad=True) for rows, width in
                   ((pixels, CHANNELS // 2), (keys, CHANNELS // 2), (keys, CHANNELS), (pixels, CHANNELS))]
+        upstream = torch.randn(BATCH, pixels, CHANNELS)
 
         def step():
-            nonlocal_apply(*inputs, operator, normalizer=normalizer, path=path).square().sum().backward()
+            nonlocal_apply(*inputs, operator, normalizer=normalizer, path=path).backward(upstream)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     for _ in range(repeats):
