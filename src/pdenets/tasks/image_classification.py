@@ -7,7 +7,8 @@ Datasets:
   9,000 other official test images are not available offline), and the 1,000 official test
   images are a second test set. Per-pixel mean subtraction, pad 4 + random crop + flip.
 * ``canvas`` — the field-of-view task: two MNIST digits far apart on a 96 × 96 canvas,
-  label = their sum mod 10 (:mod:`pdenets.data.canvas`). Hamiltonian networks end in global
+  label = their sum mod 10, or with ``canvas_label="same"`` whether they are the same digit
+  (:mod:`pdenets.data.canvas`). Hamiltonian networks end in global
   average pooling here (the ResNets always do): a linear layer over the whole final map would
   itself see both digits, and the comparison is about what the blocks can see.
 * ``canvas-segmentation`` — the same canvases labelled per pixel (background, or the sum
