@@ -386,8 +386,9 @@ def write_report(c: GeodesicConfig, results: Dict[str, Any], records: List[Dict[
         f"{' (CIFAR-10: pad-4 crop + flip)' if c.augment and 'cifar10' in c.datasets else ''}. Scores on the "
         f"tracks of {c.track_points} fixed training images through the blocks (OTS: exact assignment between a "
         f"stage's input and output; K = 4: means over the four stages). Seeds {c.seeds}. "
-        f"{results['runs_stored']} of {results['runs_planned']} runs stored; wall time "
-        f"{results['wall_seconds']:.0f} s.")
+        f"{results['runs_stored']} of {results['runs_planned']} runs stored; "
+        f"{sum(r.get('seconds_total', r['seconds']) for r in records) / 60:.0f} min of run time in all (one "
+        f"core per run).")
     if "cifar10" in c.datasets:
         report.paragraph("CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
                          "images, held out**; 'official' = the 1,000 official test images available.")
