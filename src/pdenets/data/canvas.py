@@ -66,7 +66,10 @@ class Canvases:
 
 def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_distance: float = 48.0,
                        seed: int = 0, label: str = "sum") -> Canvases:
-    """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded); ``label``: "sum" or "same"."""
+    """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded).
+
+    ``label``: ``"sum"`` (of the two digits, mod 10) or ``"same"`` (1 if they are the same digit).
+    """
     canvas_classes(label)
     count = check_positive_int(count, "count")
     size = check_positive_int(size, "size")
