@@ -51,7 +51,8 @@ def canvas_classes(label: str = "sum", segmentation: bool = False) -> int:
 
 @dataclass(frozen=True)
 class Canvases:
-    """``images (N, 1, S, S)``, ``labels (N,)`` (sum mod 10, or same/different), ``masks (N, S, S)`` (segmentation classes),
+    """``images (N, 1, S, S)``, ``labels (N,)`` (sum mod 10, or same/different), ``masks (N, S, S)``
+    (segmentation classes),
     ``digits (N, 2)`` and ``positions (N, 2, 2)`` (top-left corners)."""
 
     images: torch.Tensor
