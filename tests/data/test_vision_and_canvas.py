@@ -109,6 +109,15 @@ def test_same_label_canvases_are_balanced_and_say_whether_the_digits_agree():
         two_digit_canvases(digits, 4, size=40, min_distance=20.0, label="product")
 
 
+def test_digit_classes_restrict_the_drawn_digits():
+    digits = _digits()
+    canvases = two_digit_canvases(digits, 200, size=40, min_distance=20.0, seed=3, label="same", digit_classes=[1, 0])
+    assert set(canvases.digits.flatten().tolist()) == {0, 1}
+    assert 0.4 < float(canvases.labels.float().mean()) < 0.6
+    with pytest.raises(ValueError, match="digits do not have: \\[11\\]"):
+        two_digit_canvases(digits, 4, size=40, min_distance=20.0, digit_classes=[0, 11])
+
+
 def test_canvas_arguments_are_checked():
     with pytest.raises(ValueError, match="cannot hold"):
         two_digit_canvases(_digits(side=8), 2, size=6)

@@ -51,6 +51,9 @@ def test_same_label_canvases_train_a_two_class_head(tmp_path):
     assert dict(task.jobs()[0].data)["canvas_label"] == "same"
     assert "canvas_label" not in dict(ImageClassificationTask(ImageClassificationConfig(
         datasets=["canvas"], **TINY)).jobs()[0].data)  # sum-label keys stay as before the option existed
+    assert "canvas_digits" not in dict(task.jobs()[0].data)
+    pair = ImageClassificationTask(ImageClassificationConfig(datasets=["canvas"], canvas_digits=[1, 0], **TINY))
+    assert dict(pair.jobs()[0].data)["canvas_digits"] == (0, 1)
     run_task(task, out=tmp_path / "run", progress=False)
     assert "test canvases" in (tmp_path / "run" / "report.md").read_text()
 
@@ -63,6 +66,8 @@ def test_same_label_canvases_train_a_two_class_head(tmp_path):
     (dict(datasets=["cifar100"]), "datasets"),
     (dict(train_limit=10), "one batch"),
     (dict(canvas_label="product"), "canvas_label"),
+    (dict(canvas_digits=[3, 3]), "two distinct digits"),
+    (dict(canvas_digits=[0, 10]), "two distinct digits"),
 ])
 def test_bad_configs_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):

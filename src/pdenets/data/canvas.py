@@ -8,7 +8,8 @@ the digits cannot know the label; a nonlocal operator connects them in one layer
 With ``label="same"`` the label is instead whether the two digits are the same (1) or not (0),
 the second digit drawn from the first one's class with probability 1/2: a comparison of two
 distant patterns, the kind of interaction an embedded dot-product kernel ``θ(x_p)ᵀφ(x_q)`` forms
-in one layer.
+in one layer. ``digit_classes`` draws the digits from some classes only (e.g. ``(0, 1)``: telling
+the digits apart is then easy, and what is left to learn is the comparison across the canvas).
 
 The segmentation version labels every pixel: 0 for background, ``1 + label`` on the strokes
 (intensity > 0.5) of either digit — so segmenting a stroke correctly requires knowing the other,
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -66,12 +68,23 @@ class Canvases:
 
 
 def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_distance: float = 48.0,
-                       seed: int = 0, label: str = "sum") -> Canvases:
+                       seed: int = 0, label: str = "sum",
+                       digit_classes: Optional[Sequence[int]] = None) -> Canvases:
     """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded).
 
     ``label``: ``"sum"`` (of the two digits, mod 10) or ``"same"`` (1 if they are the same digit).
+    ``digit_classes``: draw only digits of these classes (default: all of ``digits``).
     """
     canvas_classes(label)
+    if digit_classes is not None:
+        wanted = sorted({int(value) for value in digit_classes})
+        present = set(digits.labels.unique().tolist())
+        missing = [value for value in wanted if value not in present]
+        if not wanted or missing:
+            raise ValueError(f"digit_classes {list(digit_classes)} name classes the digits do not have: "
+                             f"{missing or 'none given'} (present: {sorted(present)})")
+        keep = torch.isin(digits.labels, torch.tensor(wanted, dtype=digits.labels.dtype))
+        digits = ImageData(digits.images[keep], digits.labels[keep], digits.name)
     count = check_positive_int(count, "count")
     size = check_positive_int(size, "size")
     side = digits.images.shape[-1]

@@ -106,6 +106,7 @@ class ImageClassificationConfig(TaskConfig):
     canvas_size: int = setting(96, "canvas side")
     min_distance: float = setting(48.0, "least distance between the two digits' corners")
     canvas_label: str = setting("sum", "canvas label: sum (of the two digits, mod 10) or same (same digit or not)")
+    canvas_digits: Optional[List[int]] = setting(None, "digit classes drawn on the canvases (default all ten)")
     flops_models: List[str] = setting(["resnet-44", "hamiltonian-74", "hamiltonian-74-diffusion",
                                        "hamiltonian-74-fractional", "hamiltonian-74-inverse-fractional",
                                        "hamiltonian-74-log"], "networks of the FLOPs table (paper scale, 32x32)")
@@ -131,6 +132,9 @@ class ImageClassificationConfig(TaskConfig):
             raise ConfigError("train_limit must be at least one batch")
         if self.test_limit is not None and self.test_limit < 1:
             raise ConfigError("test_limit must be a positive count")
+        if self.canvas_digits is not None:
+            if len(set(self.canvas_digits)) < 2 or not all(0 <= digit <= 9 for digit in self.canvas_digits):
+                raise ConfigError(f"canvas_digits must name at least two distinct digits 0-9, got {self.canvas_digits}")
 
 
 @dataclass(frozen=True)
@@ -168,10 +172,10 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
         segmentation = name == "canvas-segmentation"
         train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
         label = data.get("canvas_label", "sum")
-        train = two_digit_canvases(train_digits, data["canvas_train"], size=data["canvas_size"],
-                                   min_distance=data["min_distance"], seed=1, label=label)
-        test = two_digit_canvases(test_digits, data["canvas_test"], size=data["canvas_size"],
-                                  min_distance=data["min_distance"], seed=2, label=label)
+        options = {"size": data["canvas_size"], "min_distance": data["min_distance"], "label": label,
+                   "digit_classes": data.get("canvas_digits")}
+        train = two_digit_canvases(train_digits, data["canvas_train"], seed=1, **options)
+        test = two_digit_canvases(test_digits, data["canvas_test"], seed=2, **options)
         target = "masks" if segmentation else "labels"
         result = {"train": ImageData(train.images, getattr(train, target), "canvas-train"),
                   "tests": {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
@@ -324,6 +328,8 @@ class ImageClassificationTask(Task):
                 "canvas_size": config.canvas_size, "min_distance": config.min_distance}
             if dataset != "cifar10" and config.canvas_label != "sum":  # keys of sum-label runs stay as they were
                 data["canvas_label"] = config.canvas_label
+            if dataset != "cifar10" and config.canvas_digits is not None:
+                data["canvas_digits"] = tuple(sorted(set(config.canvas_digits)))
             for model in config.models:
                 for seed in config.seeds:
                     jobs.append(ImageJob(dataset, model, seed, tuple(sorted(architecture.items())),
@@ -400,15 +406,16 @@ def _write_report(task: ImageClassificationTask, results, records, run_dir) -> N
                      ["paper (full scale)", "s per run", "seeds"], rows,
                      caption="Median (min–max) over seeds. The paper's column is its full-scale 200-epoch result on the "
                              "official test set, for orientation only.")
-    report.heading("FLOPs (Table 4 layout): multiply-adds of one 32×32 image")
-    rows = []
-    for model in config.flops_models:
-        paper = PAPER_FLOPS.get(model)
-        rows.append([model] + [f"{results['flops'][scale][model]['mflops']:.1f}" for scale in results["flops"]] +
-                    [paper.format(1) if paper else "—"])
-    report.table(["model"] + [f"{scale} (M)" for scale in results["flops"]] + ["paper (M)"], rows,
-                 caption="Counted with torch.utils.flop_counter.FlopCounterMode (which sees the nonlocal blocks' "
-                         "matrix products), halved to multiply-adds.")
+    if config.flops_models:
+        report.heading("FLOPs (Table 4 layout): multiply-adds of one 32×32 image")
+        rows = []
+        for model in config.flops_models:
+            paper = PAPER_FLOPS.get(model)
+            rows.append([model] + [f"{results['flops'][scale][model]['mflops']:.1f}" for scale in results["flops"]]
+                        + [paper.format(1) if paper else "—"])
+        report.table(["model"] + [f"{scale} (M)" for scale in results["flops"]] + ["paper (M)"], rows,
+                     caption="Counted with torch.utils.flop_counter.FlopCounterMode (which sees the nonlocal blocks' "
+                             "matrix products), halved to multiply-adds.")
     spectra = [(r["dataset"], r["model"], r["seed"], r["spectra"]) for r in records if r.get("spectra")]
     if spectra:
         figures["eigenvalues"] = _eigenvalue_figure(spectra[0], run_dir)
