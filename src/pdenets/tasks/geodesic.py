@@ -474,6 +474,7 @@ def _lss_figure(records, run_dir, filename: str) -> str:
         ax.plot(epochs, [point["lss"] for point in record["curve"]], "-" if record["kind"] == "resnet" else "--",
                 color=color, marker="o", markersize=3, label=f"{record['kind']} γ={record['weight_decay']:g}")
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.set_ylabel("LSS")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
