@@ -175,7 +175,7 @@ def test_node_classification_with_a_given_edge_index_trains():
         loss = nn.functional.cross_entropy(model(features, graph=(edge_index, None))[train], labels[train])
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     accuracy = float((model(features, graph=(edge_index, None)).argmax(1) == labels).float().mean())
     assert losses[-1] < 0.5 * losses[0] and accuracy > 0.85
 
