@@ -326,10 +326,11 @@ class ImageClassificationTask(Task):
             data = {"train_limit": config.train_limit, "test_limit": config.test_limit} if dataset == "cifar10" else {
                 "canvas_train": config.canvas_train, "canvas_test": config.canvas_test,
                 "canvas_size": config.canvas_size, "min_distance": config.min_distance}
-            if dataset != "cifar10" and config.canvas_label != "sum":  # keys of sum-label runs stay as they were
-                data["canvas_label"] = config.canvas_label
-            if dataset != "cifar10" and config.canvas_digits is not None:
-                data["canvas_digits"] = tuple(sorted(set(config.canvas_digits)))
+            if dataset != "cifar10":  # options at their defaults stay out of the keys of earlier runs
+                if config.canvas_label != "sum":
+                    data["canvas_label"] = config.canvas_label
+                if config.canvas_digits is not None:
+                    data["canvas_digits"] = tuple(sorted(set(config.canvas_digits)))
             for model in config.models:
                 for seed in config.seeds:
                     jobs.append(ImageJob(dataset, model, seed, tuple(sorted(architecture.items())),
