@@ -65,6 +65,7 @@ class DistributedContext:
 
     def close(self) -> None:
         if self.active and dist.is_initialized():
+            dist.barrier()  # no process tears its gloo connections down while a peer still uses them
             dist.destroy_process_group()
 
 
