@@ -169,3 +169,31 @@ def test_parser_builds_every_registered_task():
 def test_console_entry_point_runs():
     result = subprocess.run([sys.executable, "-m", "pdenets.cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("pdenets ")
+
+
+HEAVY_IMPORTS = ("matplotlib", "torch_geometric", "sklearn", "scipy", "omegaconf", "PIL")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["tasks"], ["run", "few-shot", "--help"],
+                                  ["run", "node-classification", "--help"], ["reproduce", "table1", "--help"]])
+def test_commands_that_only_print_import_no_plotting_graph_or_learning_library(argv):
+    # `pdenets --help` once took four times `import torch`: building the parser imported every
+    # task's figures, graphs and estimators (benchmarks/startup.py measures the start-up)
+    script = ("import sys\nfrom pdenets.cli import main\n"
+              f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+              f"print(sorted(name for name in {HEAVY_IMPORTS!r} if name in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]", (argv, result.stdout.splitlines()[-1])
+
+
+def test_a_lazy_module_imports_on_first_use_and_then_behaves_as_the_module():
+    script = ("import sys\nfrom pdenets.experiments.plots import plt\nfrom pdenets.data.graphs import sp\n"
+              "before = ['matplotlib' in sys.modules, 'scipy' in sys.modules]\n"
+              "figure = plt.figure(); matrix = sp.csr_matrix((2, 3))\n"
+              "import matplotlib\n"
+              "print(before, matplotlib.get_backend(), type(figure).__name__, matrix.shape, repr(sp))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[False,", "False]", "Agg", "Figure", "(2,", "3)", "<lazy", "module",
+                                     "'scipy.sparse'", "(imported)>"]

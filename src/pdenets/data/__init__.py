@@ -10,7 +10,6 @@ from .errors import DatasetError, DatasetNotFoundError
 from .graphs import load_edge_list, load_graph, load_npz, load_planetoid, save_graph_npz
 from .limits import MEMORY_BUDGET_ENV_VAR, memory_budget
 from .paths import DATA_ENV_VAR, resolve_data_dir
-from .safe_pickle import UnsafePickleError, load_array_pickle
 from .synthetic import (
     SYNTHETIC_SETS,
     SyntheticSet,
@@ -43,3 +42,12 @@ __all__ = [
     "make_synthetic",
     "make_xor",
 ]
+
+
+def __getattr__(name: str):
+    # the pickle reader builds on scipy's sparse classes: import it when it is asked for
+    if name in ("UnsafePickleError", "load_array_pickle"):
+        from . import safe_pickle
+
+        return getattr(safe_pickle, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,7 +40,6 @@ from .._checks import check_positive_int
 from .errors import DatasetError, DatasetNotFoundError
 from .graphs import read_npz_arrays
 from .limits import check_allocation
-from .safe_pickle import load_array_pickle
 
 __all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "mean_and_interval"]
 
@@ -180,6 +179,8 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
                             arrays.get("base_classes"), arrays.get("val_classes"), arrays.get("novel_classes"),
                             arrays.get("base_mean"), path)
     elif suffix in (".pkl", ".plk", ".pickle"):
+        from .safe_pickle import load_array_pickle  # builds on scipy's sparse classes
+
         loaded = load_array_pickle(path)
         if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
             loaded = {"features": loaded[0], "labels": loaded[1]}

@@ -45,18 +45,30 @@ import io
 import os
 import zipfile
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
-import scipy.sparse as sp
 import torch
-from torch_geometric.data import Data
 
+from .._lazy import LazyModule
 from .._checks import check_labels
 from .errors import DatasetError, DatasetNotFoundError
 from .limits import check_allocation
 from .paths import DATA_ENV_VAR, resolve_data_dir
-from .safe_pickle import load_array_pickle
+
+
+#: scipy.sparse, imported when a graph is read (not when pdenets starts)
+sp = LazyModule("scipy.sparse")
+
+if TYPE_CHECKING:  # torch_geometric is imported where a graph is built, not when pdenets starts
+    from torch_geometric.data import Data
+
+
+def _pyg_data(**values) -> "Data":
+    from torch_geometric.data import Data
+
+    return Data(**values)
+
 
 __all__ = ["DatasetError", "DatasetNotFoundError", "load_graph", "load_planetoid", "load_npz", "load_edge_list",
            "save_graph_npz", "read_npz_arrays", "GRAPH_SOURCES", "MISSING_FEATURES"]
@@ -257,7 +269,7 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
     labels = _labels(raw_labels, num_nodes, path)
     if features.shape[0] != num_nodes:
         raise DatasetError(f"{path}: {features.shape[0]} feature rows for {num_nodes} nodes (adjacency)")
-    return Data(x=features, edge_index=edge_index, y=labels, num_nodes=num_nodes, name=name or path.stem,
+    return _pyg_data(x=features, edge_index=edge_index, y=labels, num_nodes=num_nodes, name=name or path.stem,
                 source=str(path))
 
 
@@ -312,6 +324,8 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
             detail = " (the features of 18,657 PubMed nodes live only in this file)" if (key, part) == (
                 "pubmed", "allx") else ""
             raise _missing(path, root, "planetoid", detail)
+    from .safe_pickle import load_array_pickle  # scipy's sparse classes, imported with it
+
     parts = {part: load_array_pickle(path) for part, path in paths.items() if part != "test.index"}
     test_index = _test_index(paths["test.index"])
     allx, tx = (_planetoid_matrix(parts[p], p, paths[p]) for p in ("allx", "tx"))
@@ -352,7 +366,7 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     edge_index = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise DatasetError(f"{paths['graph']}: refers to node ids outside [0, {num_nodes})")
-    return Data(x=_dense_features(features, folder), edge_index=edge_index, y=labels, num_nodes=num_nodes,
+    return _pyg_data(x=_dense_features(features, folder), edge_index=edge_index, y=labels, num_nodes=num_nodes,
                 name=f"planetoid/{key}", source=str(folder))
 
 
@@ -441,7 +455,7 @@ def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identit
         features = _dense_features(table, features_path)
     else:
         features = _missing_features(edge_index, num_nodes, missing_features, folder)
-    return Data(x=features, edge_index=edge_index, y=_labels(labels_table, num_nodes, labels_path),
+    return _pyg_data(x=features, edge_index=edge_index, y=_labels(labels_table, num_nodes, labels_path),
                 num_nodes=num_nodes, name=folder.name, source=str(folder))
 
 

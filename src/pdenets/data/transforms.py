@@ -7,11 +7,20 @@ connected component, binary bag-of-words, row-normalized features.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import connected_components
-from torch_geometric.data import Data
+
+from .._lazy import LazyModule
+from .graphs import _pyg_data
+
+#: scipy.sparse, imported when a graph is read (not when pdenets starts)
+sp = LazyModule("scipy.sparse")
+
+if TYPE_CHECKING:  # torch_geometric is imported where a graph is built, not when pdenets starts
+    from torch_geometric.data import Data
+
 
 __all__ = [
     "to_undirected",
@@ -27,7 +36,7 @@ __all__ = [
 def _copy(data: Data, **changes) -> Data:
     values = {key: data[key] for key in data.keys()}
     values.update(changes)
-    return Data(**values)
+    return _pyg_data(**values)
 
 
 def adjacency_matrix(data: Data) -> sp.csr_matrix:
@@ -59,6 +68,8 @@ def largest_connected_component(data: Data) -> Data:
 
     ``original_index`` records each kept node's id in the input graph.
     """
+    from scipy.sparse.csgraph import connected_components
+
     count, component = connected_components(adjacency_matrix(data), directed=True, connection="weak")
     sizes = np.bincount(component)
     keep = np.flatnonzero(component == sizes.argmax())

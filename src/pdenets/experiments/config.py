@@ -46,8 +46,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import yaml
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 __all__ = [
     "ConfigError",
@@ -350,7 +348,7 @@ def _nest(key: str, value: Any) -> Dict[str, Any]:
     return out
 
 
-def _omegaconf_message(error: OmegaConfBaseException) -> str:
+def _omegaconf_message(error: Exception) -> str:
     message = str(error).splitlines()[0]
     key = getattr(error, "full_key", None)
     return f"{key}: {message}" if key and key not in message else message
@@ -375,6 +373,9 @@ def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Un
     for item in overrides:
         key, value = parse_override(item) if isinstance(item, str) else item
         layers.append(("", _check_mapping_against(cls, _nest(key, value), "")))
+    from omegaconf import OmegaConf  # imported here: `pdenets --help` builds no config
+    from omegaconf.errors import OmegaConfBaseException
+
     source = ""
     try:
         merged = OmegaConf.structured(base if base is not None else cls)

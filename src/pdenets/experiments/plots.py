@@ -9,14 +9,23 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence, Tuple
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from .._lazy import LazyModule
 
 __all__ = ["plt", "CLASS_COLORS", "scatter_classes", "mean_band", "grouped_bars", "box_per_group",
            "errorbar_lines"]
+
+
+
+def _agg_backend() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
+#: ``matplotlib.pyplot`` on the Agg backend, imported when a report first draws
+plt = LazyModule("matplotlib.pyplot", before_import=_agg_backend)
 
 CLASS_COLORS = np.array(["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"])
 

@@ -24,11 +24,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Tuple
 
 import numpy as np
-import scipy.sparse as sp
 import torch
+
+if TYPE_CHECKING:  # scipy is imported by the products that use it
+    import scipy.sparse as sp
 
 __all__ = ["SparseMatrix", "SCIPY_MIN_COLUMNS"]
 
@@ -65,6 +67,8 @@ class SparseMatrix:
     def scipy(self, dtype=np.float32) -> sp.csr_matrix:
         key = np.dtype(dtype)
         if key not in self._scipy:
+            import scipy.sparse as sp
+
             row, col = self._coo.indices().cpu().numpy()
             values = self._coo.values().detach().cpu().numpy().astype(key)
             self._scipy[key] = sp.csr_matrix((values, (row, col)), shape=self.shape)

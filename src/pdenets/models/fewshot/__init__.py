@@ -18,7 +18,6 @@ from .ptmap import PTMAP, PTMAPSettings, power_transform, sinkhorn
 from .tim import TIM, TIMSettings
 from .methods import METHODS, PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
 from .preprocessing import centre_and_normalize, cross_domain_shift, prototypes, rectified_prototypes
-from .estimator import DiffusionFewShotClassifier
 
 __all__ = ["FewShotBatch", "FewShotMethod", "METHOD_CLASSES", "method_from_name", "register_method",
            "registered_methods", "NearestPrototype", "PrototypeSettings", "LaplacianShot", "LaplacianShotSettings",
@@ -28,3 +27,12 @@ __all__ = ["FewShotBatch", "FewShotMethod", "METHOD_CLASSES", "method_from_name"
            "sinkhorn", "TIM", "TIMSettings", "METHODS", "PREPROCESSING", "Preprocessing", "ablation_method",
            "classify", "preprocess", "centre_and_normalize", "cross_domain_shift", "prototypes",
            "rectified_prototypes", "DiffusionFewShotClassifier"]
+
+
+def __getattr__(name: str):
+    # the estimator subclasses scikit-learn's BaseEstimator: import sklearn only when it is asked for
+    if name == "DiffusionFewShotClassifier":
+        from .estimator import DiffusionFewShotClassifier
+
+        return DiffusionFewShotClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
