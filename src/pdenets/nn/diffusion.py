@@ -11,6 +11,7 @@ from .._checks import (check_choice, check_features, check_floating, check_posit
                        check_probability)
 from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
+from .adjoint_diffusion import adjoint_diffusion
 from .dropout import fast_dropout
 
 __all__ = ["DiffusionLayer"]
@@ -53,6 +54,12 @@ class DiffusionLayer(nn.Module):
             ``γ`` beyond the bound (default ``True``).
         laplacian: ``"combinatorial"`` (default, ``L = Λ − W``) or ``"normalized"``
             (``L = I − Λ^{-1/2} W Λ^{-1/2}``; ``γ = 1`` on a self-looped graph is a GCN propagation).
+        backward: ``"adjoint"`` (default): the backward pass runs the ``r`` transposed steps
+            and redraws each dropout mask from its seed, so training memory does not grow
+            with ``r`` (:func:`~pdenets.nn.adjoint_diffusion.adjoint_diffusion`; first-order
+            gradients only); ``"autograd"``: autograd through the stored steps (keeps one
+            mask per step; needed for double backward or a graph that requires grad). Both
+            give the same numbers for the same torch seed.
 
     Shapes:
         - input: ``(N, *)`` — one row per graph node, any trailing feature shape.
@@ -70,8 +77,9 @@ class DiffusionLayer(nn.Module):
 
     def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
                  dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True,
-                 laplacian: str = "combinatorial"):
+                 laplacian: str = "combinatorial", backward: str = "adjoint"):
         super().__init__()
+        self.backward = check_choice(backward, "backward", ("adjoint", "autograd"))
         self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
         self.dropout_position = check_choice(dropout_position, "dropout_position", ("after", "before"))
         self.step_size = check_positive(step_size, "step_size")
@@ -115,6 +123,11 @@ class DiffusionLayer(nn.Module):
             return check_floating(x, "input to DiffusionLayer")
         check_features(x, "input to DiffusionLayer")
         operator = self._operator_for(x, weights)
+        dropout = self.dropout if self.training else 0.0
+        if (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
+                and not operator.matrix().requires_grad):
+            return adjoint_diffusion(operator, x, self.num_steps, dropout=dropout,
+                                     dropout_position=self.dropout_position)
         if self.dropout > 0 and self.training:
             def drop(features):
                 return fast_dropout(features, self.dropout, training=True)

@@ -1,0 +1,151 @@
+r"""Diffusion steps whose backward pass stores no activations: it runs the adjoint steps.
+
+``r`` explicit diffusion steps with dropout (paper 000, Appendix E.2.3),
+
+.. math::
+
+    X_k = A\, D_k X_{k-1} \ \ (\text{dropout before}) \quad\text{or}\quad
+    X_k = D_k A X_{k-1} \ \ (\text{after}), \qquad k = 1, \dots, r,
+    \qquad A = I - \gamma L ,
+
+are linear in ``X`` (``D_k`` is a fixed diagonal 0 / ``1/(1−p)`` mask), so the gradient
+with respect to the input is the same steps transposed, in reverse order:
+
+.. math::
+
+    \frac{\partial \ell}{\partial X_0} = D_1 A^\top D_2 A^\top \cdots D_r A^\top
+    \frac{\partial \ell}{\partial X_r} \quad(\text{before; after: } A^\top D_k).
+
+Autograd would keep every step's mask (``N × C`` bytes a step) for this; :func:`adjoint_diffusion`
+keeps ``r`` integer seeds and redraws each mask when the backward pass needs it, so the
+memory of a training step does not grow with ``r``: the input, the output and one work
+array of ``N × C`` (plus a bounded chunk of mask bytes). ``Aᵀ`` is the operator's
+precomputed transpose. On the CPU the masks are the ones :func:`~pdenets.nn.dropout.fast_dropout`
+draws (same seeds from torch's generator, same bytes), so a model gives the same numbers
+with either backward; on other devices they come from a ``torch.Generator`` per step.
+
+Example:
+    >>> import torch
+    >>> from pdenets.operators import DiffusionOperator
+    >>> operator = DiffusionOperator(torch.tensor([[0., 1.], [1., 0.]]), step_size=0.25)
+    >>> x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    >>> y = adjoint_diffusion(operator, x, num_steps=2)
+    >>> y.sum().backward(); x.grad            # columns of A sum to 1 here: the sum is conserved
+    tensor([[1., 1.],
+            [1., 1.]])
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from .._checks import check_choice, check_positive_int, check_probability
+from ..operators.diffusion import DiffusionOperator
+from .dropout import keep_threshold
+
+__all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
+
+#: entries of one mask chunk (its bytes and its float copy are the only mask memory)
+MASK_CHUNK_ENTRIES = 1 << 22
+
+
+def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float) -> torch.Tensor:
+    """Multiply ``features`` (2-D, contiguous) in place by the dropout mask of ``seed``: 0 or ``1/keep``.
+
+    On the CPU the mask is :func:`~pdenets.nn.dropout.fast_dropout`'s for the same seed
+    (bytes of PCG64's raw output compared with a threshold), drawn in row chunks so that
+    no ``N × C`` mask is ever held; elsewhere it is ``torch.rand(generator=seed) ≥ p``.
+    """
+    if p == 0:
+        return features
+    dtype, threshold, keep = keep_threshold(p)
+    scale = 1.0 / keep
+    if features.device.type != "cpu":
+        generator = torch.Generator(device=features.device).manual_seed(seed)
+        keep_mask = torch.rand(features.shape, generator=generator, device=features.device) >= p
+        return features.mul_(keep_mask.to(features.dtype).mul_(scale))
+    rows, columns = features.shape
+    itemsize = np.dtype(dtype).itemsize
+    rows_per_chunk = max(8, (MASK_CHUNK_ENTRIES // max(columns, 1)) // 8 * 8)  # chunks of whole 8-byte words
+    value_type = np.float64 if features.dtype == torch.float64 else np.float32
+    generator = np.random.PCG64(seed)
+    for start in range(0, rows, rows_per_chunk):
+        block = features[start:start + rows_per_chunk]
+        count = block.numel()
+        words = generator.random_raw((count * itemsize + 7) // 8)
+        keep_mask = np.less(words.view(dtype)[:count].reshape(block.shape), threshold)
+        block.mul_(torch.from_numpy(np.multiply(keep_mask, value_type(scale), dtype=value_type)).to(block.dtype))
+    return features
+
+
+def _product(operator: DiffusionOperator, features: torch.Tensor, transpose: bool) -> torch.Tensor:
+    if operator.dense:
+        matrix = operator.matrix().to(device=features.device, dtype=features.dtype)
+        return (matrix.T if transpose else matrix) @ features
+    propagation = operator.propagation.T if transpose else operator.propagation
+    return propagation._product(features)
+
+
+def _steps(operator: DiffusionOperator, features: torch.Tensor, seeds: List[int], p: float, before: bool,
+           transpose: bool) -> torch.Tensor:
+    """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
+    order = reversed(seeds) if transpose else seeds
+    mask_first = before != transpose  # forward-before and adjoint-after mask the step's input
+    for index, seed in enumerate(order):
+        if mask_first and seed is not None:
+            features = apply_dropout_mask_(features.clone() if index == 0 else features, seed, p)
+        features = _product(operator, features, transpose)
+        if not mask_first and seed is not None:
+            apply_dropout_mask_(features, seed, p)
+    return features
+
+
+class _AdjointDiffusion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, features, operator, seeds, p, before):
+        ctx.operator, ctx.seeds, ctx.p, ctx.before = operator, seeds, p, before
+        return _steps(operator, features.contiguous(), seeds, p, before, transpose=False)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_output):
+        grad = _steps(ctx.operator, grad_output.contiguous(), ctx.seeds, ctx.p, ctx.before, transpose=True)
+        return grad, None, None, None, None
+
+
+def adjoint_diffusion(operator: DiffusionOperator, features: torch.Tensor, num_steps: int, *,
+                      dropout: float = 0.0, dropout_position: str = "after",
+                      seeds: Optional[List[int]] = None) -> torch.Tensor:
+    """``r`` diffusion steps with dropout, differentiable in ``features``, storing no activations.
+
+    Args:
+        operator: the steps' ``A = I − γL``.
+        features: ``X`` of shape ``(N, *)``.
+        num_steps: ``r``.
+        dropout: drop rate ``p`` of every step (0: no masks).
+        dropout_position: ``"after"`` or ``"before"`` each step.
+        seeds: one mask seed per step; default: drawn from torch's generator, one per step,
+            as :func:`~pdenets.nn.dropout.fast_dropout` draws them.
+
+    Returns:
+        ``X_r`` of the shape of ``features``. Its backward runs the adjoint steps (first
+        order only: ``torch.autograd.grad(..., create_graph=True)`` is refused).
+    """
+    num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+    p = check_probability(dropout, "dropout")
+    before = check_choice(dropout_position, "dropout_position", ("after", "before")) == "before"
+    if features.shape[0] != operator.num_nodes:
+        raise ValueError(f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes")
+    if seeds is None:
+        seeds = [int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)]
+    elif len(seeds) != num_steps:
+        raise ValueError(f"{len(seeds)} seeds for {num_steps} steps: give one seed per step")
+    if num_steps == 0:
+        return features
+    if features.dim() == 2:
+        return _AdjointDiffusion.apply(features, operator, list(seeds), p, before)
+    flat = features.reshape(features.shape[0], -1)
+    return _AdjointDiffusion.apply(flat, operator, list(seeds), p, before).reshape(features.shape)
