@@ -2,6 +2,7 @@
 
     python benchmarks/graph.py            # Cora + synthetic graphs up to 1M nodes, memory trials (~25 min)
     python benchmarks/graph.py --quick    # Cora + a 10k-node graph, under two minutes
+    python benchmarks/graph.py --steps-memory --skip-timings   # peak memory vs r, adjoint vs autograd backward
 
 Per epoch = one training step (forward, backward, Adam) + one evaluation pass, the unit
 of the node-classification protocol. Three implementations of the same network
@@ -15,6 +16,10 @@ of the node-classification protocol. Three implementations of the same network
 
 The largest graph each handles is found by doubling N in child processes limited with
 ``RLIMIT_AS``. Times are medians; ratios are reference / pdenets.
+
+``--steps-memory``: the peak memory of one training epoch at ``r`` = 5, 20, 80 on one block
+graph, with the diffusion's adjoint backward (the default: per-step seeds, transposed
+steps backward) and with autograd through the stored steps (one mask kept per step).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from torch.nn import functional as F
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import largest_size, median_time, peak_memory_gib  # noqa: E402
+from _common import largest_size, median_time, peak_memory_gib, run_trial  # noqa: E402
 
 import pdenets  # noqa: E402,F401
 from pdenets.models import DiffResNet  # noqa: E402
@@ -142,39 +147,50 @@ def bench(label, x, labels, weights, train, *, dense_ok: bool, repeats: int):
     return result
 
 
-def trial(kind: str, num_nodes: int) -> None:
-    """Child process: one training epoch at size N (``pdenets`` or ``dense``), features 64."""
+def trial(kind: str, num_nodes: int, num_steps: int = NUM_STEPS) -> None:
+    """Child process: one training epoch at size N, features 64.
+
+    ``kind``: ``pdenets`` (adjoint backward), ``autograd`` (pdenets, backward through the
+    stored steps) or ``dense``.
+    """
     x, labels, weights, train = make_problem("block", num_nodes)
     torch.manual_seed(0)
-    model = DiffResNet(x.shape[1], 5, block="graph", num_steps=NUM_STEPS, step_size=STEP_SIZE, dropout=DROPOUT,
+    model = DiffResNet(x.shape[1], 5, block="graph", num_steps=num_steps, step_size=STEP_SIZE, dropout=DROPOUT,
                        dropout_position="before", weights=weights, check_stability=False)
+    if kind == "autograd":
+        model.diffusion.backward = "autograd"
     if kind == "dense":
         model = ReferenceDiffResNet(model, weights, dense=True)
         inputs = x
     else:
         inputs = x.to_sparse_csr()
+        del x, weights  # the model holds the operator
     start = time.perf_counter()
     epoch_function(model, inputs, labels, train)()
     print(json.dumps({"peak_gib": peak_memory_gib(), "epoch_s": time.perf_counter() - start}))
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "--trial":
-        trial(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "--trial":
+        trial(sys.argv[2], *map(int, sys.argv[3:]))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--memory-cap-gib", type=float, default=16.0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--skip-memory", action="store_true", help="timings only, no largest-N trials")
+    parser.add_argument("--skip-timings", action="store_true", help="no epoch timings (memory studies only)")
+    parser.add_argument("--steps-memory", action="store_true",
+                        help="peak memory of one epoch at r = 5, 20, 80, adjoint vs autograd backward")
+    parser.add_argument("--steps-memory-nodes", type=int, default=2**20, help="N of the --steps-memory graph")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread (as in the protocol's worker processes); r = {NUM_STEPS}, "
           f"gamma = {STEP_SIZE}, dropout = {DROPOUT}")
     print(f"\n{'graph':>16} {'N':>9} {'F':>5} {'pdenets s':>10} {'official-style':>14} {'dense s':>9} "
           f"{'official/ours':>14} {'dense/ours':>10}")
-    rows = [bench("cora", *make_problem("cora"), dense_ok=True, repeats=5)]
-    sizes = [10_000] if args.quick else [10_000, 100_000, 1_000_000]
+    rows = [] if args.skip_timings else [bench("cora", *make_problem("cora"), dense_ok=True, repeats=5)]
+    sizes = [] if args.skip_timings else [10_000] if args.quick else [10_000, 100_000, 1_000_000]
     for size in sizes:
         rows.append(bench("block graph", *make_problem("block", size), dense_ok=size <= 10_000,
                           repeats=3 if size <= 100_000 else 1))
@@ -193,9 +209,28 @@ def main() -> None:
             largest[kind] = {"N": best[0], **best[1], "next_failure": reason}
         else:
             print(f"{kind:>8}: even N = {start:,} failed ({reason})")
+    steps_memory = steps_memory_study(args.steps_memory_nodes, args.memory_cap_gib) if args.steps_memory else []
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"epochs": rows, "largest": largest}, handle, indent=2)
+            json.dump({"epochs": rows, "largest": largest, "steps_memory": steps_memory}, handle, indent=2)
+
+
+def steps_memory_study(num_nodes: int, cap_gib: float):
+    """Peak memory of one epoch against r, for both backward passes of the diffusion."""
+    print(f"\n## Peak memory of one training epoch vs r (block graph, N = {num_nodes:,}, 64 features, "
+          f"dropout {DROPOUT} before each step)")
+    print(f"{'r':>4} {'adjoint GiB':>12} {'adjoint s':>10} {'autograd GiB':>13} {'autograd s':>11}")
+    rows = []
+    for num_steps in (5, 20, 80):
+        row = {"r": num_steps}
+        for kind, label in (("pdenets", "adjoint"), ("autograd", "autograd")):
+            result, failure = run_trial(__file__, [kind, num_nodes, num_steps], cap_gib, 1800)
+            row[label] = result if result else {"failure": failure}
+        cells = [f"{row[label]['peak_gib']:>12.2f} {row[label]['epoch_s']:>10.1f}" if "peak_gib" in row[label]
+                 else f"{row[label]['failure']:>23}" for label in ("adjoint", "autograd")]
+        print(f"{num_steps:>4} {cells[0]} {cells[1]}")
+        rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":

@@ -157,6 +157,27 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
             datasets=[graph], models=["diff-resnet"], num_splits=1, num_inits=1)).jobs()[0])
 
 
+def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
+    from pdenets.experiments.config import ConfigError
+    from pdenets.tasks.node_classification import _build_model, prepared_graph
+
+    paper, hidden = first_job(graph), first_job(graph, diffuse_in="hidden", diffusion_width=8)
+    assert "hidden_features" not in paper.hyperparameters  # the paper's runs keep the keys they were stored under
+    assert job_key("node-classification", hidden) != job_key("node-classification", paper)
+    assert job_key("node-classification", first_job(graph, diffuse_in="hidden", diffusion_width=9)) != job_key(
+        "node-classification", hidden)
+    prepared = prepared_graph(graph, None)
+    model = _build_model(hidden, prepared)
+    assert model.input_map.out_features == 8 and model.classifier.in_features == 8
+    assert _build_model(paper, prepared).input_map is None
+    widths = []
+    model.diffusion.register_forward_hook(lambda module, inputs, output: widths.append(inputs[0].shape[1]))
+    model(prepared.x_sparse)
+    assert widths == [8]
+    with pytest.raises(ConfigError, match="diffuse_in"):
+        task(graph, diffuse_in="output").config.validate()
+
+
 def test_baselines_take_registry_defaults_and_overrides(graph):
     gat = task(graph, models=["gat"]).hyperparameters("gat", graph)
     assert gat == {"hidden": 8, "heads": 8, "dropout": 0.6, "lr": 0.005, "weight_decay": 5e-4}
