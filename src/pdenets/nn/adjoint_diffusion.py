@@ -86,7 +86,7 @@ def _product(operator: DiffusionOperator, features: torch.Tensor, transpose: boo
         matrix = operator.matrix().to(device=features.device, dtype=features.dtype)
         return (matrix.T if transpose else matrix) @ features
     propagation = operator.propagation.T if transpose else operator.propagation
-    return propagation._product(features)
+    return propagation.product(features)
 
 
 def _steps(operator: DiffusionOperator, features: torch.Tensor, seeds: List[int], p: float, before: bool,

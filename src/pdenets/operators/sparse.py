@@ -80,7 +80,8 @@ class SparseMatrix:
             self._torch[key] = self._coo.to(device=key[0], dtype=dtype).to_sparse_csr()
         return self._torch[key]
 
-    def _product(self, dense: torch.Tensor) -> torch.Tensor:
+    def product(self, dense: torch.Tensor) -> torch.Tensor:
+        """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward."""
         if (dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and dense.shape[1] >= SCIPY_MIN_COLUMNS
                 and torch.get_num_threads() == 1):
             array = dense.detach().contiguous().numpy()
@@ -101,7 +102,7 @@ class _SparseMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, dense, matrix):
         ctx.matrix = matrix
-        return matrix._product(dense)
+        return matrix.product(dense)
 
     @staticmethod
     def backward(ctx, grad_output):
