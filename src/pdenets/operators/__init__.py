@@ -18,6 +18,7 @@ from .graph import (
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
 from .propagation import appnp_propagate, gcn_diffusion_operator, gcn_propagate, sgc_propagate
+from .slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
 from .sparse import SparseMatrix
 from .weights import KnnGaussianWeights, batched_knn_gaussian_weights, gaussian_kernel, knn_gaussian_weights
 
@@ -31,6 +32,9 @@ __all__ = [
     "sgc_propagate",
     "appnp_propagate",
     "SparseMatrix",
+    "SliceGraphs",
+    "gcn_propagation_matrix",
+    "chebyshev_propagation_matrix",
     "GraphLike",
     "add_self_loops",
     "as_weight_matrix",
