@@ -25,14 +25,16 @@ from torch import nn
 from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
 from ..nn.diffusion import DiffusionLayer
 from ..operators.diffusion import LAPLACIANS
-from ..operators.graph import GraphLike, as_weight_matrix, is_dense
+from ..operators.graph import GraphLike, as_weight_matrix, is_dense, symmetric_normalize
+from ..operators.laplacian import UnstableStepSizeError, check_step_size
+from ..operators.slice_graphs import SliceGraphs
 from .registry import register_model
 
 __all__ = ["COIN", "coin_mlp", "mlp", "block_diagonal_graph", "GraphArg"]
 
 #: a fixed graph, a builder ``points -> W`` (e.g. :class:`~pdenets.operators.KnnGaussianWeights`), a list of
 #: graphs (time-varying: one per leading index of the input), or ``None``
-GraphArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], List[GraphLike], None]
+GraphArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], List[GraphLike], SliceGraphs, None]
 
 
 def block_diagonal_graph(graphs: Sequence[GraphLike], num_nodes: int, *, dtype: Optional[torch.dtype] = None,
@@ -85,7 +87,9 @@ class COIN(nn.Module):
     * given to :meth:`forward` (``graph=``): an adjacency in any form of
       :func:`~pdenets.operators.as_weight_matrix` — PyG ``(edge_index, edge_weight)``, sparse or
       dense tensor, scipy — or a **list** of such graphs for a time-varying graph, with the input of
-      shape ``(S, N, ...)``: slice ``s`` diffuses on ``graph[s]``;
+      shape ``(S, N, ...)``: slice ``s`` diffuses on ``graph[s]``; or a
+      :class:`~pdenets.operators.SliceGraphs` (the same, each distinct graph stored once: a static
+      graph diffuses all slices in one sparse product per step);
     * fixed at construction (``graph=`` a matrix or a list), or fixed later by :meth:`fix_graph`;
     * built per batch by a builder (``graph=KnnGaussianWeights(...)``) from the detached input
       (``graph_from="input"``, as Diff-ResNet) or from the backbone's features
@@ -176,7 +180,7 @@ class COIN(nn.Module):
             if not graph:
                 raise ValueError("a time-varying graph (list) needs at least one graph")
             return graph
-        if isinstance(graph, (torch.Tensor, tuple)) or hasattr(graph, "tocoo"):
+        if isinstance(graph, (torch.Tensor, tuple, SliceGraphs)) or hasattr(graph, "tocoo"):
             return graph
         raise TypeError("graph must be an adjacency (tensor, (edge_index, edge_weight), scipy), a list of them "
                         f"(time-varying) or a builder such as KnnGaussianWeights, got {type(graph).__name__}")
@@ -212,6 +216,8 @@ class COIN(nn.Module):
         if x.dim() < 1 or x.shape[0] == 0:
             raise ValueError(f"COIN needs at least one sample, got input of shape {tuple(x.shape)}")
         graph = self._check_graph(graph) if graph is not None else self._fixed
+        if isinstance(graph, SliceGraphs):
+            return self._forward_slices(x, graph)
         flat, weights, leading = self._flat(x, graph)
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0 \
                 and self.graph_from == "input":
@@ -234,6 +240,44 @@ class COIN(nn.Module):
         if self.head is not None:
             out = self.head(out)
         return out.reshape(*leading, *out.shape[1:])
+
+    def _forward_slices(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
+        """Backbone on the ``S·N`` rows, then ``r`` steps ``X_s ← X_s − τ L_{g(s)} X_s`` slice by slice."""
+        if x.dim() < 2 or x.shape[0] != graphs.num_slices or x.shape[1] != graphs.num_nodes:
+            raise ValueError(f"the graphs cover {graphs.num_slices} slices of {graphs.num_nodes} nodes; the input "
+                             f"has shape {tuple(x.shape)}")
+        slices, nodes = x.shape[:2]
+        features = self.backbone(x.reshape(slices * nodes, *x.shape[2:]))
+        if not isinstance(features, torch.Tensor) or features.dim() != 2 or features.shape[0] != slices * nodes:
+            raise ValueError(f"over SliceGraphs the backbone must return (S·N, C) = ({slices * nodes}, C), got "
+                             f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}")
+        out = features.reshape(slices, nodes, -1)
+        if self.num_steps > 0:
+            if self.step_logit is not None:
+                time_step = self.max_step_size * torch.sigmoid(self.step_logit).to(out.dtype)
+            else:
+                time_step = self.diffusion.step_size
+                if self.diffusion.check_stability and self.diffusion.laplacian == "combinatorial":
+                    for graph in graphs.graphs:
+                        check_step_size(time_step, graph)
+                elif self.diffusion.check_stability and time_step > 1.0 + 1e-9:
+                    raise UnstableStepSizeError(f"step_size={time_step:g} exceeds 1, the stability bound of explicit "
+                                                "diffusion with the normalized Laplacian")
+            if self.diffusion.laplacian == "normalized":
+                weights = graphs.normalized("symmetric", symmetric_normalize)
+                degrees = torch.ones(graphs.num_slices, nodes, dtype=out.dtype, device=out.device)
+            else:
+                weights, degrees = graphs, graphs.row_sums().to(device=out.device, dtype=out.dtype)
+            degrees = degrees.unsqueeze(-1)
+            for _ in range(self.num_steps):
+                if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "before":
+                    out = torch.nn.functional.dropout(out, self.diffusion.dropout)
+                out = out - time_step * (degrees * out - weights.propagate(out))
+                if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "after":
+                    out = torch.nn.functional.dropout(out, self.diffusion.dropout)
+        if self.head is not None:
+            out = self.head(out)
+        return out
 
     def _learned_diffusion(self, features: torch.Tensor, weights) -> torch.Tensor:
         """``r`` steps ``X ← (1 − ρ) X + ρ (I − γ_max L) X`` with ``ρ = sigmoid(step_logit) = γ/γ_max``."""

@@ -1,16 +1,20 @@
 r"""Forecasters for series on a graph of regions: ``(S, N, L)`` windows in, ``(S, N, H)`` forecasts out.
 
 ``S`` forecast origins, ``N`` regions, ``L`` past values per region, ``H`` horizons. The graph is one
-adjacency for every origin or a list of ``S`` (the graph of each origin's day); the message-passing
-models batch the origins as one disjoint graph (:func:`~pdenets.models.coin.block_diagonal_graph`).
+adjacency for every origin, a list of ``S`` (the graph of each origin's day) or a
+:class:`~pdenets.operators.SliceGraphs` (the distinct graphs stored once, normalizations cached:
+what a training loop should pass). Message passing never copies a graph per origin: a static graph
+is applied to all origins in one sparse product.
 
 * :class:`WindowMLP` — the convection: a per-region model with weights shared across regions
   (a linear map of the lags plus an MLP correction); no information crosses regions.
 * ``coin-forecast`` — :class:`~pdenets.models.COIN` over :class:`WindowMLP`: the forecasts are
   then diffused on the region graph (``r`` explicit steps).
-* :class:`WindowGCN` — two PyTorch Geometric ``GCNConv`` layers on the window features.
+* :class:`WindowGCN` — two graph convolutions on the window features, the arithmetic of PyTorch
+  Geometric's ``GCNConv`` (tested equal to it).
 * :class:`GraphConvGRU` — a recurrent graph model: a GRU over the lags whose gates are
-  Chebyshev graph convolutions (``ChebConv``, Seo et al.'s GConvGRU), then a linear read-out.
+  Chebyshev graph convolutions (Seo et al.'s GConvGRU; the arithmetic of PyG's ``ChebConv``,
+  tested equal to it), then a linear read-out.
 """
 
 from __future__ import annotations
@@ -21,39 +25,104 @@ import torch
 from torch import nn
 
 from .._checks import check_floating, check_positive_int, check_probability
-from ..operators.graph import GraphLike, as_weight_matrix, is_dense
-from .coin import COIN, block_diagonal_graph, mlp
+from ..operators.graph import GraphLike
+from ..operators.slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
+from .coin import COIN, mlp
 from .registry import register_model
 
-__all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "coin_forecast", "batched_edges"]
+__all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "GCNGraphConv", "ChebGraphConv", "coin_forecast",
+           "slice_graphs"]
 
-GraphSequence = Union[GraphLike, List[GraphLike]]
+GraphSequence = Union[GraphLike, List[GraphLike], SliceGraphs]
 
 
-def _flat_graph(x: torch.Tensor, graph: GraphSequence, lags: int, name: str):
-    """Rows ``(M, L)``, the graph on those rows as ``(edge_index, edge_weight)``, and the output's leading shape.
+def slice_graphs(graph: GraphSequence, origins: int, nodes: int) -> SliceGraphs:
+    """``graph`` as a :class:`SliceGraphs` of ``origins`` slices over ``nodes`` regions.
 
-    Windows ``(S, N, L)`` take one graph for all origins or a list of ``S``; rows ``(M, L)`` take a graph on
-    the ``M`` rows (e.g. a precomputed disjoint union)."""
+    One graph is shared by every origin; a list gives one per origin (repeated objects are stored once)."""
+    if isinstance(graph, SliceGraphs):
+        if graph.num_slices != origins or graph.num_nodes != nodes:
+            raise ValueError(f"the graphs cover {graph.num_slices} origins of {graph.num_nodes} regions, the input "
+                             f"{origins} origins of {nodes} regions")
+        return graph
+    if isinstance(graph, list):
+        if len(graph) != origins:
+            raise ValueError(f"{len(graph)} graphs for {origins} forecast origins")
+        return SliceGraphs(graph, nodes)
+    if graph is None:
+        raise ValueError("this forecaster needs the region graph: pass graph= (one adjacency, a list per origin or "
+                         "a SliceGraphs)")
+    return SliceGraphs([graph], nodes, ids=torch.zeros(origins, dtype=torch.long))
+
+
+def _windows(x: torch.Tensor, graph: GraphSequence, lags: int, name: str):
+    """Windows ``(S, N, L)`` (rows ``(M, L)`` read as one origin of ``M`` regions), their graphs, the output shape."""
     check_floating(x, f"input to {name}")
     if x.dim() not in (2, 3) or x.shape[-1] != lags:
         raise ValueError(f"{name} expects windows of shape (S, N, {lags}) or rows (M, {lags}), got {tuple(x.shape)}")
-    if x.dim() == 3:
-        origins, nodes = x.shape[:2]
-        edge_index, edge_weight = batched_edges(graph, origins, nodes, dtype=x.dtype, device=x.device)
-        return x.reshape(origins * nodes, lags), edge_index, edge_weight, x.shape[:2]
-    matrix = as_weight_matrix(graph, x.shape[0], dtype=x.dtype)
-    matrix = matrix.to_sparse().coalesce() if is_dense(matrix) else matrix
-    return x, matrix.indices().to(x.device), matrix.values().to(x.device), x.shape[:1]
+    windows = x if x.dim() == 3 else x.unsqueeze(0)
+    return windows, slice_graphs(graph, windows.shape[0], windows.shape[1]), x.shape[:-1]
 
 
-def batched_edges(graph: GraphSequence, origins: int, nodes: int, *, dtype=None, device=None):
-    """``(edge_index, edge_weight)`` of the disjoint union of the origins' graphs (``origins · nodes`` nodes)."""
-    graphs = graph if isinstance(graph, list) else [graph] * origins
-    if len(graphs) != origins:
-        raise ValueError(f"{len(graphs)} graphs for {origins} forecast origins")
-    matrix = block_diagonal_graph(graphs, nodes, dtype=dtype, device=device)
-    return matrix.indices(), matrix.values()
+class GCNGraphConv(nn.Module):
+    r"""``Y = P X Θ + b`` with ``P = D^{-1/2}(Wᵀ + I)D^{-1/2}``: PyTorch Geometric's ``GCNConv`` on :class:`SliceGraphs`.
+
+    The product runs in the narrower width (``P`` before ``Θ`` when ``in < out``). The normalized
+    graphs are computed once per distinct graph. Shapes: ``(S, N, in)`` → ``(S, N, out)``.
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, bias: bool = True):
+        super().__init__()
+        self.linear = nn.Linear(check_positive_int(in_features, "in_features"),
+                                check_positive_int(out_features, "out_features"), bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
+        nn.init.xavier_uniform_(self.linear.weight)
+
+    def forward(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
+        propagation = graphs.normalized("gcn", gcn_propagation_matrix)
+        if self.linear.in_features < self.linear.out_features:
+            out = self.linear(propagation.propagate(x))
+        else:
+            out = propagation.propagate(self.linear(x))
+        return out if self.bias is None else out + self.bias
+
+
+class ChebGraphConv(nn.Module):
+    r"""``Y = Σ_{k<K} T_k(L̂) X Θ_k + b``: PyTorch Geometric's ``ChebConv`` (``sym``, ``λ_max = 2``) on :class:`SliceGraphs`.
+
+    ``T_0 = I``, ``T_1 = L̂``, ``T_k = 2 L̂ T_{k−1} − T_{k−2}``, ``L̂ = L − I`` of the symmetric
+    normalized Laplacian. Shapes: ``(S, N, in)`` → ``(S, N, out)``.
+    """
+
+    def __init__(self, in_features: int, out_features: int, order: int = 2, *, bias: bool = True):
+        super().__init__()
+        in_features, out_features = check_positive_int(in_features, "in_features"), check_positive_int(
+            out_features, "out_features")
+        self.lins = nn.ModuleList(nn.Linear(in_features, out_features, bias=False)
+                                  for _ in range(check_positive_int(order, "order")))
+        for lin in self.lins:
+            nn.init.xavier_uniform_(lin.weight)
+        self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
+
+    @staticmethod
+    def basis(x: torch.Tensor, graphs: SliceGraphs, order: int) -> List[torch.Tensor]:
+        """``[T_0(L̂) X, …, T_{K−1}(L̂) X]``."""
+        laplacian = graphs.normalized("chebyshev", chebyshev_propagation_matrix)
+        terms = [x]
+        if order > 1:
+            terms.append(laplacian.propagate(x))
+        for _ in range(2, order):
+            terms.append(2 * laplacian.propagate(terms[-1]) - terms[-2])
+        return terms
+
+    def combine(self, terms: List[torch.Tensor]) -> torch.Tensor:
+        """``Σ_k terms[k] Θ_k + b`` as one product: ``[T_0 X, …, T_{K−1} X] [Θ_0; …; Θ_{K−1}] + b``."""
+        weight = torch.cat([lin.weight for lin in self.lins], 1)
+        stacked = terms[0] if len(terms) == 1 else torch.cat(terms, -1)
+        return torch.nn.functional.linear(stacked, weight, self.bias)
+
+    def forward(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
+        return self.combine(self.basis(x, graphs, len(self.lins)))
 
 
 class WindowMLP(nn.Module):
@@ -85,7 +154,9 @@ class WindowMLP(nn.Module):
 
 
 class WindowGCN(nn.Module):
-    r"""Two ``GCNConv`` layers on the window features: ``Â ReLU(Â X Θ₁) Θ₂`` per origin's graph.
+    r"""Two graph convolutions on the window features: ``P ReLU(P X Θ₁ + b₁) Θ₂ + b₂`` per origin's graph.
+
+    ``P`` is PyTorch Geometric's ``GCNConv`` normalization (:func:`~pdenets.operators.gcn_propagation_matrix`).
 
     Example:
         >>> import torch
@@ -96,17 +167,15 @@ class WindowGCN(nn.Module):
 
     def __init__(self, lags: int, horizons: int, *, hidden: int = 32, dropout: float = 0.0):
         super().__init__()
-        from torch_geometric.nn import GCNConv
-
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
-        self.first = GCNConv(self.lags, check_positive_int(hidden, "hidden"))
-        self.second = GCNConv(hidden, self.horizons)
+        self.first = GCNGraphConv(self.lags, check_positive_int(hidden, "hidden"))
+        self.second = GCNGraphConv(hidden, self.horizons)
         self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
 
     def forward(self, x: torch.Tensor, graph: GraphSequence) -> torch.Tensor:
-        flat, edge_index, edge_weight, leading = _flat_graph(x, graph, self.lags, "WindowGCN")
-        hidden = self.dropout(torch.relu(self.first(flat, edge_index, edge_weight)))
-        return self.second(hidden, edge_index, edge_weight).reshape(*leading, self.horizons)
+        windows, graphs, leading = _windows(x, graph, self.lags, "WindowGCN")
+        hidden = self.dropout(torch.relu(self.first(windows, graphs)))
+        return self.second(hidden, graphs).reshape(*leading, self.horizons)
 
 
 class GraphConvGRU(nn.Module):
@@ -117,7 +186,8 @@ class GraphConvGRU(nn.Module):
         z = σ(Θ_{xz} ⋆ x_τ + Θ_{hz} ⋆ h), \quad r = σ(Θ_{xr} ⋆ x_τ + Θ_{hr} ⋆ h), \quad
         \tilde h = \tanh(Θ_{xh} ⋆ x_τ + Θ_{hh} ⋆ (r ⊙ h)), \quad h ← z ⊙ h + (1 − z) ⊙ \tilde h,
 
-    for ``τ = 1…L``, with ``⋆`` a ``ChebConv`` of order ``K`` on the origin's graph.
+    for ``τ = 1…L``, with ``⋆`` a Chebyshev convolution of order ``K`` on the origin's graph
+    (:class:`ChebGraphConv`). The input terms of all ``L`` lags come from one propagation of the window.
 
     Example:
         >>> import torch
@@ -128,26 +198,27 @@ class GraphConvGRU(nn.Module):
 
     def __init__(self, lags: int, horizons: int, *, hidden: int = 32, order: int = 2):
         super().__init__()
-        from torch_geometric.nn import ChebConv
-
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
         self.hidden = check_positive_int(hidden, "hidden")
-        order = check_positive_int(order, "order")
-        self.input_gates = ChebConv(1, 3 * hidden, K=order)
-        self.update_gates = ChebConv(hidden, 2 * hidden, K=order, bias=False)
-        self.candidate = ChebConv(hidden, hidden, K=order, bias=False)
+        self.order = check_positive_int(order, "order")
+        self.input_gates = ChebGraphConv(1, 3 * hidden, self.order)
+        self.update_gates = ChebGraphConv(hidden, 2 * hidden, self.order, bias=False)
+        self.candidate = ChebGraphConv(hidden, hidden, self.order, bias=False)
         self.readout = nn.Linear(hidden, self.horizons)
 
     def forward(self, x: torch.Tensor, graph: GraphSequence) -> torch.Tensor:
-        flat, edge_index, edge_weight, leading = _flat_graph(x, graph, self.lags, "GraphConvGRU")
-        state = flat.new_zeros(flat.shape[0], self.hidden)
-        for step in range(self.lags):
-            gates_x = self.input_gates(flat[:, step:step + 1], edge_index, edge_weight, lambda_max=2.0)
-            gates_h = self.update_gates(state, edge_index, edge_weight, lambda_max=2.0)
-            x_z, x_r, x_h = gates_x.split(self.hidden, dim=1)
-            h_z, h_r = gates_h.split(self.hidden, dim=1)
+        windows, graphs, leading = _windows(x, graph, self.lags, "GraphConvGRU")
+        # the input terms of every lag at once: T_k(L̂) x_τ for all τ (one propagation per k), then
+        # (S, N, L, K) @ (K, 3·hidden)
+        lag_terms = torch.stack(ChebGraphConv.basis(windows, graphs, self.order), -1)
+        gates_per_lag = self.input_gates.combine([lag_terms]).unbind(2)  # unbind: one gradient buffer, not L
+        state = windows.new_zeros(*windows.shape[:2], self.hidden)
+        for gates_x in gates_per_lag:
+            gates_h = self.update_gates(state, graphs)
+            x_z, x_r, x_h = gates_x.split(self.hidden, dim=-1)
+            h_z, h_r = gates_h.split(self.hidden, dim=-1)
             update, reset = torch.sigmoid(x_z + h_z), torch.sigmoid(x_r + h_r)
-            candidate = torch.tanh(x_h + self.candidate(reset * state, edge_index, edge_weight, lambda_max=2.0))
+            candidate = torch.tanh(x_h + self.candidate(reset * state, graphs))
             state = update * state + (1 - update) * candidate
         return self.readout(state).reshape(*leading, self.horizons)
 
@@ -171,7 +242,7 @@ def coin_forecast(in_features: int, num_classes: int, *, hidden: int = 32, num_l
 
 
 @register_model("window-gcn", family="forecast", defaults={"hidden": 32},
-                description="two GCNConv layers (PyTorch Geometric) on the window features")
+                description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features")
 def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
