@@ -81,7 +81,7 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
     # origin t diffuses on the graph of its last observed day t − 1
     origin = int(data["origins"][7])
     expected = _diffusion_graph(series.graph_at(origin - 1), series.num_nodes).to_dense()
-    torch.testing.assert_close(data["graphs"][7].to_dense(), expected)
+    torch.testing.assert_close(data["graphs"].graph(7).to_dense(), expected)
     assert not torch.equal(expected, _diffusion_graph(series.graph_at(origin), series.num_nodes).to_dense())
     torch.testing.assert_close(expected.sum(1), torch.ones(12, dtype=torch.float64))
     assert torch.diagonal(expected).abs().max() == 0
@@ -230,3 +230,33 @@ def test_claims_report_measures_each_identity(tmp_path):
         < 5 * dropout["quadratic_standard_error"]
     assert all(row["max_abs_difference"] < 1e-12 for row in outcome.results["propagation"]["rows"])
     assert (tmp_path / "run" / "smoothing.png").stat().st_size > 1000
+
+
+def _learned_run(path, **training):
+    from pdenets.tasks.coin_forecast import ForecastJob, _learned
+
+    series = load_temporal(path)
+    data = prepare_protocol(series, "ours", OURS)
+    settings = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 400,
+                "patience": 30, "lr": 0.01, "weight_decay": 0.0, "batch_rows": 48, "eval_steps": 5,
+                "min_improvement": 0.005, **training}
+    job = ForecastJob(str(path), "ours", "window-mlp", 0, tuple(sorted(OURS.items())), tuple(sorted(settings.items())),
+                      "cpu")
+    return data, _learned(job, data, settings)
+
+
+def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
+    path = tmp_path / "ring.json"
+    _diffusing_series(path, steps=160)
+    data, (prediction, info) = _learned_run(path)
+    train_origins = int(data["masks"]["train"].flatten(1).any(1).sum())
+    steps_per_pass = math.ceil(train_origins / (48 // 12))
+    assert info["steps"] < 400 * steps_per_pass and info["epochs"] < 400  # stopped by patience, not by the cap
+    assert info["best_step"] <= info["steps"] and prediction.shape == data["targets"].shape
+    # validations every 5 steps and at the end of every pass
+    steps = [point["step"] for point in _learned_run(path, patience=10_000, epochs=2)[1][1]["curve"]]
+    expected = sorted({s for s in range(5, 2 * steps_per_pass + 1, 5)} | {steps_per_pass, 2 * steps_per_pass})
+    assert steps == expected
+    # the batch size reaches the arithmetic: another batch gives another trajectory
+    _, (other, _) = _learned_run(path, batch_rows=96)
+    assert not torch.allclose(other, prediction)

@@ -184,7 +184,7 @@ def forecast_windows(values: torch.Tensor, lags: int, horizons: int) -> Forecast
     if lags >= steps:
         raise ValueError(f"a window of {lags} lags needs more than {lags} steps; the series has {steps}")
     origins = torch.arange(lags, steps)
-    inputs = torch.stack([values[t - lags:t].T for t in origins.tolist()])
+    inputs = values.unfold(0, lags, 1)[:steps - lags].contiguous()  # (S, N, L): window s is values[s : s + L]
     target_steps = origins[:, None] + torch.arange(horizons)[None, :]
     padded = torch.cat([values, torch.full((horizons, values.shape[1]), math.nan, dtype=values.dtype)])
     targets = padded[target_steps].permute(0, 2, 1)

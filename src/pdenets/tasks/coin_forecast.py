@@ -29,6 +29,7 @@ Protocols:
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -44,9 +45,9 @@ from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import EarlyStopping
-from ..models.coin import block_diagonal_graph
 from ..models.registry import create_model
 from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
+from ..operators.slice_graphs import SliceGraphs
 
 __all__ = ["CoinForecastConfig", "CoinForecastTask", "ForecastJob", "BASELINES", "LEARNED", "prepare_protocol",
            "linear_forecast"]
@@ -72,11 +73,16 @@ class CoinForecastConfig(TaskConfig):
     test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
     val_fraction: float = setting(0.1, "fraction of the days before the test period used for early stopping (ours)")
     hidden: int = setting(32, "width of the learned models")
+    batch_rows: int = setting(2048, "(origin, region) windows per Adam step; whole origins, at least one")
+    eval_steps: int = setting(50, "validate every this many steps, and at the end of every pass over the training "
+                                  "origins")
     step_size: float = setting(0.1, "gamma of COIN's diffusion steps (the start value when learned; stable up to 1)")
     learn_step_size: bool = setting(True, "learn COIN's gamma in (0, 1) with the weights")
     num_steps: int = setting(2, "r, COIN's diffusion steps")
-    epochs: int = setting(300, "most full-batch Adam epochs")
-    patience: int = setting(30, "early stopping on the validation MSE")
+    epochs: int = setting(300, "most passes over the training origins (epochs)")
+    patience: int = setting(150, "steps without a better validation MSE before early stopping")
+    min_improvement: float = setting(5e-3, "relative decrease of the validation MSE that counts as better for the "
+                                           "patience (the best model is kept whatever the margin)")
     lr: float = setting(0.01, "Adam learning rate")
     weight_decay: float = setting(1e-4, "Adam weight decay")
 
@@ -84,9 +90,12 @@ class CoinForecastConfig(TaskConfig):
         super().validate()
         check_fields(self, non_empty=("datasets", "protocols", "models", "seeds"),
                      choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED},
-                     counts=("lags", "horizons", "hidden", "epochs", "patience"), non_negative_counts=("num_steps",
-                                                                                                     "seeds"),
-                     positive=("step_size", "lr", "test_fraction", "val_fraction"), non_negative=("weight_decay",))
+                     counts=("lags", "horizons", "hidden", "batch_rows", "eval_steps", "epochs", "patience"),
+                     non_negative_counts=("num_steps", "seeds"),
+                     positive=("step_size", "lr", "test_fraction", "val_fraction"),
+                     non_negative=("weight_decay", "min_improvement"))
+        if self.min_improvement >= 1:
+            raise ConfigError(f"min_improvement is a relative decrease below 1, got {self.min_improvement}")
         for dataset in self.datasets:
             if dataset not in TEMPORAL_DATASETS and not dataset.lower().endswith(".json"):
                 raise ConfigError(f"datasets: {dataset!r} is neither england_covid, chickenpox nor a .json path")
@@ -170,14 +179,11 @@ def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Dict[str
                  "test": index >= train_count}
         split = {"train_snapshots": train_count, "val_snapshots": train_count - val_from,
                  "test_snapshots": count - train_count}
-    origins = windows.origins.tolist()
-    graph_cache: Dict[int, torch.Tensor] = {}
-    graphs = []
-    for origin in origins:
-        step = origin - 1 if series.time_varying else 0
-        if step not in graph_cache:
-            graph_cache[step] = _diffusion_graph(series.graph_at(step), nodes)
-        graphs.append(graph_cache[step])
+    # one graph per day: origin t diffuses on the graph of its last observed day t − 1 (the fixed graph if static)
+    days = (windows.origins - 1).clamp_min(0) if series.time_varying else torch.zeros_like(windows.origins)
+    distinct, ids = torch.unique(days, return_inverse=True)
+    unique_graphs = [_diffusion_graph(series.graph_at(int(day)), nodes) for day in distinct.tolist()]
+    graphs = SliceGraphs(unique_graphs, nodes, ids=ids)
     return {"inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
             "mean": mean, "std": std, "graphs": graphs, "origins": windows.origins, "lags": lags,
             "horizons": horizons, "split": split, "raw": values, "target_steps": windows.target_steps}
@@ -190,7 +196,6 @@ def _prepared(spec: ForecastJob) -> Dict[str, Any]:
         series = load_temporal(spec.dataset, spec.data_dir)
         prepared = prepare_protocol(series, spec.protocol, setup)
         prepared["series"] = series
-        prepared["batched"] = block_diagonal_graph(prepared["graphs"], series.num_nodes, dtype=torch.float64)
         _PREPARED[key] = prepared
     return _PREPARED[key]
 
@@ -228,52 +233,83 @@ def _masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tens
 
 
 def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) -> Tuple[torch.Tensor, Dict]:
+    """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation MSE.
+
+    Validation runs every ``eval_steps`` steps and at the end of every pass; it predicts the origins with a
+    validation target only. The model with the best validation MSE is kept."""
     torch.manual_seed(spec.seed)
     lags, horizons = data["lags"], data["horizons"]
     options: Dict[str, Any] = {"hidden": training["hidden"]}
     if spec.model == "coin-forecast":
         options.update(step_size=training["step_size"], num_steps=training["num_steps"],
                        learn_step_size=training["learn_step_size"])
-    model = create_model(spec.model, in_features=lags, num_classes=horizons, **options).double()
+    model = create_model(spec.model, in_features=lags, num_classes=horizons, **options)
     device = torch.device(spec.device)
     model.to(device)
-    origins, nodes = data["inputs"].shape[:2]
-    rows = data["inputs"].reshape(origins * nodes, lags).to(device)
-    targets = data["targets"].to(device)
+    inputs = data["inputs"].to(device=device, dtype=torch.float32)
+    targets = data["targets"].to(device=device, dtype=torch.float32)
     masks = {name: mask.to(device) for name, mask in data["masks"].items()}
-    graph = data["batched"].to(device)
+    graphs: SliceGraphs = data["graphs"]
+    nodes = inputs.shape[1]
+    train_origins = masks["train"].flatten(1).any(1).nonzero().squeeze(1).cpu()
+    val_origins = masks["val"].flatten(1).any(1).nonzero().squeeze(1).cpu()
+    if len(train_origins) == 0 or len(val_origins) == 0:
+        raise ConfigError(f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
+                          f"{len(val_origins)} validation origins; a learned model needs both")
+    per_batch = max(1, training["batch_rows"] // nodes)
+    generator = torch.Generator().manual_seed(spec.seed)
 
-    def predict() -> torch.Tensor:
-        return model(rows, graph).reshape(origins, nodes, horizons)
-
-    # a learned diffusion time has no weight decay (decay would pull γ towards γ_max / 2)
-    step = [p for name, p in model.named_parameters() if name == "step_logit"]
-    weights = [p for name, p in model.named_parameters() if name != "step_logit"]
-    groups = [{"params": weights}] + ([{"params": step, "weight_decay": 0.0}] if step else [])
-    optimizer = torch.optim.Adam(groups, lr=training["lr"], weight_decay=training["weight_decay"])
-    stopping = EarlyStopping(training["patience"], monitors={"val": "min"})
-    curve = []
-    for epoch in range(training["epochs"]):
-        model.train()
-        optimizer.zero_grad()
-        loss = _masked_mse(predict(), targets, masks["train"])
-        if not torch.isfinite(loss):
-            break
-        loss.backward()
-        optimizer.step()
-        loss = loss.detach()
+    def predict(origins: torch.Tensor) -> torch.Tensor:
+        """Forecasts of ``origins`` without autograd, a few batches' worth of origins at a time."""
         model.eval()
         with torch.no_grad():
-            val = float(_masked_mse(predict(), targets, masks["val"]))
-        curve.append({"train": float(loss), "val": val})
-        if stopping.update(epoch, {"val": val}, model):
+            return torch.cat([model(inputs[chunk], graphs.subset(chunk)) for chunk in origins.split(4 * per_batch)])
+
+    def validate() -> float:
+        return float(_masked_mse(predict(val_origins), targets[val_origins], masks["val"][val_origins]))
+
+    # a learned diffusion time has no weight decay (decay would pull γ towards γ_max / 2)
+    step_logit = [p for name, p in model.named_parameters() if name == "step_logit"]
+    weights = [p for name, p in model.named_parameters() if name != "step_logit"]
+    groups = [{"params": weights}] + ([{"params": step_logit, "weight_decay": 0.0}] if step_logit else [])
+    optimizer = torch.optim.Adam(groups, lr=training["lr"], weight_decay=training["weight_decay"])
+    # keeps the best state; the stopping rule counts steps, not validations (a pass can be a single step)
+    stopping = EarlyStopping(2**62, monitors={"val": "min"})
+    curve: List[Dict[str, Any]] = []
+    steps, running, stop, best_pass, improved_at, reference = 0, [], False, 0, 0, math.inf
+    for epoch in range(1, training["epochs"] + 1):
+        order = train_origins[torch.randperm(len(train_origins), generator=generator)]
+        batches = order.split(per_batch)
+        for index, batch in enumerate(batches):
+            model.train()
+            optimizer.zero_grad()
+            loss = _masked_mse(model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch])
+            if not torch.isfinite(loss):
+                stop = True
+                break
+            loss.backward()
+            optimizer.step()
+            steps += 1
+            running.append(float(loss.detach()))
+            if steps % training["eval_steps"] == 0 or index == len(batches) - 1:
+                val = validate()
+                curve.append({"step": steps, "epoch": epoch, "train": float(np.mean(running)), "val": val})
+                running = []
+                if val <= stopping.best["val"]:
+                    best_pass = epoch
+                stopping.update(steps, {"val": val}, model)
+                if val < reference * (1 - training["min_improvement"]):
+                    reference, improved_at = val, steps
+                if steps - improved_at >= training["patience"]:
+                    stop = True
+                    break
+        if stop:
             break
     if stopping.best_state is not None:
         stopping.restore(model)
-    model.eval()
-    with torch.no_grad():
-        prediction = predict().cpu()
-    info = {"epochs": len(curve), "best_epoch": stopping.best_epoch, "curve": curve[::10]}
+    prediction = predict(torch.arange(len(inputs))).to(device="cpu", dtype=torch.float64)
+    info = {"epochs": curve[-1]["epoch"] if curve else 0, "steps": steps, "best_step": stopping.best_epoch,
+            "best_epoch": best_pass, "validations": len(curve), "curve": curve[::max(1, len(curve) // 40)]}
     if getattr(model, "learn_step_size", False):
         info["learned_step_size"] = model.step_size
     return prediction, info
@@ -324,8 +360,8 @@ class CoinForecastTask(Task):
 
     @classmethod
     def quick_config(cls) -> CoinForecastConfig:
-        """Both datasets and protocols, 4 lags and 3 horizons, one seed, 20 epochs."""
-        return CoinForecastConfig(lags=4, horizons=3, seeds=[0], epochs=20, patience=10)
+        """Both datasets and protocols, 4 lags and 3 horizons, one seed, early stopping after 50 steps."""
+        return CoinForecastConfig(lags=4, horizons=3, seeds=[0], patience=50)
 
     def prepare(self) -> None:
         for dataset in self.config.datasets:
@@ -338,6 +374,8 @@ class CoinForecastTask(Task):
         training = {"hidden": config.hidden, "step_size": config.step_size, "num_steps": config.num_steps,
                     "learn_step_size": config.learn_step_size,
                     "epochs": config.epochs, "patience": config.patience, "lr": config.lr,
+                    "batch_rows": config.batch_rows, "eval_steps": config.eval_steps,
+                    "min_improvement": config.min_improvement,
                     "weight_decay": config.weight_decay}
         jobs = []
         for dataset in config.datasets:
@@ -412,8 +450,11 @@ def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
         f"{config.test_fraction:.0%} of the days are the test period and the {config.val_fraction:.0%} before it "
         "validation (early stopping); every (origin, horizon) pair belongs to the split of its target day. COIN: "
         f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. Learned "
-        f"models: hidden {config.hidden}, full-batch Adam (lr {config.lr}, weight decay {config.weight_decay}), at "
-        f"most {config.epochs} epochs, patience {config.patience}; mean ± std over seeds {config.seeds} (the "
+        f"models: hidden {config.hidden}, float32, Adam on mini-batches of whole origins ({config.batch_rows} windows; "
+        f"lr {config.lr}, weight decay {config.weight_decay}), at most {config.epochs} passes, validation every "
+        f"{config.eval_steps} steps and after every pass, early stopping after {config.patience} steps without a "
+        f"better validation MSE; mean ± std over "
+        f"seeds {config.seeds} (the "
         f"closed-form baselines are deterministic). {results['runs_stored']} of {results['runs_planned']} runs "
         f"stored; wall time {results['wall_seconds']:.0f} s.")
     order = [m for m in BASELINES + LEARNED if m in config.models]
