@@ -1,4 +1,4 @@
-"""Time series on a graph of regions: the epidemic datasets of ``temporal/`` and files in the same layout.
+"""Time series on a graph of regions: the epidemic datasets of ``temporal/`` and files in public layouts.
 
 * ``england_covid`` — daily COVID-19 cases in 129 English NUTS3 regions over 61 days (March–May
   2020), a mobility graph per day (``edge_mapping.edge_index[t]``, ``edge_weight[t]``; raw
@@ -7,31 +7,60 @@
   county adjacency (102 directed pairs, self-loops included). Values are **standardized as
   stored** (mean 0, standard deviation 1 over the whole file); the raw counts are not shipped.
 
-A ``PATH`` to a JSON file in either layout works the same way: ``{"y": T × N, "edge_mapping":
-{"edge_index": {"0": [[i, j], …], …}, "edge_weight": {"0": [w, …], …}}}`` (a graph per step) or
-``{"FX": T × N, "edges": [[i, j], …]}`` (one graph, unit weights; ``"edge_weight"`` optional).
+A ``PATH`` reads any file in the JSON layouts of PyTorch Geometric Temporal's datasets, as
+their files come (the layout is recognised from the keys; :data:`LAYOUTS`):
+
+=================  ==========================================================================
+layout             keys
+=================  ==========================================================================
+``edge_mapping``   ``y`` (T × N), ``edge_mapping.edge_index[t]`` / ``edge_weight[t]`` (England COVID)
+``FX``             ``FX`` (T × N), ``edges``, optional ``edge_weight`` / ``weights`` (chickenpox)
+``X``              ``X`` (T × N), ``edges``, ``weights`` (PedalMe London)
+``block``          ``block`` (T × N), ``edges``, ``weights`` (Windmill output)
+``snapshots``      ``time_periods``, ``"t": {"y": N values}`` per step, ``edges`` / ``weights``
+                   at the top (WikiVital mathematics) or in every step (Twitter tennis)
+``node-link``      networkx node-link JSON: ``nodes`` with a series ``y`` (or ``X.y``) and an
+                   ``id``, ``links`` with ``source``, ``target``, optional ``weight`` (Montevideo bus)
+=================  ==========================================================================
+
+or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per region (the header
+names them; a first column ``day``/``date``/``time``/``step``/``week``/``t`` is a label and
+skipped) and one row per step, and ``edges.csv`` with ``source,target[,weight]`` naming
+regions by header name. Node ids must be integers (or, in node-link and CSV files, the
+declared names); a float id, an unknown id, a ragged series, a non-finite value or a negative
+count is refused with a :class:`~pdenets.data.DatasetError` naming the file and the place.
+
+Each layout also records how PyTorch Geometric Temporal's loader presents that dataset (its
+default lags and its scaling: none, per-node standardization, ``log(1 + y)``), which the
+``pyg-temporal`` protocol of ``pdenets run coin-forecast`` follows.
 
 :func:`forecast_windows` cuts a series into (window, horizons) pairs for forecasting.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
+from .limits import check_allocation
 from .paths import resolve_data_dir
 
-__all__ = ["TemporalGraphSeries", "load_temporal", "forecast_windows", "ForecastWindows", "TEMPORAL_DATASETS"]
+__all__ = ["TemporalGraphSeries", "load_temporal", "forecast_windows", "ForecastWindows", "TEMPORAL_DATASETS",
+           "LAYOUTS"]
 
 TEMPORAL_DATASETS = {"england_covid": "temporal/england_covid.json", "chickenpox": "temporal/chickenpox.json"}
 Graph = Tuple[torch.Tensor, torch.Tensor]  # (edge_index (2, E) long, edge_weight (E,) float64)
+#: PyTorch Geometric Temporal's presentation of a series: its default lags and its scaling
+#: (``"none"``, ``"standardize"`` per node with ``np.std``, the same plus 1e-10, or ``"log1p"``)
+PYG_SCALINGS = ("none", "standardize", "standardize+eps", "log1p")
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,9 @@ class TemporalGraphSeries:
     graphs: List[Graph]  # length 1 (fixed) or T (time-varying)
     raw_counts: bool  # values are counts (True) or a standardized series (False)
     source: str
+    layout: str = "FX"
+    pyg_lags: int = 4
+    pyg_scaling: str = "none"
 
     @property
     def num_steps(self) -> int:
@@ -61,11 +93,19 @@ class TemporalGraphSeries:
         return self.graphs[step if self.time_varying else 0]
 
 
+def _integer_ids(path: Path, pairs, where: str) -> np.ndarray:
+    """``(E, 2)`` int64 from a list of ``[i, j]`` pairs; floats, booleans and strings are refused, never rounded."""
+    if not isinstance(pairs, list) or any(not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in pairs):
+        raise dataset_error(path, f"{where}: edges must be a list of [i, j] pairs")
+    flat = [node for pair in pairs for node in pair]
+    bad = next((node for node in flat if isinstance(node, bool) or not isinstance(node, int)), None)
+    if bad is not None:
+        raise dataset_error(path, f"{where}: node ids must be integers, found {bad!r}")
+    return np.asarray(flat, dtype=np.int64).reshape(-1, 2)
+
+
 def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
-    try:
-        index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    except (TypeError, ValueError):
-        raise dataset_error(path, f"{where}: edges must be a list of [i, j] integer pairs") from None
+    index = pairs if isinstance(pairs, np.ndarray) else _integer_ids(path, pairs, where)
     if index.size and (index.min() < 0 or index.max() >= nodes):
         bad = int(index.max() if index.max() >= nodes else index.min())
         raise dataset_error(path, f"{where}: an edge names node {bad} but the series has {nodes} nodes "
@@ -73,6 +113,8 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
     if weights is None:
         weight = np.ones(len(index))
     else:
+        if isinstance(weights, list) and any(isinstance(w, bool) for w in weights):
+            raise dataset_error(path, f"{where}: edge weights must be numbers, found a boolean")
         try:
             weight = np.asarray(weights, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
@@ -84,21 +126,242 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
     return torch.from_numpy(index.T.copy()), torch.from_numpy(weight)
 
 
-def _series(path: Path, rows, key: str) -> torch.Tensor:
+def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> torch.Tensor:
+    """A ``(T, N)`` float64 table; ``counts=True`` refuses negative values, ``counts="if integers"`` refuses them
+    when every value is an integer (a count series with a wrong entry, not a standardized one)."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(row, list) for row in rows):
+        raise dataset_error(path, f"'{key}' must be a T × N table of numbers (a list of rows)")
+    lengths = {len(row) for row in rows}
+    if len(lengths) > 1:
+        first = len(rows[0])
+        ragged = next(index for index, row in enumerate(rows) if len(row) != first)
+        raise dataset_error(path, f"'{key}' is ragged: step 0 has {first} values, step {ragged} has "
+                                  f"{len(rows[ragged])}")
+    check_allocation(len(rows) * max(lengths), 8, f"the series '{key}'", path)
+    if any(isinstance(value, bool) for row in rows for value in row):
+        raise dataset_error(path, f"'{key}' holds a boolean; the series must be numbers")
     try:
         values = np.asarray(rows, dtype=np.float64)
     except (TypeError, ValueError):
-        raise dataset_error(path, f"'{key}' must be a T × N table of numbers (rows of equal length)") from None
+        raise dataset_error(path, f"'{key}' must be a T × N table of numbers") from None
     if values.ndim != 2 or min(values.shape) < 1:
         raise dataset_error(path, f"'{key}' must be a T × N table, got shape {values.shape}")
     if not np.isfinite(values).all():
         bad = np.argwhere(~np.isfinite(values))[0]
         raise dataset_error(path, f"'{key}' holds a non-finite value at step {bad[0]}, node {bad[1]}")
+    if counts == "if integers":
+        counts = bool(np.all(np.mod(values, 1) == 0))
+    if counts and (values < 0).any():
+        bad = np.argwhere(values < 0)[0]
+        raise dataset_error(path, f"'{key}' holds counts, but the value at step {bad[0]}, node {bad[1]} is "
+                                  f"{values[bad[0], bad[1]]:g}")
     return torch.from_numpy(values)
 
 
+def _are_counts(values: torch.Tensor) -> bool:
+    return bool(np.all(np.mod(values.numpy(), 1) == 0) and values.min() >= 0)
+
+
+def _require(path: Path, content: Dict[str, Any], key: str, kind, what: str):
+    if key not in content:
+        raise dataset_error(path, f"missing key '{key}' ({what})")
+    if not isinstance(content[key], kind):
+        raise dataset_error(path, f"'{key}' must be {what}")
+    return content[key]
+
+
+# ----------------------------------------------------------------------------------------
+# one reader per layout: (path, content) -> (values, graphs, raw_counts, pyg_lags, pyg_scaling)
+
+def _read_edge_mapping(path, content):
+    values = _series(path, content["y"], "y", counts="if integers")
+    mapping = _require(path, content, "edge_mapping", dict, "an object with 'edge_index' and 'edge_weight'")
+    if not {"edge_index", "edge_weight"} <= set(mapping) or not all(isinstance(mapping[k], dict) for k in
+                                                                    ("edge_index", "edge_weight")):
+        raise dataset_error(path, "'edge_mapping' needs 'edge_index' and 'edge_weight', one entry per step")
+    graphs = []
+    for step in range(values.shape[0]):
+        key = str(step)
+        if key not in mapping["edge_index"] or key not in mapping["edge_weight"]:
+            raise dataset_error(path, f"'edge_mapping' has no graph for step {step} (keys "
+                                      f"'0'…'{values.shape[0] - 1}' expected)")
+        graphs.append(_edges(path, mapping["edge_index"][key], mapping["edge_weight"][key], values.shape[1],
+                             f"graph of step {step}"))
+    return values, graphs, _are_counts(values), 8, "standardize+eps"
+
+
+def _static_reader(series_key: str, weight_keys: Tuple[str, ...], lags: int, scaling: str):
+    def read(path, content):
+        values = _series(path, content[series_key], series_key)
+        weights = next((content[key] for key in weight_keys if key in content), None)
+        graphs = [_edges(path, content["edges"], weights, values.shape[1], "'edges'")]
+        return values, graphs, _are_counts(values), lags, scaling
+    return read
+
+
+def _read_snapshots(path, content):
+    steps = content["time_periods"]
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
+        raise dataset_error(path, f"'time_periods' must be an integer of at least 3, got {steps!r}")
+    check_allocation(steps, 64, "the snapshots", path)
+    snapshots = []
+    for step in range(steps):
+        snapshot = content.get(str(step))
+        if not isinstance(snapshot, dict) or "y" not in snapshot:
+            raise dataset_error(path, f"no snapshot '{step}' with 'y' ('time_periods' is {steps})")
+        snapshots.append(snapshot)
+    per_step_graphs = "edges" in snapshots[0]
+    counts = per_step_graphs  # Twitter tennis: node degrees
+    values = _series(path, [snapshot["y"] for snapshot in snapshots], "y (of the snapshots)", counts=counts)
+    nodes = values.shape[1]
+    if per_step_graphs:
+        graphs = []
+        for step, snapshot in enumerate(snapshots):
+            if "edges" not in snapshot:
+                raise dataset_error(path, f"snapshot '{step}' has no 'edges' (snapshot '0' has)")
+            graphs.append(_edges(path, snapshot["edges"], snapshot.get("weights"), nodes, f"snapshot '{step}'"))
+        return values, graphs, True, 4, "log1p"
+    if "edges" not in content:
+        raise dataset_error(path, "no 'edges': give them at the top level or in every snapshot")
+    return values, [_edges(path, content["edges"], content.get("weights"), nodes, "'edges'")], False, 8, "standardize"
+
+
+def _read_node_link(path, content):
+    nodes = _require(path, content, "nodes", list, "a list of node objects")
+    links = _require(path, content, "links", list, "a list of link objects")
+    check_allocation(len(nodes) + len(links), 64, "the node-link graph", path)
+    ids, rows = {}, []
+    for position, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            raise dataset_error(path, f"node {position} is not an object")
+        series = node.get("y", node.get("X", {}).get("y") if isinstance(node.get("X"), dict) else None)
+        if series is None:
+            raise dataset_error(path, f"node {position} has no series 'y' (nor 'X': {{'y': …}})")
+        key = node.get("id", position)
+        if isinstance(key, (list, dict)) or key in ids:
+            raise dataset_error(path, f"node {position}: id {key!r} is {'repeated' if key in ids else 'not a name'}")
+        ids[key] = position
+        rows.append(series)
+    lengths = {len(row) if isinstance(row, list) else -1 for row in rows}
+    if len(lengths) > 1 or -1 in lengths:
+        raise dataset_error(path, "the nodes' series 'y' must be lists of one length (a series per node)")
+    values = _series(path, [list(step) for step in zip(*rows)], "y (of the nodes)")
+    pairs, weights = [], []
+    for position, link in enumerate(links):
+        if not isinstance(link, dict) or "source" not in link or "target" not in link:
+            raise dataset_error(path, f"link {position} needs 'source' and 'target'")
+        for end in ("source", "target"):
+            if isinstance(link[end], (list, dict)) or link[end] not in ids or isinstance(link[end], bool):
+                raise dataset_error(path, f"link {position}: {end} {link[end]!r} is not the id of a node")
+        pairs.append((ids[link["source"]], ids[link["target"]]))
+        weights.append(link.get("weight", 1.0))
+    index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    graphs = [_edges(path, index, weights, values.shape[1], "'links'")]
+    return values, graphs, _are_counts(values), 4, "standardize"
+
+
+#: layout name -> (keys that identify it, reader)
+LAYOUTS: Dict[str, Tuple[Tuple[str, ...], Callable]] = {
+    "edge_mapping": (("y", "edge_mapping"), _read_edge_mapping),
+    "FX": (("FX", "edges"), _static_reader("FX", ("edge_weight", "weights"), 4, "none")),
+    "X": (("X", "edges"), _static_reader("X", ("weights", "edge_weight"), 4, "none")),
+    "block": (("block", "edges"), _static_reader("block", ("weights", "edge_weight"), 8, "standardize+eps")),
+    "snapshots": (("time_periods", "0"), _read_snapshots),
+    "node-link": (("nodes", "links"), _read_node_link),
+}
+
+
+def _no_duplicate_keys(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r} in one object")
+        seen[key] = value
+    return seen
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(), object_pairs_hook=_no_duplicate_keys)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise dataset_error(path, f"not valid JSON ({error})") from None
+    except ValueError as error:
+        raise dataset_error(path, f"not usable JSON: {error}") from None
+    except RecursionError:
+        raise dataset_error(path, "not usable JSON: nested too deeply") from None
+
+
+_LABEL_COLUMNS = {"day", "date", "time", "step", "week", "t", "period"}
+
+
+def _read_csv_folder(folder: Path):
+    series_path, edges_path = folder / "series.csv", folder / "edges.csv"
+    for needed in (series_path, edges_path):
+        if not needed.is_file():
+            raise DatasetNotFoundError(f"missing {needed}: a CSV series is a folder with series.csv (steps × regions) "
+                                       "and edges.csv (source,target[,weight])")
+    rows = _csv_rows(series_path)
+    if len(rows) < 2:
+        raise dataset_error(series_path, "needs a header row naming the regions and at least one row of values")
+    header = [name.strip() for name in rows[0]]
+    skip = 1 if header and header[0].lower() in _LABEL_COLUMNS else 0
+    names = header[skip:]
+    if not names or any(not name for name in names) or len(set(names)) != len(names):
+        raise dataset_error(series_path, "the header must name every region once (no empty or repeated names)")
+    table = []
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise dataset_error(series_path, f"line {line} has {len(row)} fields, the header {len(header)}")
+        try:
+            table.append([float(cell) for cell in row[skip:]])
+        except ValueError:
+            bad = next(cell for cell in row[skip:] if not _is_number(cell))
+            raise dataset_error(series_path, f"line {line}: {bad!r} is not a number") from None
+    values = _series(series_path, table, "series.csv")
+    position = {name: index for index, name in enumerate(names)}
+    edge_rows = _csv_rows(edges_path)
+    if not edge_rows or [cell.strip().lower() for cell in edge_rows[0][:2]] != ["source", "target"]:
+        raise dataset_error(edges_path, "the header must be source,target[,weight]")
+    weighted = len(edge_rows[0]) > 2 and edge_rows[0][2].strip().lower() == "weight"
+    pairs, weights = [], []
+    for line, row in enumerate(edge_rows[1:], start=2):
+        if len(row) != len(edge_rows[0]):
+            raise dataset_error(edges_path, f"line {line} has {len(row)} fields, the header {len(edge_rows[0])}")
+        ends = [row[0].strip(), row[1].strip()]
+        for end in ends:
+            if end not in position:
+                raise dataset_error(edges_path, f"line {line}: region {end!r} is not a column of series.csv")
+        pairs.append((position[ends[0]], position[ends[1]]))
+        if weighted:
+            if not _is_number(row[2]):
+                raise dataset_error(edges_path, f"line {line}: weight {row[2]!r} is not a number")
+            weights.append(float(row[2]))
+    index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    graphs = [_edges(edges_path, index, weights if weighted else None, values.shape[1], "edges.csv")]
+    return values, graphs, _are_counts(values), 4, "none"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _csv_rows(path: Path) -> List[List[str]]:
+    check_allocation(path.stat().st_size, 1, "reading the CSV file", path)
+    csv.field_size_limit(max(csv.field_size_limit(), path.stat().st_size + 1))
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return [row for row in csv.reader(handle) if row]
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise dataset_error(path, f"not a readable CSV file ({error})") from None
+
+
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
-    """``england_covid``, ``chickenpox`` (from the data directory) or a path to a JSON file in either layout.
+    """``england_covid``, ``chickenpox`` (from the data directory), a JSON file in any layout of
+    :data:`LAYOUTS`, or a CSV folder (``series.csv`` + ``edges.csv``, or the path of its ``series.csv``).
 
     Example:
         >>> series = load_temporal("chickenpox")          # doctest: +SKIP
@@ -111,44 +374,33 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         label = text
     else:
         path = Path(text).expanduser()
-        label = path.stem
-        if path.suffix.lower() != ".json":
-            raise DatasetError(f"unknown temporal dataset {text!r}: give england_covid, chickenpox or a path to a "
-                               ".json file in one of their layouts")
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
-                                   "$PDENETS_DATA (the temporal/ folder: github.com/benedekrozemberczki/"
-                                   "pytorch_geometric_temporal, dataset/). pdenets never downloads data.")
-    try:
-        content = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise dataset_error(path, f"not valid JSON ({error})") from None
-    if not isinstance(content, dict):
-        raise dataset_error(path, "expected a JSON object with 'y' and 'edge_mapping', or 'FX' and 'edges'")
-    if "y" in content and "edge_mapping" in content:
-        values = _series(path, content["y"], "y")
-        mapping = content["edge_mapping"]
-        if not isinstance(mapping, dict) or not {"edge_index", "edge_weight"} <= set(mapping):
-            raise dataset_error(path, "'edge_mapping' needs 'edge_index' and 'edge_weight', one entry per step")
-        graphs = []
-        for step in range(values.shape[0]):
-            key = str(step)
-            if key not in mapping["edge_index"] or key not in mapping["edge_weight"]:
-                raise dataset_error(path, f"'edge_mapping' has no graph for step {step} (keys "
-                                          f"'0'…'{values.shape[0] - 1}' expected)")
-            graphs.append(_edges(path, mapping["edge_index"][key], mapping["edge_weight"][key], values.shape[1],
-                                 f"graph of step {step}"))
-        raw = bool(np.all(np.mod(values.numpy(), 1) == 0) and values.min() >= 0)
-    elif "FX" in content and "edges" in content:
-        values = _series(path, content["FX"], "FX")
-        graphs = [_edges(path, content["edges"], content.get("edge_weight"), values.shape[1], "'edges'")]
-        raw = bool(np.all(np.mod(values.numpy(), 1) == 0) and values.min() >= 0)
+        if path.suffix.lower() == ".csv":
+            path = path.parent
+        label = path.stem if path.suffix.lower() == ".json" else path.name
+        if path.suffix.lower() != ".json" and not path.is_dir():
+            if path.exists():
+                raise DatasetError(f"unknown temporal dataset {text!r}: give england_covid, chickenpox, a .json file "
+                                   "in a PyTorch Geometric Temporal layout or a folder with series.csv and edges.csv")
+    if path.is_dir():
+        values, graphs, raw, lags, scaling = _read_csv_folder(path)
+        layout = "csv"
     else:
-        raise dataset_error(path, f"expected keys 'y' + 'edge_mapping' (a graph per step) or 'FX' + 'edges' (one "
-                                  f"graph), found {sorted(content)[:8]}")
+        if not path.is_file():
+            raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
+                                       "$PDENETS_DATA (the temporal/ folder: github.com/benedekrozemberczki/"
+                                       "pytorch_geometric_temporal, dataset/). pdenets never downloads data.")
+        content = _read_json(path)
+        if not isinstance(content, dict):
+            raise dataset_error(path, "expected a JSON object in one of the layouts " + ", ".join(LAYOUTS))
+        layout = next((name for name, (keys, _) in LAYOUTS.items() if all(key in content for key in keys)), None)
+        if layout is None:
+            expected = "; ".join(f"{name}: {' + '.join(repr(k) for k in keys)}" for name, (keys, _) in LAYOUTS.items())
+            raise dataset_error(path, f"no known layout: found keys {sorted(content)[:8]}, expected one of "
+                                      f"{expected}")
+        values, graphs, raw, lags, scaling = LAYOUTS[layout][1](path, content)
     if values.shape[0] < 3:
         raise dataset_error(path, f"a series of {values.shape[0]} steps is too short to forecast")
-    return TemporalGraphSeries(label, values, graphs, raw, str(path))
+    return TemporalGraphSeries(label, values, graphs, raw, str(path), layout, lags, scaling)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,131 @@
+"""Region series readers: every PyTorch Geometric Temporal JSON layout and the CSV folder, and their errors."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pdenets.data import DatasetError
+from pdenets.data.temporal import LAYOUTS, load_temporal
+from pdenets.tasks.coin_forecast import prepare_protocol, pyg_scaled
+
+VALUES = [[1.0, 2.0, 0.0], [3.0, 1.0, 4.0], [2.0, 2.0, 5.0], [0.0, 6.0, 1.0]]  # 4 steps × 3 regions
+EDGES = [[0, 1], [1, 2], [2, 0]]
+WEIGHTS = [0.5, 2.0, 1.5]
+
+
+def _write(tmp_path, content, name="series.json"):
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def _dense(graph, nodes=3):
+    index, weight = graph
+    out = torch.zeros(nodes, nodes, dtype=torch.float64)
+    out[index[0], index[1]] = weight
+    return out
+
+
+def _expected_graph(weights=WEIGHTS):
+    out = torch.zeros(3, 3, dtype=torch.float64)
+    for (i, j), w in zip(EDGES, weights):
+        out[i, j] = w
+    return out
+
+
+LAYOUT_FILES = {
+    "FX": {"FX": VALUES, "edges": EDGES, "edge_weight": WEIGHTS},
+    "X": {"X": VALUES, "edges": EDGES, "weights": WEIGHTS},  # PedalMe London
+    "block": {"block": VALUES, "edges": EDGES, "weights": WEIGHTS},  # Windmill output
+    "snapshots": {"time_periods": 4, "edges": EDGES, "weights": WEIGHTS,
+                  **{str(t): {"y": row} for t, row in enumerate(VALUES)}},  # WikiVital mathematics
+    "node-link": {"directed": True, "multigraph": False, "graph": {},
+                  "nodes": [{"bus_stop": 10 + i, "id": 10 + i, "X": {"y": [row[i] for row in VALUES]},
+                             "y": [row[i] for row in VALUES]} for i in range(3)],
+                  "links": [{"source": 10 + i, "target": 10 + j, "weight": w} for (i, j), w in zip(EDGES, WEIGHTS)]},
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUT_FILES))
+def test_every_static_layout_reads_values_and_weights(tmp_path, layout):
+    series = load_temporal(_write(tmp_path, LAYOUT_FILES[layout]))
+    assert series.layout == layout and not series.time_varying
+    torch.testing.assert_close(series.values, torch.tensor(VALUES, dtype=torch.float64))
+    torch.testing.assert_close(_dense(series.graph_at(0)), _expected_graph())
+
+
+def test_per_step_layouts_keep_every_steps_graph(tmp_path):
+    england = {"y": VALUES, "edge_mapping": {"edge_index": {str(t): EDGES[:t % 3 + 1] for t in range(4)},
+                                             "edge_weight": {str(t): WEIGHTS[:t % 3 + 1] for t in range(4)}}}
+    tennis = {"time_periods": 4, **{str(t): {"index": t, "y": row, "X": [[0, 1]] * 3, "edges": EDGES[:t % 3 + 1],
+                                             "weights": WEIGHTS[:t % 3 + 1]} for t, row in enumerate(VALUES)}}
+    for content, layout, scaling in ((england, "edge_mapping", "standardize+eps"), (tennis, "snapshots", "log1p")):
+        series = load_temporal(_write(tmp_path, content))
+        assert series.layout == layout and series.time_varying and series.pyg_scaling == scaling
+        for step in range(4):
+            expected = _expected_graph([w if k <= step % 3 else 0.0 for k, w in enumerate(WEIGHTS)])
+            torch.testing.assert_close(_dense(series.graph_at(step)), expected)
+
+
+def test_csv_folder_names_regions_by_header(tmp_path):
+    folder = tmp_path / "regions"
+    folder.mkdir()
+    (folder / "series.csv").write_text("day,north,south,east\n" + "\n".join(
+        f"2020-01-0{t + 1}," + ",".join(str(v) for v in row) for t, row in enumerate(VALUES)) + "\n")
+    (folder / "edges.csv").write_text("source,target,weight\nnorth,south,0.5\nsouth,east,2\neast,north,1.5\n")
+    for path in (folder, folder / "series.csv"):
+        series = load_temporal(path)
+        assert series.name == "regions" and series.layout == "csv"
+        torch.testing.assert_close(series.values, torch.tensor(VALUES, dtype=torch.float64))
+        torch.testing.assert_close(_dense(series.graph_at(0)), _expected_graph())
+    (folder / "edges.csv").write_text("source,target\nnorth,west\n")
+    with pytest.raises(DatasetError, match="line 2: region 'west' is not a column of series.csv"):
+        load_temporal(folder)
+    (folder / "edges.csv").write_text("source,target\nnorth,south\n")
+    (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,x,6\n1,1,1\n")
+    with pytest.raises(DatasetError, match="line 3: 'x' is not a number"):
+        load_temporal(folder)
+    (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,6\n1,1,1\n")
+    with pytest.raises(DatasetError, match="line 3 has 2 fields, the header 3"):
+        load_temporal(folder)
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"FX": [[1.0, 2.0], [3.0]] * 2, "edges": [[0, 1]]}, "ragged: step 0 has 2 values, step 1 has 1"),
+    ('{"FX": [[1.0, 2.0], [NaN, 1.0], [1.0, 1.0]], "edges": [[0, 1]]}', "non-finite value at step 1, node 0"),
+    ({"y": [[1, 2], [-3, 1], [1, 1]], "edge_mapping": {"edge_index": {}, "edge_weight": {}}},
+     "holds counts, but the value at step 1, node 0 is -3"),
+    ({"FX": [[1.0, 2.0]] * 3, "edges": [[0.4, 1.9]]}, "node ids must be integers, found 0.4"),
+    ({"FX": [[1.0, 2.0]] * 3, "edges": [[True, 1]]}, "node ids must be integers, found True"),
+    ({"FX": [[1.0, 2.0]] * 3, "edges": [[0, 2]]}, "names node 2 but the series has 2 nodes"),
+    ({"X": [[1.0, 2.0]] * 3, "edges": [[0, 1]], "weights": [1.0, 2.0]}, "2 edge weights for 1 edges"),
+    ({"nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2, 3]}], "links": [{"source": "a", "target": "c"}]},
+     "link 0: target 'c' is not the id of a node"),
+    ({"nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2]}], "links": []}, "lists of one length"),
+    ({"time_periods": 3, "edges": [], "0": {"y": [1.0]}, "1": {"y": [2.0]}}, "no snapshot '2'"),
+    ('{"FX": [[1.0]], "FX": [[2.0]], "edges": []}', "duplicate key 'FX'"),
+    ({"values": [[1.0]]}, "no known layout"),
+])
+def test_bad_files_give_one_line_errors_naming_the_problem(tmp_path, content, message):
+    with pytest.raises(DatasetError, match=message):
+        load_temporal(_write(tmp_path, content))
+
+
+def test_pyg_protocol_scales_each_layout_as_its_loader_does(tmp_path):
+    values = np.array(VALUES)
+    for layout, expected in (("X", values), ("block", (values - values.mean(0)) / (values.std(0) + 1e-10)),
+                             ("snapshots", (values - values.mean(0)) / values.std(0))):
+        series = load_temporal(_write(tmp_path, LAYOUT_FILES[layout]))
+        scaled, mean, std = pyg_scaled(series)
+        torch.testing.assert_close(scaled, torch.from_numpy(expected))
+        torch.testing.assert_close((scaled * std + mean), series.values)
+    tennis = {"time_periods": 4, **{str(t): {"y": row, "edges": EDGES} for t, row in enumerate(VALUES)}}
+    series = load_temporal(_write(tmp_path, tennis))
+    torch.testing.assert_close(pyg_scaled(series)[0], torch.log1p(torch.tensor(VALUES, dtype=torch.float64)))
+    block = load_temporal(_write(tmp_path, {"block": VALUES * 3, "edges": EDGES, "weights": WEIGHTS}))
+    assert block.pyg_lags == 8 and prepare_protocol(block, "pyg-temporal", {})["lags"] == 8
+    assert set(LAYOUTS) == {"edge_mapping", "FX", "X", "block", "snapshots", "node-link"}
+    assert not math.isnan(float(pyg_scaled(series)[0].sum()))
