@@ -144,9 +144,12 @@ def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
     outcome = run_task(CoinForecastTask(config), out=tmp_path / "run", progress=False)
     assert outcome.stored == 2 * (3 + 4 * 2)  # per protocol: closed-form once, learned per seed
     for protocol in ("ours", "pyg-temporal"):
-        assert set(outcome.results["table"]["daily"][protocol]) == {"last-value", "moving-average", "linear",
-                                                                    "window-mlp", "coin-forecast", "window-gcn",
-                                                                    "gconv-gru"}
+        models = {"last-value", "moving-average", "linear", "window-mlp", "window-gcn", "gconv-gru"}
+        assert set(outcome.results["table"]["daily"][protocol]) == models | {"coin-forecast"} | {
+            f"coin-over-{model}" for model in models}
+        for model in models:  # chosen on validation with γ = 0 among the candidates: never worse there
+            entry = outcome.results["table"]["daily"][protocol][f"coin-over-{model}"]
+            assert entry["val_mse"]["max"] <= entry["backbone_val_mse"]["max"] + 1e-12 and len(entry["chosen"]) in (1, 2)
     records = _records(tmp_path / "run", "coin-forecast")
     assert all(math.isfinite(r["mse"]) for r in records)
     assert "mae_raw" not in records[0]  # not counts
@@ -260,3 +263,40 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
     # the batch size reaches the arithmetic: another batch gives another trajectory
     _, (other, _) = _learned_run(path, batch_rows=96)
     assert not torch.allclose(other, prediction)
+
+
+def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path):
+    from pdenets.tasks.coin_forecast import diffuse_forecasts
+
+    path = tmp_path / "daily.json"
+    _diffusing_series(path, steps=30, nodes=6, time_varying=True)
+    data = prepare_protocol(load_temporal(path), "ours", OURS)
+    forecasts = torch.randn_like(data["targets"])
+    out = diffuse_forecasts(forecasts, data["graphs"], 0.3, 2)
+    for origin in (0, 5, len(forecasts) - 1):
+        weights = data["graphs"].graph(origin).to_dense()
+        step = torch.eye(6, dtype=torch.float64) - 0.3 * (torch.diag(weights.sum(1)) - weights)
+        torch.testing.assert_close(out[origin], step @ step @ forecasts[origin])
+
+
+def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_diffusion(tmp_path):
+    from pdenets.tasks.coin_forecast import choose_diffusion
+
+    path = tmp_path / "ring.json"
+    _diffusing_series(path, steps=240)
+    data = prepare_protocol(load_temporal(path), "ours", {**OURS, "horizons": 1})
+    data["series"] = load_temporal(path)
+    grid, steps = [0.0, 0.1, 0.5, 0.9, 1.0], [1, 2, 3]
+    for model in ("last-value", "moving-average", "linear"):
+        forecasts = _baseline(model, data)
+        step_size, num_steps, diffused, val_mse = choose_diffusion(forecasts, data, grid, steps)
+        backbone_val = float(((forecasts - data["targets"])[data["masks"]["val"]]).square().mean())
+        assert val_mse <= backbone_val
+        if model == "last-value":  # the truth is 0.9 W x_t: one full step of the last value is nearly it
+            assert step_size >= 0.9 and num_steps == 1
+            test = data["masks"]["test"]
+            assert float((diffused - data["targets"])[test].square().mean()) < 0.6 * float(
+                (forecasts - data["targets"])[test].square().mean())
+    # exact forecasts are kept: γ = 0 has zero validation error and nothing beats it
+    step_size, _, diffused, val_mse = choose_diffusion(data["targets"], data, grid, steps)
+    assert step_size == 0.0 and val_mse == 0.0 and torch.equal(diffused, data["targets"])
