@@ -160,6 +160,12 @@ def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
 def test_forecast_config_and_data_errors(tmp_path, capsys):
     with pytest.raises(ConfigError, match="neither england_covid"):
         CoinForecastTask(CoinForecastConfig(datasets=["mnist"])).validate()
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"FX": [[0.0, 1.0]] * 20, "edges": [[0, 1]]}))
+    with pytest.raises(ConfigError, match="horizons=1000000000 reaches beyond the series: short has 20 steps"):
+        prepare_protocol(load_temporal(short), "ours", {**OURS, "horizons": 10**9})
+    with pytest.raises(ConfigError, match="diffusion_step_sizes must be values in"):
+        CoinForecastTask(CoinForecastConfig(diffusion_step_sizes=[0.5, 1.5])).validate()
     with pytest.raises(ConfigError, match="step_size must be <= 1"):
         CoinForecastTask(CoinForecastConfig(step_size=1.5)).validate()
     bad = tmp_path / "bad.json"

@@ -159,6 +159,8 @@ def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Dict[str
     steps, nodes = values.shape
     if protocol == "ours":
         lags, horizons = setup["lags"], setup["horizons"]
+        if horizons >= steps:
+            raise ConfigError(f"horizons={horizons} reaches beyond the series: {series.name} has {steps} steps")
         test_start = steps - max(1, round(setup["test_fraction"] * steps))
         val_start = test_start - max(1, round(setup["val_fraction"] * steps))
         if val_start <= lags:
