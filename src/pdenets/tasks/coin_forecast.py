@@ -474,27 +474,16 @@ class CoinForecastTask(Task):
         sources = {dataset_label(r["dataset"]): r["dataset"] for r in records}
         for (dataset, protocol, model), members in group_records(records, by=("dataset", "protocol", "model")).items():
             dataset = dataset_label(dataset)
-            entry = {"runs": len(members), "seconds_per_run": float(np.mean([m["seconds"] for m in members]))}
-            for metric in ("mse", "mae", "mae_raw"):
-                if metric in members[0]:
-                    entry[metric] = Stats.of(m[metric] for m in members).as_dict()
-            for metric in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon"):
-                if metric in members[0]:
-                    entry[metric] = np.mean([m[metric] for m in members], axis=0).tolist()
+            entry = {"runs": len(members), "seconds_per_run": float(np.mean([m["seconds"] for m in members])),
+                     **_aggregate(members)}
             table.setdefault(dataset, {}).setdefault(protocol, {})[model] = entry
             if "coin" in members[0]:
                 diffused = [m["coin"] for m in members]
-                coin_entry = {"runs": len(members), "seconds_per_run": entry["seconds_per_run"], "over": model,
-                              "chosen": [[d["step_size"], d["num_steps"]] for d in diffused],
-                              "val_mse": Stats.of(d["val_mse"] for d in diffused).as_dict(),
-                              "backbone_val_mse": Stats.of(m["val_mse"] for m in members).as_dict()}
-                for metric in ("mse", "mae", "mae_raw"):
-                    if metric in diffused[0]:
-                        coin_entry[metric] = Stats.of(d[metric] for d in diffused).as_dict()
-                for metric in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon"):
-                    if metric in diffused[0]:
-                        coin_entry[metric] = np.mean([d[metric] for d in diffused], axis=0).tolist()
-                table[dataset][protocol][f"coin-over-{model}"] = coin_entry
+                table[dataset][protocol][f"coin-over-{model}"] = {
+                    "runs": len(members), "seconds_per_run": entry["seconds_per_run"], "over": model,
+                    "chosen": [[d["step_size"], d["num_steps"]] for d in diffused],
+                    "val_mse": Stats.of(d["val_mse"] for d in diffused).as_dict(),
+                    "backbone_val_mse": Stats.of(m["val_mse"] for m in members).as_dict(), **_aggregate(diffused)}
         verdicts = {}
         for dataset, protocols in table.items():
             for protocol, models in protocols.items():
@@ -508,6 +497,18 @@ class CoinForecastTask(Task):
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
         _write_report(self, results, records, run_dir)
+
+
+def _aggregate(metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Mean ± std of the test errors over seeds, and the mean error per horizon."""
+    out: Dict[str, Any] = {}
+    for metric in ("mse", "mae", "mae_raw"):
+        if metric in metrics[0]:
+            out[metric] = Stats.of(m[metric] for m in metrics).as_dict()
+    for metric in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon"):
+        if metric in metrics[0]:
+            out[metric] = np.mean([m[metric] for m in metrics], axis=0).tolist()
+    return out
 
 
 def _diffusion_check(table: Dict[str, Any]) -> Dict[str, Any]:
