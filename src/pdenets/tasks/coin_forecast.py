@@ -692,7 +692,7 @@ def _forecast_figure(records, dataset, protocol, order, run_dir, task, sources) 
         ax.set_title(f"region {region}", fontsize=9)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("cases" if series.raw_counts else "value (as stored)")
+    axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
     axes[0][-1].legend(fontsize=7)
     return run_dir.save_figure(fig, f"{dataset}-{protocol}-forecasts.png")
 
@@ -723,7 +723,7 @@ def _graph_figure(records, dataset, protocol, run_dir, task, sources) -> Optiona
     degree = np.asarray([graph.degree(node) for node in range(nodes)])
     points = ax.scatter(position[:, 0], position[:, 1], c=change, s=15 + 4 * degree, cmap="viridis", zorder=2,
                         edgecolors="k", linewidths=0.3)
-    fig.colorbar(points, ax=ax, label="mean |COIN − convection| " + ("(cases)" if series.raw_counts else ""))
+    fig.colorbar(points, ax=ax, label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""))
     ax.set_xticks([]), ax.set_yticks([])
     ax.set_title(f"{dataset}: where diffusion changes the forecasts")
     return run_dir.save_figure(fig, f"{dataset}-{protocol}-graph.png")
