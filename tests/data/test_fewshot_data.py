@@ -68,9 +68,15 @@ def test_hostile_and_broken_feature_files_are_refused(tmp_path):
         "overlap.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([0]),
                             novel_classes=np.array([0, 1])),
         "wrong.npz": dict(embeddings=np.ones((2, 2))),
+        # a tiny file whose labels name a huge class id must not build that many classes
+        "huge_id.npz": dict(features=np.ones((3, 2)), labels=np.array([0, 1, 10**15])),
+        "inf_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, np.inf])),
+        "half_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, 0.5])),
     }
     messages = {"nan.npz": "hold 1 NaN/inf", "short.npz": "labels for 3 feature rows", "negative.npz": "negative",
-                "overlap.npz": "both base and novel", "wrong.npz": "needs 'features' and 'labels'"}
+                "overlap.npz": "both base and novel", "wrong.npz": "needs 'features' and 'labels'",
+                "huge_id.npz": "class id 1000000000000000 but the file has 3 rows",
+                "inf_label.npz": r"non-finite value \(inf\)", "half_label.npz": "got the value 0.5"}
     for name, arrays in cases.items():
         np.savez(tmp_path / name, **arrays)
         with pytest.raises(DatasetError, match=messages[name]):

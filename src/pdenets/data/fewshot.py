@@ -97,12 +97,27 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
     if labels.shape != (features.shape[0],):
         raise _fail(source, f"{labels.shape} labels for {features.shape[0]} feature rows")
     if not np.issubdtype(labels.dtype, np.integer):
-        if not np.issubdtype(labels.dtype, np.floating) or (labels != np.round(labels)).any():
-            raise _fail(source, f"labels must be integer class ids, got {labels.dtype}")
+        if not np.issubdtype(labels.dtype, np.floating):
+            raise _fail(source, f"labels must be integer class ids, got dtype {labels.dtype}")
+        if not np.isfinite(labels).all():
+            raise _fail(source, f"labels hold a non-finite value ({labels[~np.isfinite(labels)][0]}); class ids are "
+                                "integers 0…K−1")
+        if (labels != np.round(labels)).any():
+            raise _fail(source, f"labels must be integer class ids, got the value {labels[labels != np.round(labels)][0]}")
+        if np.abs(labels).max() >= 2**62:
+            raise _fail(source, f"labels hold the class id {labels[np.abs(labels).argmax()]:g}; class ids are 0…K−1")
         labels = labels.astype(np.int64)
     if labels.min() < 0:
         raise _fail(source, f"labels hold the negative class id {int(labels.min())}")
-    num_classes = int(labels.max()) + 1
+    # class ids index the classes: more ids than rows (and names) would build classes no row has
+    largest = int(labels.max())
+    limit = max(labels.size, len(class_names) if class_names is not None else 0)
+    if largest >= limit:
+        raise _fail(source, f"labels name the class id {largest} but the file has {labels.size} rows"
+                            + (f" and {len(class_names)} class names" if class_names is not None else "") +
+                            ": class ids must be 0…K−1 for K classes (relabel with np.unique(labels, "
+                            "return_inverse=True))")
+    num_classes = largest + 1
     if class_names is None:
         class_names = [f"class{c}" for c in range(num_classes)]
     class_names = tuple(str(name) for name in class_names)
