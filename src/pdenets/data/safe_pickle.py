@@ -3,15 +3,20 @@
 The Planetoid raw files (``ind.<name>.x`` …) are Python pickles. ``pickle.load`` runs any
 callable a file names, so a tampered file could run arbitrary code. :func:`load_array_pickle`
 resolves only an allow-list of constructors — numpy arrays and dtypes, scipy sparse
-matrices, the ``defaultdict(list)`` of the ``graph`` file, and ``codecs.encode`` (which
-turns a string into bytes) — and refuses everything else before anything is called.
+matrices, the ``defaultdict(list)`` of the ``graph`` file, and the ``latin1`` encoding of a
+string into bytes (how Python 3 writes bytes into protocol-2 pickles) — and refuses everything
+else before anything is called. Nothing on the list computes more than it is given: the
+encoder accepts only ``latin1`` (one byte per character; ``hex`` and other codecs, which
+expand their input, are refused), and every array's declared shape is checked against the
+memory budget (``$PDENETS_MEMORY_BUDGET``) and against the bytes the file holds *before*
+numpy allocates it.
 """
 
 from __future__ import annotations
 
-import codecs
 import collections
 import io
+import math
 import pickle
 from pathlib import Path
 from typing import Any, Dict, Tuple, Union
@@ -81,6 +86,83 @@ _SPARSE = {name: _guarded(cls) for name, cls in {
     "lil_matrix": sp.lil_matrix, "dok_matrix": sp.dok_matrix}.items()}
 _BASE_CLASS = {guarded: guarded.__mro__[1] for guarded in _SPARSE.values()}
 
+def _latin1_bytes(text, encoding="utf-8", errors="strict"):
+    """``_codecs.encode`` as protocol-2 pickles use it: a ``str`` to ``latin1`` bytes, one byte per character."""
+    if not isinstance(text, str) or not isinstance(encoding, str) or encoding.lower().replace("_", "-") not in (
+            "latin1", "latin-1", "iso-8859-1"):
+        raise UnsafePickleError(f"refusing _codecs.encode with encoding {encoding!r}: only latin1 (bytes written by "
+                                "Python 3) is allowed, other codecs compute new data")
+    return text.encode("latin1")
+
+
+def _array_size(shape, dtype, what: str) -> Tuple[int, np.dtype]:
+    """Elements and dtype of a declared array, refused above the memory budget (before any allocation)."""
+    from .limits import check_allocation
+
+    try:
+        sides = tuple(int(v) for v in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise UnsafePickleError(f"{what} with shape {shape!r} and dtype {dtype!r} is not a numpy array") from None
+    if any(side < 0 for side in sides):
+        raise UnsafePickleError(f"{what} with the negative shape {sides}")
+    count = math.prod(sides)
+    check_allocation(count, max(dtype.itemsize, 1), f"{what} of shape {sides} ({dtype})", "<pickle>")
+    return count, dtype
+
+
+class _CheckedArray(np.ndarray):
+    """An array being unpickled: its state's shape is checked before numpy allocates it (made plain after loading)."""
+
+    def __setstate__(self, state):
+        if not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise UnsafePickleError("an array state that is not numpy's (version, shape, dtype, order, data)")
+        shape, dtype, raw = state[-4], state[-3], state[-1]
+        count, dtype = _array_size(shape, dtype, "an array")
+        if isinstance(raw, (bytes, bytearray)) and not dtype.hasobject and len(raw) != count * dtype.itemsize:
+            raise DatasetError(f"<pickle>: an array of shape {tuple(shape)} ({dtype}) needs {count * dtype.itemsize} "
+                               f"bytes of data, the file holds {len(raw)}")
+        super().__setstate__(state)
+
+
+def _reconstruct(subtype, shape, dtype):
+    if subtype is not np.ndarray:
+        raise UnsafePickleError(f"refusing to rebuild an array of type {getattr(subtype, '__name__', subtype)!r}")
+    _array_size(shape, dtype, "an array")
+    return _MULTIARRAY._reconstruct(_CheckedArray, shape, dtype)
+
+
+def _scalar(dtype, data=None):
+    count, dtype = _array_size((), dtype, "a scalar")
+    if isinstance(data, (bytes, bytearray)) and not dtype.hasobject and len(data) != dtype.itemsize:
+        raise DatasetError(f"<pickle>: a {dtype} scalar needs {dtype.itemsize} bytes, the file holds {len(data)}")
+    return _MULTIARRAY.scalar(dtype, data) if data is not None else _MULTIARRAY.scalar(dtype)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """The loaded data with every checked array turned back into a plain ``numpy.ndarray``."""
+    if depth > 64:
+        return value
+    if isinstance(value, _CheckedArray):
+        value = value.view(np.ndarray)
+        if value.dtype.hasobject:
+            for index, item in enumerate(value.flat):
+                value.flat[index] = _plain(item, depth + 1)
+        return value
+    if isinstance(value, dict):
+        for key in list(value):
+            value[key] = _plain(value[key], depth + 1)
+    elif isinstance(value, list):
+        value[:] = [_plain(item, depth + 1) for item in value]
+    elif isinstance(value, tuple):
+        return tuple(_plain(item, depth + 1) for item in value)
+    elif isinstance(value, sp.spmatrix) or hasattr(value, "tocsr"):
+        for name, item in list(vars(value).items()):
+            if isinstance(item, (np.ndarray, list, dict, tuple)):
+                setattr(value, name, _plain(item, depth + 1))
+    return value
+
+
 #: ``(module, name) -> object`` that a pickle may reference (Python 2 and 3 module spellings).
 ALLOWED_GLOBALS: Dict[Tuple[str, str], Any] = {
     ("numpy", "ndarray"): np.ndarray,
@@ -88,11 +170,11 @@ ALLOWED_GLOBALS: Dict[Tuple[str, str], Any] = {
     ("collections", "defaultdict"): collections.defaultdict,
     ("__builtin__", "list"): list,
     ("builtins", "list"): list,
-    ("_codecs", "encode"): codecs.encode,  # how Python 3 writes bytes into protocol-2 pickles
+    ("_codecs", "encode"): _latin1_bytes,  # how Python 3 writes bytes into protocol-2 pickles
 }
 for _module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-    ALLOWED_GLOBALS[(_module, "_reconstruct")] = _MULTIARRAY._reconstruct
-    ALLOWED_GLOBALS[(_module, "scalar")] = _MULTIARRAY.scalar
+    ALLOWED_GLOBALS[(_module, "_reconstruct")] = _reconstruct
+    ALLOWED_GLOBALS[(_module, "scalar")] = _scalar
 for _name, _cls in _SPARSE.items():
     for _module in ("scipy.sparse", f"scipy.sparse.{_name[:3]}", f"scipy.sparse._{_name[:3]}"):
         ALLOWED_GLOBALS[(_module, _name)] = _cls
@@ -133,7 +215,7 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
     if not data:
         raise DatasetError(f"{name}: the file is empty (0 bytes); it should hold a pickle of arrays")
     try:
-        loaded = _RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load()
+        loaded = _plain(_RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load())
         base = _BASE_CLASS.get(type(loaded))
         return base(loaded) if base is not None else loaded
     except UnsafePickleError as error:
