@@ -1,13 +1,13 @@
 """Tabular classification data: scikit-learn's bundled breast-cancer set, or a CSV file of the user's.
 
 A CSV file needs a header row, numeric feature columns and one label column (the last one, or the
-one named by ``label_column``); labels may be any strings or numbers. Features are returned
-unscaled; the task standardizes them.
+one named by ``label_column``); labels may be any strings or numbers, compared by value (``1``,
+``1.0`` and `` 1`` are one class; an empty label is refused). Features are returned unscaled; the
+task standardizes them.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import List, Optional, Union
 
 import numpy as np
 
+from .csvfile import normalized_labels, read_csv_rows
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 
 __all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS"]
@@ -35,6 +36,11 @@ class TabularData:
         return len(self.class_names)
 
 
+def _shown(cell: str, limit: int = 40) -> str:
+    """A cell as an error message shows it: quoted, long ones cut."""
+    return repr(cell) if len(cell) <= limit else repr(cell[:limit]) + f"… ({len(cell)} characters)"
+
+
 def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) -> TabularData:
     """``breast-cancer`` (569 × 30, 2 classes, bundled with scikit-learn) or a path to a CSV file."""
     text = str(name)
@@ -49,11 +55,7 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
         raise DatasetError(f"unknown tabular dataset {text!r}: give breast-cancer or a path to a .csv file")
     if not path.is_file():
         raise DatasetNotFoundError(f"missing dataset file {path}")
-    try:
-        with path.open(newline="") as stream:
-            rows = list(csv.reader(stream))
-    except UnicodeDecodeError:
-        raise dataset_error(path, "not a text CSV file") from None
+    rows = read_csv_rows(path)
     if len(rows) < 2:
         raise dataset_error(path, "needs a header row and at least one data row")
     header = [h.strip() for h in rows[0]]
@@ -65,7 +67,7 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
         label_index = header.index(label_column)
     else:
         raise dataset_error(path, f"no column named {label_column!r}; columns: {', '.join(header[:10])}")
-    features, labels = [], []
+    features, labels, lines = [], [], []
     for number, row in enumerate(rows[1:], start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
@@ -78,17 +80,19 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
             try:
                 value = float(cell)
             except ValueError:
-                raise dataset_error(path, f"line {number}, column {header[column]!r}: {cell!r} is not a number") \
-                    from None
+                raise dataset_error(path, f"line {number}, column {header[column]!r}: {_shown(cell)} is not a "
+                                          "number") from None
             if not math.isfinite(value):
-                raise dataset_error(path, f"line {number}, column {header[column]!r}: non-finite value {cell!r}")
+                raise dataset_error(path, f"line {number}, column {header[column]!r}: non-finite value {_shown(cell)}")
             values.append(value)
         features.append(values)
-        labels.append(row[label_index].strip())
-    names = sorted(set(labels))
+        labels.append(row[label_index])
+        lines.append(number)
+    empty = next((row for row, cell in enumerate(labels) if not cell.strip()), None)
+    if empty is not None:
+        raise dataset_error(path, f"line {lines[empty]}: the label column {header[label_index]!r} is empty")
+    names, ids = normalized_labels(labels)
     if len(names) < 2:
         raise dataset_error(path, f"the label column {header[label_index]!r} has {len(names)} class(es); need >= 2")
-    index = {label: position for position, label in enumerate(names)}
-    return TabularData(path.stem, np.asarray(features, dtype=np.float64),
-                       np.asarray([index[label] for label in labels], dtype=np.int64), names,
+    return TabularData(path.stem, np.asarray(features, dtype=np.float64), np.asarray(ids, dtype=np.int64), names,
                        [h for c, h in enumerate(header) if c != label_index])

@@ -39,7 +39,6 @@ default lags and its scaling: none, per-node standardization, ``log(1 + y)``), w
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
+from .csvfile import read_csv_rows
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .limits import check_allocation
 from .paths import resolve_data_dir
@@ -300,7 +300,7 @@ def _read_csv_folder(folder: Path):
         if not needed.is_file():
             raise DatasetNotFoundError(f"missing {needed}: a CSV series is a folder with series.csv (steps × regions) "
                                        "and edges.csv (source,target[,weight])")
-    rows = _csv_rows(series_path)
+    rows = read_csv_rows(series_path)
     if len(rows) < 2:
         raise dataset_error(series_path, "needs a header row naming the regions and at least one row of values")
     header = [name.strip() for name in rows[0]]
@@ -319,7 +319,7 @@ def _read_csv_folder(folder: Path):
             raise dataset_error(series_path, f"line {line}: {bad!r} is not a number") from None
     values = _series(series_path, table, "series.csv")
     position = {name: index for index, name in enumerate(names)}
-    edge_rows = _csv_rows(edges_path)
+    edge_rows = read_csv_rows(edges_path)
     if not edge_rows or [cell.strip().lower() for cell in edge_rows[0][:2]] != ["source", "target"]:
         raise dataset_error(edges_path, "the header must be source,target[,weight]")
     weighted = len(edge_rows[0]) > 2 and edge_rows[0][2].strip().lower() == "weight"
@@ -347,16 +347,6 @@ def _is_number(text: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _csv_rows(path: Path) -> List[List[str]]:
-    check_allocation(path.stat().st_size, 1, "reading the CSV file", path)
-    csv.field_size_limit(max(csv.field_size_limit(), path.stat().st_size + 1))
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            return [row for row in csv.reader(handle) if row]
-    except (UnicodeDecodeError, csv.Error) as error:
-        raise dataset_error(path, f"not a readable CSV file ({error})") from None
 
 
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
