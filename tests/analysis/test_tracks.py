@@ -120,3 +120,13 @@ def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_sh
     assert pooled.head.in_features == 5 and pooled(torch.randn(2, 3, 32, 32)).shape == (2, 10)
     with pytest.raises(ValueError, match="head must be"):
         TransportCNN(3, 10, head="mean")
+
+
+def test_a_block_that_changes_the_width_is_never_dropped_silently():
+    net = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 6), nn.Linear(6, 6))
+    x = torch.randn(5, 4)
+    with pytest.raises(ValueError, match=r"block\(s\) 1 \(4 -> 6 features\) change the width"):
+        record_tracks(net, x, blocks=["0", "1", "2"])
+    with pytest.warns(UserWarning, match=r"1 \(4 -> 6 features\)"):
+        stages = record_tracks(net, x, blocks=nn.Linear)
+    assert [stage.blocks for stage in stages] == [["0"], ["2"]]

@@ -125,3 +125,13 @@ def test_solvers_and_bad_inputs():
         wasserstein2_squared(torch.tensor([[0.0], [float("nan")]]), torch.zeros(2, 1))
     with pytest.raises(ValueError, match="same shape"):
         track_distance(torch.zeros(3, 2), torch.zeros(4, 2))
+
+
+def test_nonsense_inputs_are_refused_before_any_large_allocation(monkeypatch):
+    with pytest.raises(ValueError, match="x_q hold NaN"):
+        theorem1_lower_bound(torch.zeros(3), torch.tensor([0.0, float("nan"), 1.0]), torch.zeros(3), torch.ones(3))
+    with pytest.raises(ValueError, match="image_p and image_q must have the same shape"):
+        theorem1_lower_bound(torch.zeros(3), torch.ones(3), torch.zeros(3), torch.ones(4))
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "10M")  # 2,000 points: two 32 MB cost matrices
+    with pytest.raises(ValueError, match="exact assignment of 2000 points needs .* more than the memory budget"):
+        optimal_transport_score(torch.randn(2000, 2), torch.randn(2000, 2))

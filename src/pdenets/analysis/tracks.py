@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
@@ -145,6 +147,7 @@ def record_tracks(model: nn.Module, data, *, blocks: BlockSpec, batch_size: int 
     if kept["points"] == 0:
         raise ValueError("no data: the loader or tensor gave no points")
     stages: List[Stage] = []
+    skipped = []
     for index, (name, _) in enumerate(chosen):
         block_in, block_out = torch.cat(inputs[index]), torch.cat(outputs[index])
         same_width = stages and stages[-1].width == block_out.shape[1] and block_in.shape[1] == block_out.shape[1]
@@ -153,7 +156,14 @@ def record_tracks(model: nn.Module, data, *, blocks: BlockSpec, batch_size: int 
         elif block_in.shape[1] == block_out.shape[1]:
             stages.append(Stage([name], torch.stack([block_in, block_out], 1)))
         else:  # a projection between stages: it starts no track of its own
-            continue
+            skipped.append(f"{name} ({block_in.shape[1]} -> {block_out.shape[1]} features)")
+    named = isinstance(blocks, str) or (isinstance(blocks, (list, tuple)) and all(isinstance(b, str) for b in blocks))
+    if skipped and named and stages:
+        raise ValueError(f"block(s) {', '.join(skipped)} change the width: a track needs blocks whose input and "
+                         "output widths agree; leave them out of blocks=")
+    if skipped and stages:
+        warnings.warn(f"record_tracks: {len(skipped)} chosen block(s) change the width and start no track: "
+                      f"{', '.join(skipped)}", stacklevel=2)
     if not stages:
         raise ValueError("no chosen block keeps its width; tracks need blocks whose input and output widths agree")
     return stages

@@ -178,6 +178,13 @@ def _pair(inputs, outputs) -> Tuple[torch.Tensor, torch.Tensor]:
         raise ValueError(f"an assignment score needs at least 2 points, got {x.shape[0]}")
     if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
         raise ValueError("inputs or outputs contain NaN or infinite values")
+    from ..data.limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
+
+    needed = 2 * 8 * x.shape[0] ** 2  # the m × m float64 cost matrix and the solver's copy of it
+    if needed > memory_budget():
+        raise ValueError(f"an exact assignment of {x.shape[0]} points needs {format_bytes(needed)} for its m × m cost "
+                         f"matrices, more than the memory budget {format_bytes(memory_budget())}: subsample the "
+                         f"points (record_tracks(..., max_points=...)) or raise ${MEMORY_BUDGET_ENV_VAR}")
     return x, y
 
 
@@ -223,8 +230,16 @@ def track_distance(track_s, track_t) -> float:
 
 def theorem1_lower_bound(x_p, x_q, image_p, image_q) -> float:
     """Eq. 36: ``‖x_p − x_q‖ ‖T x_p − T x_q‖ / √(‖x_p − x_q‖² + ‖T x_p − T x_q‖²)`` (0 when both vanish)."""
-    before = float(torch.as_tensor(x_p, dtype=torch.float64).sub(torch.as_tensor(x_q, dtype=torch.float64)).norm())
-    after = float(torch.as_tensor(image_p, dtype=torch.float64).sub(torch.as_tensor(image_q, dtype=torch.float64))
-                  .norm())
+    points = {name: torch.as_tensor(value, dtype=torch.float64) for name, value in
+              (("x_p", x_p), ("x_q", x_q), ("image_p", image_p), ("image_q", image_q))}
+    for first, second in (("x_p", "x_q"), ("image_p", "image_q")):
+        if points[first].shape != points[second].shape:
+            raise ValueError(f"{first} and {second} must have the same shape, got {tuple(points[first].shape)} and "
+                             f"{tuple(points[second].shape)}")
+    bad = [name for name, value in points.items() if not bool(torch.isfinite(value).all())]
+    if bad:
+        raise ValueError(f"{', '.join(bad)} hold NaN or infinite values")
+    before = float((points["x_p"] - points["x_q"]).norm())
+    after = float((points["image_p"] - points["image_q"]).norm())
     denominator = math.hypot(before, after)
     return 0.0 if denominator == 0 else before * after / denominator
