@@ -105,6 +105,23 @@ def test_report_only_runs_nothing(tmp_path):
     assert (outcome.new, outcome.stored, outcome.planned) == (0, 2, 4)
     with pytest.raises(ValueError, match="--report-only"):
         run_task(ToyTask(ToyConfig(count=4)), out=None, report_only=True, progress=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds no stored runs"):
+        run_task(ToyTask(ToyConfig(count=4)), out=empty, report_only=True, progress=False)
+    assert list(empty.iterdir()) == []  # nothing written
+
+
+def test_planning_is_bounded():
+    from pdenets.experiments import ConfigError
+    from pdenets.experiments.runner import MAX_PLANNED_JOBS, plan_jobs
+
+    class Many(ToyTask):
+        def jobs(self):
+            return [None] * (MAX_PLANNED_JOBS + 1)
+
+    with pytest.raises(ConfigError, match="plans 1,000,001 runs, more than 1,000,000"):
+        plan_jobs(Many(ToyConfig(count=1)))
 
 
 def test_duplicate_jobs_and_clashing_records_are_task_bugs(tmp_path):

@@ -111,6 +111,7 @@ def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys
     for argv, message in ((["--way", "20"], "20-way tasks but"), (["--set", "methods=[knn]"], "methods must be one of"),
                           (["--preprocessing", "centre", "--dataset", features + "x"], "missing features file"),
                           (["--shot", "0"], "shots must be >= 1"), (["--way", "1"], "ways must be >= 2"),
+                          (["--tasks", str(10**12)], "tasks=1000000000000 is more than 10,000,000 tasks per cell"),
                           (["--set", "method_settings.internal.num_step=3"], "num_step"),
                           (["--set", "method_settings.tim.lr=-1"], "lr must be > 0"),
                           (["--set", "method_settings.knn.lr=1"], "unknown method")):

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, U
 from tqdm.auto import tqdm
 
 from .._checks import NonFiniteError
-from .config import TaskConfig, config_to_dict
+from .config import ConfigError, TaskConfig, config_to_dict
 from .parallel import JobError, execute
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, ResultsStore
@@ -73,9 +73,18 @@ def _call_job(run_job: Callable[[Any], Dict[str, Any]], spec: Any) -> Tuple[str,
     return status, to_plain(record), time.perf_counter() - start
 
 
+#: the most jobs one run may plan (each is a row of the store)
+MAX_PLANNED_JOBS = 1_000_000
+
+
 def plan_jobs(task: Task) -> List[Tuple[str, Any]]:
-    """``(key, spec)`` for every job of ``task``; refuses two jobs with the same key."""
-    planned = [(job_key(task.name, spec), spec) for spec in task.jobs()]
+    """``(key, spec)`` for every job of ``task``; refuses two jobs with the same key, or more than
+    :data:`MAX_PLANNED_JOBS` (a setting that multiplies the runs beyond any machine is refused before hashing)."""
+    specs = task.jobs()
+    if hasattr(specs, "__len__") and len(specs) > MAX_PLANNED_JOBS:
+        raise ConfigError(f"task {task.name!r} plans {len(specs):,} runs, more than {MAX_PLANNED_JOBS:,}: reduce the "
+                          "settings that multiply them (seeds, sizes, repeats)")
+    planned = [(job_key(task.name, spec), spec) for spec in specs]
     seen: Dict[str, Any] = {}
     for key, spec in planned:
         if key in seen:
@@ -129,6 +138,8 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
     start = time.perf_counter()
     if report_only and (out is None or not Path(out).is_dir()):
         raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
+    if report_only and not (Path(out) / STORE_FILENAME).is_file():
+        raise ValueError(f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first")
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))

@@ -64,6 +64,10 @@ PUBLISHED_RUN_ERRORS = {"Modified Hausdorff distance": PaperValue(38.8, None, _L
                         "Bayesian program learning": PaperValue(3.3, None, _LAKE)}
 
 
+#: the most tasks a table cell may ask for (planning is linear in it)
+MAX_TASKS_PER_CELL = 10_000_000
+
+
 @dataclass
 class FewShotConfig(TaskConfig):
     """Configuration of ``pdenets run few-shot``."""
@@ -115,6 +119,10 @@ class FewShotConfig(TaskConfig):
             raise ConfigError("n_top_values must be >= 3 (paper units: n_top - 1 entries are kept, at least 2)")
         if any(ways < 2 for ways in self.ways):
             raise ConfigError("ways must be >= 2: a 1-way task has nothing to classify")
+        for name in ("tasks", "sensitivity_tasks", "timing_tasks"):
+            if getattr(self, name) > MAX_TASKS_PER_CELL:
+                raise ConfigError(f"{name}={getattr(self, name)} is more than {MAX_TASKS_PER_CELL:,} tasks per cell "
+                                  "(the 95 % interval is already ~0.03 points at 1,000,000)")
         for name, values in self.method_settings.items():
             if name not in METHODS:
                 raise ConfigError(f"method_settings.{name}: unknown method; methods: {', '.join(METHODS)}")
