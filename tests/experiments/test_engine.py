@@ -207,3 +207,22 @@ def test_ray_cluster_gives_the_same_records_as_inline(tmp_path):
         ray.shutdown()
     assert on_ray.results["total"] == toy(tmp_path / "inline", count=4).results["total"] == 6
     assert {r.key for r in stored(tmp_path / "ray").values()} == {r.key for r in stored(tmp_path / "inline").values()}
+
+
+def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = ("from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
+            "try:\n    distributed_context()\nexcept RendezvousError as error:\n    print(error)\n")
+    environment = dict(os.environ, WORLD_SIZE="2", RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       PDENETS_RENDEZVOUS_TIMEOUT="2")
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60)
+    assert "rank 0 of 2 could not join the other ranks" in done.stdout and "within 2 s" in done.stdout
+    del environment["RANK"]
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60)
+    assert "WORLD_SIZE is set but $RANK is not" in done.stdout

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistributedContext", "distributed_context"]
+__all__ = ["DistributedContext", "distributed_context", "RendezvousError"]
 
 
 @dataclass
@@ -69,12 +69,52 @@ class DistributedContext:
             dist.destroy_process_group()
 
 
+#: seconds a process waits for the other ranks (``$PDENETS_RENDEZVOUS_TIMEOUT`` overrides)
+RENDEZVOUS_TIMEOUT_S = 120.0
+
+
+class RendezvousError(RuntimeError):
+    """The launcher's environment names other ranks that never joined (or is incomplete)."""
+
+
+def _environment_int(name: str, default=None) -> int:
+    text = os.environ.get(name)
+    if text is None:
+        if default is None:
+            raise RendezvousError(f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun "
+                                  "(torchrun --nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and "
+                                  "MASTER_PORT")
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise RendezvousError(f"${name}={text!r} is not an integer") from None
+
+
 def distributed_context(device: str = "cpu") -> DistributedContext:
-    """Join the process group ``torchrun`` prepared, or a single-process context."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    """Join the process group ``torchrun`` prepared, or a single-process context.
+
+    Raises:
+        RendezvousError: the other ranks did not join within ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds
+            (default 120), or the environment is incomplete — one line, never a silent wait.
+    """
+    world_size = _environment_int("WORLD_SIZE", 1)
     if world_size <= 1:
         return DistributedContext()
-    rank = int(os.environ["RANK"])
+    rank = _environment_int("RANK")
+    if not 0 <= rank < world_size:
+        raise RendezvousError(f"RANK={rank} is outside 0…{world_size - 1} (WORLD_SIZE={world_size})")
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", rank=rank, world_size=world_size)
+        from datetime import timedelta
+
+        timeout = float(os.environ.get("PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S))
+        address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        try:
+            dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", rank=rank,
+                                    world_size=world_size, timeout=timedelta(seconds=timeout))
+        except (RuntimeError, ValueError) as error:
+            raise RendezvousError(
+                f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} s "
+                f"({str(error).splitlines()[0][:120]}); WORLD_SIZE={world_size} is set without the other "
+                "processes? Start them together with torchrun --nproc-per-node N") from None
     return DistributedContext(rank, world_size)
