@@ -72,10 +72,12 @@ def test_hostile_and_broken_feature_files_are_refused(tmp_path):
         "huge_id.npz": dict(features=np.ones((3, 2)), labels=np.array([0, 1, 10**15])),
         "inf_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, np.inf])),
         "half_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, 0.5])),
+        "object_labels.npz": dict(features=np.ones((2, 2)), labels=np.array(["a", None], dtype=object)),
     }
     messages = {"nan.npz": "hold 1 NaN/inf", "short.npz": "labels for 3 feature rows", "negative.npz": "negative",
                 "overlap.npz": "both base and novel", "wrong.npz": "needs 'features' and 'labels'",
                 "huge_id.npz": "class id 1000000000000000 but the file has 3 rows",
+                "object_labels.npz": "labels stored as object arrays",
                 "inf_label.npz": r"non-finite value \(inf\)", "half_label.npz": "got the value 0.5"}
     for name, arrays in cases.items():
         np.savez(tmp_path / name, **arrays)

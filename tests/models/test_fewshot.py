@@ -211,6 +211,8 @@ def test_estimator_params_and_clone():
         X_query)
     second = clone(twin).fit(X_support, y_support).predict_proba(X_query)
     assert np.allclose(first, second)  # same random_state, same result
+    with pytest.raises(ValueError, match=f"base_mean must be {X_support.shape[1]} finite numbers"):
+        DiffusionFewShotClassifier(base_mean=np.zeros(X_support.shape[1] + 1)).fit(X_support, y_support)
 
 
 def test_estimator_passes_scikit_learns_checks_that_apply_to_transductive_models():

@@ -187,6 +187,14 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
     if suffix == ".npz":
         arrays = read_npz_arrays(path)
         if "features" not in arrays or "labels" not in arrays:
+            import zipfile
+
+            with zipfile.ZipFile(path) as archive:
+                stored = {name[:-4] for name in archive.namelist() if name.endswith(".npy")}
+            skipped = sorted({"features", "labels"} & stored - set(arrays))
+            if skipped:
+                raise _fail(path, f"{' and '.join(skipped)} stored as object arrays (pickled Python objects), which "
+                                  "are never unpickled: save features as numbers and labels as integer class ids")
             raise _fail(path, f"found arrays {sorted(arrays)}; the features format needs 'features' and 'labels' "
                               "(see pdenets.data.fewshot)")
         names = arrays.get("class_names")

@@ -75,6 +75,11 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self._method()  # refuse an unknown method or setting now
+        if self.base_mean is not None:
+            mean = np.asarray(self.base_mean, dtype=np.float64)
+            if mean.shape != (X.shape[1],) or not np.isfinite(mean).all():
+                raise ValueError(f"base_mean must be {X.shape[1]} finite numbers (one per feature), got shape "
+                                 f"{mean.shape}")
         self.classes_, encoded = np.unique(y, return_inverse=True)
         self.support_ = X
         self.support_labels_ = encoded
