@@ -215,8 +215,8 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
         try:
             loaded = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # torch raises many types for a bad or unsafe file
-            raise _fail(path, f"not a readable tensor file ({type(error).__name__}: {str(error).splitlines()[0]})"
-                        ) from None
+            first_line = (str(error).splitlines() or ["no message"])[0][:160]
+            raise _fail(path, f"not a readable tensor file ({type(error).__name__}: {first_line})") from None
         loaded = _to_numpy(loaded)
         if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
             loaded = {"features": loaded[0], "labels": loaded[1]}
