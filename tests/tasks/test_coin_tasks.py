@@ -306,3 +306,50 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
     # exact forecasts are kept: γ = 0 has zero validation error and nothing beats it
     step_size, _, diffused, val_mse = choose_diffusion(data["targets"], data, grid, steps)
     assert step_size == 0.0 and val_mse == 0.0 and torch.equal(diffused, data["targets"])
+
+
+def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
+    from pdenets.tasks.coin_forecast import ForecastJob, run_forecast_job
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    first, second = tmp_path / "ring.json", tmp_path / "other.json"
+    _diffusing_series(first, steps=60)
+    _diffusing_series(second, steps=60, seed=1)
+    setup = {"lags": 3, "horizons": 2, "test_fraction": 0.2, "val_fraction": 0.1}
+    training = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 4, "patience": 6,
+                "lr": 0.01, "weight_decay": 0.0, "batch_rows": 24, "eval_steps": 3, "min_improvement": 0.005}
+    diffusion = (("num_steps", (1, 2)), ("step_sizes", (0.0, 0.5, 1.0)))
+    spec = ForecastJob(str(first), "ours", "coin-forecast", 0, tuple(sorted(setup.items())),
+                       tuple(sorted(training.items())), "cpu", diffusion)
+    assert_every_key_setting_matters(
+        run_forecast_job, spec,
+        changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "window-mlp", "training.epochs": 1,
+                 "training.patience": 1, "training.eval_steps": 1, "training.min_improvement": 0.9,
+                 "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5), "diffusion.step_sizes": (0.0, 0.3)},
+        skip={"device": "one device on a CPU-only machine"}, ignore=("seconds", "curve"))
+
+
+@pytest.mark.parametrize("model", ["coin", "mlp", "label-spreading"])
+def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
+    from pdenets.tasks.coin_tabular import run_tabular_job
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    rng = np.random.default_rng(0)
+    for name, spread in (("blobs.csv", 1.0), ("wider.csv", 2.0)):
+        rows = ["a,b,c,kind,other"]
+        for label, centre in ((0, -1.0), (1, 1.0)):  # two label columns: "kind" by blob, "other" by parity
+            for index in range(30):
+                x = rng.normal(centre, spread, size=3)
+                rows.append(f"{x[0]:.5f},{x[1]:.5f},{x[2]:.5f},{label},{index % 2}")
+        (tmp_path / name).write_text("\n".join(rows) + "\n")
+    config = CoinTabularConfig(datasets=[str(tmp_path / "blobs.csv")], labels_per_class=[3], splits=1, epochs=5,
+                               hidden=8, label_column="kind", models=[model])
+    spec = CoinTabularTask(config).jobs()[0]
+    assert_every_key_setting_matters(
+        run_tabular_job, spec,
+        changes={"dataset": str(tmp_path / "wider.csv"), "label_column": "other", "settings.sigma_neighbor": 2,
+                 "settings.dropout": 0.5, "settings.spreading_alpha": 0.5},
+        skip={"device": "one device on a CPU-only machine",
+              "model": "each model has its own settings; the three are checked one by one"})

@@ -107,15 +107,16 @@ _DATA: Dict[Tuple, Dict[str, Any]] = {}
 
 
 def _data(dataset: str, label_column: Optional[str], settings: Dict[str, Any]) -> Dict[str, Any]:
-    key = (dataset, label_column, settings["n_top"], settings["sigma_neighbor"])
+    """The standardized table and, when the settings name one, its kNN Gaussian sample graph (cached)."""
+    key = (dataset, label_column, settings.get("n_top"), settings.get("sigma_neighbor"))
     if key not in _DATA:
         table = load_tabular(dataset, label_column=label_column)
         features = table.features
         scale = features.std(0)
         features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
         points = torch.from_numpy(features)
-        weights = knn_gaussian_weights(points, settings["n_top"], sigma_neighbor=settings["sigma_neighbor"],
-                                       normalization="row")
+        weights = None if "sigma_neighbor" not in settings else knn_gaussian_weights(
+            points, settings["n_top"], sigma_neighbor=settings["sigma_neighbor"], normalization="row")
         _DATA[key] = {"table": table, "features": points, "weights": weights}
     return _DATA[key]
 
@@ -136,6 +137,7 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
                                max_iter=1000)
         model.fit(data["features"].numpy(), partial)
         predictions = model.transduction_
+        fit = {"mean_confidence": float(model.label_distributions_.max(1).mean())}
     else:
         torch.manual_seed(spec.split)
         options = {"hidden": settings["hidden"], "num_layers": settings["layers"], "dropout": settings["dropout"],
@@ -153,11 +155,12 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
             loss = F.cross_entropy(network(features)[train], targets[train])
             loss.backward()
             optimizer.step()
+        fit = {"final_loss": float(loss.detach())}
         network.eval()
         with torch.no_grad():
             predictions = network(features).argmax(1).cpu().numpy()
     accuracy = float((predictions[unlabelled] == labels[unlabelled]).mean())
-    return {"accuracy": accuracy, "seconds": time.perf_counter() - start, "unlabelled": int(len(unlabelled))}
+    return {"accuracy": accuracy, "seconds": time.perf_counter() - start, "unlabelled": int(len(unlabelled)), **fit}
 
 
 @register_task
@@ -186,8 +189,12 @@ class CoinTabularTask(Task):
         settings = {name: getattr(config, name) for name in (
             "hidden", "layers", "dropout", "n_top", "sigma_neighbor", "step_size", "num_steps", "spreading_alpha",
             "epochs", "lr", "weight_decay")}
-        keep = {"label-spreading": ("n_top", "sigma_neighbor", "spreading_alpha"),
-                "mlp": ("hidden", "layers", "dropout", "epochs", "lr", "weight_decay", "n_top", "sigma_neighbor")}
+        # only what a model computes with is part of its key (the MLP never sees the graph; label spreading builds
+        # its own kNN kernel, without the Gaussian width)
+        keep = {"label-spreading": ("n_top", "spreading_alpha"),
+                "mlp": ("hidden", "layers", "dropout", "epochs", "lr", "weight_decay"),
+                "coin": ("hidden", "layers", "dropout", "epochs", "lr", "weight_decay", "n_top", "sigma_neighbor",
+                         "step_size", "num_steps")}
         jobs = []
         for dataset in config.datasets:
             for per_class in config.labels_per_class:
