@@ -36,7 +36,8 @@ def _comparable(record: Dict[str, Any], ignore: Iterable[str]) -> Dict[str, Any]
 def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec: Any, *,
                                      changes: Dict[str, Any] = None, skip: Dict[str, str] = None,
                                      ignore: Iterable[str] = ("seconds",)) -> None:
-    """Run ``spec`` and one changed copy per key setting; every change must change the record.
+    """Run ``spec`` (twice: it must repeat exactly) and one changed copy per key setting; every change must
+    change the record.
 
     Args:
         run: the task's ``run_job``.
@@ -48,6 +49,10 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
     """
     changes, skip = dict(changes or {}), dict(skip or {})
     base = _comparable(run(spec), ignore)
+    again = _comparable(run(spec), ignore)
+    varying = sorted(key for key in set(base) | set(again) if base.get(key) != again.get(key))
+    assert not varying, (f"the same spec gave different {varying} in two runs: pass them in ignore= (timings) or fix "
+                         "the nondeterminism; otherwise no change can be told from noise")
     unchanged: List[str] = []
     unchangeable: List[str] = []
     for field in dataclasses.fields(spec):

@@ -72,3 +72,26 @@ def test_paper_tables_are_read_in_column_order_and_bad_settings_are_refused():
         GeodesicConfig(train_limit=0).validate()
     with pytest.raises(ConfigError, match="architectures"):
         GeodesicConfig(architectures=["k2"]).validate()
+
+
+def test_every_setting_of_a_geodesic_job_reaches_the_result():
+    from pdenets.tasks.geodesic import run_geodesic_job
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    _need("mnist")
+    config = GeodesicConfig(weight_decays=[0.01], width=8, blocks=2, epochs=1, train_limit=200, test_limit=100,
+                            track_points=30, robustness_points=40, projection_points=10, noise_levels=[0.0, 1.0],
+                            fgsm_levels=[0.0, 0.1], ablation_counts=[0, 4], batch_size=50)
+    spec = GeodesicTask(config).jobs()[0]
+    assert_every_key_setting_matters(
+        run_geodesic_job, spec,
+        changes={"kind": "resnet" if spec.kind == "plain" else "plain", "init": "torch",
+                 "noise_levels": (0.0, 0.5), "fgsm_levels": (0.0, 0.05), "ablation_counts": (0, 2),
+                 "ablation_block": 1, "momentum": 0.5},
+        skip={"device": "one device on a CPU-only machine",
+              "dataset": "selects the data and its architectures (test_cifar_pairs_k1_and_k4_are_scored_per_stage)",
+              "architecture": "selects the network, with its own settings (width / blocks / k4_widths)",
+              "k4_widths": "None for the MLP: the widths of architecture k4 only",
+              "augment": "CIFAR-10 only: the task plans MNIST jobs with augment=False"},
+        ignore=("seconds", "seconds_total"))
