@@ -4,14 +4,14 @@ A setting can reach the job spec (and so the store key) without reaching the ari
 weight decay never passed to the optimizer. Then every value of it trains alike, the study is
 wrong, and tests that check only ranges pass. :func:`assert_every_key_setting_matters` runs the
 job once as given and once per key setting changed (a nested ``((name, value), ...)`` setting
-one entry at a time), and fails listing the settings whose change left the record unchanged, and
+or mapping setting one entry at a time), and fails listing the settings whose change left the record unchanged, and
 those it could not change (give them in ``changes`` or ``skip`` them with a reason).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, List
+from typing import Any, Callable, Dict, Iterable, List, Mapping
 
 
 def _is_pairs(value: Any) -> bool:
@@ -59,9 +59,10 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
         if field.metadata.get("key", True) is False or field.name in skip:
             continue
         value = getattr(spec, field.name)
-        if _is_pairs(value):
+        if _is_pairs(value) or isinstance(value, Mapping):
+            entries = list(value.items()) if isinstance(value, Mapping) else list(value)
             candidates = []
-            for position, (entry, entry_value) in enumerate(value):
+            for position, (entry, entry_value) in enumerate(entries):
                 name = f"{field.name}.{entry}"
                 if name in skip:
                     continue
@@ -69,8 +70,8 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
                 if new is None:
                     unchangeable.append(name)
                     continue
-                altered = value[:position] + ((entry, new),) + value[position + 1:]
-                candidates.append((name, altered))
+                altered = entries[:position] + [(entry, new)] + entries[position + 1:]
+                candidates.append((name, dict(altered) if isinstance(value, Mapping) else tuple(altered)))
         else:
             new = changes.get(field.name, _default_change(value))
             if new is None:

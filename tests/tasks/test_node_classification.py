@@ -279,3 +279,23 @@ def test_cora_graph_facts_and_a_short_run(tmp_path):
     assert (facts["nodes"], facts["edges"], facts["features"], facts["classes"]) == (2485, 5069, 1433, 7)
     assert facts["spectral_bound"] == pytest.approx(0.346, abs=1e-3)
     assert facts["gershgorin_bound"] == pytest.approx(0.174, abs=1e-3)
+
+
+@pytest.mark.parametrize("model", ["diff-resnet", "gcn"])
+def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    # a hard graph: validation accuracy must not saturate, or no patience ever stops (ties count as improvements)
+    hard, other = (str(write_sbm_npz(tmp_path / f"{name}.npz", p_in=0.05, p_out=0.04, seed=seed))
+                   for name, seed in (("hard", 0), ("other", 1)))
+    spec = first_job(hard, models=[model], max_epochs=150, patience=3)
+    assert_every_key_setting_matters(
+        lambda job: train_node_classifier(job)[2], spec,
+        changes={"graph": other, "max_epochs": 6, "patience": 1, "hyperparameters.dropout_position": "after",
+                 "hyperparameters.num_steps": 5},
+        skip={"device": "one device on a CPU-only machine", "experiment": "the study a run belongs to (its name)",
+              "dataset": "the graph's name in tables, derived from graph", "model": "each model has its own settings",
+              "depth": "None in the protocol; the depth study is its own experiment",
+              "hyperparameters.check_stability": "a guard that refuses unstable steps, not arithmetic",
+              "missing_features": "only for graphs without node features"},
+        ignore=("seconds",))

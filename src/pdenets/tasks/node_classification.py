@@ -279,6 +279,8 @@ def train_node_classifier(spec: NodeJob) -> Tuple[nn.Module, FitResult, Dict[str
     with evaluation_mode(model):
         logits = model(*inputs)
         record = {"accuracy": accuracy(logits[test], labels[test]), "val_accuracy": accuracy(logits[val], labels[val]),
+                  "val_loss": float(F.cross_entropy(logits[val], labels[val])),
+                  "test_loss": float(F.cross_entropy(logits[test], labels[test])),
                   "epochs": result.epochs, "best_epoch": result.best_epoch, "diverged_at_epoch": result.diverged_at,
                   "seconds": time.perf_counter() - start}
     return model, result, record
