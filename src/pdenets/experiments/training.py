@@ -28,13 +28,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 
 from .._checks import NonFiniteError, check_finite
 
 __all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "parameters_finite", "batches",
-           "train_epoch", "evaluate_classifier", "mean_iou"]
+           "train_epoch", "evaluate_classifier", "mean_iou", "fit_steps", "StepFitResult"]
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -188,6 +189,72 @@ def batches(count: int, batch_size: int, generator: torch.Generator, *, shuffle:
     """Index tensors of the global batches of one epoch (the last one may be smaller)."""
     order = torch.randperm(count, generator=generator) if shuffle else torch.arange(count)
     return [order[start:start + batch_size] for start in range(0, count, batch_size)]
+
+
+@dataclass
+class StepFitResult:
+    """``steps`` taken, passes started (``epochs``), the step and pass of the best validation value
+    (``best_step``, ``best_epoch``; that state is restored) and the validation ``curve``."""
+
+    steps: int = 0
+    epochs: int = 0
+    best_step: int = 0
+    best_epoch: int = 0
+    curve: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def fit_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, items: torch.Tensor,
+              batch_loss: Callable[[torch.Tensor], torch.Tensor], validate: Callable[[], float], *, batch_size: int,
+              max_epochs: int, eval_steps: int, patience: int, min_improvement: float,
+              generator: torch.Generator) -> StepFitResult:
+    """Mini-batch training whose early stopping counts optimizer steps, for data of any size.
+
+    Each pass shuffles ``items`` (indices of training units, e.g. forecast origins) into batches of
+    ``batch_size`` (:func:`batches`) and takes one step on ``batch_loss(batch)``. ``validate()``
+    (lower is better) runs every ``eval_steps`` steps and at the end of every pass, so a small data
+    set (one step a pass) and a large one (hundreds) are both watched. Training stops after
+    ``patience`` steps without a validation value ``min_improvement`` (relative) below the reference,
+    after ``max_epochs`` passes, or at a non-finite loss; the best validated state is restored
+    whatever the margin.
+    """
+    # keeps the best state; the stopping rule below counts steps, not validations
+    stopping = EarlyStopping(2**62, monitors={"val": "min"})
+    result = StepFitResult()
+    running: List[float] = []
+    improved_at, reference = 0, math.inf
+    for epoch in range(1, max_epochs + 1):
+        chunks = [items[chunk] for chunk in batches(len(items), batch_size, generator)]
+        for index, batch in enumerate(chunks):
+            model.train()
+            optimizer.zero_grad()
+            loss = batch_loss(batch)
+            if not torch.isfinite(loss):
+                return _finish(model, stopping, result)
+            loss.backward()
+            optimizer.step()
+            result.steps += 1
+            running.append(float(loss.detach()))
+            if result.steps % eval_steps and index < len(chunks) - 1:
+                continue
+            value = validate()
+            result.curve.append({"step": result.steps, "epoch": epoch, "train": float(np.mean(running)),
+                                 "val": value})
+            result.epochs, running = epoch, []
+            if value <= stopping.best["val"]:
+                result.best_epoch = epoch
+            stopping.update(result.steps, {"val": value}, model)
+            if value < reference * (1 - min_improvement):
+                reference, improved_at = value, result.steps
+            if result.steps - improved_at >= patience:
+                return _finish(model, stopping, result)
+    return _finish(model, stopping, result)
+
+
+def _finish(model: torch.nn.Module, stopping: EarlyStopping, result: StepFitResult) -> StepFitResult:
+    if stopping.best_state is not None:
+        stopping.restore(model)
+    result.best_step = stopping.best_epoch
+    return result
 
 
 def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, targets: torch.Tensor,

@@ -25,7 +25,7 @@ from torch import nn
 from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
 from ..nn.diffusion import DiffusionLayer
 from ..operators.diffusion import LAPLACIANS
-from ..operators.graph import GraphLike, as_weight_matrix, is_dense, symmetric_normalize
+from ..operators.graph import GraphLike, as_weight_matrix, is_dense
 from ..operators.laplacian import UnstableStepSizeError, check_step_size
 from ..operators.slice_graphs import SliceGraphs
 from .registry import register_model
@@ -263,16 +263,11 @@ class COIN(nn.Module):
                 elif self.diffusion.check_stability and time_step > 1.0 + 1e-9:
                     raise UnstableStepSizeError(f"step_size={time_step:g} exceeds 1, the stability bound of explicit "
                                                 "diffusion with the normalized Laplacian")
-            if self.diffusion.laplacian == "normalized":
-                weights = graphs.normalized("symmetric", symmetric_normalize)
-                degrees = torch.ones(graphs.num_slices, nodes, dtype=out.dtype, device=out.device)
-            else:
-                weights, degrees = graphs, graphs.row_sums().to(device=out.device, dtype=out.dtype)
-            degrees = degrees.unsqueeze(-1)
+            normalized = self.diffusion.laplacian == "normalized"
             for _ in range(self.num_steps):
                 if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "before":
                     out = torch.nn.functional.dropout(out, self.diffusion.dropout)
-                out = out - time_step * (degrees * out - weights.propagate(out))
+                out = out - time_step * graphs.laplacian(out, normalized=normalized)
                 if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "after":
                     out = torch.nn.functional.dropout(out, self.diffusion.dropout)
         if self.head is not None:

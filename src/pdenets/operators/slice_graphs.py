@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 
 from .._checks import check_positive_int
-from .graph import GraphLike, as_weight_matrix, is_dense
+from .graph import GraphLike, as_weight_matrix, is_dense, remove_self_loops, row_sums, symmetric_normalize
 from .sparse import SparseMatrix
 
 __all__ = ["SliceGraphs", "gcn_propagation_matrix", "chebyshev_propagation_matrix"]
@@ -70,8 +70,7 @@ class _Shared:
     def row_sums(self) -> torch.Tensor:
         """``(G, N)`` row sums of every graph."""
         if self.degrees is None:
-            self.degrees = torch.stack([torch.sparse.sum(g, 1).to_dense() if g._nnz() else
-                                        torch.zeros(g.shape[0], dtype=g.dtype) for g in self.graphs])
+            self.degrees = torch.stack([row_sums(graph) for graph in self.graphs])
         return self.degrees
 
 
@@ -161,6 +160,13 @@ class SliceGraphs:
         """``(S, N)``: the row sums of each slice's graph (the degrees of the Laplacian ``Λ − W``)."""
         return self._shared.row_sums()[self.ids]
 
+    def laplacian(self, x: torch.Tensor, *, normalized: bool = False) -> torch.Tensor:
+        """``L_{g(s)} X[s]`` for ``x (S, N, C)``: ``(Λ − W) X``, or ``(I − Λ^{-1/2} W Λ^{-1/2}) X`` when
+        ``normalized``; an explicit diffusion step is ``x − γ · laplacian(x)``."""
+        if normalized:
+            return x - self.normalized("symmetric", symmetric_normalize).propagate(x)
+        return self.row_sums().to(device=x.device, dtype=x.dtype).unsqueeze(-1) * x - self.propagate(x)
+
     def block_diagonal(self) -> SparseMatrix:
         """The ``S·N × S·N`` block-diagonal matrix of the slices' graphs (built once, by index arithmetic)."""
         if self._block is None:
@@ -195,16 +201,6 @@ class SliceGraphs:
         return f"SliceGraphs(slices={self.num_slices}, nodes={self.num_nodes}, distinct graphs={self.num_graphs})"
 
 
-def _row_sums(weights: torch.Tensor) -> torch.Tensor:
-    return torch.zeros(weights.shape[0], dtype=weights.dtype).index_add_(0, weights.indices()[0], weights.values())
-
-
-def _without_self_loops(weights: torch.Tensor) -> torch.Tensor:
-    weights = weights.coalesce()
-    keep = weights.indices()[0] != weights.indices()[1]
-    return torch.sparse_coo_tensor(weights.indices()[:, keep], weights.values()[keep], weights.shape).coalesce()
-
-
 def gcn_propagation_matrix(weights: torch.Tensor) -> torch.Tensor:
     r"""``P = D^{-1/2} (Wᵀ + I') D^{-1/2}``, ``D = diag(Σ_j (W + I')_{ji})``: PyTorch Geometric's ``GCNConv``.
 
@@ -233,9 +229,9 @@ def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0)
     as PyG does, to messages from ``i`` to ``j`` along ``w_ij`` (so the product is with the
     transpose). With ``λ_max = 2``: ``L̂ = −D^{-1/2} Wᵀ D^{-1/2}``.
     """
-    weights = _without_self_loops(weights)
+    weights = remove_self_loops(weights)
     nodes = weights.shape[0]
-    degree = _row_sums(weights)
+    degree = row_sums(weights)
     scale = torch.where(degree > 0, degree.clamp_min(1e-300).rsqrt(), torch.zeros_like(degree))
     rows, cols = weights.indices()
     factor = 2.0 / float(lambda_max)

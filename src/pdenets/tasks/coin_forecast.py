@@ -33,7 +33,6 @@ Temporal's datasets, or a CSV folder) runs the same way.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +44,11 @@ import torch
 from ..data import paths
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, forecast_windows, load_temporal
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.plots import plt
+from ..experiments.forecast_figures import forecast_figure, graph_figure, horizon_figure
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_task
-from ..experiments.training import EarlyStopping
+from ..experiments.training import fit_steps
 from ..models.registry import create_model
 from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
 from ..operators.slice_graphs import SliceGraphs
@@ -289,7 +288,6 @@ def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) 
         raise ConfigError(f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
                           f"{len(val_origins)} validation origins; a learned model needs both")
     per_batch = max(1, training["batch_rows"] // nodes)
-    generator = torch.Generator().manual_seed(spec.seed)
 
     def predict(origins: torch.Tensor) -> torch.Tensor:
         """Forecasts of ``origins`` without autograd, a few batches' worth of origins at a time."""
@@ -305,43 +303,16 @@ def _learned(spec: ForecastJob, data: Dict[str, Any], training: Dict[str, Any]) 
     weights = [p for name, p in model.named_parameters() if name != "step_logit"]
     groups = [{"params": weights}] + ([{"params": step_logit, "weight_decay": 0.0}] if step_logit else [])
     optimizer = torch.optim.Adam(groups, lr=training["lr"], weight_decay=training["weight_decay"])
-    # keeps the best state; the stopping rule counts steps, not validations (a pass can be a single step)
-    stopping = EarlyStopping(2**62, monitors={"val": "min"})
-    curve: List[Dict[str, Any]] = []
-    steps, running, stop, best_pass, improved_at, reference = 0, [], False, 0, 0, math.inf
-    for epoch in range(1, training["epochs"] + 1):
-        order = train_origins[torch.randperm(len(train_origins), generator=generator)]
-        batches = order.split(per_batch)
-        for index, batch in enumerate(batches):
-            model.train()
-            optimizer.zero_grad()
-            loss = _masked_mse(model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch])
-            if not torch.isfinite(loss):
-                stop = True
-                break
-            loss.backward()
-            optimizer.step()
-            steps += 1
-            running.append(float(loss.detach()))
-            if steps % training["eval_steps"] == 0 or index == len(batches) - 1:
-                val = validate()
-                curve.append({"step": steps, "epoch": epoch, "train": float(np.mean(running)), "val": val})
-                running = []
-                if val <= stopping.best["val"]:
-                    best_pass = epoch
-                stopping.update(steps, {"val": val}, model)
-                if val < reference * (1 - training["min_improvement"]):
-                    reference, improved_at = val, steps
-                if steps - improved_at >= training["patience"]:
-                    stop = True
-                    break
-        if stop:
-            break
-    if stopping.best_state is not None:
-        stopping.restore(model)
+    fitted = fit_steps(
+        model, optimizer, train_origins,
+        lambda batch: _masked_mse(model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch]),
+        validate, batch_size=per_batch, max_epochs=training["epochs"], eval_steps=training["eval_steps"],
+        patience=training["patience"], min_improvement=training["min_improvement"],
+        generator=torch.Generator().manual_seed(spec.seed))
     prediction = predict(torch.arange(len(inputs))).to(device="cpu", dtype=torch.float64)
-    info = {"epochs": curve[-1]["epoch"] if curve else 0, "steps": steps, "best_step": stopping.best_epoch,
-            "best_epoch": best_pass, "validations": len(curve), "curve": curve[::max(1, len(curve) // 40)]}
+    curve = fitted.curve
+    info = {"epochs": fitted.epochs, "steps": fitted.steps, "best_step": fitted.best_step,
+            "best_epoch": fitted.best_epoch, "validations": len(curve), "curve": curve[::max(1, len(curve) // 40)]}
     if getattr(model, "learn_step_size", False):
         info["learned_step_size"] = model.step_size
     return prediction, info
@@ -366,10 +337,9 @@ def _metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, Any]:
 def diffuse_forecasts(prediction: torch.Tensor, graphs: SliceGraphs, step_size: float, num_steps: int
                       ) -> torch.Tensor:
     """``r`` explicit steps ``Y ← Y − γ L Y`` of forecasts ``(S, N, H)``, each origin on its own graph."""
-    degrees = graphs.row_sums().to(prediction.dtype).unsqueeze(-1)
     out = prediction
     for _ in range(num_steps):
-        out = out - step_size * (degrees * out - graphs.propagate(out))
+        out = out - step_size * graphs.laplacian(out)
     return out
 
 
@@ -609,16 +579,16 @@ def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
                                  + (" (by more than one std)." if verdict["clearly"] else "."))
             if protocol == "ours":
                 key = "mae_raw_by_horizon" if raw else "mae_by_horizon"
-                figures[f"{dataset}-horizons"] = _horizon_figure(models, order, key, dataset, run_dir)
+                figures[f"{dataset}-horizons"] = horizon_figure(models, order, key, dataset, run_dir,
+                                                                f"{dataset}-horizons.png")
                 report.figure(figures[f"{dataset}-horizons"],
                               f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
                               "mean over seeds.")
-            forecast = _forecast_figure(records, dataset, protocol, order, run_dir, task, sources)
+            forecast, graph = _series_figures(records, dataset, protocol, order, run_dir, task, sources)
             if forecast:
                 figures[f"{dataset}-{protocol}-forecasts"] = forecast
                 report.figure(forecast, f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
                                         "four regions with the most cases, truth in black (seed 0 of each model).")
-            graph = _graph_figure(records, dataset, protocol, run_dir, task, sources)
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
                 report.figure(graph, f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
@@ -627,25 +597,6 @@ def _write_report(task: CoinForecastTask, results, records, run_dir) -> None:
                                      "degree, edges = diffusion weights averaged over the days (those above 0.02 "
                                      "where the graph varies). Where diffusion changes the forecasts most.")
     report.write(run_dir)
-
-
-_COLORS = {"last-value": "#999999", "moving-average": "#bbbb55", "linear": "#1f77b4", "window-mlp": "#ff7f0e",
-           "coin-forecast": "#d62728", "window-gcn": "#2ca02c", "gconv-gru": "#9467bd"}
-
-
-def _horizon_figure(models, order, key, dataset, run_dir) -> str:
-    fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
-    for model in order:
-        if model in models and key in models[model]:
-            values = models[model][key]
-            ax.plot(range(1, len(values) + 1), values, "o-", label=model, color=_COLORS.get(model),
-                    linewidth=2.5 if model == "coin-forecast" else 1.2)
-    ax.set_xlabel("horizon")
-    ax.set_ylabel("test MAE")
-    ax.set_title(dataset)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return run_dir.save_figure(fig, f"{dataset}-horizons.png")
 
 
 def _series_for(task: CoinForecastTask, dataset: str, protocol: str, sources: Dict[str, str]
@@ -668,62 +619,24 @@ def _seed_zero(records, dataset, protocol, model):
     return found[0] if found else None
 
 
-def _forecast_figure(records, dataset, protocol, order, run_dir, task, sources) -> Optional[str]:
+def _series_figures(records, dataset, protocol, order, run_dir, task, sources) -> Tuple[Optional[str], Optional[str]]:
+    """The forecasts figure and the graph figure of one dataset and protocol (the protocol prepared once)."""
     data = _series_for(task, dataset, protocol, sources)
     if data is None:
-        return None
-    series, mean, std = data["series"], data["mean"], data["std"]
-    regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
-    fig, axes = plt.subplots(1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False)
-    for column, region in enumerate(regions):
-        ax = axes[0][column]
-        shown = False
-        for model in order:
-            record = _seed_zero(records, dataset, protocol, model)
-            if not record or not record["test_forecast"]["steps"]:
-                continue
-            steps = record["test_forecast"]["steps"]
-            values = np.asarray(record["test_forecast"]["values"])[:, region] * float(std[region]) + float(mean[region])
-            ax.plot(steps, values, color=_COLORS.get(model), label=model,
-                    linewidth=2.2 if model == "coin-forecast" else 1.0, alpha=0.9)
-            if not shown:
-                ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
-                shown = True
-        ax.set_title(f"region {region}", fontsize=9)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
-    axes[0][-1].legend(fontsize=7)
-    return run_dir.save_figure(fig, f"{dataset}-{protocol}-forecasts.png")
-
-
-def _graph_figure(records, dataset, protocol, run_dir, task, sources) -> Optional[str]:
-    coin, plain = (_seed_zero(records, dataset, protocol, m) for m in ("coin-forecast", "window-mlp"))
-    data = _series_for(task, dataset, protocol, sources) if coin and plain else None
-    if data is None or not coin["test_forecast"]["steps"]:
-        return None
+        return None, None
     series = data["series"]
-    change = (np.asarray(coin["test_forecast"]["values"]) - np.asarray(plain["test_forecast"]["values"]))
+    forecasts = {model: record["test_forecast"] for model in order
+                 if (record := _seed_zero(records, dataset, protocol, model)) and record["test_forecast"]["steps"]}
+    forecast = forecast_figure(series, data["mean"], data["std"], forecasts, run_dir,
+                               f"{dataset}-{protocol}-forecasts.png")
+    if "coin-forecast" not in forecasts or "window-mlp" not in forecasts:
+        return forecast, None
+    change = np.asarray(forecasts["coin-forecast"]["values"]) - np.asarray(forecasts["window-mlp"]["values"])
     change = np.abs(change * data["std"].numpy()[None, :]).mean(0)
-    import networkx  # a dependency of torch
-
-    nodes = series.num_nodes
     steps = range(series.num_steps) if series.time_varying else [0]
-    dense = sum(_diffusion_graph(series.graph_at(step), nodes).to_dense() for step in steps) / len(steps)
+    dense = sum(_diffusion_graph(series.graph_at(step), series.num_nodes).to_dense() for step in steps) / len(steps)
     dense = ((dense + dense.T) / 2).numpy()  # the diffusion weights (rows sum to 1), averaged over the days
-    graph = networkx.Graph()
-    graph.add_nodes_from(range(nodes))
-    rows, cols = np.nonzero(np.triu(dense, 1) > (0.02 if series.time_varying else 0))
-    graph.add_weighted_edges_from((int(i), int(j), float(dense[i, j])) for i, j in zip(rows, cols))
-    layout = networkx.spring_layout(graph, seed=0, weight="weight")
-    position = np.asarray([layout[node] for node in range(nodes)])
-    fig, ax = plt.subplots(figsize=(6, 5), layout="constrained")
-    for i, j in zip(rows, cols):
-        ax.plot(position[[i, j], 0], position[[i, j], 1], color="#cccccc", linewidth=0.3 + 3 * dense[i, j], zorder=1)
-    degree = np.asarray([graph.degree(node) for node in range(nodes)])
-    points = ax.scatter(position[:, 0], position[:, 1], c=change, s=15 + 4 * degree, cmap="viridis", zorder=2,
-                        edgecolors="k", linewidths=0.3)
-    fig.colorbar(points, ax=ax, label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""))
-    ax.set_xticks([]), ax.set_yticks([])
-    ax.set_title(f"{dataset}: where diffusion changes the forecasts")
-    return run_dir.save_figure(fig, f"{dataset}-{protocol}-graph.png")
+    graph = graph_figure(dense, change, 0.02 if series.time_varying else 0.0, run_dir,
+                         f"{dataset}-{protocol}-graph.png", title=f"{dataset}: where diffusion changes the forecasts",
+                         label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""))
+    return forecast, graph

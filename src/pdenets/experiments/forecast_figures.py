@@ -1,0 +1,90 @@
+"""Figures of forecasting reports: errors per horizon, forecasts against the truth, a region graph.
+
+Drawing only: every function takes the numbers to plot and a run folder, saves one PNG and
+returns its name. Colours are fixed per model so that the figures of one report agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .plots import plt
+
+__all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure"]
+
+#: one colour per forecaster, the same in every figure
+FORECAST_COLORS = {"last-value": "#999999", "moving-average": "#bbbb55", "linear": "#1f77b4",
+                   "window-mlp": "#ff7f0e", "coin-forecast": "#d62728", "window-gcn": "#2ca02c",
+                   "gconv-gru": "#9467bd"}
+_HIGHLIGHT = "coin-forecast"
+
+
+def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str], key: str, title: str, run_dir,
+                   filename: str) -> str:
+    """Test error per horizon (``models[m][key]``, a list) of every model in ``order``."""
+    fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
+    for model in order:
+        if model in models and key in models[model]:
+            values = models[model][key]
+            ax.plot(range(1, len(values) + 1), values, "o-", label=model, color=FORECAST_COLORS.get(model),
+                    linewidth=2.5 if model == _HIGHLIGHT else 1.2)
+    ax.set_xlabel("horizon")
+    ax.set_ylabel("test MAE")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return run_dir.save_figure(fig, filename)
+
+
+def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Dict[str, Dict[str, Any]], run_dir,
+                    filename: str) -> str:
+    """Horizon-1 forecasts (``forecasts[model] = {"steps", "values"}`` in scaled units) of the four regions
+    with the most cases, unscaled with ``mean``/``std``, beside the truth of ``series``."""
+    regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
+    fig, axes = plt.subplots(1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False)
+    for column, region in enumerate(regions):
+        ax = axes[0][column]
+        shown = False
+        for model, forecast in forecasts.items():
+            steps = forecast["steps"]
+            values = np.asarray(forecast["values"])[:, region] * float(std[region]) + float(mean[region])
+            ax.plot(steps, values, color=FORECAST_COLORS.get(model), label=model,
+                    linewidth=2.2 if model == _HIGHLIGHT else 1.0, alpha=0.9)
+            if not shown:
+                ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
+                shown = True
+        ax.set_title(f"region {region}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
+    axes[0][-1].legend(fontsize=7)
+    return run_dir.save_figure(fig, filename)
+
+
+def graph_figure(weights: np.ndarray, colour: np.ndarray, threshold: float, run_dir, filename: str, *, title: str,
+                 label: str) -> str:
+    """A force-directed drawing of the symmetric ``weights`` (edges above ``threshold``), nodes coloured by
+    ``colour`` and sized by degree."""
+    import networkx  # a dependency of torch
+
+    nodes = weights.shape[0]
+    graph = networkx.Graph()
+    graph.add_nodes_from(range(nodes))
+    rows, cols = np.nonzero(np.triu(weights, 1) > threshold)
+    graph.add_weighted_edges_from((int(i), int(j), float(weights[i, j])) for i, j in zip(rows, cols))
+    layout = networkx.spring_layout(graph, seed=0, weight="weight")
+    position = np.asarray([layout[node] for node in range(nodes)])
+    fig, ax = plt.subplots(figsize=(6, 5), layout="constrained")
+    for i, j in zip(rows, cols):
+        ax.plot(position[[i, j], 0], position[[i, j], 1], color="#cccccc", linewidth=0.3 + 3 * weights[i, j],
+                zorder=1)
+    degree = np.asarray([graph.degree(node) for node in range(nodes)])
+    points = ax.scatter(position[:, 0], position[:, 1], c=colour, s=15 + 4 * degree, cmap="viridis", zorder=2,
+                        edgecolors="k", linewidths=0.3)
+    fig.colorbar(points, ax=ax, label=label)
+    ax.set_xticks([]), ax.set_yticks([])
+    ax.set_title(title)
+    return run_dir.save_figure(fig, filename)
