@@ -197,3 +197,27 @@ def test_a_lazy_module_imports_on_first_use_and_then_behaves_as_the_module():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[False,", "False]", "Agg", "Figure", "(2,", "3)", "<lazy", "module",
                                      "'scipy.sparse'", "(imported)>"]
+
+
+def test_precedence_quick_then_config_files_in_order_then_flags_then_set(tmp_path, capsys):
+    """Overlapping keys at every layer: --quick's base < first --config < second --config < a field flag
+    < --set (later --set wins)."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("count: 3\nscale: 0.5\nsleep: 0.25\n")
+    second.write_text("count: 5\nscale: 0.75\n")
+
+    def printed(*extra):
+        code, out, err = run(capsys, "run", "toy", "--quick", *extra, "--print-config")
+        assert code == 0, err
+        return yaml.safe_load(out)
+
+    assert printed()["count"] == 2
+    assert printed("--config", str(first))["count"] == 3
+    both = printed("--config", str(first), "--config", str(second))
+    assert (both["count"], both["scale"], both["sleep"]) == (5, 0.75, 0.25)
+    reverse = printed("--config", str(second), "--config", str(first))
+    assert (reverse["count"], reverse["scale"]) == (3, 0.5)
+    flagged = printed("--config", str(first), "--config", str(second), "--n", "8")
+    assert (flagged["count"], flagged["scale"]) == (8, 0.75)
+    last = printed("--config", str(first), "--n", "8", "--set", "count=9", "--set", "count=10", "--scale", "2")
+    assert (last["count"], last["scale"]) == (10, 2.0)

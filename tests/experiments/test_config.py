@@ -162,3 +162,25 @@ def test_device_checks():
             check_device("cuda")
     with pytest.raises(ConfigError, match="workers must be >= 0"):
         Demo(workers=-1).validate()
+
+
+def test_overlapping_keys_later_files_win_then_overrides_in_order(tmp_path):
+    """Every layer sets the same keys: the last file beats the first, an override beats both, and of two
+    overrides of one key the later wins (also for one entry of a nested setting)."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("epochs: 4\nrate: 0.1\nnested:\n  moon:\n    steps: 5\n    rate: 0.2\n")
+    second.write_text("epochs: 7\nnested:\n  moon:\n    steps: 8\n")
+    config = resolve_config(Demo, files=[first, second])
+    assert (config.epochs, config.rate, config.nested["moon"]) == (7, 0.1, Steps(8, 0.2))
+    config = resolve_config(Demo, files=[second, first])
+    assert (config.epochs, config.nested["moon"]) == (4, Steps(5, 0.2))
+    config = resolve_config(Demo, files=[first, second], overrides=["epochs=9", "nested.moon.steps=11", "epochs=12"])
+    assert (config.epochs, config.rate, config.nested["moon"]) == (12, 0.1, Steps(11, 0.2))
+
+
+def test_files_start_from_the_base_and_lists_are_replaced_not_joined(tmp_path):
+    base = Demo(epochs=2, seeds=[1, 2, 3], names=["circle"])
+    path = tmp_path / "c.yaml"
+    path.write_text("seeds: [9]\n")
+    config = resolve_config(Demo, base=base, files=[path])
+    assert (config.epochs, config.seeds, config.names) == (2, [9], ["circle"])
