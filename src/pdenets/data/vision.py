@@ -19,7 +19,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -28,7 +28,8 @@ from .errors import DatasetError, DatasetNotFoundError
 from .limits import check_allocation
 from .paths import DATA_ENV_VAR, resolve_data_dir
 
-__all__ = ["ImageData", "load_mnist", "load_cifar10", "pad_crop_flip", "mean_image", "CIFAR10_CLASSES",
+__all__ = ["ImageData", "load_mnist", "load_cifar10", "load_cifar10_centred", "pad_crop_flip", "mean_image",
+           "CIFAR10_CLASSES",
            "CIFAR_TRAIN", "CIFAR_HELD_OUT"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -146,3 +147,23 @@ def pad_crop_flip(images: torch.Tensor, generator: torch.Generator, *, pad: int 
 def mean_image(images: torch.Tensor) -> torch.Tensor:
     """The per-pixel mean of a training set, ``(C, H, W)``."""
     return images.mean(0)
+
+
+def load_cifar10_centred(data_dir=None, *, train_limit: Optional[int] = None, test_limit: Optional[int] = None
+                         ) -> Tuple[ImageData, Dict[str, ImageData]]:
+    """The CIFAR-10 protocol of the papers at our data's scale: the first 40,000 training images (or
+    ``train_limit``) centred by their per-pixel mean, and the test sets ``"held-out"`` (the last 10,000
+    training images, or the first ``test_limit`` of them) and ``"official"`` (the 1,000 official test
+    images), centred by the **same training mean**.
+
+    Example:
+        >>> train, tests = load_cifar10_centred(train_limit=1000, test_limit=500)  # doctest: +SKIP
+        >>> train.images.shape, sorted(tests), tests["held-out"].images.shape
+        (torch.Size([1000, 3, 32, 32]), ['held-out', 'official'], torch.Size([500, 3, 32, 32]))
+    """
+    train = load_cifar10("train", data_dir, limit=train_limit)
+    mean = mean_image(train.images)
+    tests = {name: load_cifar10(split, data_dir, limit=limit)
+             for name, split, limit in (("held-out", "heldout", test_limit), ("official", "official", None))}
+    return (ImageData(train.images - mean, train.labels, train.name),
+            {name: ImageData(test.images - mean, test.labels, test.name) for name, test in tests.items()})

@@ -32,7 +32,7 @@ from ..analysis.robustness import robustness_curve
 from ..analysis.tracks import project_tracks, record_tracks, select_blocks
 from ..analysis.transport import (line_shape_ratio, line_shape_score, optimal_transport_score,
                                   segment_proportions)
-from ..data.vision import ImageData, load_cifar10, load_mnist, mean_image, pad_crop_flip
+from ..data.vision import ImageData, load_cifar10_centred, load_mnist, pad_crop_flip
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
 from ..experiments.report import Report
@@ -178,13 +178,8 @@ def _load(dataset: str, train_limit: Optional[int], test_limit: Optional[int], d
             train = ImageData(train.images[:train_limit], train.labels[:train_limit], train.name)
             tests = {"test": ImageData(test.images[:test_limit], test.labels[:test_limit], test.name)}
         else:
-            train = load_cifar10("train", data_dir, limit=train_limit)
-            mean = mean_image(train.images)
-            held_out = load_cifar10("heldout", data_dir, limit=test_limit)
-            official = load_cifar10("official", data_dir)
-            train = ImageData(train.images - mean, train.labels, train.name)
-            tests = {"test": ImageData(held_out.images - mean, held_out.labels, held_out.name),
-                     "official": ImageData(official.images - mean, official.labels, official.name)}
+            train, centred = load_cifar10_centred(data_dir, train_limit=train_limit, test_limit=test_limit)
+            tests = {"test": centred["held-out"], "official": centred["official"]}
         _DATA.clear()
         _DATA[key] = {"train": train, "tests": tests}
     return _DATA[key]

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..data.canvas import LABELS, canvas_classes, two_digit_canvases
-from ..data.vision import ImageData, load_cifar10, load_mnist, mean_image, pad_crop_flip
+from ..data.vision import ImageData, load_cifar10, load_cifar10_centred, load_mnist, pad_crop_flip
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.distributed import distributed_context
 from ..experiments.plots import plt
@@ -160,12 +160,9 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
     if key in _DATA:
         return _DATA[key]
     if name == "cifar10":
-        train = load_cifar10("train", data_dir, limit=data.get("train_limit"))
-        mean = mean_image(train.images)
-        result = {"train": ImageData(train.images - mean, train.labels, train.name),
-                  "tests": {"held-out": _shift(load_cifar10("heldout", data_dir, limit=data.get("test_limit")),
-                                                      mean),
-                            "official": _shift(load_cifar10("official", data_dir), mean)},
+        train, tests = load_cifar10_centred(data_dir, train_limit=data.get("train_limit"),
+                                            test_limit=data.get("test_limit"))
+        result = {"train": train, "tests": tests,
                   "classes": 10, "channels": 3, "size": 32, "augment": True, "segmentation": False,
                   "head": "pool"}
     else:
@@ -183,10 +180,6 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
                   "augment": False, "segmentation": segmentation, "head": "global"}
     _DATA[key] = result
     return result
-
-
-def _shift(data: ImageData, mean: torch.Tensor) -> ImageData:
-    return ImageData(data.images - mean, data.labels, data.name)
 
 
 def build_model(name: str, architecture: Dict[str, Any], *, channels: int, classes: int, size: int,
