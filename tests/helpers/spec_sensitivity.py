@@ -3,15 +3,18 @@
 A setting can reach the job spec (and so the store key) without reaching the arithmetic — e.g. a
 weight decay never passed to the optimizer. Then every value of it trains alike, the study is
 wrong, and tests that check only ranges pass. :func:`assert_every_key_setting_matters` runs the
-job once as given and once per key setting changed (a nested ``((name, value), ...)`` setting
-or mapping setting one entry at a time), and fails listing the settings whose change left the record unchanged, and
+job once as given and once per key setting changed (a nested ``((name, value), ...)`` setting,
+mapping setting or frozen dataclass setting one entry at a time), and fails listing the settings whose change left the record unchanged, and
 those it could not change (give them in ``changes`` or ``skip`` them with a reason).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Dict, Iterable, List, Mapping
+
+import numpy as np
 
 
 def _is_pairs(value: Any) -> bool:
@@ -29,6 +32,20 @@ def _default_change(value: Any):
     return None
 
 
+def _equal(first: Any, second: Any) -> bool:
+    """Equality that looks inside dicts, sequences, arrays and tensors (NaN equals NaN)."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(_equal(first[key], second[key]) for key in first)
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return len(first) == len(second) and all(_equal(a, b) for a, b in zip(first, second))
+    if hasattr(first, "shape") or hasattr(second, "shape"):
+        first, second = np.asarray(first), np.asarray(second)
+        return first.shape == second.shape and bool(np.array_equal(first, second, equal_nan=first.dtype.kind == "f"))
+    if isinstance(first, float) and isinstance(second, float) and math.isnan(first) and math.isnan(second):
+        return True
+    return first == second
+
+
 def _comparable(record: Dict[str, Any], ignore: Iterable[str]) -> Dict[str, Any]:
     return {key: value for key, value in record.items() if key not in set(ignore)}
 
@@ -42,7 +59,7 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
     Args:
         run: the task's ``run_job``.
         spec: a frozen dataclass job spec; fields with ``metadata={"key": False}`` are not part of the key.
-        changes: ``"field"`` or ``"field.entry"`` → the value to try (default: ints + 1, floats × 1.5,
+        changes: ``"field"`` or ``"field.entry"`` (an entry of a pairs, mapping or dataclass setting) → the value to try (default: ints + 1, floats × 1.5,
             booleans flipped).
         skip: ``"field"`` or ``"field.entry"`` → why it is not checked here (e.g. ``"device": "CPU only"``).
         ignore: record fields that vary between identical runs (timings).
@@ -50,7 +67,7 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
     changes, skip = dict(changes or {}), dict(skip or {})
     base = _comparable(run(spec), ignore)
     again = _comparable(run(spec), ignore)
-    varying = sorted(key for key in set(base) | set(again) if base.get(key) != again.get(key))
+    varying = sorted(key for key in set(base) | set(again) if not _equal(base.get(key), again.get(key)))
     assert not varying, (f"the same spec gave different {varying} in two runs: pass them in ignore= (timings) or fix "
                          "the nondeterminism; otherwise no change can be told from noise")
     unchanged: List[str] = []
@@ -59,7 +76,18 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
         if field.metadata.get("key", True) is False or field.name in skip:
             continue
         value = getattr(spec, field.name)
-        if _is_pairs(value) or isinstance(value, Mapping):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            candidates = []
+            for inner in dataclasses.fields(value):
+                name = f"{field.name}.{inner.name}"
+                if name in skip or inner.metadata.get("key", True) is False:
+                    continue
+                new = changes.get(name, _default_change(getattr(value, inner.name)))
+                if new is None:
+                    unchangeable.append(name)
+                    continue
+                candidates.append((name, dataclasses.replace(value, **{inner.name: new})))
+        elif _is_pairs(value) or isinstance(value, Mapping):
             entries = list(value.items()) if isinstance(value, Mapping) else list(value)
             candidates = []
             for position, (entry, entry_value) in enumerate(entries):
@@ -80,7 +108,7 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
             candidates = [(field.name, new)]
         for name, new in candidates:
             record = _comparable(run(dataclasses.replace(spec, **{field.name: new})), ignore)
-            if record == base:
+            if _equal(record, base):
                 unchanged.append(name)
     assert not unchangeable, f"give a change (or a reason to skip) for the key setting(s) {unchangeable}"
     assert not unchanged, f"setting(s) {unchanged} reach the job spec but not the result: every value computes alike"

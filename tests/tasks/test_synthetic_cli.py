@@ -115,3 +115,26 @@ def test_diverging_run_stops_cleanly_and_keeps_its_last_finite_state(num_steps):
     later = [e for e in (0, 5, 10) if e >= diverged]
     assert all(torch.equal(torch.as_tensor(record["snapshots"][later[0]]), torch.as_tensor(record["snapshots"][e]))
                for e in later)
+
+
+def test_every_setting_of_a_synthetic_job_reaches_the_result():
+    """Classification and XOR jobs: each key setting (nested ones entry by entry) changes the record."""
+    from pdenets.tasks.synthetic import XorJob
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    hp = SyntheticHyperparameters(n_top=8, sigma=0.5, step_size=0.5, num_steps=3, lr=0.5)
+    spec = ClassificationJob("moon", 0, "sgd-momentum", 0.9, "diff-resnet", hp,
+                             TrainingProtocol(30, 30, 4, 2, 5e-4, "float32"), GraphConvention(True, "row"),
+                             (0, 2), "cpu")
+    assert_every_key_setting_matters(
+        SyntheticTask.run_job, spec,
+        changes={"dataset": "circle", "variant": "resnet", "protocol.dtype": "float64", "protocol.epochs": 6,
+                 "protocol.paper_epochs": 3, "graph.normalization": "symmetric", "snapshot_epochs": (0, 4),
+                 "hyperparameters.sigma": 0.25},
+        skip={"device": "one device on a CPU-only machine",
+              "optimizer": "the name of the optimizer entry; its momentum is the setting and is checked"})
+    xor = XorJob(0, 20, 6, 0.5, 0.5, 4, (1, 2), GraphConvention(False, "row"), "cpu")
+    assert_every_key_setting_matters(
+        SyntheticTask.run_job, xor, changes={"report_steps": (1, 3), "graph.normalization": "symmetric"},
+        skip={"device": "one device on a CPU-only machine"})

@@ -235,7 +235,7 @@ def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
     torch.manual_seed(spec.seed)
     num_steps = hp.num_steps if spec.variant == "diff-resnet" else 0
     model = create_model(_MODEL[spec.variant], in_features=2, num_classes=2, num_steps=num_steps,
-                         step_size=hp.step_size).to(spec.device)
+                         step_size=hp.step_size).to(spec.device, getattr(torch, protocol.dtype))
     optimizer = torch.optim.SGD(model.parameters(), lr=hp.lr, momentum=spec.momentum,
                                 weight_decay=protocol.weight_decay)
     snapshots: Dict[int, np.ndarray] = {}
