@@ -118,3 +118,33 @@ def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys
         code = main(["run", "few-shot", "--dataset", features, "--out", str(out), "--no-progress"] + argv)
         assert code == 2 and message in capsys.readouterr().err, argv
     assert not out.exists()
+
+
+@pytest.mark.parametrize("method", ["prototype", "diffusion", "convection", "external", "internal"])
+def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
+    """Each key setting of an episode job, method settings and preprocessing entry by entry, changes the
+    accuracies or the mean log-likelihood of the true class."""
+    import dataclasses
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    task = small(features, methods=[method], shots=[1], tasks=6, tasks_per_job=6)
+    task.prepare()
+    spec = dataclasses.replace(task.jobs()[0], preprocessing=dataclasses.replace(task.jobs()[0].preprocessing,
+                                                                                 centre=True))
+    assert_every_key_setting_matters(
+        FewShotTask.run_job, spec,
+        changes={"settings.init": "random", "settings.knn": 5, "settings.n_top": 6, "settings.num_steps": 3,
+                 "settings.epochs": 5, "settings.lr": 0.5, "settings.weight_decay": 0.1, "settings.temperature": 1.0,
+                 "settings.momentum": 0.0, "settings.lam": 2.0, "settings.mu": 0.5, "settings.alpha": 0.5,
+                 "settings.sigma_neighbor": 2, "settings.step_size": 0.9, "settings.iterations": 1},
+        skip={"device": "one device on a CPU-only machine",
+              "method": "each method has its own settings; the five are checked one by one",
+              "study": "the study a job belongs to (a table's name); its settings are checked",
+              "dataset": "the features file's display name; the data is the fingerprinted file",
+              "fingerprint": "identifies the features file, which is read from the non-key path",
+              "variable": "the studied value shown in the table; it is one of the settings checked",
+              **({"preprocessing.rectify": "jobs of a method that reads no prototypes carry it off "
+                                           "(Preprocessing.for_method); its own settings.rectify is checked"}
+                 if method == "diffusion" else {})},
+        ignore=("seconds", "seconds_per_task"))

@@ -209,8 +209,11 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
                              base_mean=features.mean_of_base(), seeds=_task_seeds(spec.seed, tasks),
                              chunk_size=spec.chunk_size)
     seconds = time.perf_counter() - start
-    correct = (probabilities.argmax(2).cpu() == episodes.query_labels).double().mean(1)
-    return {"accuracies": correct.tolist(), "seconds": seconds, "seconds_per_task": seconds / len(tasks)}
+    probabilities = probabilities.cpu().double()
+    correct = (probabilities.argmax(2) == episodes.query_labels).double().mean(1)
+    true_class = probabilities.gather(2, episodes.query_labels.unsqueeze(2)).squeeze(2)
+    return {"accuracies": correct.tolist(), "log_likelihoods": true_class.clamp_min(1e-300).log().mean(1).tolist(),
+            "seconds": seconds, "seconds_per_task": seconds / len(tasks)}
 
 
 def _pca(points: torch.Tensor, components: int = 2) -> torch.Tensor:
