@@ -77,3 +77,29 @@ def test_bad_configs_are_refused(changes, message):
 def test_cli_refuses_a_model_typo_in_one_line(capsys):
     assert main(["run", "image-classification", "--model", "hamiltonian-47", "--out", "unused"]) == 2
     assert "hamiltonian-47" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+@pytest.mark.parametrize("model", ["hamiltonian-74-fractional", "resnet-44"])
+def test_every_setting_of_an_image_job_reaches_the_result(model):
+    """Each key setting (architecture, training and data entry by entry) changes the record; a job's key holds
+    only the settings its network is built and trained with."""
+    from pdenets.tasks.image_classification import run_image_job
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    config = ImageClassificationConfig(datasets=["canvas"], models=[model], seeds=[0], canvas_train=40,
+                                       canvas_test=10, canvas_size=40, min_distance=10.0,
+                                       **{**TINY, "batch_size": 20, "resnet_widths": [2, 4, 4],
+                                          "units": [2, 1]})  # two blocks in a unit: a smoothness penalty
+    spec = ImageClassificationTask(config).jobs()[0]
+    assert {"l2_resnet"} - {key for key, _ in spec.training} == {"l2_resnet"}
+    assert_every_key_setting_matters(
+        run_image_job, spec,
+        changes={"dataset": "canvas-segmentation", "architecture.units": (1, 2), "architecture.widths": (4, 6),
+                 "architecture.resnet_widths": (2, 4, 6), "architecture.resnet_depth": 14,
+                 "architecture.subsample": 1, "training.batch_size": 10, "training.momentum": 0.5,
+                 "data.min_distance": 12.0, "data.canvas_size": 44, "training.l2": 0.5},
+        skip={"device": "one device on a CPU-only machine",
+              "model": "each model has its own settings; two are checked one by one"},
+        ignore=("seconds",))

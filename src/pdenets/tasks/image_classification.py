@@ -42,7 +42,6 @@ from ..experiments.report import Report
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, mean_iou, train_epoch
-from ..models.hamiltonian import HamiltonianNet
 from ..models.registry import create_model, list_models, model_entry
 from ..nn.nonlocal_block import NonlocalBlock
 
@@ -182,29 +181,48 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
     return result
 
 
+def model_architecture(name: str, architecture: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings of ``architecture`` that network ``name`` is built with (and so its job key holds)."""
+    if name.startswith("hamiltonian"):
+        used = ["units", "widths", "step_size"]
+        if name != "hamiltonian-74":  # the nonlocal variants
+            used += ["lam", "subsample", "stages"] + (["s"] if name.endswith("fractional") else [])
+    else:
+        used = ["resnet_depth", "resnet_widths"] if name == "resnet-44" else []
+    return {key: architecture[key] for key in used}
+
+
 def build_model(name: str, architecture: Dict[str, Any], *, channels: int, classes: int, size: int,
                 segmentation: bool, head: str = "pool"):
     """A registered image model at the config's scale (``head`` of Hamiltonian networks unless segmenting)."""
+    used = model_architecture(name, architecture)
     if name.startswith("hamiltonian"):
-        options = {"subsample": architecture["subsample"], "stages": architecture["stages"],
-                   "lam": architecture["lam"]}
-        if name.endswith("fractional"):
-            options["s"] = architecture["s"]
-        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(architecture["units"]),
-                            widths=tuple(architecture["widths"]), step_size=architecture["step_size"],
+        options = {key: used[key] for key in ("subsample", "stages", "lam", "s") if key in used}
+        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(used["units"]),
+                            widths=tuple(used["widths"]), step_size=used["step_size"],
                             image_size=size, head="segmentation" if segmentation else head,
                             nonlocal_options=options)
     if name == "resnet-44":
-        return create_model(name, in_channels=channels, num_classes=classes, depth=architecture["resnet_depth"],
-                            widths=tuple(architecture["resnet_widths"]), segmentation=segmentation)
+        return create_model(name, in_channels=channels, num_classes=classes, depth=used["resnet_depth"],
+                            widths=tuple(used["resnet_widths"]), segmentation=segmentation)
     return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
 
 
 def _architecture(config: ImageClassificationConfig) -> Dict[str, Any]:
-    """The network settings of a config (what a job's key and the FLOPs table depend on)."""
+    """The network settings of a config (each model's job key holds those it uses; the FLOPs table all)."""
     return {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
             "lam": config.lam, "s": config.s, "subsample": config.subsample, "stages": config.stages,
             "resnet_depth": config.resnet_depth, "resnet_widths": tuple(config.resnet_widths)}
+
+
+def _training(config: ImageClassificationConfig, model: str) -> Dict[str, Any]:
+    """The optimisation settings of one model's jobs: its own L2 weight; the smoothness penalty only for
+    Hamiltonian networks."""
+    training = {"epochs": config.epochs, "batch_size": config.batch_size, "lr": config.lr,
+                "momentum": config.momentum, "l2": config.l2_resnet if model == "resnet-44" else config.l2}
+    if model.startswith("hamiltonian"):
+        training["smoothness"] = config.smoothness
+    return training
 
 
 def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
@@ -248,12 +266,11 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     steps_per_epoch = -(-len(train) // training["batch_size"])
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: paper_learning_rate(
         step, steps_per_epoch, training["epochs"], 1.0))
-    hamiltonian = isinstance(model, HamiltonianNet)
-    l2 = training["l2"] if hamiltonian or spec.model != "resnet-44" else training["l2_resnet"]
+    l2 = training["l2"]
 
     def penalty():
         total = l2 * model.l2_penalty()
-        if hamiltonian and training["smoothness"]:
+        if training.get("smoothness"):
             total = total + training["smoothness"] * model.smoothness_penalty()
         return total
 
@@ -267,10 +284,12 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
                               device=spec.device, shard=context.shard, reduce=context.reduce)
         curve.append(metrics)
     seconds = time.perf_counter() - start
-    record: Dict[str, Any] = {"parameters": parameters, "train_curve": curve, "seconds": seconds, "tests": {}}
+    record: Dict[str, Any] = {"parameters": parameters, "train_curve": curve, "seconds": seconds, "tests": {},
+                              "test_losses": {}}
     for name, test in bundle["tests"].items():
         evaluation = evaluate_classifier(model, test.images, test.labels, device=spec.device)
         entry = {"accuracy": evaluation["accuracy"]}
+        record["test_losses"][name] = evaluation["loss"]
         if bundle["segmentation"]:
             entry["mean_iou"] = mean_iou(evaluation["predictions"], test.labels, bundle["classes"])
         record["tests"][name] = entry
@@ -311,9 +330,6 @@ class ImageClassificationTask(Task):
     def jobs(self) -> List[ImageJob]:
         config = self.config
         architecture = _architecture(config)
-        training = {"epochs": config.epochs, "batch_size": config.batch_size, "lr": config.lr,
-                    "momentum": config.momentum, "l2": config.l2, "l2_resnet": config.l2_resnet,
-                    "smoothness": config.smoothness}
         jobs = []
         for dataset in config.datasets:
             data = {"train_limit": config.train_limit, "test_limit": config.test_limit} if dataset == "cifar10" else {
@@ -326,9 +342,10 @@ class ImageClassificationTask(Task):
                     data["canvas_digits"] = tuple(sorted(set(config.canvas_digits)))
             for model in config.models:
                 for seed in config.seeds:
-                    jobs.append(ImageJob(dataset, model, seed, tuple(sorted(architecture.items())),
-                                         tuple(sorted(training.items())), tuple(sorted(data.items())), config.device,
-                                         config.data_dir))
+                    jobs.append(ImageJob(dataset, model, seed,
+                                         tuple(sorted(model_architecture(model, architecture).items())),
+                                         tuple(sorted(_training(config, model).items())),
+                                         tuple(sorted(data.items())), config.device, config.data_dir))
         return jobs
 
     @staticmethod
