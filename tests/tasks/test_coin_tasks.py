@@ -353,3 +353,20 @@ def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
                  "settings.dropout": 0.5, "settings.spreading_alpha": 0.5},
         skip={"device": "one device on a CPU-only machine",
               "model": "each model has its own settings; the three are checked one by one"})
+
+
+@pytest.mark.parametrize("check", ["smoothing", "dropout", "propagation"])
+def test_every_setting_of_a_claim_job_reaches_the_result(check):
+    """A claim job holds the settings its check computes with, and each of them changes the record."""
+    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask, run_claim
+
+    from ..helpers.spec_sensitivity import assert_every_key_setting_matters
+
+    spec = CoinClaimsTask(CoinClaimsConfig(checks=[check], samples=200, sigmas=[0.5], drop_rates=[0.25])).jobs()[0]
+    unused = {"smoothing": ("drop_rates",), "dropout": ("sigmas",),
+              "propagation": ("sigmas", "samples", "drop_rates")}[check]
+    assert all(not getattr(spec, name) for name in unused)  # empty: a change of them keeps this check's key
+    assert_every_key_setting_matters(
+        run_claim, spec, changes={"sigmas": (0.5, 1.0), "drop_rates": (0.5,), "check": None},
+        skip={"check": "each check has its own settings; the three are checked one by one",
+              **{name: f"not a setting of the {check} check" for name in unused}})

@@ -169,7 +169,12 @@ class CoinClaimsTask(Task):
 
     def jobs(self) -> List[ClaimJob]:
         config = self.config
-        return [ClaimJob(check, tuple(config.sigmas), config.samples, tuple(config.drop_rates), config.seed,
+        # a job holds the settings its check computes with (the others empty), so that changing the dropout
+        # rates leaves the stored smoothing run valid
+        uses = {"smoothing": ("sigmas", "samples"), "dropout": ("drop_rates", "samples"), "propagation": ()}
+        return [ClaimJob(check, tuple(config.sigmas) if "sigmas" in uses[check] else (),
+                         config.samples if "samples" in uses[check] else 0,
+                         tuple(config.drop_rates) if "drop_rates" in uses[check] else (), config.seed,
                          config.data_dir) for check in config.checks]
 
     @staticmethod
