@@ -164,6 +164,12 @@ def test_forecast_config_and_data_errors(tmp_path, capsys):
     short.write_text(json.dumps({"FX": [[0.0, 1.0]] * 20, "edges": [[0, 1]]}))
     with pytest.raises(ConfigError, match="horizons=1000000000 reaches beyond the series: short has 20 steps"):
         prepare_protocol(load_temporal(short), "ours", {**OURS, "horizons": 10**9})
+    # the same check runs before any run starts: one line, exit status 2, no run folder
+    code = main(["run", "coin-forecast", "--dataset", str(short), "--horizons", "1000000000", "--out",
+                 str(tmp_path / "never"), "--no-progress"])
+    assert code == 2 and not (tmp_path / "never").exists()
+    assert capsys.readouterr().err.strip() == \
+        "pdenets: error: horizons=1000000000 reaches beyond the series: short has 20 steps"
     with pytest.raises(ConfigError, match="diffusion_step_sizes must be values in"):
         CoinForecastTask(CoinForecastConfig(diffusion_step_sizes=[0.5, 1.5])).validate()
     with pytest.raises(ConfigError, match="step_size must be <= 1"):

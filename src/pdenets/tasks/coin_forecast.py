@@ -147,6 +147,19 @@ def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
     return row_normalize(remove_self_loops(matrix)).coalesce()
 
 
+def split_days(name: str, steps: int, setup: Dict[str, Any]) -> Tuple[int, int]:
+    """First validation and first test day of our protocol on a series of ``steps`` days; a
+    :class:`ConfigError` where the settings leave no training target."""
+    lags, horizons = setup["lags"], setup["horizons"]
+    if horizons >= steps:
+        raise ConfigError(f"horizons={horizons} reaches beyond the series: {name} has {steps} steps")
+    test_start = steps - max(1, round(setup["test_fraction"] * steps))
+    val_start = test_start - max(1, round(setup["val_fraction"] * steps))
+    if val_start <= lags:
+        raise ConfigError(f"{name}: {steps} steps leave no training targets after {lags} lags with these fractions")
+    return val_start, test_start
+
+
 def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Dict[str, Any]) -> Dict[str, Any]:
     """Windows, split masks, scaling and graphs of one protocol.
 
@@ -158,13 +171,7 @@ def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Dict[str
     steps, nodes = values.shape
     if protocol == "ours":
         lags, horizons = setup["lags"], setup["horizons"]
-        if horizons >= steps:
-            raise ConfigError(f"horizons={horizons} reaches beyond the series: {series.name} has {steps} steps")
-        test_start = steps - max(1, round(setup["test_fraction"] * steps))
-        val_start = test_start - max(1, round(setup["val_fraction"] * steps))
-        if val_start <= lags:
-            raise ConfigError(f"{series.name}: {steps} steps leave no training targets after {lags} lags with these "
-                              "fractions")
+        val_start, test_start = split_days(series.name, steps, setup)
         train_days = values[:val_start]
         mean = train_days.mean(0)
         std = train_days.std(0)
@@ -403,8 +410,14 @@ class CoinForecastTask(Task):
         return CoinForecastConfig(lags=4, horizons=3, seeds=[0], patience=50)
 
     def prepare(self) -> None:
-        for dataset in self.config.datasets:
-            load_temporal(dataset, self.config.data_dir)
+        """Read every series, and check our protocol's split on it, before any run."""
+        config = self.config
+        for dataset in config.datasets:
+            series = load_temporal(dataset, config.data_dir)
+            if "ours" in config.protocols:
+                split_days(series.name, series.values.shape[0], {
+                    "lags": config.lags, "horizons": config.horizons, "test_fraction": config.test_fraction,
+                    "val_fraction": config.val_fraction})
 
     def jobs(self) -> List[ForecastJob]:
         config = self.config
