@@ -8,6 +8,7 @@ layouts look for (so that the readers' deeper checks are reached). The memory bu
 import json
 import os
 
+import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -81,3 +82,49 @@ def test_random_csv_folders(tmp_path, series, edges):
     table.write_text("\n".join(",".join(row) for row in series))
     _only_dataset_errors(load_tabular, table)
     assert os.environ["PDENETS_MEMORY_BUDGET"] == "64M"
+
+
+NPZ_KEYS = ["features", "labels", "class_names", "base_classes", "val_classes", "novel_classes", "base_mean",
+            "adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices", "attr_indptr",
+            "attr_shape", "attr_matrix", "labels_data", "labels_indices", "labels_indptr", "labels_shape"]
+NUMBERS = st.one_of(st.integers(-2, 6), st.integers(-2**40, 2**40), st.floats(allow_nan=True, width=32))
+ARRAYS = st.one_of(
+    st.lists(NUMBERS, max_size=8).map(np.array),
+    st.lists(st.lists(st.floats(-3, 3, width=32), min_size=2, max_size=2), max_size=6).map(
+        lambda rows: np.array(rows, dtype=np.float32).reshape(-1, 2)),
+    st.lists(st.booleans(), max_size=6).map(np.array),
+    st.lists(st.text(max_size=3), max_size=4).map(lambda words: np.array(words, dtype=str)),
+    st.integers(-3, 10**9).map(np.array))
+
+
+@FUZZ
+@given(arrays=st.dictionaries(st.sampled_from(NPZ_KEYS), ARRAYS, min_size=1, max_size=7))
+def test_random_arrays_in_the_npz_formats_keys(tmp_path, arrays):
+    """Well-formed ``.npz`` containers holding random arrays under the keys the graph and few-shot formats
+    read, so that the checks past the container are reached."""
+    path = tmp_path / "arrays.npz"
+    np.savez(path, **arrays)
+    _only_dataset_errors(load_features, path)
+    _only_dataset_errors(load_npz, path)
+
+
+@st.composite
+def _feature_files(draw):
+    """Feature files of a consistent size ``n`` (so the reader gets past the shape checks) with random labels,
+    class lists and base mean."""
+    rows = draw(st.integers(1, 6))
+    arrays = {"features": np.asarray(draw(st.lists(st.floats(-3, 3, width=32), min_size=2 * rows,
+                                                   max_size=2 * rows)), dtype=np.float32).reshape(rows, 2),
+              "labels": np.array(draw(st.lists(NUMBERS, min_size=rows, max_size=rows)))}
+    for key in draw(st.sets(st.sampled_from(["class_names", "base_classes", "val_classes", "novel_classes",
+                                              "base_mean"]))):
+        arrays[key] = draw(ARRAYS)
+    return arrays
+
+
+@FUZZ
+@given(arrays=_feature_files())
+def test_random_labels_and_class_lists_in_feature_files(tmp_path, arrays):
+    path = tmp_path / "features.npz"
+    np.savez(path, **arrays)
+    _only_dataset_errors(load_features, path)
