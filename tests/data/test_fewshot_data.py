@@ -73,12 +73,20 @@ def test_hostile_and_broken_feature_files_are_refused(tmp_path):
         "inf_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, np.inf])),
         "half_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, 0.5])),
         "object_labels.npz": dict(features=np.ones((2, 2)), labels=np.array(["a", None], dtype=object)),
+        "scalar_names.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), class_names=np.array(0)),
+        "half_base.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([0.5])),
+        "bool_base.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([True])),
+        "val_novel.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), val_classes=np.array([1]),
+                              novel_classes=np.array([1])),
     }
     messages = {"nan.npz": "hold 1 NaN/inf", "short.npz": "labels for 3 feature rows", "negative.npz": "negative",
                 "overlap.npz": "both base and novel", "wrong.npz": "needs 'features' and 'labels'",
                 "huge_id.npz": "class id 1000000000000000 but the file has 3 rows",
                 "object_labels.npz": "labels stored as object arrays",
-                "inf_label.npz": r"non-finite value \(inf\)", "half_label.npz": "got the value 0.5"}
+                "inf_label.npz": r"non-finite value \(inf\)", "half_label.npz": "got the value 0.5",
+                "scalar_names.npz": "class_names must be a list of names", "half_base.npz": "base_classes must be "
+                "integer class ids, got \\[0.5\\]", "bool_base.npz": "base_classes must be integer class ids",
+                "val_novel.npz": "both val and novel"}
     for name, arrays in cases.items():
         np.savez(tmp_path / name, **arrays)
         with pytest.raises(DatasetError, match=messages[name]):

@@ -86,6 +86,8 @@ def _fail(source, problem: str) -> DatasetError:
 def _validated(features, labels, class_names, base, val, novel, base_mean, source) -> FeatureSet:
     features = np.asarray(features)
     labels = np.asarray(labels)
+    if class_names is not None and np.asarray(class_names, dtype=object).ndim != 1:
+        raise _fail(source, f"class_names must be a list of names, one per class, got {str(class_names)[:60]}")
     if features.ndim != 2 or features.shape[0] == 0 or features.shape[1] == 0:
         raise _fail(source, f"features must be a non-empty (N, M) matrix, got shape {features.shape}")
     if not np.issubdtype(features.dtype, np.floating) and not np.issubdtype(features.dtype, np.integer):
@@ -125,13 +127,18 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
         raise _fail(source, f"{len(class_names)} class names for class ids up to {num_classes - 1}")
     splits = {}
     for name, ids in (("base_classes", base), ("val_classes", val), ("novel_classes", novel)):
-        ids = tuple(int(i) for i in np.asarray(ids if ids is not None else [], dtype=np.int64).reshape(-1))
-        if any(not 0 <= i < len(class_names) for i in ids):
+        values = np.asarray(ids if ids is not None else [], dtype=object if ids is None else None).reshape(-1)
+        whole = values.dtype.kind in "iu" or (values.dtype.kind == "f" and np.isfinite(values).all() and
+                                               (values == np.round(values)).all())
+        if values.size and not whole:
+            raise _fail(source, f"{name} must be integer class ids, got {values[:3].tolist()}")
+        if values.size and (values.min() < 0 or values.max() >= len(class_names)):
             raise _fail(source, f"{name} refers to classes outside [0, {len(class_names)})")
-        splits[name] = ids
-    if set(splits["base_classes"]) & set(splits["novel_classes"]):
-        raise _fail(source, f"classes {sorted(set(splits['base_classes']) & set(splits['novel_classes']))} are "
-                            "both base and novel")
+        splits[name] = tuple(int(i) for i in values)
+    for first, second in (("base", "novel"), ("base", "val"), ("val", "novel")):
+        shared = set(splits[f"{first}_classes"]) & set(splits[f"{second}_classes"])
+        if shared:
+            raise _fail(source, f"classes {sorted(shared)[:10]} are both {first} and {second}")
     if not splits["novel_classes"]:
         taken = set(splits["base_classes"]) | set(splits["val_classes"])
         splits["novel_classes"] = tuple(c for c in range(num_classes) if c not in taken)
