@@ -158,7 +158,7 @@ def load_cifar10_centred(data_dir=None, *, train_limit: Optional[int] = None, te
 
     Example:
         >>> train, tests = load_cifar10_centred(train_limit=1000, test_limit=500)  # doctest: +SKIP
-        >>> train.images.shape, sorted(tests), tests["held-out"].images.shape
+        >>> train.images.shape, sorted(tests), tests["held-out"].images.shape  # doctest: +SKIP
         (torch.Size([1000, 3, 32, 32]), ['held-out', 'official'], torch.Size([500, 3, 32, 32]))
     """
     train = load_cifar10("train", data_dir, limit=train_limit)
