@@ -199,16 +199,6 @@ def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
         toy(tmp_path / "run", count=2, ray_address="auto")
 
 
-def test_ray_cluster_gives_the_same_records_as_inline(tmp_path):
-    ray = pytest.importorskip("ray")
-    try:
-        on_ray = toy(tmp_path / "ray", count=4, ray_address="local", threads=1)
-    finally:
-        ray.shutdown()
-    assert on_ray.results["total"] == toy(tmp_path / "inline", count=4).results["total"] == 6
-    assert {r.key for r in stored(tmp_path / "ray").values()} == {r.key for r in stored(tmp_path / "inline").values()}
-
-
 def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
     import socket
     import subprocess

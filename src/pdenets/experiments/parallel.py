@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 import warnings
@@ -31,7 +32,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import torch
 
-__all__ = ["execute", "JobError", "default_workers", "resolve_parallelism", "PARENT_POLL_SECONDS"]
+__all__ = ["execute", "JobError", "default_workers", "resolve_parallelism", "check_ray_address", "PARENT_POLL_SECONDS",
+           "RAY_CONNECT_TIMEOUT_S"]
 
 #: How often a pool worker checks that its parent process is still alive.
 PARENT_POLL_SECONDS = 0.2
@@ -151,12 +153,49 @@ def _run_pool(items: Sequence[Item], function, plan: Parallelism) -> Iterator[Tu
             _stop(pool)
 
 
+#: seconds to wait for a Ray cluster's address to take a connection (``$PDENETS_RAY_CONNECT_TIMEOUT``)
+RAY_CONNECT_TIMEOUT_S = 10.0
+
+
+def check_ray_address(address: str, timeout: Optional[float] = None) -> None:
+    """Refuse, in one line, a Ray address that is malformed or takes no connection.
+
+    ``"auto"`` (a cluster started on this machine with ``ray start --head``) and ``"local"`` (a
+    cluster started for this run) are left to Ray. ``HOST:PORT`` and ``ray://HOST:PORT`` must accept
+    a TCP connection within ``timeout`` seconds (default ``$PDENETS_RAY_CONNECT_TIMEOUT`` or 10):
+    without this check ``ray.init`` retries an unreachable address for minutes, silently.
+
+    Raises:
+        ValueError: the address is none of the forms above.
+        ConnectionError: nothing answers at the address.
+    """
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"ray_address {address!r} is not 'auto', 'local', 'HOST:PORT' or 'ray://HOST:PORT'")
+    if timeout is None:
+        timeout = float(os.environ.get("PDENETS_RAY_CONNECT_TIMEOUT", RAY_CONNECT_TIMEOUT_S))
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConnectionError(f"no Ray cluster answers at {address} ({reason} within {timeout:g} s): start one with "
+                              "`ray start --head` and pass its address (or --ray-address auto on its head "
+                              "node)") from None
+
+
 def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Iterator[Tuple[Any, Any]]:
     try:
         import ray
     except ImportError as error:
         raise ImportError("ray_address needs Ray: pip install 'pdenets[distributed]'") from error
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    check_ray_address(address)
+    try:
+        options = {"include_dashboard": False} if address == "local" else {}  # a cluster of this run only
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **options)
+    except ConnectionError as error:
+        raise ConnectionError(f"ray_address {address!r}: {str(error).splitlines()[0]}") from None
     remote = ray.remote(num_cpus=threads)(_ray_entry)
     references = {remote.remote(function, argument, threads): identifier for identifier, argument in items}
     try:

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from .._checks import NonFiniteError
 from .config import ConfigError, TaskConfig, config_to_dict
-from .parallel import JobError, execute
+from .parallel import JobError, check_ray_address, execute
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, ResultsStore
 from .task import Task, get_task, job_key, spec_to_dict
@@ -140,6 +140,8 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
         raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
     if report_only and not (Path(out) / STORE_FILENAME).is_file():
         raise ValueError(f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first")
+    if task.config.ray_address and not report_only:
+        check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))

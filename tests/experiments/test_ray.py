@@ -1,0 +1,113 @@
+"""The Ray executor on a real local Ray instance (2 CPUs, this machine only).
+
+Same store keys and numbers as the process pool, for the engine's toy task and for a real task; a Ray
+run interrupted by Ctrl-C resumes to exactly the uninterrupted results; an address where no cluster
+answers fails in one line before anything is written.
+"""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from toytask import ToyConfig, ToyTask
+
+from pdenets.cli import main
+from pdenets.experiments import job_key, run_task
+from pdenets.experiments.store import ResultsStore
+
+ray = pytest.importorskip("ray")
+
+HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
+
+
+def _with_helpers(environment):
+    """Ray workers import the toy task from tests/helpers: put it on their path."""
+    paths = [HELPERS] + [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**environment, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": _with_helpers(os.environ)["PYTHONPATH"]}})
+    yield "auto"
+    ray.shutdown()
+
+
+def _records(out, task):
+    with ResultsStore(out / "results.sqlite", task=task) as store:
+        return {run.key: {k: v for k, v in run.record.items() if k not in ("seconds", "pid")} for run in store.rows()}
+
+
+def test_toy_task_on_ray_equals_the_process_pool(local_ray, tmp_path):
+    on_ray = run_task(ToyTask(ToyConfig(count=6, scale=0.5, ray_address=local_ray, threads=1)), out=tmp_path / "ray",
+                      progress=False)
+    pooled = run_task(ToyTask(ToyConfig(count=6, scale=0.5, workers=2)), out=tmp_path / "pool", progress=False)
+    assert on_ray.new == pooled.new == 6 and on_ray.results["total"] == pooled.results["total"] == 7.5
+    assert _records(tmp_path / "ray", "toy") == _records(tmp_path / "pool", "toy")
+
+
+def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
+    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
+
+    settings = dict(checks=["smoothing", "dropout"], samples=300, sigmas=[0.5, 1.0], drop_rates=[0.25], threads=1)
+    run_task(CoinClaimsTask(CoinClaimsConfig(ray_address=local_ray, **settings)), out=tmp_path / "ray", progress=False)
+    run_task(CoinClaimsTask(CoinClaimsConfig(workers=2, **settings)), out=tmp_path / "pool", progress=False)
+    on_ray, pooled = _records(tmp_path / "ray", "coin-claims"), _records(tmp_path / "pool", "coin-claims")
+    assert len(on_ray) == 2 and on_ray == pooled
+
+
+def _stored(database) -> int:
+    if not database.exists():
+        return 0
+    try:
+        return sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True).execute(
+            "SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _toy_command(out, *options):
+    script = "import sys, toytask; from pdenets.cli import main; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
+
+
+def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tmp_path):
+    """Its own local cluster (``--ray-address local``), as a user's command line would start it."""
+    out = tmp_path / "run"
+    options = ["--count", "8", "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
+    environment = _with_helpers(os.environ)
+    process = subprocess.Popen(_toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and _stored(out / "results.sqlite") < 2:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, errors = process.communicate(timeout=120)
+    interrupted_at = _stored(out / "results.sqlite")
+    assert process.returncode == 130, errors[-2000:]
+    assert 2 <= interrupted_at < 8 and "interrupted" in errors
+    subprocess.run(_toy_command(out, *options), env=environment, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=180)
+    resumed = _records(out, "toy")
+    planned = {job_key("toy", job): job.index * job.scale for job in ToyTask(ToyConfig(count=8, sleep=1.0)).jobs()}
+    assert {key: record["value"] for key, record in resumed.items()} == planned  # each job once, none lost
+
+
+@pytest.mark.parametrize("address, message", [
+    ("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1"),
+    ("ray://127.0.0.1:1", "no Ray cluster answers at ray://127.0.0.1:1"),
+    ("cluster-head", "is not 'auto', 'local', 'HOST:PORT' or 'ray://HOST:PORT'"),
+])
+def test_an_address_without_a_cluster_fails_in_one_line_before_anything_is_written(tmp_path, capsys, address,
+                                                                                   message):
+    started = time.perf_counter()
+    code = main(["run", "toy", "--ray-address", address, "--out", str(tmp_path / "never"), "--no-progress"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and error.startswith("pdenets: error: ") and message in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "never").exists() and time.perf_counter() - started < 30
