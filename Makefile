@@ -6,14 +6,16 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= runs/synthetic
+# optional extras beside the test tools: make install EXTRAS=dev,text,distributed,ann
+EXTRAS ?= dev
 
-.PHONY: install run test quick bench clean
+.PHONY: install run test quick bench clean check-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,6 +28,9 @@ quick: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+check-wheel:   # build sdist + wheel, install the wheel in a fresh venv, run the first commands from it
+	.ci/check-wheel $(PYTHON)
 
 bench: $(STAMP)
 	$(PY) benchmarks/diffusion.py

@@ -136,11 +136,12 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
         with torch.no_grad():
             conv.lin.weight.copy_(torch.eye(16, dtype=torch.float64))
             sgc.lin.weight.copy_(torch.eye(16, dtype=torch.float64))
-        differences = {
-            "GCN = 1 step, γ = 1": (gcn_propagate(x, graph, nodes), conv(x, edge_index)),
-            "SGC (K = 2) = 2 steps": (sgc_propagate(x, graph, 2, nodes), sgc(x, edge_index)),
-            "APPNP (K = 10, α = 0.1)": (appnp_propagate(x, graph, 10, 0.1, nodes), APPNP(10, 0.1)(x, edge_index)),
-        }
+        with torch.no_grad():  # the layers' weights need no gradient here
+            differences = {
+                "GCN = 1 step, γ = 1": (gcn_propagate(x, graph, nodes), conv(x, edge_index)),
+                "SGC (K = 2) = 2 steps": (sgc_propagate(x, graph, 2, nodes), sgc(x, edge_index)),
+                "APPNP (K = 10, α = 0.1)": (appnp_propagate(x, graph, 10, 0.1, nodes), APPNP(10, 0.1)(x, edge_index)),
+            }
         for label, (ours, theirs) in differences.items():
             rows.append({"graph": name, "propagation": label, "max_abs_difference": float((ours - theirs).abs().max()),
                          "scale": float(theirs.abs().max())})
