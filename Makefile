@@ -9,7 +9,7 @@ OUT    ?= runs/synthetic
 # optional extras beside the test tools: make install EXTRAS=dev,text,distributed,ann
 EXTRAS ?= dev
 
-.PHONY: install run test quick bench clean check-wheel
+.PHONY: install run test quick bench clean check-wheel check-report
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ test: $(STAMP)
 
 check-wheel:   # build sdist + wheel, install the wheel in a fresh venv, run the first commands from it
 	.ci/check-wheel $(PYTHON)
+
+check-report: $(STAMP)   # every task's --quick report opened in headless Chromium; screenshots in runs/report-check
+	.ci/check-reports
 
 bench: $(STAMP)
 	$(PY) benchmarks/diffusion.py
