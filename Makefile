@@ -9,7 +9,7 @@ OUT    ?= runs/synthetic
 # optional extras beside the test tools: make install EXTRAS=dev,text,distributed,ann
 EXTRAS ?= dev
 
-.PHONY: install run test quick bench clean check-wheel check-report
+.PHONY: install run test quick bench clean check-wheel check-report docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ quick: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+docs: $(STAMP)   # the API site (mkdocs + mkdocstrings) from docs/ and the docstrings; warnings are errors -> site/
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 check-wheel:   # build sdist + wheel, install the wheel in a fresh venv, run the first commands from it
 	.ci/check-wheel $(PYTHON)
 
@@ -39,4 +43,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/diffusion.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site

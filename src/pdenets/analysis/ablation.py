@@ -65,7 +65,10 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
 
     Args:
         model: any classifier; ``block`` names a module whose input and output have the same size.
-        reference_inputs, reference_labels: the points whose class means rank the units (e.g. training data).
+        reference_inputs: the points whose class means rank the units (e.g. training data).
+        reference_labels: their labels.
+        inputs: the points scored with units eliminated.
+        labels: their labels.
         counts: the numbers ``k`` of eliminated units (0 gives the intact accuracy).
         class_source: ``"predicted"`` (the intact network's class) or ``"label"``.
     Returns:

@@ -80,7 +80,7 @@ def _batches(data, batch_size: int) -> Iterable[torch.Tensor]:
         yield batch[0] if isinstance(batch, (list, tuple)) else batch
 
 
-def record_tracks(model: nn.Module, data, *, blocks: BlockSpec, batch_size: int = 256,
+def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, blocks: BlockSpec, batch_size: int = 256,
                   max_points: Optional[int] = None, subsample_seed: Optional[int] = None,
                   max_bytes: int = 4 * 2**30, device: Union[str, torch.device, None] = None) -> List[Stage]:
     """Record the tracks of ``data`` through the chosen ``blocks`` of ``model``.

@@ -121,8 +121,8 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
         overwrite: use ``out`` even if it holds other files or another task's run.
         progress: show a progress bar.
         report_only: run nothing; summarize and report the stored runs.
-        runs_root, run_name: the default run directory is ``runs_root/<run_name>-<date>-<time>``
-            (``run_name`` defaults to the task name).
+        runs_root: the folder of default run directories ``runs_root/<run_name>-<date>-<time>``.
+        run_name: the name of the default run directory (default: the task name).
         extra_config: more keys for ``config.yaml`` (e.g. ``{"quick": True}``).
 
     Raises:

@@ -55,7 +55,8 @@ def _from_scipy(matrix) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, coo.shape).coalesce()
 
 
-def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *, dtype=None) -> torch.Tensor:
+def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
+                     dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Return ``graph`` as a square weight matrix (dense tensor or coalesced sparse COO).
 
     Args:

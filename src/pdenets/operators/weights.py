@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 
@@ -40,7 +40,7 @@ __all__ = ["gaussian_kernel", "knn_gaussian_weights", "batched_knn_gaussian_weig
 NORMALIZATIONS = ("symmetric", "row", "none")
 
 
-def gaussian_kernel(sq_distances: torch.Tensor, sigma) -> torch.Tensor:
+def gaussian_kernel(sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor]) -> torch.Tensor:
     r"""``exp(−d² / σ²)`` elementwise.
 
     Args:
