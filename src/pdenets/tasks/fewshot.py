@@ -434,10 +434,10 @@ def _write_report(task: FewShotTask, results, records, run_dir) -> None:
     report = Report("pdenets — transductive few-shot classification (Diff-ResNet §5.3)")
     report.paragraph(
         f"{results['runs_stored']} of {results['runs_planned']} jobs stored; wall time {results['wall_seconds']:.0f} s. "
-        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Settings per method: "
-        + "; ".join(f"{METHOD_NAMES.get(name, name)}: {_describe(config.method(name).settings)}"
-                    for name in config.methods) + ". Accuracies in %, mean ± 95 % "
-        "confidence interval (1.96 σ/√n) over tasks.")
+        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean ± 95 % "
+        "confidence interval (1.96 σ/√n) over tasks. Settings per method:")
+    report.bullets([f"**{METHOD_NAMES.get(name, name)}**: {_describe(config.method(name).settings)}"
+                    for name in config.methods])
     if results["ablation"]:
         _ablation_section(report, results, config)
     if results["official_runs"]:

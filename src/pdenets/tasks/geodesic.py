@@ -471,9 +471,14 @@ def _lss_figure(records, run_dir, filename: str) -> str:
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.set_ylabel("LSS")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_yscale("log")  # LSS ≥ 1 spans orders of magnitude across weight decays; ticks read as plain numbers
+    from matplotlib.ticker import FuncFormatter
+
+    plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
+    ax.yaxis.set_major_formatter(plain_numbers)
+    ax.yaxis.set_minor_formatter(plain_numbers)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2, loc="best", framealpha=0.9)
     return run_dir.save_figure(fig, filename)
 
 
