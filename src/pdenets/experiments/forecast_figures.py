@@ -32,10 +32,11 @@ def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str]
             ax.plot(range(1, len(values) + 1), values, "o-", label=model, color=FORECAST_COLORS.get(model),
                     linewidth=2.5 if model == _HIGHLIGHT else 1.2)
     ax.set_xlabel("horizon")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # horizons are whole steps
     ax.set_ylabel("test MAE")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside, not on, the lines
     return run_dir.save_figure(fig, filename)
 
 
@@ -60,7 +61,8 @@ def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Di
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
-    axes[0][-1].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8, frameon=False)
     return run_dir.save_figure(fig, filename)
 
 

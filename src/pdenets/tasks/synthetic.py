@@ -510,7 +510,8 @@ def _summary_figure(results, config: SyntheticConfig, run_dir) -> str:
     series = {variant: ([table[d][o][variant]["test_accuracy"]["mean"] for d, o in groups],
                         [table[d][o][variant]["test_accuracy"]["std"] for d, o in groups]) for variant in VARIANTS}
     grouped_bars(ax, [f"{d}\n{o}" for d, o in groups], series, colors={"resnet": "#7f7f7f", "diff-resnet": "#1f77b4"},
-                 ylabel=f"held-out test accuracy (epoch {config.epochs})", ylim=(0.4, 1.02))
+                 ylabel=f"held-out test accuracy (epoch {config.epochs})",
+                 ylim=(min(0.4, *(mean - 0.05 for means, _ in series.values() for mean in means)), 1.02))  # every bar
     ax.axhline(0.5, color="k", linewidth=0.5, alpha=0.5)
     return run_dir.save_figure(fig, "summary.png")
 
