@@ -1,6 +1,7 @@
 """Analysis of networks and data flows: distance–diameter ratio; tracks of any network and the transport scores
-(LSR, LSS, OTS, W₂, track distance, Theorem 1 bound), robustness to noise and unit ablation of papers
-002/003; the measured receptive field of a CNN."""
+(LSR, LSS, OTS, W₂, track distance, Theorem 1 bound), robustness to noise and unit ablation of "A Mathematical
+Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space"; the measured receptive field of
+a CNN."""
 
 from .ablation import important_units, unit_ablation
 from .ratio import DistanceDiameter, distance_diameter

@@ -1,4 +1,5 @@
-r"""Unit ablation: is a network dominated by a few units of one layer? (paper 003, appendix 7.1)
+r"""Unit ablation: is a network dominated by a few units of one layer? ("A Mathematical Principle of Deep
+Learning: Learn the Geodesic Curve in the Wasserstein Space", appendix 7.1)
 
 For the block ``l`` under study, ``x^{(l)} = f_l(x^{(l−1)})``:
 
@@ -38,7 +39,35 @@ def important_units(representations: torch.Tensor, labels: torch.Tensor, num_cla
                     ) -> torch.Tensor:
     """``(num_classes, count)`` indices of the units with the largest class means (descending).
 
-    A class without reference points ranks its units by the mean over all points.
+    For every class ``c``, the units are ranked by their class mean
+
+    ``μ_c[u] = (1 / |I_c|) Σ_{i ∈ I_c} r_i[u]``
+
+    where ``r_i`` is row ``i`` of ``representations`` and ``I_c`` the points labelled ``c``; row ``c`` of the
+    result holds the ``count`` units with the largest ``μ_c`` (ties keep the unit order). A class without
+    reference points ranks its units by the mean over all points. This is the choice of "important units"
+    of the unit-ablation study in "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in
+    the Wasserstein Space" (appendix 7.1).
+
+    Args:
+        representations: ``(m, d)`` flattened representations of ``m`` reference points after the block.
+        labels: ``(m,)`` integer class of every reference point, in ``0 … num_classes − 1``.
+        num_classes: number of classes ``C``, i.e. rows of the result.
+        count: number of units ``k`` kept per class, ``0 ≤ k ≤ d``.
+
+    Returns:
+        ``(C, k)`` ``int64`` tensor: row ``c`` lists the unit indices of class ``c`` by decreasing ``μ_c``.
+
+    Raises:
+        ValueError: if ``representations`` is not ``(m, d)`` with ``labels`` of shape ``(m,)``, or if
+            ``count`` lies outside ``0 … d``.
+
+    Example:
+        >>> import torch
+        >>> reps = torch.tensor([[1., 5., 0.], [2., 4., 0.], [0., 1., 9.]])
+        >>> important_units(reps, torch.tensor([0, 0, 1]), num_classes=2, count=2)
+        tensor([[1, 0],
+                [2, 1]])
     """
     if representations.dim() != 2 or labels.shape != representations.shape[:1]:
         raise ValueError(f"representations must be (m, d) with labels (m,), got {tuple(representations.shape)} "
@@ -63,16 +92,47 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
                   class_source: str = "predicted", batch_size: int = 500) -> Dict[str, Any]:
     """Accuracy on ``(inputs, labels)`` with the ``k`` important units of ``block`` eliminated, for each ``k``.
 
+    With ``x^{(l)} = f_l(x^{(l−1)})`` the block under study and ``U_c(k)`` the ``k`` important units of
+    class ``c`` (:func:`important_units`, ranked on ``reference_inputs``), a point of class ``c`` runs
+    through the network with
+
+    ``x^{(l)}_u ← x^{(l−1)}_u  for u ∈ U_c(k)``
+
+    i.e. the block's effect on those units is removed ("A Mathematical Principle of Deep Learning: Learn
+    the Geodesic Curve in the Wasserstein Space", appendix 7.1, Fig. 7). The model runs in evaluation
+    mode without gradients; its mode is restored and its hooks removed afterwards.
+
     Args:
-        model: any classifier; ``block`` names a module whose input and output have the same size.
-        reference_inputs: the points whose class means rank the units (e.g. training data).
-        reference_labels: their labels.
-        inputs: the points scored with units eliminated.
-        labels: their labels.
-        counts: the numbers ``k`` of eliminated units (0 gives the intact accuracy).
-        class_source: ``"predicted"`` (the intact network's class) or ``"label"``.
+        model: any classifier mapping ``(N, ...)`` inputs to ``(N, C)`` logits.
+        block: name of the module under study, as ``model.named_modules()`` lists it (e.g. ``"layer1.0"``);
+            its input and output must have the same shape.
+        reference_inputs: ``(M, ...)`` points whose class means rank the units (e.g. training data).
+        reference_labels: ``(M,)`` integer labels of ``reference_inputs``.
+        inputs: ``(N, ...)`` points scored with units eliminated.
+        labels: ``(N,)`` integer labels of ``inputs``.
+        counts: the numbers ``k`` of eliminated units, each in ``0 … width`` (``0`` gives the intact
+            accuracy, ``width`` skips the block).
+        class_source: whose class picks the eliminated units of a point: ``"predicted"`` (the intact
+            network's prediction) or ``"label"`` (its true label) (default: ``"predicted"``).
+        batch_size: number of points per forward pass (default: ``500``).
+
     Returns:
-        ``{"block", "counts", "accuracy", "width"}``.
+        ``{"block": name, "counts": [k, …], "accuracy": [a_k, …], "width": d}`` with one accuracy in
+        ``[0, 1]`` per count and ``d`` the flattened width of the block's output.
+
+    Raises:
+        ValueError: if ``class_source`` is unknown, inputs and labels differ in length, a count lies
+            outside ``0 … width``, ``block`` changes the shape of its input or names no module.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(4, 6), nn.Linear(6, 6), nn.Linear(6, 3))
+        >>> x, y = torch.randn(40, 4), torch.randint(0, 3, (40,))
+        >>> curve = unit_ablation(net, "1", x, y, x, y, counts=[0, 3, 6])
+        >>> curve["counts"], curve["width"], len(curve["accuracy"])
+        ([0, 3, 6], 6, 3)
     """
     if class_source not in ("predicted", "label"):
         raise ValueError(f"class_source must be 'predicted' or 'label', got {class_source!r}")

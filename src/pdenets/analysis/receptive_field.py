@@ -40,8 +40,25 @@ def receptive_field_mask(model: nn.Module, input_shape: Sequence[int], *, positi
         position: output position ``(i, j)`` (default: the centre of the output map).
         forward: ``forward(model, x)`` giving the ``(1, C', H', W')`` map to measure (default ``model(x)``;
             e.g. ``lambda m, x: m.features(x)`` for a network whose ``forward`` ends in a classifier).
-        draws: random inputs whose gradient supports are joined.
-        seed: seed of the random inputs.
+        draws: random inputs whose gradient supports are joined (default: ``4``).
+        seed: seed of the random inputs (default: ``0``).
+
+    The mask is the support of ``g(p, q) = Σ_x Σ_{c', c} |∂F(x)_{c', i, j} / ∂x_{c, p, q}|`` over the
+    ``draws`` random inputs ``x``, with ``(i, j) = position`` and ``F`` the measured map.
+
+    Returns:
+        Boolean ``(H, W)`` tensor, ``True`` at the input pixels the output at ``position`` depends on.
+
+    Raises:
+        ValueError: if ``input_shape`` is not ``(C, H, W)`` with positive sizes, ``draws < 1``, the measured
+            output is not a ``(1, C', H', W')`` map, or ``position`` lies outside it.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Conv2d(1, 1, 3, padding=1)
+        >>> mask = receptive_field_mask(net, (1, 8, 8), position=(0, 0))
+        >>> mask.shape, int(mask.sum())
+        (torch.Size([8, 8]), 4)
     """
     if len(input_shape) != 3 or any(int(size) < 1 for size in input_shape):
         raise ValueError(f"input_shape must be (C, H, W) with positive sizes, got {tuple(input_shape)}")
@@ -65,8 +82,29 @@ def receptive_field_mask(model: nn.Module, input_shape: Sequence[int], *, positi
 
 
 def receptive_field(model: nn.Module, input_shape: Sequence[int], **options) -> Tuple[int, int]:
-    """Height and width of the smallest window holding the receptive field of one output position
-    (:func:`receptive_field_mask`; same options). ``(H, W)`` of the input: the network sees all of it."""
+    """Height and width of the smallest window holding the receptive field of one output position.
+
+    The window is the bounding box of :func:`receptive_field_mask` (same options); ``(H, W)`` of the input
+    means the network sees all of it (e.g. a nonlocal block), ``(0, 0)`` that the output depends on no pixel.
+
+    Args:
+        model: the network (left unchanged: a float64 copy in eval mode is measured).
+        input_shape: ``(C, H, W)`` of one input image.
+
+    Keyword options (``**options``) are passed on to :func:`receptive_field_mask`: ``position``, ``forward``,
+    ``draws`` and ``seed``.
+
+    Returns:
+        ``(height, width)`` of the window, in input pixels.
+
+    Raises:
+        ValueError: as :func:`receptive_field_mask`.
+
+    Example:
+        >>> import torch
+        >>> receptive_field(torch.nn.Conv2d(3, 8, 5, padding=2), (3, 16, 16))
+        (5, 5)
+    """
     mask = receptive_field_mask(model, input_shape, **options)
     rows = mask.any(1).nonzero().flatten()
     cols = mask.any(0).nonzero().flatten()

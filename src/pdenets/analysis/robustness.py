@@ -1,4 +1,5 @@
-r"""Robustness of a network to random and adversarial noise, layer by layer (paper 003, appendix 7.2).
+r"""Robustness of a network to random and adversarial noise, layer by layer ("A Mathematical Principle of
+Deep Learning: Learn the Geodesic Curve in the Wasserstein Space", appendix 7.2).
 
 * Random noise: ``x_r = x + e_r``, ``e_r ~ N(0, σ² I)``.
 * FGSM (fast gradient sign method): ``x_a = x + ε · sign(∂L/∂x)`` with ``L`` the cross entropy of the
@@ -65,7 +66,32 @@ def _level(value: float, name: str) -> float:
 
 def gaussian_noise(inputs: torch.Tensor, sigma: float, *, generator: Optional[torch.Generator] = None
                    ) -> torch.Tensor:
-    """``x + σ·e`` with ``e ~ N(0, I)`` drawn from ``generator``."""
+    """Random noise: ``x_r = x + σ·e`` with ``e ~ N(0, I)`` drawn from ``generator``.
+
+    ``σ`` is the noise level and ``e`` has the shape of ``x``; the random perturbation of the robustness
+    study in "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein
+    Space" (appendix 7.2).
+
+    Args:
+        inputs: ``(m, ...)`` finite points ``x`` (at least one).
+        sigma: standard deviation ``σ ≥ 0`` of the noise.
+        generator: random generator the noise is drawn from, on the CPU (default: ``None``, the global one).
+
+    Returns:
+        Tensor of the shape, dtype and device of ``inputs``: the noisy points ``x_r``.
+
+    Raises:
+        ValueError: if ``inputs`` is not a finite ``(m, ...)`` tensor or ``sigma`` is negative or infinite.
+
+    Example:
+        >>> import torch
+        >>> x = torch.zeros(3, 2)
+        >>> gaussian_noise(x, 0.0).equal(x)
+        True
+        >>> noisy = gaussian_noise(x, 0.5, generator=torch.Generator().manual_seed(0))
+        >>> noisy.shape, bool((noisy != 0).all())
+        (torch.Size([3, 2]), True)
+    """
     _check(inputs)
     sigma = _level(sigma, "sigma")
     noise = torch.randn(inputs.shape, generator=generator, dtype=inputs.dtype)
@@ -74,9 +100,37 @@ def gaussian_noise(inputs: torch.Tensor, sigma: float, *, generator: Optional[to
 
 def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon: float, *,
          batch_size: int = 500) -> torch.Tensor:
-    """``x + ε · sign(∂L/∂x)``, ``L`` = cross entropy of ``model(x)`` and ``targets`` (evaluation mode).
+    """Fast gradient sign method: ``x_a = x + ε · sign(∂L/∂x)``, ``L`` = cross entropy of ``model(x)`` and ``targets``.
 
-    The model's parameters get no gradient and its mode is restored afterwards.
+    ``ε`` is the attack size and ``L = Σ_i CE(model(x_i), y_i)`` is summed over the batch, so every point
+    moves by ``ε`` in each coordinate in the direction that increases its own loss; the gradient is taken in
+    evaluation mode. This is the adversarial perturbation of the robustness study in
+    "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space" (appendix
+    7.2). The model's parameters get no gradient and its mode is restored afterwards.
+
+    Args:
+        model: classifier mapping ``(m, ...)`` inputs to ``(m, C)`` logits.
+        inputs: ``(m, ...)`` finite points ``x``.
+        targets: ``(m,)`` integer labels ``y``.
+        epsilon: attack size ``ε ≥ 0``.
+        batch_size: number of points per forward/backward pass (default: ``500``).
+
+    Returns:
+        Tensor of the shape and device of ``inputs``: the adversarial points ``x_a`` (detached).
+
+    Raises:
+        ValueError: if ``inputs`` is not a finite ``(m, ...)`` tensor, ``targets`` is not ``(m,)``, or
+            ``epsilon`` is negative or infinite.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Linear(4, 3)
+        >>> x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 0, 1])
+        >>> x_a = fgsm(net, x, y, epsilon=0.1)
+        >>> x_a.shape, round(float((x_a - x).abs().max()), 4)
+        (torch.Size([5, 4]), 0.1)
     """
     _check(inputs, targets)
     epsilon = _level(epsilon, "epsilon")
@@ -102,10 +156,43 @@ def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon:
 
 def variation_rates(model: nn.Module, clean: torch.Tensor, perturbed: torch.Tensor, *, blocks: BlockSpec,
                     batch_size: int = 256) -> List[float]:
-    """``V(l)`` (eq. 49) for every point of the tracks through ``blocks``, stage after stage.
+    """Variation rate ``V(l)`` (eq. 49) for every point of the tracks through ``blocks``, stage after stage.
 
-    The representations are recorded ``batch_size`` points at a time, so memory stays bounded for wide
-    convolutional stages.
+    ``V(l) = (1/|D|) Σ_{x ∈ D} ‖x^{(l)} − x̂^{(l)}‖₂ / ‖x^{(l)}‖₂``
+
+    where ``D`` is the set of clean points, ``x^{(l)}`` the representation of ``x`` at track point ``l``
+    (:func:`~pdenets.analysis.tracks.record_tracks`) and ``x̂^{(l)}`` that of its perturbed copy; ``V_r`` and
+    ``V_a`` of "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein
+    Space" (appendix 7.2) for random and adversarial perturbations. A point with ``x^{(l)} = 0`` contributes
+    ``0`` when ``x̂^{(l)} = 0`` and ``inf`` otherwise. The representations are recorded ``batch_size`` points
+    at a time, so memory stays bounded for wide convolutional stages.
+
+    Args:
+        model: any ``nn.Module``.
+        clean: ``(m, ...)`` finite clean inputs ``x``.
+        perturbed: ``(m, ...)`` perturbed inputs, row ``i`` the perturbed copy of ``clean[i]``.
+        blocks: the blocks whose outputs form the tracks: module names, a module type (or tuple of types) or
+            a predicate ``(name, module) -> bool`` (see :func:`~pdenets.analysis.tracks.select_blocks`).
+        batch_size: number of points recorded at a time (default: ``256``).
+
+    Returns:
+        One float per track point, the ``n + 1`` points of every stage concatenated stage after stage
+        (``l = 0`` is the input of a stage's first block).
+
+    Raises:
+        ValueError: if ``clean`` or ``perturbed`` is not a finite ``(m, ...)`` tensor or their shapes differ.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Linear(8, 3))
+        >>> x = torch.randn(20, 4)
+        >>> variation_rates(net, x, x.clone(), blocks=["2"])
+        [0.0, 0.0]
+        >>> rates = variation_rates(net, x, x + 0.1, blocks=["2"])
+        >>> len(rates), all(rate > 0 for rate in rates)
+        (2, True)
     """
     _check(clean)
     _check(perturbed)
@@ -148,8 +235,40 @@ def robustness_curve(model: nn.Module, inputs: torch.Tensor, targets: torch.Tens
                      ) -> Dict[str, Any]:
     """Accuracy and variation rates per noise level: ``{"attack", "levels", "accuracy", "variation"}``.
 
-    ``levels`` are ``σ`` (``attack="gaussian"``) or ``ε`` (``"fgsm"``); ``variation[i]`` lists ``V(l)``
-    along the tracks at ``levels[i]``. The Gaussian noise of every level is drawn from ``seed``.
+    ``levels`` are ``σ`` (``attack="gaussian"``, :func:`gaussian_noise`) or ``ε`` (``"fgsm"``, :func:`fgsm`);
+    ``variation[i]`` lists ``V(l)`` (:func:`variation_rates`) along the tracks at ``levels[i]``. The Gaussian
+    noise of every level is drawn from ``seed``. This reproduces the robustness curves of
+    "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space" (appendix 7.2).
+
+    Args:
+        model: classifier mapping ``(m, ...)`` inputs to ``(m, C)`` logits.
+        inputs: ``(m, ...)`` finite clean points.
+        targets: ``(m,)`` integer labels of ``inputs``.
+        levels: noise levels ``σ`` or ``ε``, each finite and ``≥ 0``; at least one.
+        attack: ``"gaussian"`` (random noise) or ``"fgsm"`` (adversarial) (default: ``"gaussian"``).
+        blocks: the blocks whose outputs form the tracks: module names, a module type (or tuple of types) or
+            a predicate ``(name, module) -> bool`` (see :func:`~pdenets.analysis.tracks.select_blocks`).
+        seed: seed of the Gaussian noise, the same for every level (default: ``0``).
+        batch_size: number of points per forward pass (default: ``256``).
+
+    Returns:
+        ``{"attack": str, "levels": [...], "accuracy": [...], "variation": [[...], ...]}``: one accuracy in
+        ``[0, 1]`` and one list of variation rates per level.
+
+    Raises:
+        ValueError: if ``attack`` is unknown, ``levels`` is empty or holds a negative or infinite level, or
+            ``inputs`` and ``targets`` are malformed.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> _ = torch.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        >>> x, y = torch.randn(30, 4), torch.randint(0, 3, (30,))
+        >>> curve = robustness_curve(net, x, y, [0.0, 0.5], blocks=["1"])
+        >>> levels, rates = curve["levels"], curve["variation"]
+        >>> levels, rates[0]
+        ([0.0, 0.5], [0.0, 0.0])
     """
     if attack not in ATTACKS:
         raise ValueError(f"attack must be one of {ATTACKS}, got {attack!r}")

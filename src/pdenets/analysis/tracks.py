@@ -39,7 +39,22 @@ BlockSpec = Union[Sequence[str], Type[nn.Module], Tuple[Type[nn.Module], ...], C
 
 @dataclass
 class Stage:
-    """Tracks of one stage: ``tracks (m, n + 1, d)`` and the names of its ``n`` blocks."""
+    """Tracks of one stage: ``tracks (m, n + 1, d)`` and the names of its ``n`` blocks.
+
+    Row ``i`` of ``tracks`` is the track ``x_i^{(0)} → x_i^{(1)} → … → x_i^{(n)}`` of point ``i``:
+    ``x_i^{(0)}`` is the (flattened) input of the stage's first block and ``x_i^{(l)}`` the output of its
+    ``l``-th block, all of width ``d`` (the property ``width``). Built by :func:`record_tracks`.
+
+    Args:
+        blocks: the names of the stage's ``n`` blocks, in order.
+        tracks: ``(m, n + 1, d)`` representations of ``m`` points.
+
+    Example:
+        >>> import torch
+        >>> stage = Stage(["0", "1"], torch.zeros(5, 3, 4))
+        >>> stage.width
+        4
+    """
 
     blocks: List[str]
     tracks: torch.Tensor
@@ -50,7 +65,32 @@ class Stage:
 
 
 def select_blocks(model: nn.Module, blocks: BlockSpec) -> List[Tuple[str, nn.Module]]:
-    """The chosen blocks in the order ``named_modules`` lists them: by names, by type(s) or by a predicate."""
+    """The chosen blocks in the order ``named_modules`` lists them: by names, by type(s) or by a predicate.
+
+    Names are returned in the order given; types and predicates keep the order of ``model.named_modules()``
+    (the root module, with the empty name, is never chosen).
+
+    Args:
+        model: any ``nn.Module``.
+        blocks: module names (``["layer1.0", "layer1.1"]``), a module type (``BasicBlock``), a tuple of types,
+            or a predicate ``(name, module) -> bool``.
+
+    Returns:
+        List of ``(name, module)`` pairs.
+
+    Raises:
+        ValueError: if a name is not a module of ``model``, or no module matches a type or predicate.
+        TypeError: if ``blocks`` is none of the accepted forms.
+
+    Example:
+        >>> from torch import nn
+        >>> net = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 4))
+        >>> tuple(name for name, _ in select_blocks(net, nn.Linear))
+        ('0', '2')
+        >>> name, module = select_blocks(net, lambda name, module: name == "1")[0]
+        >>> name, type(module).__name__
+        ('1', 'ReLU')
+    """
     named = [(name, module) for name, module in model.named_modules() if name]
     if isinstance(blocks, (list, tuple)) and all(isinstance(b, str) for b in blocks):
         lookup = dict(named)
@@ -95,6 +135,28 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
             taking the first ``max_points``.
         max_bytes: refuse to keep more than this many bytes of representations (default 4 GiB).
         device: where the model runs (default: where its parameters are).
+
+    Returns:
+        One :class:`Stage` per run of consecutive blocks of one width, in order; each holds the tracks
+        ``(m, n + 1, d)`` (``float32``, on the CPU) of the ``m`` kept points.
+
+    Raises:
+        ValueError: if a named block is missing or changes the width, no block keeps its width, a block does
+            not run exactly once per forward pass, ``max_points < 1``, ``subsample_seed`` is given with a loader,
+            or the data is empty.
+        TypeError: if a chosen block does not take and return tensors.
+        MemoryError: if the representations would exceed ``max_bytes``.
+
+    Warns:
+        UserWarning: when blocks chosen by type or predicate change the width (they start no track).
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        >>> stages = record_tracks(net, torch.randn(10, 4), blocks=["2", "3"], max_points=6)
+        >>> len(stages), stages[0].blocks, tuple(stages[0].tracks.shape)
+        (1, ['2', '3'], (6, 3, 8))
     """
     chosen = select_blocks(model, blocks)
     if max_points is not None and max_points < 1:
@@ -172,8 +234,27 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
 def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torch.Tensor:
     """Tracks ``(m, n + 1, d)`` seen through a random Gaussian matrix ``G (dim, d)``: ``(m, n + 1, dim)`` (Fig. 3).
 
-    ``G`` has i.i.d. standard normal entries drawn from ``seed``, so two networks' tracks projected with
-    the same seed are seen in the same plane.
+    ``y_i^{(l)} = G x_i^{(l)}`` for every point ``i`` and track point ``l``, with ``G`` of i.i.d. standard normal
+    entries drawn from ``seed``, so two networks' tracks projected with the same seed are seen in the same
+    plane (the track pictures, Fig. 3, of "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve
+    in the Wasserstein Space").
+
+    Args:
+        tracks: ``(m, n + 1, d)`` tracks, e.g. :attr:`Stage.tracks`.
+        dim: output dimension of the projection (default: ``2``).
+        seed: seed of the Gaussian matrix ``G`` (default: ``0``).
+
+    Returns:
+        ``(m, n + 1, dim)`` ``float64`` tensor of projected tracks.
+
+    Raises:
+        ValueError: if ``tracks`` is not a 3-D tensor or ``dim`` is not a positive integer.
+
+    Example:
+        >>> import torch
+        >>> projected = project_tracks(torch.randn(5, 3, 8), dim=2)
+        >>> projected.shape, projected.dtype
+        (torch.Size([5, 3, 2]), torch.float64)
     """
     if not isinstance(tracks, torch.Tensor) or tracks.dim() != 3:
         raise ValueError(f"tracks must be a tensor (m, n + 1, d), got {getattr(tracks, 'shape', type(tracks))}")

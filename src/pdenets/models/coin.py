@@ -1,4 +1,5 @@
-r"""COIN: convection by any backbone, then diffusion on a graph of samples (paper 001).
+r"""COIN: convection by any backbone, then diffusion on a graph of samples ("Convection-Diffusion Equation: A
+Theoretically Certified Framework for Neural Networks").
 
 A network read as the flow of a convection–diffusion equation on ``[0, T]``:
 
@@ -9,9 +10,10 @@ A network read as the flow of a convection–diffusion equation on ``[0, T]``:
 
 split in time: the backbone (any ``nn.Module``) is the convection from ``0`` to ``T − 1``; the last
 unit of time is diffusion, discretized on a graph of the samples by ``r`` explicit steps
-``X ← (I − γL) X`` (paper 000, eq. 7). Diff-ResNet is the special case whose backbone is one
-residual MLP block (``COIN(Sequential(ConvectionBlock(d)), head=Linear(d, c))`` equals
-``DiffResNet(d, c, num_blocks=1)`` for the same weights; see the tests).
+``X ← (I − γL) X`` ("Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. 7).
+Diff-ResNet is the special case whose backbone is one residual MLP block
+(``COIN(Sequential(ConvectionBlock(d)), head=Linear(d, c))`` equals ``DiffResNet(d, c, num_blocks=1)`` for
+the same weights; see the tests).
 """
 
 from __future__ import annotations
@@ -41,8 +43,25 @@ def block_diagonal_graph(graphs: Sequence[GraphLike], num_nodes: int, *, dtype: 
                          device=None) -> torch.Tensor:
     """The ``S·N × S·N`` sparse block-diagonal weights of ``S`` graphs on the same ``N`` nodes.
 
-    Diffusing ``X`` of shape ``(S, N, C)`` reshaped to ``(S·N, C)`` on this graph diffuses every
-    slice ``X[s]`` on its own graph ``graphs[s]``, in one sparse product per step.
+    ``W = diag(W_0, W_1, …, W_{S−1})``, i.e. ``W[s·N + i, s·N + j] = W_s[i, j]`` and ``0`` across blocks,
+    with ``W_s`` the weights of ``graphs[s]``. Diffusing ``X`` of shape ``(S, N, C)`` reshaped to
+    ``(S·N, C)`` on this graph diffuses every slice ``X[s]`` on its own graph ``graphs[s]``, in one sparse
+    product per step.
+
+    Args:
+        graphs: ``S ≥ 1`` graphs on the same ``N`` nodes, each in any form of
+            :func:`~pdenets.operators.as_weight_matrix` (PyG ``(edge_index, edge_weight)``, sparse or dense
+            ``(N, N)`` tensor, scipy sparse matrix).
+        num_nodes: number of nodes ``N`` of every graph.
+        dtype: floating dtype of the weights (default: ``None``, as given).
+        device (torch.device | str | None): device of the result (default: ``None``, where the weights are).
+
+    Returns:
+        Coalesced sparse COO tensor of shape ``(S·N, S·N)``.
+
+    Raises:
+        ValueError: if ``graphs`` is empty, ``num_nodes < 1`` or a graph is malformed (the message names it).
+        TypeError: if ``num_nodes`` is not an integer or a graph has an unsupported type.
 
     Example:
         >>> import torch
@@ -80,7 +99,10 @@ class COIN(nn.Module):
         y = \mathrm{head}(h).
 
     Symbols: ``L = Λ − W`` (or ``I − Λ^{-1/2} W Λ^{-1/2}`` with ``laplacian="normalized"``) of the
-    non-negative sample weights ``W``, ``γ`` the step size, ``r`` the number of steps.
+    non-negative sample weights ``W``, ``Λ`` their diagonal degree matrix, ``γ`` the step size, ``r`` the
+    number of steps, ``T`` the final time. This is the COIN architecture of "Convection-Diffusion Equation: A
+    Theoretically Certified Framework for Neural Networks": the network as the flow of
+    ``∂u/∂t = v(x, t) · ∇u + σ² Δu``, split into convection (the backbone) and diffusion (the last unit of time).
 
     The graph of samples is, in order of precedence:
 
@@ -110,6 +132,12 @@ class COIN(nn.Module):
             is then the convex combination ``(1 − γ/γ_max) X + (γ/γ_max)(I − γ_max L) X`` — stable
             for every ``ρ`` when ``γ_max`` is; training can turn the diffusion down to nothing.
         max_step_size: ``γ_max`` of a learned step size (default 1.0: the bound of row-normalized weights).
+
+    Raises:
+        TypeError: if ``backbone`` (or a given ``head``) is not an ``nn.Module``, or ``graph`` has an
+            unsupported type.
+        ValueError: if ``graph_from``, ``laplacian`` or ``dropout`` is invalid, a fixed graph list is empty, or
+            a learned step size does not start in ``(0, max_step_size)``.
 
     Shapes:
         - input: ``(N, ...)`` — the ``N`` samples of the graph; or ``(S, N, ...)`` with a list of
@@ -317,6 +345,36 @@ def mlp(in_features: int, hidden: int, out_features: int, *, num_layers: int = 2
                             "classifier")
 def coin_mlp(in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 2, dropout: float = 0.0,
              **kwargs) -> COIN:
-    """COIN over an MLP (``in → hidden``, ``num_layers`` layers) with a linear head ``hidden → num_classes``."""
+    """COIN over an MLP (``in → hidden``, ``num_layers`` layers) with a linear head ``hidden → num_classes``.
+
+    ``y = FC((I − γL)^r MLP(x))``: the convection is an MLP with ReLU between its ``num_layers`` affine maps,
+    the diffusion ``r`` explicit steps on the graph of samples (see :class:`COIN`, after "Convection-Diffusion
+    Equation: A Theoretically Certified Framework for Neural Networks"), the head a linear classifier.
+    Registered as ``"coin-mlp"`` (registry defaults: ``hidden=64``, ``num_layers=2``, ``num_steps=10``,
+    ``step_size=0.5``). Further keyword arguments (``step_size``, ``num_steps``, ``graph``, …) go to
+    :class:`COIN`.
+
+    Args:
+        in_features: size ``d`` of the input features, ``(N, d)``.
+        num_classes: number of classes ``C``, the output ``(N, C)``.
+        hidden: width of the MLP and of the diffused features (default: ``64``).
+        num_layers: number of affine maps of the MLP (default: ``2``).
+        dropout: dropout between the MLP layers (default: ``0.0``).
+
+    Returns:
+        A :class:`COIN` with an MLP backbone and a linear head.
+
+    Raises:
+        ValueError: if a size is not a positive integer or ``dropout`` is not in ``[0, 1)``; also as
+            :class:`COIN`.
+
+    Example:
+        >>> import torch
+        >>> from pdenets.operators import KnnGaussianWeights
+        >>> net = coin_mlp(4, 3, hidden=16, num_steps=5,
+        ...                graph=KnnGaussianWeights(n_top=5, sigma_neighbor=3, normalization="row"))
+        >>> net(torch.randn(32, 4)).shape
+        torch.Size([32, 3])
+    """
     backbone = mlp(in_features, hidden, hidden, num_layers=num_layers, dropout=dropout)
     return COIN(backbone, head=nn.Linear(hidden, check_positive_int(num_classes, "num_classes")), **kwargs)

@@ -1,4 +1,5 @@
-r"""Diffusion residual network (Diff-ResNet), paper 000."""
+r"""Diffusion residual network (Diff-ResNet) of "Diffusion Mechanism in Residual Neural Network: Theory and
+Applications"."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ __all__ = ["DiffResNet", "no_diff_resnet"]
 class DiffResNet(nn.Module):
     r"""Convection–diffusion network: ``s`` residual blocks, each followed by ``r`` diffusion steps.
 
-    Lie–Trotter splitting of ``dx_i/dt = f(x_i, θ(t)) − γ Σ_j w_ij (x_i − x_j)`` (paper 000,
-    eq. 4, 6, 7; Algorithm 1):
+    Lie–Trotter splitting of ``dx_i/dt = f(x_i, θ(t)) − γ Σ_j w_ij (x_i − x_j)`` ("Diffusion Mechanism in
+    Residual Neural Network: Theory and Applications", eq. 4, 6, 7; Algorithm 1):
 
     .. math::
 
@@ -30,23 +31,31 @@ class DiffResNet(nn.Module):
         x^{k+1} = (I - \gamma L)^r x^{k+1/2}, \qquad
         y = \mathrm{FC}(x^s).
 
-    With ``r = 0`` this is a plain ResNet ("No-Diff-ResNet").
+    Symbols: ``x^k`` the ``(N, width)`` features of all samples after block ``k``, ``f(·, θ^k)`` the residual
+    branch of block ``k``, ``L = Λ − W`` the graph Laplacian of the sample weights ``w_ij`` (``Λ`` their degree
+    matrix), ``γ`` the step size, ``r`` the diffusion steps per block, ``s`` the number of blocks and ``FC``
+    the linear classifier. With ``r = 0`` this is a plain ResNet ("No-Diff-ResNet").
 
     Args:
         in_features: input size ``d``.
-        num_classes: classifier outputs.
+        num_classes: classifier outputs ``C``.
         num_blocks: ``s`` convection blocks (default 1).
         num_steps: ``r`` diffusion steps after each block (default 10).
         step_size: ``γ`` (default 0.5).
         hidden_features: if given, a linear map ``d → hidden`` precedes the blocks, which
-            then work in that width; default: the blocks work in the input space.
-        block: ``"mlp"`` (``x + FC2 ReLU FC1 x``) or ``"graph"`` (``x + ReLU FC1 x``).
+            then work in that width (default: ``None``, the blocks work in the input space).
+        block: ``"mlp"`` (``x + FC2 ReLU FC1 x``) or ``"graph"`` (``x + ReLU FC1 x``) (default: ``"mlp"``).
         dropout: dropout at each diffusion step (graph variant), default 0.
         dropout_position: ``"after"`` each step (paper text, default) or ``"before"`` (paper code).
         weights: the sample graph: fixed ``W``, a builder such as
             :class:`~pdenets.operators.KnnGaussianWeights` (built once per forward from
-            the input), or ``None`` (pass ``weights`` to :meth:`forward`).
-        check_stability: refuse ``γ`` beyond the stability bound.
+            the input), or ``None`` (pass ``weights`` to :meth:`forward`) (default: ``None``).
+        check_stability: refuse ``γ`` beyond the stability bound (default: ``True``).
+
+    Raises:
+        TypeError: if a size is not an integer.
+        ValueError: if a size is not positive, ``step_size ≤ 0``, ``num_steps < 0``, or ``block``,
+            ``dropout`` or ``dropout_position`` is invalid.
 
     Shapes:
         - input: ``(N, d)`` — all samples of the graph (labelled and unlabelled); dense or
@@ -134,7 +143,31 @@ class DiffResNet(nn.Module):
 @register_model("no-diff-resnet", family="diffusion",
                 description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet")
 def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
-    """The same network without diffusion (``r = 0``): the paper's "No-Diff-ResNet" / ResNet."""
+    """The same network without diffusion (``r = 0``): the paper's "No-Diff-ResNet" / ResNet.
+
+    ``x^{k+1} = x^k + f(x^k, θ^k)``, ``y = FC(x^s)``: the :class:`DiffResNet` with ``num_steps = 0``, the
+    baseline of "Diffusion Mechanism in Residual Neural Network: Theory and Applications". Registered as
+    ``"no-diff-resnet"``. Further keyword arguments (``num_blocks``, ``hidden_features``, ``block``, …) go to
+    :class:`DiffResNet`; ``num_steps`` is always ``0`` and ``step_size`` defaults to ``1.0`` (unused).
+
+    Args:
+        in_features: input size ``d``, the input ``(N, d)``.
+        num_classes: classifier outputs ``C``, the output ``(N, C)``.
+
+    Returns:
+        A :class:`DiffResNet` without diffusion.
+
+    Raises:
+        ValueError: as :class:`DiffResNet`.
+
+    Example:
+        >>> import torch
+        >>> net = no_diff_resnet(2, 2)
+        >>> net.num_steps, sum(p.numel() for p in net.parameters())
+        (0, 18)
+        >>> net(torch.randn(10, 2)).shape
+        torch.Size([10, 2])
+    """
     kwargs = {**kwargs, "num_steps": 0}
     kwargs.setdefault("step_size", 1.0)
     return DiffResNet(in_features, num_classes, **kwargs)
