@@ -116,7 +116,7 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     """An integer ``>= minimum``; Python and NumPy integers pass, ``bool`` and floats do not.
 
-    Example:
+    Examples:
         >>> check_positive_int(np.int64(3), "num_classes")
         3
         >>> check_positive_int(0, "num_classes")

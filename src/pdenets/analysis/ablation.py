@@ -62,7 +62,7 @@ def important_units(representations: torch.Tensor, labels: torch.Tensor, num_cla
         ValueError: if ``representations`` is not ``(m, d)`` with ``labels`` of shape ``(m,)``, or if
             ``count`` lies outside ``0 … d``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> reps = torch.tensor([[1., 5., 0.], [2., 4., 0.], [0., 1., 9.]])
         >>> important_units(reps, torch.tensor([0, 0, 1]), num_classes=2, count=2)
@@ -124,7 +124,7 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
         ValueError: if ``class_source`` is unknown, inputs and labels differ in length, a count lies
             outside ``0 … width``, ``block`` changes the shape of its input or names no module.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> _ = torch.manual_seed(0)

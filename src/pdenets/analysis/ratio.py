@@ -37,7 +37,7 @@ class DistanceDiameter:
         distance: the smallest distance ``L ≥ 0`` between points of different groups.
         diameter: the largest group diameter ``D ≥ 0``.
 
-    Example:
+    Examples:
         >>> r = DistanceDiameter(distance=0.5, diameter=1.5)
         >>> round(r.ratio, 4), DistanceDiameter(1.0, 0.0).ratio
         (0.3333, inf)
@@ -75,7 +75,7 @@ def distance_diameter(points: torch.Tensor, groups: torch.Tensor, *, chunk_size:
         ValueError: if ``points`` is not a finite floating ``(N, D)`` tensor, ``groups`` is not ``(N,)``, or
             there are fewer than two groups.
 
-    Example:
+    Examples:
         >>> import torch
         >>> x = torch.tensor([[0.], [1.], [5.], [6.]])
         >>> r = distance_diameter(x, torch.tensor([0, 0, 1, 1]))

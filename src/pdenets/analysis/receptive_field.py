@@ -53,7 +53,7 @@ def receptive_field_mask(model: nn.Module, input_shape: Sequence[int], *, positi
         ValueError: if ``input_shape`` is not ``(C, H, W)`` with positive sizes, ``draws < 1``, the measured
             output is not a ``(1, C', H', W')`` map, or ``position`` lies outside it.
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = torch.nn.Conv2d(1, 1, 3, padding=1)
         >>> mask = receptive_field_mask(net, (1, 8, 8), position=(0, 0))
@@ -100,7 +100,7 @@ def receptive_field(model: nn.Module, input_shape: Sequence[int], **options) -> 
     Raises:
         ValueError: as :func:`receptive_field_mask`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> receptive_field(torch.nn.Conv2d(3, 8, 5, padding=2), (3, 16, 16))
         (5, 5)

@@ -83,7 +83,7 @@ def gaussian_noise(inputs: torch.Tensor, sigma: float, *, generator: Optional[to
     Raises:
         ValueError: if ``inputs`` is not a finite ``(m, ...)`` tensor or ``sigma`` is negative or infinite.
 
-    Example:
+    Examples:
         >>> import torch
         >>> x = torch.zeros(3, 2)
         >>> gaussian_noise(x, 0.0).equal(x)
@@ -122,7 +122,7 @@ def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon:
         ValueError: if ``inputs`` is not a finite ``(m, ...)`` tensor, ``targets`` is not ``(m,)``, or
             ``epsilon`` is negative or infinite.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> _ = torch.manual_seed(0)
@@ -182,7 +182,7 @@ def variation_rates(model: nn.Module, clean: torch.Tensor, perturbed: torch.Tens
     Raises:
         ValueError: if ``clean`` or ``perturbed`` is not a finite ``(m, ...)`` tensor or their shapes differ.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> _ = torch.manual_seed(0)
@@ -259,7 +259,7 @@ def robustness_curve(model: nn.Module, inputs: torch.Tensor, targets: torch.Tens
         ValueError: if ``attack`` is unknown, ``levels`` is empty or holds a negative or infinite level, or
             ``inputs`` and ``targets`` are malformed.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> _ = torch.manual_seed(0)

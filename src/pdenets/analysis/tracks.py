@@ -49,7 +49,7 @@ class Stage:
         blocks: the names of the stage's ``n`` blocks, in order.
         tracks: ``(m, n + 1, d)`` representations of ``m`` points.
 
-    Example:
+    Examples:
         >>> import torch
         >>> stage = Stage(["0", "1"], torch.zeros(5, 3, 4))
         >>> stage.width
@@ -82,7 +82,7 @@ def select_blocks(model: nn.Module, blocks: BlockSpec) -> List[Tuple[str, nn.Mod
         ValueError: if a name is not a module of ``model``, or no module matches a type or predicate.
         TypeError: if ``blocks`` is none of the accepted forms.
 
-    Example:
+    Examples:
         >>> from torch import nn
         >>> net = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 4))
         >>> tuple(name for name, _ in select_blocks(net, nn.Linear))
@@ -150,7 +150,7 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
     Warns:
         UserWarning: when blocks chosen by type or predicate change the width (they start no track).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -250,7 +250,7 @@ def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torc
     Raises:
         ValueError: if ``tracks`` is not a 3-D tensor or ``dim`` is not a positive integer.
 
-    Example:
+    Examples:
         >>> import torch
         >>> projected = project_tracks(torch.randn(5, 3, 8), dim=2)
         >>> projected.shape, projected.dtype

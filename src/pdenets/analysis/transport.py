@@ -73,7 +73,7 @@ def segment_lengths(track) -> torch.Tensor:
         ValueError: if ``track`` does not have shape ``(m, n + 1, d)`` (or ``(n + 1, d)``) with ``n ≥ 1``, or
             holds NaN or infinite values.
 
-    Example:
+    Examples:
         >>> import torch
         >>> segment_lengths(torch.tensor([[0., 0.], [3., 4.], [3., 5.]]))
         tensor([[5., 1.]], dtype=torch.float64)
@@ -102,7 +102,7 @@ def line_shape_ratio(track) -> torch.Tensor:
         ValueError: if ``track`` does not have shape ``(m, n + 1, d)`` (or ``(n + 1, d)``) with ``n ≥ 1``, or
             holds NaN or infinite values.
 
-    Example:
+    Examples:
         >>> import torch
         >>> line_shape_ratio(torch.tensor([[[0., 0.], [1., 0.], [2., 0.]], [[0., 0.], [1., 1.], [2., 0.]]]))
         tensor([1.0000, 1.4142], dtype=torch.float64)
@@ -141,7 +141,7 @@ def line_shape_score(track) -> torch.Tensor:
         ValueError: if ``track`` does not have shape ``(m, n + 1, d)`` (or ``(n + 1, d)``) with ``n ≥ 1``, or
             holds NaN or infinite values.
 
-    Example:
+    Examples:
         >>> import torch
         >>> zigzag = torch.tensor([[0., 0.], [1., 1.], [2., 0.], [3., 1.]])
         >>> line_shape_score(zigzag)        # 3 / ‖(3/√2, 1/√2)‖ = 3 / √5
@@ -177,7 +177,7 @@ def segment_proportions(track) -> torch.Tensor:
         ValueError: if ``track`` does not have shape ``(m, n + 1, d)`` (or ``(n + 1, d)``) with ``n ≥ 1``, or
             holds NaN or infinite values.
 
-    Example:
+    Examples:
         >>> import torch
         >>> segment_proportions(torch.tensor([[0., 0.], [3., 4.], [3., 5.]])).round(decimals=4)
         tensor([0.8333, 0.1667], dtype=torch.float64)
@@ -203,7 +203,7 @@ def squared_distances(inputs: torch.Tensor, outputs: torch.Tensor) -> torch.Tens
     Returns:
         ``(m, m')`` ``float64`` tensor of squared distances.
 
-    Example:
+    Examples:
         >>> import torch
         >>> squared_distances(torch.tensor([[0.], [1.]]), torch.tensor([[3.], [2.]]))
         tensor([[9., 4.],
@@ -233,7 +233,7 @@ def optimal_assignment(cost, solver: str = "auto") -> np.ndarray:
             ``solver`` is unknown.
         ImportError: if ``solver="lapjv"`` or ``"pot"`` and its package is missing.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> optimal_assignment(np.array([[4.0, 1.0], [2.0, 8.0]])).tolist()
         [1, 0]
@@ -322,7 +322,7 @@ def optimal_transport_score(inputs, outputs, *, solver: str = "auto", return_ass
             values, or the ``m × m`` cost matrices exceed the memory budget; also as :func:`optimal_assignment`.
         ImportError: if the chosen solver's package is missing.
 
-    Example:
+    Examples:
         >>> import torch
         >>> x = torch.randn(50, 1)
         >>> optimal_transport_score(x, 3 * x + 1)        # a monotone map in 1-D is optimal
@@ -356,7 +356,7 @@ def wasserstein2_squared(inputs, outputs, *, solver: str = "auto") -> float:
             values, or the ``m × m`` cost matrices exceed the memory budget; also as :func:`optimal_assignment`.
         ImportError: if the chosen solver's package is missing.
 
-    Example:
+    Examples:
         >>> import torch
         >>> wasserstein2_squared(torch.tensor([[0.], [1.]]), torch.tensor([[3.], [2.]]))
         4.0
@@ -385,7 +385,7 @@ def track_distance(track_s, track_t) -> float:
         ValueError: if a track is not ``(n + 1, d)`` with ``n ≥ 1``, holds NaN or infinite values, or the
             two shapes differ.
 
-    Example:
+    Examples:
         >>> import torch
         >>> s = torch.tensor([[0., 0.], [1., 0.], [2., 0.]])
         >>> t = torch.tensor([[0., 2.], [1., 1.], [2., 3.]])
@@ -419,7 +419,7 @@ def theorem1_lower_bound(x_p, x_q, image_p, image_q) -> float:
         ValueError: if ``x_p`` and ``x_q`` (or ``image_p`` and ``image_q``) differ in shape, or a value is
             NaN or infinite.
 
-    Example:
+    Examples:
         >>> theorem1_lower_bound([0., 0.], [3., 0.], [0., 0.], [0., 4.])   # 3 · 4 / 5
         2.4
     """

@@ -16,11 +16,29 @@ __all__ = ["DatasetError", "DatasetNotFoundError", "dataset_error"]
 
 
 class DatasetError(ValueError):
-    """A dataset file that cannot be used; the message names the file and what is wrong."""
+    """A dataset file that cannot be used; the message names the file and what is wrong.
+
+    Raised by every loader of :mod:`pdenets.data` for a truncated, corrupt or inconsistent
+    file, NaN/inf values, or declared sizes above the memory budget. It is a ``ValueError``,
+    so code that already catches ``ValueError`` handles it.
+
+    Examples:
+        >>> isinstance(DatasetError("data.npz: the file is empty"), ValueError)
+        True
+    """
 
 
 class DatasetNotFoundError(DatasetError, FileNotFoundError):
-    """A dataset file is missing from the data directory (nothing is downloaded)."""
+    """A dataset file is missing from the data directory (nothing is downloaded).
+
+    Both a :class:`DatasetError` and a ``FileNotFoundError``; the message names the path
+    searched and, for the known datasets, where to get the file.
+
+    Examples:
+        >>> error = DatasetNotFoundError("missing file cora.npz")
+        >>> isinstance(error, DatasetError), isinstance(error, FileNotFoundError)
+        (True, True)
+    """
 
 
 def dataset_error(path: Union[str, Path], problem: str) -> DatasetError:

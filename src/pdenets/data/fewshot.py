@@ -311,7 +311,7 @@ class EpisodeSampler:
         ways: ``C`` (default 5); shots: ``K`` (default 1); queries: ``Q`` per class (default 15).
         seed: master seed; task ``t`` uses a generator seeded with ``(seed, t)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> sampler = EpisodeSampler(torch.arange(10).repeat_interleave(20), range(10), ways=5, shots=1, queries=15)
         >>> tasks = sampler.sample(range(3))

@@ -233,7 +233,36 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
              missing_features: str = "identity") -> Data:
     """Read a gnn-benchmark ``.npz`` graph in either key layout (see the module docstring).
 
-    Example:
+    The format of Shchur et al., *Pitfalls of Graph Neural Network Evaluation* (the
+    gnn-benchmark files the Diff-ResNet code reads). The archive's array headers are checked
+    against the bytes it holds and against the memory budget before anything is allocated;
+    object arrays are skipped, never unpickled. The adjacency must be a square CSR matrix;
+    its stored entries become ``edge_index`` (directed, as stored). Features come from
+    ``attr_*`` / ``attr_matrix.*`` (CSR) or a dense ``attr_matrix``, else from the
+    ``missing_features`` rule; labels from ``labels`` (ids, or one-hot rows where all-zero
+    rows mean unlabelled, ``-1``).
+
+    Args:
+        path: the ``.npz`` file.
+        name: the graph's ``name`` (default: ``None``, the file's stem).
+        data_dir: the data directory named in the message when the file is missing
+            (default: ``None``, the file's folder).
+        missing_features: node features when the file holds none: ``"identity"`` (one-hot node
+            ids, an ``N × N`` matrix) or ``"degree"`` (one column, each node's out-degree)
+            (default: ``"identity"``).
+
+    Returns:
+        The graph as a PyG ``Data`` with ``x``, ``edge_index``, ``y``, ``num_nodes``, ``name``
+        and ``source`` (the file).
+
+    Raises:
+        DatasetNotFoundError: ``path`` does not exist (the message says where to get it).
+        DatasetError: an empty, truncated or corrupt archive, missing arrays, shapes that
+            disagree, NaN/inf values, non-integer labels, or sizes above the memory budget.
+        ValueError: the file holds no features and ``missing_features`` is not one of
+            ``"identity"``, ``"degree"``.
+
+    Examples:
         >>> import tempfile, os, torch
         >>> from torch_geometric.data import Data
         >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
@@ -310,8 +339,40 @@ def _test_index(path: Path) -> np.ndarray:
 def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Data:
     """Read ``planetoid/<Name>/raw/ind.<name>.*`` (Kipf & Welling's node ordering).
 
+    The citation graphs of Yang, Cohen, Salakhutdinov, *Revisiting Semi-Supervised Learning
+    with Graph Embeddings* (Planetoid), in the node order of Kipf & Welling,
+    *Semi-Supervised Classification with Graph Convolutional Networks*. Reads the eight files
+    ``ind.<name>.{x, y, tx, ty, allx, ally, graph, test.index}`` from
+    ``<data dir>/planetoid/<Name>/raw/``; the pickles go through the restricted unpickler
+    :func:`~pdenets.data.safe_pickle.load_array_pickle`, so nothing in them is executed.
+    Checks that features and labels have matching rows and widths, that ``test.index`` lists
+    one distinct non-negative id per test row, that the graph is a dict of integer neighbour
+    lists within range, and that the node count fits the memory budget.
+
     Test nodes are placed at the ids listed in ``test.index``; ids inside the test range
     that the file does not list (CiteSeer has 15) get zero features and label ``-1``.
+
+    Args:
+        name: ``"cora"``, ``"citeseer"`` or ``"pubmed"`` (case-insensitive).
+        data_dir: the data directory (default: ``None``, see
+            :func:`~pdenets.data.paths.resolve_data_dir`).
+
+    Returns:
+        The graph as a PyG ``Data`` with ``x`` (dense float32), ``edge_index``, ``y``,
+        ``num_nodes``, ``name`` (``"planetoid/<name>"``) and ``source`` (the folder).
+
+    Raises:
+        ValueError: ``name`` is not a Planetoid dataset.
+        DatasetNotFoundError: one of the eight files is missing (the message says where to
+            get it).
+        UnsafePickleError: a pickle asks for a global outside the allow-list.
+        DatasetError: a truncated, corrupt or inconsistent file, or sizes above the memory
+            budget.
+
+    Examples:
+        >>> graph = load_planetoid("cora")  # doctest: +SKIP
+        >>> graph.num_nodes, graph.x.shape[1]  # doctest: +SKIP
+        (2708, 1433)
     """
     key = name.lower()
     if key not in PLANETOID_NAMES:
@@ -429,7 +490,44 @@ def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]:
 
 
 def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identity") -> Data:
-    """Read a folder with ``edges.csv|npy``, ``labels.csv|npy`` and optional ``features.csv|npy``."""
+    """Read a folder with ``edges.csv|npy``, ``labels.csv|npy`` and optional ``features.csv|npy``.
+
+    ``labels.*`` holds one class id per node (``-1`` for unlabelled) and defines the number
+    of nodes ``N``; ``edges.*`` holds one ``source,target`` pair of node ids per row (kept
+    directed, as written); ``features.*`` holds one row of numbers per node. CSV files may
+    start with a header line; ``.npy`` files are read without pickles, their headers checked
+    against the memory budget first. Keeping both a ``.csv`` and a ``.npy`` of the same
+    stem is refused. Ids must be whole numbers, edges must lie in ``[0, N)``, features must
+    be finite.
+
+    Args:
+        folder: the graph's folder.
+        missing_features: node features when the file holds none: ``"identity"`` (one-hot node
+            ids, an ``N × N`` matrix) or ``"degree"`` (one column, each node's out-degree)
+            (default: ``"identity"``).
+
+    Returns:
+        The graph as a PyG ``Data`` with ``x``, ``edge_index``, ``y``, ``num_nodes``, ``name``
+        (the folder's name) and ``source`` (the folder).
+
+    Raises:
+        DatasetNotFoundError: the folder, ``edges.*`` or ``labels.*`` is missing.
+        DatasetError: an unreadable or inconsistent table (wrong number of columns or rows,
+            non-integer ids, ids out of range, NaN/inf features), both ``.csv`` and ``.npy``
+            of one stem, or sizes above the memory budget.
+        ValueError: the folder holds no features and ``missing_features`` is not one of
+            ``"identity"``, ``"degree"``.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "edges.csv").write_text("source,target\\n0,1\\n1,2\\n")
+        >>> _ = (folder / "labels.csv").write_text("0\\n1\\n-1\\n")
+        >>> graph = load_edge_list(folder, missing_features="degree")
+        >>> graph.x.tolist(), graph.y.tolist(), graph.edge_index.tolist()
+        ([[1.0], [1.0], [0.0]], [0, 1, -1], [[0, 1], [1, 2]])
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise DatasetNotFoundError(f"missing graph folder {folder}")
@@ -467,6 +565,34 @@ def save_graph_npz(data: Data, path: Union[str, Path], *, overwrite: bool = Fals
     """Write a PyG ``Data`` (``x`` dense or sparse, ``edge_index``, ``y``) in the layout ``load_graph`` reads.
 
     The file is written atomically; an existing file is refused unless ``overwrite=True``.
+    The adjacency (``adj_data``, ``adj_indices``, ``adj_indptr``, ``adj_shape``; weight 1 per
+    edge) and the features (``attr_*``) are stored as CSR float32 matrices, the labels as
+    int64 ids in ``labels`` (all ``-1`` when ``data`` has no ``y``); :func:`load_npz` reads
+    the file back.
+
+    Args:
+        data: the graph; it needs ``x``, ``edge_index`` and ``num_nodes``, ``y`` is optional.
+        path: the file to write; its name must end in ``.npz``.
+        overwrite: replace an existing file (default: ``False``).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ValueError: the file name does not end in ``.npz``.
+        FileExistsError: ``path`` exists and ``overwrite`` is ``False``.
+
+    Examples:
+        >>> import tempfile, os, torch
+        >>> from torch_geometric.data import Data
+        >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
+        >>> graph = Data(x=torch.eye(2), edge_index=torch.tensor([[0], [1]]), y=torch.tensor([0, 1]))
+        >>> save_graph_npz(graph, path).name
+        'g.npz'
+        >>> save_graph_npz(graph, path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileExistsError: ... exists; pass overwrite=True to replace it
     """
     from ..experiments.rundir import atomic_write
 
@@ -495,11 +621,33 @@ def save_graph_npz(data: Data, path: Union[str, Path], *, overwrite: bool = Fals
 def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None, *, missing_features: str = "identity") -> Data:
     """Load a graph by specification (see the module docstring).
 
-    Example:
-        >>> load_graph("no-such-graph")
+    Dispatches on ``spec``: a path ending in ``.npz`` → :func:`load_npz`;
+    ``planetoid/<name>`` → :func:`load_planetoid`; ``cora``, ``citeseer`` or ``pubmed`` →
+    ``<data dir>/npz/<name>.npz`` with :func:`load_npz`; an existing folder →
+    :func:`load_edge_list`. Nothing is downloaded.
+
+    Args:
+        spec: a dataset name, ``planetoid/<name>``, a path to a ``.npz`` file or a folder.
+        data_dir: the data directory for named datasets (default: ``None``, see
+            :func:`~pdenets.data.paths.resolve_data_dir`).
+        missing_features: node features for a ``.npz`` path or a folder without any:
+            ``"identity"`` (one-hot node ids) or ``"degree"`` (each node's out-degree)
+            (default: ``"identity"``).
+
+    Returns:
+        The graph as a PyG ``Data`` with ``x``, ``edge_index``, ``y`` (``-1``: unlabelled),
+        ``num_nodes``, ``name`` and ``source``.
+
+    Raises:
+        ValueError: ``spec`` matches none of the forms above.
+        DatasetNotFoundError: a file the specification names is missing.
+        DatasetError: the file cannot be used (see the loaders).
+
+    Examples:
+        >>> load_graph("no-such-graph")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz file or a folder with edges.csv and labels.csv
+        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz ...
     """
     text = str(spec)
     lowered = text.lower()

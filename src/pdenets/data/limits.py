@@ -38,7 +38,26 @@ def _physical_memory() -> Optional[int]:
 
 
 def memory_budget() -> int:
-    """Bytes a single loaded array may take (see the module docstring)."""
+    """Bytes a single loaded array may take (see the module docstring).
+
+    Reads ``$PDENETS_MEMORY_BUDGET`` — a number of bytes, optionally with a unit ``K``,
+    ``M``, ``G`` or ``T`` (powers of 1024, case-insensitive, an optional ``B``/``iB`` suffix:
+    ``512M``, ``16GiB``). Without it, half of the machine's physical memory, at most 8 GiB
+    (8 GiB where the memory cannot be read).
+
+    Returns:
+        The budget in bytes.
+
+    Raises:
+        ValueError: ``$PDENETS_MEMORY_BUDGET`` is set but is not such a size.
+
+    Examples:
+        >>> import os
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, {"PDENETS_MEMORY_BUDGET": "512M"}):
+        ...     memory_budget()
+        536870912
+    """
     text = os.environ.get(MEMORY_BUDGET_ENV_VAR, "").strip()
     if text:
         match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", text, flags=re.IGNORECASE)

@@ -30,7 +30,20 @@ __all__ = ["UnsafePickleError", "load_array_pickle", "ALLOWED_GLOBALS"]
 
 
 class UnsafePickleError(DatasetError, pickle.UnpicklingError):
-    """A pickle asked for a global outside the allow-list; nothing was executed."""
+    """A pickle asked for a global outside the allow-list; nothing was executed.
+
+    Raised by :func:`load_array_pickle` before the global is resolved; the message names the
+    file and the refused ``module.name``. Both a :class:`~pdenets.data.errors.DatasetError`
+    and a ``pickle.UnpicklingError``.
+
+    Examples:
+        >>> import pickle
+        >>> try:
+        ...     load_array_pickle(pickle.dumps(print))
+        ... except UnsafePickleError as error:
+        ...     print(str(error).split(":")[1].strip())
+        refusing to load builtins.print
+    """
 
 
 def _numpy_multiarray():
@@ -202,7 +215,7 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
             (nothing was executed).
         DatasetError: an empty, truncated or corrupt file (the message names it).
 
-    Example:
+    Examples:
         >>> import pickle, numpy as np
         >>> load_array_pickle(pickle.dumps(np.arange(3)))
         array([0, 1, 2])

@@ -47,7 +47,7 @@ def per_class_split(labels, train_per_class: int = 20, val_per_class: int = 30, 
                     random_state=None) -> Split:
     """Draw one split; nodes labelled ``-1`` belong to no set.
 
-    Example:
+    Examples:
         >>> import torch
         >>> split = per_class_split(torch.arange(4).repeat(60), 20, 30, seed=1)
         >>> len(split.train), len(split.val), len(split.test)

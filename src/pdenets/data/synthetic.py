@@ -1,4 +1,5 @@
-"""The synthetic sets of paper 000, Appendix E.1: XOR, moon, circle, spiral.
+"""The synthetic sets of Wang, Dou, Bao, Shi, *Diffusion Mechanism in Residual Neural Network: Theory and
+Applications* (Diff-ResNet), Appendix E.1: XOR, moon, circle, spiral.
 
 Each generator is seeded and returns float64 points, integer class labels and integer
 group ids (subclasses for XOR, classes otherwise). Curve parameters are drawn uniformly
@@ -23,7 +24,26 @@ __all__ = ["SyntheticSet", "make_xor", "make_moons", "make_circles", "make_spira
 
 @dataclass
 class SyntheticSet:
-    """Points ``(N, 2)`` float64, labels ``(N,)`` int64 in ``{0, 1}``, groups ``(N,)`` int64."""
+    """Points ``(N, 2)`` float64, labels ``(N,)`` int64 in ``{0, 1}``, groups ``(N,)`` int64.
+
+    The result of every generator of this module (:func:`make_xor`, :func:`make_moons`,
+    :func:`make_circles`, :func:`make_spirals`, :func:`make_synthetic`); ``len(dataset)`` is
+    the number of points ``N``.
+
+    Args:
+        points: ``(N, 2)`` float64 coordinates.
+        labels: ``(N,)`` int64 class labels in ``{0, 1}``.
+        groups: ``(N,)`` int64 group ids: the four discs of XOR (its subclasses), the class
+            label for the other sets.
+        name: the set's name (``"xor"``, ``"moon"``, ``"circle"`` or ``"spiral"``).
+
+    Examples:
+        >>> import torch
+        >>> data = SyntheticSet(torch.zeros(3, 2, dtype=torch.float64), torch.tensor([0, 1, 1]),
+        ...                     torch.tensor([0, 1, 1]), "demo")
+        >>> len(data), data.name
+        (3, 'demo')
+    """
 
     points: torch.Tensor
     labels: torch.Tensor
@@ -61,9 +81,30 @@ def _finish(points: np.ndarray, labels: np.ndarray, groups: np.ndarray, name: st
 def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0, rng=None) -> SyntheticSet:
     """Four discs of radius 0.75 centred at (0,0), (0,2), (2,0), (2,2), uniform inside each.
 
-    Discs (0,0) and (2,2) are class 0, the other two class 1; ``groups`` numbers the discs
-    (the four subclasses of the structured-data assumption). Initial ``D = 2r = 1.5`` and
-    ``L = 2 − 2r = 0.5``.
+    The XOR set of *Diffusion Mechanism in Residual Neural Network: Theory and Applications*
+    (Appendix E.1.1: 100 points in each disc). Discs (0,0) and (2,2) are class 0, the other
+    two class 1; ``groups`` numbers the discs 0 (0,0), 1 (2,2), 2 (0,2), 3 (2,0) (the four
+    subclasses of the structured-data assumption). Points are uniform in area (radius
+    ``r·sqrt(u)``, angle uniform). Initial ``D = 2r = 1.5`` and ``L = 2 − 2r = 0.5``.
+
+    Args:
+        points_per_disc: points drawn in each disc (default: ``100``).
+        radius: radius ``r`` of every disc (default: ``0.75``).
+        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
+            generator that replaces ``seed`` (default: ``None``, a
+            ``numpy.random.default_rng(seed)``).
+
+    Returns:
+        ``4 · points_per_disc`` points, disc by disc, named ``"xor"``.
+
+    Raises:
+        ValueError: ``points_per_disc`` is not a positive int.
+
+    Examples:
+        >>> data = make_xor(2)
+        >>> len(data), data.labels.tolist(), data.groups.tolist()
+        (8, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 2, 2, 3, 3])
     """
     _check_count(points_per_disc, "points_per_disc")
     rng = _rng(seed, rng)
@@ -79,7 +120,38 @@ def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0,
 
 def make_moons(points_per_class: int = 500, *, noise: float = 0.05, seed: int = 0, grid: bool = False,
                  rng=None) -> SyntheticSet:
-    """Upper unit half-circle at (0, 0) and lower unit half-circle at (1, 0.5), + N(0, noise²)."""
+    """Upper unit half-circle at (0, 0) and lower unit half-circle at (1, 0.5), + N(0, noise²).
+
+    The moon set of *Diffusion Mechanism in Residual Neural Network: Theory and Applications*
+    (Appendix E.1.1: 500 points per arc, Gaussian noise of standard deviation 0.05). Class 0
+    is the upper arc ``(cos t, sin t)``, class 1 the lower arc ``(1 − cos t, 0.5 − sin t)``,
+    ``t ∈ [0, π]``; ``groups`` equals ``labels``.
+
+    Args:
+        points_per_class: points on each arc (default: ``500``).
+        noise: standard deviation of the Gaussian noise added to each coordinate
+            (default: ``0.05``).
+        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        grid: evenly spaced arc parameters ``t`` (the paper scripts' layout) instead of
+            uniformly random ones (default: ``False``).
+        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
+            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
+            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
+            ``numpy.random.default_rng(seed)``).
+
+    Returns:
+        ``2 · points_per_class`` points, class 0 first, named ``"moon"``.
+
+    Raises:
+        ValueError: ``points_per_class`` is not a positive int.
+
+    Examples:
+        >>> data = make_moons(3, noise=0.0, grid=True)
+        >>> data.points.round(decimals=3).tolist()
+        [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, 0.5], [1.0, -0.5], [2.0, 0.5]]
+        >>> data.labels.tolist()
+        [0, 0, 0, 1, 1, 1]
+    """
     _check_count(points_per_class, "points_per_class")
     rng = _rng(seed, rng)
     t_upper = _parameters(rng, points_per_class, 0.0, np.pi, grid)
@@ -93,7 +165,36 @@ def make_moons(points_per_class: int = 500, *, noise: float = 0.05, seed: int = 
 
 def make_circles(points_per_class: int = 500, *, noise: float = 0.05, radii=(2.0, 1.0), seed: int = 0,
                  grid: bool = False, rng=None) -> SyntheticSet:
-    """Two concentric circles (radius 2 = class 0, radius 1 = class 1), + N(0, noise²)."""
+    """Two concentric circles (radius 2 = class 0, radius 1 = class 1), + N(0, noise²).
+
+    The circle set of *Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications* (Appendix E.1.1). Points lie at angles in ``[0, 2π]`` on circles centred at
+    the origin, one circle per class; ``groups`` equals ``labels``.
+
+    Args:
+        points_per_class: points on each circle (default: ``500``).
+        noise: standard deviation of the Gaussian noise added to each coordinate
+            (default: ``0.05``).
+        radii (tuple of float): radii of the class-0 and class-1 circles (default: ``(2.0, 1.0)``).
+        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        grid: evenly spaced angles (the paper scripts' layout) instead of uniformly random
+            ones (default: ``False``).
+        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
+            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
+            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
+            ``numpy.random.default_rng(seed)``).
+
+    Returns:
+        ``len(radii) · points_per_class`` points, circle by circle, named ``"circle"``.
+
+    Raises:
+        ValueError: ``points_per_class`` is not a positive int.
+
+    Examples:
+        >>> data = make_circles(4, noise=0.0)
+        >>> data.points.norm(dim=1).round(decimals=6).tolist()
+        [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]
+    """
     _check_count(points_per_class, "points_per_class")
     rng = _rng(seed, rng)
     rings = []
@@ -107,7 +208,36 @@ def make_circles(points_per_class: int = 500, *, noise: float = 0.05, radii=(2.0
 
 def make_spirals(points_per_class: int = 500, *, noise: float = 0.1, seed: int = 0, grid: bool = False,
                  rng=None) -> SyntheticSet:
-    """Two spirals ``r = a + bθ``, θ ∈ [0, 2π], with ``a = b = 1`` and ``a = b = −1``, + N(0, noise²)."""
+    """Two spirals ``r = a + bθ``, θ ∈ [0, 2π], with ``a = b = 1`` and ``a = b = −1``, + N(0, noise²).
+
+    The spiral set of *Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications* (Appendix E.1.1). A point is ``(r cos θ, r sin θ)``; class 0 is the arm
+    ``a = b = 1``, class 1 the arm ``a = b = −1`` (the first arm turned by π); ``groups``
+    equals ``labels``.
+
+    Args:
+        points_per_class: points on each arm (default: ``500``).
+        noise: standard deviation of the Gaussian noise added to each coordinate
+            (default: ``0.1``).
+        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        grid: evenly spaced angles θ (the paper scripts' layout) instead of uniformly random
+            ones (default: ``False``).
+        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
+            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
+            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
+            ``numpy.random.default_rng(seed)``).
+
+    Returns:
+        ``2 · points_per_class`` points, class 0 first, named ``"spiral"``.
+
+    Raises:
+        ValueError: ``points_per_class`` is not a positive int.
+
+    Examples:
+        >>> data = make_spirals(3, noise=0.0, grid=True)
+        >>> data.points[:, 0].round(decimals=3).tolist()
+        [1.0, -4.142, 7.283, -1.0, 4.142, -7.283]
+    """
     _check_count(points_per_class, "points_per_class")
     rng = _rng(seed, rng)
     arms = []
@@ -131,7 +261,29 @@ SYNTHETIC_SETS: Dict[str, Callable[..., SyntheticSet]] = {
 def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, rng=None) -> SyntheticSet:
     """Build a set by name (``xor``: ``size`` points per disc; others: per class).
 
-    Example:
+    Looks ``name`` up in :data:`SYNTHETIC_SETS` and calls its generator with the default
+    noise. ``grid`` does not apply to ``xor`` (its points are always uniform in each disc).
+
+    Args:
+        name: ``"xor"``, ``"moon"``, ``"circle"`` or ``"spiral"``.
+        size: points per disc (``xor``) or per class (the others).
+        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        grid: evenly spaced curve parameters instead of uniformly random ones; ignored for
+            ``xor`` (default: ``False``).
+        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
+            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
+            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
+            ``numpy.random.default_rng(seed)``).
+
+    Returns:
+        The generated set (see :func:`make_xor`, :func:`make_moons`, :func:`make_circles`,
+        :func:`make_spirals`).
+
+    Raises:
+        ValueError: ``name`` is not a known set (the message lists them), or ``size`` is not
+            a positive int.
+
+    Examples:
         >>> make_synthetic("circle", 10, seed=1).points.shape
         torch.Size([20, 2])
     """

@@ -353,7 +353,7 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
     """``england_covid``, ``chickenpox`` (from the data directory), a JSON file in any layout of
     :data:`LAYOUTS`, or a CSV folder (``series.csv`` + ``edges.csv``, or the path of its ``series.csv``).
 
-    Example:
+    Examples:
         >>> series = load_temporal("chickenpox")          # doctest: +SKIP
         >>> series.values.shape, series.time_varying       # doctest: +SKIP
         (torch.Size([521, 20]), False)
@@ -412,7 +412,7 @@ class ForecastWindows:
 def forecast_windows(values: torch.Tensor, lags: int, horizons: int) -> ForecastWindows:
     """Every origin ``t = L … T − 1`` of a ``(T, N)`` series with ``L = lags`` past values and ``H = horizons``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> windows = forecast_windows(torch.arange(6.).unsqueeze(1), lags=2, horizons=2)
         >>> windows.inputs[0, 0].tolist(), windows.targets[0, 0].tolist(), windows.targets[-1, 0].tolist()

@@ -1,6 +1,7 @@
 """Graph preprocessing steps, each a small function ``Data -> Data`` usable on its own.
 
-The Diff-ResNet protocol (paper 000, Appendix E.2) composes them in
+The Diff-ResNet protocol (Wang, Dou, Bao, Shi, *Diffusion Mechanism in Residual Neural Network:
+Theory and Applications*, Appendix E.2) composes them in
 :func:`preprocess_citation_graph`: undirected, no self-loops, unit edge weights, largest
 connected component, binary bag-of-words, row-normalized features.
 """

@@ -156,7 +156,7 @@ def load_cifar10_centred(data_dir=None, *, train_limit: Optional[int] = None, te
     training images, or the first ``test_limit`` of them) and ``"official"`` (the 1,000 official test
     images), centred by the **same training mean**.
 
-    Example:
+    Examples:
         >>> train, tests = load_cifar10_centred(train_limit=1000, test_limit=500)  # doctest: +SKIP
         >>> train.images.shape, sorted(tests), tests["held-out"].images.shape  # doctest: +SKIP
         (torch.Size([1000, 3, 32, 32]), ['held-out', 'official'], torch.Size([500, 3, 32, 32]))

@@ -26,10 +26,10 @@ Example:
     ... class Demo(TaskConfig):
     ...     epochs: int = field(default=10, metadata={"help": "training epochs"})
     ...     seeds: List[int] = field(default_factory=lambda: [0, 1])
-    >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7", "rate=1e-3"])
+    >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7", "rate=1e-3"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pdenets.experiments.config.ConfigError: unknown config key 'rate'; valid keys: data_dir, device, epochs, ray_address, seed, seeds, threads, workers
+    pdenets.experiments.config.ConfigError: unknown config key 'rate'; valid keys: data_dir, device, epochs, ...
     >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7"])
     >>> config.epochs, config.seeds
     (3, [7])
@@ -66,13 +66,18 @@ C = TypeVar("C")
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot be used: unknown key, wrong type, bad YAML, bad value."""
+    """A configuration that cannot be used: unknown key, wrong type, bad YAML, bad value.
+
+    A ``ValueError`` whose message names the key (or file and line) and the problem; raised
+    by :func:`resolve_config`, :meth:`TaskConfig.validate` and the field checks before
+    anything is written.
+    """
 
 
 def setting(default: Any, help: str = "", **metadata: Any) -> Any:
     """A config field with its help text (shown by ``--help``); mutable defaults are copied per instance.
 
-    Example:
+    Examples:
         >>> @dataclass
         ... class Demo:
         ...     seeds: List[int] = setting([0, 1], "data seeds")
@@ -87,7 +92,28 @@ def setting(default: Any, help: str = "", **metadata: Any) -> Any:
 
 @dataclass
 class TaskConfig:
-    """Settings every task shares: where it runs, how it is seeded and parallelized."""
+    """Settings every task shares: where it runs, how it is seeded and parallelized.
+
+    Every task's configuration dataclass inherits it; :func:`resolve_config` fills it from
+    defaults, YAML files and command-line overrides, and :meth:`validate` checks the values.
+
+    Args:
+        device: torch device: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` (default: ``"cpu"``).
+        seed: master seed in ``[0, 2^32)``; every random choice of the task derives from it
+            (default: ``0``).
+        data_dir: data directory (default: ``None``: ``$PDENETS_DATA``, else
+            ``~/.cache/pdenets``).
+        workers: worker processes for independent runs; ``0``: one per CPU core, ``1``: in
+            this process (default: ``0``).
+        threads: torch threads per worker; ``0``: CPU cores / workers (default: ``0``).
+        ray_address: run on a Ray cluster (``"auto"``, ``"ray://host:10001"``; needs
+            ``pip install 'pdenets[distributed]'``) (default: ``None``: no Ray).
+
+    Examples:
+        >>> config = resolve_config(TaskConfig, overrides=["seed=3", "workers=1"])
+        >>> config.seed, config.workers, config.device
+        (3, 1, 'cpu')
+    """
 
     device: str = setting("cpu", "torch device: cpu, cuda, cuda:1, mps")
     seed: int = setting(0, "master seed; every random choice of the task derives from it")
@@ -115,7 +141,7 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
     ``positive`` / ``non_negative``: finite numbers > 0 / >= 0; ``probabilities``: in [0, 1);
     ``choices``: field -> allowed values (lists: every entry); ``non_empty``: lists.
 
-    Example:
+    Examples:
         >>> @dataclass
         ... class Demo:
         ...     epochs: int = 0
@@ -360,6 +386,44 @@ def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Un
 
     ``overrides`` are ``"key=value"`` strings (values parsed as YAML) or ``(key, value)`` pairs;
     dotted keys reach nested fields. Raises :class:`ConfigError` naming the key and the problem.
+
+    Each YAML file must hold a mapping of config keys (a run directory's ``config.yaml``,
+    whose keys sit under ``config:``, is accepted too); tags and anchors are refused. Every
+    layer is checked against the field annotations (unknown keys, with a close match
+    suggested; ``true`` for a number; a list or mapping for a scalar) before OmegaConf
+    merges the layers deeply, later layers winning, and converts the result to ``cls``. A
+    single value for a list field becomes a one-element list. Values are not range-checked
+    here: that is ``validate()``'s job.
+
+    Args:
+        cls: the configuration dataclass.
+        base: the starting values instead of ``cls()``'s defaults, e.g. a task's
+            ``--quick`` configuration (default: ``None``).
+        files: YAML files merged in order (default: ``()``).
+        overrides: ``"key=value"`` strings or ``(key, value)`` pairs, applied last, in order
+            (default: ``()``).
+
+    Returns:
+        A new ``cls`` instance.
+
+    Raises:
+        TypeError: ``cls`` is not a dataclass.
+        ConfigError: a missing, unreadable or non-mapping file, invalid YAML, an unknown key,
+            a malformed override, or a value of the wrong type.
+
+    Examples:
+        >>> @dataclass
+        ... class Demo:
+        ...     epochs: int = 10
+        ...     rate: float = 0.1
+        >>> resolve_config(Demo, overrides=["epochs=3", ("rate", 0.5)])
+        Demo(epochs=3, rate=0.5)
+        >>> resolve_config(Demo, base=Demo(epochs=5), overrides=["rate=1e-3"])
+        Demo(epochs=5, rate=0.001)
+        >>> resolve_config(Demo, overrides=["epoch=3"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pdenets.experiments.config.ConfigError: unknown config key 'epoch' (did you mean 'epochs'?); valid keys: ...
     """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a dataclass")
@@ -389,7 +453,25 @@ def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Un
 
 
 def config_to_dict(config) -> Dict[str, Any]:
-    """Plain nested dict of a configuration (for ``config.yaml`` and job specs)."""
+    """Plain nested dict of a configuration (for ``config.yaml`` and job specs).
+
+    Nested dataclasses become nested dicts and lists are copied (``dataclasses.asdict``);
+    :func:`resolve_config` reads such a dict back from ``config.yaml``.
+
+    Args:
+        config (Any): a configuration dataclass instance (a :class:`TaskConfig` or any
+            dataclass).
+
+    Returns:
+        A dict of field name → value.
+
+    Raises:
+        TypeError: ``config`` is not a dataclass instance.
+
+    Examples:
+        >>> config_to_dict(TaskConfig(seed=3))
+        {'device': 'cpu', 'seed': 3, 'data_dir': None, 'workers': 0, 'threads': 0, 'ray_address': None}
+    """
     return dataclasses.asdict(config)
 
 

@@ -63,7 +63,30 @@ def _inline_html(text: str) -> str:
 
 
 class Report:
-    """Accumulate headings, paragraphs, tables, figures and code; write ``report.md`` + ``report.html``."""
+    """Accumulate headings, paragraphs, tables, figures and code; write ``report.md`` + ``report.html``.
+
+    Blocks are kept in the order they are added; :meth:`markdown` and :meth:`html` render the
+    same content (HTML escaped; ``**bold**``, backtick code and ``[text](link)`` markup kept), and
+    :meth:`write` writes both files atomically. Numbers in table cells are formatted with
+    :func:`format_number`; figures are PNG files referenced by name from the report's folder.
+
+    Args:
+        title: the report's title (the ``#`` heading and the HTML ``<title>``).
+
+    Examples:
+        >>> report = Report("Demo")
+        >>> report.heading("Results")
+        >>> report.table(["model", "accuracy"], [["a", "0.9"]])
+        >>> print(report.markdown())
+        # Demo
+        <BLANKLINE>
+        ## Results
+        <BLANKLINE>
+        | model | accuracy |
+        |---|---:|
+        | a | 0.9 |
+        <BLANKLINE>
+    """
 
     def __init__(self, title: str):
         self.title = title

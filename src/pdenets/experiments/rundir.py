@@ -55,7 +55,11 @@ _STORE_FILES = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm")
 
 
 class RunDirectoryError(ValueError):
-    """A run directory that cannot be used: a file, read-only, foreign, or in use."""
+    """A run directory that cannot be used: a file, read-only, foreign, or in use.
+
+    A ``ValueError`` whose message names the folder, what was found and what to do
+    (another ``--out``, ``--overwrite``, or wait for the run that holds the lock).
+    """
 
 
 def to_plain(value: Any) -> Any:
@@ -145,6 +149,21 @@ class RunDirectory:
 
     Use :meth:`open` (checks, locks) in a ``with`` block; the lock is released on exit.
     A bare ``RunDirectory(path)`` (no checks, no lock) serves tests and report helpers.
+
+    Every file is written atomically (a temporary file beside it, then a rename) and
+    recorded in the ``.pdenets-run`` marker of an opened directory, so that ``--overwrite``
+    later removes only the run's own files.
+
+    Args:
+        path: the folder; it is created (with its parents) if missing.
+
+    Examples:
+        >>> import tempfile
+        >>> directory = RunDirectory(tempfile.mkdtemp())
+        >>> directory.write_results({"accuracy": 0.9}).name
+        'results.json'
+        >>> directory.read_results()
+        {'accuracy': 0.9}
     """
 
     def __init__(self, path: Union[str, Path]):

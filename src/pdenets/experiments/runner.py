@@ -38,7 +38,16 @@ __all__ = ["run_task", "RunOutcome", "RunInterrupted", "JobFailedError", "plan_j
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a run; every finished run is stored."""
+    """Ctrl-C (or SIGTERM) during a run; every finished run is stored.
+
+    A ``KeyboardInterrupt`` raised by :func:`run_task`; its message reads ``"<stored> of
+    <planned> runs stored in <path>"``. Rerunning into the same folder resumes the run.
+
+    Args:
+        path: the run directory.
+        stored: runs stored in it so far.
+        planned: runs the task planned.
+    """
 
     def __init__(self, path: Path, stored: int, planned: int):
         super().__init__(f"{stored} of {planned} runs stored in {path}")
@@ -46,12 +55,26 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 class JobFailedError(RuntimeError):
-    """A job raised an exception (other than divergence); the runs finished before it are stored."""
+    """A job raised an exception (other than divergence); the runs finished before it are stored.
+
+    Raised by :func:`run_task`; the message names the job and the original error. A job
+    that raises :class:`~pdenets.NonFiniteError` is not a failure: it is stored as
+    ``diverged``.
+    """
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What :func:`run_task` did: where, the results, how many runs are planned, stored and new."""
+    """What :func:`run_task` did: where, the results, how many runs are planned, stored and new.
+
+    Args:
+        path: the run directory.
+        results: the task's results, as written to ``results.json``.
+        planned: runs the task planned.
+        stored: planned runs found in the store at the end.
+        new: runs executed by this call (``0`` with ``report_only``).
+        seconds: wall-clock seconds of the call.
+    """
 
     path: Path
     results: Dict[str, Any]
@@ -114,22 +137,40 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
              extra_config: Optional[Dict[str, Any]] = None) -> RunOutcome:
     """Run ``task`` with ``config`` into the run directory ``out`` (default ``runs/<task>-<time>``).
 
+    The steps, in order (see the module docstring): validate and prepare the task, plan the
+    jobs and their store keys, open and lock the run directory and write ``config.yaml``,
+    run the jobs not yet in ``results.sqlite`` (inline, in a process pool or on Ray),
+    summarize into ``results.json`` and ``runs.csv``, and write the task's report.
+
     Args:
         task: a registered name, a task class or an instance (then ``config`` is ignored).
-        config: the task's configuration (default: its dataclass defaults).
-        out: the run directory; a run of the same task there is resumed.
-        overwrite: use ``out`` even if it holds other files or another task's run.
-        progress: show a progress bar.
-        report_only: run nothing; summarize and report the stored runs.
-        runs_root: the folder of default run directories ``runs_root/<run_name>-<date>-<time>``.
-        run_name: the name of the default run directory (default: the task name).
-        extra_config: more keys for ``config.yaml`` (e.g. ``{"quick": True}``).
+        config: the task's configuration (default: ``None``, its dataclass defaults).
+        out: the run directory; a run of the same task there is resumed (default: ``None``,
+            a new folder ``runs_root/<run_name>-<date>-<time>``).
+        overwrite: use ``out`` even if it holds other files or another task's run; the
+            previous run's own files are removed (default: ``False``).
+        progress: show a progress bar (default: ``True``).
+        report_only: run nothing; summarize and report the stored runs of the existing
+            folder ``out`` (default: ``False``).
+        runs_root: the folder of default run directories ``runs_root/<run_name>-<date>-<time>``
+            (default: ``"runs"``).
+        run_name: the name of the default run directory (default: ``None``, the task name).
+        extra_config: more keys for ``config.yaml``, e.g. ``{"quick": True}`` (default:
+            ``None``).
+
+    Returns:
+        The run directory, the results and the counts of planned, stored and new runs.
 
     Raises:
         ConfigError / ValueError: bad configuration (nothing written).
         RunDirectoryError, StoreError: ``out`` cannot be used (nothing of the user's touched).
         RunInterrupted: Ctrl-C; finished runs are stored.
         JobFailedError: a job raised; finished runs are stored.
+
+    Examples:
+        >>> outcome = run_task("synthetic", get_task("synthetic").quick_config(), out="runs/demo")  # doctest: +SKIP
+        >>> outcome.path.name, outcome.new == outcome.planned  # doctest: +SKIP
+        ('demo', True)
     """
     task = _as_task(task, config)
     task.validate()

@@ -50,12 +50,31 @@ _COLUMN_TYPES = ("TEXT", "INTEGER", "REAL")
 
 
 class StoreError(ValueError):
-    """A results file that is corrupt, foreign (not a pdenets store, or another task's) or unusable."""
+    """A results file that is corrupt, foreign (not a pdenets store, or another task's) or unusable.
+
+    A ``ValueError`` raised by :class:`ResultsStore` before anything is written to the file;
+    the message names the file and the problem.
+    """
 
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One stored run: its key, spec and record (decoded JSON), status and duration."""
+    """One stored run: its key, spec and record (decoded JSON), status and duration.
+
+    Returned by :meth:`ResultsStore.rows`; :meth:`flat` gives the one-dict-per-run form that
+    tasks summarize.
+
+    Args:
+        key: the job's store key (:func:`~pdenets.experiments.task.job_key`).
+        spec: the job spec as a dict.
+        record: what the job returned.
+        status: ``"ok"`` or ``"diverged"``.
+        seconds: how long the job ran, or ``None``.
+
+    Examples:
+        >>> StoredRun("k1", {"seed": 0}, {"accuracy": 0.5}, "ok", 1.5).flat()
+        {'seed': 0, 'accuracy': 0.5, 'key': 'k1', 'status': 'ok'}
+    """
 
     key: str
     spec: Dict[str, Any]
@@ -146,7 +165,23 @@ class ResultsStore:
         path: the database file (created if missing).
         task: the task name; a store of another task is refused.
         columns: extra query columns ``name -> SQL type`` (``TEXT``, ``INTEGER``, ``REAL``),
-            filled from the spec or record field of the same name.
+            filled from the spec or record field of the same name; a column missing from an
+            existing store is added (default: ``None``, no extra columns).
+
+    Raises:
+        StoreError: the file is corrupt, not a pdenets store, a store of another task, or
+            cannot be read or created.
+        ValueError: a column name is not a Python identifier (or is a built-in column
+            name) or its type is not one of ``TEXT``, ``INTEGER``, ``REAL``.
+
+    Examples:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.sqlite")
+        >>> with ResultsStore(path, task="demo") as store:
+        ...     store.add("k1", {"seed": 0}, {"accuracy": 0.5})
+        ...     store.count()
+        True
+        1
     """
 
     def __init__(self, path: Union[str, Path], *, task: str, columns: Optional[Mapping[str, str]] = None):

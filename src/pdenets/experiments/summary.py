@@ -22,7 +22,25 @@ __all__ = ["Stats", "group_records", "group_summary", "format_mean_std", "PaperV
 
 def format_mean_std(mean: Optional[float], std: Optional[float] = None, digits: int = 3, *,
                     count: Optional[int] = None) -> str:
-    """``"0.962 ± 0.034"`` (``"—"`` when there is no value; ``(n=…)`` appended if ``count`` is given)."""
+    """``"0.962 ± 0.034"`` (``"—"`` when there is no value; ``(n=…)`` appended if ``count`` is given).
+
+    A ``None`` or NaN ``std`` is left out, so a single value prints without ``±``.
+
+    Args:
+        mean: the value; ``None`` or NaN gives ``"—"``.
+        std: its standard deviation (default: ``None``).
+        digits: decimals of both numbers (default: ``3``).
+        count: the number of runs, appended as ``(n=count)`` (default: ``None``).
+
+    Returns:
+        The formatted text.
+
+    Examples:
+        >>> format_mean_std(0.96213, 0.0341)
+        '0.962 ± 0.034'
+        >>> format_mean_std(81.34, 1.5, 1, count=10), format_mean_std(0.5), format_mean_std(None)
+        ('81.3 ± 1.5 (n=10)', '0.500', '—')
+    """
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "—"
     text = f"{mean:.{digits}f}"
@@ -35,7 +53,26 @@ def format_mean_std(mean: Optional[float], std: Optional[float] = None, digits: 
 
 @dataclass(frozen=True)
 class Stats:
-    """Mean, population standard deviation, extremes, median and count of the finite values."""
+    """Mean, population standard deviation, extremes, median and count of the finite values.
+
+    Build it with :meth:`Stats.of`, which leaves out ``None``, NaN and inf (e.g. diverged
+    runs); with no finite value every statistic is NaN and ``count`` is ``0``.
+
+    Args:
+        mean: the mean.
+        std: the population standard deviation (``ddof=0``).
+        min: the smallest value.
+        max: the largest value.
+        median: the median.
+        count: how many finite values the statistics cover.
+
+    Examples:
+        >>> stats = Stats.of([0.8, None, 0.9, float("nan")], scale=100)
+        >>> stats.count, stats.format(1), stats.format(1, count=True)
+        (2, '85.0 ± 5.0', '85.0 ± 5.0 (n=2)')
+        >>> Stats.of([]).format()
+        '—'
+    """
 
     mean: float
     std: float
@@ -46,6 +83,12 @@ class Stats:
 
     @classmethod
     def of(cls, values: Iterable[float], *, scale: float = 1.0) -> "Stats":
+        """Statistics of the finite ``values`` (``None``, NaN and inf left out), each multiplied by ``scale``.
+
+        Args:
+            values: the numbers; ``None`` counts as missing.
+            scale: factor applied first, e.g. ``100`` for percentages (default: ``1.0``).
+        """
         array = np.asarray([np.nan if v is None else v for v in values], dtype=float) * scale
         finite = array[np.isfinite(array)]
         if finite.size == 0:
@@ -54,6 +97,12 @@ class Stats:
                    float(np.median(finite)), int(finite.size))
 
     def format(self, digits: int = 3, *, count: bool = False) -> str:
+        """``mean ± std`` with ``digits`` decimals (``"—"`` without values; see :func:`format_mean_std`).
+
+        Args:
+            digits: decimals (default: ``3``).
+            count: append ``(n=count)`` (default: ``False``).
+        """
         return format_mean_std(self.mean if self.count else None, self.std, digits,
                                count=self.count if count else None)
 
@@ -85,6 +134,22 @@ def group_summary(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequen
     """:class:`Stats` of ``metric`` per group of records sharing the ``by`` field(s) (see :func:`group_records`).
 
     Records without the metric (e.g. diverged runs) are left out of the statistics.
+
+    Args:
+        records: the runs, one mapping each (e.g. :meth:`~pdenets.experiments.store.StoredRun.flat`).
+        by: the field, or fields, whose values define a group.
+        metric: the field summarized.
+        scale: factor applied to every value, e.g. ``100`` for percentages (default: ``1.0``).
+        where: a filter applied to the records first (default: ``None``, all records).
+
+    Returns:
+        Group key → :class:`Stats`, groups in order of first appearance; with several ``by``
+        fields the keys are tuples.
+
+    Examples:
+        >>> records = [{"model": "a", "acc": 0.8}, {"model": "a", "acc": None}, {"model": "b", "acc": 0.5}]
+        >>> {key: stats.count for key, stats in group_summary(records, by="model", metric="acc").items()}
+        {'a': 1, 'b': 1}
     """
     return {key: Stats.of((r.get(metric) for r in members), scale=scale)
             for key, members in group_records(records, by=by, where=where).items()}
@@ -92,13 +157,28 @@ def group_summary(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequen
 
 @dataclass(frozen=True)
 class PaperValue:
-    """A number a paper reports (mean, optional std), with where it comes from."""
+    """A number a paper reports (mean, optional std), with where it comes from.
+
+    Args:
+        mean: the reported mean.
+        std: the reported standard deviation, if any (default: ``None``).
+        source: where it is reported, e.g. ``"Table 1"`` (default: ``""``).
+
+    Examples:
+        >>> PaperValue(82.1, 1.1, "Table 1").format(1), PaperValue(82.1).format(1)
+        ('82.1 ± 1.1', '82.1')
+    """
 
     mean: float
     std: Optional[float] = None
     source: str = ""
 
     def format(self, digits: int = 1) -> str:
+        """``mean ± std`` with ``digits`` decimals (default: ``1``; see :func:`format_mean_std`).
+
+        Args:
+            digits: decimals (default: ``1``).
+        """
         return format_mean_std(self.mean, self.std, digits)
 
 
@@ -109,9 +189,21 @@ def paper_and_ours(ours: Optional[Union[Stats, Mapping[str, Any]]], paper: Optio
     ``ours`` is a :class:`Stats` or a results mapping with ``mean``, ``std`` and ``runs``
     (or ``count``); ``None`` when nothing was measured.
 
-    Example:
+    Args:
+        ours: our measurement, or ``None``; a count of ``0`` or a ``None`` mean also counts as
+            not measured.
+        paper: the paper's number, or ``None``.
+        digits: decimals of every cell (default: ``1``).
+
+    Returns:
+        ``(ours, paper, difference)`` as text; a cell is ``"—"`` when its input is missing,
+        and the signed difference needs both.
+
+    Examples:
         >>> paper_and_ours({"mean": 82.3, "std": 1.2, "runs": 20}, PaperValue(82.1, 1.1))
         ('82.3 ± 1.2 (n=20)', '82.1 ± 1.1', '+0.2')
+        >>> paper_and_ours(None, PaperValue(81.5))
+        ('—', '81.5', '—')
     """
     if isinstance(ours, Stats):
         ours = {"mean": ours.mean, "std": ours.std, "count": ours.count}

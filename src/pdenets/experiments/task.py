@@ -63,13 +63,30 @@ def job_key(task: str, spec: Any) -> str:
     Fields declared with ``metadata={"key": False}`` are left out (things that cannot change
     the result, such as where the data lives).
 
-    Example:
+    The spec is serialized as sorted JSON (values JSON cannot hold are written with
+    ``str``) and hashed with SHA-256; the key is the first 24 hex digits, the same in every
+    process and Python session.
+
+    Args:
+        task: the task's registered name.
+        spec: the job spec, a dataclass instance (frozen by convention).
+
+    Returns:
+        A 24-character hexadecimal key.
+
+    Raises:
+        TypeError: ``spec`` is not a dataclass instance.
+        ValueError: a spec field holds NaN or inf.
+
+    Examples:
         >>> @dataclass(frozen=True)
         ... class Spec:
         ...     seed: int
         ...     lr: float
         >>> job_key("demo", Spec(0, 0.1)) == job_key("demo", Spec(0, 0.1)) != job_key("demo", Spec(0, 0.2))
         True
+        >>> len(job_key("demo", Spec(0, 0.1)))
+        24
     """
     values = spec_to_dict(spec)
     for item in dataclasses.fields(spec):
@@ -81,7 +98,41 @@ def job_key(task: str, spec: Any) -> str:
 
 
 class Task(ABC):
-    """Base class of every task (see the module docstring). Instances hold ``self.config``."""
+    """Base class of every task (see the module docstring). Instances hold ``self.config``.
+
+    A subclass sets ``name`` (and usually ``description`` and ``config_class``), implements
+    :meth:`jobs`, :meth:`run_job`, :meth:`summarize` and :meth:`report`, and registers with
+    :func:`register_task`; :func:`~pdenets.experiments.runner.run_task` does the rest.
+
+    Args:
+        config: the task's configuration, an instance of its ``config_class``.
+
+    Attributes:
+        name: the registered name (``pdenets run <name>``).
+        description: one line for ``pdenets tasks`` and ``--help``.
+        config_class: the :class:`~pdenets.experiments.config.TaskConfig` subclass it takes.
+        shortcuts: extra command-line names for config fields.
+        columns: store columns for queries, ``name -> SQL type``.
+        unit: what the progress bar counts.
+
+    Raises:
+        TypeError: ``config`` is not an instance of ``config_class``.
+
+    Examples:
+        >>> class Demo(Task):
+        ...     name = "demo"
+        ...     def jobs(self):
+        ...         return []
+        ...     @staticmethod
+        ...     def run_job(spec):
+        ...         return {}
+        ...     def summarize(self, records):
+        ...         return {}
+        ...     def report(self, results, records, run_dir):
+        ...         pass
+        >>> Demo(TaskConfig(seed=3)).config.seed
+        3
+    """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -136,7 +187,39 @@ TASKS: Dict[str, Type[Task]] = {}
 
 
 def register_task(cls: T) -> T:
-    """Class decorator: make a task available to ``pdenets run <name>``."""
+    """Class decorator: make a task available to ``pdenets run <name>``.
+
+    Registers ``cls`` under its ``name`` in the task registry. Registering the same class
+    again (e.g. after a module reload) replaces the entry; another class under a taken name
+    is refused.
+
+    Args:
+        cls: the :class:`Task` subclass.
+
+    Returns:
+        ``cls`` itself, so the function works as a decorator.
+
+    Raises:
+        TypeError: ``cls`` has no non-empty string ``name``.
+        ValueError: another task is already registered under that name.
+
+    Examples:
+        >>> @register_task
+        ... class Demo(Task):
+        ...     name = "demo-registered"
+        ...     def jobs(self):
+        ...         return []
+        ...     @staticmethod
+        ...     def run_job(spec):
+        ...         return {}
+        ...     def summarize(self, records):
+        ...         return {}
+        ...     def report(self, results, records, run_dir):
+        ...         pass
+        >>> get_task("demo-registered") is Demo
+        True
+        >>> del TASKS["demo-registered"]  # leave the registry as it was
+    """
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
@@ -148,6 +231,26 @@ def register_task(cls: T) -> T:
 
 
 def get_task(name: str) -> Type[Task]:
+    """The task class registered under ``name`` (the built-in tasks are imported first).
+
+    Args:
+        name: the task's registered name.
+
+    Returns:
+        The :class:`Task` subclass.
+
+    Raises:
+        UnknownNameError: no task has that name (a ``KeyError``; the message suggests a close
+            name and lists the valid ones).
+
+    Examples:
+        >>> get_task("synthetic").name
+        'synthetic'
+        >>> get_task("synthetc")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pdenets.experiments.task.UnknownNameError: unknown task 'synthetc' (did you mean 'synthetic'?); valid: ...
+    """
     _load_builtin_tasks()
     if name not in TASKS:
         raise unknown_name("task", name, list(TASKS))
@@ -156,7 +259,15 @@ def get_task(name: str) -> Type[Task]:
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A paper table: the task, and the configurations of the full and the ``--quick`` run."""
+    """A paper table: the task, and the configurations of the full and the ``--quick`` run.
+
+    Args:
+        name: the table's name (``pdenets reproduce <name>``).
+        task: the registered name of the task that computes it.
+        full: builds the configuration of the full reproduction.
+        quick: builds the configuration of the ``--quick`` variant.
+        description: one line describing the table.
+    """
 
     name: str
     task: str
@@ -170,12 +281,50 @@ REPRODUCTIONS: Dict[str, Reproduction] = {}
 
 def register_reproduction(name: str, task: str, *, full: Callable[[], TaskConfig], quick: Callable[[], TaskConfig],
                           description: str) -> Reproduction:
+    """Make a paper table available to ``pdenets reproduce <name>``.
+
+    The entry replaces any earlier one of the same name; ``task`` is looked up only when
+    the table is reproduced.
+
+    Args:
+        name: the table's name.
+        task: the registered name of the task that computes it.
+        full: a callable returning the configuration of the full reproduction.
+        quick: a callable returning the configuration of the ``--quick`` variant.
+        description: one line describing the table.
+
+    Returns:
+        The registered :class:`Reproduction`.
+
+    Examples:
+        >>> entry = register_reproduction("demo-table", "synthetic", full=TaskConfig, quick=TaskConfig,
+        ...                               description="a demo table")
+        >>> get_reproduction("demo-table") is entry, entry.quick().seed
+        (True, 0)
+        >>> del REPRODUCTIONS["demo-table"]  # leave the registry as it was
+    """
     entry = Reproduction(name, task, full, quick, description)
     REPRODUCTIONS[name] = entry
     return entry
 
 
 def get_reproduction(name: str) -> Reproduction:
+    """The paper table registered under ``name`` (the built-in tasks are imported first).
+
+    Args:
+        name: the table's name, e.g. ``"table1"``.
+
+    Returns:
+        The :class:`Reproduction`: task name and full / ``--quick`` configurations.
+
+    Raises:
+        UnknownNameError: no table has that name (a ``KeyError``; the message suggests a
+            close name and lists the valid ones).
+
+    Examples:
+        >>> get_reproduction("table1").task
+        'node-classification'
+    """
     _load_builtin_tasks()
     if name not in REPRODUCTIONS:
         raise unknown_name("table", name, list(REPRODUCTIONS))
@@ -187,10 +336,28 @@ def _load_builtin_tasks() -> None:
 
 
 def registered_tasks() -> Dict[str, Type[Task]]:
+    """A copy of the task registry, name → task class, the built-in tasks included.
+
+    Returns:
+        A new dict; changing it does not change the registry.
+
+    Examples:
+        >>> "synthetic" in registered_tasks()
+        True
+    """
     _load_builtin_tasks()
     return dict(TASKS)
 
 
 def registered_reproductions() -> Dict[str, Reproduction]:
+    """A copy of the paper-table registry, name → :class:`Reproduction`, the built-in ones included.
+
+    Returns:
+        A new dict; changing it does not change the registry.
+
+    Examples:
+        >>> "table1" in registered_reproductions()
+        True
+    """
     _load_builtin_tasks()
     return dict(REPRODUCTIONS)

@@ -39,7 +39,24 @@ __all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    """Fraction of rows whose arg-max equals the label; non-finite logits raise :class:`NonFiniteError`."""
+    """Fraction of rows whose arg-max equals the label; non-finite logits raise :class:`NonFiniteError`.
+
+    Args:
+        logits: ``(N, C)`` scores.
+        labels: ``(N,)`` class ids.
+
+    Returns:
+        The accuracy in ``[0, 1]``.
+
+    Raises:
+        NonFiniteError: ``logits`` holds NaN or inf.
+        ValueError: ``logits`` and ``labels`` have different numbers of rows, or ``N = 0``.
+
+    Examples:
+        >>> import torch
+        >>> accuracy(torch.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1, 1, 1]))
+        0.75
+    """
     check_finite(logits, "the network's output")
     if logits.shape[0] != labels.shape[0]:
         raise ValueError(f"{logits.shape[0]} rows of logits but {labels.shape[0]} labels")
@@ -49,7 +66,24 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 class evaluation_mode:
-    """``with evaluation_mode(model):`` — ``eval()`` and ``no_grad`` inside, the previous mode after."""
+    """``with evaluation_mode(model):`` — ``eval()`` and ``no_grad`` inside, the previous mode after.
+
+    Entering the block returns ``model``; leaving it, even by an exception, restores the
+    training mode the model had when the context manager was created.
+
+    Args:
+        model: the network to evaluate.
+
+    Examples:
+        >>> import torch
+        >>> model = torch.nn.Linear(2, 1)
+        >>> with evaluation_mode(model):
+        ...     output = model(torch.ones(1, 2))
+        ...     model.training, output.requires_grad
+        (False, False)
+        >>> model.training
+        True
+    """
 
     def __init__(self, model: torch.nn.Module):
         self.model = model
@@ -81,6 +115,21 @@ class EarlyStopping:
     Args:
         patience: epochs without improvement before stopping (``>= 1``).
         monitors: metric name → ``"min"`` or ``"max"``.
+
+    Raises:
+        ValueError: ``patience`` is not a positive int, or ``monitors`` is empty or holds a
+            mode other than ``"min"`` / ``"max"``.
+
+    Examples:
+        >>> import torch
+        >>> model = torch.nn.Linear(1, 1)
+        >>> stopping = EarlyStopping(2, monitors={"loss": "min"})
+        >>> losses = [1.0, 0.5, 0.7, 0.6]
+        >>> stops = [stopping.update(epoch, {"loss": loss}, model) for epoch, loss in enumerate(losses, 1)]
+        >>> stops
+        [False, False, False, True]
+        >>> stopping.best_epoch, stopping.best["loss"]
+        (2, 0.5)
     """
 
     def __init__(self, patience: int, *, monitors: Mapping[str, str]):
@@ -121,7 +170,19 @@ class EarlyStopping:
 class FitResult:
     """``epochs`` run (the last one included), ``best_epoch`` (early stopping; else the last),
     ``diverged_at`` (the epoch that produced non-finite numbers, or ``None``), the per-epoch
-    evaluation ``history`` and training ``losses`` of the finite epochs."""
+    evaluation ``history`` and training ``losses`` of the finite epochs.
+
+    Returned by :func:`fit`.
+
+    Args:
+        epochs: epochs run, the last one included.
+        best_epoch: the epoch whose state the model holds at the end: early stopping's best,
+            else the last finite epoch (``0`` if the first epoch diverged).
+        diverged_at: the epoch that produced non-finite numbers (default: ``None``, none did).
+        history: the metrics ``evaluate()`` returned, one dict per finite epoch
+            (default: ``[]``).
+        losses: the training loss of every finite epoch (default: ``[]``).
+    """
 
     epochs: int
     best_epoch: int
@@ -135,13 +196,42 @@ def fit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable
         early_stopping: Optional[EarlyStopping] = None, restore_on_divergence: bool = False) -> FitResult:
     """Train for up to ``max_epochs`` full steps; see the module docstring.
 
+    Each epoch puts ``model`` in training mode, calls ``optimizer.zero_grad()``, computes
+    ``loss()``, back-propagates, steps, then calls ``evaluate()`` and updates
+    ``early_stopping``. A non-finite loss, parameter, or :class:`NonFiniteError` raised
+    inside ends training with ``diverged_at`` set, instead of raising.
+
     Args:
+        model: the network trained.
+        optimizer: the optimizer of ``model``'s parameters.
         loss: computes the training loss in training mode (called after ``zero_grad``).
+        max_epochs: the most epochs (optimizer steps) to run (``>= 1``).
         evaluate: returns the epoch's metrics; called after each step (the caller chooses
-            the mode: wrap it in :class:`evaluation_mode` for dropout-free evaluation).
-        early_stopping: stops training and restores the best state at the end.
+            the mode: wrap it in :class:`evaluation_mode` for dropout-free evaluation)
+            (default: ``None``, no evaluation).
+        early_stopping: stops training and restores the best state at the end
+            (default: ``None``, run ``max_epochs`` epochs).
         restore_on_divergence: keep a copy of the parameters before every step and put it
-            back when the step makes anything non-finite (otherwise training just stops).
+            back when the step makes anything non-finite (otherwise training just stops)
+            (default: ``False``).
+
+    Returns:
+        Epochs run, best epoch, the diverging epoch if any, and the per-epoch metrics and
+        losses.
+
+    Raises:
+        ValueError: ``max_epochs`` is not a positive int.
+        KeyError: ``early_stopping`` monitors a metric ``evaluate()`` does not return.
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> model = torch.nn.Linear(1, 1)
+        >>> optimizer = torch.optim.SGD(model.parameters(), lr=1e30)  # far too large: the loss overflows
+        >>> result = fit(model, optimizer, lambda: (model(torch.ones(4, 1)) ** 2).sum(), max_epochs=10,
+        ...              restore_on_divergence=True)
+        >>> result.epochs, result.diverged_at, result.best_epoch, parameters_finite(model)
+        (2, 2, 1, True)
     """
     if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
         raise ValueError(f"max_epochs must be a positive int, got {max_epochs!r}")

@@ -43,7 +43,7 @@ class Conv4(nn.Module):
         - input: ``(B, in_channels, H, W)`` with ``H, W >= 16``
         - :meth:`embed`: ``(B, width · ⌊H/16⌋ · ⌊W/16⌋)``
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = Conv4(num_classes=10)
         >>> net.embed(torch.zeros(2, 1, 28, 28)).shape, net(torch.zeros(2, 1, 28, 28)).shape

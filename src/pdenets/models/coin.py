@@ -63,7 +63,7 @@ def block_diagonal_graph(graphs: Sequence[GraphLike], num_nodes: int, *, dtype: 
         ValueError: if ``graphs`` is empty, ``num_nodes < 1`` or a graph is malformed (the message names it).
         TypeError: if ``num_nodes`` is not an integer or a graph has an unsupported type.
 
-    Example:
+    Examples:
         >>> import torch
         >>> a = torch.tensor([[0., 1.], [1., 0.]])
         >>> block_diagonal_graph([a, 2 * a], 2).to_dense()
@@ -144,7 +144,7 @@ class COIN(nn.Module):
           ``S`` graphs. The backbone sees ``(N, ...)`` or ``(S·N, ...)``.
         - output: the head's output for every sample, ``(N, ...)`` or ``(S, N, ...)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> from pdenets.operators import KnnGaussianWeights
@@ -368,7 +368,7 @@ def coin_mlp(in_features: int, num_classes: int, *, hidden: int = 64, num_layers
         ValueError: if a size is not a positive integer or ``dropout`` is not in ``[0, 1)``; also as
             :class:`COIN`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from pdenets.operators import KnnGaussianWeights
         >>> net = coin_mlp(4, 3, hidden=16, num_steps=5,

@@ -66,7 +66,7 @@ class DiffResNet(nn.Module):
     classifier: ``FC((I − γL)^r h) = (I − γL)^r (h Wᵀ) + b`` (rows of ``I − γL`` sum to 1),
     so the ``r`` steps run on ``num_classes`` columns instead of ``width``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from pdenets.operators import KnnGaussianWeights
         >>> net = DiffResNet(2, 2, num_steps=60, step_size=1.0,
@@ -160,7 +160,7 @@ def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
     Raises:
         ValueError: as :class:`DiffResNet`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = no_diff_resnet(2, 2)
         >>> net.num_steps, sum(p.numel() for p in net.parameters())

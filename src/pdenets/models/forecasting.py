@@ -134,7 +134,7 @@ class WindowMLP(nn.Module):
 
     Shapes: ``(S, N, L)`` or ``(M, L)`` → ``(S, N, H)`` or ``(M, H)``; the graph argument is ignored.
 
-    Example:
+    Examples:
         >>> import torch
         >>> WindowMLP(4, 2)(torch.randn(3, 5, 4)).shape
         torch.Size([3, 5, 2])
@@ -158,7 +158,7 @@ class WindowGCN(nn.Module):
 
     ``P`` is PyTorch Geometric's ``GCNConv`` normalization (:func:`~pdenets.operators.gcn_propagation_matrix`).
 
-    Example:
+    Examples:
         >>> import torch
         >>> ring = (torch.tensor([[0, 1, 2], [1, 2, 0]]), None)
         >>> WindowGCN(4, 2)(torch.randn(3, 3, 4), ring).shape
@@ -189,7 +189,7 @@ class GraphConvGRU(nn.Module):
     for ``τ = 1…L``, with ``⋆`` a Chebyshev convolution of order ``K`` on the origin's graph
     (:class:`ChebGraphConv`). The input terms of all ``L`` lags come from one propagation of the window.
 
-    Example:
+    Examples:
         >>> import torch
         >>> ring = (torch.tensor([[0, 1, 2], [1, 2, 0]]), None)
         >>> GraphConvGRU(4, 2, hidden=8)(torch.randn(3, 3, 4), ring).shape

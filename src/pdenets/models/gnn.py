@@ -67,7 +67,7 @@ class GCN(_StackedConvolutions):
 
     Shapes: ``x (N, F)``, ``edge_index (2, E)`` → ``(N, C)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = GCN(5, 3)
         >>> net(torch.randn(4, 5), torch.tensor([[0, 1, 2], [1, 2, 3]])).shape
@@ -87,7 +87,7 @@ class GraphSAGE(_StackedConvolutions):
     ``h_i ← W₁ h_i + W₂ AGG_{j∈N(i)} h_j``; ``aggregator="maxpool"`` applies a ReLU MLP to the
     neighbours before the max (PyG ``SAGEConv(aggr="max", project=True)``).
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = GraphSAGE(5, 3, aggregator="maxpool")
         >>> net(torch.randn(4, 5), torch.tensor([[0, 1, 2], [1, 2, 3]])).shape
@@ -110,7 +110,7 @@ class GAT(_StackedConvolutions):
     Hidden layers: ``heads`` heads of ``hidden`` units, concatenated, ELU; output layer: one
     head. Dropout on inputs and attention coefficients.
 
-    Example:
+    Examples:
         >>> import torch
         >>> net = GAT(5, 3)
         >>> net(torch.randn(4, 5), torch.tensor([[0, 1, 2], [1, 2, 3]])).shape

@@ -51,7 +51,7 @@ class ModelEntry:
         training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01}`` (default: ``{}``).
         description: one line for listings (default: ``""``).
 
-    Example:
+    Examples:
         >>> from torch import nn
         >>> entry = ModelEntry("linear", nn.Linear, "example", defaults={"bias": False})
         >>> entry.factory(3, 2, **entry.defaults).bias is None
@@ -90,7 +90,7 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
     Raises:
         ValueError: (when decorating) if another factory is already registered under ``name``.
 
-    Example:
+    Examples:
         >>> from torch import nn
         >>> from pdenets.models import MODEL_REGISTRY, create_model, register_model
         >>> @register_model("doc-linear", family="example", defaults={"bias": False})
@@ -127,7 +127,7 @@ def list_models(family: Optional[str] = None) -> List[str]:
     Returns:
         The names, sorted.
 
-    Example:
+    Examples:
         >>> from pdenets.models import list_models
         >>> "diff-resnet" in list_models("diffusion"), "diff-resnet" in list_models("coin")
         (True, False)
@@ -149,7 +149,7 @@ def model_entry(name: str) -> ModelEntry:
         pdenets.experiments.task.UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
             message suggests the closest name and lists the valid ones.
 
-    Example:
+    Examples:
         >>> from pdenets.models import model_entry
         >>> entry = model_entry("coin-mlp")
         >>> entry.family, entry.defaults["hidden"]
@@ -179,7 +179,7 @@ def create_model(name: str, **kwargs: Any) -> nn.Module:
         pdenets.experiments.task.UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
             message suggests the closest name and lists the valid ones.
 
-    Example:
+    Examples:
         >>> from pdenets.models import create_model
         >>> net = create_model("no-diff-resnet", in_features=2, num_classes=3)
         >>> type(net).__name__, net.num_steps

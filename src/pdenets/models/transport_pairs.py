@@ -59,7 +59,7 @@ def initialize(model: nn.Module, init: str, *, residual: bool) -> nn.Module:
 class TransportBlock(nn.Module):
     r"""``x + W₂ σ(W₁ σ(x))`` (``residual=True``) or ``W₂ σ(W₁ σ(x))``; affine (``(N, d)``) or 3×3 convolutions.
 
-    Example:
+    Examples:
         >>> import torch
         >>> plain, res = TransportBlock(4, residual=False), TransportBlock(4, residual=True)
         >>> res.load_state_dict(plain.state_dict())

@@ -19,7 +19,8 @@ CONVECTION_VARIANTS = ("mlp", "graph")
 class ConvectionBlock(nn.Module):
     r"""Residual block = one explicit Euler step of the convection ODE ``dx/dt = f(x, θ)``.
 
-    Paper 000, eq. (5)–(6) and Appendix E:
+    From "Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. (5)–(6)
+    and Appendix E:
 
     .. math::
 
@@ -27,15 +28,22 @@ class ConvectionBlock(nn.Module):
         \qquad
         \text{graph:}\quad x \leftarrow x + \mathrm{ReLU}(\mathrm{FC}_1 x).
 
-    ``FC_1: R^d → R^w`` and ``FC_2: R^w → R^d`` are affine maps; ``w`` is the hidden width
-    (default ``d``). The graph variant drops ``FC_2`` (it needs ``w = d``) to curb
-    over-fitting on citation graphs (Appendix E.2.3).
+    ``x ← x + FC_2(ReLU(FC_1 x))`` (mlp),  ``x ← x + ReLU(FC_1 x)`` (graph),
+
+    where ``x ∈ R^d`` is one sample's features, ``FC_1: R^d → R^w`` and ``FC_2: R^w → R^d`` are
+    affine maps and ``w`` is the hidden width (default ``d``). The graph variant drops ``FC_2``
+    (it needs ``w = d``) to curb over-fitting on citation graphs (Appendix E.2.3).
 
     Args:
         features: ``d``, size of the input and output.
-        hidden_features: ``w`` (default ``d``; must equal ``d`` for ``variant="graph"``).
-        variant: ``"mlp"`` (default) or ``"graph"``.
-        bias: affine maps with bias (default ``True``).
+        hidden_features: the hidden width ``w``; must equal ``d`` for ``variant="graph"``
+            (default: ``None``, i.e. ``d``).
+        variant: ``"mlp"`` or ``"graph"`` (default: ``"mlp"``).
+        bias: affine maps with bias (default: ``True``).
+
+    Raises:
+        ValueError: an unknown ``variant``, a non-positive size, or ``hidden_features != features``
+            with ``variant="graph"``.
 
     Shapes:
         - input: ``(N, d)``, dense or a torch sparse (COO/CSR) tensor. Sparse input (e.g.
@@ -43,7 +51,7 @@ class ConvectionBlock(nn.Module):
           ``d × d`` layer's cost into ``nnz(x) · w``.
         - output: ``(N, d)`` dense
 
-    Example:
+    Examples:
         >>> import torch
         >>> block = ConvectionBlock(2)          # 2·2+2 + 2·2+2 = 12 parameters
         >>> sum(p.numel() for p in block.parameters())

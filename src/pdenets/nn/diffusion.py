@@ -20,7 +20,10 @@ WeightsArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], None]
 
 
 class DiffusionLayer(nn.Module):
-    r"""``r`` explicit diffusion steps on a graph of samples (paper 000, eq. 7 and Alg. 1).
+    r"""``r`` explicit diffusion steps on a graph of samples.
+
+    From "Diffusion Mechanism in Residual Neural Network: Theory and Applications" (eq. 7 and
+    Algorithm 1):
 
     .. math::
 
@@ -28,9 +31,9 @@ class DiffusionLayer(nn.Module):
         \quad\Longleftrightarrow\quad X \leftarrow (I - \gamma L) X,
         \qquad L = \Lambda - W,
 
-    repeated ``r`` times; with ``dropout > 0`` each step is followed by dropout (the graph
-    variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``), or preceded by it with
-    ``dropout_position="before"`` (``x = Diffusion(Dropout(x))``, the paper's graph code).
+    i.e. ``X ← (I − γL) X`` repeated ``r`` times; with ``dropout > 0`` each step is followed by
+    dropout (the graph variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``), or preceded by it
+    with ``dropout_position="before"`` (``x = Diffusion(Dropout(x))``, the paper's graph code).
 
     Symbols: ``X`` the features of all ``N`` samples (rows), ``W`` the non-negative weights
     between samples, ``Λ = diag(Σ_j w_ij)``, ``γ`` the step size, ``r`` the number of steps.
@@ -38,35 +41,41 @@ class DiffusionLayer(nn.Module):
 
     The graph is either fixed (given here, precomputed once: the transductive setting) or
     built per batch (``weights`` a callable such as
-    :class:`~pdenets.operators.KnnGaussianWeights`, applied to the detached input: paper
-    Remark 1), or passed to :meth:`forward`. Sparse weights never become dense.
+    :class:`~pdenets.operators.KnnGaussianWeights`, applied to the detached input: Remark 1
+    of the paper), or passed to :meth:`forward`. Sparse weights never become dense.
 
     Args:
         step_size: ``γ > 0``. Must not exceed the stability bound
             :func:`~pdenets.operators.stability_bound` (``1/d`` for degree-``d`` weights).
-        num_steps: ``r ≥ 0`` (``0`` makes the layer the identity).
-        weights: fixed ``W`` (dense/sparse tensor, ``(edge_index, edge_weight)``, scipy),
-            a callable ``points -> W`` for per-batch graphs, or ``None`` (give ``W`` to
-            :meth:`forward`). Default ``None``.
-        dropout: dropout rate applied at each step (default 0).
-        dropout_position: ``"after"`` (default) or ``"before"`` each step.
+        num_steps: ``r ≥ 0`` (``0`` makes the layer the identity) (default: ``1``).
+        weights: fixed ``(N, N)`` weights ``W`` (dense/sparse tensor, ``(edge_index, edge_weight)``,
+            scipy), a callable ``points -> W`` for per-batch graphs, or ``None`` (give ``W`` to
+            :meth:`forward`) (default: ``None``).
+        dropout: dropout rate in ``[0, 1)`` applied at each step (default: ``0.0``).
+        dropout_position: ``"after"`` or ``"before"`` each step (default: ``"after"``).
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` for a
-            ``γ`` beyond the bound (default ``True``).
-        laplacian: ``"combinatorial"`` (default, ``L = Λ − W``) or ``"normalized"``
-            (``L = I − Λ^{-1/2} W Λ^{-1/2}``; ``γ = 1`` on a self-looped graph is a GCN propagation).
+            ``γ`` beyond the bound (default: ``True``).
+        laplacian: ``"combinatorial"`` (``L = Λ − W``) or ``"normalized"``
+            (``L = I − Λ^{-1/2} W Λ^{-1/2}``; ``γ = 1`` on a self-looped graph is a GCN propagation)
+            (default: ``"combinatorial"``).
         backward: ``"adjoint"`` (default): the backward pass runs the ``r`` transposed steps
             and redraws each dropout mask from its seed, so training memory does not grow
             with ``r`` (:func:`~pdenets.nn.adjoint_diffusion.adjoint_diffusion`; first-order
             gradients only); ``"autograd"``: autograd through the stored steps (keeps one
             mask per step; needed for double backward or a graph that requires grad). Both
-            give the same numbers for the same torch seed.
+            give the same numbers for the same torch seed (default: ``"adjoint"``).
+
+    Raises:
+        UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds the bound of a fixed graph.
+        ValueError: ``γ ≤ 0``, ``r < 0``, a dropout rate outside ``[0, 1)`` or an unknown option.
 
     Shapes:
         - input: ``(N, *)`` — one row per graph node, any trailing feature shape.
         - output: same as input.
 
-    Example:
+    Examples:
         >>> import torch
+        >>> _ = torch.manual_seed(0)
         >>> from pdenets.nn import DiffusionLayer
         >>> from pdenets.operators import KnnGaussianWeights
         >>> layer = DiffusionLayer(step_size=0.5, num_steps=10,

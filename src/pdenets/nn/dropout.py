@@ -52,7 +52,7 @@ def keep_threshold(p: float):
 def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Inverted dropout: zero each entry with probability ``p``, scale the rest by ``1/(1−p)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> _ = torch.manual_seed(0)
         >>> out = fast_dropout(torch.ones(1000, 100), 0.25)

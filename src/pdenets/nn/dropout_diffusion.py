@@ -1,4 +1,6 @@
-r"""Dropout on hidden units as a diffusion term (COIN, paper 001): the derivation and what it predicts.
+r"""Dropout on hidden units as a diffusion term: the derivation and what it predicts.
+
+From "Convection-Diffusion Equation: A Theoretically Certified Framework for Neural Networks" (COIN).
 
 Inverted dropout replaces hidden units ``h ∈ R^m`` by ``h̃ = h ⊙ b / (1 − p)`` with independent
 ``b_i ~ Bernoulli(1 − p)``. Write ``h̃ = h + ξ``: ``E ξ = 0`` and the noise is independent across
@@ -51,7 +53,24 @@ def _check(hidden: torch.Tensor, p: float) -> float:
 def dropout_diffusion_coefficients(hidden: torch.Tensor, p: float) -> torch.Tensor:
     r"""``a_i(h) = p/(1−p) · h_i²``: the variance dropout adds to each hidden unit (the diffusion coefficient).
 
-    Example:
+    ``a_i(h) = Var ξ_i = p / (1 − p) · h_i²``,  ``h̃ = h ⊙ b / (1 − p) = h + ξ``,
+
+    with ``h`` the hidden units, ``b_i ∼ Bernoulli(1 − p)`` the dropout mask and ``p`` the dropout
+    rate: the coefficient of the diffusion ``∂_t u = ½ Σ_i a_i(h) ∂_ii u`` that dropout runs on the
+    rest of the network (the reading of "Convection-Diffusion Equation: A Theoretically Certified
+    Framework for Neural Networks").
+
+    Args:
+        hidden: the hidden units ``h``, any shape (e.g. ``(m,)`` or ``(B, m)``).
+        p: the dropout rate ``p ∈ [0, 1)``.
+
+    Returns:
+        ``a(h)``, same shape as ``hidden``.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1)``.
+
+    Examples:
         >>> import torch
         >>> dropout_diffusion_coefficients(torch.tensor([1.0, -2.0, 0.0]), 0.5)
         tensor([1., 4., 0.])
@@ -61,9 +80,31 @@ def dropout_diffusion_coefficients(hidden: torch.Tensor, p: float) -> torch.Tens
 
 
 def dropout_readout_variance(hidden: torch.Tensor, weight: torch.Tensor, p: float) -> torch.Tensor:
-    r"""``Var y_k = p/(1−p) Σ_i W_ki² h_i²`` for ``y = W·dropout(h) + c``.
+    r"""The output variance of a linear read-out after dropout: ``Var y_k = p/(1−p) Σ_i W_ki² h_i²``.
+
+    ``Var y_k = Σ_i W_ki² a_i(h) = p/(1 − p) · Σ_i W_ki² h_i²``  for  ``y = W · dropout(h) + c``,
+
+    with ``h`` the hidden units, ``W`` the read-out weights, ``p`` the dropout rate and ``a_i(h)``
+    the diffusion coefficients of :func:`dropout_diffusion_coefficients` (exact, since the units are
+    dropped independently).
+
+    Args:
+        hidden: the hidden units ``h`` of shape ``(B, m)`` or ``(m,)``.
+        weight: the read-out weights ``W`` of shape ``(c, m)``.
+        p: the dropout rate ``p ∈ [0, 1)``.
+
+    Returns:
+        ``Var y`` of shape ``(B, c)`` or ``(c,)``.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1)`` or ``weight`` not of shape ``(c, m)``.
 
     Shapes: ``hidden`` ``(B, m)`` or ``(m,)``; ``weight`` ``(c, m)``; output ``(B, c)`` or ``(c,)``.
+
+    Examples:
+        >>> import torch
+        >>> dropout_readout_variance(torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 1.0], [0.0, 3.0]]), 0.5)
+        tensor([ 5., 36.])
     """
     p = _check(hidden, p)
     check_floating(weight, "weight")
@@ -76,10 +117,26 @@ def dropout_second_order_mean(function: Callable[[torch.Tensor], torch.Tensor], 
                               p: float) -> torch.Tensor:
     r"""``f(h) + ½ Σ_i a_i(h) ∂_ii f(h)``: the diffusion (second-order) prediction of ``E f(dropout(h))``.
 
-    ``function`` maps one hidden vector ``(m,)`` to ``(c,)`` (or a scalar); ``hidden`` is ``(m,)`` or
-    ``(B, m)``. The Hessian diagonal is computed exactly with ``torch.func`` (cost ``O(c m²)``).
+    ``E f(h̃) ≈ f(h) + ½ Σ_i a_i(h) ∂_ii f(h)``,  ``a_i(h) = p/(1 − p) · h_i²``,
 
-    Example:
+    with ``f = function``, ``h`` the hidden units, ``h̃`` their dropped-out version and ``p`` the
+    dropout rate: one unit of time of the diffusion ``∂_t u = ½ Σ_i a_i ∂_ii u`` started from ``f``
+    (exact for quadratic ``f``; "Convection-Diffusion Equation: A Theoretically Certified Framework
+    for Neural Networks"). The Hessian diagonal is computed exactly with ``torch.func`` (cost
+    ``O(c m²)``).
+
+    Args:
+        function: ``f``, mapping one hidden vector ``(m,)`` to ``(c,)`` (or a scalar).
+        hidden: the hidden units ``h`` of shape ``(m,)`` or ``(B, m)``.
+        p: the dropout rate ``p ∈ [0, 1)``.
+
+    Returns:
+        The second-order mean, of shape ``(c,)`` (or scalar) per row: ``(c,)`` or ``(B, c)``.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1)`` or ``hidden`` not of shape ``(m,)`` or ``(B, m)``.
+
+    Examples:
         >>> import torch
         >>> h = torch.tensor([1.0, 2.0], dtype=torch.float64)
         >>> dropout_second_order_mean(lambda v: v.square().sum(), h, 0.5)   # exact: 5 + (1 + 4)

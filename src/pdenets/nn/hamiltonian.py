@@ -51,7 +51,39 @@ __all__ = ["HamiltonianBlock"]
 
 
 class HamiltonianBlock(nn.Module):
-    """One Verlet step of a Hamiltonian system on the two channel halves (module docstring)."""
+    """One Verlet (leapfrog) step of a Hamiltonian system on the two channel halves: a reversible residual block.
+
+    ``Y ← Y + h K_1ᵀ σ(K_1 Z + b_1)``,  ``Z ← Z − h K_2ᵀ σ(K_2 Y + b_2)``  (``Y`` already updated),
+
+    where ``Y`` and ``Z`` are the first and second halves of the ``C`` channels, ``K_1, K_2`` 3×3
+    convolutions ``C/2 → C/2`` with biases ``b_1, b_2``, ``Kᵀ`` the transposed convolution with the
+    same weights (the exact adjoint), ``σ = ReLU`` (optionally after batch normalization of
+    ``K Z + b``) and ``h`` the step size. From "Reversible architectures for arbitrarily deep residual
+    neural networks" (Chang et al.), as used in "Deep Neural Networks and PIDE discretizations"
+    (Bohn, Griebel & Kannan, eq. 2.6). The step is exactly invertible (:meth:`inverse`).
+
+    Args:
+        channels: the number of channels ``C`` (even, at least 2).
+        step_size: the step size ``h > 0`` (default: ``0.06``, the reference code's).
+        batch_norm: batch normalization after each ``K`` (default: ``True``).
+
+    Raises:
+        ValueError: ``channels`` odd or smaller than 2, or ``step_size ≤ 0``.
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> block = HamiltonianBlock(4, step_size=0.1).double().eval()
+        >>> x = torch.randn(2, 4, 5, 5, dtype=torch.float64)
+        >>> tuple(block(x).shape)
+        (2, 4, 5, 5)
+        >>> torch.allclose(block.inverse(block(x)), x, atol=1e-12)
+        True
+    """
 
     def __init__(self, channels: int, *, step_size: float = 0.06, batch_norm: bool = True):
         super().__init__()

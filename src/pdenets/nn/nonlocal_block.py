@@ -53,7 +53,54 @@ __all__ = ["NonlocalBlock"]
 
 
 class NonlocalBlock(nn.Module):
-    """A nonlocal PIDE operator in ``stages`` skip-connected stages (module docstring)."""
+    """A nonlocal PIDE operator in ``stages`` skip-connected stages, for ``(B, C, H, W)`` feature maps.
+
+    ``B_1 = X + h 𝒦_1[T(X)]``,  ``B_m = X + h 𝒦_m[T(B_{m−1})]``,  ``m = 2, …, k``,
+
+    where ``X`` is the input, whose strips ``X_i ∈ R^C`` run over the ``H·W`` pixels; ``T`` is the
+    nonlocal term of the chosen operator, e.g. ``T(U)_i = (1/𝒩) Σ_j ω_ij (Û_j − U_i)`` for nonlocal
+    diffusion, with the kernel ``ω_ij = ω(θ(X_i), φ(X̂_j))`` computed once from ``X`` (``θ, φ``
+    1×1-conv embeddings, ``·̂`` the ``p × p`` max-pooling of keys and values, ``𝒩`` the
+    normalizer); ``𝒦_m`` is a 1×1 convolution →
+    batch normalization → ReLU, ``h`` the step size and ``k`` the number of stages. From "Deep
+    Neural Networks and PIDE discretizations" (Bohn, Griebel & Kannan, eqs. 4.1, 4.4–4.6); the
+    operators are in :mod:`pdenets.operators.nonlocal_ops`. Shape in equals shape out: the block
+    drops into any CNN.
+
+    Args:
+        channels: the number of channels ``C``.
+        operator: ``"diffusion-dot"`` (nonlocal diffusion, embedded dot product),
+            ``"diffusion-gaussian"`` (nonlocal diffusion, Gaussian kernel), ``"fractional"``
+            (fractional Laplacian ``(−Δ)^s``), ``"inverse-fractional"`` (``(−Δ)^{−s}``) or ``"log"``
+            (log kernel) (default: ``"diffusion-dot"``).
+        stages: the number of stages ``k`` (default: ``2``).
+        step_size: the step size ``h > 0`` (default: ``0.06``).
+        lam: the kernel scale ``λ > 0`` (default: ``0.1``).
+        s: the fractional order ``s``; ``0 < s < 1`` for ``"fractional"``, ``0 < s < n/2`` for
+            ``"inverse-fractional"`` (default: ``0.5``).
+        n: the domain dimension ``n`` of the fractional kernels (default: ``2``).
+        subsample: ``p``, the max-pooling size of keys and values; ``1`` for none (default: ``2``).
+        normalizer: ``"count"`` (``𝒩`` = number of key strips) or ``"row-sum"`` (default: ``"count"``).
+        path: ``"fast"`` (no ``N × N`` kernel in memory) or ``"naive"`` (the reference)
+            (default: ``"fast"``).
+        embed_channels: width of the embeddings ``θ, φ`` (default: ``None``, i.e. ``C // 2``).
+        batch_norm: batch normalization in ``𝒦_m`` (default: ``True``).
+
+    Raises:
+        ValueError: an unknown ``operator``, ``normalizer`` or ``path``, a non-positive parameter, or
+            ``s`` outside the range of the chosen fractional operator.
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> block = NonlocalBlock(8, operator="diffusion-gaussian", stages=1)
+        >>> tuple(block(torch.randn(2, 8, 6, 6)).shape)
+        (2, 8, 6, 6)
+    """
 
     def __init__(self, channels: int, *, operator: str = "diffusion-dot", stages: int = 2, step_size: float = 0.06,
                  lam: float = 0.1, s: float = 0.5, n: int = 2, subsample: int = 2, normalizer: str = "count",

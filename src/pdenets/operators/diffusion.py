@@ -1,6 +1,7 @@
 r"""Explicit diffusion on a graph: the pure functions behind :class:`pdenets.nn.DiffusionLayer`.
 
-One explicit Euler step of the graph heat equation ``dX/dt = −L X`` (paper 000, eq. 7/8):
+One explicit Euler step of the graph heat equation ``dX/dt = −L X`` ("Diffusion Mechanism in
+Residual Neural Network: Theory and Applications", eq. 7/8):
 
 .. math::
 
@@ -34,20 +35,37 @@ LAPLACIANS = ("combinatorial", "normalized")
 
 
 class DiffusionOperator:
-    r"""``A = I − γ L`` for a fixed graph, ready to apply to features of shape ``(N, *)``.
+    r"""The explicit diffusion operator ``A = I − γL`` of a fixed graph, applied to features of shape ``(N, *)``.
+
+    One application of ``A`` is one explicit Euler step of the graph heat equation ``dX/dt = −L X``
+    ("Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. 7):
+
+    ``X ← A X = (I − γL) X``,  ``L = Λ − W``,
+
+    where ``X`` holds the features of the ``N`` nodes (one row per node), ``W`` the non-negative
+    weights, ``Λ = diag(Σ_j w_ij)`` the degrees and ``γ`` the step size. ``A`` is assembled once,
+    with the sparsity of ``W`` plus the diagonal; :meth:`apply` multiplies by it ``r`` times
+    (one sparse product per step, no ``N × N`` dense matrix for sparse ``W``).
 
     Args:
-        weights: ``(N, N)`` non-negative weights ``W`` (dense, sparse, edge list, scipy).
-        step_size: ``γ > 0``.
+        weights: ``(N, N)`` non-negative weights ``W`` (dense or sparse tensor,
+            ``(edge_index, edge_weight)`` pair or scipy sparse matrix).
+        step_size: the step size ``γ > 0``.
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when
-            ``γ`` exceeds :func:`~pdenets.operators.stability_bound`.
-        num_nodes: number of nodes when ``weights`` is an edge list.
-        laplacian: ``"combinatorial"`` (default, ``L = Λ − W``) or ``"normalized"``
+            ``γ`` exceeds :func:`~pdenets.operators.stability_bound` (default: ``True``).
+        num_nodes: number of nodes ``N`` when ``weights`` is an edge list
+            (default: ``None``, i.e. ``edge_index.max() + 1``).
+        laplacian: ``"combinatorial"`` (``L = Λ − W``) or ``"normalized"``
             (``L = I − Λ^{-1/2} W Λ^{-1/2}``, so ``A = (1 − γ) I + γ Λ^{-1/2} W Λ^{-1/2}``; its
             eigenvalues lie in ``[0, 2]`` and ``γ ≤ 1`` is stable. With unit self-loops in
-            ``W`` and ``γ = 1`` one step is GCN's propagation ``D̃^{-1/2} (A + I) D̃^{-1/2} X``).
+            ``W`` and ``γ = 1`` one step is GCN's propagation ``D̃^{-1/2} (A + I) D̃^{-1/2} X``)
+            (default: ``"combinatorial"``).
 
-    Example:
+    Raises:
+        UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds the stability bound.
+        ValueError: ``γ ≤ 0``, an unknown ``laplacian`` or invalid weights (negative, non-square).
+
+    Examples:
         >>> import torch
         >>> w = torch.tensor([[0., 1.], [1., 0.]])
         >>> op = DiffusionOperator(w, step_size=0.25)
@@ -128,17 +146,34 @@ class DiffusionOperator:
 def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num_steps: int = 1,
             check_stability: bool = True, num_nodes: Optional[int] = None,
             laplacian: str = "combinatorial") -> torch.Tensor:
-    r"""``(I − γL)^r X``: ``r`` explicit diffusion steps of ``features`` on the graph ``weights``.
+    r"""``r`` explicit diffusion steps of ``features`` on the graph ``weights``.
+
+    ``X ← (I − γL)^r X``,  ``L = Λ − W``,
+
+    with ``X`` the node features, ``W`` the weights, ``Λ = diag(Σ_j w_ij)``, ``γ`` the step size and
+    ``r`` the number of steps ("Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications", eq. 7). A one-call wrapper of :class:`DiffusionOperator`.
 
     Args:
-        features: ``X`` of shape ``(N, *)``.
-        weights: ``W`` (dense, sparse, ``(edge_index, edge_weight)`` or scipy).
-        step_size: ``γ``.
-        num_steps: ``r``.
-        check_stability: refuse ``γ`` above the stability bound.
-        laplacian: ``"combinatorial"`` (``Λ − W``) or ``"normalized"`` (``I − Λ^{-1/2} W Λ^{-1/2}``).
+        features: node features ``X`` of shape ``(N, *)``.
+        weights: ``(N, N)`` weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)``
+            pair or scipy sparse matrix).
+        step_size: the step size ``γ > 0``.
+        num_steps: the number of steps ``r ≥ 0`` (default: ``1``).
+        check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when ``γ``
+            exceeds the stability bound (default: ``True``).
+        num_nodes: number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        laplacian: ``"combinatorial"`` (``L = Λ − W``) or ``"normalized"``
+            (``L = I − Λ^{-1/2} W Λ^{-1/2}``) (default: ``"combinatorial"``).
 
-    Example:
+    Returns:
+        The diffused features ``(I − γL)^r X``, same shape as ``features``.
+
+    Raises:
+        UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds the stability bound.
+        ValueError: ``features`` does not have ``N`` rows, or invalid arguments.
+
+    Examples:
         >>> import torch
         >>> w = torch.ones(3, 3) - torch.eye(3)
         >>> diffuse(torch.tensor([[3.], [0.], [0.]]), w, step_size=1/3, num_steps=1).round(decimals=6)
@@ -155,8 +190,30 @@ def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num
 def heat_semigroup(features: torch.Tensor, weights: GraphLike, time: float) -> torch.Tensor:
     r"""Exact heat flow ``e^{−tL} X`` for a symmetric ``W`` by eigendecomposition of ``L``.
 
-    ``X(t) = Σ_k e^{−λ_k t} v_k v_kᵀ X(0)`` (paper 000, eq. 11). Dense ``O(N³)``: a reference
+    ``X(t) = e^{−tL} X(0) = Σ_k e^{−λ_k t} v_k v_kᵀ X(0)``,
+
+    where ``L = Λ − W`` is the combinatorial Laplacian with eigenpairs ``(λ_k, v_k)`` and ``t`` the
+    time ("Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. 11): the
+    limit of :func:`diffuse` with ``r = t / γ`` steps as ``γ → 0``. Dense ``O(N³)``: a reference
     for small graphs and tests, not a layer.
+
+    Args:
+        features: initial features ``X(0)`` of shape ``(N, *)``.
+        weights: symmetric ``(N, N)`` weights ``W`` (any form accepted by :func:`~pdenets.operators.as_weight_matrix`).
+        time: diffusion time ``t ≥ 0``.
+
+    Returns:
+        ``X(t)``, same shape as ``features``.
+
+    Raises:
+        ValueError: ``W`` is not symmetric.
+
+    Examples:
+        >>> import torch
+        >>> w = torch.tensor([[0., 1.], [1., 0.]])          # L has eigenvalues 0 and 2
+        >>> heat_semigroup(torch.tensor([[1.], [-1.]]), w, time=0.5).round(decimals=4)   # e^{-1} ≈ 0.3679
+        tensor([[ 0.3679],
+                [-0.3679]])
     """
     check_features(features, "features")
     weights = as_weight_matrix(weights)

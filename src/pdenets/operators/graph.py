@@ -40,6 +40,15 @@ __all__ = [
 ]
 
 GraphLike = Union[torch.Tensor, Tuple[torch.Tensor, Optional[torch.Tensor]], "scipy.sparse.spmatrix"]
+"""A weight matrix ``W`` in any accepted form: dense or sparse tensor, ``(edge_index, edge_weight)`` or scipy.
+
+Example:
+    >>> import torch
+    >>> edges = (torch.tensor([[0, 1], [1, 0]]), None)      # PyG edge list, unit weights
+    >>> as_weight_matrix(edges).to_dense()
+    tensor([[0., 1.],
+            [1., 0.]])
+"""
 
 
 def is_dense(matrix: torch.Tensor) -> bool:
@@ -59,13 +68,31 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
                      dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Return ``graph`` as a square weight matrix (dense tensor or coalesced sparse COO).
 
+    Dense input stays dense; sparse tensors, edge lists and scipy matrices become a coalesced
+    sparse COO tensor. Integer, boolean and half-precision weights are promoted to the default
+    floating dtype (or ``dtype``).
+
     Args:
-        graph: dense/sparse tensor, ``(edge_index, edge_weight)`` pair or scipy sparse matrix.
-        num_nodes: number of nodes for an edge list (default: ``edge_index.max() + 1``).
-        dtype: optional floating dtype to convert the values to.
+        graph: the ``(N, N)`` weights as a dense/sparse tensor, an ``(edge_index, edge_weight)`` pair
+            (``edge_index`` of shape ``(2, E)``, ``edge_weight`` of shape ``(E,)`` or ``None`` for unit
+            weights) or a scipy sparse matrix.
+        num_nodes: number of nodes ``N`` for an edge list (default: ``None``, i.e. ``edge_index.max() + 1``).
+        dtype: floating dtype to convert the values to (default: ``None``, keep float32/float64).
+
+    Returns:
+        The ``(N, N)`` weight matrix, dense or coalesced sparse COO.
 
     Raises:
         ValueError: non-square matrix, negative or non-finite weights, bad edge list.
+        TypeError: an unsupported ``graph`` type, a non-tensor ``edge_weight`` or complex weights.
+
+    Examples:
+        >>> import torch
+        >>> edge_index = torch.tensor([[0, 1], [1, 2]])
+        >>> as_weight_matrix((edge_index, torch.tensor([2., 3.])), num_nodes=3).to_dense()
+        tensor([[0., 2., 0.],
+                [0., 0., 3.],
+                [0., 0., 0.]])
     """
     if isinstance(graph, tuple):
         if len(graph) != 2:
@@ -117,7 +144,19 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
 
 
 def row_sums(weights: torch.Tensor) -> torch.Tensor:
-    """Degrees ``d_i = Σ_j w_ij`` as a dense vector of length N."""
+    """Degrees ``d_i = Σ_j w_ij`` (row sums of ``W``) as a dense vector of length ``N``.
+
+    Args:
+        weights: ``(N, N)`` weights ``W``, dense or sparse COO.
+
+    Returns:
+        ``(N,)`` dense tensor of the degrees.
+
+    Examples:
+        >>> import torch
+        >>> row_sums(torch.tensor([[0., 1.], [2., 3.]]).to_sparse())
+        tensor([1., 5.])
+    """
     if is_dense(weights):
         return weights.sum(dim=1)
     weights = weights.coalesce()
@@ -147,7 +186,20 @@ def _safe_inverse(values: torch.Tensor, power: float) -> torch.Tensor:
 
 
 def symmetrize(weights: torch.Tensor) -> torch.Tensor:
-    """``(W + Wᵀ) / 2``."""
+    """Symmetrize a weight matrix: ``(W + Wᵀ) / 2``.
+
+    Args:
+        weights: ``(N, N)`` weights ``W``, dense or sparse COO.
+
+    Returns:
+        ``(W + Wᵀ) / 2``, dense for dense input, coalesced sparse COO otherwise.
+
+    Examples:
+        >>> import torch
+        >>> symmetrize(torch.tensor([[0., 2.], [0., 0.]]))
+        tensor([[0., 1.],
+                [1., 0.]])
+    """
     if is_dense(weights):
         return (weights + weights.transpose(0, 1)) / 2
     weights = weights.coalesce()
@@ -155,18 +207,68 @@ def symmetrize(weights: torch.Tensor) -> torch.Tensor:
 
 
 def symmetric_normalize(weights: torch.Tensor) -> torch.Tensor:
-    """``D^{-1/2} W D^{-1/2}`` with ``D = diag(Σ_j w_ij)``; rows with zero degree stay zero."""
+    """Symmetric normalization ``D^{-1/2} W D^{-1/2}``.
+
+    ``w_ij ← w_ij / √(d_i d_j)``,  ``d_i = Σ_j w_ij``,
+
+    with ``D = diag(d_i)`` the degrees; rows with zero degree stay zero.
+
+    Args:
+        weights: ``(N, N)`` non-negative weights ``W``, dense or sparse COO.
+
+    Returns:
+        ``(N, N)`` normalized weights, dense for dense input, coalesced sparse COO otherwise.
+
+    Examples:
+        >>> import torch
+        >>> symmetric_normalize(torch.tensor([[0., 1., 1.], [1., 0., 0.], [1., 0., 0.]])).round(decimals=4)
+        tensor([[0.0000, 0.7071, 0.7071],
+                [0.7071, 0.0000, 0.0000],
+                [0.7071, 0.0000, 0.0000]])
+    """
     inv_sqrt = _safe_inverse(row_sums(weights), 0.5)
     return _scale(weights, inv_sqrt, inv_sqrt)
 
 
 def row_normalize(weights: torch.Tensor) -> torch.Tensor:
-    """``D^{-1} W``: each non-empty row sums to one (random-walk normalization)."""
+    """Row (random-walk) normalization ``D^{-1} W``: each non-empty row sums to one.
+
+    ``w_ij ← w_ij / d_i``,  ``d_i = Σ_j w_ij``,
+
+    with ``D = diag(d_i)`` the degrees; rows with zero degree stay zero.
+
+    Args:
+        weights: ``(N, N)`` non-negative weights ``W``, dense or sparse COO.
+
+    Returns:
+        ``(N, N)`` normalized weights, dense for dense input, coalesced sparse COO otherwise.
+
+    Examples:
+        >>> import torch
+        >>> row_normalize(torch.tensor([[0., 1., 3.], [1., 0., 0.], [0., 0., 0.]]))
+        tensor([[0.0000, 0.2500, 0.7500],
+                [1.0000, 0.0000, 0.0000],
+                [0.0000, 0.0000, 0.0000]])
+    """
     return _scale(weights, _safe_inverse(row_sums(weights), 1.0), None)
 
 
 def remove_self_loops(weights: torch.Tensor) -> torch.Tensor:
-    """Zero the diagonal."""
+    """Remove self-loops: zero the diagonal, ``w_ii ← 0``.
+
+    Args:
+        weights: ``(N, N)`` weights ``W``, dense or sparse COO.
+
+    Returns:
+        ``W`` without its diagonal, dense for dense input, coalesced sparse COO (diagonal entries
+        dropped) otherwise.
+
+    Examples:
+        >>> import torch
+        >>> remove_self_loops(torch.tensor([[1., 2.], [3., 4.]]))
+        tensor([[0., 2.],
+                [3., 0.]])
+    """
     if is_dense(weights):
         return weights - torch.diag_embed(torch.diagonal(weights))
     weights = weights.coalesce()
@@ -176,7 +278,24 @@ def remove_self_loops(weights: torch.Tensor) -> torch.Tensor:
 
 
 def add_self_loops(weights: torch.Tensor, fill_value: float = 1.0) -> torch.Tensor:
-    """``W + fill_value · I``."""
+    """Add self-loops: ``W + c · I`` with ``c = fill_value``.
+
+    Existing diagonal entries are increased, not replaced (combine with :func:`remove_self_loops`
+    to replace them).
+
+    Args:
+        weights: ``(N, N)`` weights ``W``, dense or sparse COO.
+        fill_value: the weight ``c`` added to every diagonal entry (default: ``1.0``).
+
+    Returns:
+        ``W + c · I``, dense for dense input, coalesced sparse COO otherwise.
+
+    Examples:
+        >>> import torch
+        >>> add_self_loops(torch.tensor([[0., 1.], [1., 0.]]), fill_value=2.0)
+        tensor([[2., 1.],
+                [1., 2.]])
+    """
     size = weights.shape[0]
     if is_dense(weights):
         return weights + fill_value * torch.eye(size, dtype=weights.dtype, device=weights.device)
@@ -193,15 +312,24 @@ def gcn_normalize(adjacency: GraphLike, num_nodes: Optional[int] = None, *, self
                   dtype=None) -> torch.Tensor:
     """GCN-style normalization ``D̃^{-1/2} (A + I) D̃^{-1/2}`` with ``D̃`` the degrees of ``A + I``.
 
-    Existing self-loops are replaced by unit ones first, so a graph that already has some
-    (CiteSeer's npz file has 124) is normalized exactly like one that has none.
+    ``Â = D̃^{-1/2} (A + I) D̃^{-1/2}``,  ``D̃ = diag(Σ_j (A + I)_ij)``,
+
+    with ``A`` the adjacency: the renormalization trick of "Semi-Supervised Classification with
+    Graph Convolutional Networks" (Kipf & Welling). Existing self-loops are replaced by unit ones
+    first, so a graph that already has some (CiteSeer's npz file has 124) is normalized exactly like
+    one that has none.
 
     Args:
-        adjacency: the graph (any form accepted by :func:`as_weight_matrix`).
-        num_nodes: number of nodes for an edge list.
-        self_loops: add unit self-loops (Kipf & Welling's renormalization trick).
+        adjacency: the ``(N, N)`` adjacency ``A`` (any form accepted by :func:`as_weight_matrix`).
+        num_nodes: number of nodes ``N`` for an edge list (default: ``None``, inferred).
+        self_loops: replace the self-loops by unit ones (Kipf & Welling's renormalization trick);
+            ``False`` normalizes ``A`` as given (default: ``True``).
+        dtype (torch.dtype | None): floating dtype of the result (default: ``None``, the default dtype).
 
-    Example:
+    Returns:
+        ``(N, N)`` normalized matrix ``Â``, dense for dense input, coalesced sparse COO otherwise.
+
+    Examples:
         >>> import torch
         >>> ring = torch.tensor([[0., 1, 1], [1, 0, 1], [1, 1, 0]])
         >>> gcn_normalize(ring)

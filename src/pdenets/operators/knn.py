@@ -22,8 +22,9 @@ difference ~10⁻², below the rounding error, so the neighbours come out at ran
 distance 0. The search therefore selects neighbours on centred coordinates (the mean,
 accumulated in float64, is subtracted from points and queries — distances do not change),
 and computes the distances it returns in the difference form ``Σ (q − p)²`` from the
-original coordinates (one rounding per coordinate difference), then re-sorts. The cost is one pass over the points and ``O(M·k·D)`` for the
-returned neighbours, next to the ``O(M·N·D)`` of the search (``benchmarks/knn.py``).
+original coordinates (one rounding per coordinate difference), then re-sorts. The cost is
+one pass over the points and ``O(M·k·D)`` for the returned neighbours, next to the
+``O(M·N·D)`` of the search (``benchmarks/knn.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,17 @@ CHUNK_MEMORY_BYTES = 1 << 27
 
 @dataclass
 class Neighbors:
-    """Result of :func:`knn_search`.
+    """Result of :func:`knn_search`: the ``k`` nearest neighbours of ``M`` queries.
+
+    Args:
+        indices: ``(M, k)`` long tensor, neighbour ids sorted by increasing distance.
+        sq_distances: ``(M, k)`` squared Euclidean distances, non-decreasing along rows.
+
+    Examples:
+        >>> import torch
+        >>> found = Neighbors(indices=torch.tensor([[1, 2]]), sq_distances=torch.tensor([[0.5, 2.0]]))
+        >>> found.num_neighbors
+        2
 
     Attributes:
         indices: ``(M, k)`` long tensor, neighbour ids sorted by increasing distance.
@@ -72,6 +83,15 @@ class Neighbors:
 
 
 def faiss_available() -> bool:
+    """Whether the optional ``faiss`` package (``pip install pdenets[ann]``) can be imported.
+
+    Returns:
+        ``True`` if the ``"faiss"`` backend of :func:`knn_search` is usable.
+
+    Examples:
+        >>> isinstance(faiss_available(), bool)
+        True
+    """
     try:
         import faiss  # noqa: F401
     except ImportError:
@@ -80,7 +100,25 @@ def faiss_available() -> bool:
 
 
 def pairwise_sq_distances(queries: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
-    """``‖q_i − x_j‖²`` for all pairs, shape ``(M, N)``, clamped at 0 (round-off)."""
+    """Squared Euclidean distances between all queries and points, clamped at 0 (round-off).
+
+    ``d_ij = ‖q_i − x_j‖² = ‖q_i‖² − 2 q_i·x_j + ‖x_j‖²``,
+
+    with ``q_i`` the queries and ``x_j`` the points, computed in this fast (matrix product) form,
+    which loses the digits the points share: centre far-from-origin data first.
+
+    Args:
+        queries: ``(M, D)`` query points ``q_i``.
+        points: ``(N, D)`` points ``x_j``.
+
+    Returns:
+        ``(M, N)`` tensor of squared distances ``d_ij``.
+
+    Examples:
+        >>> import torch
+        >>> pairwise_sq_distances(torch.tensor([[0., 0.]]), torch.tensor([[3., 4.], [1., 0.]]))
+        tensor([[25.,  1.]])
+    """
     point_norms = (points * points).sum(1)
     query_norms = (queries * queries).sum(1)
     sq = torch.addmm(point_norms[None, :], queries, points.T, alpha=-2.0)  # one fused pass
@@ -172,15 +210,23 @@ def knn_search(
 ) -> Neighbors:
     """Find the ``num_neighbors`` nearest points of every query (squared Euclidean distance).
 
+    ``indices[i] = argsort_j(‖q_i − x_j‖²)[:k]``,  ``sq_distances[i, m] = ‖q_i − x_{indices[i, m]}‖²``,
+
+    with ``q_i`` the queries, ``x_j`` the points and ``k = num_neighbors``; without ``queries``
+    each point is its own query and is excluded unless ``include_self``. No ``N × N`` matrix
+    is formed by the ``"chunked"`` and ``"faiss"`` backends.
+
     Args:
         points: ``(N, D)`` database points.
         num_neighbors: ``k``, neighbours returned per query.
-        queries: ``(M, D)`` query points; default: the points themselves.
+        queries: ``(M, D)`` query points (default: ``None``, the points themselves, ``M = N``).
         include_self: only when ``queries`` is None. ``True`` returns the point itself as its
             first neighbour (distance 0) followed by ``k − 1`` others — the convention of the
-            official Diff-ResNet code; ``False`` returns ``k`` other points.
-        backend: ``"auto"``, ``"brute"``, ``"chunked"`` or ``"faiss"`` (module docstring).
-        chunk_size: query rows per block for ``"chunked"`` (default from a 128 MiB budget).
+            official Diff-ResNet code; ``False`` returns ``k`` other points (default: ``False``).
+        backend: ``"brute"`` (one ``(M, N)`` distance matrix), ``"chunked"`` (exact, in row blocks),
+            ``"faiss"`` (approximate HNSW index) or ``"auto"`` (chosen from the problem size)
+            (default: ``"auto"``).
+        chunk_size: query rows per block for ``"chunked"`` (default: ``None``, from a 128 MiB budget).
 
     Returns:
         :class:`Neighbors` with ``(M, k)`` indices and squared distances.
@@ -188,8 +234,9 @@ def knn_search(
     Raises:
         ValueError: bad shapes, NaN/inf, ``k`` larger than the number of candidates,
             unknown backend.
+        ImportError: ``backend="faiss"`` without the ``faiss`` package.
 
-    Example:
+    Examples:
         >>> import torch
         >>> x = torch.tensor([[0.0], [1.0], [3.0]])
         >>> knn_search(x, 1).indices.flatten().tolist()

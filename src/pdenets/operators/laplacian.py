@@ -4,7 +4,8 @@ r"""Graph Laplacian and the stability bound of explicit diffusion.
 
     L = \Lambda - W, \qquad \Lambda = \mathrm{diag}(d_i), \quad d_i = \sum_j w_{ij}.
 
-Explicit Euler diffusion ``X ← (I − γL) X`` (paper 000, Appendix A) is stable when
+Explicit Euler diffusion ``X ← (I − γL) X`` ("Diffusion Mechanism in Residual Neural Network:
+Theory and Applications", Appendix A) is stable when
 
 .. math::
 
@@ -40,13 +41,39 @@ __all__ = [
 
 
 class UnstableStepSizeError(ValueError):
-    """A diffusion step size beyond the stability bound (explicit Euler would blow up)."""
+    """A diffusion step size beyond the stability bound (explicit Euler would blow up).
+
+    Raised by :func:`check_step_size` (and so by :class:`~pdenets.operators.DiffusionOperator`,
+    :func:`~pdenets.operators.diffuse` and :class:`~pdenets.nn.DiffusionLayer`) when ``γ`` exceeds
+    :func:`stability_bound`. A subclass of ``ValueError``.
+
+    Examples:
+        >>> import torch
+        >>> w = torch.tensor([[0., 1.], [1., 0.]])      # stable for γ ≤ 1
+        >>> try:
+        ...     check_step_size(2.0, w)
+        ... except UnstableStepSizeError as error:
+        ...     print(type(error).__name__, isinstance(error, ValueError))
+        UnstableStepSizeError True
+    """
 
 
 def graph_laplacian(weights: GraphLike, num_nodes=None, *, sparse: bool = True) -> torch.Tensor:
-    """``L = Λ − W`` as a sparse COO tensor (default) or a dense matrix.
+    """The combinatorial graph Laplacian ``L = Λ − W`` as a sparse COO tensor (default) or a dense matrix.
 
-    Example:
+    ``L = Λ − W``,  ``Λ = diag(d_i)``,  ``d_i = Σ_j w_ij``,
+
+    with ``W`` the weights and ``d_i`` the degrees.
+
+    Args:
+        weights: ``(N, N)`` weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)`` pair or scipy).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        sparse: return a coalesced sparse COO tensor; ``False`` returns a dense one (default: ``True``).
+
+    Returns:
+        ``(N, N)`` Laplacian ``L``.
+
+    Examples:
         >>> import torch
         >>> w = torch.tensor([[0., 1.], [1., 0.]])
         >>> graph_laplacian(w, sparse=False)
@@ -111,6 +138,12 @@ def largest_laplacian_eigenvalue(weights: GraphLike, num_nodes=None) -> float:
 def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershgorin") -> float:
     r"""Largest stable explicit-Euler step size ``γ_max`` (``inf`` for a graph without edges).
 
+    ``γ_max = 1 / max_i Σ_{j≠i} w_ij`` (Gershgorin) or ``γ_max = 2 / λ_max(L)`` (spectral),
+
+    with ``W`` the weights and ``λ_max(L)`` the largest eigenvalue of ``L = Λ − W``: explicit
+    diffusion ``X ← (I − γL) X`` does not grow for ``γ ≤ γ_max`` ("Diffusion Mechanism in Residual
+    Neural Network: Theory and Applications", Prop. 2 and Appendix A).
+
     ``method="gershgorin"`` (default, any ``W``): ``1 / max_i Σ_{j≠i} w_ij``. Rows of
     ``I − γL`` are then convex weights: the ∞-norm never grows, nor (symmetric ``W``) the 2-norm.
 
@@ -118,7 +151,19 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
     limit (eigenvalues ``1 − γλ`` of ``I − γL`` stay in ``[−1, 1]``); at least the Gershgorin
     bound, larger on irregular graphs with hubs.
 
-    Example:
+    Args:
+        weights: ``(N, N)`` non-negative weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)``
+            pair or scipy).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        method: ``"gershgorin"`` (any ``W``) or ``"spectral"`` (symmetric ``W``) (default: ``"gershgorin"``).
+
+    Returns:
+        ``γ_max`` as a float (``math.inf`` when no two distinct nodes are connected).
+
+    Raises:
+        ValueError: an unknown ``method``, or ``"spectral"`` with a non-symmetric ``W``.
+
+    Examples:
         >>> import torch
         >>> w = torch.tensor([[0., .5, .5], [.5, 0., .5], [.5, .5, 0.]])
         >>> stability_bound(w)
@@ -141,9 +186,34 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
 def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rtol: float = 1e-6) -> float:
     """Raise :class:`UnstableStepSizeError` if explicit diffusion with ``step_size`` can grow.
 
-    Accepts ``γ`` up to the Gershgorin bound; for symmetric ``W`` a larger ``γ`` is accepted up
-    to the exact spectral bound ``2/λ_max(L)``. Returns the bound that admitted ``γ``. A
-    relative tolerance ``rtol`` absorbs round-off of normalized weights.
+    ``γ ≤ (1 + rtol) · γ_max``,  ``γ_max = 1 / max_i Σ_{j≠i} w_ij``  or, for symmetric ``W``,  ``2 / λ_max(L)``,
+
+    with ``γ`` the step size of ``X ← (I − γL) X`` and ``L = Λ − W``. Accepts ``γ`` up to the
+    Gershgorin bound; for symmetric ``W`` a larger ``γ`` is accepted up to the exact spectral bound
+    ``2/λ_max(L)`` (see :func:`stability_bound`). A relative tolerance ``rtol`` absorbs round-off of
+    normalized weights.
+
+    Args:
+        step_size: the step size ``γ > 0``.
+        weights: ``(N, N)`` non-negative weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)``
+            pair or scipy).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        rtol: relative tolerance on the bound (default: ``1e-6``).
+
+    Returns:
+        The bound that admitted ``γ`` (Gershgorin, or spectral if only that one admits it).
+
+    Raises:
+        UnstableStepSizeError: ``γ`` exceeds the bound.
+        ValueError: ``γ ≤ 0`` or not finite.
+
+    Examples:
+        >>> import torch
+        >>> w = torch.tensor([[0., .5, .5], [.5, 0., .5], [.5, .5, 0.]])
+        >>> check_step_size(0.5, w)                  # within the Gershgorin bound 1
+        1.0
+        >>> round(check_step_size(1.2, w), 6)        # beyond it, within the spectral bound 2/1.5
+        1.333333
     """
     step_size = check_positive(step_size, "step_size")
     weights = as_weight_matrix(weights, num_nodes)

@@ -58,7 +58,7 @@ CHUNK_ELEMENTS = 1 << 21
 def fractional_constant(n: int, s: float) -> float:
     """:math:`c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)`, ``0 < s < 1``.
 
-    Example:
+    Examples:
         >>> round(fractional_constant(1, 0.5) * math.pi, 12)    # c_{1,1/2} = 1/π
         1.0
     """
@@ -182,7 +182,7 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
         - values: ``(B, M, C)`` (``V_j``); centres: ``(B, N, C)`` (``X_i``)
         - output: ``(B, N, C)``
 
-    Example:
+    Examples:
         >>> import torch
         >>> theta, phi = torch.randn(1, 6, 3, dtype=torch.float64), torch.randn(1, 4, 3, dtype=torch.float64)
         >>> values, centres = torch.randn(1, 4, 2, dtype=torch.float64), torch.randn(1, 6, 2, dtype=torch.float64)

@@ -77,15 +77,38 @@ class _Shared:
 class SliceGraphs:
     r"""``S`` slices over ``N`` nodes, slice ``s`` on graph ``ids[s]`` of ``G`` distinct graphs.
 
+    ``Y[s] = M_{g(s)} X[s]``,  ``s = 1, …, S``,
+
+    where ``X`` is an ``(S, N, C)`` tensor (``S`` slices, e.g. forecast origins, of ``N`` nodes
+    with ``C`` features), ``M_1, …, M_G`` the distinct ``(N, N)`` graphs and ``g(s) = ids[s]`` the
+    graph of slice ``s`` (:meth:`propagate`). Each distinct graph is stored once, whatever ``S``.
+
     Args:
         graphs: the distinct graphs, each in any form of :func:`~pdenets.operators.as_weight_matrix`;
             or, with ``ids=None``, one graph per slice (repeated objects are stored once).
         num_nodes: ``N``.
         ids: ``(S,)`` graph index of every slice (default: ``arange(len(graphs))`` after merging
             repeated objects).
-        dtype: floating dtype of the stored weights (default float64; products cast to the input's).
+        dtype: floating dtype of the stored weights; products cast to the input's dtype
+            (default: ``torch.float64``).
+        _shared: internal; the storage of another collection whose graphs and normalizations this
+            one shares (used by :meth:`subset` and :meth:`normalized`; ``graphs`` is then ignored)
+            (default: ``None``).
+
+    Raises:
+        ValueError: no graphs, a graph that is not ``N × N`` or has invalid weights, or ``ids``
+            outside ``0 … G − 1``.
 
     Shapes: :meth:`propagate` takes and returns ``(S, N, C)``.
+
+    Examples:
+        >>> import torch
+        >>> ring = torch.tensor([[0., 1, 1], [1, 0, 1], [1, 1, 0]]) / 2
+        >>> graphs = SliceGraphs([ring, 2 * ring], num_nodes=3, ids=torch.tensor([0, 0, 1]))
+        >>> graphs
+        SliceGraphs(slices=3, nodes=3, distinct graphs=2)
+        >>> graphs.propagate(torch.ones(3, 3, 2))[:, 0, 0]   # rows of ring sum to 1, of 2·ring to 2
+        tensor([1., 1., 2.])
     """
 
     def __init__(self, graphs: Sequence[GraphLike], num_nodes: int, *, ids: Optional[torch.Tensor] = None,
@@ -202,11 +225,27 @@ class SliceGraphs:
 
 
 def gcn_propagation_matrix(weights: torch.Tensor) -> torch.Tensor:
-    r"""``P = D^{-1/2} (Wᵀ + I') D^{-1/2}``, ``D = diag(Σ_j (W + I')_{ji})``: PyTorch Geometric's ``GCNConv``.
+    r"""The propagation matrix of PyTorch Geometric's ``GCNConv``.
 
-    PyG reads an entry ``w_ij`` as a message from ``i`` to ``j`` (so the product is with
-    ``Wᵀ``), adds a unit self-loop to every node that has none (``I'``; a self-loop already in
-    ``W`` keeps its weight) and normalizes by the in-degrees. ``weights``: sparse COO ``(N, N)``.
+    ``P = D^{-1/2} (Wᵀ + I') D^{-1/2}``,  ``D = diag(Σ_j (W + I')_{ji})``,
+
+    as in "Semi-Supervised Classification with Graph Convolutional Networks". PyG reads an entry
+    ``w_ij`` of ``W`` as a message from ``i`` to ``j`` (so the product is with ``Wᵀ``), adds a unit
+    self-loop to every node that has none (``I'``; a self-loop already in ``W`` keeps its weight)
+    and normalizes by the in-degrees ``D``.
+
+    Args:
+        weights: ``(N, N)`` weights ``W`` as a sparse COO tensor.
+
+    Returns:
+        ``P`` as an ``(N, N)`` coalesced sparse COO tensor; ``P X`` equals ``GCNConv``'s propagation of ``X``.
+
+    Examples:
+        >>> import torch
+        >>> edge = torch.tensor([[0., 1.], [0., 0.]]).to_sparse()   # one edge, from node 0 to node 1
+        >>> gcn_propagation_matrix(edge).to_dense().round(decimals=4)
+        tensor([[1.0000, 0.0000],
+                [0.7071, 0.5000]])
     """
     weights = weights.coalesce()
     nodes = weights.shape[0]
@@ -223,11 +262,29 @@ def gcn_propagation_matrix(weights: torch.Tensor) -> torch.Tensor:
 
 
 def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0) -> torch.Tensor:
-    r"""The scaled Laplacian ``L̂ = 2L/λ_max − I`` of PyTorch Geometric's ``ChebConv`` (``normalization="sym"``).
+    r"""The scaled Laplacian of PyTorch Geometric's ``ChebConv`` (``normalization="sym"``).
 
-    ``L = I − D^{-1/2} W D^{-1/2}`` with ``D`` the row sums of ``W`` (self-loops removed), applied
+    ``L̂ = 2L/λ_max − I``,  ``L = I − D^{-1/2} W D^{-1/2}``,
+
+    with ``W`` the weights (self-loops removed), ``D`` the row sums of ``W`` and ``λ_max`` an
+    estimate of the largest eigenvalue of ``L``; ``L̂`` is the argument of the Chebyshev filters of
+    "Convolutional Neural Networks on Graphs with Fast Localized Spectral Filtering". It is applied
     as PyG does, to messages from ``i`` to ``j`` along ``w_ij`` (so the product is with the
     transpose). With ``λ_max = 2``: ``L̂ = −D^{-1/2} Wᵀ D^{-1/2}``.
+
+    Args:
+        weights: ``(N, N)`` weights ``W`` as a sparse COO tensor.
+        lambda_max: ``λ_max``, the largest eigenvalue assumed for ``L`` (default: ``2.0``).
+
+    Returns:
+        ``L̂`` (transposed as above) as an ``(N, N)`` coalesced sparse COO tensor.
+
+    Examples:
+        >>> import torch
+        >>> path = torch.tensor([[0., 1.], [1., 0.]]).to_sparse()
+        >>> chebyshev_propagation_matrix(path).to_dense()
+        tensor([[ 0., -1.],
+                [-1.,  0.]])
     """
     weights = remove_self_loops(weights)
     nodes = weights.shape[0]

@@ -40,7 +40,32 @@ _SCIPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 
 class SparseMatrix:
-    """A constant ``(n, m)`` sparse matrix (from a torch COO/CSR tensor) ready for products."""
+    """A constant ``(n, m)`` sparse matrix (from a torch COO/CSR tensor) ready for products.
+
+    ``Y = M X``,  ``∂ℓ/∂X = Mᵀ ∂ℓ/∂Y``,
+
+    where ``M`` is the stored matrix, ``X`` a dense ``(m, C)`` operand and ``ℓ`` a loss:
+    :meth:`matmul` computes ``M X`` and its backward pass multiplies by a transpose ``Mᵀ``
+    (:attr:`T`) built once and kept, instead of transposing ``M`` on every call.
+
+    Args:
+        matrix: the ``(n, m)`` matrix ``M`` as a torch sparse COO or CSR tensor (stored coalesced
+            and detached: ``M`` is a constant).
+        _transpose_of: internal; the matrix this one is the transpose of, set by :attr:`T` so that
+            ``M.T.T`` is ``M`` (default: ``None``).
+
+    Examples:
+        >>> import torch
+        >>> m = SparseMatrix(torch.tensor([[0., 2.], [1., 0.]]).to_sparse())
+        >>> m
+        SparseMatrix(shape=(2, 2), nnz=2)
+        >>> m.matmul(torch.tensor([[1.], [3.]]))
+        tensor([[6.],
+                [1.]])
+        >>> m.T.to_dense()
+        tensor([[0., 1.],
+                [2., 0.]])
+    """
 
     def __init__(self, matrix: torch.Tensor, *, _transpose_of: "SparseMatrix" = None):
         if matrix.layout != torch.sparse_coo:

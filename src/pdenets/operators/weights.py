@@ -1,6 +1,7 @@
 r"""Diffusion weights from a point cloud: Gaussian kernel, top-k sparsification, normalization.
 
-Paper 000 (Diff-ResNet), Algorithm 1:
+"Diffusion Mechanism in Residual Neural Network: Theory and Applications" (Diff-ResNet),
+Algorithm 1:
 
 .. math::
 
@@ -41,12 +42,28 @@ NORMALIZATIONS = ("symmetric", "row", "none")
 
 
 def gaussian_kernel(sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor]) -> torch.Tensor:
-    r"""``exp(−d² / σ²)`` elementwise.
+    r"""The Gaussian kernel ``exp(−d² / σ²)``, elementwise.
+
+    ``k(d²) = exp(−d² / σ²)``,
+
+    with ``d²`` a squared distance and ``σ`` the bandwidth ("Diffusion Mechanism in Residual Neural
+    Network: Theory and Applications", Algorithm 1).
 
     Args:
         sq_distances: squared distances ``d²``, any shape.
         sigma: a positive float, or a tensor broadcastable to ``sq_distances`` (e.g. a
             ``(N, 1)`` column of per-row bandwidths ``σ_i``).
+
+    Returns:
+        ``exp(−d² / σ²)``, shape of ``sq_distances`` (broadcast with ``sigma``).
+
+    Raises:
+        ValueError: ``sigma`` is not positive (for a tensor: some entry is zero, e.g. duplicate points).
+
+    Examples:
+        >>> import torch
+        >>> gaussian_kernel(torch.tensor([0., 1., 4.]), 2.0).round(decimals=4)
+        tensor([1.0000, 0.7788, 0.3679])
     """
     check_floating(sq_distances, "sq_distances")
     if isinstance(sigma, torch.Tensor):
@@ -73,24 +90,41 @@ def knn_gaussian_weights(
 ) -> torch.Tensor:
     r"""Sparse Gaussian-kernel weights on the ``n_top``-nearest-neighbour graph.
 
+    ``w_ij = exp(−‖x_i − x_j‖² / σ_i²)`` for the ``n_top`` nearest neighbours ``x_j`` of ``x_i``,
+    else ``0``;  ``W ← Normalize(W)``,
+
+    with ``x_i`` the points, ``σ_i = σ`` fixed or the distance of ``x_i`` to its ``sigma_neighbor``-th
+    neighbour (adaptive), and ``Normalize`` symmetric (``D^{-1/2} W D^{-1/2}``), row (``D^{-1} W``) or
+    none, ``D`` the degrees ("Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications", Algorithm 1).
+
     Args:
-        points: ``(N, D)`` points (features are detached: weights are constants).
-        n_top: entries kept per row (neighbours, including self if ``include_self``).
-        sigma: fixed bandwidth ``σ``. Exactly one of ``sigma`` / ``sigma_neighbor``.
-        sigma_neighbor: adaptive bandwidth: ``σ_i`` = distance to the ``sigma_neighbor``-th
-            entry of ``x_i``'s neighbour list (self is entry 1 when ``include_self``).
-        include_self: count the point itself among its ``n_top`` neighbours.
+        points: ``(N, D)`` points ``x_i`` (detached: the weights are constants).
+        n_top: entries ``n_top`` kept per row (neighbours, including self if ``include_self``).
+        sigma: fixed bandwidth ``σ > 0``; give exactly one of ``sigma`` and ``sigma_neighbor``
+            (default: ``None``).
+        sigma_neighbor: adaptive bandwidth: ``σ_i`` = distance of ``x_i`` to the ``sigma_neighbor``-th
+            entry of its neighbour list (self is entry 1 when ``include_self``) (default: ``None``).
+        include_self: count the point itself among its ``n_top`` neighbours (default: ``False``).
         normalization: ``"symmetric"`` (``D^{-1/2} W D^{-1/2}``), ``"row"`` (``D^{-1} W``)
-            or ``"none"``.
-        symmetrize_weights: return ``(W + Wᵀ)/2`` after normalizing (official few-shot code).
-        backend: neighbour search backend (see :func:`~pdenets.operators.knn.knn_search`).
+            or ``"none"`` (default: ``"symmetric"``).
+        symmetrize_weights: return ``(W + Wᵀ)/2`` after normalizing, as the official few-shot code
+            does (default: ``False``).
+        backend: neighbour search backend of :func:`~pdenets.operators.knn.knn_search`
+            (default: ``"auto"``).
 
     Returns:
         ``(N, N)`` coalesced sparse COO tensor with at most ``N · n_top`` (twice that if
         symmetrized) stored entries.
 
-    Example:
+    Raises:
+        ValueError: both or neither of ``sigma`` and ``sigma_neighbor``, ``n_top`` larger than the
+            number of candidates, an unknown ``normalization``, or a bandwidth that leaves the graph
+            without edges.
+
+    Examples:
         >>> import torch
+        >>> _ = torch.manual_seed(0)
         >>> x = torch.randn(100, 2, dtype=torch.float64)
         >>> w = knn_gaussian_weights(x, 10, sigma=0.5, include_self=True, normalization="row")
         >>> torch.allclose(torch.sparse.sum(w, 1).to_dense(), torch.ones(100, dtype=torch.float64))
@@ -143,14 +177,43 @@ def batched_knn_gaussian_weights(
 
     Few-shot episodes hold tens to a few hundred points each; one dense batched computation
     for many episodes beats a sparse graph per episode. Same options, same weights as
-    :func:`knn_gaussian_weights` applied to each cloud (distances in the difference form).
+    :func:`knn_gaussian_weights` applied to each cloud ``t`` (distances in the difference form):
+
+    ``w_tij = exp(−‖x_ti − x_tj‖² / σ_ti²)`` for the ``n_top`` nearest neighbours ``x_tj`` of ``x_ti``,
+    else ``0``;  ``W_t ← Normalize(W_t)``,
+
+    with ``x_ti`` the points of cloud ``t``, ``σ_ti = σ`` fixed or the distance of ``x_ti`` to its
+    ``sigma_neighbor``-th neighbour (adaptive), and ``Normalize`` symmetric (``D^{-1/2} W D^{-1/2}``),
+    row (``D^{-1} W``) or none, ``D`` the degrees ("Diffusion Mechanism in Residual Neural Network:
+    Theory and Applications", Algorithm 1).
+
+    Args:
+        points: ``(T, N, D)`` point clouds, ``T`` clouds of ``N`` points (detached).
+        n_top: entries ``n_top`` kept per row (neighbours, including self if ``include_self``).
+        sigma: fixed bandwidth ``σ > 0``; give exactly one of ``sigma`` and ``sigma_neighbor``
+            (default: ``None``).
+        sigma_neighbor: adaptive bandwidth: ``σ_i`` = distance of ``x_i`` to the ``sigma_neighbor``-th
+            entry of its neighbour list (self is entry 1 when ``include_self``) (default: ``None``).
+        include_self: count the point itself among its ``n_top`` neighbours (default: ``False``).
+        normalization: ``"symmetric"`` (``D^{-1/2} W D^{-1/2}``), ``"row"`` (``D^{-1} W``)
+            or ``"none"`` (default: ``"symmetric"``).
+        symmetrize_weights: return ``(W + Wᵀ)/2`` after normalizing, as the official few-shot code
+            does (default: ``False``).
+
+    Returns:
+        ``(T, N, N)`` dense weights, one matrix per cloud.
+
+    Raises:
+        ValueError: ``points`` not of shape ``(T, N, D)``, both or neither of ``sigma`` and
+            ``sigma_neighbor``, more neighbours than a cloud has, or an unknown ``normalization``.
 
     Shapes:
         - points: ``(T, N, D)``
         - output: ``(T, N, N)``
 
-    Example:
+    Examples:
         >>> import torch
+        >>> _ = torch.manual_seed(0)
         >>> clouds = torch.randn(3, 20, 4, dtype=torch.float64)
         >>> batched = batched_knn_gaussian_weights(clouds, 5, sigma_neighbor=3, include_self=True)
         >>> single = knn_gaussian_weights(clouds[1], 5, sigma_neighbor=3, include_self=True).to_dense()
@@ -226,10 +289,39 @@ class KnnGaussianWeights:
 
     Holds the options of :func:`knn_gaussian_weights`. Pass one to
     :class:`~pdenets.nn.DiffusionLayer` (``weights=KnnGaussianWeights(...)``) to build the
-    graph from each mini-batch (paper 000, Remark 1).
+    graph from each mini-batch ("Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications", Remark 1). Calling it on ``(N, D)`` points (or ``(N, ...)``, flattened) returns
+    the ``(N, N)`` sparse weights of :func:`knn_gaussian_weights`:
 
-    Example:
+    ``w_ij = exp(−‖x_i − x_j‖² / σ_i²)`` for the ``n_top`` nearest neighbours ``x_j`` of ``x_i``,
+    else ``0``;  ``W ← Normalize(W)``,
+
+    with ``x_i`` the points, ``σ_i = σ`` fixed or the distance of ``x_i`` to its ``sigma_neighbor``-th
+    neighbour (adaptive), and ``Normalize`` symmetric (``D^{-1/2} W D^{-1/2}``), row (``D^{-1} W``) or
+    none, ``D`` the degrees ("Diffusion Mechanism in Residual Neural Network: Theory and
+    Applications", Algorithm 1).
+
+    Args:
+        n_top: entries ``n_top`` kept per row (neighbours, including self if ``include_self``).
+        sigma: fixed bandwidth ``σ > 0``; give exactly one of ``sigma`` and ``sigma_neighbor``
+            (default: ``None``).
+        sigma_neighbor: adaptive bandwidth: ``σ_i`` = distance of ``x_i`` to the ``sigma_neighbor``-th
+            entry of its neighbour list (self is entry 1 when ``include_self``) (default: ``None``).
+        include_self: count the point itself among its ``n_top`` neighbours (default: ``False``).
+        normalization: ``"symmetric"`` (``D^{-1/2} W D^{-1/2}``), ``"row"`` (``D^{-1} W``)
+            or ``"none"`` (default: ``"symmetric"``).
+        symmetrize_weights: return ``(W + Wᵀ)/2`` after normalizing, as the official few-shot code
+            does (default: ``False``).
+        backend: neighbour search backend of :func:`~pdenets.operators.knn.knn_search`
+            (default: ``"auto"``).
+
+    Raises:
+        ValueError: both or neither of ``sigma`` and ``sigma_neighbor``, a non-positive value or an
+            unknown ``normalization``.
+
+    Examples:
         >>> import torch
+        >>> _ = torch.manual_seed(0)
         >>> build = KnnGaussianWeights(n_top=5, sigma=1.0)
         >>> build(torch.randn(20, 3)).shape
         torch.Size([20, 20])

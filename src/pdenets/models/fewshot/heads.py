@@ -275,7 +275,7 @@ def episode_neighbours(points_per_class: float, maximum: int = MAX_NEIGHBOURS) -
     """Graph entries per point (self included) for an episode with ``points_per_class = (S + Q) / C``:
     ``clamp(⌊points_per_class⌋, 2, maximum)`` — no more than an average class has (module docstring).
 
-    Example:
+    Examples:
         >>> episode_neighbours(16), episode_neighbours(2), episode_neighbours(6), episode_neighbours(1.5)
         (7, 2, 6, 2)
     """
@@ -428,7 +428,7 @@ class External(TrainedHead):
 class Internal(TrainedHead):
     """The Diff-ResNet head: ``r`` diffusion layers ``(I − γL)`` inside the network (internal convection-diffusion).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from pdenets.models.fewshot import FewShotBatch, Internal
         >>> centres = torch.randn(2, 3, 8) * 4

@@ -102,7 +102,7 @@ def classify(support: torch.Tensor, support_labels: torch.Tensor, query: torch.T
         batched: train the heads of all tasks together (``False``: one by one, the reference).
         chunk_size: tasks trained together when batched (0: all).
 
-    Example:
+    Examples:
         >>> import torch
         >>> support, query = torch.randn(10, 5, 16), torch.randn(10, 30, 16)
         >>> labels = torch.arange(5).expand(10, -1)

@@ -27,7 +27,7 @@ class PrototypeSettings:
 class NearestPrototype(FewShotMethod):
     """Nearest class mean, Euclidean distance; probabilities ``softmax(−distance)`` ``(T, Q, C)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> batch = FewShotBatch(torch.eye(2)[None], torch.tensor([[0, 1]]), torch.tensor([[[0.9, 0.1]]]), 2)
         >>> NearestPrototype().predict_proba(batch).argmax(2).tolist()
