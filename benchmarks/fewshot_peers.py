@@ -7,7 +7,7 @@ easyfsl's classes (``PrototypicalNetworks``, ``LaplacianShot``, ``BDCSPN``, ``PT
 identity backbone, their default settings) solve one task at a time, as they are written. For
 every cell the table gives accuracy ± 95 % interval and seconds per 1,000 tasks; ``--runs``
 adds the error rate on the 20 official Omniglot one-shot runs (the file
-``pdenets.data.embeddings.official_runs_features`` writes). Methods without an easyfsl
+``pdenets.features.official_runs_features`` writes). Methods without an easyfsl
 counterpart (the Diff-ResNet heads) appear on our side only.
 
 easyfsl is optional: ``pip install --no-deps easyfsl`` (its ``methods`` package needs only torch,

@@ -15,6 +15,7 @@ applies ``W`` in the dtype of the features it diffuses.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from typing import Optional, Sequence
@@ -24,6 +25,8 @@ import torch
 
 __all__ = [
     "NonFiniteError",
+    "UnknownNameError",
+    "unknown_name",
     "FLOATING_DTYPES",
     "check_points",
     "check_features",
@@ -222,3 +225,27 @@ def check_choice(value, name: str, choices: Sequence) -> object:
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
+
+
+class UnknownNameError(KeyError):
+    """A task, model or table name that is not registered (the message lists the valid ones)."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; show the message as written
+        return str(self.args[0])
+
+
+def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError:
+    """The error for a name missing from a name table, suggesting the nearest valid name.
+
+    Args:
+        kind: what the name names (``"task"``, ``"model"``, ``"dataset"``).
+        name: the name given.
+        valid: the registered names.
+
+    Examples:
+        >>> print(unknown_name("model", "gnc", ["gcn", "gat"]))
+        unknown model 'gnc' (did you mean 'gcn'?); valid: gat, gcn
+    """
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return UnknownNameError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(sorted(valid))}")

@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from .data.embeddings import image_features, load_backbone, save_backbone, train_image_backbone
+from .features import image_features, load_backbone, save_backbone, train_image_backbone
 from .data.fewshot import save_features
 from .data.images import ImageSet, load_image_tree
 from .experiments.plots import plt

@@ -258,7 +258,7 @@ def load_features_mean(source: Union[str, Path, np.ndarray], dim: int) -> torch.
 
 def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bool = False) -> Path:
     """Write a :class:`FeatureSet` in the features format (atomically; never replaces a file unless asked)."""
-    from ..experiments.rundir import atomic_write
+    from .._io import atomic_write
 
     path = Path(path)
     if path.suffix != ".npz":

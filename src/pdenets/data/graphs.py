@@ -594,7 +594,7 @@ def save_graph_npz(data: Data, path: Union[str, Path], *, overwrite: bool = Fals
         ...
         FileExistsError: ... exists; pass overwrite=True to replace it
     """
-    from ..experiments.rundir import atomic_write
+    from .._io import atomic_write
 
     path = Path(path)
     if path.suffix != ".npz":

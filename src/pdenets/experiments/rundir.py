@@ -33,13 +33,13 @@ import json
 import math
 import os
 import platform
-import tempfile
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 import yaml
+
+from .._io import atomic_write, atomic_write_text, new_temporary_file  # noqa: F401  (re-exported)
 
 try:  # POSIX advisory locks; elsewhere the lock is best effort (exclusive creation only)
     import fcntl
@@ -84,39 +84,6 @@ def to_plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return to_plain(value.tolist())
     return str(value)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def new_temporary_file(path: Path, prefix: str) -> Tuple[int, str]:
-    """A temporary file beside ``path`` with the permissions a plain ``open`` would give it."""
-    handle, temporary = tempfile.mkstemp(prefix=prefix, suffix=path.suffix, dir=path.parent)
-    os.chmod(temporary, 0o666 & ~_umask())
-    return handle, temporary
-
-
-@contextmanager
-def atomic_write(path: Union[str, Path], mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file beside ``path``; on success it replaces ``path`` in one rename."""
-    path = Path(path)
-    handle, temporary = new_temporary_file(path, f".{path.stem}-")
-    try:
-        with os.fdopen(handle, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as stream:
-            yield stream
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Union[str, Path], text: str) -> Path:
-    with atomic_write(path) as stream:
-        stream.write(text)
-    return Path(path)
 
 
 def default_run_path(name: str, root: Union[str, Path] = "runs") -> Path:

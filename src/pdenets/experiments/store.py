@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Union
 
-from .rundir import new_temporary_file
+from .._io import new_temporary_file
 
 __all__ = ["ResultsStore", "StoredRun", "StoreError", "STORE_FILENAME", "STORE_FORMAT", "STORE_VERSION"]
 

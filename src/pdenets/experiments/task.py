@@ -21,13 +21,14 @@ Tasks register with :func:`register_task`; reproducible paper tables with
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar
 
+from .._checks import UnknownNameError, unknown_name
 from .config import TaskConfig
 
 __all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "job_key", "spec_to_dict",
@@ -35,19 +36,6 @@ __all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "jo
            "UnknownNameError", "unknown_name"]
 
 T = TypeVar("T", bound=Type["Task"])
-
-
-class UnknownNameError(KeyError):
-    """A task, model or table name that is not registered (the message lists the valid ones)."""
-
-    def __str__(self) -> str:  # KeyError quotes its argument; show the message as written
-        return str(self.args[0])
-
-
-def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError:
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return UnknownNameError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(sorted(valid))}")
 
 
 def spec_to_dict(spec: Any) -> Dict[str, Any]:
@@ -246,10 +234,11 @@ def get_task(name: str) -> Type[Task]:
     Examples:
         >>> get_task("synthetic").name
         'synthetic'
-        >>> get_task("synthetc")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        pdenets.experiments.task.UnknownNameError: unknown task 'synthetc' (did you mean 'synthetic'?); valid: ...
+        >>> try:
+        ...     get_task("synthetc")
+        ... except KeyError as error:  # an UnknownNameError
+        ...     print(error)  # doctest: +ELLIPSIS
+        unknown task 'synthetc' (did you mean 'synthetic'?); valid: ...
     """
     _load_builtin_tasks()
     if name not in TASKS:
@@ -331,8 +320,39 @@ def get_reproduction(name: str) -> Reproduction:
     return REPRODUCTIONS[name]
 
 
+#: The entry-point group through which a package registers its tasks: importing the module an entry point
+#: names must register them (``@register_task``). pdenets' own tasks are the entry ``builtin = "pdenets.tasks"``;
+#: a user's package adds ``[project.entry-points."pdenets.tasks"] mine = "my_package.tasks"`` to its
+#: ``pyproject.toml`` and its tasks appear in ``pdenets tasks`` and ``pdenets run``.
+TASK_ENTRY_POINTS = "pdenets.tasks"
+_DISCOVERED = False
+
+
 def _load_builtin_tasks() -> None:
-    from .. import tasks  # noqa: F401  (importing the package registers the built-in tasks)
+    """Import every module registered under :data:`TASK_ENTRY_POINTS` (once per process).
+
+    The engine names no task module: the tasks come to it through the entry points (a broken third-party
+    entry is reported as a warning and skipped). A source tree used without installing the package has no
+    entry points; then the built-in tasks are imported by their module name.
+    """
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    import importlib
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=TASK_ENTRY_POINTS))
+    for entry in found:
+        try:
+            entry.load()
+        except Exception as error:  # noqa: BLE001 - one broken plug-in must not take the others down
+            if entry.value.split(":")[0] == "pdenets.tasks":
+                raise
+            warnings.warn(f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
+                          f"{type(error).__name__}: {error}", stacklevel=2)
+    if not any(entry.value.split(":")[0] == "pdenets.tasks" for entry in found):
+        importlib.import_module("pdenets.tasks")
 
 
 def registered_tasks() -> Dict[str, Type[Task]]:

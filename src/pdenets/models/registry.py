@@ -18,10 +18,11 @@ Example:
     >>> net = create_model("diff-resnet", in_features=2, num_classes=2, num_steps=0)
     >>> sum(p.numel() for p in net.parameters())
     18
-    >>> create_model("diff-resnett", in_features=2, num_classes=2)
-    Traceback (most recent call last):
-    ...
-    pdenets.experiments.task.UnknownNameError: unknown model 'diff-resnett' (did you mean 'diff-resnet'?); valid: ...
+    >>> try:
+    ...     create_model("diff-resnett", in_features=2, num_classes=2)
+    ... except KeyError as error:  # an UnknownNameError
+    ...     print(error)  # doctest: +ELLIPSIS
+    unknown model 'diff-resnett' (did you mean 'diff-resnet'?); valid: ...
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def model_entry(name: str) -> ModelEntry:
         The entry: factory, family, architecture and training defaults, description.
 
     Raises:
-        pdenets.experiments.task.UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
+        UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
             message suggests the closest name and lists the valid ones.
 
     Examples:
@@ -155,7 +156,7 @@ def model_entry(name: str) -> ModelEntry:
         >>> entry.family, entry.defaults["hidden"]
         ('coin', 64)
     """
-    from ..experiments.task import unknown_name
+    from .._checks import unknown_name
 
     _load_builtin_models()
     if name not in MODEL_REGISTRY:
@@ -176,7 +177,7 @@ def create_model(name: str, **kwargs: Any) -> nn.Module:
         The network, an ``nn.Module``.
 
     Raises:
-        pdenets.experiments.task.UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
+        UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
             message suggests the closest name and lists the valid ones.
 
     Examples:

@@ -1,11 +1,17 @@
 """Runnable tasks, one module each: config, jobs, one run, summary, report.
 
-Importing this package registers the built-in tasks with the engine
-(:func:`pdenets.experiments.register_task`); ``pdenets run <task>`` dispatches on that
-registry. See ``docs/tasks.md`` for adding one.
+Importing this package imports every module in it, and each registers its task with the engine
+(:func:`pdenets.experiments.register_task`): adding a task is adding one file here. The engine finds
+this package through the ``pdenets.tasks`` entry point (see ``pyproject.toml``); a user's own package
+registers its tasks the same way. See ``docs/tasks.md``.
 """
 
+import importlib
+import pkgutil
+
 from ..experiments.task import REPRODUCTIONS, TASKS, get_reproduction, get_task
-from . import coin_claims, coin_forecast, coin_tabular, fewshot, geodesic, image_classification, node_classification, synthetic  # noqa: F401
+
+for _module in sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["TASKS", "REPRODUCTIONS", "get_task", "get_reproduction"]

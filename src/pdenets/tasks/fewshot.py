@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.embeddings import cached_features, official_runs_features, omniglot_features
+from ..features import cached_features, official_runs_features, omniglot_features
 from ..data.fewshot import EpisodeSampler, FeatureSet, load_features, mean_and_interval
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes

@@ -25,9 +25,9 @@ from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
+from ..data.fewshot import FeatureSet, load_features, save_features
+from ..data.images import ImageSet
 from ..models.backbones import BackboneTraining, Conv4, extract_features, train_backbone
-from .fewshot import FeatureSet, load_features, save_features
-from .images import ImageSet
 
 __all__ = ["features_dir", "cached_features", "omniglot_features", "official_runs_features", "image_features",
            "train_image_backbone", "save_backbone", "load_backbone", "FEATURES_ENV_VAR"]
@@ -94,7 +94,7 @@ def image_features(model: Conv4, sets: Dict[str, ImageSet]) -> FeatureSet:
 def omniglot_features(data_dir=None, settings: BackboneTraining = BackboneTraining(), *,
                       directory: Optional[Union[str, Path]] = None, progress: bool = False) -> Tuple[Path, FeatureSet]:
     """Base and novel Omniglot characters embedded by a Conv4 trained on the base alphabets (cached)."""
-    from .omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
+    from ..data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
 
     def build() -> FeatureSet:
         base = omniglot_images(BASE_ALPHABETS, data_dir, progress=progress)
@@ -113,9 +113,9 @@ def official_runs_features(data_dir=None, settings: BackboneTraining = BackboneT
     Returns arrays ``training (20, 20, D)``, ``test (20, 20, D)``, ``answers (20, 20)`` and
     ``base_mean (D,)``.
     """
-    from ..experiments.rundir import atomic_write
-    from .graphs import read_npz_arrays
-    from .omniglot import load_one_shot_runs, omniglot_images
+    from .._io import atomic_write
+    from ..data.graphs import read_npz_arrays
+    from ..data.omniglot import load_one_shot_runs, omniglot_images
 
     path = features_dir(directory) / f"omniglot-runs-conv4-{_setting_tag(settings)}.npz"
     if not path.is_file():
@@ -135,7 +135,7 @@ def official_runs_features(data_dir=None, settings: BackboneTraining = BackboneT
 def save_backbone(model: Conv4, path: Union[str, Path], *, classes: Sequence[str], settings: BackboneTraining,
                   image_size: int, channels: int) -> Path:
     """Weights and what is needed to rebuild the network, in one ``torch.save`` file of tensors and plain values."""
-    from ..experiments.rundir import atomic_write
+    from .._io import atomic_write
 
     document = {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                 "classes": list(classes), "settings": asdict(settings), "image_size": image_size,
@@ -147,7 +147,7 @@ def save_backbone(model: Conv4, path: Union[str, Path], *, classes: Sequence[str
 
 def load_backbone(path: Union[str, Path]) -> Tuple[Conv4, Dict]:
     """A backbone written by :func:`save_backbone` (read with ``weights_only=True``)."""
-    from .errors import DatasetError, DatasetNotFoundError
+    from ..data.errors import DatasetError, DatasetNotFoundError
 
     path = Path(path)
     if not path.is_file():
