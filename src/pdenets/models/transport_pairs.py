@@ -1,4 +1,4 @@
-r"""Plain networks and ResNets that differ only by the identity (papers 002/003): the geodesic-analysis pairs.
+r"""Plain networks and ResNets that differ only by the identity (“A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space”): the geodesic-analysis pairs.
 
 Every block computes ``v(x) = W₂ σ(W₁ σ(x))`` (affine maps or 3×3 convolutions); the ResNet block returns
 ``x + v(x)``, the plain block ``v(x)``. The two networks of a pair have the same parameters, so a

@@ -1,6 +1,6 @@
 r"""Diffusion steps whose backward pass stores no activations: it runs the adjoint steps.
 
-``r`` explicit diffusion steps with dropout (paper 000, Appendix E.2.3),
+``r`` explicit diffusion steps with dropout (Diff-ResNet paper, Appendix E.2.3),
 
 .. math::
 

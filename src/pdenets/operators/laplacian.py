@@ -228,7 +228,7 @@ def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rto
               else f"1/max_i sum_(j!=i) w_ij = {bound:.6g} (W is not symmetric)")
     raise UnstableStepSizeError(
         f"step_size={step_size:g} exceeds the stability bound {detail} of explicit diffusion "
-        "(paper 000, Prop. 2): features would grow without bound. "
+        "(Diff-ResNet paper, Prop. 2): features would grow without bound. "
         f"Use step_size <= {limit:.6g} and more steps for the same total strength, normalize the "
         "weights, or pass check_stability=False if you know what you are doing."
     )

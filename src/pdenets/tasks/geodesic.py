@@ -1,4 +1,4 @@
-"""The weight-decay study of papers 002/003: plain network vs ResNet, LSS every epoch, OTS/LSR, robustness, ablation.
+"""The weight-decay study of the geodesic-curve paper (Gai & Zhang): plain network vs ResNet, LSS every epoch, OTS/LSR, robustness, ablation.
 
 For each weight decay ``γ`` a plain network and a ResNet that differ only by the identity
 (:mod:`pdenets.models.transport_pairs`, blocks ``v(x) = W₂σ(W₁σ(x))``) are trained with SGD (momentum)
@@ -64,9 +64,9 @@ def _paper_rows(source: str, names: Tuple[str, ...], rows: Dict[float, Tuple[flo
 #: The papers' numbers: MNIST (text of §5.2), CIFAR-10 K = 1 (Table 4), CIFAR-10 K = 4 (Table 6; means over
 #: the four stages). Table 4's last row is printed as γ = 2·10⁻² after 10⁻¹; it is read here as 2·10⁻¹.
 PAPER: Dict[Tuple[str, str], Dict[Tuple[str, float], Dict[str, PaperValue]]] = {
-    ("mnist", "mlp"): {("resnet", 5e-4): {"lss": PaperValue(1.12, None, "papers 002/003 §5.2"),
-                                          "ots": PaperValue(0.96, None, "papers 002/003 §5.2")}},
-    ("cifar10", "k1"): _paper_rows("paper 003, Table 4", ("train_accuracy", "test_accuracy", "ots", "lsr", "lss"), {
+    ("mnist", "mlp"): {("resnet", 5e-4): {"lss": PaperValue(1.12, None, "geodesic paper §5.2"),
+                                          "ots": PaperValue(0.96, None, "geodesic paper §5.2")}},
+    ("cifar10", "k1"): _paper_rows("geodesic paper, Table 4", ("train_accuracy", "test_accuracy", "ots", "lsr", "lss"), {
         0.0: (52.1, 63.0, 53.5, 66.3, 9.0e-4, 0.681, 78.5, 3.71, 20.2, 3.79),
         1e-4: (53.0, 64.6, 54.9, 67.5, 2.3e-3, 0.329, 67.9, 3.30, 19.1, 3.60),
         5e-4: (55.6, 64.9, 57.0, 67.7, 2.1e-3, 0.753, 51.2, 3.57, 18.9, 3.68),
@@ -76,7 +76,7 @@ PAPER: Dict[Tuple[str, str], Dict[Tuple[str, float], Dict[str, PaperValue]]] = {
         5e-2: (86.6, 93.7, 81.9, 88.1, 1.1e-3, 0.0155, 1.07, 1.19, 7.94, 2.28),
         1e-1: (92.1, 89.1, 88.0, 86.1, 5.0e-4, 0.0272, 1.04, 1.22, 5.77, 2.66),
         2e-1: (81.0, 78.8, 79.0, 78.2, 2.4e-3, 0.009, 1.04, 1.17, 5.08, 3.15)}),
-    ("cifar10", "k4"): _paper_rows("paper 003, Table 6", ("test_accuracy", "ots", "lsr", "lss"), {
+    ("cifar10", "k4"): _paper_rows("geodesic paper, Table 6", ("test_accuracy", "ots", "lsr", "lss"), {
         0.0: (89.3, 94.1, 5.5e-3, 1.0, 3.40, 1.30, 4.66, 1.40),
         5e-4: (92.6, 95.2, 1.75e-3, 1.0, 3.33, 1.17, 3.87, 1.21),
         1e-3: (94.0, 95.4, 0.0, 0.813, 2.55, 1.16, 3.62, 1.18),
@@ -283,7 +283,7 @@ def _block_width(model, block_name: str, example: torch.Tensor) -> int:
 @register_task
 class GeodesicTask(Task):
     name = "geodesic"
-    description = ("geodesic analysis (papers 002/003): plain vs ResNet under weight decay on MNIST and CIFAR-10 — "
+    description = ("geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay on MNIST and CIFAR-10 — "
                    "LSS/LSR/OTS, robustness, unit ablation, track plots")
     config_class = GeodesicConfig
     shortcuts = {"dataset": "datasets", "gamma": "weight_decays", "kind": "kinds", "architecture": "architectures"}
