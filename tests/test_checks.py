@@ -27,3 +27,25 @@ def test_large_finite_values_whose_sum_overflows_pass():
 def test_empty_and_integer_tensors_pass():
     check_finite(torch.empty(0, 3), "features")
     check_finite(torch.arange(5), "labels")
+
+
+def test_a_mistyped_name_is_told_the_nearest_valid_one():
+    from pdenets._checks import check_choice, nearest_hint
+    from pdenets.data.synthetic import make_synthetic
+    from pdenets.experiments.config import ConfigError, check_fields
+    from pdenets.operators.knn import knn_search
+
+    assert nearest_hint("symetric", ("symmetric", "row", "none")) == " (did you mean 'symmetric'?)"
+    assert nearest_hint("zzz", ("symmetric", "row")) == "" and nearest_hint(3, (1, 2)) == ""
+    with pytest.raises(ValueError, match=r"got 'rwo' \(did you mean 'row'\?\)"):
+        check_choice("rwo", "normalization", ("symmetric", "row", "none"))
+    with pytest.raises(ValueError, match=r"unknown synthetic set 'spirla' \(did you mean 'spiral'\?\)"):
+        make_synthetic("spirla", 10)
+    with pytest.raises(ValueError, match=r"unknown knn backend 'chunkd' \(did you mean 'chunked'\?\)"):
+        knn_search(torch.randn(5, 2), 2, backend="chunkd")
+
+    class Settings:
+        models = ["diff-resnet", "gnc"]
+
+    with pytest.raises(ConfigError, match=r"got 'gnc' \(did you mean 'gcn'\?\)"):
+        check_fields(Settings(), choices={"models": ["diff-resnet", "gcn", "gat"]})

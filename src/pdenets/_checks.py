@@ -27,6 +27,7 @@ __all__ = [
     "NonFiniteError",
     "UnknownNameError",
     "unknown_name",
+    "nearest_hint",
     "FLOATING_DTYPES",
     "check_points",
     "check_features",
@@ -220,10 +221,25 @@ def check_labels(labels, name: str = "labels", *, allow_unlabelled: bool = False
     return labels
 
 
+def nearest_hint(value, choices: Sequence) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a mistyped string ``value``, else ``""``.
+
+    Examples:
+        >>> nearest_hint("symetric", ("symmetric", "row", "none"))
+        " (did you mean 'symmetric'?)"
+        >>> nearest_hint(3, (1, 2))
+        ''
+    """
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def check_choice(value, name: str, choices: Sequence) -> object:
-    """``value`` must be one of ``choices``."""
+    """``value`` must be one of ``choices`` (a mistyped string is told the nearest choice)."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}{nearest_hint(value, choices)}")
     return value
 
 
@@ -246,6 +262,4 @@ def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError
         >>> print(unknown_name("model", "gnc", ["gcn", "gat"]))
         unknown model 'gnc' (did you mean 'gcn'?); valid: gat, gcn
     """
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return UnknownNameError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(sorted(valid))}")
+    return UnknownNameError(f"unknown {kind} {name!r}{nearest_hint(name, valid)}; valid: {', '.join(sorted(valid))}")

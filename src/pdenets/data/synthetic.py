@@ -18,6 +18,8 @@ from typing import Callable, Dict
 import numpy as np
 import torch
 
+from .._checks import nearest_hint
+
 __all__ = ["SyntheticSet", "make_xor", "make_moons", "make_circles", "make_spirals", "SYNTHETIC_SETS",
            "make_synthetic"]
 
@@ -288,7 +290,8 @@ def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, r
         torch.Size([20, 2])
     """
     if name not in SYNTHETIC_SETS:
-        raise ValueError(f"unknown synthetic set {name!r}; choose from {sorted(SYNTHETIC_SETS)}")
+        raise ValueError(f"unknown synthetic set {name!r}{nearest_hint(name, list(SYNTHETIC_SETS))}; "
+                         f"choose from {sorted(SYNTHETIC_SETS)}")
     if name == "xor":
         return make_xor(size, seed=seed, rng=rng)
     return SYNTHETIC_SETS[name](size, seed=seed, grid=grid, rng=rng)

@@ -47,6 +47,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
+from .._checks import nearest_hint
+
 __all__ = [
     "ConfigError",
     "TaskConfig",
@@ -179,7 +181,8 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
     for name, allowed in (choices or {}).items():
         for value in values(name):
             if value not in allowed:
-                raise ConfigError(f"{prefix}{name} must be one of {list(allowed)}, got {value!r}")
+                raise ConfigError(f"{prefix}{name} must be one of {list(allowed)}, got {value!r}"
+                                  f"{nearest_hint(value, allowed)}")
 
 
 def check_device(device: str) -> None:

@@ -36,7 +36,7 @@ from typing import Optional
 
 import torch
 
-from .._checks import check_num_neighbors, check_points
+from .._checks import check_num_neighbors, check_points, nearest_hint
 
 __all__ = [
     "Neighbors",
@@ -268,7 +268,8 @@ def knn_search(
         else:
             backend = "chunked"
     if backend not in ("brute", "chunked", "faiss"):
-        raise ValueError(f"unknown knn backend {backend!r}; choose auto, brute, chunked or faiss")
+        raise ValueError(f"unknown knn backend {backend!r}{nearest_hint(backend, ('auto', 'brute', 'chunked', 'faiss'))}; "
+                         "choose auto, brute, chunked or faiss")
 
     if k == 0:
         indices = torch.zeros(queries.shape[0], 0, dtype=torch.long, device=points.device)
