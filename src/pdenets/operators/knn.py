@@ -268,7 +268,8 @@ def knn_search(
         else:
             backend = "chunked"
     if backend not in ("brute", "chunked", "faiss"):
-        raise ValueError(f"unknown knn backend {backend!r}{nearest_hint(backend, ('auto', 'brute', 'chunked', 'faiss'))}; "
+        backends = ("auto", "brute", "chunked", "faiss")
+        raise ValueError(f"unknown knn backend {backend!r}{nearest_hint(backend, backends)}; "
                          "choose auto, brute, chunked or faiss")
 
     if k == 0:
