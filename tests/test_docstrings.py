@@ -64,7 +64,10 @@ def test_exported_callables_document_their_arguments(package, name, value):
     if parameters and not re.search(r"^ *Attributes:\s*$", doc, re.M):
         assert entries is not None, f"pdenets.{package}.{name} takes {parameters} but has no Args: section"
     if entries:
-        unknown = [entry for entry in entries if entry not in parameters]
+        variadic = [("*" if p.kind == p.VAR_POSITIONAL else "**") + name
+                    for name, p in inspect.signature(value).parameters.items()
+                    if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        unknown = [entry for entry in entries if entry not in parameters + variadic]
         assert not unknown, f"pdenets.{package}.{name}: Args names {unknown}, not parameters of {parameters}"
         assert len(entries) == len(set(entries)), f"pdenets.{package}.{name}: an Args entry repeats"
     if package in WITH_EXAMPLES and not (isinstance(value, type) and issubclass(value, BaseException)):

@@ -14,7 +14,7 @@
 See ``docs/tasks.md`` for adding a task in one file.
 """
 
-from .config import ConfigError, TaskConfig, config_to_dict, resolve_config
+from .config import ConfigError, TaskConfig, check_fields, config_to_dict, resolve_config, setting
 from .report import Report
 from .rundir import RunDirectory, RunDirectoryError
 from .runner import JobFailedError, RunInterrupted, RunOutcome, run_task
@@ -37,6 +37,8 @@ __all__ = [
     "TaskConfig",
     "config_to_dict",
     "resolve_config",
+    "setting",
+    "check_fields",
     "Report",
     "RunDirectory",
     "RunDirectoryError",

@@ -79,6 +79,14 @@ class ConfigError(ValueError):
 def setting(default: Any, help: str = "", **metadata: Any) -> Any:
     """A config field with its help text (shown by ``--help``); mutable defaults are copied per instance.
 
+    Args:
+        default: the field's default value (a list, dict, set or dataclass is deep-copied for every instance).
+        help: the text ``pdenets run TASK --help`` shows for the option (default: ``""``).
+        **metadata: more field metadata, e.g. ``key=False`` for a job-spec field that cannot change a result.
+
+    Returns:
+        A ``dataclasses.field`` to assign in a ``TaskConfig`` subclass.
+
     Examples:
         >>> @dataclass
         ... class Demo:
@@ -139,9 +147,21 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
                  prefix: str = "") -> None:
     """Value checks a type annotation cannot express, as :class:`ConfigError` naming the field.
 
-    ``counts``: integers >= 1 (lists: every entry); ``non_negative_counts``: integers >= 0;
-    ``positive`` / ``non_negative``: finite numbers > 0 / >= 0; ``probabilities``: in [0, 1);
-    ``choices``: field -> allowed values (lists: every entry); ``non_empty``: lists.
+    A list field is checked entry by entry. A mistyped choice is told the nearest allowed value.
+
+    Args:
+        settings: the configuration object (a dataclass instance) whose fields are checked.
+        counts: fields that must be integers >= 1 (default: none).
+        non_negative_counts: fields that must be integers >= 0 (default: none).
+        positive: fields that must be finite numbers > 0 (default: none).
+        non_negative: fields that must be finite numbers >= 0 (default: none).
+        probabilities: fields that must lie in [0, 1) (default: none).
+        choices: field → the allowed values (default: none).
+        non_empty: list fields that must hold at least one entry (default: none).
+        prefix: text put before the field name in the message, e.g. ``"hyperparameters.moon."`` (default: ``""``).
+
+    Raises:
+        ConfigError: the first field that breaks its rule, named with its value.
 
     Examples:
         >>> @dataclass
