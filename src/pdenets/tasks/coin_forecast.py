@@ -43,6 +43,7 @@ import torch
 
 from ..data import paths
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, forecast_windows, load_temporal
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.forecast_figures import forecast_figure, graph_figure, horizon_figure
 from ..experiments.report import Report
@@ -137,9 +138,6 @@ class ForecastJob:
 # ----------------------------------------------------------------------------------------
 # data of a protocol (cached per process)
 
-_PREPARED: Dict[Tuple, Dict[str, Any]] = {}
-
-
 def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
     """The graph without self-loops, rows normalized to sum 1 (sparse)."""
     matrix = as_weight_matrix(graph, nodes, dtype=torch.float64)
@@ -228,14 +226,15 @@ def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor,
 
 
 def _prepared(spec: ForecastJob) -> Dict[str, Any]:
-    setup = dict(spec.setup)
-    key = (spec.dataset, spec.protocol, spec.setup, spec.data_dir)
-    if key not in _PREPARED:
-        series = load_temporal(spec.dataset, spec.data_dir)
-        prepared = prepare_protocol(series, spec.protocol, setup)
-        prepared["series"] = series
-        _PREPARED[key] = prepared
-    return _PREPARED[key]
+    return _prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+
+
+@process_cache(maxsize=4)
+def _prepared_protocol(dataset: str, protocol: str, setup: Tuple, data_dir: Optional[str]) -> Dict[str, Any]:
+    series = load_temporal(dataset, data_dir)
+    prepared = prepare_protocol(series, protocol, dict(setup))
+    prepared["series"] = series
+    return prepared
 
 
 # ----------------------------------------------------------------------------------------

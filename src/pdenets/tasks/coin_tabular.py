@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from ..data.paths import dataset_label
 from ..data.tabular import TABULAR_DATASETS, load_tabular
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
 from ..experiments.report import Report
@@ -103,22 +104,22 @@ def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(chosen))
 
 
-_DATA: Dict[Tuple, Dict[str, Any]] = {}
-
-
 def _data(dataset: str, label_column: Optional[str], settings: Dict[str, Any]) -> Dict[str, Any]:
     """The standardized table and, when the settings name one, its kNN Gaussian sample graph (cached)."""
-    key = (dataset, label_column, settings.get("n_top"), settings.get("sigma_neighbor"))
-    if key not in _DATA:
-        table = load_tabular(dataset, label_column=label_column)
-        features = table.features
-        scale = features.std(0)
-        features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
-        points = torch.from_numpy(features)
-        weights = None if "sigma_neighbor" not in settings else knn_gaussian_weights(
-            points, settings["n_top"], sigma_neighbor=settings["sigma_neighbor"], normalization="row")
-        _DATA[key] = {"table": table, "features": points, "weights": weights}
-    return _DATA[key]
+    return _table_and_graph(dataset, label_column, settings.get("n_top"), settings.get("sigma_neighbor"))
+
+
+@process_cache(maxsize=8)
+def _table_and_graph(dataset: str, label_column: Optional[str], n_top: Optional[int],
+                     sigma_neighbor: Optional[int]) -> Dict[str, Any]:
+    table = load_tabular(dataset, label_column=label_column)
+    features = table.features
+    scale = features.std(0)
+    features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
+    points = torch.from_numpy(features)
+    weights = None if sigma_neighbor is None else knn_gaussian_weights(
+        points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
+    return {"table": table, "features": points, "weights": weights}
 
 
 def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:

@@ -31,6 +31,7 @@ import torch
 
 from ..features import cached_features, official_runs_features, omniglot_features
 from ..data.fewshot import EpisodeSampler, FeatureSet, load_features, mean_and_interval
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
 from ..experiments.report import Report
@@ -178,13 +179,9 @@ class OfficialRunsJob:
     features: str = field(default="", metadata={"key": False})
 
 
-_FEATURES: Dict[str, FeatureSet] = {}
-
-
+@process_cache(maxsize=4)
 def _features(path: str) -> FeatureSet:
-    if path not in _FEATURES:
-        _FEATURES[path] = load_features(path)
-    return _FEATURES[path]
+    return load_features(path)
 
 
 def _task_seeds(seed: int, tasks: range) -> List[int]:

@@ -33,6 +33,7 @@ from ..analysis.tracks import project_tracks, record_tracks, select_blocks
 from ..analysis.transport import (line_shape_ratio, line_shape_score, optimal_transport_score,
                                   segment_proportions)
 from ..data.vision import ImageData, load_cifar10_centred, load_mnist, pad_crop_flip
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
 from ..experiments.report import Report
@@ -165,24 +166,18 @@ class GeodesicJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-_DATA: Dict[Tuple, Dict[str, Any]] = {}
-
-
+@process_cache(maxsize=1)  # image sets are large: keep only the last one
 def _load(dataset: str, train_limit: Optional[int], test_limit: Optional[int], data_dir: Optional[str]
           ) -> Dict[str, Any]:
     """Training images and the test sets of ``dataset`` (cached per process)."""
-    key = (dataset, train_limit, test_limit, data_dir)
-    if key not in _DATA:
-        if dataset == "mnist":
-            train, test = load_mnist("train", data_dir), load_mnist("test", data_dir)
-            train = ImageData(train.images[:train_limit], train.labels[:train_limit], train.name)
-            tests = {"test": ImageData(test.images[:test_limit], test.labels[:test_limit], test.name)}
-        else:
-            train, centred = load_cifar10_centred(data_dir, train_limit=train_limit, test_limit=test_limit)
-            tests = {"test": centred["held-out"], "official": centred["official"]}
-        _DATA.clear()
-        _DATA[key] = {"train": train, "tests": tests}
-    return _DATA[key]
+    if dataset == "mnist":
+        train, test = load_mnist("train", data_dir), load_mnist("test", data_dir)
+        train = ImageData(train.images[:train_limit], train.labels[:train_limit], train.name)
+        tests = {"test": ImageData(test.images[:test_limit], test.labels[:test_limit], test.name)}
+    else:
+        train, centred = load_cifar10_centred(data_dir, train_limit=train_limit, test_limit=test_limit)
+        tests = {"test": centred["held-out"], "official": centred["official"]}
+    return {"train": train, "tests": tests}
 
 
 def build_pair_member(spec: GeodesicJob) -> torch.nn.Module:

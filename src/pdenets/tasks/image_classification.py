@@ -35,6 +35,7 @@ import torch
 
 from ..data.canvas import LABELS, canvas_classes, two_digit_canvases
 from ..data.vision import ImageData, load_cifar10, load_cifar10_centred, load_mnist, pad_crop_flip
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.distributed import distributed_context
 from ..experiments.plots import plt
@@ -151,13 +152,8 @@ class ImageJob:
 # ----------------------------------------------------------------------------------------
 # data (cached per process)
 
-_DATA: Dict[Tuple, Dict[str, Any]] = {}
-
-
+@process_cache(maxsize=2)
 def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[str, Any]:
-    key = (name, tuple(sorted(data.items())), data_dir)
-    if key in _DATA:
-        return _DATA[key]
     if name == "cifar10":
         train, tests = load_cifar10_centred(data_dir, train_limit=data.get("train_limit"),
                                             test_limit=data.get("test_limit"))
@@ -177,7 +173,6 @@ def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[s
                   "tests": {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
                   "classes": canvas_classes(label, segmentation), "channels": 1, "size": data["canvas_size"],
                   "augment": False, "segmentation": segmentation, "head": "global"}
-    _DATA[key] = result
     return result
 
 

@@ -31,6 +31,7 @@ from torch.nn import functional as F
 from ..data.graphs import MISSING_FEATURES, load_graph
 from ..data.splits import Split, split_and_init_seeds, split_seeds
 from ..data.transforms import preprocess_citation_graph
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import box_per_group, errorbar_lines, plt
 from ..experiments.report import Report
@@ -174,24 +175,19 @@ class PreparedGraph:
     num_classes: int
 
 
-_GRAPHS: Dict[Tuple[str, Optional[str], str], PreparedGraph] = {}
-
-
 def dataset_label(spec: str) -> str:
     return Path(spec).stem if spec.lower().endswith(".npz") else spec.lower()
 
 
+@process_cache(maxsize=8)
 def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "identity") -> PreparedGraph:
     """Load and preprocess a graph once per process; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``."""
-    key = (spec, data_dir, missing_features)
-    if key not in _GRAPHS:
-        data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
-        _GRAPHS[key] = PreparedGraph(
-            x=data.x, x_sparse=data.x.to_sparse_csr(), y=data.y, edge_index=data.edge_index,
-            weights=gcn_normalize((data.edge_index, None), data.num_nodes), num_nodes=int(data.num_nodes),
-            num_edges=int(data.edge_index.shape[1] // 2), num_features=int(data.x.shape[1]),
-            num_classes=int(data.y.max()) + 1)
-    return _GRAPHS[key]
+    data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
+    return PreparedGraph(
+        x=data.x, x_sparse=data.x.to_sparse_csr(), y=data.y, edge_index=data.edge_index,
+        weights=gcn_normalize((data.edge_index, None), data.num_nodes), num_nodes=int(data.num_nodes),
+        num_edges=int(data.edge_index.shape[1] // 2), num_features=int(data.x.shape[1]),
+        num_classes=int(data.y.max()) + 1)
 
 
 # ----------------------------------------------------------------------------------------
