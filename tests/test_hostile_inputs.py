@@ -17,25 +17,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from pickle_payloads import Reduced, multiarray
 
 resource = pytest.importorskip("resource")
 
 ADDRESS_SPACE = 2 * 1024 ** 3
-
-
-class _Reduced:
-    """Pickles as ``callable(*args)`` (and ``__setstate__(state)``): how a hostile file is built."""
-
-    def __init__(self, *reduced):
-        self.reduced = reduced
-
-    def __reduce__(self):
-        return self.reduced
-
-
-def _multiarray(name):
-    module = "numpy._core.multiarray" if hasattr(np, "_core") else "numpy.core.multiarray"
-    return getattr(__import__(module, fromlist=[name]), name)
 
 
 def _files(folder):
@@ -51,10 +37,10 @@ def _files(folder):
     with open(path("expanding.pkl"), "wb") as stream:  # every level of hex doubles the bytes
         payload = b"ab" * 8
         for _ in range(3):
-            payload = _Reduced(codecs.encode, (payload, "hex"))
+            payload = Reduced(codecs.encode, (payload, "hex"))
         pickle.dump({0: payload}, stream, protocol=2)
     with open(path("huge_shape.pkl"), "wb") as stream:  # 800 GB declared by 8 bytes
-        pickle.dump({0: _Reduced(_multiarray("_reconstruct"), (np.ndarray, (0,), b"b"),
+        pickle.dump({0: Reduced(multiarray("_reconstruct"), (np.ndarray, (0,), b"b"),
                                  (1, (10**11,), np.dtype("f8"), False, b"\x00" * 8))}, stream, protocol=2)
     series = [[1.0, 2.0], [2.0, 3.0], [3.0, 4.0]] * 20
     for name, edges in (("float_ids.json", [[0.4, 1.9]]), ("bool_ids.json", [[True, False]]),

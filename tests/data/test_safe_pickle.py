@@ -3,6 +3,7 @@ import pickle
 
 import numpy as np
 import pytest
+from pickle_payloads import Reduced, multiarray
 import scipy.sparse as sp
 
 from pdenets.data.safe_pickle import UnsafePickleError, load_array_pickle
@@ -58,29 +59,11 @@ def test_truncated_pickle_raises():
         load_array_pickle(data[: len(data) // 2])
 
 
-class _Reduced:
-    """Pickles as ``function(*arguments)`` then ``BUILD state`` — how a tampered file spells an array."""
-
-    def __init__(self, function, arguments, state=None):
-        self.reduced = (function, arguments) if state is None else (function, arguments, state)
-
-    def __reduce__(self):
-        return self.reduced
-
-
-def _multiarray(name):
-    try:
-        from numpy._core import multiarray
-    except ImportError:  # numpy 1.x
-        from numpy.core import multiarray
-    return getattr(multiarray, name)
-
-
 def test_nothing_on_the_allow_list_computes_more_than_it_is_given():
     import codecs
 
     # nested hex encoding doubles the bytes per level: a tiny file asking for gigabytes
-    expanding = _Reduced(codecs.encode, (_Reduced(codecs.encode, (b"ab" * 8, "hex")), "hex"))
+    expanding = Reduced(codecs.encode, (Reduced(codecs.encode, (b"ab" * 8, "hex")), "hex"))
     with pytest.raises(UnsafePickleError, match="only latin1"):
         load_array_pickle(pickle.dumps(expanding, protocol=2))
     # latin1 is one byte per character: what numpy's own pickles use, still read
@@ -95,7 +78,7 @@ def test_nothing_on_the_allow_list_computes_more_than_it_is_given():
 def test_array_sizes_are_checked_before_numpy_allocates(shape, data, message):
     from pdenets.data import DatasetError
 
-    hostile = _Reduced(_multiarray("_reconstruct"), (np.ndarray, (0,), b"b"), (1, shape, np.dtype("f8"), False, data))
+    hostile = Reduced(multiarray("_reconstruct"), (np.ndarray, (0,), b"b"), (1, shape, np.dtype("f8"), False, data))
     with pytest.raises(DatasetError, match=message):
         load_array_pickle(pickle.dumps(hostile, protocol=2))
 
@@ -104,7 +87,7 @@ def test_a_scalar_of_a_huge_dtype_is_refused_by_the_budget(monkeypatch):
     from pdenets.data import DatasetError
 
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1M")
-    huge_scalar = _Reduced(_multiarray("scalar"), (np.dtype(("V", 2**24)), b"\x00"))
+    huge_scalar = Reduced(multiarray("scalar"), (np.dtype(("V", 2**24)), b"\x00"))
     with pytest.raises(DatasetError, match="more than the memory budget"):
         load_array_pickle(pickle.dumps(huge_scalar, protocol=2))
     assert load_array_pickle(pickle.dumps(np.float32(1.5), protocol=2)) == np.float32(1.5)

@@ -5,18 +5,16 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from dataclasses import replace
 
 import pytest
-from toytask import ToyConfig, ToyJob, ToyTask
+from toytask import ToyConfig, ToyJob, ToyTask, stored_count, toy_command
 
 from pdenets.experiments import JobFailedError, ResultsStore, job_key, run_task
 from pdenets.experiments.runner import plan_jobs
 from pdenets.experiments.task import get_task
 
-from ..conftest import HELPERS
 
 
 def toy(out, **changes):
@@ -147,35 +145,18 @@ def test_registry_finds_the_toy_task_and_lists_names_on_a_typo():
         get_task("tyo")
 
 
-def _toy_command(out, *options):
-    script = (f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
-              "sys.exit(main(sys.argv[1:]))")
-    return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
-
-
-def _count(database) -> int:
-    """Stored runs, read without creating the file (a plain connect would create an empty one)."""
-    if not database.exists():
-        return 0
-    try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def test_kill_9_then_rerun_ends_with_exactly_the_uninterrupted_results(tmp_path):
     out = tmp_path / "run"
     options = ["--count", "8", "--sleep", "0.25", "--workers", "1"]
-    process = subprocess.Popen(_toy_command(out, *options), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(toy_command(out, *options), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
-    while time.time() < deadline and _count(out / "results.sqlite") < 2:
+    while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    interrupted_at = _count(out / "results.sqlite")
+    interrupted_at = stored_count(out / "results.sqlite")
     assert 2 <= interrupted_at < 8
-    subprocess.run(_toy_command(out, *options), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(toy_command(out, *options), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     keys = sqlite3.connect(out / "results.sqlite").execute("SELECT key FROM runs").fetchall()
     assert len(keys) == 8 == len(set(keys))
     fresh = toy(tmp_path / "fresh", count=8, sleep=0.25)

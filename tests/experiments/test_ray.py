@@ -7,23 +7,17 @@ answers fails in one line before anything is written.
 
 import os
 import signal
-import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from toytask import ToyConfig, ToyTask
+from toytask import HELPERS, ToyConfig, ToyTask, stored_count, toy_command
 
 from pdenets.cli import main
 from pdenets.experiments import job_key, run_task
 from pdenets.experiments.store import ResultsStore
 
 ray = pytest.importorskip("ray")
-
-HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
-
 
 def _with_helpers(environment):
     """Ray workers import the toy task from tests/helpers: put it on their path."""
@@ -62,37 +56,22 @@ def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
     assert len(on_ray) == 2 and on_ray == pooled
 
 
-def _stored(database) -> int:
-    if not database.exists():
-        return 0
-    try:
-        return sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True).execute(
-            "SELECT COUNT(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _toy_command(out, *options):
-    script = "import sys, toytask; from pdenets.cli import main; sys.exit(main(sys.argv[1:]))"
-    return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
-
-
 def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tmp_path):
     """Its own local cluster (``--ray-address local``), as a user's command line would start it."""
     out = tmp_path / "run"
     options = ["--count", "8", "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
     environment = _with_helpers(os.environ)
-    process = subprocess.Popen(_toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and _stored(out / "results.sqlite") < 2:
+    while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, errors = process.communicate(timeout=120)
-    interrupted_at = _stored(out / "results.sqlite")
+    interrupted_at = stored_count(out / "results.sqlite")
     assert process.returncode == 130, errors[-2000:]
     assert 2 <= interrupted_at < 8 and "interrupted" in errors
-    subprocess.run(_toy_command(out, *options), env=environment, check=True, stdout=subprocess.DEVNULL,
+    subprocess.run(toy_command(out, *options), env=environment, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=180)
     resumed = _records(out, "toy")
     planned = {job_key("toy", job): job.index * job.scale for job in ToyTask(ToyConfig(count=8, sleep=1.0)).jobs()}

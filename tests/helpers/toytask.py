@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,3 +69,28 @@ class ToyTask(Task):
         report = Report("toy")
         report.table(["index", "value"], [[r["index"], r.get("value")] for r in records])
         report.write(run_dir)
+
+
+# ----------------------------------------------------------------------------------------
+# running the toy task from the command line in a child process (interruption tests)
+
+HELPERS = str(Path(__file__).resolve().parent)
+
+
+def toy_command(out, *options) -> List[str]:
+    """``pdenets run toy --out OUT --no-progress OPTIONS`` in a fresh interpreter that can import this module."""
+    script = (f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
+              "sys.exit(main(sys.argv[1:]))")
+    return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
+
+
+def stored_count(database) -> int:
+    """Stored runs, read without creating the file (a plain connect would create an empty one)."""
+    if not database.exists():
+        return 0
+    try:
+        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
