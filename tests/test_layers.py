@@ -7,7 +7,7 @@ import or a cycle between packages fails here, naming the module and the import.
     1  operators, data, experiments                     graphs and operators; readers; the engine
     2  nn                                               layers
     3  models, analysis                                 networks; transport analysis
-    4  features                                         backbones embedding raw data
+    4  features, reports                                backbones embedding raw data; the tasks' report sections
     5  tasks, features_cli                              the science of each task; `pdenets features`
     6  cli                                              the command line
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pdenets
 
 FLOORS = {"": 0, "_checks": 0, "_io": 0, "_lazy": 0, "operators": 1, "data": 1, "experiments": 1, "nn": 2,
-          "models": 3, "analysis": 3, "features": 4, "tasks": 5, "features_cli": 5, "cli": 6}
+          "models": 3, "analysis": 3, "features": 4, "reports": 4, "tasks": 5, "features_cli": 5, "cli": 6}
 ROOT = Path(pdenets.__file__).parent
 
 

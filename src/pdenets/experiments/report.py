@@ -101,9 +101,15 @@ class Report:
     def bullets(self, items: Sequence[str]) -> None:
         self._blocks.append(("bullets", (list(items),)))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence], caption: Optional[str] = None) -> None:
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence], caption: Optional[str] = None,
+              align: Optional[str] = None) -> None:
+        """A table; ``align`` gives each column's alignment, ``"l"`` or ``"r"`` (default: the first column left,
+        the others right, as numbers read best)."""
+        align = align or "l" + "r" * (len(headers) - 1)
+        if len(align) != len(headers) or set(align) - {"l", "r"}:
+            raise ValueError(f"align needs one 'l' or 'r' per column ({len(headers)}), got {align!r}")
         cells = [[c if isinstance(c, str) else format_number(c) for c in row] for row in rows]
-        self._blocks.append(("table", (list(headers), cells, caption)))
+        self._blocks.append(("table", (list(headers), cells, caption, align)))
 
     def figure(self, filename: str, caption: str) -> None:
         """Reference a PNG that lives in the report's directory."""
@@ -122,9 +128,9 @@ class Report:
             elif kind == "bullets":
                 lines += [f"- {item}" for item in args[0]] + [""]
             elif kind == "table":
-                headers, rows, caption = args
+                headers, rows, caption, align = args
                 lines.append("| " + " | ".join(headers) + " |")
-                lines.append("|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|")
+                lines.append("|" + "|".join("---:" if side == "r" else "---" for side in align) + "|")
                 lines += ["| " + " | ".join(row) + " |" for row in rows]
                 lines += ([""] + [f"*{caption}*"] if caption else []) + [""]
             elif kind == "figure":
@@ -148,9 +154,12 @@ class Report:
             elif kind == "bullets":
                 parts.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in args[0]) + "</ul>")
             elif kind == "table":
-                headers, rows, caption = args
-                head = "".join(f"<th>{_inline_html(h)}</th>" for h in headers)
-                body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in rows)
+                headers, rows, caption, align = args
+                side = ['' if (i == 0) == (a == "l") else f' style="text-align:{"left" if a == "l" else "right"}"'
+                        for i, a in enumerate(align)]
+                head = "".join(f"<th{side[i]}>{_inline_html(h)}</th>" for i, h in enumerate(headers))
+                body = "".join("<tr>" + "".join(f"<td{side[i]}>{_inline_html(c)}</td>" for i, c in enumerate(row))
+                               + "</tr>" for row in rows)
                 cap = f"<caption>{_inline_html(caption)}</caption>" if caption else ""
                 parts.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
             elif kind == "figure":

@@ -10,7 +10,9 @@ A task is one file of science. It declares
 * :meth:`Task.run_job` — a static method: one spec in, one record (a JSON-able dict) out;
   it runs in a worker process;
 * :meth:`Task.summarize` — records in, the results (``results.json``) out;
-* :meth:`Task.report` — writes tables, figures and ``report.md``/``report.html``.
+* :meth:`Task.report` — writes tables, figures and ``report.md``/``report.html``; it starts from
+  :meth:`Task.new_report` (the title and the engine's line on the runs) and ends with
+  :meth:`Task.write_report` (the engine's table of every setting, then both files).
 
 Everything else (validation, the run directory, the store, resume, the process pool or
 Ray, progress bars, ``results.json``, ``runs.csv``) is :func:`~pdenets.experiments.runner.run_task`'s.
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar
 
 from .._checks import UnknownNameError, unknown_name
-from .config import TaskConfig
+from .config import TaskConfig, config_to_dict
+from .report import Report
 
 __all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "job_key", "spec_to_dict",
            "Reproduction", "register_reproduction", "REPRODUCTIONS", "get_reproduction", "registered_reproductions",
@@ -169,6 +172,74 @@ class Task(ABC):
     def progress_note(self, record: Dict[str, Any]) -> str:
         """A few words on a finished run for the progress bar (default: none)."""
         return ""
+
+    def new_report(self, results: Mapping[str, Any], title: str) -> Report:
+        """A report that opens with the engine's standard header: ``title``, then one line on the runs.
+
+        The line names the command, the runs stored of those planned and the wall time (from
+        the ``runs_stored``, ``runs_planned`` and ``wall_seconds`` entries the runner adds to the
+        results), and points to the settings table that :meth:`write_report` appends: a task's
+        own text describes its science, not its configuration.
+
+        Args:
+            results: the task's results as the runner passes them to :meth:`report`.
+            title: the report's title.
+
+        Returns:
+            A :class:`~pdenets.experiments.report.Report` to add the task's sections to.
+
+        Examples:
+            >>> task = get_task("synthetic")(get_task("synthetic").quick_config())
+            >>> report = task.new_report({"runs_stored": 3, "runs_planned": 4, "wall_seconds": 12.0}, "Demo")
+            >>> print(report.markdown().splitlines()[2])  # doctest: +ELLIPSIS
+            `pdenets run synthetic`: 3 of 4 runs stored (1 missing); wall time 12 s. ...
+        """
+        report = Report(title)
+        stored, planned = results.get("runs_stored"), results.get("runs_planned")
+        runs = f"{stored} of {planned} {self.unit} stored" if stored is not None else "runs"
+        if stored is not None and planned is not None and stored < planned:
+            runs += f" ({planned - stored} missing)"
+        wall = results.get("wall_seconds")
+        report.paragraph(f"`pdenets run {self.name}`: {runs}" + (f"; wall time {wall:.0f} s." if wall is not None
+                                                                 else ".")
+                         + " Every setting of the run is listed under *Settings* at the end (and in `config.json`).")
+        return report
+
+    def write_report(self, report: Report, run_dir) -> List[Any]:
+        """Append the *Settings* table (every field of the configuration, its value and meaning) and write the report.
+
+        Args:
+            report: the report started with :meth:`new_report`.
+            run_dir: the run folder (a path or a :class:`~pdenets.experiments.rundir.RunDirectory`).
+
+        Returns:
+            The paths of ``report.md`` and ``report.html``.
+
+        Examples:
+            >>> import tempfile
+            >>> task = get_task("synthetic")(get_task("synthetic").quick_config())
+            >>> paths = task.write_report(task.new_report({}, "Demo"), tempfile.mkdtemp())
+            >>> "| seed | 0 |" in paths[0].read_text()
+            True
+        """
+        values = config_to_dict(self.config)
+        rows = [[item.name, _setting_text(values.get(item.name)), item.metadata.get("help", "")]
+                for item in dataclasses.fields(self.config)]
+        report.heading("Settings")
+        report.table(["setting", "value", "meaning"], rows, align="lll", caption=f"The configuration of this run of "
+                     f"`{self.name}` (`config.json`); `pdenets run {self.name} --help` lists the defaults.")
+        return report.write(run_dir)
+
+
+def _setting_text(value: Any) -> str:
+    """A configuration value as a table cell: lists joined by commas, ``None`` as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_setting_text(item) for item in value) or "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={_setting_text(item)}" for key, item in value.items()) or "(none)"
+    return str(value)
 
 
 TASKS: Dict[str, Type[Task]] = {}

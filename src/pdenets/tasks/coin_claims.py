@@ -25,7 +25,6 @@ import torch
 
 from ..experiments.config import TaskConfig, check_fields, setting
 from ..experiments.plots import plt
-from ..experiments.report import Report
 from ..experiments.task import Task, register_task
 from ..nn.dropout import fast_dropout
 from ..nn.dropout_diffusion import dropout_readout_variance, dropout_second_order_mean
@@ -188,7 +187,7 @@ class CoinClaimsTask(Task):
                 for record in records}
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        report = Report("pdenets — COIN's claims, measured")
+        report = self.new_report(results, "pdenets — COIN's claims, measured")
         report.paragraph("Each claim is a unit test too (tests/nn/test_smoothing_and_dropout_diffusion.py, "
                          "tests/operators/test_propagation.py); the derivations are in docs/coin.md.")
         figures = results.setdefault("figures", {})
@@ -221,7 +220,7 @@ class CoinClaimsTask(Task):
             report.table(["graph", "identity", "largest difference pdenets − PyG (float64)", "largest output"], rows,
                          caption="Directed edge lists: PyG's layers send messages from source to target, pdenets' "
                                  "W[i, j] lets row i diffuse from column j, so the stored Cora edges enter reversed.")
-        report.write(run_dir)
+        self.write_report(report, run_dir)
 
 
 def _smoothing_figure(smoothing, run_dir) -> str:

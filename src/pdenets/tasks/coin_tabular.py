@@ -31,7 +31,6 @@ from ..data.tabular import TABULAR_DATASETS, load_tabular
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.plots import plt
-from ..experiments.report import Report
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..models.registry import create_model
@@ -231,7 +230,7 @@ class CoinTabularTask(Task):
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
         config = self.config
-        report = Report("pdenets — COIN for tabular classification with few labels")
+        report = self.new_report(results, "pdenets — COIN for tabular classification with few labels")
         report.paragraph(
             "The COIN paper's prostate-cancer data is not available offline; this is its setting on scikit-learn's "
             "bundled breast-cancer set (or the CSV given). Per split, k labelled samples per class, the rest "
@@ -240,8 +239,7 @@ class CoinTabularTask(Task):
             f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "
             f"{config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} epochs of Adam "
             f"(lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, {config.n_top} "
-            f"neighbours, α = {config.spreading_alpha}. {results['runs_stored']} of {results['runs_planned']} runs "
-            f"stored; wall time {results['wall_seconds']:.0f} s.")
+            f"neighbours, α = {config.spreading_alpha}.")
         figures = results.setdefault("figures", {})
         for dataset, settings in results["table"].items():
             report.heading(f"{dataset}: accuracy on the unlabelled samples (%), mean ± std over splits")
@@ -261,7 +259,7 @@ class CoinTabularTask(Task):
                                  "more accurate than the MLP alone.")
             figures[dataset] = _figure(settings, models, dataset, run_dir)
             report.figure(figures[dataset], f"{dataset}: accuracy vs labels per class (mean ± std over splits).")
-        report.write(run_dir)
+        self.write_report(report, run_dir)
 
 
 def _label(dataset: str) -> str:
