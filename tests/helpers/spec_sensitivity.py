@@ -4,7 +4,8 @@ A setting can reach the job spec (and so the store key) without reaching the ari
 weight decay never passed to the optimizer. Then every value of it trains alike, the study is
 wrong, and tests that check only ranges pass. :func:`assert_every_key_setting_matters` runs the
 job once as given and once per key setting changed (a nested ``((name, value), ...)`` setting,
-mapping setting or frozen dataclass setting one entry at a time), and fails listing the settings whose change left the record unchanged, and
+mapping setting or frozen dataclass setting one entry at a time; a ``None`` field is an absent part and is
+skipped unless ``changes`` names it), and fails listing the settings whose change left the record unchanged, and
 those it could not change (give them in ``changes`` or ``skip`` them with a reason).
 """
 
@@ -76,6 +77,8 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
         if field.metadata.get("key", True) is False or field.name in skip:
             continue
         value = getattr(spec, field.name)
+        if value is None and field.name not in changes:
+            continue  # an absent part (e.g. no diffusion settings for a model without diffusion)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             candidates = []
             for inner in dataclasses.fields(value):

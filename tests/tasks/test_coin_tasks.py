@@ -355,8 +355,8 @@ def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
     spec = CoinTabularTask(config).jobs()[0]
     assert_every_key_setting_matters(
         run_tabular_job, spec,
-        changes={"dataset": str(tmp_path / "wider.csv"), "label_column": "other", "settings.sigma_neighbor": 2,
-                 "settings.dropout": 0.5, "settings.spreading_alpha": 0.5},
+        changes={"dataset": str(tmp_path / "wider.csv"), "label_column": "other", "diffusion.sigma_neighbor": 2,
+                 "mlp.dropout": 0.5, "spreading.spreading_alpha": 0.5},
         skip={"device": "one device on a CPU-only machine",
               "model": "each model has its own settings; the three are checked one by one"})
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -30,10 +30,11 @@ from ..data.paths import dataset_label
 from ..data.tabular import TABULAR_DATASETS, load_tabular
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.plots import plt
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
+from ..experiments.training import fit
 from ..models.registry import create_model
+from ..reports import tabular as tabular_report
 from ..operators import knn_gaussian_weights
 
 __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
@@ -80,14 +81,48 @@ class CoinTabularConfig(TaskConfig):
 
 
 @dataclass(frozen=True)
+class MlpSettings:
+    """The MLP and its training (the ``mlp`` and ``coin`` models)."""
+
+    hidden: int
+    layers: int
+    dropout: float
+    epochs: int
+    lr: float
+    weight_decay: float
+
+
+@dataclass(frozen=True)
+class GraphDiffusion:
+    """COIN's diffusion on the Gaussian kNN sample graph."""
+
+    n_top: int
+    sigma_neighbor: int
+    step_size: float
+    num_steps: int
+
+
+@dataclass(frozen=True)
+class Spreading:
+    """scikit-learn's LabelSpreading with a kNN kernel."""
+
+    n_top: int
+    spreading_alpha: float
+
+
+@dataclass(frozen=True)
 class TabularJob:
+    """One split of one model; only the settings its model computes with are set (the others are ``None``)."""
+
     dataset: str
     labels_per_class: int
     split: int
     model: str
-    settings: Tuple[Tuple[str, Any], ...]
     device: str
     label_column: Optional[str] = None
+    mlp: Optional[MlpSettings] = None
+    diffusion: Optional[GraphDiffusion] = None
+    spreading: Optional[Spreading] = None
 
 
 def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
@@ -101,11 +136,6 @@ def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
                               "to predict")
         chosen.append(rng.choice(members, per_class, replace=False))
     return np.sort(np.concatenate(chosen))
-
-
-def _data(dataset: str, label_column: Optional[str], settings: Dict[str, Any]) -> Dict[str, Any]:
-    """The standardized table and, when the settings name one, its kNN Gaussian sample graph (cached)."""
-    return _table_and_graph(dataset, label_column, settings.get("n_top"), settings.get("sigma_neighbor"))
 
 
 @process_cache(maxsize=8)
@@ -122,45 +152,43 @@ def _table_and_graph(dataset: str, label_column: Optional[str], n_top: Optional[
 
 
 def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
-    settings = dict(spec.settings)
-    data = _data(spec.dataset, spec.label_column, settings)
+    diffusion = spec.diffusion
+    data = _table_and_graph(spec.dataset, spec.label_column, diffusion.n_top if diffusion else None,
+                            diffusion.sigma_neighbor if diffusion else None)
     labels = data["table"].labels
     labelled = labelled_split(labels, spec.labels_per_class, spec.split)
     unlabelled = np.setdiff1d(np.arange(len(labels)), labelled)
     start = time.perf_counter()
-    if spec.model == "label-spreading":
+    if spec.spreading is not None:
         from sklearn.semi_supervised import LabelSpreading
 
         partial = np.full(len(labels), -1)
         partial[labelled] = labels[labelled]
-        model = LabelSpreading(kernel="knn", n_neighbors=settings["n_top"], alpha=settings["spreading_alpha"],
-                               max_iter=1000)
+        model = LabelSpreading(kernel="knn", n_neighbors=spec.spreading.n_top,
+                               alpha=spec.spreading.spreading_alpha, max_iter=1000)
         model.fit(data["features"].numpy(), partial)
         predictions = model.transduction_
-        fit = {"mean_confidence": float(model.label_distributions_.max(1).mean())}
+        outcome = {"mean_confidence": float(model.label_distributions_.max(1).mean())}
     else:
         torch.manual_seed(spec.split)
-        options = {"hidden": settings["hidden"], "num_layers": settings["layers"], "dropout": settings["dropout"],
-                   "graph": data["weights"], "step_size": settings.get("step_size", 0.5),
-                   "num_steps": settings["num_steps"] if spec.model == "coin" else 0}
-        network = create_model("coin-mlp", in_features=data["features"].shape[1],
-                               num_classes=data["table"].num_classes, **options).double().to(spec.device)
+        mlp = spec.mlp
+        network = create_model("coin-mlp", in_features=data["features"].shape[1], num_classes=data["table"].num_classes,
+                               hidden=mlp.hidden, num_layers=mlp.layers, dropout=mlp.dropout, graph=data["weights"],
+                               step_size=diffusion.step_size if diffusion else 0.5,
+                               num_steps=diffusion.num_steps if diffusion else 0).double().to(spec.device)
         features = data["features"].to(spec.device)
         targets = torch.from_numpy(labels).to(spec.device)
         train = torch.from_numpy(labelled).to(spec.device)
-        optimizer = torch.optim.Adam(network.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"])
-        for _ in range(settings["epochs"]):
-            network.train()
-            optimizer.zero_grad()
-            loss = F.cross_entropy(network(features)[train], targets[train])
-            loss.backward()
-            optimizer.step()
-        fit = {"final_loss": float(loss.detach())}
+        optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
+        fitted = fit(network, optimizer, lambda: F.cross_entropy(network(features)[train], targets[train]),
+                     max_epochs=mlp.epochs)
+        outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
         network.eval()
         with torch.no_grad():
             predictions = network(features).argmax(1).cpu().numpy()
     accuracy = float((predictions[unlabelled] == labels[unlabelled]).mean())
-    return {"accuracy": accuracy, "seconds": time.perf_counter() - start, "unlabelled": int(len(unlabelled)), **fit}
+    return {"accuracy": accuracy, "seconds": time.perf_counter() - start, "unlabelled": int(len(unlabelled)),
+            **outcome}
 
 
 @register_task
@@ -186,23 +214,19 @@ class CoinTabularTask(Task):
 
     def jobs(self) -> List[TabularJob]:
         config = self.config
-        settings = {name: getattr(config, name) for name in (
-            "hidden", "layers", "dropout", "n_top", "sigma_neighbor", "step_size", "num_steps", "spreading_alpha",
-            "epochs", "lr", "weight_decay")}
+        mlp = MlpSettings(config.hidden, config.layers, config.dropout, config.epochs, config.lr, config.weight_decay)
+        diffusion = GraphDiffusion(config.n_top, config.sigma_neighbor, config.step_size, config.num_steps)
         # only what a model computes with is part of its key (the MLP never sees the graph; label spreading builds
         # its own kNN kernel, without the Gaussian width)
-        keep = {"label-spreading": ("n_top", "spreading_alpha"),
-                "mlp": ("hidden", "layers", "dropout", "epochs", "lr", "weight_decay"),
-                "coin": ("hidden", "layers", "dropout", "epochs", "lr", "weight_decay", "n_top", "sigma_neighbor",
-                         "step_size", "num_steps")}
+        parts = {"label-spreading": {"spreading": Spreading(config.n_top, config.spreading_alpha)},
+                 "mlp": {"mlp": mlp}, "coin": {"mlp": mlp, "diffusion": diffusion}}
         jobs = []
         for dataset in config.datasets:
             for per_class in config.labels_per_class:
                 for split in range(config.seed, config.seed + config.splits):
                     for model in config.models:
-                        used = {k: v for k, v in settings.items() if k in keep.get(model, settings)}
-                        jobs.append(TabularJob(dataset, per_class, split, model, tuple(sorted(used.items())),
-                                               config.device, config.label_column))
+                        jobs.append(TabularJob(dataset, per_class, split, model, config.device, config.label_column,
+                                               **parts[model]))
         return jobs
 
     @staticmethod
@@ -229,36 +253,8 @@ class CoinTabularTask(Task):
         return {"table": table, "coin_vs_mlp": wins}
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        config = self.config
         report = self.new_report(results, "pdenets — COIN for tabular classification with few labels")
-        report.paragraph(
-            "The COIN paper's prostate-cancer data is not available offline; this is its setting on scikit-learn's "
-            "bundled breast-cancer set (or the CSV given). Per split, k labelled samples per class, the rest "
-            f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden}, dropout {config.dropout}; "
-            f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "
-            f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "
-            f"{config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} epochs of Adam "
-            f"(lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, {config.n_top} "
-            f"neighbours, α = {config.spreading_alpha}.")
-        figures = results.setdefault("figures", {})
-        for dataset, settings in results["table"].items():
-            report.heading(f"{dataset}: accuracy on the unlabelled samples (%), mean ± std over splits")
-            models = [m for m in MODELS if any(m in s for s in settings.values())]
-            rows = []
-            for per_class, entries in sorted(settings.items(), key=lambda item: int(item[0])):
-                row = [per_class]
-                for model in models:
-                    entry = entries.get(model)
-                    row.append(f"{entry['mean']:.2f} ± {entry['std']:.2f}" if entry else "—")
-                paired = results["coin_vs_mlp"].get(f"{dataset}/{per_class}")
-                row.append(f"{paired['wins']}/{paired['pairs']} ({paired['mean_gain']:+.2f})" if paired else "—")
-                row.append(min(entry["splits"] for entry in entries.values()))
-                rows.append(row)
-            report.table(["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"], rows,
-                         caption="The same splits for every model; the paired column counts splits where COIN is "
-                                 "more accurate than the MLP alone.")
-            figures[dataset] = _figure(settings, models, dataset, run_dir)
-            report.figure(figures[dataset], f"{dataset}: accuracy vs labels per class (mean ± std over splits).")
+        tabular_report.add_sections(report, self.config, results, MODELS, run_dir)
         self.write_report(report, run_dir)
 
 
@@ -274,20 +270,3 @@ def _paired(records, dataset: str, per_class: int) -> Dict[str, Any]:
     gains = [100 * (v["coin"] - v["mlp"]) for v in by_split.values() if {"coin", "mlp"} <= set(v)]
     return {"pairs": len(gains), "wins": int(sum(g > 0 for g in gains)),
             "mean_gain": float(np.mean(gains)) if gains else float("nan")}
-
-
-def _figure(settings, models, dataset, run_dir) -> str:
-    fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
-    counts = sorted(int(k) for k in settings)
-    for model in models:
-        means = [settings[str(k)].get(model, {}).get("mean", np.nan) for k in counts]
-        stds = [settings[str(k)].get(model, {}).get("std", np.nan) for k in counts]
-        ax.errorbar(counts, means, yerr=stds, marker="o", capsize=3, label=model,
-                    linewidth=2.2 if model == "coin" else 1.2)
-    ax.set_xlabel("labelled samples per class")
-    ax.set_ylabel("accuracy on unlabelled (%)")
-    ax.set_xticks(counts)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    ax.set_title(dataset)
-    return run_dir.save_figure(fig, f"{dataset}-accuracy.png")
