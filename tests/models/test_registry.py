@@ -4,57 +4,28 @@ import pytest
 import torch
 
 from pdenets.models import create_model, list_models, model_entry
-from pdenets.models.registry import register_model
+from pdenets.models.registry import GRAPH_INPUTS, register_model
 
-from ..conftest import cycle_weights
-
-EDGES = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0]])
-
-
-def _inputs(name):
-    family = model_entry(name).family
-    if family == "diffusion":
-        return (torch.randn(6, 5),)
-    if family == "image":
-        return (torch.randn(6, 3, 16, 16),)
-    if family == "backbone":
-        return (torch.randn(6, 5, 16, 16),)
-    if family == "coin":
-        return (torch.randn(6, 5),)
-    if family == "transport":
-        return (torch.randn(6, 3, 8, 8),) if "cnn" in name else (torch.randn(6, 5),)
-    if family == "forecast":  # 2 forecast origins of 6 regions, 5 lags; a graph per origin
-        return torch.randn(2, 6, 5), [(EDGES, None), (EDGES, torch.rand(6))]
-    return torch.randn(6, 5), EDGES
+def _small(name, num_classes=3, **changes):
+    """The registered example of ``name``: the model built from it (with ``changes``) and its inputs."""
+    example = model_entry(name).example(num_classes)
+    return create_model(name, num_classes=num_classes, **{**example.kwargs, **changes}), example
 
 
-def _kwargs(name):
-    family = model_entry(name).family
-    if family == "diffusion":
-        return {"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25,
-                "weights": cycle_weights(6, torch.float32)}
-    if family == "image":  # small versions of the image networks
-        if name.startswith("hamiltonian"):
-            return {"units": (2, 1), "widths": (8, 16), "image_size": 16}
-        return {"depth": 8 if name.startswith("resnet") else 11}
-    if family == "backbone":
-        return {"in_channels": 5, "image_size": 16}
-    if family == "coin":
-        return {"in_features": 5, "graph": cycle_weights(6, torch.float32)}
-    if family == "transport":  # small versions of the pairs
-        if "cnn" in name:
-            return {"in_features": 3, "widths": (4, 8) if name.endswith("k4") else (4,), "blocks": 2, "image_size": 8}
-        return {"in_features": 5, "width": 7, "num_blocks": 2}
-    return {"in_features": 5}
+def test_every_registration_keeps_the_contract():
+    """Every built-in registration declares how it takes its graph and a small example of itself."""
+    missing = [name for name in list_models() if model_entry(name).example is None]
+    assert not missing, f"registrations without an example: {missing}"
+    assert {model_entry(name).graph_input for name in list_models()} <= set(GRAPH_INPUTS)
 
 
 @pytest.mark.parametrize("name", list_models())
 def test_every_registered_model_builds_runs_and_trains(name):
     torch.manual_seed(0)
-    model = create_model(name, num_classes=3, **_kwargs(name))
-    out = model(*_inputs(name))
-    expected = (2, 6, 3) if model_entry(name).family == "forecast" else (6, 3)
-    assert out.shape == expected and torch.isfinite(out).all()
+    model, example = _small(name)
+    out = model(*example.inputs)
+    assert out.shape == example.output_shape and torch.isfinite(out).all()
+    assert out.shape[-1] == 3
     out.square().sum().backward()
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
     assert sum(p.numel() for p in model.parameters()) > 0
@@ -63,20 +34,35 @@ def test_every_registered_model_builds_runs_and_trains(name):
 @pytest.mark.parametrize("name", list_models())
 def test_registry_defaults_are_applied_and_overridable(name):
     entry = model_entry(name)
-    default = create_model(name, num_classes=3, **_kwargs(name))
+    default, _ = _small(name)
     for key, value in entry.defaults.items():
         if isinstance(value, bool):
             continue
         if key in ("num_steps", "step_size"):  # parameter-free diffusion: the output changes, not the count
-            changed = create_model(name, num_classes=3, **{key: value / 2 if key == "step_size" else value + 1},
-                                   **_kwargs(name))
+            changed, _ = _small(name, **{key: value / 2 if key == "step_size" else value + 1})
             assert getattr(changed, key) != getattr(default, key), key
             continue
         if key == "dropout":
-            assert create_model(name, num_classes=3, dropout=0.1, **_kwargs(name)).dropout == 0.1
+            assert _small(name, dropout=0.1)[0].dropout == 0.1
             continue
-        model = create_model(name, num_classes=3, **{key: value * 2}, **_kwargs(name))
+        model, _ = _small(name, **{key: value * 2})
         assert sum(p.numel() for p in model.parameters()) != sum(p.numel() for p in default.parameters()), key
+
+
+def test_fixed_arguments_define_the_variant():
+    """A variant's fixed arguments win over the caller's: No-Diff-ResNet never diffuses."""
+    assert model_entry("no-diff-resnet").fixed == {"num_steps": 0}
+    assert _small("no-diff-resnet", num_steps=5)[0].num_steps == 0
+    assert _small("diff-resnet", num_steps=5)[0].num_steps == 5
+
+
+def test_graph_inputs():
+    assert {name for name in list_models() if model_entry(name).graph_input == "forward"} == {
+        "gat", "gcn", "sage-maxpool", "sage-mean", "coin-forecast", "gconv-gru", "window-gcn", "window-mlp"}
+    assert {name for name in list_models() if model_entry(name).graph_input == "constructor"} == {
+        "coin-mlp", "diff-resnet", "no-diff-resnet"}
+    with pytest.raises(ValueError, match="graph_input must be one of .*did you mean 'forward'"):
+        register_model("doc-model", family="example", graph_input="forwards")
 
 
 def test_families_and_training_defaults():

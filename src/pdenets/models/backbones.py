@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._checks import check_positive_int
-from .registry import register_model
+from .registry import ModelExample, register_model
 
 __all__ = ["Conv4", "train_backbone", "extract_features", "BackboneTraining", "TrainingHistory"]
 
@@ -30,7 +30,10 @@ def _block(in_channels: int, out_channels: int) -> nn.Sequential:
                          nn.ReLU(inplace=True), nn.MaxPool2d(2))
 
 
-@register_model("conv4", family="backbone", description="Conv-4 few-shot backbone: 4 x (conv 64, BN, ReLU, pool)")
+@register_model("conv4", family="backbone",
+                example=lambda num_classes: ModelExample({"in_channels": 5, "image_size": 16},
+                                                         (torch.randn(6, 5, 16, 16),), (6, num_classes)),
+                description="Conv-4 few-shot backbone: 4 x (conv 64, BN, ReLU, pool)")
 class Conv4(nn.Module):
     """Four conv blocks; :meth:`embed` gives the flattened features, :meth:`forward` the class logits.
 

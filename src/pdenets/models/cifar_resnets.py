@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._checks import check_positive_int
-from .registry import register_model
+from .registry import ModelExample, register_model
 
 __all__ = ["CifarResNet", "CifarPreResNet"]
 
@@ -113,7 +113,11 @@ class CifarPreResNet(_StagedNet):
                          middles)
 
 
-register_model("resnet-44", family="image", description="ResNet-44 (v1, 16/32/64), the PIDE paper's baseline")(
+register_model("resnet-44", family="image",
+               example=lambda num_classes: ModelExample({"depth": 8}, (torch.randn(6, 3, 16, 16),), (6, num_classes)),
+               description="ResNet-44 (v1, 16/32/64), the PIDE paper's baseline")(
     CifarResNet)
-register_model("preresnet-20", family="image", description="PreResNet-20 (v2 bottlenecks, 64/128/256)")(
+register_model("preresnet-20", family="image",
+               example=lambda num_classes: ModelExample({"depth": 11}, (torch.randn(6, 3, 16, 16),), (6, num_classes)),
+               description="PreResNet-20 (v2 bottlenecks, 64/128/256)")(
     CifarPreResNet)

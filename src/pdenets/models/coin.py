@@ -30,7 +30,7 @@ from ..operators.diffusion import LAPLACIANS
 from ..operators.graph import GraphLike, as_weight_matrix, is_dense
 from ..operators.laplacian import UnstableStepSizeError, check_step_size
 from ..operators.slice_graphs import SliceGraphs
-from .registry import register_model
+from .registry import ModelExample, register_model
 
 __all__ = ["COIN", "coin_mlp", "mlp", "block_diagonal_graph", "GraphArg"]
 
@@ -339,8 +339,15 @@ def mlp(in_features: int, hidden: int, out_features: int, *, num_layers: int = 2
     return nn.Sequential(*layers)
 
 
+def _sample_graph_example(num_classes: int) -> ModelExample:
+    """Six samples on a ring graph, five features."""
+    ring = torch.roll(torch.eye(6), 1, 0)
+    return ModelExample({"in_features": 5, "graph": ring + ring.T}, (torch.randn(6, 5),), (6, num_classes))
+
+
 @register_model("coin-mlp", family="coin", defaults={"hidden": 64, "num_layers": 2, "num_steps": 10,
                                                      "step_size": 0.5},
+                graph_input="constructor", example=lambda num_classes: _sample_graph_example(num_classes),
                 description="COIN with an MLP backbone: MLP features, r diffusion steps on a sample graph, linear "
                             "classifier")
 def coin_mlp(in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 2, dropout: float = 0.0,

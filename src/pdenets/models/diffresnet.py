@@ -12,12 +12,19 @@ from torch.nn import functional as F
 from .._checks import check_floating, check_positive_int
 from ..nn.convection import ConvectionBlock
 from ..nn.diffusion import DiffusionLayer, WeightsArg
-from .registry import register_model
+from .registry import ModelExample, register_model
+
+
+def _example(num_classes: int) -> ModelExample:
+    """Six samples on a ring graph, five features, two diffusion steps."""
+    ring = torch.roll(torch.eye(6), 1, 0)
+    return ModelExample({"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25, "weights": ring + ring.T},
+                        (torch.randn(6, 5),), (6, num_classes))
 
 __all__ = ["DiffResNet", "no_diff_resnet"]
 
 
-@register_model("diff-resnet", family="diffusion",
+@register_model("diff-resnet", family="diffusion", graph_input="constructor", example=_example,
                 description="Diff-ResNet: residual blocks, each followed by r diffusion steps on a graph of samples")
 class DiffResNet(nn.Module):
     r"""Convection–diffusion network: ``s`` residual blocks, each followed by ``r`` diffusion steps.
@@ -140,7 +147,8 @@ class DiffResNet(nn.Module):
         return f"num_blocks={self.num_blocks}, num_steps={self.num_steps}, step_size={self.step_size:g}"
 
 
-@register_model("no-diff-resnet", family="diffusion",
+@register_model("no-diff-resnet", family="diffusion", graph_input="constructor", fixed={"num_steps": 0},
+                example=_example,
                 description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet")
 def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
     """The same network without diffusion (``r = 0``): the paper's "No-Diff-ResNet" / ResNet.

@@ -28,7 +28,14 @@ from .._checks import check_floating, check_positive_int, check_probability
 from ..operators.graph import GraphLike
 from ..operators.slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
 from .coin import COIN, mlp
-from .registry import register_model
+from .registry import ModelExample, register_model
+
+
+def _example(num_classes: int) -> ModelExample:
+    """Two forecast origins of six regions with five lags; a ring graph per origin (the second one weighted)."""
+    ring = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0]])
+    return ModelExample({"in_features": 5}, (torch.randn(2, 6, 5), [(ring, None), (ring, torch.rand(6))]),
+                        (2, 6, num_classes))
 
 __all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "GCNGraphConv", "ChebGraphConv", "coin_forecast",
            "slice_graphs"]
@@ -223,7 +230,7 @@ class GraphConvGRU(nn.Module):
         return self.readout(state).reshape(*leading, self.horizons)
 
 
-@register_model("window-mlp", family="forecast", defaults={"hidden": 32},
+@register_model("window-mlp", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
                 description="per-region forecaster (linear in the lags + MLP correction), no graph")
 def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
     """``in_features`` = lags, ``num_classes`` = horizons."""
@@ -232,6 +239,7 @@ def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
 
 @register_model("coin-forecast", family="forecast", defaults={"hidden": 32, "num_steps": 2, "step_size": 0.1,
                                                              "learn_step_size": True},
+                graph_input="forward", example=_example,
                 description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
                             "graph")
 def coin_forecast(in_features: int, num_classes: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0,
@@ -241,13 +249,13 @@ def coin_forecast(in_features: int, num_classes: int, *, hidden: int = 32, num_l
     return COIN(backbone, **kwargs)
 
 
-@register_model("window-gcn", family="forecast", defaults={"hidden": 32},
+@register_model("window-gcn", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
                 description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features")
 def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
 
-@register_model("gconv-gru", family="forecast", defaults={"hidden": 32},
+@register_model("gconv-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
                 description="recurrent graph model: GRU over the lags with ChebConv gates (GConvGRU), linear read-out")
 def gconv_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
     return GraphConvGRU(in_features, num_classes, **kwargs)

@@ -24,11 +24,17 @@ from torch.nn import functional as F
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from .._checks import check_positive_int, check_probability
-from .registry import register_model
+from .registry import ModelExample, register_model
 
 __all__ = ["GCN", "GraphSAGE", "GAT"]
 
 _ADAM = {"lr": 0.01, "weight_decay": 5e-4}
+
+
+def _example(num_classes: int) -> ModelExample:
+    """Six nodes on a directed ring, five features."""
+    ring = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0]])
+    return ModelExample({"in_features": 5}, (torch.randn(6, 5), ring), (6, num_classes))
 
 
 def _check_sizes(in_features: int, num_classes: int, hidden: int, num_layers: int, dropout: float,
@@ -132,21 +138,21 @@ class GAT(_StackedConvolutions):
 
 
 register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5}, training=_ADAM,
-               description="GCN (Kipf & Welling 2017)")(GCN)
+               graph_input="forward", example=_example, description="GCN (Kipf & Welling 2017)")(GCN)
 
 
 @register_model("sage-mean", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
+                graph_input="forward", example=_example, description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
 def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="mean", **kwargs)
 
 
 @register_model("sage-maxpool", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
+                graph_input="forward", example=_example, description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
 def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="maxpool", **kwargs)
 
 
 register_model("gat", family="message-passing", defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
                training={"lr": 0.005, "weight_decay": 5e-4},
-               description="GAT (Velickovic et al. 2018)")(GAT)
+               graph_input="forward", example=_example, description="GAT (Velickovic et al. 2018)")(GAT)

@@ -31,7 +31,13 @@ from torch import nn
 from .._checks import check_choice, check_positive, check_positive_int
 from ..nn.hamiltonian import HamiltonianBlock
 from ..nn.nonlocal_block import NonlocalBlock
-from .registry import register_model
+from .registry import ModelExample, register_model
+
+
+def _example(num_classes: int) -> ModelExample:
+    """A two-stage network (2 and 1 units, widths 8 and 16) on six 16 × 16 RGB images."""
+    return ModelExample({"units": (2, 1), "widths": (8, 16), "image_size": 16}, (torch.randn(6, 3, 16, 16),),
+                        (6, num_classes))
 
 __all__ = ["HamiltonianNet", "HEADS"]
 
@@ -160,17 +166,17 @@ def _variant(operator: Optional[str], s: float = 0.5):
     return factory
 
 
-register_model("hamiltonian-74", family="image", description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)")(
+register_model("hamiltonian-74", family="image", example=_example, description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)")(
     _variant(None))
-register_model("hamiltonian-74-diffusion", family="image",
+register_model("hamiltonian-74-diffusion", family="image", example=_example,
                description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)")(_variant("diffusion-dot"))
-register_model("hamiltonian-74-gaussian", family="image",
+register_model("hamiltonian-74-gaussian", family="image", example=_example,
                description="Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)")(
     _variant("diffusion-gaussian"))
-register_model("hamiltonian-74-fractional", family="image",
+register_model("hamiltonian-74-fractional", family="image", example=_example,
                description="Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)")(_variant("fractional"))
-register_model("hamiltonian-74-inverse-fractional", family="image",
+register_model("hamiltonian-74-inverse-fractional", family="image", example=_example,
                description="Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)")(
     _variant("inverse-fractional"))
-register_model("hamiltonian-74-log", family="image",
+register_model("hamiltonian-74-log", family="image", example=_example,
                description="Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2")(_variant("log"))

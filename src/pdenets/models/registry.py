@@ -1,15 +1,19 @@
 """One registry of networks by name, and the factory every task builds its models with.
 
-A model is registered where it is defined, with the architecture defaults of its paper
-and, where a protocol trains it with its own optimizer settings, those too::
+A model is registered where it is defined, with the architecture defaults of its paper,
+where a protocol trains it with its own optimizer settings those too, how it takes its graph,
+and a small example of itself (the one contract every registration keeps)::
 
     @register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5},
-                    training={"lr": 0.01, "weight_decay": 5e-4})
+                    training={"lr": 0.01, "weight_decay": 5e-4}, graph_input="forward",
+                    example=lambda classes: ModelExample({"in_features": 5}, (x, edge_index), (6, classes)))
     def gcn(in_features, num_classes, **kwargs):
         return GCN(in_features, num_classes, **kwargs)
 
-:func:`create_model` merges the defaults with the caller's arguments; a misspelt name is
-answered with the closest registered one and the full list.
+:func:`create_model` merges the defaults with the caller's arguments (a variant's ``fixed``
+arguments win); a misspelt name is answered with the closest registered one and the full list.
+Code that builds any registered model (the registry's tests, the tasks) reads ``graph_input``,
+``fixed`` and ``example`` instead of switching on a family or a name.
 
 Example:
     >>> from pdenets.models import create_model, list_models
@@ -28,11 +32,38 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from torch import nn
 
-__all__ = ["register_model", "create_model", "list_models", "model_entry", "ModelEntry", "MODEL_REGISTRY"]
+__all__ = ["register_model", "create_model", "list_models", "model_entry", "ModelEntry", "ModelExample",
+           "MODEL_REGISTRY", "GRAPH_INPUTS"]
+
+#: How a registered model takes its graph: ``"none"`` (it has none), ``"constructor"`` (the factory takes the
+#: sample or node graph, e.g. ``weights=`` or ``graph=``; ``forward(x)``), ``"forward"`` (``forward(x, graph)``,
+#: e.g. an ``edge_index``).
+GRAPH_INPUTS = ("none", "constructor", "forward")
+
+
+@dataclass(frozen=True)
+class ModelExample:
+    """A small instance of a registered model and what it runs on: the registry's tests build every model from it.
+
+    Args:
+        kwargs: keyword arguments of :func:`create_model` besides ``num_classes`` (small sizes).
+        inputs: the positional arguments of ``forward``.
+        output_shape: the shape ``forward`` returns.
+
+    Examples:
+        >>> import torch
+        >>> example = model_entry("gcn").example(3)
+        >>> create_model("gcn", num_classes=3, **example.kwargs)(*example.inputs).shape == example.output_shape
+        True
+    """
+
+    kwargs: Mapping[str, Any]
+    inputs: Tuple[Any, ...]
+    output_shape: Tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -51,6 +82,10 @@ class ModelEntry:
             (default: ``{}``).
         training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01}`` (default: ``{}``).
         description: one line for listings (default: ``""``).
+        graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+        fixed: arguments that define the variant and override the caller's, e.g. ``{"num_steps": 0}``
+            (default: ``{}``).
+        example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
 
     Examples:
         >>> from torch import nn
@@ -65,13 +100,18 @@ class ModelEntry:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     training: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    graph_input: str = "none"
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    example: Optional[Callable[[int], ModelExample]] = None
 
 
 MODEL_REGISTRY: Dict[str, ModelEntry] = {}
 
 
 def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, Any]] = None,
-                   training: Optional[Mapping[str, Any]] = None, description: str = ""):
+                   training: Optional[Mapping[str, Any]] = None, description: str = "", graph_input: str = "none",
+                   fixed: Optional[Mapping[str, Any]] = None,
+                   example: Optional[Callable[[int], ModelExample]] = None):
     """Decorator: register a factory ``(in_features, num_classes, **kwargs) -> nn.Module`` under ``name``.
 
     The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
@@ -84,12 +124,17 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
         training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01, "weight_decay": 5e-4}``
             (default: ``None``, none).
         description: one line for listings (default: ``""``: the first line of the factory's docstring).
+        graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+        fixed: arguments that define the variant; they override the caller's (default: ``None``, none).
+        example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the registry's
+            tests (default: ``None``; every built-in model has one).
 
     Returns:
         (Callable): The decorator, which registers the factory and returns it unchanged.
 
     Raises:
-        ValueError: (when decorating) if another factory is already registered under ``name``.
+        ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; (when decorating) another factory is
+            already registered under ``name``.
 
     Examples:
         >>> from torch import nn
@@ -101,12 +146,16 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
         True
         >>> del MODEL_REGISTRY["doc-linear"]
     """
+    from .._checks import check_choice
+
+    check_choice(graph_input, "graph_input", GRAPH_INPUTS)
 
     def decorator(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in MODEL_REGISTRY and MODEL_REGISTRY[name].factory is not factory:
             raise ValueError(f"a model named {name!r} is already registered")
         text = description or ((factory.__doc__ or "").strip().splitlines() or [""])[0]
-        MODEL_REGISTRY[name] = ModelEntry(name, factory, family, dict(defaults or {}), dict(training or {}), text)
+        MODEL_REGISTRY[name] = ModelEntry(name, factory, family, dict(defaults or {}), dict(training or {}), text,
+                                          graph_input, dict(fixed or {}), example)
         return factory
 
     return decorator
@@ -165,9 +214,9 @@ def model_entry(name: str) -> ModelEntry:
 
 
 def create_model(name: str, **kwargs: Any) -> nn.Module:
-    """Build the registered model ``name``: its defaults, overridden by ``kwargs``.
+    """Build the registered model ``name``: its defaults, overridden by ``kwargs`` (its ``fixed`` arguments win).
 
-    Calls ``factory(**{**defaults, **kwargs})`` of :func:`model_entry` ``(name)``; the keyword arguments
+    Calls ``factory(**{**defaults, **kwargs, **fixed})`` of :func:`model_entry` ``(name)``; the keyword arguments
     (``in_features``, ``num_classes`` and the model's own options) are passed to the factory.
 
     Args:
@@ -187,4 +236,4 @@ def create_model(name: str, **kwargs: Any) -> nn.Module:
         ('DiffResNet', 0)
     """
     entry = model_entry(name)
-    return entry.factory(**{**entry.defaults, **kwargs})
+    return entry.factory(**{**entry.defaults, **kwargs, **entry.fixed})

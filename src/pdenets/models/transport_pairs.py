@@ -34,7 +34,20 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._checks import check_positive_int
-from .registry import register_model
+from .registry import ModelExample, register_model
+
+
+def _mlp_example(num_classes: int) -> ModelExample:
+    """A pair member of width 7 with two blocks on six points of R^5."""
+    return ModelExample({"in_features": 5, "width": 7, "num_blocks": 2}, (torch.randn(6, 5),), (6, num_classes))
+
+
+def _cnn_example(widths):
+    def example(num_classes: int) -> ModelExample:
+        """A small CNN pair member (two blocks per stage) on six 8 × 8 RGB images."""
+        return ModelExample({"in_features": 3, "widths": widths, "blocks": 2, "image_size": 8},
+                            (torch.randn(6, 3, 8, 8),), (6, num_classes))
+    return example
 
 __all__ = ["TransportBlock", "TransportMLP", "TransportCNN", "INITS", "initialize"]
 
@@ -162,9 +175,9 @@ def _cnn(residual, widths, blocks, stem_stride):
 
 
 for _residual, _prefix in ((True, "resnet"), (False, "plain")):
-    register_model(f"{_prefix}-mlp", family="transport", description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
+    register_model(f"{_prefix}-mlp", family="transport", example=_mlp_example, description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
                    "blocks, → 10 (geodesic analysis)")(_mlp(_residual))
-    register_model(f"{_prefix}-cnn-k1", family="transport", description=f"{_prefix} CNN pair member, K = 1: "
+    register_model(f"{_prefix}-cnn-k1", family="transport", example=_cnn_example((4,)), description=f"{_prefix} CNN pair member, K = 1: "
                    "32×16×16, 10 blocks")(_cnn(_residual, (32,), 10, 2))
-    register_model(f"{_prefix}-cnn-k4", family="transport", description=f"{_prefix} CNN pair member, K = 4: "
+    register_model(f"{_prefix}-cnn-k4", family="transport", example=_cnn_example((4, 8)), description=f"{_prefix} CNN pair member, K = 4: "
                    "64/128/256/512 stages of 5 blocks")(_cnn(_residual, (64, 128, 256, 512), 5, 1))
