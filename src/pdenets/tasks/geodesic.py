@@ -1,4 +1,5 @@
-"""The weight-decay study of the geodesic-curve paper (Gai & Zhang): plain network vs ResNet, LSS every epoch, OTS/LSR, robustness, ablation.
+"""The weight-decay study of the geodesic-curve paper (Gai & Zhang): plain network vs ResNet, LSS every epoch,
+OTS/LSR, robustness, ablation.
 
 For each weight decay ``γ`` a plain network and a ResNet that differ only by the identity
 (:mod:`pdenets.models.transport_pairs`, blocks ``v(x) = W₂σ(W₁σ(x))``) are trained with SGD (momentum)
@@ -20,6 +21,7 @@ at ``γ = 5·10⁻⁴``; Tables 4 (CIFAR-10, ``K = 1``) and 6 (``K = 4``).
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -32,17 +34,17 @@ from ..analysis.robustness import robustness_curve
 from ..analysis.tracks import project_tracks, record_tracks, select_blocks
 from ..analysis.transport import (line_shape_ratio, line_shape_score, optimal_transport_score,
                                   segment_proportions)
-from ..data.vision import ImageData, load_cifar10_centred, load_mnist, pad_crop_flip
+from ..data.vision import pad_crop_flip
+from ..data.vision_sets import load_train_and_tests
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.plots import plt
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue, Stats, group_records
+from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, train_epoch
 from .._checks import NonFiniteError
 from ..models.registry import create_model
 from ..models.transport_pairs import INITS, TransportBlock
+from ..reports.geodesic import PAPER, add_sections
 
 __all__ = ["GeodesicConfig", "GeodesicTask", "GeodesicJob", "PAPER"]
 
@@ -50,40 +52,6 @@ KINDS = ("plain", "resnet")
 DATASETS = ("mnist", "cifar10")
 CIFAR_ARCHITECTURES = ("k1", "k4")
 METRICS = ("train_accuracy", "test_accuracy", "official_accuracy", "ots", "lsr", "lss")
-
-
-def _paper_rows(source: str, names: Tuple[str, ...], rows: Dict[float, Tuple[float, ...]]):
-    """``{(kind, γ): {metric: PaperValue}}`` from rows of plain/ResNet pairs in the order of ``names``."""
-    table: Dict[Tuple[str, float], Dict[str, PaperValue]] = {}
-    for gamma, values in rows.items():
-        for offset, kind in enumerate(KINDS):
-            table[(kind, gamma)] = {name: PaperValue(values[2 * i + offset], None, source)
-                                    for i, name in enumerate(names)}
-    return table
-
-
-#: The papers' numbers: MNIST (text of §5.2), CIFAR-10 K = 1 (Table 4), CIFAR-10 K = 4 (Table 6; means over
-#: the four stages). Table 4's last row is printed as γ = 2·10⁻² after 10⁻¹; it is read here as 2·10⁻¹.
-PAPER: Dict[Tuple[str, str], Dict[Tuple[str, float], Dict[str, PaperValue]]] = {
-    ("mnist", "mlp"): {("resnet", 5e-4): {"lss": PaperValue(1.12, None, "geodesic paper §5.2"),
-                                          "ots": PaperValue(0.96, None, "geodesic paper §5.2")}},
-    ("cifar10", "k1"): _paper_rows("geodesic paper, Table 4", ("train_accuracy", "test_accuracy", "ots", "lsr", "lss"), {
-        0.0: (52.1, 63.0, 53.5, 66.3, 9.0e-4, 0.681, 78.5, 3.71, 20.2, 3.79),
-        1e-4: (53.0, 64.6, 54.9, 67.5, 2.3e-3, 0.329, 67.9, 3.30, 19.1, 3.60),
-        5e-4: (55.6, 64.9, 57.0, 67.7, 2.1e-3, 0.753, 51.2, 3.57, 18.9, 3.68),
-        1e-3: (55.6, 67.5, 57.0, 70.3, 1.0e-3, 0.826, 28.8, 3.81, 15.4, 3.90),
-        5e-3: (86.2, 85.9, 82.4, 82.9, 8.0e-4, 0.0242, 2.26, 2.07, 7.26, 2.70),
-        1e-2: (97.2, 96.6, 88.9, 88.5, 9.0e-4, 0.0119, 1.27, 1.24, 6.71, 2.25),
-        5e-2: (86.6, 93.7, 81.9, 88.1, 1.1e-3, 0.0155, 1.07, 1.19, 7.94, 2.28),
-        1e-1: (92.1, 89.1, 88.0, 86.1, 5.0e-4, 0.0272, 1.04, 1.22, 5.77, 2.66),
-        2e-1: (81.0, 78.8, 79.0, 78.2, 2.4e-3, 0.009, 1.04, 1.17, 5.08, 3.15)}),
-    ("cifar10", "k4"): _paper_rows("geodesic paper, Table 6", ("test_accuracy", "ots", "lsr", "lss"), {
-        0.0: (89.3, 94.1, 5.5e-3, 1.0, 3.40, 1.30, 4.66, 1.40),
-        5e-4: (92.6, 95.2, 1.75e-3, 1.0, 3.33, 1.17, 3.87, 1.21),
-        1e-3: (94.0, 95.4, 0.0, 0.813, 2.55, 1.16, 3.62, 1.18),
-        5e-3: (92.2, 95.5, 1.25e-3, 0.760, 2.13, 1.49, 3.36, 1.70),
-        1e-2: (91.2, 95.0, 0.0188, 0.950, 1.88, 1.56, 3.63, 1.87)}),
-}
 
 
 @dataclass
@@ -166,18 +134,8 @@ class GeodesicJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-@process_cache(maxsize=1)  # image sets are large: keep only the last one
-def _load(dataset: str, train_limit: Optional[int], test_limit: Optional[int], data_dir: Optional[str]
-          ) -> Dict[str, Any]:
-    """Training images and the test sets of ``dataset`` (cached per process)."""
-    if dataset == "mnist":
-        train, test = load_mnist("train", data_dir), load_mnist("test", data_dir)
-        train = ImageData(train.images[:train_limit], train.labels[:train_limit], train.name)
-        tests = {"test": ImageData(test.images[:test_limit], test.labels[:test_limit], test.name)}
-    else:
-        train, centred = load_cifar10_centred(data_dir, train_limit=train_limit, test_limit=test_limit)
-        tests = {"test": centred["held-out"], "official": centred["official"]}
-    return {"train": train, "tests": tests}
+#: the training images and the test sets of a dataset, kept per process (image sets are large: only the last one)
+_load = process_cache(maxsize=1)(load_train_and_tests)
 
 
 def build_pair_member(spec: GeodesicJob) -> torch.nn.Module:
@@ -208,12 +166,11 @@ def _mean_over_stages(stages: List[Dict[str, Any]], metric: str) -> float:
 
 
 def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
-    data = _load(spec.dataset, spec.train_limit, spec.test_limit, spec.data_dir)
-    train, test = data["train"], data["tests"]["test"]
+    train, tests = _load(spec.dataset, spec.train_limit, spec.test_limit, spec.data_dir)
+    test = tests["test"]
     torch.manual_seed(spec.seed)
     model = build_pair_member(spec).to(spec.device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum,
-                                weight_decay=spec.weight_decay)
+    optimizer = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
     generator = torch.Generator().manual_seed(spec.seed)
     tracked = train.images[torch.randperm(len(train.labels), generator=torch.Generator().manual_seed(1234))
                            [:spec.track_points]]
@@ -238,12 +195,9 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
     record["stages"] = stages
     for metric in ("lss", "lsr", "ots"):
         record[metric] = _mean_over_stages(stages, metric)
-    record["train_accuracy"] = evaluate_classifier(model, train.images, train.labels, batch_size=1000,
-                                                   device=spec.device)["accuracy"]
-    for name, images in data["tests"].items():
-        key = "test_accuracy" if name == "test" else f"{name}_accuracy"
-        record[key] = evaluate_classifier(model, images.images, images.labels, batch_size=1000,
-                                          device=spec.device)["accuracy"]
+    for name, images in {"train": train, **tests}.items():  # train_accuracy, test_accuracy, official_accuracy
+        record[f"{name}_accuracy"] = evaluate_classifier(model, images.images, images.labels, batch_size=1000,
+                                                         device=spec.device)["accuracy"]
     probe_x, probe_y = test.images[:spec.robustness_points], test.labels[:spec.robustness_points]
     record["robustness"] = {
         attack: robustness_curve(model, probe_x, probe_y, levels, attack=attack, blocks=TransportBlock,
@@ -278,8 +232,8 @@ def _block_width(model, block_name: str, example: torch.Tensor) -> int:
 @register_task
 class GeodesicTask(Task):
     name = "geodesic"
-    description = ("geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay on MNIST and CIFAR-10 — "
-                   "LSS/LSR/OTS, robustness, unit ablation, track plots")
+    description = ("geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay "
+                   "on MNIST and CIFAR-10 — LSS/LSR/OTS, robustness, unit ablation, track plots")
     config_class = GeodesicConfig
     shortcuts = {"dataset": "datasets", "gamma": "weight_decays", "kind": "kinds", "architecture": "architectures"}
     columns = {"architecture": "TEXT", "kind": "TEXT", "weight_decay": "REAL", "seed": "INTEGER"}
@@ -301,17 +255,15 @@ class GeodesicTask(Task):
         for dataset in c.datasets:
             for architecture in (("mlp",) if dataset == "mnist" else tuple(c.architectures)):
                 mlp = architecture == "mlp"
-                for gamma in c.weight_decays:
-                    for kind in c.kinds:
-                        for seed in c.seeds:
-                            out.append(GeodesicJob(
-                                dataset, architecture, kind, float(gamma), seed, c.width if mlp else None,
-                                c.blocks if mlp else None, tuple(c.k4_widths) if architecture == "k4" else None,
-                                c.init, c.epochs, c.batch_size, c.lr, c.momentum,
-                                c.augment and dataset == "cifar10", c.train_limit, c.test_limit, c.track_points,
-                                tuple(float(v) for v in c.noise_levels), tuple(float(v) for v in c.fgsm_levels),
-                                c.robustness_points, c.ablation_block, tuple(int(k) for k in c.ablation_counts),
-                                c.projection_points, c.device, c.data_dir))
+                for gamma, kind, seed in itertools.product(c.weight_decays, c.kinds, c.seeds):
+                    out.append(GeodesicJob(
+                        dataset, architecture, kind, float(gamma), seed, c.width if mlp else None,
+                        c.blocks if mlp else None, tuple(c.k4_widths) if architecture == "k4" else None,
+                        c.init, c.epochs, c.batch_size, c.lr, c.momentum,
+                        c.augment and dataset == "cifar10", c.train_limit, c.test_limit, c.track_points,
+                        tuple(float(v) for v in c.noise_levels), tuple(float(v) for v in c.fgsm_levels),
+                        c.robustness_points, c.ablation_block, tuple(int(k) for k in c.ablation_counts),
+                        c.projection_points, c.device, c.data_dir))
         return out
 
     @staticmethod
@@ -339,203 +291,6 @@ class GeodesicTask(Task):
         return {"table": table}
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        write_report(self.config, results, records, run_dir)
-
-
-_ARCHITECTURE_TEXT = {
-    "mlp": "MLP 784 → {width}, {blocks} blocks v(x) = W₂σ(W₁σ(x)) (ResNet: x + v(x)), → 10",
-    "k1": "CNN K = 1: stride-2 3×3 stem 3×32×32 → 32×16×16, 10 blocks of two 3×3 convolutions, global pool, → 10",
-    "k4": "CNN K = 4: stages {k4} channels at 32², 16², 8², 4², 5 blocks each, stride-2 1×1 projections, → 10",
-}
-
-
-def _cell(entry: Dict[str, Any], metric: str, percent: bool) -> str:
-    stats = entry.get(metric)
-    if not stats or not stats["count"]:
-        return "—"
-    value = stats["mean"] * (100 if percent else 1)
-    text = f"{value:.1f}" if percent else (f"{value:.3g}" if metric == "ots" else f"{value:.2f}")
-    return text + (f" ± {stats['std'] * (100 if percent else 1):.1f}" if percent and stats["count"] > 1 else "")
-
-
-def _paper_cell(paper: Dict[str, PaperValue]) -> str:
-    labels = {"train_accuracy": "train", "test_accuracy": "test", "ots": "OTS", "lsr": "LSR", "lss": "LSS"}
-    return " · ".join(f"{labels[m]} {paper[m].mean:.3g}" for m in labels if m in paper) or "—"
-
-
-def _nearest(values: List[float], target: float) -> float:
-    return min(values, key=lambda value: (abs(np.log10(value + 1e-12) - np.log10(target + 1e-12)), value))
-
-
-def write_report(c: GeodesicConfig, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-    """Tables in the papers' layout (ours beside theirs) and the figures; see the module docstring."""
-    report = Report("pdenets — geodesic analysis: plain network vs ResNet under weight decay")
-    report.paragraph(
-        f"SGD lr {c.lr}, momentum {c.momentum}, batch {c.batch_size}, {c.epochs} epochs, weight decay γ, "
-        f"{c.init} initialization; {c.train_limit or 'all'} training images"
-        f"{' (CIFAR-10: pad-4 crop + flip)' if c.augment and 'cifar10' in c.datasets else ''}. Scores on the "
-        f"tracks of {c.track_points} fixed training images through the blocks (OTS: exact assignment between a "
-        f"stage's input and output; K = 4: means over the four stages). Seeds {c.seeds}. "
-        f"{results['runs_stored']} of {results['runs_planned']} runs stored; "
-        f"{sum(r.get('seconds_total', r['seconds']) for r in records) / 60:.0f} min of run time in all (one "
-        f"core per run).")
-    if "cifar10" in c.datasets:
-        report.paragraph("CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
-                         "images, held out**; 'official' = the 1,000 official test images available.")
-    figures = results.setdefault("figures", {})
-    for group, gammas in results["table"].items():
-        dataset, architecture = group.split("/")
-        report.heading(f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
-                       "weight decay")
-        report.paragraph(_ARCHITECTURE_TEXT[architecture].format(width=c.width, blocks=c.blocks,
-                                                                 k4="/".join(map(str, c.k4_widths))) + ".")
-        paper = PAPER.get((dataset, architecture), {})
-        accuracies = METRICS[:3] if dataset == "cifar10" else METRICS[:2]
-        rows = []
-        for gamma, kinds in gammas.items():
-            for kind in KINDS:
-                if kind in kinds:
-                    e = kinds[kind]
-                    rows.append([gamma, kind] + [_cell(e, m, True) for m in accuracies] +
-                                [_cell(e, m, False) for m in METRICS[3:]] +
-                                [_paper_cell(paper.get((kind, float(gamma)), {})),
-                                 f"{e['runs'] - e['diverged']}/{e['runs']}"])
-        report.table(["γ", "network", "train acc (%)", "test acc (%)"] +
-                     (["official test (%)"] if dataset == "cifar10" else []) +
-                     ["OTS", "LSR", "LSS", "paper", "runs finished"], rows)
-        stage_rows = [[gamma, kind, stage["width"]] + [f"{stage[m]['mean']:.3g}" for m in ("ots", "lsr", "lss")]
-                      for gamma, kinds in gammas.items() for kind in KINDS if kind in kinds
-                      for stage in kinds[kind].get("stages", [])]
-        if stage_rows:
-            report.table(["γ", "network", "stage width", "OTS", "LSR", "LSS"], stage_rows,
-                         caption="Per stage (Fig. 5–6 layout).")
-        members = [r for r in records if r["dataset"] == dataset and r["architecture"] == architecture]
-        name = f"{dataset}-{architecture}"
-        figures[f"{name}-lss"] = _lss_figure(members, run_dir, f"{name}-lss.png")
-        report.figure(figures[f"{name}-lss"], "Mean LSS of the tracked training images after every epoch (Fig. 2 "
-                                              "layout), one line per weight decay; solid ResNet, dashed plain.")
-        done = [r for r in members if not r["diverged"]]
-        if not done:
-            continue
-        gamma = _nearest(sorted({r["weight_decay"] for r in done}), c.figure_weight_decay)
-        chosen = {kind: next((r for r in done if r["weight_decay"] == gamma and r["kind"] == kind), None)
-                  for kind in KINDS}
-        chosen = {kind: r for kind, r in chosen.items() if r is not None}
-        report.heading(f"Robustness, unit ablation, tracks (γ = {gamma:g}, seed {min(r['seed'] for r in done)})", 3)
-        proportion_rows = [[kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]
-                           for kind, r in chosen.items() for stage_index, stage in enumerate(r["stages"])]
-        width = max(len(row) for row in proportion_rows) - 2
-        report.table(["network", "stage"] + [f"segment {i + 1}" for i in range(width)],
-                     [row + [""] * (width + 2 - len(row)) for row in proportion_rows],
-                     caption="Mean share of each segment in its track's length (Tables 2–3 layout).")
-        figures[f"{name}-robustness"] = _robustness_figure(chosen, run_dir, f"{name}-robustness.png")
-        report.figure(figures[f"{name}-robustness"],
-                      "Accuracy on test images with Gaussian noise σ and FGSM ε (top), and the variation rate of the "
-                      "last block's output V(n) (bottom; eq. 49, appendix 7.2, Fig. 8 layout).")
-        figures[f"{name}-variation"] = _variation_figure(chosen, run_dir, f"{name}-variation.png")
-        report.figure(figures[f"{name}-variation"], "Variation rate along the tracks (l = 0 is the first block's "
-                                                    "input) at the largest noise level of each attack.")
-        ablation = {kind: r["ablation"] for kind, r in chosen.items()}
-        figures[f"{name}-ablation"] = _ablation_figure(ablation, run_dir, f"{name}-ablation.png")
-        report.figure(figures[f"{name}-ablation"],
-                      f"Unit ablation of block {c.ablation_block} (appendix 7.1, Fig. 7 layout): test accuracy when "
-                      "the k most important units of each class (largest class means) are set back to their values "
-                      "before the block; the class of a point is the intact network's prediction.")
-        report.table(["k eliminated"] + list(ablation),
-                     [[k] + [f"{100 * ablation[kind]['accuracy'][i]:.1f}" for kind in ablation]
-                      for i, k in enumerate(next(iter(ablation.values()))["counts"])])
-        figures[f"{name}-tracks"] = _tracks_figure(chosen, run_dir, f"{name}-tracks.png")
-        report.figure(figures[f"{name}-tracks"], "Tracks of test images through the first stage, projected to 2-D by "
-                                                 "one random Gaussian matrix (Fig. 3 layout); colour = class, "
-                                                 "dot = input of the first block.")
-    report.write(run_dir)
-
-
-def _lss_figure(records, run_dir, filename: str) -> str:
-    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    gammas = sorted({r["weight_decay"] for r in records})
-    colors = plt.cm.viridis(np.linspace(0, 0.9, max(1, len(gammas))))
-    first_seed = min((r["seed"] for r in records), default=0)
-    for record in sorted(records, key=lambda r: (r["weight_decay"], r["kind"], r["seed"])):
-        if record["seed"] != first_seed or not record["curve"]:
-            continue
-        color = colors[gammas.index(record["weight_decay"])]
-        epochs = [point["epoch"] for point in record["curve"]]
-        ax.plot(epochs, [point["lss"] for point in record["curve"]], "-" if record["kind"] == "resnet" else "--",
-                color=color, marker="o", markersize=3, label=f"{record['kind']} γ={record['weight_decay']:g}")
-    ax.set_xlabel("epoch")
-    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax.set_ylabel("LSS")
-    ax.set_yscale("log")  # LSS ≥ 1 spans orders of magnitude across weight decays; ticks read as plain numbers
-    from matplotlib.ticker import FuncFormatter
-
-    plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
-    ax.yaxis.set_major_formatter(plain_numbers)
-    ax.yaxis.set_minor_formatter(plain_numbers)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2, loc="best", framealpha=0.9)
-    return run_dir.save_figure(fig, filename)
-
-
-_STYLE = {"plain": ("tab:red", "--"), "resnet": ("tab:blue", "-")}
-
-
-def _robustness_figure(chosen, run_dir, filename: str) -> str:
-    fig, axes = plt.subplots(2, 2, figsize=(8, 6), layout="constrained", sharex="col")
-    for column, (attack, label) in enumerate((("gaussian", "Gaussian noise σ"), ("fgsm", "FGSM ε"))):
-        for kind, record in chosen.items():
-            curve = record["robustness"][attack]
-            color, style = _STYLE[kind]
-            axes[0, column].plot(curve["levels"], [100 * a for a in curve["accuracy"]], style, color=color,
-                                 marker="o", label=kind)
-            axes[1, column].plot(curve["levels"], [v[-1] for v in curve["variation"]], style, color=color,
-                                 marker="o", label=kind)
-        axes[0, column].set_ylabel("test accuracy (%)")
-        axes[1, column].set_ylabel("variation rate V(n)")
-        axes[1, column].set_xlabel(label)
-        for ax in axes[:, column]:
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-    return run_dir.save_figure(fig, filename)
-
-
-def _variation_figure(chosen, run_dir, filename: str) -> str:
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
-    for ax, (attack, label) in zip(axes, (("gaussian", "σ"), ("fgsm", "ε"))):
-        for kind, record in chosen.items():
-            curve = record["robustness"][attack]
-            color, style = _STYLE[kind]
-            rates = curve["variation"][-1]
-            ax.plot(range(len(rates)), rates, style, color=color, marker="o",
-                    label=f"{kind}, {label} = {curve['levels'][-1]:g}")
-        ax.set_xlabel("layer l along the tracks")
-        ax.set_ylabel("variation rate")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    return run_dir.save_figure(fig, filename)
-
-
-def _ablation_figure(ablation, run_dir, filename: str) -> str:
-    fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
-    for kind, curve in ablation.items():
-        color, style = _STYLE[kind]
-        ax.plot(curve["counts"], [100 * a for a in curve["accuracy"]], style, color=color, marker="o", label=kind)
-    ax.set_xlabel(f"eliminated units of {next(iter(ablation.values()))['block']}")
-    ax.set_ylabel("test accuracy (%)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return run_dir.save_figure(fig, filename)
-
-
-def _tracks_figure(chosen, run_dir, filename: str) -> str:
-    fig, axes = plt.subplots(1, len(chosen), figsize=(4.2 * len(chosen), 4), layout="constrained", squeeze=False)
-    colors = plt.cm.tab10(np.arange(10))
-    for ax, (kind, record) in zip(axes[0], chosen.items()):
-        points = np.asarray(record["projection"]["points"])
-        for track, label in zip(points, record["projection"]["labels"]):
-            ax.plot(track[:, 0], track[:, 1], "-", color=colors[label % 10], linewidth=0.7, alpha=0.7)
-            ax.plot(track[0, 0], track[0, 1], "o", color=colors[label % 10], markersize=2)
-        ax.set_title(f"{kind}: {points.shape[1] - 1} segments")
-        ax.set_xticks([])
-        ax.set_yticks([])
-    return run_dir.save_figure(fig, filename)
+        report = self.new_report(results, "pdenets — geodesic analysis: plain network vs ResNet under weight decay")
+        add_sections(report, self.config, results, records, run_dir, kind_order=KINDS)
+        self.write_report(report, run_dir)
