@@ -35,7 +35,7 @@ from ..analysis.tracks import project_tracks, record_tracks, select_blocks
 from ..analysis.transport import (line_shape_ratio, line_shape_score, optimal_transport_score,
                                   segment_proportions)
 from ..data.vision import pad_crop_flip
-from ..data.vision_sets import load_train_and_tests
+from ..data.vision import load_train_and_tests
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import Stats, group_records
