@@ -9,14 +9,12 @@ import torch
 from sklearn.base import clone
 
 from pdenets.models.fewshot import (
-    METHOD_CLASSES,
     METHODS,
     DiffusionFewShotClassifier,
     FewShotBatch,
     HeadSettings,
     Internal,
     Preprocessing,
-    episode_neighbours,
     method_from_name,
     sinkhorn,
     classify,

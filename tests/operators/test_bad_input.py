@@ -15,7 +15,6 @@ from pdenets.operators import (
     diffuse,
     gaussian_kernel,
     gcn_normalize,
-    graph_laplacian,
     heat_semigroup,
     knn_gaussian_weights,
     knn_search,

@@ -1,6 +1,5 @@
 """``pdenets run few-shot`` on a small features file: every study, resumable, numbers pinned for the seeds."""
 
-import json
 
 import numpy as np
 import pytest

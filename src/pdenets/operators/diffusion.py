@@ -25,7 +25,7 @@ import torch
 
 from .._checks import check_choice, check_features, check_floating, check_positive, check_positive_int
 from .graph import GraphLike, as_weight_matrix, is_dense, row_sums, symmetric_normalize
-from .laplacian import UnstableStepSizeError, check_step_size, stability_bound
+from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .sparse import SparseMatrix
 
 __all__ = ["DiffusionOperator", "diffuse", "heat_semigroup", "LAPLACIANS"]
@@ -88,7 +88,9 @@ class DiffusionOperator:
                     f"step_size={step_size:g} exceeds 1, the stability bound of explicit diffusion with the "
                     "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1")
         else:
-            self.bound = check_step_size(step_size, weights) if check_stability else stability_bound(weights)
+            # the graph was checked once above: the bounds reuse it
+            self.bound = (_check_step_size_of_checked(self.step_size, weights) if check_stability
+                          else _bound_of_checked(weights))
         if math.isinf(self.bound) and self.num_nodes > 1:
             warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
                           "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=2)

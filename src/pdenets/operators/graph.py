@@ -19,12 +19,15 @@ rounded.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple, Union
+from typing import TYPE_CHECKING, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from .._checks import check_finite, check_index_tensor, check_positive_int, check_square
+
+if TYPE_CHECKING:  # scipy is imported only where a scipy matrix is converted
+    import scipy.sparse
 
 __all__ = [
     "GraphLike",

@@ -171,7 +171,11 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
         >>> round(stability_bound(w, method="spectral"), 6)    # λ_max(L) = 1.5
         1.333333
     """
-    weights = as_weight_matrix(weights, num_nodes)
+    return _bound_of_checked(as_weight_matrix(weights, num_nodes), method)
+
+
+def _bound_of_checked(weights: torch.Tensor, method: str = "gershgorin") -> float:
+    """:func:`stability_bound` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already checked."""
     if method == "gershgorin":
         largest = float(_off_diagonal_row_sums(weights).max()) if weights.shape[0] else 0.0
         return math.inf if largest <= 0 else 1.0 / largest
@@ -215,12 +219,17 @@ def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rto
         >>> round(check_step_size(1.2, w), 6)        # beyond it, within the spectral bound 2/1.5
         1.333333
     """
-    step_size = check_positive(step_size, "step_size")
-    weights = as_weight_matrix(weights, num_nodes)
-    bound = stability_bound(weights)
+    return _check_step_size_of_checked(check_positive(step_size, "step_size"), as_weight_matrix(weights, num_nodes),
+                                       rtol)
+
+
+def _check_step_size_of_checked(step_size: float, weights: torch.Tensor, rtol: float = 1e-6) -> float:
+    """:func:`check_step_size` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already checked
+    (a diffusion operator checks its graph once, not once per bound)."""
+    bound = _bound_of_checked(weights)
     if step_size <= bound * (1 + rtol):
         return bound
-    spectral = stability_bound(weights, method="spectral") if is_symmetric(weights) else None
+    spectral = _bound_of_checked(weights, "spectral") if is_symmetric(weights) else None
     if spectral is not None and step_size <= spectral * (1 + rtol):
         return spectral
     limit = spectral if spectral is not None else bound
