@@ -107,7 +107,31 @@ class DiffusionLayer(nn.Module):
         return DiffusionOperator(weights, self.step_size, check_stability=self.check_stability,
                                  laplacian=self.laplacian)
 
-    def _operator_for(self, x: torch.Tensor, weights: WeightsArg) -> DiffusionOperator:
+    def operator_for(self, x: torch.Tensor, weights: WeightsArg = None) -> DiffusionOperator:
+        """The diffusion operator ``A = I − γL`` this layer applies to ``x``: of ``weights`` when given, else of the
+        layer's fixed graph, else of the graph its builder makes from the detached ``x``.
+
+        A layer that keeps composing its own steps from ``A`` (e.g. COIN's learned diffusion time) builds it with
+        the layer's step size, Laplacian and stability check. A weights tensor passed again unchanged reuses the
+        operator built last time.
+
+        Args:
+            x: the features ``(N, *)`` (used only by a per-batch graph builder).
+            weights: the graph for this call (default: ``None``: the layer's own).
+
+        Returns:
+            The :class:`~pdenets.operators.DiffusionOperator`.
+
+        Raises:
+            ValueError: the layer has no graph and none is given.
+
+        Examples:
+            >>> import torch
+            >>> layer = DiffusionLayer(step_size=0.5, weights=torch.tensor([[0., 1.], [1., 0.]]))
+            >>> layer.operator_for(torch.zeros(2, 3)).matrix()
+            tensor([[0.5000, 0.5000],
+                    [0.5000, 0.5000]])
+        """
         if weights is not None:
             if isinstance(weights, torch.Tensor):
                 recent = self._recent
@@ -131,7 +155,7 @@ class DiffusionLayer(nn.Module):
         if self.num_steps == 0:
             return check_floating(x, "input to DiffusionLayer")
         check_features(x, "input to DiffusionLayer")
-        operator = self._operator_for(x, weights)
+        operator = self.operator_for(x, weights)
         dropout = self.dropout if self.training else 0.0
         if (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
                 and not operator.matrix().requires_grad):
