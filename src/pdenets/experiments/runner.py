@@ -194,6 +194,8 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
             results = dict(task.summarize(records))
             results.update(runs_planned=len(planned), runs_stored=len(records),
                            wall_seconds=time.perf_counter() - start)
+            if report_only:
+                results["report_only"] = True  # the wall time is the report's, not the runs'
             run_dir.write_results(results)
             run_dir.write_csv("runs.csv", [_scalar_columns(r) for r in records])
             task.report(results, records, run_dir)

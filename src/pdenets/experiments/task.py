@@ -200,9 +200,10 @@ class Task(ABC):
         if stored is not None and planned is not None and stored < planned:
             runs += f" ({planned - stored} missing)"
         wall = results.get("wall_seconds")
-        report.paragraph(f"`pdenets run {self.name}`: {runs}" + (f"; wall time {wall:.0f} s." if wall is not None
-                                                                 else ".")
-                         + " Every setting of the run is listed under *Settings* at the end (and in `config.json`).")
+        timing = ("; report rebuilt from the stored runs (`--report-only`)." if results.get("report_only") else
+                  f"; wall time {wall:.0f} s." if wall is not None else ".")
+        report.paragraph(f"`pdenets run {self.name}`: {runs}{timing}"
+                         " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`).")
         return report
 
     def write_report(self, report: Report, run_dir) -> List[Any]:
@@ -227,7 +228,7 @@ class Task(ABC):
                 for item in dataclasses.fields(self.config)]
         report.heading("Settings")
         report.table(["setting", "value", "meaning"], rows, align="lll", caption=f"The configuration of this run of "
-                     f"`{self.name}` (`config.json`); `pdenets run {self.name} --help` lists the defaults.")
+                     f"`{self.name}` (`config.yaml`); `pdenets run {self.name} --help` lists the defaults.")
         return report.write(run_dir)
 
 
