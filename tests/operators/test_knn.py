@@ -107,3 +107,17 @@ def test_bad_inputs_raise_clear_errors(points, k, kwargs, message):
 def test_integer_points_refused():
     with pytest.raises(TypeError, match="float32 or float64, got torch.int64"):
         knn_search(torch.arange(10).reshape(5, 2), 1)
+
+
+def test_num_neighbors_is_a_deprecated_name_of_n_top():
+    points = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    found = knn_search(points, n_top=3)
+    with pytest.warns(DeprecationWarning, match="use n_top"):
+        old = knn_search(points, num_neighbors=3)
+    assert torch.equal(old.indices, found.indices) and found.n_top == 3
+    with pytest.warns(DeprecationWarning, match="Neighbors.n_top"):
+        assert found.num_neighbors == 3
+    with pytest.raises(TypeError, match="not both"):
+        knn_search(points, 3, num_neighbors=3)
+    with pytest.raises(TypeError, match="needs n_top"):
+        knn_search(points)

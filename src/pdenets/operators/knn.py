@@ -66,7 +66,7 @@ class Neighbors:
     Examples:
         >>> import torch
         >>> found = Neighbors(indices=torch.tensor([[1, 2]]), sq_distances=torch.tensor([[0.5, 2.0]]))
-        >>> found.num_neighbors
+        >>> found.n_top
         2
 
     Attributes:
@@ -78,8 +78,15 @@ class Neighbors:
     sq_distances: torch.Tensor
 
     @property
-    def num_neighbors(self) -> int:
+    def n_top(self) -> int:
+        """``k``, the neighbours per query (the library's one name for it, as in ``knn_gaussian_weights``)."""
         return int(self.indices.shape[1])
+
+    @property
+    def num_neighbors(self) -> int:
+        """Deprecated name of :attr:`n_top`."""
+        warnings.warn("Neighbors.num_neighbors is deprecated; use Neighbors.n_top", DeprecationWarning, stacklevel=2)
+        return self.n_top
 
 
 def faiss_available() -> bool:
@@ -201,24 +208,25 @@ def _faiss_search(points, k, queries, exclude_self):
 
 def knn_search(
     points: torch.Tensor,
-    num_neighbors: int,
+    n_top: Optional[int] = None,
     *,
     queries: Optional[torch.Tensor] = None,
     include_self: bool = False,
     backend: str = "auto",
     chunk_size: Optional[int] = None,
+    num_neighbors: Optional[int] = None,
 ) -> Neighbors:
-    """Find the ``num_neighbors`` nearest points of every query (squared Euclidean distance).
+    """Find the ``n_top`` nearest points of every query (squared Euclidean distance).
 
     ``indices[i] = argsort_j(‖q_i − x_j‖²)[:k]``,  ``sq_distances[i, m] = ‖q_i − x_{indices[i, m]}‖²``,
 
-    with ``q_i`` the queries, ``x_j`` the points and ``k = num_neighbors``; without ``queries``
+    with ``q_i`` the queries, ``x_j`` the points and ``k = n_top``; without ``queries``
     each point is its own query and is excluded unless ``include_self``. No ``N × N`` matrix
     is formed by the ``"chunked"`` and ``"faiss"`` backends.
 
     Args:
         points: ``(N, D)`` database points.
-        num_neighbors: ``k``, neighbours returned per query.
+        n_top: ``k``, neighbours returned per query (the name :func:`knn_gaussian_weights` uses too).
         queries: ``(M, D)`` query points (default: ``None``, the points themselves, ``M = N``).
         include_self: only when ``queries`` is None. ``True`` returns the point itself as its
             first neighbour (distance 0) followed by ``k − 1`` others — the convention of the
@@ -227,6 +235,7 @@ def knn_search(
             ``"faiss"`` (approximate HNSW index) or ``"auto"`` (chosen from the problem size)
             (default: ``"auto"``).
         chunk_size: query rows per block for ``"chunked"`` (default: ``None``, from a 128 MiB budget).
+        num_neighbors: deprecated name of ``n_top`` (default: ``None``).
 
     Returns:
         :class:`Neighbors` with ``(M, k)`` indices and squared distances.
@@ -242,6 +251,13 @@ def knn_search(
         >>> knn_search(x, 1).indices.flatten().tolist()
         [1, 0, 1]
     """
+    if num_neighbors is not None:
+        if n_top is not None:
+            raise TypeError("give n_top, not both n_top and its deprecated name num_neighbors")
+        warnings.warn("knn_search(num_neighbors=...) is deprecated; use n_top=", DeprecationWarning, stacklevel=2)
+        n_top = num_neighbors
+    if n_top is None:
+        raise TypeError("knn_search() needs n_top, the neighbours per query")
     check_points(points, "points")
     self_query = queries is None
     if self_query:
@@ -254,10 +270,9 @@ def knn_search(
             )
         if include_self:
             raise ValueError("include_self only applies when queries is None")
-    check_num_neighbors(num_neighbors, points.shape[0], include_self=self_query and include_self,
-                        name="num_neighbors")
+    check_num_neighbors(n_top, points.shape[0], include_self=self_query and include_self, name="n_top")
     exclude_self = self_query
-    k = num_neighbors - 1 if (self_query and include_self) else num_neighbors
+    k = n_top - 1 if (self_query and include_self) else n_top
 
     if backend == "auto":
         entries = queries.shape[0] * points.shape[0]
