@@ -99,7 +99,7 @@ def block_graph(num_nodes: int, num_classes: int, degree: int, features: int, se
 
 def make_problem(name: str, num_nodes: int = 0, features: int = 64):
     if name == "cora":
-        from pdenets.tasks.node_classification import prepared_graph
+        from pdenets.models.node_training import prepared_graph
 
         graph = prepared_graph("cora", None)
         x, labels, edge_index = graph.x, graph.y, graph.edge_index

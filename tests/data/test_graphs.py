@@ -168,7 +168,7 @@ def test_save_graph_npz_then_the_cli_trains_on_it(tmp_path):
                  "--val-per-class", "10", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["table"]["exported"]["diff-resnet"]["runs"] == 1
-    from pdenets.tasks.node_classification import prepared_graph
+    from pdenets.models.node_training import prepared_graph
 
     original = prepared_graph(str(tmp_path / "sbm.npz"), None)
     assert (results["graphs"]["exported"]["nodes"], results["graphs"]["exported"]["edges"]) == (

@@ -15,13 +15,13 @@ from pdenets.data.graphs import load_npz
 from pdenets.data.paths import resolve_data_dir
 from pdenets.data.splits import split_and_init_seeds, split_seeds
 from pdenets.experiments import job_key, run_task
+from pdenets.models.node_training import prepared_graph
 from pdenets.tasks.node_classification import (
     BaselineSettings,
     NodeClassificationConfig,
     NodeClassificationTask,
     NodeJob,
     _build_model,
-    prepared_graph,
     split_of,
     train_node_classifier,
 )
@@ -121,8 +121,8 @@ def test_protocol_graph_is_the_self_looped_symmetric_normalization(graph):
 
 
 def test_early_stopping_fires_and_restores_the_best_state(graph):
-    job = replace(first_job(graph, max_epochs=300, patience=7), hyperparameters={
-        **first_job(graph).hyperparameters, "lr": 0.05})
+    job = replace(first_job(graph, max_epochs=300, patience=7),
+                  hyperparameters=replace(first_job(graph).hyperparameters, lr=0.05))
     model, fitted, record = train_node_classifier(job)
     assert fitted.epochs < 300, "this graph must make early stopping fire"
     assert record["epochs"] - record["best_epoch"] == 7 == job.patience
@@ -141,9 +141,9 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
     assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
     for name, value in changes.items():
         assert job_key("node-classification", replace(job, **{name: value})) != base, name
-    for name, value in job.hyperparameters.items():
-        other = not value if isinstance(value, bool) else ("after" if value == "before" else value * 2 + 1)
-        changed = replace(job, hyperparameters={**job.hyperparameters, name: other})
+    for name, value in dataclasses.asdict(job.hyperparameters).items():
+        other = not value if isinstance(value, bool) else ("after" if value == "before" else (value or 0) * 2 + 1)
+        changed = replace(job, hyperparameters=replace(job.hyperparameters, **{name: other}))
         assert job_key("node-classification", changed) != base, name
     assert job_key("node-classification", replace(job, data_dir="/elsewhere")) == base
     # end to end: a config setting reaches the key
@@ -159,10 +159,11 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
 
 def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
     from pdenets.experiments.config import ConfigError
-    from pdenets.tasks.node_classification import _build_model, prepared_graph
+    from pdenets.models.node_training import prepared_graph
+    from pdenets.tasks.node_classification import _build_model
 
     paper, hidden = first_job(graph), first_job(graph, diffuse_in="hidden", diffusion_width=8)
-    assert "hidden_features" not in paper.hyperparameters  # the paper's runs keep the keys they were stored under
+    assert paper.hyperparameters.hidden_features is None  # the paper's model diffuses in the input width
     assert job_key("node-classification", hidden) != job_key("node-classification", paper)
     assert job_key("node-classification", first_job(graph, diffuse_in="hidden", diffusion_width=9)) != job_key(
         "node-classification", hidden)
@@ -180,9 +181,9 @@ def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
 
 def test_baselines_take_registry_defaults_and_overrides(graph):
     gat = task(graph, models=["gat"]).hyperparameters("gat", graph)
-    assert gat == {"hidden": 8, "heads": 8, "dropout": 0.6, "lr": 0.005, "weight_decay": 5e-4}
+    assert dataclasses.asdict(gat) == {"hidden": 8, "heads": 8, "dropout": 0.6, "lr": 0.005, "weight_decay": 5e-4}
     config = NodeClassificationConfig(datasets=[graph], models=["gcn"], baselines={"gcn": BaselineSettings(hidden=32)})
-    assert NodeClassificationTask(config).hyperparameters("gcn", graph)["hidden"] == 32
+    assert NodeClassificationTask(config).hyperparameters("gcn", graph).hidden == 32
 
 
 # ----------------------------------------------------------------------------------------
@@ -246,7 +247,7 @@ def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
     assert (results["runs_stored"], results["runs_planned"]) == (2, 4)
     assert set(results["table"]["sbm"]) == {"no-diff-resnet"}
     report = (out / "report.md").read_text()
-    assert "2 of 4 planned runs stored" in report and "| gcn | — | — | — |" in report
+    assert "2 of 4 runs stored (2 missing)" in report and "| gcn | — | — | — |" in report
 
 
 def test_growing_the_protocol_keeps_the_stored_runs(graph, tmp_path):
@@ -292,10 +293,11 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
     assert_every_key_setting_matters(
         lambda job: train_node_classifier(job)[2], spec,
         changes={"graph": other, "max_epochs": 6, "patience": 1, "hyperparameters.dropout_position": "after",
-                 "hyperparameters.num_steps": 5},
+                 "hyperparameters.num_steps": 5, "hyperparameters.hidden_features": 8},
         skip={"device": "one device on a CPU-only machine", "experiment": "the study a run belongs to (its name)",
               "dataset": "the graph's name in tables, derived from graph", "model": "each model has its own settings",
               "depth": "None in the protocol; the depth study is its own experiment",
               "hyperparameters.check_stability": "a guard that refuses unstable steps, not arithmetic",
+              "hyperparameters.heads": "GAT's attention heads; the other baselines have none",
               "missing_features": "only for graphs without node features"},
         ignore=("seconds",))

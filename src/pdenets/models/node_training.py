@@ -1,0 +1,241 @@
+"""Node classification on one graph, full batch: the pieces of the protocol of Shchur et al. ("Pitfalls of Graph
+Neural Network Evaluation") as the Diff-ResNet code runs it.
+
+* :func:`prepared_graph` reads a graph (:func:`pdenets.data.load_graph`) once per worker process, applies the
+  preprocessing (:func:`pdenets.data.transforms.preprocess_citation_graph`: undirected, no self-loops, largest
+  connected component, binary row-normalized features) and adds what the models read: the features as a CSR
+  matrix for Diff-ResNet's graph block, the edge list for the PyG baselines, and the diffusion weights
+  ``W = D̃^{-1/2}(A + I)D̃^{-1/2}`` (:func:`pdenets.operators.gcn_normalize`); :func:`graph_facts` gives its
+  sizes and the largest stable diffusion step sizes.
+* :func:`split_and_init_seed`: the split and the initialization seed of one run, seeded as the paper's code
+  seeds them.
+* :class:`DiffusionSettings` (Diff-ResNet) and :class:`MessagePassingSettings` (the PyG baselines): a run's
+  model and optimizer settings, one frozen dataclass per family of the model registry.
+* :func:`fit_node_classifier`: Adam on the labelled nodes of a split, early stopping on its validation nodes,
+  the test accuracy of the restored state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import torch
+from torch.nn import functional as F
+
+from ..data.graphs import load_graph
+from ..data.splits import Split, split_and_init_seeds, split_seeds
+from ..data.transforms import preprocess_citation_graph
+from ..experiments.cache import process_cache
+from ..experiments.training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
+from ..operators.graph import gcn_normalize
+from ..operators.laplacian import stability_bound
+
+__all__ = ["PreparedGraph", "prepared_graph", "dataset_label", "graph_facts", "split_and_init_seed",
+           "DiffusionSettings", "MessagePassingSettings", "fit_node_classifier"]
+
+
+@dataclass(frozen=True)
+class PreparedGraph:
+    """A preprocessed graph: features (dense and CSR), labels, edges and the diffusion weights.
+
+    Made by :func:`prepared_graph`.
+
+    Args:
+        x: ``(N, F)`` row-normalized features.
+        x_sparse: ``x`` as a sparse CSR tensor.
+        y: ``(N,)`` class ids.
+        edge_index: ``(2, 2E)`` undirected edge list without self-loops.
+        weights: ``(N, N)`` sparse diffusion weights ``D̃^{-1/2}(A + I)D̃^{-1/2}``.
+        num_nodes: ``N``, the nodes of the largest connected component.
+        num_edges: ``E``, the undirected edges.
+        num_features: ``F``.
+        num_classes: the largest class id plus one.
+    """
+
+    x: torch.Tensor
+    x_sparse: torch.Tensor
+    y: torch.Tensor
+    edge_index: torch.Tensor
+    weights: torch.Tensor
+    num_nodes: int
+    num_edges: int
+    num_features: int
+    num_classes: int
+
+
+def dataset_label(spec: str) -> str:
+    """The name of a graph in tables and results: a file's stem, else the specification in lower case.
+
+    Args:
+        spec: a graph specification of :func:`pdenets.data.load_graph`.
+
+    Returns:
+        The label, e.g. ``"cora"`` for ``"Cora"`` and ``"mine"`` for ``"graphs/mine.npz"``.
+
+    Examples:
+        >>> dataset_label("CiteSeer"), dataset_label("graphs/mine.npz")
+        ('citeseer', 'mine')
+    """
+    return Path(spec).stem if spec.lower().endswith(".npz") else spec.lower()
+
+
+@process_cache(maxsize=8)
+def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "identity") -> PreparedGraph:
+    """Load and preprocess a graph once per process; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``.
+
+    Args:
+        spec: a graph specification of :func:`pdenets.data.load_graph` (a name, ``planetoid/<name>``, a
+            ``.npz`` path or a folder).
+        data_dir: the data directory of named graphs (``None``: the default one).
+        missing_features: the features of a graph file without any: ``"identity"`` or ``"degree"``
+            (default: ``"identity"``).
+
+    Returns:
+        The :class:`PreparedGraph`, shared by every later call with the same arguments in this process.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from torch_geometric.data import Data
+        >>> from pdenets.data import save_graph_npz
+        >>> path = save_graph_npz(Data(x=torch.eye(4), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...                            y=torch.tensor([0, 1, 0, 1])), tempfile.mkdtemp() + "/path.npz")
+        >>> graph = prepared_graph(str(path), None)
+        >>> graph.num_nodes, graph.num_edges, graph.num_features, graph.num_classes, tuple(graph.weights.shape)
+        (4, 3, 4, 2, (4, 4))
+    """
+    data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
+    return PreparedGraph(
+        x=data.x, x_sparse=data.x.to_sparse_csr(), y=data.y, edge_index=data.edge_index,
+        weights=gcn_normalize((data.edge_index, None), data.num_nodes), num_nodes=int(data.num_nodes),
+        num_edges=int(data.edge_index.shape[1] // 2), num_features=int(data.x.shape[1]),
+        num_classes=int(data.y.max()) + 1)
+
+
+def graph_facts(graph: PreparedGraph) -> Dict[str, Any]:
+    """Sizes of a prepared graph and the largest stable step sizes of explicit diffusion with its weights.
+
+    Args:
+        graph: the graph, from :func:`prepared_graph`.
+
+    Returns:
+        ``nodes``, ``edges``, ``features``, ``classes``, and ``gershgorin_bound`` and ``spectral_bound``
+        (:func:`pdenets.operators.laplacian.stability_bound` of ``graph.weights``).
+    """
+    return {"nodes": graph.num_nodes, "edges": graph.num_edges, "features": graph.num_features,
+            "classes": graph.num_classes, "gershgorin_bound": stability_bound(graph.weights),
+            "spectral_bound": stability_bound(graph.weights, method="spectral")}
+
+
+def split_and_init_seed(labels: torch.Tensor, seed: int, split: int, init: int, train_per_class: int,
+                        val_per_class: int) -> Tuple[Split, int]:
+    """Split number ``split`` of the master ``seed`` and the torch seed of its initialization number ``init``.
+
+    Both come from prefixes of seeded streams (:func:`pdenets.data.splits.split_seeds`,
+    :func:`pdenets.data.splits.split_and_init_seeds`, the paper code's seeding), so they are the same for any
+    number of splits and initializations planned.
+
+    Args:
+        labels: ``(N,)`` class ids of the graph's nodes.
+        seed: the master seed of the splits.
+        split: the split's number, from 0.
+        init: the initialization's number within the split, from 0.
+        train_per_class: labelled training nodes per class.
+        val_per_class: validation nodes per class.
+
+    Returns:
+        The :class:`~pdenets.data.splits.Split` and the torch seed of the initialization.
+    """
+    split_seed = split_seeds(seed, split + 1)[split]
+    nodes, init_seeds = split_and_init_seeds(labels, split_seed, init + 1, train_per_class, val_per_class)
+    return nodes, init_seeds[init]
+
+
+@dataclass(frozen=True)
+class DiffusionSettings:
+    """One run's settings of a model of the ``diffusion`` family (Diff-ResNet's graph variant) and its optimizer.
+
+    Args:
+        lr: Adam's learning rate.
+        weight_decay: Adam's weight decay.
+        step_size: the diffusion step size ``γ``.
+        num_steps: the diffusion steps (layers) ``r``.
+        dropout: the dropout at each diffusion step.
+        dropout_position: ``"before"`` or ``"after"`` each diffusion step.
+        check_stability: refuse a step size beyond the stability bound.
+        hidden_features: the width of the block and the diffusion after a linear map of the input
+            (default: ``None``, the input width, as in the paper).
+    """
+
+    lr: float
+    weight_decay: float
+    step_size: float
+    num_steps: int
+    dropout: float
+    dropout_position: str
+    check_stability: bool
+    hidden_features: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class MessagePassingSettings:
+    """One run's settings of a model of the ``message-passing`` family (the PyG baselines) and its optimizer.
+
+    Args:
+        lr: Adam's learning rate.
+        weight_decay: Adam's weight decay.
+        hidden: the hidden width (default: ``None``, the model's own).
+        heads: the attention heads of GAT (default: ``None``: the model's own; the others have none).
+        dropout: the dropout between layers (default: ``None``, the model's own).
+    """
+
+    lr: float
+    weight_decay: float
+    hidden: Optional[int] = None
+    heads: Optional[int] = None
+    dropout: Optional[float] = None
+
+
+def fit_node_classifier(model: torch.nn.Module, inputs: Sequence[torch.Tensor], labels: torch.Tensor, split: Split,
+                        *, lr: float, weight_decay: float, max_epochs: int, patience: int
+                        ) -> Tuple[FitResult, Dict[str, Any]]:
+    """Train ``model`` on a split's training nodes, full batch, and measure it on its validation and test nodes.
+
+    Adam on the cross-entropy of the training nodes; after every epoch the validation loss and
+    accuracy (in evaluation mode); :func:`~pdenets.experiments.training.fit` stops when neither has
+    improved for ``patience`` epochs and restores the state of the last improvement of either.
+
+    Args:
+        model: maps ``*inputs`` to ``(N, C)`` logits; its parameters and ``inputs`` on ``labels``' device.
+        inputs: the model's arguments, e.g. ``(x, edge_index)``.
+        labels: ``(N,)`` class ids.
+        split: the training, validation and test nodes.
+        lr: Adam's learning rate.
+        weight_decay: Adam's weight decay.
+        max_epochs: epochs at most.
+        patience: epochs without improvement before training stops.
+
+    Returns:
+        The fit history and the record: test ``accuracy``, ``val_accuracy``, ``val_loss``, ``test_loss``,
+        ``epochs``, ``best_epoch`` and ``diverged_at_epoch``.
+    """
+    train, val, test = (part.to(labels.device) for part in (split.train, split.val, split.test))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+    def validation() -> Dict[str, float]:
+        with evaluation_mode(model):
+            logits = model(*inputs)
+            return {"val_loss": float(F.cross_entropy(logits[val], labels[val])),
+                    "val_accuracy": accuracy(logits[val], labels[val])}
+
+    stopping = EarlyStopping(patience, monitors={"val_loss": "min", "val_accuracy": "max"})
+    result = fit(model, optimizer, lambda: F.cross_entropy(model(*inputs)[train], labels[train]),
+                 max_epochs=max_epochs, evaluate=validation, early_stopping=stopping)
+    with evaluation_mode(model):
+        logits = model(*inputs)
+        record = {"accuracy": accuracy(logits[test], labels[test]), "val_accuracy": accuracy(logits[val], labels[val]),
+                  "val_loss": float(F.cross_entropy(logits[val], labels[val])),
+                  "test_loss": float(F.cross_entropy(logits[test], labels[test])),
+                  "epochs": result.epochs, "best_epoch": result.best_epoch, "diverged_at_epoch": result.diverged_at}
+    return result, record
