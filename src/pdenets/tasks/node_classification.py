@@ -171,10 +171,10 @@ class NodeJob:
 
 
 def _build_model(spec: NodeJob, graph: PreparedGraph) -> torch.nn.Module:
-    hp = spec.hyperparameters
+    hp, entry = spec.hyperparameters, model_entry(spec.model)
     sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
-    if model_entry(spec.model).family == "diffusion":
-        steps = 0 if spec.model == "no-diff-resnet" else int(spec.depth if spec.depth is not None else hp.num_steps)
+    if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
+        steps = entry.fixed.get("num_steps", int(spec.depth if spec.depth is not None else hp.num_steps))
         return create_model(spec.model, **sizes, block="graph", num_steps=steps, step_size=float(hp.step_size),
                             dropout=float(hp.dropout) if steps else 0.0, dropout_position=hp.dropout_position,
                             weights=graph.weights if steps else None, check_stability=hp.check_stability,
@@ -200,7 +200,7 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
     start = time.perf_counter()
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
-    inputs = (graph.x_sparse,) if model_entry(spec.model).family == "diffusion" else (graph.x, graph.edge_index)
+    inputs = (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_sparse,)
     result, record = fit_node_classifier(
         model, tuple(t.to(device) for t in inputs), graph.y.to(device), split, lr=float(spec.hyperparameters.lr),
         weight_decay=float(spec.hyperparameters.weight_decay), max_epochs=spec.max_epochs, patience=spec.patience)
@@ -233,7 +233,7 @@ class NodeClassificationTask(Task):
     def hyperparameters(self, model: str, graph_spec: str) -> Union[DiffusionSettings, MessagePassingSettings]:
         config = self.config
         entry = model_entry(model)
-        if entry.family == "diffusion":
+        if entry.graph_input == "constructor":
             default = config.diffusion.get("default", TABLE6["default"])
             diffusion = config.diffusion.get(dataset_label(graph_spec), default)
             return DiffusionSettings(config.lr, config.weight_decay, diffusion.step_size, diffusion.num_steps,
