@@ -20,7 +20,7 @@ from pdenets.data.paths import resolve_data_dir
 from pdenets.data.splits import per_class_split
 from pdenets.data.temporal import load_temporal
 from pdenets.data.vision import load_cifar10, load_cifar10_centred
-from pdenets.tasks.coin_forecast import prepare_protocol
+from pdenets.data.forecast_protocols import ForecastSetup, protocol_windows
 from pdenets.tasks.coin_tabular import labelled_split
 
 DATA = resolve_data_dir()
@@ -116,9 +116,9 @@ def test_forecast_protocols_split_by_time(tmp_path, steps):
     test ones; the PyTorch Geometric Temporal protocol trains on the first 20 % of the snapshots (its last fifth
     held out for validation) and tests on the rest."""
     series = _ring_series(tmp_path / "ring.json", steps)
-    for protocol, setup in (("ours", {"lags": 4, "horizons": 3, "test_fraction": 0.2, "val_fraction": 0.1}),
-                            ("pyg-temporal", {})):
-        data = prepare_protocol(series, protocol, setup)
+    for protocol, setup in (("ours", ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)),
+                            ("pyg-temporal", None)):
+        data = protocol_windows(series, protocol, setup)
         day = data["target_steps"][:, None, :].expand_as(data["targets"])
         cells = {name: torch.nonzero(mask.flatten()).squeeze(1).tolist() for name, mask in data["masks"].items()}
         if protocol == "ours":

@@ -9,7 +9,7 @@ import torch
 
 from pdenets.data import DatasetError
 from pdenets.data.temporal import LAYOUTS, load_temporal
-from pdenets.tasks.coin_forecast import prepare_protocol, pyg_scaled
+from pdenets.data.forecast_protocols import protocol_windows, pyg_scaled
 
 VALUES = [[1.0, 2.0, 0.0], [3.0, 1.0, 4.0], [2.0, 2.0, 5.0], [0.0, 6.0, 1.0]]  # 4 steps × 3 regions
 EDGES = [[0, 1], [1, 2], [2, 0]]
@@ -126,6 +126,6 @@ def test_pyg_protocol_scales_each_layout_as_its_loader_does(tmp_path):
     series = load_temporal(_write(tmp_path, tennis))
     torch.testing.assert_close(pyg_scaled(series)[0], torch.log1p(torch.tensor(VALUES, dtype=torch.float64)))
     block = load_temporal(_write(tmp_path, {"block": VALUES * 3, "edges": EDGES, "weights": WEIGHTS}))
-    assert block.pyg_lags == 8 and prepare_protocol(block, "pyg-temporal", {})["lags"] == 8
+    assert block.pyg_lags == 8 and protocol_windows(block, "pyg-temporal")["lags"] == 8
     assert set(LAYOUTS) == {"edge_mapping", "FX", "X", "block", "snapshots", "node-link"}
     assert not math.isnan(float(pyg_scaled(series)[0].sum()))

@@ -1,5 +1,6 @@
 """``pdenets run coin-forecast`` and ``coin-tabular``: protocols checked against direct computations, toy runs."""
 
+import dataclasses
 import json
 import math
 
@@ -8,17 +9,18 @@ import pytest
 import torch
 
 from pdenets.cli import main
+from pdenets.data.forecast_protocols import ForecastSetup, closed_form_forecast
 from pdenets.data.paths import resolve_data_dir
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _baseline, _diffusion_graph,
-                                         linear_forecast, prepare_protocol)
+from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _diffusion_graph, linear_forecast,
+                                         prepare_protocol)
 from pdenets.tasks.coin_tabular import CoinTabularConfig, CoinTabularTask, labelled_split
 
 DATA = resolve_data_dir()
 TEMPORAL = (DATA / "temporal" / "chickenpox.json").is_file()
-OURS = {"lags": 4, "horizons": 3, "test_fraction": 0.2, "val_fraction": 0.1}
+OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
 
 
 def _records(run_dir, task):
@@ -90,10 +92,9 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
 @pytest.mark.skipif(not TEMPORAL, reason="offline temporal data not available")
 def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
     series = load_temporal("chickenpox")
-    data = prepare_protocol(series, "pyg-temporal", {})
+    data = prepare_protocol(series, "pyg-temporal")
     assert data["inputs"].shape == (517, 20, 4) and data["split"]["train_snapshots"] == 103
-    data["series"] = series
-    prediction = _baseline("linear", data)  # fitted on the whole first 20 % (train and validation)
+    prediction = closed_form_forecast("linear", data)  # fitted on the whole first 20 % (train and validation)
     error = (prediction - data["targets"])[data["masks"]["test"]]
     assert abs(float(error.square().mean()) - 0.704) < 0.0005  # the number that library's users quote
 
@@ -102,13 +103,12 @@ def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
 def test_england_raw_mae_is_in_cases_per_region():
     series = load_temporal("england_covid")
     assert series.raw_counts and series.time_varying and series.values.shape == (61, 129)
-    data = prepare_protocol(series, "ours", {"lags": 7, "horizons": 7, "test_fraction": 0.2, "val_fraction": 0.1})
+    data = prepare_protocol(series, "ours", ForecastSetup(lags=7, horizons=7, test_fraction=0.2, val_fraction=0.1))
     raw = series.values
     errors = [abs(float(raw[t - 1, i] - raw[t + h, i])) for t in range(7, 61) for h in range(7)
               if t + h >= data["split"]["test_start"] and t + h < 61 for i in range(129)]
-    from pdenets.tasks.coin_forecast import _metrics
-    data["series"] = series
-    metrics = _metrics(_baseline("last-value", data), data)
+    from pdenets.data.forecast_protocols import forecast_metrics
+    metrics = forecast_metrics(closed_form_forecast("last-value", data), data)
     assert metrics["mae_raw"] == pytest.approx(float(np.mean(errors)), rel=1e-9)
 
 
@@ -162,8 +162,8 @@ def test_forecast_config_and_data_errors(tmp_path, capsys):
         CoinForecastTask(CoinForecastConfig(datasets=["mnist"])).validate()
     short = tmp_path / "short.json"
     short.write_text(json.dumps({"FX": [[0.0, 1.0]] * 20, "edges": [[0, 1]]}))
-    with pytest.raises(ConfigError, match="horizons=1000000000 reaches beyond the series: short has 20 steps"):
-        prepare_protocol(load_temporal(short), "ours", {**OURS, "horizons": 10**9})
+    with pytest.raises(ValueError, match="horizons=1000000000 reaches beyond the series: short has 20 steps"):
+        prepare_protocol(load_temporal(short), "ours", dataclasses.replace(OURS, horizons=10**9))
     # the same check runs before any run starts: one line, exit status 2, no run folder
     code = main(["run", "coin-forecast", "--dataset", str(short), "--horizons", "1000000000", "--out",
                  str(tmp_path / "never"), "--no-progress"])
@@ -248,16 +248,15 @@ def test_claims_report_measures_each_identity(tmp_path):
 
 
 def _learned_run(path, **training):
-    from pdenets.tasks.coin_forecast import ForecastJob, _learned
+    from pdenets.tasks.coin_forecast import ForecastJob, ForecastTraining, _learned
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
     settings = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 400,
                 "patience": 30, "lr": 0.01, "weight_decay": 0.0, "batch_rows": 48, "eval_steps": 5,
                 "min_improvement": 0.005, **training}
-    job = ForecastJob(str(path), "ours", "window-mlp", 0, tuple(sorted(OURS.items())), tuple(sorted(settings.items())),
-                      "cpu")
-    return data, _learned(job, data, settings)
+    job = ForecastJob(str(path), "ours", "window-mlp", 0, OURS, ForecastTraining(**settings), "cpu")
+    return data, _learned(job, data)
 
 
 def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
@@ -278,7 +277,7 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
 
 
 def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path):
-    from pdenets.tasks.coin_forecast import diffuse_forecasts
+    from pdenets.data.forecast_protocols import diffuse_forecasts
 
     path = tmp_path / "daily.json"
     _diffusing_series(path, steps=30, nodes=6, time_varying=True)
@@ -292,15 +291,14 @@ def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path
 
 
 def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_diffusion(tmp_path):
-    from pdenets.tasks.coin_forecast import choose_diffusion
+    from pdenets.data.forecast_protocols import choose_diffusion
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=240)
-    data = prepare_protocol(load_temporal(path), "ours", {**OURS, "horizons": 1})
-    data["series"] = load_temporal(path)
+    data = prepare_protocol(load_temporal(path), "ours", dataclasses.replace(OURS, horizons=1))
     grid, steps = [0.0, 0.1, 0.5, 0.9, 1.0], [1, 2, 3]
     for model in ("last-value", "moving-average", "linear"):
-        forecasts = _baseline(model, data)
+        forecasts = closed_form_forecast(model, data)
         step_size, num_steps, diffused, val_mse = choose_diffusion(forecasts, data, grid, steps)
         backbone_val = float(((forecasts - data["targets"])[data["masks"]["val"]]).square().mean())
         assert val_mse <= backbone_val
@@ -315,21 +313,20 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
 
 
 def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
-    from pdenets.tasks.coin_forecast import ForecastJob, run_forecast_job
+    from pdenets.tasks.coin_forecast import DiffusionGrid, ForecastJob, ForecastTraining
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
     first, second = tmp_path / "ring.json", tmp_path / "other.json"
     _diffusing_series(first, steps=60)
     _diffusing_series(second, steps=60, seed=1)
-    setup = {"lags": 3, "horizons": 2, "test_fraction": 0.2, "val_fraction": 0.1}
-    training = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 4, "patience": 6,
-                "lr": 0.01, "weight_decay": 0.0, "batch_rows": 24, "eval_steps": 3, "min_improvement": 0.005}
-    diffusion = (("num_steps", (1, 2)), ("step_sizes", (0.0, 0.5, 1.0)))
-    spec = ForecastJob(str(first), "ours", "coin-forecast", 0, tuple(sorted(setup.items())),
-                       tuple(sorted(training.items())), "cpu", diffusion)
+    setup = ForecastSetup(lags=3, horizons=2, test_fraction=0.2, val_fraction=0.1)
+    training = ForecastTraining(hidden=8, step_size=0.1, num_steps=1, learn_step_size=True, epochs=4, patience=6,
+                                lr=0.01, weight_decay=0.0, batch_rows=24, eval_steps=3, min_improvement=0.005)
+    spec = ForecastJob(str(first), "ours", "coin-forecast", 0, setup, training, "cpu",
+                       DiffusionGrid(step_sizes=(0.0, 0.5, 1.0), num_steps=(1, 2)))
     assert_every_key_setting_matters(
-        run_forecast_job, spec,
+        CoinForecastTask.run_job, spec,
         changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "window-mlp", "training.epochs": 1,
                  "training.patience": 1, "training.eval_steps": 1, "training.min_improvement": 0.9,
                  "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5), "diffusion.step_sizes": (0.0, 0.3)},

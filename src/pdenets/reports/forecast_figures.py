@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Sequence
 import numpy as np
 import torch
 
-from .plots import plt
+from ..experiments.plots import plt
 
 __all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure"]
 
@@ -24,7 +24,19 @@ _HIGHLIGHT = "coin-forecast"
 
 def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str], key: str, title: str, run_dir,
                    filename: str) -> str:
-    """Test error per horizon (``models[m][key]``, a list) of every model in ``order``."""
+    """Test error per horizon of every model in ``order``, one line each (COIN's thicker).
+
+    Args:
+        models: model name → its summary entry; ``models[m][key]`` is the list of errors per horizon.
+        order: the models to draw, in legend order (those missing from ``models`` are skipped).
+        key: the entry holding the errors per horizon, e.g. ``"mae_by_horizon"``.
+        title: the figure's title.
+        run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
+        filename: the PNG's name.
+
+    Returns:
+        The file name of the saved figure.
+    """
     fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
     for model in order:
         if model in models and key in models[model]:
@@ -42,8 +54,19 @@ def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str]
 
 def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Dict[str, Dict[str, Any]], run_dir,
                     filename: str) -> str:
-    """Horizon-1 forecasts (``forecasts[model] = {"steps", "values"}`` in scaled units) of the four regions
-    with the most cases, unscaled with ``mean``/``std``, beside the truth of ``series``."""
+    """Horizon-1 forecasts of the four regions with the most cases, unscaled, beside the truth of ``series``.
+
+    Args:
+        series: the region series (a :class:`~pdenets.data.temporal.TemporalGraphSeries`): the truth.
+        mean: ``(N,)`` per-region offset that undoes the scaling.
+        std: ``(N,)`` per-region scale that undoes the scaling.
+        forecasts: model name → ``{"steps": target steps, "values": (steps, N) forecasts}`` in scaled units.
+        run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
+        filename: the PNG's name.
+
+    Returns:
+        The file name of the saved figure.
+    """
     regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
     fig, axes = plt.subplots(1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False)
     for column, region in enumerate(regions):
@@ -68,8 +91,20 @@ def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Di
 
 def graph_figure(weights: np.ndarray, colour: np.ndarray, threshold: float, run_dir, filename: str, *, title: str,
                  label: str) -> str:
-    """A force-directed drawing of the symmetric ``weights`` (edges above ``threshold``), nodes coloured by
-    ``colour`` and sized by degree."""
+    """A force-directed drawing of a region graph, nodes coloured by a value and sized by degree.
+
+    Args:
+        weights: ``(N, N)`` symmetric edge weights.
+        colour: ``(N,)`` the value that colours each node.
+        threshold: the edges drawn are those with a weight above it.
+        run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
+        filename: the PNG's name.
+        title: the figure's title.
+        label: the colour bar's label.
+
+    Returns:
+        The file name of the saved figure.
+    """
     import networkx  # a dependency of torch
 
     nodes = weights.shape[0]

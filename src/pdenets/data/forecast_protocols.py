@@ -1,0 +1,340 @@
+"""Forecasting protocols on a region series: windows, splits in time, scaling, reference forecasts, errors.
+
+Two protocols on a :class:`~pdenets.data.temporal.TemporalGraphSeries`:
+
+* ``ours`` — ``lags`` past values, horizons ``1…H``. Every (origin, horizon) pair belongs to the
+  split of its **target day**: the last ``test_fraction`` of the days are the test period, the
+  ``val_fraction`` before it validation (early stopping), the rest training; inputs only look back.
+  Each region is standardized with the mean and standard deviation of its training days (at least
+  1 for count data), so errors are on that scale and, for counts, ``std`` turns them back into cases
+  per region (raw counts, the MPNN-LSTM paper's unit).
+* ``pyg-temporal`` — the protocol of PyTorch Geometric Temporal's examples: horizon 1, their
+  loader's lags, the first 20 % of the snapshots for training (its last fifth held out here for
+  early stopping), the series as their loader gives it (:func:`pyg_scaled`: chickenpox and
+  PedalMe as stored, 4 lags; England, WikiVital and Windmill standardized per region, 8 lags;
+  Montevideo bus standardized, 4 lags; Twitter tennis ``log(1 + y)``, 4 lags).
+
+Origin ``t`` forecasts from the days before ``t`` and uses the graph of its last observed day
+``t − 1`` (the one graph of a static series): :func:`protocol_windows` names those days, the
+forecasting code turns them into its operator. On the windows of a protocol:
+
+* :func:`closed_form_forecast` — the reference forecasts every model is measured against (the last
+  value, the mean of the lags, least squares on the lags);
+* :func:`choose_diffusion` — COIN over any model: its forecasts diffused on the origins' graphs
+  (:func:`diffuse_forecasts`) with the ``(γ, r)`` of lowest validation error;
+* :func:`forecast_metrics` — the test errors of forecasts, overall and per horizon.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from .temporal import TemporalGraphSeries, forecast_windows
+
+__all__ = ["PROTOCOLS", "ForecastSetup", "split_days", "protocol_windows", "pyg_scaled", "CLOSED_FORM",
+           "closed_form_forecast", "linear_forecast", "masked_mse", "forecast_metrics", "first_horizon_forecasts",
+           "diffuse_forecasts", "choose_diffusion"]
+
+#: the protocols of :func:`protocol_windows`
+PROTOCOLS = ("ours", "pyg-temporal")
+#: the closed-form reference forecasts of :func:`closed_form_forecast`
+CLOSED_FORM = ("last-value", "moving-average", "linear")
+
+
+@dataclass(frozen=True)
+class ForecastSetup:
+    """The settings of our protocol: ``lags`` past values, horizons ``1…horizons``, the last
+    ``test_fraction`` of the days for testing and the ``val_fraction`` before them for validation."""
+
+    lags: int
+    horizons: int
+    test_fraction: float
+    val_fraction: float
+
+    @classmethod
+    def of(cls, settings: Any) -> "ForecastSetup":
+        """The setup of any object with attributes of the same names (e.g. a task's configuration).
+
+        Args:
+            settings: an object with ``lags``, ``horizons``, ``test_fraction`` and ``val_fraction``.
+
+        Returns:
+            A :class:`ForecastSetup`.
+
+        Examples:
+            >>> from types import SimpleNamespace
+            >>> ForecastSetup.of(SimpleNamespace(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1))
+            ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
+        """
+        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
+
+
+def split_days(name: str, steps: int, setup: ForecastSetup) -> Tuple[int, int]:
+    """First validation and first test day of our protocol on a series of ``steps`` days.
+
+    Args:
+        name: the series' name, for the error message.
+        steps: the days of the series.
+        setup: the protocol's settings.
+
+    Returns:
+        ``(val_start, test_start)``.
+
+    Raises:
+        ValueError: the horizons reach beyond the series, or the settings leave no training target.
+
+    Examples:
+        >>> split_days("demo", 50, ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1))
+        (35, 40)
+    """
+    lags, horizons = setup.lags, setup.horizons
+    if horizons >= steps:
+        raise ValueError(f"horizons={horizons} reaches beyond the series: {name} has {steps} steps")
+    test_start = steps - max(1, round(setup.test_fraction * steps))
+    val_start = test_start - max(1, round(setup.val_fraction * steps))
+    if val_start <= lags:
+        raise ValueError(f"{name}: {steps} steps leave no training targets after {lags} lags with these fractions")
+    return val_start, test_start
+
+
+def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
+                     ) -> Dict[str, Any]:
+    """Windows, split masks, scaling and the graph days of one protocol.
+
+    Args:
+        series: the region series.
+        protocol: ``"ours"`` or ``"pyg-temporal"``.
+        setup: the settings of ``"ours"`` (``"pyg-temporal"`` has none; default: ``None``).
+
+    Returns:
+        A dict: the ``series``, ``inputs (S, N, L)``, ``targets (S, N, H)`` (scaled, ``0`` beyond the series), ``masks``
+        (``train``/``val``/``test``, ``(S, N, H)`` booleans), ``mean``/``std`` per region (to undo the
+        scaling), the ``origins`` and ``target_steps``, ``lags``, ``horizons``, the ``split`` (its days or
+        snapshot counts), the ``raw`` values, the ``protocol``, and the graphs to diffuse on: ``graph_days``
+        (the distinct days whose graph some origin uses) and ``graph_ids`` (``(S,)``, each origin's index
+        into them).
+
+    Raises:
+        ValueError: our protocol's settings do not fit the series (:func:`split_days`).
+    """
+    values = series.values
+    steps, nodes = values.shape
+    if protocol == "ours":
+        lags, horizons = setup.lags, setup.horizons
+        val_start, test_start = split_days(series.name, steps, setup)
+        train_days = values[:val_start]
+        mean = train_days.mean(0)
+        std = train_days.std(0)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        if series.raw_counts:
+            std = std.clamp_min(1.0)
+        scaled = (values - mean) / std
+        windows = forecast_windows(scaled, lags, horizons)
+        day = windows.target_steps[:, None, :].expand_as(windows.targets)
+        valid = ~torch.isnan(windows.targets)
+        masks = {"train": valid & (day < val_start), "val": valid & (day >= val_start) & (day < test_start),
+                 "test": valid & (day >= test_start)}
+        split = {"val_start": val_start, "test_start": test_start}
+    else:
+        lags, horizons = series.pyg_lags, 1
+        scaled, mean, std = pyg_scaled(series)
+        windows = forecast_windows(scaled, lags, horizons)
+        keep = ~torch.isnan(windows.targets).any(-1).any(-1)  # snapshots with their target inside the series
+        windows = type(windows)(windows.inputs[keep], windows.targets[keep], windows.origins[keep],
+                                windows.target_steps[keep])
+        count = len(windows)
+        train_count = int(0.2 * count)
+        val_from = train_count - max(1, train_count // 5)
+        index = torch.arange(count)[:, None, None].expand_as(windows.targets)
+        masks = {"train": index < val_from, "val": (index >= val_from) & (index < train_count),
+                 "test": index >= train_count}
+        split = {"train_snapshots": train_count, "val_snapshots": train_count - val_from,
+                 "test_snapshots": count - train_count}
+    # one graph per day: origin t diffuses on the graph of its last observed day t − 1 (the fixed graph if static)
+    days = (windows.origins - 1).clamp_min(0) if series.time_varying else torch.zeros_like(windows.origins)
+    distinct, ids = torch.unique(days, return_inverse=True)
+    return {"series": series, "inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
+            "mean": mean, "std": std, "graph_days": distinct.tolist(), "graph_ids": ids, "origins": windows.origins,
+            "lags": lags, "horizons": horizons, "split": split, "raw": values, "target_steps": windows.target_steps,
+            "protocol": protocol}
+
+
+def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The series as PyTorch Geometric Temporal's loader presents it.
+
+    ``standardize`` uses the population standard deviation, as ``np.std`` does (a constant node keeps
+    scale 1).
+
+    Args:
+        series: the region series; its ``pyg_scaling`` names the loader's transform.
+
+    Returns:
+        ``(scaled, mean, std)``: the scaled ``(T, N)`` values and the per-node ``mean`` and ``std`` that undo
+        a linear scaling (``log1p`` is undone by neither: ``mean = 0``, ``std = 1`` and no raw-unit metrics).
+    """
+    values = series.values
+    ones, zeros = torch.ones(values.shape[1], dtype=values.dtype), torch.zeros(values.shape[1], dtype=values.dtype)
+    if series.pyg_scaling == "log1p":
+        return torch.log1p(values), zeros, ones
+    if series.pyg_scaling == "none":
+        return values.clone(), zeros, ones
+    mean, std = values.mean(0), values.std(0, unbiased=False)
+    std = std + 1e-10 if series.pyg_scaling == "standardize+eps" else torch.where(std > 0, std, ones)
+    return (values - mean) / std, mean, std
+
+
+def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean squared error over the entries of ``mask``.
+
+    Args:
+        prediction: forecasts, e.g. ``(S, N, H)``.
+        target: the truth, of the same shape.
+        mask: booleans of the same shape: the entries that count.
+
+    Returns:
+        A 0-dimensional tensor (differentiable with respect to ``prediction``).
+
+    Examples:
+        >>> masked_mse(torch.tensor([1.0, 5.0]), torch.tensor([0.0, 0.0]), torch.tensor([True, False]))
+        tensor(1.)
+    """
+    return (prediction - target)[mask].square().mean()
+
+
+def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, Any]:
+    """The test errors of forecasts on the scale of the protocol, and in cases per region for count data.
+
+    Args:
+        prediction: ``(S, N, H)`` forecasts in the scaled units of ``data``.
+        data: a protocol's windows (:func:`protocol_windows`).
+
+    Returns:
+        ``mse``, ``mae`` and their lists per horizon ``mse_by_horizon``, ``mae_by_horizon`` on the test targets;
+        for count data (not ``log1p``-scaled) also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts.
+    """
+    targets, mask = data["targets"], data["masks"]["test"]
+    error = prediction - targets
+    out: Dict[str, Any] = {"mse": float(error[mask].square().mean()), "mae": float(error[mask].abs().mean())}
+    out["mse_by_horizon"] = [float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])]
+    out["mae_by_horizon"] = [float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])]
+    if data["series"].raw_counts and not (data["protocol"] == "pyg-temporal" and
+                                          data["series"].pyg_scaling == "log1p"):
+        scale = data["std"][None, :, None]
+        raw_error = (error * scale)[mask].abs()
+        out["mae_raw"] = float(raw_error.mean())
+        out["mae_raw_by_horizon"] = [float((error[..., h] * data["std"][None, :])[mask[..., h]].abs().mean())
+                                     for h in range(targets.shape[-1])]
+    return out
+
+
+def first_horizon_forecasts(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, List]:
+    """The horizon-1 forecasts of the origins whose first target is in the test period (to plot them).
+
+    Args:
+        prediction: ``(S, N, H)`` forecasts in the scaled units of ``data``.
+        data: a protocol's windows (:func:`protocol_windows`).
+
+    Returns:
+        ``steps``: the target steps; ``values``: the ``(steps, N)`` forecasts as nested lists, rounded to 5 decimals.
+    """
+    test_rows = data["masks"]["test"][:, 0, 0].nonzero().squeeze(1)
+    return {"steps": data["target_steps"][test_rows, 0].tolist(),
+            "values": prediction[test_rows, :, 0].round(decimals=5).tolist()}
+
+
+def closed_form_forecast(model: str, data: Dict[str, Any]) -> torch.Tensor:
+    """A reference forecast of a protocol's windows: ``last-value``, ``moving-average`` (the mean of the lags)
+    or ``linear`` (:func:`linear_forecast` fitted on the training and validation targets together: a closed
+    form has nothing to stop early).
+
+    Args:
+        model: one of :data:`CLOSED_FORM`.
+        data: a protocol's windows (:func:`protocol_windows`).
+
+    Returns:
+        ``(S, N, H)`` forecasts in the protocol's scaled units.
+    """
+    inputs, targets = data["inputs"], data["targets"]
+    if model == "last-value":
+        return inputs[..., -1:].expand_as(targets).clone()
+    if model == "moving-average":
+        return inputs.mean(-1, keepdim=True).expand_as(targets).clone()
+    return linear_forecast(inputs, targets, data["masks"]["train"] | data["masks"]["val"])
+
+
+def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
+    """Least squares on the lags with an intercept, shared across regions, one fit per horizon.
+
+    Args:
+        inputs: ``(S, N, L)`` windows.
+        targets: ``(S, N, H)`` targets.
+        train: ``(S, N, H)`` booleans, the targets to fit.
+
+    Returns:
+        ``(S, N, H)`` forecasts of every window.
+
+    Examples:
+        >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
+        >>> targets = 2 * inputs[..., 1:] + 1
+        >>> linear_forecast(inputs, targets, torch.ones_like(targets, dtype=torch.bool)).flatten().round().tolist()
+        [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]
+    """
+    design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
+    out = torch.empty_like(targets)
+    for horizon in range(targets.shape[-1]):
+        rows = train[..., horizon]
+        solution = torch.linalg.lstsq(design[rows], targets[..., horizon][rows].unsqueeze(-1)).solution
+        out[..., horizon] = (design @ solution).squeeze(-1)
+    return out
+
+
+def diffuse_forecasts(prediction: torch.Tensor, graphs: Any, step_size: float, num_steps: int) -> torch.Tensor:
+    """``r`` explicit diffusion steps ``Y ← Y − γ L Y`` of forecasts, each origin on its own graph.
+
+    Args:
+        prediction: ``(S, N, H)`` forecasts.
+        graphs: the origins' graphs, with ``laplacian(x)`` = ``L_{g(s)} x[s]`` (a
+            :class:`~pdenets.operators.SliceGraphs`).
+        step_size: ``γ``.
+        num_steps: ``r``.
+
+    Returns:
+        The diffused ``(S, N, H)`` forecasts.
+    """
+    out = prediction
+    for _ in range(num_steps):
+        out = out - step_size * graphs.laplacian(out)
+    return out
+
+
+def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes: Sequence[float],
+                     num_steps: Sequence[int]) -> Tuple[float, int, torch.Tensor, float]:
+    """COIN over any model: the ``(γ, r)`` of the grid with the lowest validation MSE of the diffused forecasts.
+
+    ``γ = 0`` (the model itself) is always a candidate, so the choice never has a higher validation error than
+    the model; ties go to the smaller ``γ``, then the fewer steps.
+
+    Args:
+        prediction: ``(S, N, H)`` forecasts of a model.
+        data: a protocol's windows (:func:`protocol_windows`) with ``graphs``, the origins' graphs of
+            :func:`diffuse_forecasts`.
+        step_sizes: the ``γ`` to try.
+        num_steps: the ``r`` to try.
+
+    Returns:
+        ``(γ, r, forecasts, validation MSE)`` of the choice.
+    """
+    targets, validation = data["targets"], data["masks"]["val"]
+    best = (masked_mse(prediction, targets, validation).item(), 0.0, 0, prediction)
+    for step_size in sorted(set(step_sizes) - {0.0}):
+        out = prediction
+        for steps in range(1, max(num_steps) + 1):
+            out = diffuse_forecasts(out, data["graphs"], step_size, 1)
+            if steps in num_steps:
+                error = masked_mse(out, targets, validation).item()
+                if error < best[0]:
+                    best = (error, step_size, steps, out)
+    return best[1], best[2], best[3], best[0]
