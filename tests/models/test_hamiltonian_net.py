@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from pdenets.models.hamiltonian import HamiltonianNet
+from pdenets.models.image_networks import count_flops
 from pdenets.models.registry import create_model
 from pdenets.nn import HamiltonianBlock, NonlocalBlock
-from pdenets.tasks.image_classification import count_flops, paper_learning_rate
+from pdenets.tasks.image_classification import paper_learning_rate
 
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 

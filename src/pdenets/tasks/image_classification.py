@@ -33,35 +33,25 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.canvas import LABELS, canvas_classes, two_digit_canvases
-from ..data.vision import ImageData, load_cifar10, load_cifar10_centred, load_mnist, pad_crop_flip
+from ..data.canvas import LABELS
+from ..data.image_benchmarks import IMAGE_BENCHMARKS, load_image_benchmark
+from ..data.vision import load_cifar10, load_mnist, pad_crop_flip
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.distributed import distributed_context
-from ..experiments.plots import plt
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue, Stats, group_records
+from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, mean_iou, train_epoch
-from ..models.registry import create_model, list_models, model_entry
-from ..nn.nonlocal_block import NonlocalBlock
+from ..models.image_networks import PAPER_ARCHITECTURE, build_image_model, count_flops, model_architecture, \
+    nonlocal_spectra
+from ..models.registry import list_models, model_entry
+from ..reports import image as image_report
+from ..reports.image import PAPER_TABLE1
 
 __all__ = ["ImageClassificationConfig", "ImageClassificationTask", "ImageJob", "PAPER_TABLE1", "count_flops",
            "paper_learning_rate"]
 
-DATASETS = ("cifar10", "canvas", "canvas-segmentation")
-_T1 = "PIDE paper, Table 1 (CIFAR-10, median of 5 seeds, 200 epochs)"
-PAPER_TABLE1 = {"resnet-44": PaperValue(92.64, None, _T1), "preresnet-20": PaperValue(92.35, None, _T1),
-                "hamiltonian-74": PaperValue(92.75, None, _T1), "hamiltonian-74-diffusion": PaperValue(93.27, None, _T1),
-                "hamiltonian-74-fractional": PaperValue(93.21, None, _T1),
-                "hamiltonian-74-inverse-fractional": PaperValue(93.08, None, _T1),
-                "hamiltonian-74-log": PaperValue(92.88, None, _T1)}
-_T4 = "PIDE paper, Table 4 (CIFAR-10, M multiply-adds)"
-PAPER_FLOPS = {"resnet-44": PaperValue(98.3, None, _T4), "hamiltonian-74": PaperValue(159.6, None, _T4),
-               "hamiltonian-74-diffusion": PaperValue(192.9, None, _T4),
-               "hamiltonian-74-fractional": PaperValue(193.4, None, _T4),
-               "hamiltonian-74-inverse-fractional": PaperValue(193.2, None, _T4),
-               "hamiltonian-74-log": PaperValue(193.6, None, _T4)}
+DATASETS = IMAGE_BENCHMARKS
 
 
 def paper_learning_rate(step: int, steps_per_epoch: int, epochs: int, base: float = 0.1) -> float:
@@ -149,60 +139,6 @@ class ImageJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-# ----------------------------------------------------------------------------------------
-# data (cached per process)
-
-@process_cache(maxsize=2)
-def _dataset(name: str, data: Dict[str, Any], data_dir: Optional[str]) -> Dict[str, Any]:
-    if name == "cifar10":
-        train, tests = load_cifar10_centred(data_dir, train_limit=data.get("train_limit"),
-                                            test_limit=data.get("test_limit"))
-        result = {"train": train, "tests": tests,
-                  "classes": 10, "channels": 3, "size": 32, "augment": True, "segmentation": False,
-                  "head": "pool"}
-    else:
-        segmentation = name == "canvas-segmentation"
-        train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
-        label = data.get("canvas_label", "sum")
-        options = {"size": data["canvas_size"], "min_distance": data["min_distance"], "label": label,
-                   "digit_classes": data.get("canvas_digits")}
-        train = two_digit_canvases(train_digits, data["canvas_train"], seed=1, **options)
-        test = two_digit_canvases(test_digits, data["canvas_test"], seed=2, **options)
-        target = "masks" if segmentation else "labels"
-        result = {"train": ImageData(train.images, getattr(train, target), "canvas-train"),
-                  "tests": {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
-                  "classes": canvas_classes(label, segmentation), "channels": 1, "size": data["canvas_size"],
-                  "augment": False, "segmentation": segmentation, "head": "global"}
-    return result
-
-
-def model_architecture(name: str, architecture: Dict[str, Any]) -> Dict[str, Any]:
-    """The settings of ``architecture`` that network ``name`` is built with (and so its job key holds)."""
-    if name.startswith("hamiltonian"):
-        used = ["units", "widths", "step_size"]
-        if name != "hamiltonian-74":  # the nonlocal variants
-            used += ["lam", "subsample", "stages"] + (["s"] if name.endswith("fractional") else [])
-    else:
-        used = ["resnet_depth", "resnet_widths"] if name == "resnet-44" else []
-    return {key: architecture[key] for key in used}
-
-
-def build_model(name: str, architecture: Dict[str, Any], *, channels: int, classes: int, size: int,
-                segmentation: bool, head: str = "pool"):
-    """A registered image model at the config's scale (``head`` of Hamiltonian networks unless segmenting)."""
-    used = model_architecture(name, architecture)
-    if name.startswith("hamiltonian"):
-        options = {key: used[key] for key in ("subsample", "stages", "lam", "s") if key in used}
-        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(used["units"]),
-                            widths=tuple(used["widths"]), step_size=used["step_size"],
-                            image_size=size, head="segmentation" if segmentation else head,
-                            nonlocal_options=options)
-    if name == "resnet-44":
-        return create_model(name, in_channels=channels, num_classes=classes, depth=used["resnet_depth"],
-                            widths=tuple(used["resnet_widths"]), segmentation=segmentation)
-    return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
-
-
 def _architecture(config: ImageClassificationConfig) -> Dict[str, Any]:
     """The network settings of a config (each model's job key holds those it uses; the FLOPs table all)."""
     return {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
@@ -220,44 +156,23 @@ def _training(config: ImageClassificationConfig, model: str) -> Dict[str, Any]:
     return training
 
 
-def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
-    """Multiply-adds of one forward pass at batch size 1 (``FlopCounterMode`` counts 2 flops per multiply-add)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    model.eval()
-    counter = FlopCounterMode(display=False)
-    with counter, torch.no_grad():
-        model(torch.zeros(1, *shape))
-    return counter.get_total_flops() // 2
-
-
-def _spectra(model: torch.nn.Module) -> List[Dict[str, Any]]:
-    """Eigenvalues of ``𝒦₁, 𝒦₂`` (the 1×1 convolutions of each nonlocal block) and of their symmetric parts."""
-    out = []
-    for unit, block in enumerate(m for m in model.modules() if isinstance(m, NonlocalBlock)):
-        for stage, outer in enumerate(block.outer):
-            matrix = outer[0].weight.detach()[:, :, 0, 0].double()
-            eigenvalues = torch.linalg.eigvals(matrix)
-            symmetric = torch.linalg.eigvalsh((matrix + matrix.T) / 2)
-            out.append({"unit": unit + 1, "stage": stage + 1, "real": eigenvalues.real.tolist(),
-                        "imag": eigenvalues.imag.tolist(), "symmetric": symmetric.tolist(),
-                        "positive_fraction": float((eigenvalues.real > 0).double().mean()),
-                        "symmetric_positive_fraction": float((symmetric > 0).double().mean())})
-    return out
+_benchmark = process_cache(maxsize=2)(load_image_benchmark)  # loaded once per worker process
 
 
 def run_image_job(spec: ImageJob) -> Dict[str, Any]:
+    """Train one network on one data set; its test accuracies (and mean IoU), curve and nonlocal spectra."""
     architecture, training, data = dict(spec.architecture), dict(spec.training), dict(spec.data)
-    bundle = _dataset(spec.dataset, data, spec.data_dir)
+    benchmark = _benchmark(spec.dataset, data, spec.data_dir)
     device = torch.device(spec.device)
     context = distributed_context(spec.device)
     torch.manual_seed(spec.seed)
-    model = build_model(spec.model, architecture, channels=bundle["channels"], classes=bundle["classes"],
-                        size=bundle["size"], segmentation=bundle["segmentation"], head=bundle["head"]).to(device)
+    head = "pool" if spec.dataset == "cifar10" else "global"  # on the canvases every network pools globally
+    model = build_image_model(spec.model, architecture, channels=benchmark.channels, classes=benchmark.classes,
+                              size=benchmark.size, segmentation=benchmark.segmentation, head=head).to(device)
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trained = context.wrap(model)
     optimizer = torch.optim.SGD(trained.parameters(), lr=training["lr"], momentum=training["momentum"])
-    train = bundle["train"]
+    train = benchmark.train
     steps_per_epoch = -(-len(train) // training["batch_size"])
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: paper_learning_rate(
         step, steps_per_epoch, training["epochs"], 1.0))
@@ -270,7 +185,7 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
         return total
 
     generator = torch.Generator().manual_seed(spec.seed)
-    augment = (lambda x, g: pad_crop_flip(x, g)) if bundle["augment"] else None
+    augment = (lambda x, g: pad_crop_flip(x, g)) if benchmark.augment else None
     curve = []
     start = time.perf_counter()
     for epoch in range(training["epochs"]):
@@ -281,14 +196,14 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     seconds = time.perf_counter() - start
     record: Dict[str, Any] = {"parameters": parameters, "train_curve": curve, "seconds": seconds, "tests": {},
                               "test_losses": {}}
-    for name, test in bundle["tests"].items():
+    for name, test in benchmark.tests.items():
         evaluation = evaluate_classifier(model, test.images, test.labels, device=spec.device)
         entry = {"accuracy": evaluation["accuracy"]}
         record["test_losses"][name] = evaluation["loss"]
-        if bundle["segmentation"]:
-            entry["mean_iou"] = mean_iou(evaluation["predictions"], test.labels, bundle["classes"])
+        if benchmark.segmentation:
+            entry["mean_iou"] = mean_iou(evaluation["predictions"], test.labels, benchmark.classes)
         record["tests"][name] = entry
-    record["spectra"] = _spectra(model)
+    record["spectra"] = nonlocal_spectra(model)
     context.close()
     return record
 
@@ -366,84 +281,19 @@ class ImageClassificationTask(Task):
 
     def flops(self) -> Dict[str, Any]:
         """FLOPs (multiply-adds) of the paper-scale networks at 32×32 and of the configured ones."""
-        paper = {"units": (6, 6, 6), "widths": (32, 64, 112), "step_size": 0.06, "lam": 0.1, "s": 0.5,
-                 "subsample": 2, "stages": 2, "resnet_depth": 44, "resnet_widths": (16, 32, 64)}
         config = self.config
         configured = _architecture(config)
         out = {}
-        for label, architecture in (("paper scale", paper), ("this run", configured)):
+        for label, architecture in (("paper scale", PAPER_ARCHITECTURE), ("this run", configured)):
             for model in config.flops_models:
-                network = build_model(model, architecture, channels=3, classes=10, size=32, segmentation=False)
+                network = build_image_model(model, architecture, channels=3, classes=10, size=32, segmentation=False)
                 out.setdefault(label, {})[model] = {
                     "mflops": count_flops(network, (3, 32, 32)) / 1e6,
                     "parameters": sum(p.numel() for p in network.parameters())}
         return out
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        _write_report(self, results, records, run_dir)
-
-
-def _write_report(task: ImageClassificationTask, results, records, run_dir) -> None:
-    config = task.config
-    figures = results.setdefault("figures", {})
-    report = Report("pdenets — Hamiltonian CNNs with nonlocal PIDE blocks")
-    report.paragraph(
-        f"Units {config.units}, widths {config.widths}, h = {config.step_size}, λ = {config.lam}, s = {config.s}, "
-        f"subsampling {config.subsample}, {config.stages} stages; ResNet v1 depth {config.resnet_depth} (widths "
-        f"{config.resnet_widths}); {config.epochs} epochs, batch {config.batch_size}, SGD (momentum {config.momentum}) "
-        f"with the paper's piecewise learning rate scaled to the epochs, L2 {config.l2} (ResNets {config.l2_resnet}), "
-        f"smoothness {config.smoothness}; seeds {config.seeds}. {results['runs_stored']} of {results['runs_planned']} "
-        f"runs stored; wall time {results['wall_seconds']:.0f} s.")
-    for dataset, models in results["table"].items():
-        report.heading(f"{dataset}: median over seeds")
-        if dataset == "cifar10":
-            limit = config.test_limit or 10_000
-            report.paragraph(f"Test sets: *held-out* = the first {min(limit, 10_000):,} of the **last 10,000 training "
-                             "images, held out** from training (the offline data lacks 9,000 of the official test "
-                             "images); *official* = the 1,000 official test images available.")
-        tests = [key for key in next(iter(models.values())) if isinstance(next(iter(models.values()))[key], dict)]
-        rows = []
-        for model, entry in models.items():
-            row = [model, f"{entry['parameters'] / 1e6:.3f}"]
-            row += [f"{entry[t]['median']:.2f} ({entry[t]['min']:.2f}–{entry[t]['max']:.2f})" for t in tests]
-            paper = PAPER_TABLE1.get(model) if dataset == "cifar10" else None
-            rows.append(row + [paper.format(2) if paper else "—", f"{entry['seconds_per_run']:.0f}", entry["runs"]])
-        report.table(["model", "parameters (M)"] + [f"{t} (%)" for t in tests] +
-                     ["paper (full scale)", "s per run", "seeds"], rows,
-                     caption="Median (min–max) over seeds. The paper's column is its full-scale 200-epoch result on the "
-                             "official test set, for orientation only.")
-    if config.flops_models:
-        report.heading("FLOPs (Table 4 layout): multiply-adds of one 32×32 image")
-        rows = []
-        for model in config.flops_models:
-            paper = PAPER_FLOPS.get(model)
-            rows.append([model] + [f"{results['flops'][scale][model]['mflops']:.1f}" for scale in results["flops"]]
-                        + [paper.format(1) if paper else "—"])
-        report.table(["model"] + [f"{scale} (M)" for scale in results["flops"]] + ["paper (M)"], rows,
-                     caption="Counted with torch.utils.flop_counter.FlopCounterMode (which sees the nonlocal blocks' "
-                             "matrix products), halved to multiply-adds.")
-    spectra = [(r["dataset"], r["model"], r["seed"], r["spectra"]) for r in records if r.get("spectra")]
-    if spectra:
-        figures["eigenvalues"] = _eigenvalue_figure(spectra[0], run_dir)
-        report.heading("Eigenvalues of the nonlocal blocks' 𝒦₁, 𝒦₂ (Figs. 7–8)")
-        report.figure(figures["eigenvalues"], f"{spectra[0][1]} on {spectra[0][0]} (seed {spectra[0][2]}): real "
-                                              "parts of the eigenvalues of each 1×1 convolution 𝒦 (top) and the "
-                                              "eigenvalues of its symmetric part (bottom); + = fraction positive.")
-    report.write(run_dir)
-
-
-def _eigenvalue_figure(spectrum, run_dir) -> str:
-    _, _, _, blocks = spectrum
-    fig, axes = plt.subplots(2, len(blocks), figsize=(2.6 * len(blocks), 5), squeeze=False, layout="constrained")
-    for column, block in enumerate(blocks):
-        for row, (key, fraction) in enumerate((("real", "positive_fraction"),
-                                               ("symmetric", "symmetric_positive_fraction"))):
-            ax = axes[row][column]
-            values = np.sort(np.asarray(block[key]))
-            ax.plot(values, "o", markersize=3)
-            ax.axhline(0, color="k", linewidth=0.6)
-            ax.set_title(f"unit {block['unit']} K{block['stage']} {'Re' if row == 0 else 'sym'}: "
-                         f"+{block[fraction]:.2f}", fontsize=8)
-            ax.grid(alpha=0.3)
-    return run_dir.save_figure(fig, "eigenvalues.png")
+        report = self.new_report(results, "pdenets — Hamiltonian CNNs with nonlocal PIDE blocks")
+        image_report.add_sections(report, self.config, results, records, run_dir)
+        self.write_report(report, run_dir)
 
