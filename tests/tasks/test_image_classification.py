@@ -1,5 +1,6 @@
 """``pdenets run image-classification`` at toy scale: CIFAR-10 and canvas segmentation, resume, report, config checks."""
 
+import dataclasses
 import json
 
 import pytest
@@ -48,12 +49,12 @@ def test_same_label_canvases_train_a_two_class_head(tmp_path):
     config = ImageClassificationConfig(datasets=["canvas"], models=["hamiltonian-74"], seeds=[0], canvas_train=50,
                                        canvas_test=20, canvas_size=40, min_distance=10.0, canvas_label="same", **TINY)
     task = ImageClassificationTask(config)
-    assert dict(task.jobs()[0].data)["canvas_label"] == "same"
-    assert "canvas_label" not in dict(ImageClassificationTask(ImageClassificationConfig(
-        datasets=["canvas"], **TINY)).jobs()[0].data)  # sum-label keys stay as before the option existed
-    assert "canvas_digits" not in dict(task.jobs()[0].data)
+    assert task.jobs()[0].data.canvas_label == "same"
+    default = ImageClassificationTask(ImageClassificationConfig(datasets=["canvas"], **TINY)).jobs()[0]
+    assert default.data.canvas_label == "sum"
+    assert task.jobs()[0].data.canvas_digits is None
     pair = ImageClassificationTask(ImageClassificationConfig(datasets=["canvas"], canvas_digits=[1, 0], **TINY))
-    assert dict(pair.jobs()[0].data)["canvas_digits"] == (0, 1)
+    assert pair.jobs()[0].data.canvas_digits == (0, 1)
     run_task(task, out=tmp_path / "run", progress=False)
     assert "test canvases" in (tmp_path / "run" / "report.md").read_text()
 
@@ -83,7 +84,7 @@ def test_cli_refuses_a_model_typo_in_one_line(capsys):
 @pytest.mark.parametrize("model", ["hamiltonian-74-fractional", "resnet-44"])
 def test_every_setting_of_an_image_job_reaches_the_result(model):
     """Each key setting (architecture, training and data entry by entry) changes the record; a job's key holds
-    only the settings its network is built and trained with."""
+    only the settings its network is built and trained with (the others are None)."""
     from pdenets.tasks.image_classification import run_image_job
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
@@ -93,13 +94,18 @@ def test_every_setting_of_an_image_job_reaches_the_result(model):
                                        **{**TINY, "batch_size": 20, "resnet_widths": [2, 4, 4],
                                           "units": [2, 1]})  # two blocks in a unit: a smoothness penalty
     spec = ImageClassificationTask(config).jobs()[0]
-    assert {"l2_resnet"} - {key for key, _ in spec.training} == {"l2_resnet"}
+    assert spec.training.l2 == (config.l2_resnet if model == "resnet-44" else config.l2)
+    unused = {f"{group}.{name}": "not a setting of this network (None in its spec)"
+              for group in ("architecture", "training")
+              for name, value in dataclasses.asdict(getattr(spec, group)).items() if value is None}
+    assert ("architecture.units" in unused) == (model == "resnet-44")
     assert_every_key_setting_matters(
         run_image_job, spec,
         changes={"dataset": "canvas-segmentation", "architecture.units": (1, 2), "architecture.widths": (4, 6),
                  "architecture.resnet_widths": (2, 4, 6), "architecture.resnet_depth": 14,
                  "architecture.subsample": 1, "training.batch_size": 10, "training.momentum": 0.5,
-                 "data.min_distance": 12.0, "data.canvas_size": 44, "training.l2": 0.5},
+                 "data.min_distance": 12.0, "data.canvas_size": 44, "training.l2": 0.5,
+                 "data.canvas_label": "same", "data.canvas_digits": (3, 8)},
         skip={"device": "one device on a CPU-only machine",
-              "model": "each model has its own settings; two are checked one by one"},
+              "model": "each model has its own settings; two are checked one by one", **unused},
         ignore=("seconds",))

@@ -1,7 +1,8 @@
 """The data sets of the image study: CIFAR-10 with its two test sets, and two-digit MNIST canvases.
 
-:func:`load_image_benchmark` builds one of :data:`IMAGE_BENCHMARKS` as training images, named
-test sets and what a network needs to know about them (:class:`ImageBenchmark`):
+:func:`load_image_benchmark` builds one of :data:`IMAGE_BENCHMARKS` from its settings
+(:class:`CifarSettings` or :class:`CanvasSettings`) as training images, named test sets and what a
+network needs to know about them (:class:`ImageBenchmark`):
 
 * ``cifar10`` — :func:`~pdenets.data.vision.load_cifar10_centred`: the first 40,000 training
   images (or ``train_limit``), the held-out last 10,000 (or the first ``test_limit`` of them) and
@@ -14,14 +15,48 @@ test sets and what a network needs to know about them (:class:`ImageBenchmark`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping
+from typing import Dict, Optional, Tuple, Union
 
 from .canvas import canvas_classes, two_digit_canvases
 from .vision import ImageData, load_cifar10_centred, load_mnist
 
-__all__ = ["IMAGE_BENCHMARKS", "ImageBenchmark", "load_image_benchmark"]
+__all__ = ["IMAGE_BENCHMARKS", "CifarSettings", "CanvasSettings", "ImageBenchmark", "load_image_benchmark"]
 
 IMAGE_BENCHMARKS = ("cifar10", "canvas", "canvas-segmentation")
+
+
+@dataclass(frozen=True)
+class CifarSettings:
+    """How much of CIFAR-10 is used.
+
+    Args:
+        train_limit: training images (default: ``None``, all 40,000).
+        test_limit: held-out images evaluated (default: ``None``, all 10,000).
+    """
+
+    train_limit: Optional[int] = None
+    test_limit: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CanvasSettings:
+    """How the two-digit canvases are drawn.
+
+    Args:
+        canvas_train: training canvases (of MNIST training digits).
+        canvas_test: test canvases (of MNIST test digits).
+        canvas_size: the side of a canvas.
+        min_distance: the least distance between the two digits' corners.
+        canvas_label: ``"sum"`` (of the two digits, mod 10) or ``"same"`` (same digit or not).
+        canvas_digits: the digit classes drawn, sorted (default: ``None``, all ten).
+    """
+
+    canvas_train: int
+    canvas_test: int
+    canvas_size: int
+    min_distance: float
+    canvas_label: str = "sum"
+    canvas_digits: Optional[Tuple[int, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -47,14 +82,12 @@ class ImageBenchmark:
     segmentation: bool
 
 
-def load_image_benchmark(name: str, settings: Mapping[str, Any], data_dir=None) -> ImageBenchmark:
+def load_image_benchmark(name: str, settings: Union[CifarSettings, CanvasSettings], data_dir=None) -> ImageBenchmark:
     """One data set of the image study, read from the local files.
 
     Args:
         name: one of :data:`IMAGE_BENCHMARKS`.
-        settings: for ``cifar10`` the optional ``train_limit`` and ``test_limit``; for the canvases
-            ``canvas_train``, ``canvas_test``, ``canvas_size``, ``min_distance`` and the optional
-            ``canvas_label`` (default ``"sum"``) and ``canvas_digits`` (default: all ten digits).
+        settings: :class:`CifarSettings` for ``cifar10``, :class:`CanvasSettings` for the canvases.
         data_dir: the data directory (default: :func:`~pdenets.data.paths.resolve_data_dir`'s).
 
     Returns:
@@ -62,23 +95,26 @@ def load_image_benchmark(name: str, settings: Mapping[str, Any], data_dir=None) 
         ``"test canvases"`` for the canvases) and the number of classes, channels and the size.
 
     Raises:
+        ValueError: ``name`` is not an image benchmark, or ``settings`` are those of another one.
         DatasetNotFoundError: a file of the data set is missing.
     """
-    if name == "cifar10":
-        train, tests = load_cifar10_centred(data_dir, train_limit=settings.get("train_limit"),
-                                            test_limit=settings.get("test_limit"))
-        return ImageBenchmark(train, tests, classes=10, channels=3, size=32, augment=True, segmentation=False)
     if name not in IMAGE_BENCHMARKS:
         raise ValueError(f"unknown image benchmark {name!r}; choose from {IMAGE_BENCHMARKS}")
+    expected = CifarSettings if name == "cifar10" else CanvasSettings
+    if not isinstance(settings, expected):
+        raise ValueError(f"{name} is read with {expected.__name__}, got {type(settings).__name__}")
+    if isinstance(settings, CifarSettings):
+        train, tests = load_cifar10_centred(data_dir, train_limit=settings.train_limit, test_limit=settings.test_limit)
+        return ImageBenchmark(train, tests, classes=10, channels=3, size=32, augment=True, segmentation=False)
     segmentation = name == "canvas-segmentation"
     train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
-    label = settings.get("canvas_label", "sum")
-    options = {"size": settings["canvas_size"], "min_distance": settings["min_distance"], "label": label,
-               "digit_classes": settings.get("canvas_digits")}
-    train = two_digit_canvases(train_digits, settings["canvas_train"], seed=1, **options)
-    test = two_digit_canvases(test_digits, settings["canvas_test"], seed=2, **options)
+    label = settings.canvas_label
+    options = {"size": settings.canvas_size, "min_distance": settings.min_distance, "label": label,
+               "digit_classes": settings.canvas_digits}
+    train = two_digit_canvases(train_digits, settings.canvas_train, seed=1, **options)
+    test = two_digit_canvases(test_digits, settings.canvas_test, seed=2, **options)
     target = "masks" if segmentation else "labels"
     return ImageBenchmark(ImageData(train.images, getattr(train, target), "canvas-train"),
                           {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
-                          classes=canvas_classes(label, segmentation), channels=1, size=settings["canvas_size"],
+                          classes=canvas_classes(label, segmentation), channels=1, size=settings.canvas_size,
                           augment=False, segmentation=segmentation)

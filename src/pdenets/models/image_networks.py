@@ -1,54 +1,85 @@
 """The registered image networks at a chosen scale, and what is measured on them.
 
 The image models of the registry (``resnet-44``, ``preresnet-20``, ``hamiltonian-74`` and its
-nonlocal variants) take their architecture from one set of settings (``units``, ``widths``,
-``step_size``, ``lam``, ``s``, ``subsample``, ``stages``, ``resnet_depth``, ``resnet_widths``):
+nonlocal variants) take their architecture from one set of settings, an :class:`ImageArchitecture`:
 :func:`model_architecture` keeps those a network is built with, :func:`build_image_model` builds
-it, :func:`count_flops` counts the multiply-adds of one forward pass and :func:`nonlocal_spectra`
-gives the eigenvalues of the nonlocal blocks' 1×1 convolutions 𝒦₁, 𝒦₂ (Figs. 7–8 of Bohn, Griebel &
-Kannan, *Deep Neural Networks and PIDE discretizations*). :data:`PAPER_ARCHITECTURE` is the
-paper's full scale (Hamiltonian-74: 6-6-6 blocks of widths 32/64/112; ResNet-44).
+it, :func:`count_flops` counts the multiply-adds of one forward pass (:func:`flops_table` for several
+networks and scales) and :func:`nonlocal_spectra` gives the eigenvalues of the nonlocal blocks' 1×1
+convolutions 𝒦₁, 𝒦₂ (Figs. 7–8 of Bohn, Griebel & Kannan, *Deep Neural Networks and PIDE
+discretizations*). :data:`PAPER_ARCHITECTURE` is the paper's full scale (Hamiltonian-74: 6-6-6
+blocks of widths 32/64/112; ResNet-44).
 
 Example:
-    >>> import torch
-    >>> net = build_image_model("hamiltonian-74-diffusion", {**PAPER_ARCHITECTURE, "units": (1, 1, 1)},
-    ...                         channels=3, classes=10, size=32, segmentation=False)
+    >>> import dataclasses, torch
+    >>> small = dataclasses.replace(PAPER_ARCHITECTURE, units=(1, 1, 1))
+    >>> net = build_image_model("hamiltonian-74-diffusion", small, channels=3, classes=10, size=32, segmentation=False)
     >>> net(torch.zeros(2, 3, 32, 32)).shape, len(nonlocal_spectra(net))
     (torch.Size([2, 10]), 6)
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
 from ..nn.nonlocal_block import NonlocalBlock
 from .registry import create_model
 
-__all__ = ["PAPER_ARCHITECTURE", "model_architecture", "build_image_model", "count_flops", "nonlocal_spectra"]
-
-#: the architecture settings of the paper's full-scale networks (CIFAR-10, Table 4)
-PAPER_ARCHITECTURE = {"units": (6, 6, 6), "widths": (32, 64, 112), "step_size": 0.06, "lam": 0.1, "s": 0.5,
-                      "subsample": 2, "stages": 2, "resnet_depth": 44, "resnet_widths": (16, 32, 64)}
+__all__ = ["ImageArchitecture", "PAPER_ARCHITECTURE", "model_architecture", "build_image_model", "count_flops",
+           "flops_table", "nonlocal_spectra"]
 
 
-def model_architecture(name: str, architecture: Mapping[str, Any]) -> Dict[str, Any]:
+@dataclass(frozen=True)
+class ImageArchitecture:
+    """The architecture settings of the image networks; ``None`` where a network does not use one.
+
+    Args:
+        units: Hamiltonian blocks per unit.
+        widths: Hamiltonian channels per unit.
+        step_size: ``h`` of the Hamiltonian and nonlocal blocks.
+        lam: ``λ`` of the nonlocal kernels.
+        s: the fractional order of ``(−Δ)^s`` and ``(−Δ)^{−s}``.
+        subsample: max-pooling of keys and values in the nonlocal blocks.
+        stages: stages of each nonlocal block.
+        resnet_depth: the depth of ResNet v1 (``6n + 2``).
+        resnet_widths: the stage widths of ResNet v1.
+    """
+
+    units: Optional[Tuple[int, ...]] = None
+    widths: Optional[Tuple[int, ...]] = None
+    step_size: Optional[float] = None
+    lam: Optional[float] = None
+    s: Optional[float] = None
+    subsample: Optional[int] = None
+    stages: Optional[int] = None
+    resnet_depth: Optional[int] = None
+    resnet_widths: Optional[Tuple[int, ...]] = None
+
+
+#: the architecture of the paper's full-scale networks (CIFAR-10, Table 4)
+PAPER_ARCHITECTURE = ImageArchitecture(units=(6, 6, 6), widths=(32, 64, 112), step_size=0.06, lam=0.1, s=0.5,
+                                       subsample=2, stages=2, resnet_depth=44, resnet_widths=(16, 32, 64))
+
+
+def model_architecture(name: str, architecture: ImageArchitecture) -> ImageArchitecture:
     """The settings of ``architecture`` that network ``name`` is built with (and so its job key holds).
 
     Args:
         name: a registered image model.
-        architecture: every architecture setting (the keys of :data:`PAPER_ARCHITECTURE`).
+        architecture: the architecture settings.
 
     Returns:
-        The settings the network uses: ``units``, ``widths`` and ``step_size`` for Hamiltonian
-        networks, with ``lam``, ``subsample``, ``stages`` (and ``s`` for the fractional kernels) for
-        the nonlocal variants; ``resnet_depth`` and ``resnet_widths`` for ResNet v1; none for the
-        PreResNet.
+        ``architecture`` with ``None`` for the settings the network does not use. It uses ``units``,
+        ``widths`` and ``step_size`` if Hamiltonian, with ``lam``, ``subsample``, ``stages`` (and ``s``
+        for the fractional kernels) if nonlocal; ``resnet_depth`` and ``resnet_widths`` if ResNet v1;
+        none if PreResNet.
 
     Examples:
-        >>> model_architecture("resnet-44", PAPER_ARCHITECTURE)
-        {'resnet_depth': 44, 'resnet_widths': (16, 32, 64)}
+        >>> used = model_architecture("resnet-44", PAPER_ARCHITECTURE)
+        >>> used.resnet_depth, used.resnet_widths, used.units
+        (44, (16, 32, 64), None)
     """
     if name.startswith("hamiltonian"):
         used = ["units", "widths", "step_size"]
@@ -56,10 +87,10 @@ def model_architecture(name: str, architecture: Mapping[str, Any]) -> Dict[str, 
             used += ["lam", "subsample", "stages"] + (["s"] if name.endswith("fractional") else [])
     else:
         used = ["resnet_depth", "resnet_widths"] if name == "resnet-44" else []
-    return {key: architecture[key] for key in used}
+    return ImageArchitecture(**{key: getattr(architecture, key) for key in used})
 
 
-def build_image_model(name: str, architecture: Mapping[str, Any], *, channels: int, classes: int, size: int,
+def build_image_model(name: str, architecture: ImageArchitecture, *, channels: int, classes: int, size: int,
                       segmentation: bool, head: str = "pool") -> torch.nn.Module:
     """A registered image model built with the settings of ``architecture`` it uses.
 
@@ -77,14 +108,15 @@ def build_image_model(name: str, architecture: Mapping[str, Any], *, channels: i
     """
     used = model_architecture(name, architecture)
     if name.startswith("hamiltonian"):
-        options = {key: used[key] for key in ("subsample", "stages", "lam", "s") if key in used}
-        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(used["units"]),
-                            widths=tuple(used["widths"]), step_size=used["step_size"],
+        options = {key: getattr(used, key) for key in ("subsample", "stages", "lam", "s")
+                   if getattr(used, key) is not None}
+        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(used.units),
+                            widths=tuple(used.widths), step_size=used.step_size,
                             image_size=size, head="segmentation" if segmentation else head,
                             nonlocal_options=options)
     if name == "resnet-44":
-        return create_model(name, in_channels=channels, num_classes=classes, depth=used["resnet_depth"],
-                            widths=tuple(used["resnet_widths"]), segmentation=segmentation)
+        return create_model(name, in_channels=channels, num_classes=classes, depth=used.resnet_depth,
+                            widths=tuple(used.resnet_widths), segmentation=segmentation)
     return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
 
 
@@ -109,6 +141,26 @@ def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
     with counter, torch.no_grad():
         model(torch.zeros(1, *shape))
     return counter.get_total_flops() // 2
+
+
+def flops_table(models: Sequence[str], scales: Mapping[str, ImageArchitecture]) -> Dict[str, Dict[str, Any]]:
+    """Multiply-adds and parameters of ``models`` built at every scale of ``scales`` for 32 × 32 RGB images.
+
+    Args:
+        models: registered image models.
+        scales: a name (e.g. ``"paper scale"``) → the architecture the models are built with.
+
+    Returns:
+        Scale → model → ``{"mflops": millions of multiply-adds, "parameters": count}``.
+    """
+    out: Dict[str, Dict[str, Any]] = {}
+    for label, architecture in scales.items():
+        for model in models:
+            network = build_image_model(model, architecture, channels=3, classes=10, size=32, segmentation=False)
+            out.setdefault(label, {})[model] = {
+                "mflops": count_flops(network, (3, 32, 32)) / 1e6,
+                "parameters": sum(p.numel() for p in network.parameters())}
+    return out
 
 
 def nonlocal_spectra(model: torch.nn.Module) -> List[Dict[str, Any]]:

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 import torch
 
 from ..data.canvas import LABELS
-from ..data.image_benchmarks import IMAGE_BENCHMARKS, load_image_benchmark
+from ..data.image_benchmarks import IMAGE_BENCHMARKS, CanvasSettings, CifarSettings, load_image_benchmark
 from ..data.vision import load_cifar10, load_mnist, pad_crop_flip
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
@@ -42,8 +42,8 @@ from ..experiments.distributed import distributed_context
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, mean_iou, train_epoch
-from ..models.image_networks import PAPER_ARCHITECTURE, build_image_model, count_flops, model_architecture, \
-    nonlocal_spectra
+from ..models.image_networks import PAPER_ARCHITECTURE, ImageArchitecture, build_image_model, count_flops, \
+    flops_table, model_architecture, nonlocal_spectra
 from ..models.registry import list_models, model_entry
 from ..reports import image as image_report
 from ..reports.image import PAPER_TABLE1
@@ -128,32 +128,54 @@ class ImageClassificationConfig(TaskConfig):
 
 
 @dataclass(frozen=True)
+class ImageTraining:
+    """The optimisation settings of one job: SGD, its L2 weight, the smoothness weight (Hamiltonian networks)."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    momentum: float
+    l2: float
+    smoothness: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class ImageJob:
+    """One network (at the settings it uses) trained with one seed on one data set."""
+
     dataset: str
     model: str
     seed: int
-    architecture: Tuple[Tuple[str, Any], ...]
-    training: Tuple[Tuple[str, Any], ...]
-    data: Tuple[Tuple[str, Any], ...]
+    architecture: ImageArchitecture
+    training: ImageTraining
+    data: Union[CifarSettings, CanvasSettings]
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-def _architecture(config: ImageClassificationConfig) -> Dict[str, Any]:
+def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
     """The network settings of a config (each model's job key holds those it uses; the FLOPs table all)."""
-    return {"units": tuple(config.units), "widths": tuple(config.widths), "step_size": config.step_size,
-            "lam": config.lam, "s": config.s, "subsample": config.subsample, "stages": config.stages,
-            "resnet_depth": config.resnet_depth, "resnet_widths": tuple(config.resnet_widths)}
+    return ImageArchitecture(units=tuple(config.units), widths=tuple(config.widths), step_size=config.step_size,
+                             lam=config.lam, s=config.s, subsample=config.subsample, stages=config.stages,
+                             resnet_depth=config.resnet_depth, resnet_widths=tuple(config.resnet_widths))
 
 
-def _training(config: ImageClassificationConfig, model: str) -> Dict[str, Any]:
+def _training(config: ImageClassificationConfig, model: str) -> ImageTraining:
     """The optimisation settings of one model's jobs: its own L2 weight; the smoothness penalty only for
     Hamiltonian networks."""
-    training = {"epochs": config.epochs, "batch_size": config.batch_size, "lr": config.lr,
-                "momentum": config.momentum, "l2": config.l2_resnet if model == "resnet-44" else config.l2}
-    if model.startswith("hamiltonian"):
-        training["smoothness"] = config.smoothness
-    return training
+    return ImageTraining(config.epochs, config.batch_size, config.lr, config.momentum,
+                         l2=config.l2_resnet if model == "resnet-44" else config.l2,
+                         smoothness=config.smoothness if model.startswith("hamiltonian") else None)
+
+
+def _data(config: ImageClassificationConfig, dataset: str) -> Union[CifarSettings, CanvasSettings]:
+    """The settings data set ``dataset`` is read with."""
+    if dataset == "cifar10":
+        return CifarSettings(config.train_limit, config.test_limit)
+    digits = None if config.canvas_digits is None else tuple(sorted(set(config.canvas_digits)))
+    return CanvasSettings(canvas_train=config.canvas_train, canvas_test=config.canvas_test,
+                          canvas_size=config.canvas_size, min_distance=config.min_distance,
+                          canvas_label=config.canvas_label, canvas_digits=digits)
 
 
 _benchmark = process_cache(maxsize=2)(load_image_benchmark)  # loaded once per worker process
@@ -161,35 +183,34 @@ _benchmark = process_cache(maxsize=2)(load_image_benchmark)  # loaded once per w
 
 def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     """Train one network on one data set; its test accuracies (and mean IoU), curve and nonlocal spectra."""
-    architecture, training, data = dict(spec.architecture), dict(spec.training), dict(spec.data)
-    benchmark = _benchmark(spec.dataset, data, spec.data_dir)
+    training = spec.training
+    benchmark = _benchmark(spec.dataset, spec.data, spec.data_dir)
     device = torch.device(spec.device)
     context = distributed_context(spec.device)
     torch.manual_seed(spec.seed)
     head = "pool" if spec.dataset == "cifar10" else "global"  # on the canvases every network pools globally
-    model = build_image_model(spec.model, architecture, channels=benchmark.channels, classes=benchmark.classes,
+    model = build_image_model(spec.model, spec.architecture, channels=benchmark.channels, classes=benchmark.classes,
                               size=benchmark.size, segmentation=benchmark.segmentation, head=head).to(device)
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trained = context.wrap(model)
-    optimizer = torch.optim.SGD(trained.parameters(), lr=training["lr"], momentum=training["momentum"])
+    optimizer = torch.optim.SGD(trained.parameters(), lr=training.lr, momentum=training.momentum)
     train = benchmark.train
-    steps_per_epoch = -(-len(train) // training["batch_size"])
+    steps_per_epoch = -(-len(train) // training.batch_size)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: paper_learning_rate(
-        step, steps_per_epoch, training["epochs"], 1.0))
-    l2 = training["l2"]
+        step, steps_per_epoch, training.epochs, 1.0))
 
     def penalty():
-        total = l2 * model.l2_penalty()
-        if training.get("smoothness"):
-            total = total + training["smoothness"] * model.smoothness_penalty()
+        total = training.l2 * model.l2_penalty()
+        if training.smoothness:
+            total = total + training.smoothness * model.smoothness_penalty()
         return total
 
     generator = torch.Generator().manual_seed(spec.seed)
     augment = (lambda x, g: pad_crop_flip(x, g)) if benchmark.augment else None
     curve = []
     start = time.perf_counter()
-    for epoch in range(training["epochs"]):
-        metrics = train_epoch(trained, optimizer, train.images, train.labels, batch_size=training["batch_size"],
+    for epoch in range(training.epochs):
+        metrics = train_epoch(trained, optimizer, train.images, train.labels, batch_size=training.batch_size,
                               generator=generator, augment=augment, penalty=penalty, scheduler=scheduler,
                               device=spec.device, shard=context.shard, reduce=context.reduce)
         curve.append(metrics)
@@ -240,23 +261,9 @@ class ImageClassificationTask(Task):
     def jobs(self) -> List[ImageJob]:
         config = self.config
         architecture = _architecture(config)
-        jobs = []
-        for dataset in config.datasets:
-            data = {"train_limit": config.train_limit, "test_limit": config.test_limit} if dataset == "cifar10" else {
-                "canvas_train": config.canvas_train, "canvas_test": config.canvas_test,
-                "canvas_size": config.canvas_size, "min_distance": config.min_distance}
-            if dataset != "cifar10":  # options at their defaults stay out of the keys of earlier runs
-                if config.canvas_label != "sum":
-                    data["canvas_label"] = config.canvas_label
-                if config.canvas_digits is not None:
-                    data["canvas_digits"] = tuple(sorted(set(config.canvas_digits)))
-            for model in config.models:
-                for seed in config.seeds:
-                    jobs.append(ImageJob(dataset, model, seed,
-                                         tuple(sorted(model_architecture(model, architecture).items())),
-                                         tuple(sorted(_training(config, model).items())),
-                                         tuple(sorted(data.items())), config.device, config.data_dir))
-        return jobs
+        return [ImageJob(dataset, model, seed, model_architecture(model, architecture), _training(config, model),
+                         _data(config, dataset), config.device, config.data_dir)
+                for dataset in config.datasets for model in config.models for seed in config.seeds]
 
     @staticmethod
     def run_job(spec: ImageJob) -> Dict[str, Any]:
@@ -281,16 +288,8 @@ class ImageClassificationTask(Task):
 
     def flops(self) -> Dict[str, Any]:
         """FLOPs (multiply-adds) of the paper-scale networks at 32×32 and of the configured ones."""
-        config = self.config
-        configured = _architecture(config)
-        out = {}
-        for label, architecture in (("paper scale", PAPER_ARCHITECTURE), ("this run", configured)):
-            for model in config.flops_models:
-                network = build_image_model(model, architecture, channels=3, classes=10, size=32, segmentation=False)
-                out.setdefault(label, {})[model] = {
-                    "mflops": count_flops(network, (3, 32, 32)) / 1e6,
-                    "parameters": sum(p.numel() for p in network.parameters())}
-        return out
+        scales = {"paper scale": PAPER_ARCHITECTURE, "this run": _architecture(self.config)}
+        return flops_table(self.config.flops_models, scales)
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — Hamiltonian CNNs with nonlocal PIDE blocks")
