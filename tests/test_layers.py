@@ -1,7 +1,8 @@
 """The package is built in floors: a module imports only from lower floors (or its own package).
 
 Every import counts, also those inside functions (they hide an upward arrow, not remove it). An upward
-import or a cycle between packages fails here, naming the module and the import.
+import, or modules importing each other around a loop (except a package registry and the modules that
+register into it), fails here, naming the modules.
 
     0  _checks, _io, _lazy (and the package root)     ground: checks, atomic files, lazy modules
     1  operators, data, experiments                     graphs and operators; readers; the engine
@@ -64,3 +65,63 @@ def test_imports_only_go_down():
             upward.append(f"{module}:{line} imports {target} (floor {FLOORS.get(source)} -> "
                           f"{FLOORS.get(destination)})")
     assert not upward, "imports that do not go down a floor:\n" + "\n".join(upward)
+
+
+#: the one cycle allowed: a registry that imports the modules registering into it (lazily, so that
+#: ``list_models()`` lists every built-in model), while each of them imports the registry's decorator
+REGISTRY_CYCLES = {"pdenets.models.registry"}
+
+
+def _module_graph():
+    """module → the pdenets modules it imports (``from package import name`` counts as the module ``name``)."""
+    modules = set()
+    for path in ROOT.rglob("*.py"):
+        parts = ("pdenets",) + path.relative_to(ROOT).with_suffix("").parts
+        modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    graph = {module: set() for module in modules}
+    for module, target, _ in _imports():
+        resolved = target if target in modules else target.rsplit(".", 1)[0]
+        if resolved in modules and resolved != module:
+            graph[module].add(resolved)
+    return graph
+
+
+def _cycles(graph):
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_outside_a_package_registry():
+    bad = [sorted(cycle) for cycle in _cycles(_module_graph())
+           if len({_package(module) for module in cycle}) > 1 or not cycle & REGISTRY_CYCLES]
+    assert not bad, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, bad))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
