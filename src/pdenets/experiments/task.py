@@ -28,11 +28,13 @@ import json
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar, Union
 
 from .._checks import UnknownNameError, unknown_name
 from .config import TaskConfig, config_to_dict
 from .report import Report
+from .rundir import RunDirectory
 
 __all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "job_key", "spec_to_dict",
            "Reproduction", "register_reproduction", "REPRODUCTIONS", "get_reproduction", "registered_reproductions",
@@ -206,7 +208,7 @@ class Task(ABC):
                          " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`).")
         return report
 
-    def write_report(self, report: Report, run_dir) -> List[Any]:
+    def write_report(self, report: Report, run_dir: Union[str, Path, RunDirectory]) -> List[Path]:
         """Append the *Settings* table (every field of the configuration, its value and meaning) and write the report.
 
         Args:
