@@ -56,3 +56,22 @@ def test_sparse_input_equals_dense_input(variant):
         assert torch.allclose(out_sparse, out_dense)
         grads_sparse = torch.autograd.grad(out_sparse.square().sum(), list(block.parameters()))
         assert all(torch.allclose(a, b) for a, b in zip(grads_dense, grads_sparse))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_sparse_graph_variant_keeps_only_a_byte_mask(bias):
+    """x + ReLU(FC1 x) on a sparse x saves a boolean mask for backward, no float activations, and its
+    gradients equal autograd's through the dense expression (float64)."""
+    block = ConvectionBlock(12, variant="graph", bias=bias).double()
+    dense = torch.rand(30, 12, dtype=torch.float64) * (torch.rand(30, 12) < 0.3) - 0.1 * (torch.rand(30, 12) < 0.1)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = block(dense.to_sparse_csr())
+    assert saved and all(t.dtype == torch.bool for t in saved if t.layout == torch.strided)
+    reference = block(dense)
+    torch.testing.assert_close(out, reference, rtol=0, atol=1e-15)
+    upstream = torch.randn_like(out)
+    grads = torch.autograd.grad(out, list(block.parameters()), upstream)
+    expected = torch.autograd.grad(reference, list(block.parameters()), upstream)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-13)

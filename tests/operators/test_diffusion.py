@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from pdenets.operators import DiffusionOperator, diffuse, graph_laplacian, heat_semigroup, knn_gaussian_weights
+from pdenets.operators import (DiffusionOperator, UnstableStepSizeError, diffuse, graph_laplacian, heat_semigroup,
+                               knn_gaussian_weights)
 
 from ..conftest import cycle_weights, random_symmetric_weights
 
@@ -116,3 +117,51 @@ def test_heat_semigroup_needs_symmetric_weights():
     with pytest.raises(ValueError, match="symmetric"):
         heat_semigroup(torch.ones(3, 1, dtype=torch.float64),
                        torch.tensor([[0, 1, 0], [0, 0, 1], [1, 0, 0]], dtype=torch.float64), 1.0)
+
+
+def test_sparse_operator_keeps_one_csr_and_is_its_own_transpose():
+    """A sparse A is stored once (the CSR of its products, 32-bit indices); a symmetric A is its own transpose."""
+    weights = random_symmetric_weights(30, density=0.2).to_sparse()
+    operator = DiffusionOperator(weights, step_size=0.05)
+    assert operator._matrix is None and operator.propagation._csr.col_indices().dtype == torch.int32
+    assert operator.propagation.T is operator.propagation
+    dense = DiffusionOperator(weights.to_dense(), step_size=0.05).matrix()
+    torch.testing.assert_close(operator.matrix().to_dense(), dense, rtol=0, atol=1e-15)
+    directed = DiffusionOperator(torch.triu(weights.to_dense(), 1).to_sparse(), step_size=0.05)
+    assert directed.propagation.T is not directed.propagation
+    torch.testing.assert_close(directed.propagation.T.to_dense(), directed.matrix().to_dense().T, rtol=0, atol=0)
+
+
+def test_gradient_reaches_sparse_weights_that_require_it():
+    """Weights with requires_grad get the same gradient whether they are given dense or sparse (a sparse
+    tensor's gradient lives on its stored entries)."""
+    base = random_symmetric_weights(12, density=0.3)
+    features = torch.randn(12, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    grads = []
+    for sparse in (False, True):
+        weights = base.clone().requires_grad_(True)
+        operator = DiffusionOperator(weights.to_sparse() if sparse else weights, step_size=0.1, check_stability=False)
+        operator.apply(features, 3).square().sum().backward()
+        grads.append(weights.grad)
+    stored = base != 0
+    assert grads[1][stored].abs().sum() > 0
+    torch.testing.assert_close(grads[1][stored], grads[0][stored], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_csr_weights_build_the_same_operator_without_a_coo_copy(dtype):
+    """CPU CSR weights take the CSR-only construction: the same A, bound and products as from COO."""
+    weights = random_symmetric_weights(40, density=0.15, seed=3).to(dtype)
+    weights[5, 5] = 5.0  # a heavy self-loop: the bound counts only the off-diagonal degree
+    from_coo = DiffusionOperator(weights.to_sparse(), step_size=0.1)
+    from_csr = DiffusionOperator(weights.to_sparse_csr(), step_size=0.1)
+    assert from_csr._matrix is None and from_csr.propagation.T is from_csr.propagation
+    assert from_csr.bound == pytest.approx(from_coo.bound, rel=1e-6)
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-14
+    torch.testing.assert_close(from_csr.matrix().to_dense(), from_coo.matrix().to_dense(), rtol=tolerance, atol=tolerance)
+    x = torch.randn(40, 3, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(from_csr.apply(x, 5), from_coo.apply(x, 5), rtol=tolerance, atol=tolerance)
+    with pytest.raises(ValueError, match="negative entries"):
+        DiffusionOperator((-weights).to_sparse_csr(), step_size=0.1)
+    with pytest.raises(UnstableStepSizeError):  # beyond the Gershgorin bound: the general path decides
+        DiffusionOperator(weights.to_sparse_csr(), step_size=10.0)

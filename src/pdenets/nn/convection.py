@@ -73,21 +73,21 @@ class ConvectionBlock(nn.Module):
         self.variant = variant
         self.fc1 = nn.Linear(features, hidden, bias=bias)
         self.fc2 = nn.Linear(hidden, features, bias=bias) if variant == "mlp" else None
-        self._sparse_cache: Optional[tuple] = None  # (input, version, SparseMatrix, dense)
+        self._sparse_cache: Optional[tuple] = None  # (input, version, SparseMatrix)
 
     def reset_parameters(self) -> None:
         self.fc1.reset_parameters()
         if self.fc2 is not None:
             self.fc2.reset_parameters()
 
-    def _sparse_parts(self, x: torch.Tensor):
+    def _sparse_matrix(self, x: torch.Tensor) -> SparseMatrix:
+        """The constant sparse input as a :class:`SparseMatrix`, built once while the same tensor comes back."""
         cache = self._sparse_cache
         if cache is not None and cache[0] is x and cache[1] == x._version:
-            return cache[2:]
+            return cache[2]
         matrix = SparseMatrix(x)
-        parts = (matrix, matrix.to_dense())
-        self._sparse_cache = (x, x._version) + parts
-        return parts
+        self._sparse_cache = (x, x._version, matrix)
+        return matrix
 
     def velocity(self, x: torch.Tensor) -> torch.Tensor:
         """``f(x, θ)``: the update added to ``x`` (dense ``x``)."""
@@ -100,10 +100,42 @@ class ConvectionBlock(nn.Module):
             raise ValueError(f"ConvectionBlock expects {self.features} features, got shape {tuple(x.shape)}")
         if x.layout == torch.strided:
             return x + self.velocity(x)
-        matrix, dense = self._sparse_parts(x)
+        matrix = self._sparse_matrix(x)
+        if self.fc2 is None and not x.requires_grad:  # x + ReLU(FC1 x), keeping a byte mask instead of FC1 x
+            return _SparseInputConvection.apply(self.fc1.weight, self.fc1.bias, matrix, x)
         pre = matrix.matmul(self.fc1.weight.t())
         hidden = F.relu(pre + self.fc1.bias if self.fc1.bias is not None else pre)
-        return dense + (self.fc2(hidden) if self.fc2 is not None else hidden)
+        return (self.fc2(hidden) if self.fc2 is not None else hidden) + x.to_dense()
 
     def extra_repr(self) -> str:
         return f"features={self.features}, hidden_features={self.hidden_features}, variant={self.variant!r}"
+
+
+class _SparseInputConvection(torch.autograd.Function):
+    """``x + ReLU(x W₁ᵀ + b₁)`` for a constant sparse ``x`` (the graph variant on bag-of-words inputs).
+
+    Autograd through the plain expression keeps ``ReLU(x W₁ᵀ + b₁)`` (4 bytes per entry) and a dense copy
+    of ``x`` for the sum; the backward needs only where the ReLU was active, so this keeps a byte mask and
+    computes the output in one buffer. Gradients: ``∂ℓ/∂W₁ = (G ⊙ M)ᵀ x``, ``∂ℓ/∂b₁ = Σ_rows G ⊙ M`` with
+    ``G = ∂ℓ/∂out`` and ``M`` the mask (``x`` is data: no gradient).
+    """
+
+    @staticmethod
+    def forward(ctx, weight, bias, matrix, x):
+        out = matrix.product(weight.t())
+        if bias is not None:
+            out.add_(bias)
+        mask = out > 0
+        out.relu_().add_(x)
+        ctx.matrix, ctx.has_bias = matrix, bias is not None
+        ctx.save_for_backward(mask)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_output):
+        (mask,) = ctx.saved_tensors
+        grad_pre = grad_output * mask
+        grad_weight = ctx.matrix.T.product(grad_pre).t() if ctx.needs_input_grad[0] else None
+        grad_bias = grad_pre.sum(0) if ctx.has_bias and ctx.needs_input_grad[1] else None
+        return grad_weight, grad_bias, None, None

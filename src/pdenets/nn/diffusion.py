@@ -158,7 +158,7 @@ class DiffusionLayer(nn.Module):
         operator = self.operator_for(x, weights)
         dropout = self.dropout if self.training else 0.0
         if (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
-                and not operator.matrix().requires_grad):
+                and not operator.requires_grad):
             return adjoint_diffusion(operator, x, self.num_steps, dropout=dropout,
                                      dropout_position=self.dropout_position)
         if self.dropout > 0 and self.training:

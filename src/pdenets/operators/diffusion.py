@@ -21,9 +21,11 @@ import math
 import warnings
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 
-from .._checks import check_choice, check_features, check_floating, check_positive, check_positive_int
+from .._checks import (check_choice, check_features, check_finite, check_floating, check_positive,
+                       check_positive_int, check_square)
 from .graph import GraphLike, as_weight_matrix, is_dense, row_sums, symmetric_normalize
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .sparse import SparseMatrix
@@ -78,6 +80,10 @@ class DiffusionOperator:
                  num_nodes: Optional[int] = None, laplacian: str = "combinatorial"):
         self.step_size = check_positive(step_size, "step_size")
         self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
+        if (isinstance(weights, torch.Tensor) and weights.layout == torch.sparse_csr and weights.device.type == "cpu"
+                and self.laplacian == "combinatorial" and not weights.requires_grad
+                and num_nodes in (None, weights.shape[-1]) and self._from_csr(weights, check_stability)):
+            return
         weights = as_weight_matrix(weights, num_nodes)
         self.num_nodes = int(weights.shape[0])
         if self.laplacian == "normalized":
@@ -95,6 +101,8 @@ class DiffusionOperator:
             warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
                           "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=2)
         self.dense = is_dense(weights)
+        #: whether ``A`` depends on parameters (weights that require grad): then autograd must see the products
+        self.requires_grad = bool(weights.requires_grad)
         degrees = row_sums(weights) if self.laplacian == "combinatorial" else torch.ones(
             self.num_nodes, dtype=weights.dtype, device=weights.device)
         diagonal = 1.0 - self.step_size * degrees
@@ -104,12 +112,48 @@ class DiffusionOperator:
             index = torch.arange(self.num_nodes, device=weights.device)
             diag_part = torch.sparse_coo_tensor(torch.stack([index, index]), diagonal, weights.shape)
             matrix = (self.step_size * weights + diag_part).coalesce()
-        self._matrix = matrix
+        # a sparse A is kept once, as the CSR of its products (no second COO copy)
+        self._matrix = matrix if self.dense or self.requires_grad else None
         self.propagation = None if self.dense else SparseMatrix(matrix)
 
+    def _from_csr(self, weights: torch.Tensor, check_stability: bool) -> bool:
+        """Build ``A`` from CPU CSR weights in CSR, with no COO copy (a large graph's memory is its edges).
+
+        Returns ``False`` (and builds nothing) where ``γ`` exceeds the Gershgorin bound, so that the general
+        path decides with the spectral bound or raises."""
+        import scipy.sparse as sp
+
+        size = check_square(weights, "weight matrix")
+        values = weights.values().detach()
+        if values.dtype not in (torch.float32, torch.float64):  # integer/boolean adjacency, half precision
+            if values.is_complex():
+                raise TypeError(f"weight matrix must be real, got {values.dtype}")
+            values = values.to(torch.get_default_dtype())
+        check_finite(values, "weight matrix")
+        if values.numel() and bool((values < 0).any()):
+            raise ValueError("weight matrix has negative entries; diffusion weights must be >= 0")
+        graph = sp.csr_matrix((values.numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
+                              shape=(size, size))
+        degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
+        largest = float((degrees - graph.diagonal()).max()) if size else 0.0
+        bound = math.inf if largest <= 0 else 1.0 / largest
+        if check_stability and self.step_size > bound * (1 + 1e-6):
+            return False
+        matrix = (graph * graph.dtype.type(self.step_size) + sp.diags(1 - self.step_size * degrees, format="csr",
+                                                                     dtype=graph.dtype)).tocsr()
+        matrix.sort_indices()
+        self.num_nodes, self.bound, self.dense, self.requires_grad, self._matrix = size, bound, False, False, None
+        if math.isinf(bound) and size > 1:
+            warnings.warn(f"the graph of {size} nodes has no edges (every weight between distinct nodes is 0): "
+                          "diffusion leaves the features unchanged", RuntimeWarning, stacklevel=3)
+        self.propagation = SparseMatrix(torch.sparse_csr_tensor(
+            torch.from_numpy(matrix.indptr), torch.from_numpy(matrix.indices), torch.from_numpy(matrix.data),
+            (size, size), check_invariants=False))
+        return True
+
     def matrix(self) -> torch.Tensor:
-        """``A = I − γL`` (dense tensor or coalesced sparse COO)."""
-        return self._matrix
+        """``A = I − γL`` (dense tensor or coalesced sparse COO; a sparse one is rebuilt from the stored CSR)."""
+        return self._matrix if self._matrix is not None else self.propagation.to_coo()
 
     def apply(self, features: torch.Tensor, num_steps: int = 1, *,
               before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
@@ -133,13 +177,18 @@ class DiffusionOperator:
         for _ in range(num_steps):
             if before_step is not None:
                 flat = before_step(flat)
-            flat = dense @ flat if dense is not None else self.propagation.matmul(flat)
+            if dense is not None:
+                flat = dense @ flat
+            elif self._matrix is not None:  # A depends on parameters: torch's own sparse product carries its gradient
+                flat = torch.sparse.mm(self._matrix, flat)
+            else:
+                flat = self.propagation.matmul(flat)
             if after_step is not None:
                 flat = after_step(flat)
         return flat.reshape(shape)
 
     def __repr__(self) -> str:
-        kind = "dense" if self.dense else f"sparse, nnz={self._matrix._nnz()}"
+        kind = "dense" if self.dense else f"sparse, nnz={self.propagation.nnz}"
         laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
         return (f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
                 f"{kind}{laplacian})")

@@ -177,7 +177,7 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
 def _bound_of_checked(weights: torch.Tensor, method: str = "gershgorin") -> float:
     """:func:`stability_bound` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already checked."""
     if method == "gershgorin":
-        largest = float(_off_diagonal_row_sums(weights).max()) if weights.shape[0] else 0.0
+        largest = float(_off_diagonal_row_sums(weights.detach()).max()) if weights.shape[0] else 0.0
         return math.inf if largest <= 0 else 1.0 / largest
     if method == "spectral":
         if not is_symmetric(weights):

@@ -7,7 +7,8 @@ single CPU thread with a wide operand (at least :data:`SCIPY_MIN_COLUMNS` column
 bag-of-words features), where SciPy's kernel, which skips torch's internal copies, trains
 Diff-ResNet on Cora ~10 % faster; with two or more threads or narrow operands torch's
 kernel is as fast or up to 3× faster (``benchmarks/graph.py`` and the numbers in
-``benchmarks/README.md``).
+``benchmarks/README.md``). A CPU product with a large output (:data:`SCIPY_MIN_OUTPUT`
+entries) also goes through SciPy: torch's kernel holds a second output-sized buffer.
 
 Example:
     >>> import torch
@@ -32,10 +33,14 @@ import torch
 if TYPE_CHECKING:  # scipy is imported by the products that use it
     import scipy.sparse as sp
 
-__all__ = ["SparseMatrix", "SCIPY_MIN_COLUMNS"]
+__all__ = ["SparseMatrix", "SCIPY_MIN_COLUMNS", "SCIPY_MIN_OUTPUT"]
 
 #: Operand width from which a single-threaded CPU product goes through SciPy.
 SCIPY_MIN_COLUMNS = 256
+#: Output size (entries) from which a CPU product goes through SciPy whatever the threads: torch's CSR kernel
+#: allocates a second buffer the size of its output (measured: peak 2× the output, SciPy's 1×), which decides
+#: the largest graph a training epoch fits in.
+SCIPY_MIN_OUTPUT = 1 << 24
 _SCIPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 
@@ -48,9 +53,14 @@ class SparseMatrix:
     :meth:`matmul` computes ``M X`` and its backward pass multiplies by a transpose ``Mᵀ``
     (:attr:`T`) built once and kept, instead of transposing ``M`` on every call.
 
+    ``M`` is stored once, in CSR with 32-bit indices where they fit (8 bytes per entry in float32
+    instead of the 20 of a COO tensor); SciPy's view of it shares that memory. A symmetric ``M``
+    (a diffusion operator of an undirected graph) is its own transpose: :attr:`T` is ``M`` itself,
+    so the backward pass needs no second copy.
+
     Args:
-        matrix: the ``(n, m)`` matrix ``M`` as a torch sparse COO or CSR tensor (stored coalesced
-            and detached: ``M`` is a constant).
+        matrix: the ``(n, m)`` matrix ``M`` as a torch sparse COO or CSR tensor (stored detached:
+            ``M`` is a constant).
         _transpose_of: internal; the matrix this one is the transpose of, set by :attr:`T` so that
             ``M.T.T`` is ``M`` (default: ``None``).
 
@@ -65,50 +75,87 @@ class SparseMatrix:
         >>> m.T.to_dense()
         tensor([[0., 1.],
                 [2., 0.]])
+        >>> s = SparseMatrix(torch.tensor([[0., 2.], [2., 1.]]).to_sparse())
+        >>> s.T is s  # symmetric: its own transpose
+        True
     """
 
     def __init__(self, matrix: torch.Tensor, *, _transpose_of: "SparseMatrix" = None):
-        if matrix.layout != torch.sparse_coo:
-            matrix = matrix.to_sparse_coo()
-        self._coo = matrix.coalesce().detach()
-        self.shape = tuple(self._coo.shape)
+        matrix = matrix.detach()
+        if matrix.layout == torch.sparse_coo:
+            matrix = matrix.coalesce().to_sparse_csr()
+        elif matrix.layout != torch.sparse_csr:
+            matrix = matrix.to_sparse_csr()
+        self._csr = _compact_csr(matrix)
+        self.shape = tuple(matrix.shape)
         self._torch: Dict[Tuple[torch.device, torch.dtype], torch.Tensor] = {}
         self._scipy: Dict[np.dtype, sp.csr_matrix] = {}
         self._transpose = _transpose_of
 
     @property
     def T(self) -> "SparseMatrix":
+        """``Mᵀ``, built on first use and kept (``M`` itself when ``M`` is symmetric)."""
         if self._transpose is None:
-            self._transpose = SparseMatrix(self._coo.transpose(0, 1), _transpose_of=self)
+            self._transpose = self._transposed()
         return self._transpose
+
+    def _transposed(self) -> "SparseMatrix":
+        if self._csr.device.type == "cpu":
+            import scipy.sparse as sp
+
+            crow, col, values = self._parts()
+            flipped = sp.csr_matrix((values, col, crow), shape=self.shape).T.tocsr()
+            flipped.sort_indices()
+            if (self.shape[0] == self.shape[1] and np.array_equal(flipped.indptr, crow)
+                    and np.array_equal(flipped.indices, col) and np.array_equal(flipped.data, values)):
+                return self
+            transposed = torch.sparse_csr_tensor(torch.from_numpy(flipped.indptr), torch.from_numpy(flipped.indices),
+                                                 torch.from_numpy(flipped.data), flipped.shape, check_invariants=False)
+        else:
+            transposed = self._csr.to_sparse_coo().transpose(0, 1).coalesce().to_sparse_csr()
+        return SparseMatrix(transposed, _transpose_of=self)
+
+    def _parts(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row pointers, column indices and values of the stored CSR as NumPy arrays (no copies, CPU)."""
+        return (self._csr.crow_indices().numpy(), self._csr.col_indices().numpy(), self._csr.values().numpy())
 
     @property
     def nnz(self) -> int:
-        return int(self._coo._nnz())
+        return int(self._csr._nnz())
 
     def to_dense(self) -> torch.Tensor:
-        return self._coo.to_dense()
+        return self._csr.to_dense()
+
+    def to_coo(self) -> torch.Tensor:
+        """``M`` as a coalesced sparse COO tensor (a new tensor, built on each call)."""
+        return self._csr.to_sparse_coo().coalesce()
 
     def scipy(self, dtype=np.float32) -> sp.csr_matrix:
+        """``M`` as a SciPy CSR matrix of ``dtype``, sharing the stored indices (and values, if of that dtype)."""
         key = np.dtype(dtype)
         if key not in self._scipy:
             import scipy.sparse as sp
 
-            row, col = self._coo.indices().cpu().numpy()
-            values = self._coo.values().detach().cpu().numpy().astype(key)
-            self._scipy[key] = sp.csr_matrix((values, (row, col)), shape=self.shape)
+            crow, col, values = self._parts() if self._csr.device.type == "cpu" else (
+                self._csr.crow_indices().cpu().numpy(), self._csr.col_indices().cpu().numpy(),
+                self._csr.values().cpu().numpy())
+            matrix = sp.csr_matrix(self.shape, dtype=key)  # assembled by hand: no index copies or checks
+            matrix.indptr, matrix.indices, matrix.data = crow, col, values.astype(key, copy=False)
+            self._scipy[key] = matrix
         return self._scipy[key]
 
     def torch_csr(self, device, dtype) -> torch.Tensor:
         key = (torch.device(device), dtype)
         if key not in self._torch:
-            self._torch[key] = self._coo.to(device=key[0], dtype=dtype).to_sparse_csr()
+            same = self._csr.device == key[0] and self._csr.dtype == dtype
+            self._torch[key] = self._csr if same else self._csr.to(device=key[0], dtype=dtype)
         return self._torch[key]
 
     def product(self, dense: torch.Tensor) -> torch.Tensor:
         """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward."""
-        if (dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and dense.shape[1] >= SCIPY_MIN_COLUMNS
-                and torch.get_num_threads() == 1):
+        wide = dense.shape[1] >= SCIPY_MIN_COLUMNS and torch.get_num_threads() == 1
+        large = self.shape[0] * dense.shape[1] >= SCIPY_MIN_OUTPUT  # torch's kernel would hold a second output
+        if dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and (wide or large):
             array = dense.detach().contiguous().numpy()
             return torch.from_numpy(np.ascontiguousarray(self.scipy(_SCIPY_DTYPES[dense.dtype]) @ array))
         return self.torch_csr(dense.device, dense.dtype) @ dense.contiguous()
@@ -132,3 +179,11 @@ class _SparseMatmul(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         return ctx.matrix.T.matmul(grad_output), None
+
+
+def _compact_csr(matrix: torch.Tensor) -> torch.Tensor:
+    """A CSR tensor with 32-bit row pointers and column indices where every index fits in them."""
+    if matrix.crow_indices().dtype == torch.int32 or max(matrix._nnz(), *matrix.shape) >= 2**31:
+        return matrix
+    return torch.sparse_csr_tensor(matrix.crow_indices().to(torch.int32), matrix.col_indices().to(torch.int32),
+                                   matrix.values(), matrix.shape, check_invariants=False)
