@@ -99,7 +99,7 @@ class FewShotConfig(TaskConfig):
             if getattr(self, name) > MAX_TASKS_PER_CELL:
                 raise ConfigError(f"{name}={getattr(self, name)} is more than {MAX_TASKS_PER_CELL:,} tasks per cell "
                                   "(the 95 % interval is already ~0.03 points at 1,000,000)")
-        for name, values in self.method_settings.items():
+        for name in self.method_settings:
             if name not in METHODS:
                 raise ConfigError(f"method_settings.{name}: unknown method; methods: {', '.join(METHODS)}")
             try:
@@ -284,7 +284,7 @@ class FewShotTask(Task):
                 results["sensitivity"].setdefault(study, []).append({"value": variable, **entry})
         for runs in (r for r in records if "error_rate" in r):
             results["official_runs"][runs["method"]] = {"error_rate": 100 * runs["error_rate"],
-                                                                     "per_run": [100 * e for e in runs["errors"]]}
+                                                        "per_run": [100 * e for e in runs["errors"]]}
         pictures = [r for r in records if "before" in r]
         if pictures:
             results["picture_shots"] = [p["shots"] for p in pictures]
