@@ -3,7 +3,6 @@
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import HELPERS
+from ..helpers.toytask import stored_count
 
 
 def _command(out, *options):
@@ -39,17 +39,6 @@ def _worker_pids(markers: Path, at_least: int, timeout: float = 60) -> set:
             return pids
         time.sleep(0.05)
     raise AssertionError(f"fewer than {at_least} workers started")
-
-
-def _stored(database: Path) -> int:
-    """Stored runs, read without creating the file (a plain connect would create an empty one)."""
-    if not database.exists():
-        return 0
-    try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
@@ -81,13 +70,13 @@ def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, sign
     process = subprocess.Popen(_command(out, *options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     deadline = time.time() + 60
-    while time.time() < deadline and _stored(out / "results.sqlite") < 2:
+    while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.05)
     workers = {int(p.read_text()) for p in markers.iterdir()}
     os.killpg(process.pid, signum)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    stored = _stored(out / "results.sqlite")
+    stored = stored_count(out / "results.sqlite")
     assert 2 <= stored < 6
     message = re.search(r"pdenets: interrupted: (\d+) of 6 runs are stored in (\S+); rerun the same command to "
                         r"resume", stderr)
@@ -98,7 +87,7 @@ def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, sign
     assert not any(_alive(pid) for pid in workers)
     rerun = subprocess.run(_command(out, *options[:-2]), capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
-    assert _stored(out / "results.sqlite") == 6
+    assert stored_count(out / "results.sqlite") == 6
     assert f"{6 - stored} new run(s), 6 of 6 stored" in rerun.stdout
 
 

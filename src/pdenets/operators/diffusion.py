@@ -24,9 +24,10 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .._checks import (check_choice, check_features, check_finite, check_floating, check_positive,
+from .._checks import (check_choice, check_features, check_floating, check_positive,
                        check_positive_int, check_square)
-from .graph import GraphLike, as_weight_matrix, is_dense, row_sums, symmetric_normalize
+from .graph import (GraphLike, as_weight_matrix, check_weight_values, is_dense, real_floating_weights, row_sums,
+                    symmetric_normalize)
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .sparse import SparseMatrix
 
@@ -97,9 +98,7 @@ class DiffusionOperator:
             # the graph was checked once above: the bounds reuse it
             self.bound = (_check_step_size_of_checked(self.step_size, weights) if check_stability
                           else _bound_of_checked(weights))
-        if math.isinf(self.bound) and self.num_nodes > 1:
-            warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
-                          "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=2)
+        self._warn_if_edgeless()
         self.dense = is_dense(weights)
         #: whether ``A`` depends on parameters (weights that require grad): then autograd must see the products
         self.requires_grad = bool(weights.requires_grad)
@@ -116,6 +115,11 @@ class DiffusionOperator:
         self._matrix = matrix if self.dense or self.requires_grad else None
         self.propagation = None if self.dense else SparseMatrix(matrix)
 
+    def _warn_if_edgeless(self) -> None:
+        if math.isinf(self.bound) and self.num_nodes > 1:
+            warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
+                          "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=3)
+
     def _from_csr(self, weights: torch.Tensor, check_stability: bool) -> bool:
         """Build ``A`` from CPU CSR weights in CSR, with no COO copy (a large graph's memory is its edges).
 
@@ -124,14 +128,8 @@ class DiffusionOperator:
         import scipy.sparse as sp
 
         size = check_square(weights, "weight matrix")
-        values = weights.values().detach()
-        if values.dtype not in (torch.float32, torch.float64):  # integer/boolean adjacency, half precision
-            if values.is_complex():
-                raise TypeError(f"weight matrix must be real, got {values.dtype}")
-            values = values.to(torch.get_default_dtype())
-        check_finite(values, "weight matrix")
-        if values.numel() and bool((values < 0).any()):
-            raise ValueError("weight matrix has negative entries; diffusion weights must be >= 0")
+        values = real_floating_weights(weights.values().detach())
+        check_weight_values(values)
         graph = sp.csr_matrix((values.numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
                               shape=(size, size))
         degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
@@ -143,9 +141,7 @@ class DiffusionOperator:
                                                                      dtype=graph.dtype)).tocsr()
         matrix.sort_indices()
         self.num_nodes, self.bound, self.dense, self.requires_grad, self._matrix = size, bound, False, False, None
-        if math.isinf(bound) and size > 1:
-            warnings.warn(f"the graph of {size} nodes has no edges (every weight between distinct nodes is 0): "
-                          "diffusion leaves the features unchanged", RuntimeWarning, stacklevel=3)
+        self._warn_if_edgeless()
         self.propagation = SparseMatrix(torch.sparse_csr_tensor(
             torch.from_numpy(matrix.indptr), torch.from_numpy(matrix.indices), torch.from_numpy(matrix.data),
             (size, size), check_invariants=False))

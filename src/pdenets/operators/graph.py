@@ -135,15 +135,26 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
         raise ValueError(f"weight matrix is {size}x{size} but num_nodes={num_nodes}")
     if dtype is not None:
         matrix = matrix.to(dtype)
-    if matrix.dtype not in (torch.float32, torch.float64):  # integer/boolean adjacency, half precision
-        if matrix.is_complex():
-            raise TypeError(f"weight matrix must be real, got {matrix.dtype}")
-        matrix = matrix.to(torch.get_default_dtype())
-    check_finite(matrix, "weight matrix")
-    values = matrix if is_dense(matrix) else matrix.values()
+    matrix = real_floating_weights(matrix)
+    check_weight_values(matrix if is_dense(matrix) else matrix.values())
+    return matrix
+
+
+def real_floating_weights(weights: torch.Tensor) -> torch.Tensor:
+    """Weights (a tensor of any layout, or its values) in float32/float64: integer, boolean and half-precision
+    ones go to the default floating dtype; complex ones are refused with a ``TypeError``."""
+    if weights.dtype in (torch.float32, torch.float64):
+        return weights
+    if weights.is_complex():
+        raise TypeError(f"weight matrix must be real, got {weights.dtype}")
+    return weights.to(torch.get_default_dtype())
+
+
+def check_weight_values(values: torch.Tensor) -> None:
+    """Refuse NaN/inf (:class:`~pdenets._checks.NonFiniteError`) and negative weights (``ValueError``)."""
+    check_finite(values, "weight matrix")
     if values.numel() and bool((values < 0).any()):
         raise ValueError("weight matrix has negative entries; diffusion weights must be >= 0")
-    return matrix
 
 
 def row_sums(weights: torch.Tensor) -> torch.Tensor:
