@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import HELPERS
-from ..helpers.toytask import stored_count
+from toytask import stored_count
 
 
 def _command(out, *options):
