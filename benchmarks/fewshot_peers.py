@@ -1,8 +1,13 @@
 """Few-shot methods side by side with easyfsl's on the same features and the same episodes, in one run.
 
     python benchmarks/fewshot_peers.py --features FILE.npz [--runs RUNS.npz] [--tasks 1000] [--ways 5] [--shots 1,5]
+        [--shapes balanced,dirichlet:2,open-set:2,one-at-a-time] [--queries 15]
 
-Every method sees L2-normalized features. Ours solve all tasks of a cell at once (batched);
+Every method sees L2-normalized features and the same episodes, one table per query-set shape
+(``--shapes``): ``balanced`` (``--queries`` per class), ``dirichlet:A`` (class proportions drawn per
+task, Veilleux et al. 2021), ``open-set:K`` (balanced, plus queries of ``K`` classes absent from the
+support; accuracy over the support's classes), ``one-at-a-time`` (every query of the balanced tasks
+its own task). Ours solve all tasks of a cell at once (batched);
 easyfsl's classes (``PrototypicalNetworks``, ``LaplacianShot``, ``BDCSPN``, ``PTMAP``, ``TIM``,
 identity backbone, their default settings) solve one task at a time, as they are written. For
 every cell the table gives accuracy ± 95 % interval and seconds per 1,000 tasks; ``--runs``
@@ -28,12 +33,14 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from pdenets.data.fewshot import EpisodeSampler, load_features, mean_and_interval
+from pdenets.data.fewshot import EpisodeSampler, QueryShape, load_features, mean_and_interval
 from pdenets.data.graphs import read_npz_arrays
 from pdenets.models.fewshot import METHODS, Preprocessing, classify, method_from_name
 
 PEERS = {"prototype": "PrototypicalNetworks", "diffusion": "LaplacianShot", "bd-cspn": "BDCSPN", "pt-map": "PTMAP",
          "tim": "TIM"}
+#: query-set shapes: (query shape, every query its own task)
+SHAPES = ("balanced", "dirichlet:2", "open-set:2", "one-at-a-time")
 
 
 def easyfsl_methods():
@@ -74,35 +81,61 @@ def timed(function):
     return result, time.perf_counter() - start
 
 
-def measure_cell(support, support_labels, query, query_labels, ways, methods, peers, rows, cell):
+def task_accuracies(predictions, query_labels):
+    """Accuracy per task over the queries of the support's classes (open-set queries, label −1, left out)."""
+    known = query_labels >= 0
+    return (((predictions == query_labels) & known).double().sum(1) / known.sum(1).clamp_min(1)).tolist()
+
+
+def one_at_a_time(function, support, support_labels, query):
+    """``function`` on every query of every task as a task of its own; predictions ``(T, Q, ...)``."""
+    count = query.shape[1]
+    result = function(support.repeat_interleave(count, 0), support_labels.repeat_interleave(count, 0),
+                      query.reshape(-1, 1, query.shape[2]))
+    return result.reshape(support.shape[0], count, *result.shape[2:])
+
+
+def measure_cell(support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False):
     seeds = list(range(support.shape[0]))
+
+    def ours(name):
+        def solve(s, labels, q):
+            repeat = s.shape[0] // len(seeds)
+            return classify(s, labels, q, ways, method_from_name(name), Preprocessing(),
+                            seeds=[seed for seed in seeds for _ in range(repeat)], chunk_size=100)
+        return one_at_a_time(solve, support, support_labels, query) if single else solve(support, support_labels,
+                                                                                           query)
+
     for name in methods:
-        probabilities, seconds = timed(lambda: classify(support, support_labels, query, ways, method_from_name(name),
-                                                        Preprocessing(), seeds=seeds, chunk_size=100))
-        accuracy = (probabilities.argmax(2) == query_labels).double().mean(1).tolist()
-        mean, interval = mean_and_interval(accuracy)
+        probabilities, seconds = timed(lambda: ours(name))
+        mean, interval = mean_and_interval(task_accuracies(probabilities.argmax(2), query_labels))
         row = {"cell": cell, "method": name, "pdenets_accuracy": 100 * mean, "pdenets_ci95": 100 * interval,
-               "pdenets_s_per_1000": 1000 * seconds / len(seeds)}
+               "pdenets_s_per_1000": 1000 * seconds / len(seeds), "tasks": len(seeds)}
         if name in peers:
-            predictions, seconds = timed(lambda: easyfsl_predict(peers[name], support, support_labels, query))
-            mean, interval = mean_and_interval((predictions == query_labels).double().mean(1).tolist())
+            def theirs(s, labels, q):
+                return easyfsl_predict(peers[name], s, labels, q)[..., None]
+            predictions, seconds = timed(lambda: (one_at_a_time(theirs, support, support_labels, query) if single
+                                                  else theirs(support, support_labels, query))[..., 0])
+            mean, interval = mean_and_interval(task_accuracies(predictions, query_labels))
             row.update(easyfsl_accuracy=100 * mean, easyfsl_ci95=100 * interval,
                        easyfsl_s_per_1000=1000 * seconds / len(seeds))
         rows.append(row)
         theirs = (f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  {row['easyfsl_s_per_1000']:8.1f}"
                   if "easyfsl_accuracy" in row else f"{'—':>15} {'—':>9}")
-        print(f"{cell:<22} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
+        print(f"{cell:<34} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
               f"{row['pdenets_s_per_1000']:8.1f}   {theirs}", flush=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--features", required=True)
     parser.add_argument("--runs", default=None)
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--ways", default="5")
     parser.add_argument("--shots", default="1,5")
     parser.add_argument("--queries", type=int, default=15)
+    parser.add_argument("--shapes", default="balanced", help="query-set shapes: " + ", ".join(SHAPES))
+    parser.add_argument("--single-tasks", type=int, default=100, help="tasks of the one-at-a-time shape")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", default=None)
@@ -111,18 +144,22 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
     peers = {} if args.ours_only else easyfsl_methods()
-    print(f"{'cell':<22} {'method':<11} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} {'s/1000':>8}")
+    print(f"{'cell':<34} {'method':<11} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} {'s/1000':>8}")
     rows = []
     features = load_features(args.features)
-    for ways in (int(w) for w in args.ways.split(",")):
-        for shots in (int(s) for s in args.shots.split(",")):
-            sampler = EpisodeSampler(features.labels, features.novel_classes, ways=ways, shots=shots,
-                                     queries=args.queries, seed=0)
-            episodes = sampler.sample(range(args.tasks))
-            support = F.normalize(features.features[episodes.support].float(), dim=2)
-            query = F.normalize(features.features[episodes.query].float(), dim=2)
-            measure_cell(support, episodes.support_labels, query, episodes.query_labels, ways, methods, peers, rows,
-                         f"{ways}-way {shots}-shot")
+    for shape in args.shapes.split(","):
+        single = shape == "one-at-a-time"
+        spread = QueryShape(open_set=int(shape.split(":")[1])) if shape.startswith("open-set") else \
+            QueryShape() if single else QueryShape.parse(shape)
+        for ways in (int(w) for w in args.ways.split(",")):
+            for shots in (int(s) for s in args.shots.split(",")):
+                sampler = EpisodeSampler(features.labels, features.novel_classes, ways=ways, shots=shots,
+                                         queries=args.queries, seed=0, shape=spread)
+                episodes = sampler.sample(range(args.single_tasks if single else args.tasks))
+                support = F.normalize(features.features[episodes.support].float(), dim=2)
+                query = F.normalize(features.features[episodes.query].float(), dim=2)
+                measure_cell(support, episodes.support_labels, query, episodes.query_labels, ways, methods, peers,
+                             rows, f"{shape} {ways}-way {shots}-shot", single=single)
     if args.runs:
         arrays = read_npz_arrays(args.runs)
         support = F.normalize(torch.from_numpy(arrays["training"]).float(), dim=2)

@@ -45,7 +45,7 @@ def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, 
 def _fast(name, **changes):
     """A method with short training (the heads: 60 steps; TIM: 200) for the tests."""
     short = {"convection": {"epochs": 60}, "external": {"epochs": 60}, "internal": {"epochs": 60},
-             "tim": {"iterations": 200, "lr": 1e-3}}.get(name, {})
+             "tim": {"iterations": 200, "lr": 1e-3}, "alpha-tim": {"iterations": 200, "lr": 1e-3}}.get(name, {})
     return method_from_name(name, **{**short, **changes})
 
 
@@ -189,7 +189,7 @@ def _problem(seed=0):
 def test_estimator_fit_predict_with_any_labels(method):
     X_support, y_support, X_query, y_query = _problem()
     params = {"convection": {"epochs": 40}, "external": {"epochs": 40}, "internal": {"num_steps": 3, "epochs": 40},
-              "tim": {"iterations": 100}}.get(method)
+              "tim": {"iterations": 100}, "alpha-tim": {"iterations": 100}}.get(method)
     clf = DiffusionFewShotClassifier(method=method, method_params=params).fit(X_support, y_support)
     assert list(clf.classes_) == ["a", "b", "c"]
     assert (clf.predict(X_query) == y_query).all()
@@ -309,7 +309,7 @@ def test_internal_without_diffusion_is_convection_and_untrained_heads_are_neares
     support, support_labels, query, _ = _tasks(tasks=3, spread=1.0, seed=6)
     batch = dict(preprocessing=Preprocessing(normalize=True), seeds=[4, 5, 6])
     convection = classify(support, support_labels, query, 5, method_from_name("convection", epochs=30), **batch)
-    internal = classify(support, support_labels, query, 5, Internal(num_steps=0, lr=0.01, epochs=30), **batch)
+    internal = classify(support, support_labels, query, 5, Internal(num_steps=0, epochs=30), **batch)
     assert torch.equal(convection, internal)
     # one SGD step at a vanishing learning rate leaves the imprinted head: the nearest-prototype ranking
     untrained = classify(support, support_labels, query, 5, method_from_name("convection", epochs=1, lr=1e-12),

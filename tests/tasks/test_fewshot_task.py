@@ -31,9 +31,13 @@ def small(features, **changes):
     return FewShotTask(FewShotConfig(**values))
 
 
+BALANCED = "balanced, 15 queries per class"
+
+
 def test_ablation_table_is_complete_and_pinned(features, tmp_path):
     outcome = run_task(small(features), out=tmp_path / "run", progress=False)
-    table = outcome.results["ablation"]["toy"]
+    assert list(outcome.results["ablation"]) == [BALANCED]
+    table = outcome.results["ablation"][BALANCED]["toy"]
     assert set(table) == {"5-way 1-shot", "5-way 5-shot"}
     for cell in table.values():
         assert set(cell) == {"prototype", "diffusion", "convection", "external", "internal"}
@@ -48,7 +52,7 @@ def test_ablation_table_is_complete_and_pinned(features, tmp_path):
 
 
 #: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features
-PINNED_1_SHOT = {"prototype": 92.3333, "diffusion": 97.2, "convection": 92.3, "external": 91.9333,
+PINNED_1_SHOT = {"prototype": 92.3333, "diffusion": 97.3333, "convection": 91.8667, "external": 91.9333,
                  "internal": 97.7667}
 
 
@@ -76,7 +80,8 @@ def test_every_setting_reaches_the_job_key(features):
         return {job_key("few-shot", job) for job in task.jobs()}
 
     base = keys()
-    for change in ({"preprocessing": "raw"}, {"seed": 3}, {"queries": 10}):
+    for change in ({"preprocessing": "raw"}, {"seed": 3}, {"queries": [10]}, {"query_distributions": ["dirichlet:2"]},
+                   {"open_set": [1]}, {"query_modes": ["one-at-a-time"]}):
         assert not base & keys(**change), change
     assert base == keys(workers=2, chunk_size=7)
 
@@ -113,7 +118,11 @@ def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys
                           (["--tasks", str(10**12)], "tasks=1000000000000 is more than 10,000,000 tasks per cell"),
                           (["--set", "method_settings.internal.num_step=3"], "num_step"),
                           (["--set", "method_settings.tim.lr=-1"], "lr must be > 0"),
-                          (["--set", "method_settings.knn.lr=1"], "unknown method")):
+                          (["--set", "method_settings.knn.lr=1"], "unknown method"),
+                          (["--query-distributions", "zipf"], "use 'balanced' or 'dirichlet:A'"),
+                          (["--query-distributions", "dirichlet:0"], "concentration A > 0"),
+                          (["--query-modes", "alone"], "query_modes must be one of"),
+                          (["--open-set", "-1"], "open_set")):
         code = main(["run", "few-shot", "--dataset", features, "--out", str(out), "--no-progress"] + argv)
         assert code == 2 and message in capsys.readouterr().err, argv
     assert not out.exists()
@@ -136,14 +145,65 @@ def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
         changes={"settings.init": "random", "settings.knn": 5, "settings.n_top": 6, "settings.num_steps": 3,
                  "settings.epochs": 5, "settings.lr": 0.5, "settings.weight_decay": 0.1, "settings.temperature": 1.0,
                  "settings.momentum": 0.0, "settings.lam": 2.0, "settings.mu": 0.5, "settings.alpha": 0.5,
-                 "settings.sigma_neighbor": 2, "settings.step_size": 0.9, "settings.iterations": 1},
+                 "settings.sigma_neighbor": 2, "settings.step_size": 0.9, "settings.iterations": 1,
+                 "distribution": "dirichlet:2", "open_set": 1, "query_mode": "one-at-a-time"},
         skip={"device": "one device on a CPU-only machine",
               "method": "each method has its own settings; the five are checked one by one",
               "study": "the study a job belongs to (a table's name); its settings are checked",
               "dataset": "the features file's display name; the data is the fingerprinted file",
               "fingerprint": "identifies the features file, which is read from the non-key path",
               "variable": "the studied value shown in the table; it is one of the settings checked",
+              "settings.separate_support": "no two support points are neighbours in the fixture's separated tasks; "
+                                           "tests/models/test_fewshot_reference.py checks the graph and the head",
               **({"preprocessing.rectify": "jobs of a method that reads no prototypes carry it off "
                                            "(Preprocessing.for_method); its own settings.rectify is checked"}
                  if method == "diffusion" else {})},
         ignore=("seconds", "seconds_per_task"))
+
+
+def test_every_query_set_shape_has_its_table_and_marks_broken_assumptions(features, tmp_path):
+    out = tmp_path / "run"
+    task = small(features, methods=["prototype", "pt-map", "paddle"], shots=[1], tasks=20, queries=[3],
+                 query_distributions=["balanced", "dirichlet:2"], open_set=[0, 2],
+                 query_modes=["together", "one-at-a-time"])
+    outcome = run_task(task, out=out, progress=False)
+    shapes = outcome.results["shapes"]
+    assert len(shapes) == 8 and sum(facts["balanced"] for facts in shapes.values()) == 1
+    open_set = outcome.results["ablation"]["dirichlet:2, 3 queries per class + 2 open-set classes"]["toy"]
+    entry = open_set["5-way 1-shot"]["paddle"]
+    assert entry["tasks"] == 20 and 0.5 < entry["open_auroc"] <= 1 and 0 <= entry["open_rejected"] <= 1
+    report = (out / "report.md").read_text()
+    assert report.count("| PT-MAP † |") == 7 and "| PT-MAP |" in report and "| PADDLE † |" not in report
+    assert "one query at a time" in report and "assumes balanced queries" in report
+    # one query at a time: the same tasks, every query its own task; PT-MAP falls back to its inductive counterpart
+    single = outcome.results["ablation"]["balanced, 3 queries per class, one query at a time"]["toy"]["5-way 1-shot"]
+    together = outcome.results["ablation"]["balanced, 3 queries per class"]["toy"]["5-way 1-shot"]
+    assert single["prototype"]["mean"] == pytest.approx(together["prototype"]["mean"])
+    assert single["pt-map"]["mean"] != together["pt-map"]["mean"]
+
+
+def test_a_method_registered_after_import_is_accepted(features, tmp_path):
+    from dataclasses import dataclass
+
+    from pdenets.models.fewshot import FewShotMethod, register_method
+    from pdenets.models.fewshot.base import METHOD_CLASSES
+
+    @dataclass(frozen=True)
+    class LateSettings:
+        pass
+
+    @register_method
+    class Late(FewShotMethod):
+        name = "late-test"
+        is_transductive = False
+        settings_class = LateSettings
+
+        def predict_proba(self, batch):
+            return torch.full(batch.query.shape[:2] + (batch.ways,), 1.0 / batch.ways, dtype=batch.query.dtype)
+
+    try:
+        outcome = run_task(small(features, methods=["late-test"], shots=[1], tasks=5, tasks_per_job=5),
+                           out=tmp_path / "run", progress=False)
+        assert outcome.results["ablation"][BALANCED]["toy"]["5-way 1-shot"]["late-test"]["tasks"] == 5
+    finally:
+        METHOD_CLASSES.pop("late-test")

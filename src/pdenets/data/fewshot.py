@@ -23,7 +23,9 @@ classes count as novel; give ``base_mean`` separately if you have it.
 
 **Episodes**: :class:`EpisodeSampler` draws C-way K-shot tasks with Q queries per class
 from the novel classes; task ``t`` of seed ``s`` is the same whatever the number of
-tasks drawn (its generator is seeded with ``(s, t)``).
+tasks drawn (its generator is seeded with ``(s, t)``). A :class:`QueryShape` spreads the queries
+as users' query sets are spread: balanced, or by class proportions drawn from a Dirichlet
+distribution (Veilleux et al. 2021), with queries of classes absent from the support (open set).
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ from .errors import DatasetError, DatasetNotFoundError
 from .graphs import read_npz_arrays
 from .limits import check_allocation
 
-__all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "mean_and_interval"]
+__all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "QueryShape",
+           "mean_and_interval", "OPEN_SET_LABEL"]
+
+#: the label of a query whose class is not in the task's support (open set).
+OPEN_SET_LABEL = -1
 
 
 @dataclass(frozen=True)
@@ -283,11 +289,94 @@ def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bo
 
 
 @dataclass(frozen=True)
-class Episodes:
-    """``T`` tasks of C-way K-shot with Q queries per class, as sample indices into a :class:`FeatureSet`.
+class QueryShape:
+    """How the queries of a task are spread over its classes.
 
-    ``support`` is ``(T, C·K)`` and ``query`` ``(T, C·Q)``, ordered class by class;
-    ``support_labels``/``query_labels`` are the episode labels ``0 … C−1``; ``classes``
+    * ``"balanced"``: ``Q`` queries of every class (the usual benchmark episodes);
+    * ``"dirichlet:A"``: ``C·Q`` queries in all, split by class proportions ``p ~ Dirichlet(A, …, A)``
+      drawn for every task (Veilleux, Boudiaf, Piantanida, Ben Ayed, *Realistic evaluation of
+      transductive few-shot learning*, NeurIPS 2021: ``A = 2``), the counts ``C·Q·p`` rounded by
+      largest remainders so that they sum to ``C·Q``; a class may get no query at all. A class with
+      fewer samples than its share (Omniglot's 20 drawings) gives all it has and the other classes
+      share the rest in their proportions;
+    * ``open_set = K``: ``K`` more classes, absent from the support, add ``Q`` queries each, labelled
+      :data:`OPEN_SET_LABEL` (a method can only give them to a support class, or doubt).
+
+    Examples:
+        >>> QueryShape.parse("dirichlet:2").concentration, QueryShape.parse("balanced").balanced
+        (2.0, True)
+        >>> QueryShape.parse("dirichlet:2", open_set=2).describe(5, 15)
+        'Dirichlet(2) proportions, 75 queries of the 5 classes + 30 of 2 absent classes'
+    """
+
+    distribution: str = "balanced"
+    open_set: int = 0
+
+    def __post_init__(self) -> None:
+        self.concentration  # checks the distribution
+        check_positive_int(self.open_set, "open_set", minimum=0)
+
+    @classmethod
+    def parse(cls, text: str, open_set: int = 0) -> "QueryShape":
+        """``"balanced"`` or ``"dirichlet:A"`` (``A > 0``)."""
+        return cls(str(text).strip().lower(), open_set)
+
+    @property
+    def concentration(self) -> float:
+        """``A`` of ``dirichlet:A`` (``inf`` for balanced queries)."""
+        if self.distribution == "balanced":
+            return math.inf
+        name, _, value = self.distribution.partition(":")
+        try:
+            concentration = float(value)
+        except ValueError:
+            concentration = math.nan
+        if name != "dirichlet" or not (0 < concentration < math.inf):
+            raise ValueError(f"query distribution {self.distribution!r}: use 'balanced' or 'dirichlet:A' with a "
+                             "concentration A > 0 (e.g. dirichlet:2)")
+        return concentration
+
+    @property
+    def balanced(self) -> bool:
+        """Every class of the task gets the same number of queries and no query comes from elsewhere."""
+        return self.distribution == "balanced" and self.open_set == 0
+
+    def describe(self, ways: int, queries: int) -> str:
+        spread = f"{queries} queries per class" if self.distribution == "balanced" else \
+            f"Dirichlet({self.concentration:g}) proportions, {ways * queries} queries of the {ways} classes"
+        return spread + (f" + {self.open_set * queries} of {self.open_set} absent classes" if self.open_set else "")
+
+    def counts(self, generator: np.random.Generator, ways: int, queries: int,
+               room: Optional[np.ndarray] = None) -> np.ndarray:
+        """The queries of each class of one task ``(C,)``, at most ``room`` of class ``c`` (default: no limit)."""
+        if self.distribution == "balanced":
+            return np.full(ways, queries)
+        total = ways * queries
+        proportions = generator.dirichlet(np.full(ways, self.concentration))
+        room = np.full(ways, total) if room is None else np.asarray(room)
+        counts = np.zeros(ways, dtype=int)
+        while counts.sum() < total:
+            open_classes = counts < room
+            if not open_classes.any():
+                raise ValueError(f"the {ways} classes hold {int(room.sum())} samples beside the support, fewer than "
+                                 f"the {total} queries asked; lower queries")
+            weights = np.where(open_classes, proportions, 0.0)
+            weights = weights / weights.sum() if weights.sum() > 0 else open_classes / open_classes.sum()
+            missing = total - counts.sum()
+            shares = weights * missing
+            extra = np.floor(shares).astype(int)
+            extra[np.argsort(-(shares - extra), kind="stable")[:missing - extra.sum()]] += 1
+            counts = np.minimum(counts + extra, room)
+        return counts
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """``T`` few-shot tasks as sample indices into a :class:`FeatureSet`.
+
+    ``support`` is ``(T, C·K)``, ordered class by class; ``query`` ``(T, Q_all)`` with ``Q_all`` the
+    same for every task (``C·Q``, plus ``K·Q`` open-set queries); ``support_labels``/``query_labels``
+    are the episode labels ``0 … C−1`` (:data:`OPEN_SET_LABEL` for an open-set query); ``classes``
     ``(T, C)`` the dataset class of each episode label.
     """
 
@@ -303,13 +392,15 @@ class Episodes:
 
 
 class EpisodeSampler:
-    """Seeded C-way K-shot Q-query tasks over a set of classes.
+    """Seeded C-way K-shot tasks over a set of classes, their queries spread by a :class:`QueryShape`.
 
     Args:
         labels: ``(N,)`` class id of every sample.
         classes: the class ids tasks are drawn from (the novel classes).
-        ways: ``C`` (default 5); shots: ``K`` (default 1); queries: ``Q`` per class (default 15).
+        ways: ``C`` (default 5); shots: ``K`` (default 1); queries: ``Q`` per class (default 15; the mean
+            per class for Dirichlet proportions).
         seed: master seed; task ``t`` uses a generator seeded with ``(seed, t)``.
+        shape: how the queries are spread (default balanced). Balanced tasks are drawn exactly as without it.
 
     Examples:
         >>> import torch
@@ -317,52 +408,74 @@ class EpisodeSampler:
         >>> tasks = sampler.sample(range(3))
         >>> tuple(tasks.support.shape), tuple(tasks.query.shape)
         ((3, 5), (3, 75))
+        >>> skewed = EpisodeSampler(torch.arange(10).repeat_interleave(40), range(10), ways=5, queries=15,
+        ...                         shape=QueryShape("dirichlet:2"))
+        >>> tuple(skewed.sample(range(3)).query.shape)
+        (3, 75)
     """
 
     def __init__(self, labels: torch.Tensor, classes: Sequence[int], *, ways: int = 5, shots: int = 1,
-                 queries: int = 15, seed: int = 0):
+                 queries: int = 15, seed: int = 0, shape: QueryShape = QueryShape()):
         self.ways = check_positive_int(ways, "ways")
         self.shots = check_positive_int(shots, "shots")
         self.queries = check_positive_int(queries, "queries")
         self.seed = int(seed)
+        if not isinstance(shape, QueryShape):
+            raise TypeError(f"shape must be a QueryShape, got {type(shape).__name__}")
+        self.shape = shape
         labels = torch.as_tensor(labels).cpu()
         classes = [int(c) for c in classes]
         if not classes:
             raise ValueError("no classes to draw episodes from (the novel split is empty)")
         if len(set(classes)) != len(classes):
             raise ValueError("the episode classes hold duplicates")
-        if self.ways > len(classes):
-            raise ValueError(f"ways={self.ways} but only {len(classes)} classes are available for episodes")
+        if self.ways + shape.open_set > len(classes):
+            extra = f" + {shape.open_set} open-set classes" if shape.open_set else ""
+            raise ValueError(f"ways={self.ways}{extra} but only {len(classes)} classes are available for episodes")
         self.members = {c: torch.nonzero(labels == c).squeeze(1).numpy() for c in classes}
-        needed = self.shots + self.queries
+        # balanced: every class needs shots + queries samples; Dirichlet: shots (a class may give no query, and one
+        # with fewer samples than its share gives what it has); open set: queries
+        needed = self.shots + (self.queries if shape.distribution == "balanced" else 0)
         short = {c: len(m) for c, m in self.members.items() if len(m) < needed}
         if short:
             shown = dict(list(short.items())[:5])
             raise ValueError(f"{len(short)} class(es) have fewer than shots + queries = {needed} samples "
                              f"(class: samples {shown}); lower shots/queries or drop those classes")
+        if shape.open_set and sum(len(m) >= self.queries for m in self.members.values()) < self.ways + shape.open_set:
+            raise ValueError(f"open_set={shape.open_set} needs {self.ways + shape.open_set} classes of at least "
+                             f"queries={self.queries} samples")
         self.classes = np.array(classes)
 
-    def task(self, index: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Support indices ``(C·K,)``, query indices ``(C·Q,)`` and the chosen classes ``(C,)`` of task ``index``."""
+    def task(self, index: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Support indices ``(C·K,)``, query indices and labels ``(Q_all,)`` and the chosen classes ``(C,)`` of task
+        ``index``."""
         generator = np.random.default_rng([self.seed, int(index)])
         chosen = generator.choice(self.classes, self.ways, replace=False)
-        support, query = [], []
-        for c in chosen:
-            picked = generator.choice(self.members[int(c)], self.shots + self.queries, replace=False)
+        room = np.array([len(self.members[int(c)]) - self.shots for c in chosen])
+        counts = self.shape.counts(generator, self.ways, self.queries, room)
+        support, query, query_labels = [], [], []
+        for label, (c, count) in enumerate(zip(chosen, counts)):
+            picked = generator.choice(self.members[int(c)], self.shots + int(count), replace=False)
             support.append(picked[:self.shots])
             query.append(picked[self.shots:])
-        return np.concatenate(support), np.concatenate(query), chosen
+            query_labels.append(np.full(int(count), label))
+        if self.shape.open_set:
+            rest = np.array([c for c in self.classes if c not in set(chosen.tolist())
+                             and len(self.members[int(c)]) >= self.queries])
+            for c in generator.choice(rest, self.shape.open_set, replace=False):
+                query.append(generator.choice(self.members[int(c)], self.queries, replace=False))
+                query_labels.append(np.full(self.queries, OPEN_SET_LABEL))
+        return np.concatenate(support), np.concatenate(query), np.concatenate(query_labels), chosen
 
     def sample(self, task_ids: Sequence[int]) -> Episodes:
         task_ids = tuple(int(t) for t in task_ids)
         parts = [self.task(t) for t in task_ids]
         support = torch.from_numpy(np.stack([p[0] for p in parts]))
         query = torch.from_numpy(np.stack([p[1] for p in parts]))
-        classes = torch.from_numpy(np.stack([p[2] for p in parts]))
-        episode_labels = torch.arange(self.ways)
-        return Episodes(support, query, episode_labels.repeat_interleave(self.shots).expand(len(parts), -1).clone(),
-                        episode_labels.repeat_interleave(self.queries).expand(len(parts), -1).clone(), classes,
-                        task_ids)
+        query_labels = torch.from_numpy(np.stack([p[2] for p in parts]).astype(np.int64))
+        classes = torch.from_numpy(np.stack([p[3] for p in parts]))
+        support_labels = torch.arange(self.ways).repeat_interleave(self.shots).expand(len(parts), -1).clone()
+        return Episodes(support, query, support_labels, query_labels, classes, task_ids)
 
 
 def mean_and_interval(accuracies: Sequence[float], *, confidence: float = 0.95) -> Tuple[float, float]:

@@ -17,23 +17,25 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
-from ..data.fewshot import EpisodeSampler, Episodes, FeatureSet, load_features
+from ..data.fewshot import OPEN_SET_LABEL, EpisodeSampler, Episodes, FeatureSet, QueryShape, load_features
 from ..data.graphs import read_npz_arrays
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError
 from ..models.backbones import BackboneTraining
 from ..models.fewshot import Preprocessing, preprocess
 from ..models.fewshot.heads import HeadSettings, task_graphs
+from ..operators.diffusion import BatchedDiffusion
 from .embeddings import cached_features, official_runs_features, omniglot_features
 
 __all__ = ["dataset_features", "episode_sources", "official_runs_source", "file_fingerprint", "features_file",
-           "episode_features", "task_points", "task_seeds", "official_runs_tensors", "episode_scores",
+           "episode_features", "task_points", "task_seeds", "official_runs_tensors", "episode_scores", "EpisodeScores",
            "diffuse_on_task_graph", "principal_components", "clear_wins"]
 
 
@@ -157,24 +159,25 @@ def features_file(path: str) -> FeatureSet:
     return load_features(path)
 
 
-def episode_features(features: FeatureSet, ways: int, shots: int, queries: int, seed: int, tasks: Sequence[int]
-                     ) -> Tuple[Episodes, torch.Tensor, torch.Tensor]:
+def episode_features(features: FeatureSet, ways: int, shots: int, queries: int, seed: int, tasks: Sequence[int],
+                     shape: QueryShape = QueryShape()) -> Tuple[Episodes, torch.Tensor, torch.Tensor]:
     """Tasks drawn from the novel classes of ``features``, with the features of their samples.
 
     Args:
         features: the features file's contents.
         ways: classes per task.
         shots: labelled samples per class.
-        queries: queries per class.
+        queries: queries per class (the mean per class for Dirichlet proportions).
         seed: the master seed of the episodes.
         tasks: the task ids.
+        shape: how the queries are spread (default: balanced).
 
     Returns:
         ``(episodes, support, query)``: the :class:`~pdenets.data.fewshot.Episodes` and the features of
         their support ``(T, ways·shots, M)`` and query ``(T, ways·queries, M)`` samples.
     """
     sampler = EpisodeSampler(features.labels, features.novel_classes, ways=ways, shots=shots, queries=queries,
-                             seed=seed)
+                             seed=seed, shape=shape)
     episodes = sampler.sample(tasks)
     return episodes, features.features[episodes.support], features.features[episodes.query]
 
@@ -238,26 +241,63 @@ def official_runs_tensors(path: Union[str, Path]
     return training, labels, test, answers, base_mean
 
 
-def episode_scores(probabilities: torch.Tensor, query_labels: torch.Tensor) -> Tuple[List[float], List[float]]:
-    """Accuracy and mean log-likelihood of the true class, per task.
+@dataclass(frozen=True)
+class EpisodeScores:
+    """What a job measures of its tasks, one float per task.
+
+    ``accuracies`` and ``log_likelihoods`` (of the true class, mean over a task's queries) count the
+    queries of the support's classes only. With open-set queries (label :data:`OPEN_SET_LABEL`),
+    ``open_auroc`` is the area under the ROC curve of the top probability as a score that a query
+    belongs to a support class (0.5: it tells nothing; 1: every open-set query is less sure than
+    every other), and ``open_rejected``/``known_rejected`` the shares of open-set and of known
+    queries whose top probability stays below 1/2 (the queries a user would refuse at that threshold).
+    """
+
+    accuracies: List[float]
+    log_likelihoods: List[float]
+    open_auroc: Optional[List[float]] = None
+    open_rejected: Optional[List[float]] = None
+    known_rejected: Optional[List[float]] = None
+
+
+def _auroc(known: torch.Tensor, unknown: torch.Tensor) -> float:
+    """P(score of a known query > score of an open-set one), ties counted one half (Mann–Whitney)."""
+    greater = (known[:, None] > unknown[None, :]).double().mean()
+    ties = (known[:, None] == unknown[None, :]).double().mean()
+    return float(greater + ties / 2)
+
+
+def episode_scores(probabilities: torch.Tensor, query_labels: torch.Tensor) -> EpisodeScores:
+    """Accuracy and mean log-likelihood of the true class per task, and how open-set queries were told apart.
 
     Args:
         probabilities: ``(T, Q, C)`` class probabilities of every query of every task.
-        query_labels: ``(T, Q)`` the true classes.
+        query_labels: ``(T, Q)`` the true classes (:data:`~pdenets.data.fewshot.OPEN_SET_LABEL` for a query of
+            a class absent from the support).
 
     Returns:
-        ``(accuracies, log_likelihoods)``: one float per task each (probabilities clamped at 1e-300
-        before the logarithm).
+        :class:`EpisodeScores` (probabilities clamped at 1e-300 before the logarithm).
 
     Examples:
-        >>> accuracies, _ = episode_scores(torch.tensor([[[0.9, 0.1], [0.6, 0.4]]]), torch.tensor([[0, 1]]))
-        >>> accuracies
-        [0.5]
+        >>> scores = episode_scores(torch.tensor([[[0.9, 0.1], [0.6, 0.4]]]), torch.tensor([[0, 1]]))
+        >>> scores.accuracies, [round(v, 6) for v in scores.log_likelihoods]
+        ([0.5], [-0.510826])
     """
     probabilities = probabilities.cpu().double()
-    correct = (probabilities.argmax(2) == query_labels).double().mean(1)
-    true_class = probabilities.gather(2, query_labels.unsqueeze(2)).squeeze(2)
-    return correct.tolist(), true_class.clamp_min(1e-300).log().mean(1).tolist()
+    known = query_labels >= 0
+    counts = known.sum(1).clamp_min(1).double()
+    labels = query_labels.clamp_min(0)
+    correct = ((probabilities.argmax(2) == labels) & known).double().sum(1) / counts
+    true_class = probabilities.gather(2, labels.unsqueeze(2)).squeeze(2).clamp_min(1e-300).log()
+    log_likelihoods = (true_class * known).sum(1) / counts
+    if bool(known.all()):
+        return EpisodeScores(correct.tolist(), log_likelihoods.tolist())
+    top = probabilities.max(2).values
+    auroc = [_auroc(top[t][known[t]], top[t][~known[t]]) for t in range(top.shape[0])]
+    refused = top < 0.5
+    open_rejected = ((refused & ~known).double().sum(1) / (~known).sum(1).clamp_min(1)).tolist()
+    known_rejected = ((refused & known).double().sum(1) / counts).tolist()
+    return EpisodeScores(correct.tolist(), log_likelihoods.tolist(), auroc, open_rejected, known_rejected)
 
 
 def diffuse_on_task_graph(points: torch.Tensor, n_top: int, sigma_neighbor: int, step_size: float, steps: int
@@ -274,9 +314,8 @@ def diffuse_on_task_graph(points: torch.Tensor, n_top: int, sigma_neighbor: int,
     Returns:
         ``(N, M)`` the diffused points.
     """
-    weights = task_graphs(points.unsqueeze(0), HeadSettings(n_top=n_top, sigma_neighbor=sigma_neighbor))[0]
-    laplacian = torch.diag(weights.sum(1)) - weights
-    return torch.linalg.matrix_power(torch.eye(len(weights)) - step_size * laplacian, steps) @ points
+    weights = task_graphs(points.unsqueeze(0), HeadSettings(n_top=n_top, sigma_neighbor=sigma_neighbor))
+    return BatchedDiffusion(weights, step_size).apply(points.unsqueeze(0), steps)[0]
 
 
 def principal_components(points: torch.Tensor, components: int = 2) -> torch.Tensor:

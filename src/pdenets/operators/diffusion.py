@@ -13,6 +13,11 @@ sparsity of ``W`` plus the diagonal — and applies it ``r`` times with one spar
 matrix–matrix product per step (:class:`~pdenets.operators.sparse.SparseMatrix`: the
 backward pass multiplies by a precomputed ``Aᵀ``). Memory is ``O(nnz(W) + N·C)``; no
 N×N matrix is formed for sparse ``W``. Dense ``W`` takes a dense path with the same results.
+
+:class:`BatchedDiffusion` is the same operator for ``T`` small dense graphs at once, ``(T, N, N)``
+(few-shot episodes: one graph over each task's support and queries), with the same stability
+check; it applies ``A^r`` to features or gives rows of ``A^r`` itself, for a network that uses the
+same ``r`` steps many times.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from .graph import (GraphLike, as_weight_matrix, check_weight_values, is_dense, 
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .sparse import SparseMatrix
 
-__all__ = ["DiffusionOperator", "diffuse", "heat_semigroup", "LAPLACIANS"]
+__all__ = ["DiffusionOperator", "BatchedDiffusion", "diffuse", "heat_semigroup", "LAPLACIANS"]
 
 #: ``"combinatorial"``: ``L = Λ − W``; ``"normalized"``: ``L = I − Λ^{-1/2} W Λ^{-1/2}`` (GCN's graph).
 LAPLACIANS = ("combinatorial", "normalized")
@@ -188,6 +193,84 @@ class DiffusionOperator:
         laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
         return (f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
                 f"{kind}{laplacian})")
+
+
+class BatchedDiffusion:
+    r"""The explicit diffusion operators ``A_t = I − γL_t`` of ``T`` small dense graphs at once.
+
+    ``X_t ← A_t X_t = (I − γL_t) X_t``,  ``L_t = Λ_t − W_t``,  ``t = 1 … T``,
+
+    one explicit Euler step of the heat equation on every graph ("Diffusion Mechanism in Residual
+    Neural Network: Theory and Applications", eq. 7), with ``W_t`` the non-negative weights of graph
+    ``t`` and ``Λ_t`` its degrees. The step size is checked against every graph's stability bound
+    ``2/λ_max(L_t)``: Gershgorin's ``λ_max ≤ 2 max_i Σ_{j≠i} w_ij`` settles it without eigenvalues
+    when it can, the eigenvalues of the graphs (symmetric ``W_t``) decide otherwise.
+
+    Args:
+        weights: ``(T, N, N)`` dense non-negative weights, one graph per slice.
+        step_size: ``γ > 0``.
+        check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when ``γ`` exceeds the
+            bound of any graph (default: ``True``).
+
+    Shapes:
+        - weights: ``(T, N, N)``; features: ``(T, N, F)``; :meth:`matrix`: ``(T, R, N)``.
+
+    Examples:
+        >>> import torch
+        >>> w = torch.tensor([[0., 1.], [1., 0.]]).expand(3, 2, 2)
+        >>> op = BatchedDiffusion(w, step_size=0.25)
+        >>> op.apply(torch.tensor([[1.], [-1.]]).expand(3, 2, 1), num_steps=1)[0]
+        tensor([[ 0.5000],
+                [-0.5000]])
+        >>> torch.equal(op.matrix(2)[0], op.apply(torch.eye(2).expand(3, 2, 2), 2)[0])
+        True
+    """
+
+    def __init__(self, weights: torch.Tensor, step_size: float, *, check_stability: bool = True):
+        check_floating(weights, "weights")
+        if weights.dim() != 3 or weights.shape[1] != weights.shape[2]:
+            raise ValueError(f"weights must be (T, N, N) dense graphs, got shape {tuple(weights.shape)}")
+        if weights.layout != torch.strided:
+            raise ValueError("BatchedDiffusion takes dense (T, N, N) weights; use DiffusionOperator for a sparse graph")
+        check_weight_values(weights)
+        self.step_size = check_positive(step_size, "step_size")
+        degrees = weights.sum(2)
+        self.laplacian = torch.diag_embed(degrees) - weights
+        if check_stability:
+            off_diagonal = degrees - torch.diagonal(weights, dim1=1, dim2=2)
+            if weights.numel() and self.step_size * 2 * float(off_diagonal.max()) > 2.0:
+                largest = float(torch.linalg.eigvalsh(self.laplacian.double())[:, -1].max())
+                if largest > 0 and self.step_size > 2.0 / largest * (1 + 1e-6):
+                    raise UnstableStepSizeError(
+                        f"step_size={self.step_size:g} exceeds the stability bound 2/lambda_max(L) = "
+                        f"{2.0 / largest:.4g} of at least one of the {weights.shape[0]} graphs; lower it")
+        eye = torch.eye(weights.shape[1], dtype=weights.dtype, device=weights.device)
+        self.step = eye - self.step_size * self.laplacian  # (T, N, N), A_t
+
+    def apply(self, features: torch.Tensor, num_steps: int) -> torch.Tensor:
+        """``A_t^r X_t`` for features ``(T, N, F)``: ``r`` batched products."""
+        num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+        if features.dim() != 3 or features.shape[:2] != self.step.shape[:2]:
+            raise ValueError(f"features must be (T, N, F) = ({self.step.shape[0]}, {self.step.shape[1]}, F), got "
+                             f"{tuple(features.shape)}")
+        for _ in range(num_steps):
+            features = torch.bmm(self.step, features)
+        return features
+
+    def matrix(self, num_steps: int, rows: Optional[slice] = None) -> torch.Tensor:
+        """The rows ``rows`` (default all) of ``A_t^r``: ``(T, R, N)``. A few rows cost ``r`` products of ``R × N``
+        by ``N × N``; all of them a matrix power."""
+        num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+        if rows is None:
+            return torch.linalg.matrix_power(self.step, num_steps)
+        selected = torch.eye(self.step.shape[1], dtype=self.step.dtype, device=self.step.device)[rows]
+        selected = selected.expand(self.step.shape[0], -1, -1)
+        for _ in range(num_steps):
+            selected = torch.bmm(selected, self.step)
+        return selected
+
+    def __repr__(self) -> str:
+        return f"BatchedDiffusion(T={self.step.shape[0]}, N={self.step.shape[1]}, step_size={self.step_size:g})"
 
 
 def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num_steps: int = 1,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import torch
 
@@ -165,10 +165,10 @@ def knn_gaussian_weights(
 
 def batched_knn_gaussian_weights(
     points: torch.Tensor,
-    n_top: int,
+    n_top: Union[int, Sequence[int], torch.Tensor],
     *,
     sigma: Optional[float] = None,
-    sigma_neighbor: Optional[int] = None,
+    sigma_neighbor: Optional[Union[int, Sequence[int], torch.Tensor]] = None,
     include_self: bool = False,
     normalization: str = "symmetric",
     symmetrize_weights: bool = False,
@@ -177,7 +177,7 @@ def batched_knn_gaussian_weights(
 
     Few-shot episodes hold tens to a few hundred points each; one dense batched computation
     for many episodes beats a sparse graph per episode. Same options, same weights as
-    :func:`knn_gaussian_weights` applied to each cloud ``t`` (distances in the difference form):
+    :func:`knn_gaussian_weights` applied to each cloud ``t``:
 
     ``w_tij = exp(−‖x_ti − x_tj‖² / σ_ti²)`` for the ``n_top`` nearest neighbours ``x_tj`` of ``x_ti``,
     else ``0``;  ``W_t ← Normalize(W_t)``,
@@ -185,15 +185,19 @@ def batched_knn_gaussian_weights(
     with ``x_ti`` the points of cloud ``t``, ``σ_ti = σ`` fixed or the distance of ``x_ti`` to its
     ``sigma_neighbor``-th neighbour (adaptive), and ``Normalize`` symmetric (``D^{-1/2} W D^{-1/2}``),
     row (``D^{-1} W``) or none, ``D`` the degrees ("Diffusion Mechanism in Residual Neural Network:
-    Theory and Applications", Algorithm 1).
+    Theory and Applications", Algorithm 1). The neighbours are ranked by distances from one matrix
+    product per cloud, on coordinates centred on the cloud's mean; the distances that enter the
+    weights are recomputed in the difference form.
 
     Args:
         points: ``(T, N, D)`` point clouds, ``T`` clouds of ``N`` points (detached).
-        n_top: entries ``n_top`` kept per row (neighbours, including self if ``include_self``).
+        n_top: entries ``n_top`` kept per row (neighbours, including self if ``include_self``): one count for
+            every cloud, or one per cloud (a sequence or tensor of ``T`` counts).
         sigma: fixed bandwidth ``σ > 0``; give exactly one of ``sigma`` and ``sigma_neighbor``
             (default: ``None``).
         sigma_neighbor: adaptive bandwidth: ``σ_i`` = distance of ``x_i`` to the ``sigma_neighbor``-th
-            entry of its neighbour list (self is entry 1 when ``include_self``) (default: ``None``).
+            entry of its neighbour list (self is entry 1 when ``include_self``), one for every cloud or one
+            per cloud (default: ``None``).
         include_self: count the point itself among its ``n_top`` neighbours (default: ``False``).
         normalization: ``"symmetric"`` (``D^{-1/2} W D^{-1/2}``), ``"row"`` (``D^{-1} W``)
             or ``"none"`` (default: ``"symmetric"``).
@@ -219,6 +223,9 @@ def batched_knn_gaussian_weights(
         >>> single = knn_gaussian_weights(clouds[1], 5, sigma_neighbor=3, include_self=True).to_dense()
         >>> torch.allclose(batched[1], single)
         True
+        >>> mixed = batched_knn_gaussian_weights(clouds, [5, 3, 5], sigma_neighbor=[3, 2, 3], include_self=True)
+        >>> torch.allclose(mixed[1], knn_gaussian_weights(clouds[1], 3, sigma_neighbor=2, include_self=True).to_dense())
+        True
     """
     if not isinstance(points, torch.Tensor) or points.dim() != 3:
         raise ValueError(f"points must be a (T, N, D) tensor, got {getattr(points, 'shape', type(points).__name__)}")
@@ -226,28 +233,42 @@ def batched_knn_gaussian_weights(
     if (sigma is None) == (sigma_neighbor is None):
         raise ValueError("give exactly one of sigma (fixed bandwidth) or sigma_neighbor (adaptive)")
     check_choice(normalization, "normalization", NORMALIZATIONS)
-    n_top = check_positive_int(n_top, "n_top")
     tasks, num_points, _ = points.shape
-    search_k = n_top if sigma_neighbor is None else max(n_top, check_positive_int(sigma_neighbor, "sigma_neighbor"))
+    counts = _per_cloud(n_top, "n_top", tasks, points.device)
+    widths = None if sigma_neighbor is None else _per_cloud(sigma_neighbor, "sigma_neighbor", tasks, points.device)
+    search_k = int(counts.max()) if widths is None else int(torch.maximum(counts, widths).max())
     available = num_points if include_self else num_points - 1
     if search_k > available:
         raise ValueError(f"n_top/sigma_neighbor={search_k} neighbours requested but each cloud has only {available} "
                          f"{'points' if include_self else 'other points'} (N={num_points})")
     points = points.detach()
-    sq = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist").square()
+    centred = points - points.mean(1, keepdim=True)
+    norms = centred.square().sum(2)
+    sq = torch.baddbmm(norms[:, None, :] + norms[:, :, None], centred, centred.transpose(1, 2), alpha=-2.0)
     diagonal = torch.arange(num_points, device=points.device)
     sq[:, diagonal, diagonal] = -1.0 if include_self else math.inf  # self first, or never
-    sorted_sq, order = torch.topk(sq, search_k, dim=2, largest=False, sorted=True)
-    sorted_sq = sorted_sq.clamp_min(0.0)
-    if sigma_neighbor is not None:
-        values = gaussian_kernel(sorted_sq[..., :n_top], sorted_sq[..., sigma_neighbor - 1:sigma_neighbor].sqrt())
+    order = torch.topk(sq, search_k, dim=2, largest=False, sorted=True).indices
+    # the selected distances in the difference form (no cancellation), rows re-sorted where round-off swapped a pair
+    # (a stable sort: self, ranked first, stays first among points at distance 0)
+    offsets = num_points * torch.arange(tasks, device=points.device)[:, None, None]
+    flat = points.reshape(tasks * num_points, -1)
+    neighbours = flat.index_select(0, (order + offsets).reshape(-1)).view(tasks, num_points, search_k, -1)
+    sorted_sq, resort = torch.sort(neighbours.sub_(points[:, :, None, :]).square_().sum(3), dim=2, stable=True)
+    order = torch.gather(order, 2, resort)
+    keep = torch.arange(search_k, device=points.device)[None, None, :] < counts[:, None, None]  # (T, 1, k)
+    if widths is not None:
+        bandwidth = torch.gather(sorted_sq, 2, (widths - 1)[:, None, None].expand(-1, num_points, 1)).sqrt()
+        values = gaussian_kernel(sorted_sq, bandwidth)
     else:
-        values = gaussian_kernel(sorted_sq[..., :n_top], sigma)
-    _check_not_empty(values.reshape(-1, n_top),
-                     (order[..., :n_top] + num_points * torch.arange(tasks, device=points.device)[:, None, None])
-                     .reshape(-1, n_top), sorted_sq[..., :n_top].reshape(-1, n_top), sigma)
+        values = gaussian_kernel(sorted_sq, sigma)
+    values = values * keep
+    flat_values, flat_sq = values.reshape(-1, search_k), sorted_sq.reshape(-1, search_k)
+    flat_keep = keep.expand(-1, num_points, -1).reshape(-1, search_k)
+    flat_order = (order + offsets).reshape(-1, search_k)
+    _check_not_empty(flat_values, torch.where(flat_keep, flat_order, torch.arange(
+        flat_order.shape[0], device=points.device)[:, None]), flat_sq, sigma)
     weights = torch.zeros(tasks, num_points, num_points, dtype=points.dtype, device=points.device)
-    weights.scatter_(2, order[..., :n_top], values)
+    weights.scatter_add_(2, order, values)
     if normalization != "none":
         degrees = weights.sum(2)
         if normalization == "symmetric":
@@ -259,6 +280,16 @@ def batched_knn_gaussian_weights(
     if symmetrize_weights:
         weights = (weights + weights.transpose(1, 2)) / 2
     return weights
+
+
+def _per_cloud(value, name: str, tasks: int, device) -> torch.Tensor:
+    """One positive count per cloud ``(T,)`` from an int or a sequence/tensor of ``T`` ints."""
+    if isinstance(value, torch.Tensor) and value.dim() == 1 or isinstance(value, (list, tuple)):
+        counts = [check_positive_int(int(v) if isinstance(v, torch.Tensor) else v, name) for v in value]
+        if len(counts) != tasks:
+            raise ValueError(f"{name} gives {len(counts)} counts for {tasks} clouds")
+        return torch.tensor(counts, device=device)
+    return torch.full((tasks,), check_positive_int(value, name), device=device)
 
 
 def _check_not_empty(values: torch.Tensor, indices: torch.Tensor, sq: torch.Tensor, sigma) -> None:

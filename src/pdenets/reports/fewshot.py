@@ -16,13 +16,23 @@ from ..experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_class
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, format_mean_std
 
-__all__ = ["add_sections", "METHOD_NAMES", "PAPER_METHODS", "PAPER_TABLE2", "PUBLISHED_RUN_ERRORS"]
+__all__ = ["add_sections", "shape_label", "METHOD_NAMES", "PAPER_METHODS", "PAPER_TABLE2", "PUBLISHED_RUN_ERRORS"]
 
 #: the methods' names in tables
 METHOD_NAMES = {"prototype": "Nearest prototype", "diffusion": "Diffusion (LaplacianShot)",
                 "convection": "Convection", "external": "External convection-diffusion",
                 "internal": "Internal convection-diffusion (Diff-ResNet)", "bd-cspn": "BD-CSPN",
-                "pt-map": "PT-MAP", "tim": "TIM-GD"}
+                "pt-map": "PT-MAP", "tim": "TIM-GD", "alpha-tim": "α-TIM", "paddle": "PADDLE"}
+#: the mark of a result whose method assumes balanced queries, on a query set that is not balanced
+ASSUMPTION_MARK = "†"
+
+
+def shape_label(queries: int, distribution: str, open_set: int, mode: str) -> str:
+    """The name of a query-set shape in tables, e.g. ``"dirichlet:2, 15 queries per class + 2 open-set classes"``."""
+    label = f"{distribution}, {queries} quer{'y' if queries == 1 else 'ies'} per class"
+    if open_set:
+        label += f" + {open_set} open-set class{'' if open_set == 1 else 'es'}"
+    return label + (", one query at a time" if mode == "one-at-a-time" else "")
 PAPER_METHODS = ("prototype", "diffusion", "convection", "external", "internal")
 _SOURCE = "Diff-ResNet paper, Table 2 (miniImageNet, ResNet-18, 5-way, 1,000 tasks)"
 #: Table 2, miniImageNet with a ResNet-18 backbone: the paper's numbers for context (other data, other backbone).
@@ -101,21 +111,50 @@ def _describe(settings) -> str:
 
 
 def _ablation_section(report: Report, results, config) -> None:
-    report.heading("Ablation (Table 2 layout)")
-    for dataset, cells in results["ablation"].items():
-        columns = list(cells)
-        rows = []
-        for method in config.methods:
-            row = [METHOD_NAMES.get(method, method)]
-            for cell in columns:
-                entry = cells[cell].get(method)
-                text = f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—"
-                if entry and entry["tasks"] != config.tasks:  # a partial run says how many tasks it has so far
-                    text += f" ({entry['tasks']} tasks)"
-                row.append(text)
-            rows.append(row)
-        report.table([dataset] + columns, rows, caption=f"{config.tasks} tasks per cell unless marked, "
-                                                        f"{config.queries} queries per class; — : not run yet.")
+    from ..models.fewshot import METHOD_CLASSES
+
+    report.heading("Ablation (Table 2 layout), one table per query-set shape")
+    marked = False
+    for shape, tables in results["ablation"].items():
+        facts = results["shapes"][shape]
+        report.heading(shape.capitalize(), level=3)
+        for dataset, cells in tables.items():
+            columns = list(cells)
+            rows = []
+            for method in config.methods:
+                breaks = not facts["balanced"] and method in METHOD_CLASSES and \
+                    METHOD_CLASSES[method].assumes_balanced_queries
+                marked = marked or breaks
+                row = [METHOD_NAMES.get(method, method) + (f" {ASSUMPTION_MARK}" if breaks else "")]
+                for cell in columns:
+                    entry = cells[cell].get(method)
+                    text = f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—"
+                    if entry and entry["tasks"] != config.tasks:  # a partial run says how many tasks it has so far
+                        text += f" ({entry['tasks']} tasks)"
+                    if entry and "open_auroc" in entry:
+                        text += f", AUROC {entry['open_auroc']:.2f}"
+                    row.append(text)
+                rows.append(row)
+            caption = (f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet.")
+            if facts["open_set"]:
+                caption += (" Accuracy counts the queries of the support's classes; AUROC: how well the top "
+                            "probability tells them from the open-set queries (0.5: not at all).")
+            report.table([dataset] + columns, rows, caption=caption)
+    if marked:
+        report.paragraph(f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
+                         "none from elsewhere) and the query sets of this table are not: its result shows what the "
+                         "assumption costs, not what the method does on the query sets it was made for.")
+    timing = [(shape, dataset, cell, method, entry["seconds_per_1000_tasks"])
+              for shape, tables in results["ablation"].items() for dataset, cells in tables.items()
+              for cell, methods in cells.items() for method, entry in methods.items()]
+    if timing:
+        first = timing[0][:3]
+        rows = [[METHOD_NAMES.get(method, method), f"{seconds:.2f}"] for shape, dataset, cell, method, seconds in timing
+                if (shape, dataset, cell) == first]
+        report.table(["method", "s per 1,000 tasks"], rows,
+                     caption=f"{first[1]}, {first[2]}, {first[0]}: time of the method alone (batched), measured in a "
+                             f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
+                             "shared the machine (benchmarks/fewshot_peers.py measures alone).")
     report.paragraph(
         "For context, the paper's Table 2 on miniImageNet with a ResNet-18 (raw features, 5-way): "
         + "; ".join(f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / {PAPER_TABLE2[(m, 5)].format(2)} "

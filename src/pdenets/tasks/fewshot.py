@@ -3,9 +3,11 @@
 Studies (``--studies``, all by default):
 
 * ``ablation`` — methods (the paper's five: nearest prototype, LaplacianShot "diffusion",
-  convection, external and internal convection-diffusion; and the peers BD-CSPN, PT-MAP, TIM)
-  × ways × shots × datasets, mean accuracy and 95 % confidence interval over ``tasks``
-  episodes (Table 2's layout);
+  convection, external and internal convection-diffusion; and the peers BD-CSPN, PT-MAP, TIM,
+  α-TIM, PADDLE) × ways × shots × datasets, mean accuracy and 95 % confidence interval over
+  ``tasks`` episodes (Table 2's layout), one table per shape of the query sets: ``queries`` per
+  class, spread ``balanced`` or by ``dirichlet:A`` proportions, with ``open_set`` classes absent
+  from the support, solved ``together`` or ``one-at-a-time`` (:class:`~pdenets.data.fewshot.QueryShape`);
 * ``sensitivity`` — internal convection-diffusion, first dataset, 5-way 1-shot: ``n_top``
   (σ = ⌊n_top/2⌋-th neighbour, Fig. 7), total strength ``rγ`` at γ = 0.5 (Fig. 8), the number
   of steps ``r`` at fixed ``rγ = 5`` (γ = min(1, 5/r), Fig. 9);
@@ -26,19 +28,21 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..data.fewshot import mean_and_interval
+from ..data.fewshot import QueryShape, mean_and_interval
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import group_records
 from ..experiments.task import Task, register_task
 from ..features.fewshot import clear_wins, diffuse_on_task_graph, episode_features, episode_scores, episode_sources, \
     features_file, official_runs_source, official_runs_tensors, principal_components, task_points, task_seeds
 from ..models.backbones import BackboneTraining
-from ..models.fewshot import METHODS, PREPROCESSING, Preprocessing, ablation_method, classify, method_from_name
+from ..models.fewshot import (METHODS, PREPROCESSING, Preprocessing, ablation_method, classify, method_from_name,
+                              registered_methods)
 from ..reports import fewshot as fewshot_report
 
 __all__ = ["FewShotConfig", "FewShotTask", "EpisodeJob", "PREPROCESSING", "STUDIES"]
 
 STUDIES = ("ablation", "sensitivity", "timing", "picture", "official-runs")
+QUERY_MODES = ("together", "one-at-a-time")
 
 #: the most tasks a table cell may ask for (planning is linear in it)
 MAX_TASKS_PER_CELL = 10_000_000
@@ -49,10 +53,16 @@ class FewShotConfig(TaskConfig):
     """Configuration of ``pdenets run few-shot``."""
 
     datasets: List[str] = setting(["omniglot"], "omniglot, clinc150 or the path of a features file (.npz/.pkl/.pt)")
-    methods: List[str] = setting(list(METHODS), "methods: " + ", ".join(METHODS))
+    methods: List[str] = setting(list(METHODS), "methods (any registered method): " + ", ".join(METHODS))
     ways: List[int] = setting([5], "classes per task")
     shots: List[int] = setting([1, 5], "labelled samples per class")
-    queries: int = setting(15, "queries per class")
+    queries: List[int] = setting([15], "queries per class (their mean under Dirichlet proportions); each value a "
+                                       "table of its own")
+    query_distributions: List[str] = setting(["balanced"], "how the queries spread over the classes: balanced or "
+                                                           "dirichlet:A (Veilleux et al. 2021: A = 2)")
+    open_set: List[int] = setting([0], "classes absent from the support that add queries per class each (open set)")
+    query_modes: List[str] = setting(["together"], "together (the query set is solved at once) or one-at-a-time "
+                                                   "(every query its own task)")
     tasks: int = setting(1000, "tasks per table cell")
     tasks_per_job: int = setting(250, "tasks in one stored job")
     studies: List[str] = setting(list(STUDIES), "studies: " + ", ".join(STUDIES))
@@ -82,14 +92,21 @@ class FewShotConfig(TaskConfig):
         values = {**self.method_settings.get(name, {}), **changes}
         return ablation_method(name, **values) if self.defaults == "paper" else method_from_name(name, **values)
 
+    def shapes(self) -> List[Any]:
+        """Every query-set shape of the ablation: ``(queries, QueryShape, mode)``."""
+        return [(queries, QueryShape.parse(spread, open_set), mode) for queries, spread, open_set, mode in
+                product(self.queries, self.query_distributions, self.open_set, self.query_modes)]
+
     def validate(self) -> None:
         super().validate()
-        check_fields(self, non_empty=("datasets", "methods", "ways", "shots", "studies"),
-                     choices={"methods": METHODS, "studies": STUDIES, "preprocessing": list(PREPROCESSING),
-                              "defaults": ("library", "paper")},
+        methods = registered_methods()  # read now: a method registered after import is accepted
+        check_fields(self, non_empty=("datasets", "methods", "ways", "shots", "studies", "queries",
+                                      "query_distributions", "open_set", "query_modes"),
+                     choices={"methods": methods, "studies": STUDIES, "preprocessing": list(PREPROCESSING),
+                              "defaults": ("library", "paper"), "query_modes": QUERY_MODES},
                      counts=("ways", "shots", "queries", "tasks", "tasks_per_job", "sensitivity_tasks", "n_top_values",
                              "step_counts", "timing_tasks", "backbone_epochs", "chunk_size"),
-                     non_negative_counts=("timing_layers", "backbone_seed"),
+                     non_negative_counts=("timing_layers", "backbone_seed", "open_set"),
                      positive=("fixed_strength", "timing_strength"), non_negative=("strengths",))
         if any(value < 3 for value in self.n_top_values):
             raise ConfigError("n_top_values must be >= 3 (paper units: n_top - 1 entries are kept, at least 2)")
@@ -99,9 +116,14 @@ class FewShotConfig(TaskConfig):
             if getattr(self, name) > MAX_TASKS_PER_CELL:
                 raise ConfigError(f"{name}={getattr(self, name)} is more than {MAX_TASKS_PER_CELL:,} tasks per cell "
                                   "(the 95 % interval is already ~0.03 points at 1,000,000)")
+        for spread in self.query_distributions:
+            try:
+                QueryShape.parse(spread)
+            except ValueError as error:
+                raise ConfigError(f"query_distributions: {error}") from None
         for name in self.method_settings:
-            if name not in METHODS:
-                raise ConfigError(f"method_settings.{name}: unknown method; methods: {', '.join(METHODS)}")
+            if name not in methods:
+                raise ConfigError(f"method_settings.{name}: unknown method; methods: {', '.join(methods)}")
             try:
                 self.method(name)
             except (TypeError, ValueError) as error:
@@ -126,6 +148,9 @@ class EpisodeJob:
     preprocessing: Preprocessing
     variable: Optional[float]
     device: str
+    distribution: str = "balanced"
+    open_set: int = 0
+    query_mode: str = "together"
     features: str = field(default="", metadata={"key": False})
     chunk_size: int = field(default=100, metadata={"key": False})
 
@@ -153,16 +178,25 @@ class OfficialRunsJob:
 def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
     features = features_file(spec.features)
     tasks = range(spec.first_task, spec.last_task)
-    episodes, support, query = episode_features(features, spec.ways, spec.shots, spec.queries, spec.seed, tasks)
+    shape = QueryShape.parse(spec.distribution, spec.open_set)
+    episodes, support, query = episode_features(features, spec.ways, spec.shots, spec.queries, spec.seed, tasks,
+                                                shape)
+    labels, seeds, count = episodes.support_labels, task_seeds(spec.seed, tasks), query.shape[1]
+    if spec.query_mode == "one-at-a-time":  # every query its own task, with its task's support and seed
+        support, labels = support.repeat_interleave(count, 0), labels.repeat_interleave(count, 0)
+        query, seeds = query.reshape(-1, 1, query.shape[2]), [seed for seed in seeds for _ in range(count)]
     start = time.perf_counter()
-    probabilities = classify(support.to(spec.device), episodes.support_labels.to(spec.device), query.to(spec.device),
-                             spec.ways, method_from_name(spec.method, spec.settings), spec.preprocessing,
-                             base_mean=features.mean_of_base(), seeds=task_seeds(spec.seed, tasks),
-                             chunk_size=spec.chunk_size)
+    probabilities = classify(support.to(spec.device), labels.to(spec.device), query.to(spec.device), spec.ways,
+                             method_from_name(spec.method, spec.settings), spec.preprocessing,
+                             base_mean=features.mean_of_base(), seeds=seeds, chunk_size=spec.chunk_size)
     seconds = time.perf_counter() - start
-    accuracies, log_likelihoods = episode_scores(probabilities, episodes.query_labels)
-    return {"accuracies": accuracies, "log_likelihoods": log_likelihoods, "seconds": seconds,
-            "seconds_per_task": seconds / len(tasks)}
+    scores = episode_scores(probabilities.reshape(len(tasks), count, spec.ways), episodes.query_labels)
+    record = {"accuracies": scores.accuracies, "log_likelihoods": scores.log_likelihoods, "seconds": seconds,
+              "seconds_per_task": seconds / len(tasks)}
+    if scores.open_auroc is not None:
+        record.update(open_auroc=scores.open_auroc, open_rejected=scores.open_rejected,
+                      known_rejected=scores.known_rejected)
+    return record
 
 
 def _run_picture(spec: PictureJob) -> Dict[str, Any]:
@@ -223,16 +257,19 @@ class FewShotTask(Task):
         config = self.config
         jobs: List[Any] = []
 
-        def episodes(study, label, ways, shots, method, tasks, variable=None):
+        def episodes(study, label, ways, shots, method, tasks, variable=None, shape=None):
             path, fingerprint, _ = self.sources[label]
+            queries, spread, mode = shape or (config.queries[0], QueryShape(), "together")
             for first in range(0, tasks, config.tasks_per_job):
-                jobs.append(EpisodeJob(study, label, fingerprint, ways, shots, config.queries, first,
+                jobs.append(EpisodeJob(study, label, fingerprint, ways, shots, queries, first,
                                        min(tasks, first + config.tasks_per_job), config.seed, *method, variable,
-                                       config.device, path, config.chunk_size))
+                                       config.device, spread.distribution, spread.open_set, mode, path,
+                                       config.chunk_size))
 
         if "ablation" in config.studies:
-            for label, ways, shots, method in product(self.sources, config.ways, config.shots, config.methods):
-                episodes("ablation", label, ways, shots, self.job_method(method), config.tasks)
+            for label, ways, shots, method, shape in product(self.sources, config.ways, config.shots, config.methods,
+                                                             config.shapes()):
+                episodes("ablation", label, ways, shots, self.job_method(method), config.tasks, shape=shape)
         first = next(iter(self.sources))
         if "sensitivity" in config.studies:  # (sweep, value, changes); n_top in paper units: n_top − 1 entries kept
             step_size = config.method("internal").settings.step_size
@@ -268,16 +305,26 @@ class FewShotTask(Task):
         return f"acc={100 * float(np.mean(record['accuracies'])):.1f}%" if "accuracies" in record else ""
 
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        results: Dict[str, Any] = {"ablation": {}, "sensitivity": {}, "timing": [], "official_runs": {}}
+        results: Dict[str, Any] = {"ablation": {}, "shapes": {}, "sensitivity": {}, "timing": [], "official_runs": {}}
         episode_records = [r for r in records if "accuracies" in r]
-        for (study, dataset, ways, shots, method, variable), members in group_records(
-                episode_records, by=("study", "dataset", "ways", "shots", "method", "variable")).items():
+        for (study, dataset, ways, shots, method, variable, queries, spread, open_set, mode), members in group_records(
+                episode_records, by=("study", "dataset", "ways", "shots", "method", "variable", "queries",
+                                     "distribution", "open_set", "query_mode")).items():
             accuracies = [a for m in members for a in m["accuracies"]]
             mean, interval = mean_and_interval(accuracies)
-            entry = {"mean": 100 * mean, "ci95": 100 * interval, "tasks": len(accuracies),
-                     "seconds_per_task": float(np.mean([m["seconds_per_task"] for m in members]))}
+            seconds = float(np.mean([m["seconds_per_task"] for m in members]))
+            entry = {"mean": 100 * mean, "ci95": 100 * interval, "tasks": len(accuracies), "seconds_per_task": seconds,
+                     "seconds_per_1000_tasks": 1000 * seconds}
+            if "open_auroc" in members[0]:
+                for name in ("open_auroc", "open_rejected", "known_rejected"):
+                    entry[name] = float(np.mean([v for m in members for v in m[name]]))
             if study == "ablation":
-                results["ablation"].setdefault(dataset, {}).setdefault(f"{ways}-way {shots}-shot", {})[method] = entry
+                shape = fewshot_report.shape_label(queries, spread, open_set, mode)
+                results["shapes"][shape] = {"queries": queries, "distribution": spread, "open_set": open_set,
+                                            "query_mode": mode, "balanced": spread == "balanced" and not open_set
+                                            and mode == "together"}
+                results["ablation"].setdefault(shape, {}).setdefault(dataset, {}).setdefault(
+                    f"{ways}-way {shots}-shot", {})[method] = entry
             elif study == "timing":
                 results["timing"].append({"layers": int(variable), **entry})
             else:
@@ -288,9 +335,12 @@ class FewShotTask(Task):
         pictures = [r for r in records if "before" in r]
         if pictures:
             results["picture_shots"] = [p["shots"] for p in pictures]
+        first_shape = next(iter(results["ablation"]), None)
         results["claim"] = {  # the paper's 1-shot claim: internal beats convection, external, prototype (CIs apart?)
-            f"{dataset} {cell}": clear_wins(methods, "internal", ("convection", "external", "prototype"))
-            for dataset, cells in results["ablation"].items() for cell, methods in cells.items()
+            f"{dataset} {cell}" + ("" if shape == first_shape else f" ({shape})"):
+                clear_wins(methods, "internal", ("convection", "external", "prototype"))
+            for shape, tables in results["ablation"].items() if results["shapes"][shape]["balanced"]
+            for dataset, cells in tables.items() for cell, methods in cells.items()
             if "1-shot" in cell and "internal" in methods}
         return results
 

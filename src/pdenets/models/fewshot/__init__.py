@@ -2,7 +2,8 @@
 
 * :mod:`.base` — the method interface (:class:`FewShotMethod`, :class:`FewShotBatch`) and registry;
 * :mod:`.prototype`, :mod:`.laplacianshot`, :mod:`.heads` (convection / external / internal),
-  :mod:`.bdcspn`, :mod:`.ptmap`, :mod:`.tim` — one method per module, batched over tasks;
+  :mod:`.bdcspn`, :mod:`.ptmap`, :mod:`.tim`, :mod:`.alpha_tim`, :mod:`.paddle` — one method per module,
+  batched over tasks;
 * :mod:`.methods` — :class:`Preprocessing` and :func:`classify`;
 * :mod:`.preprocessing` — centering + L2, cross-domain shift, prototype rectification;
 * :mod:`.estimator` — :class:`DiffusionFewShotClassifier`, a scikit-learn estimator for any embeddings.
@@ -16,20 +17,25 @@ from .heads import (Convection, ConvectionSettings, External, ExternalSettings, 
 from .bdcspn import BDCSPN, BDCSPNSettings
 from .ptmap import PTMAP, PTMAPSettings, power_transform, sinkhorn
 from .tim import TIM, TIMSettings
-from .methods import METHODS, PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
-from .preprocessing import centre_and_normalize, cross_domain_shift, prototypes, rectified_prototypes
+from .alpha_tim import AlphaTIM, AlphaTIMSettings
+from .paddle import PADDLE, PADDLESettings
+from .methods import PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
+from .preprocessing import centre_and_normalize, cross_domain_shift, prototypes, rectified_prototypes, \
+    standardize_scale
 
 __all__ = ["FewShotBatch", "FewShotMethod", "METHOD_CLASSES", "method_from_name", "register_method",
            "registered_methods", "NearestPrototype", "PrototypeSettings", "LaplacianShot", "LaplacianShotSettings",
            "knn_affinity", "laplacian_energy", "laplacian_shot", "Convection", "ConvectionSettings", "External",
            "ExternalSettings", "HeadSettings", "Internal", "InternalSettings", "episode_neighbours", "train_heads",
            "train_heads_one_by_one", "BDCSPN", "BDCSPNSettings", "PTMAP", "PTMAPSettings", "power_transform",
-           "sinkhorn", "TIM", "TIMSettings", "METHODS", "PREPROCESSING", "Preprocessing", "ablation_method",
+           "sinkhorn", "TIM", "TIMSettings", "AlphaTIM", "AlphaTIMSettings", "PADDLE", "PADDLESettings", "METHODS", "PREPROCESSING", "Preprocessing", "ablation_method",
            "classify", "preprocess", "centre_and_normalize", "cross_domain_shift", "prototypes",
-           "rectified_prototypes", "DiffusionFewShotClassifier"]
+           "rectified_prototypes", "standardize_scale", "DiffusionFewShotClassifier"]
 
 
 def __getattr__(name: str):
+    if name == "METHODS":  # the registered names, read now: a method registered later is included
+        return tuple(METHOD_CLASSES)
     # the estimator subclasses scikit-learn's BaseEstimator: import sklearn only when it is asked for
     if name == "DiffusionFewShotClassifier":
         from .estimator import DiffusionFewShotClassifier

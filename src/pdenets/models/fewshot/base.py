@@ -28,7 +28,19 @@ and returns probabilities ``(T, Q, C)``. A new method is one file::
             return F.one_hot(nearest, batch.ways).to(batch.query.dtype)
 
 after which ``method_from_name("nearest-neighbour")``, :func:`~pdenets.models.fewshot.classify`
-and ``pdenets run few-shot --method nearest-neighbour`` know it.
+and ``pdenets run few-shot --method nearest-neighbour`` know it (the task reads the registry when
+it checks its configuration, so a method registered after ``pdenets`` was imported is accepted).
+
+Every method declares what it assumes of the query set: ``assumes_balanced_queries`` is true for
+the methods whose transductive step pulls the query predictions towards equal class counts
+(PT-MAP's Sinkhorn columns, TIM's marginal entropy, BD-CSPN's cross-class shift). Reports mark their
+results on query sets that are not balanced. A query set smaller than the number of classes
+(``Q < C``, one query at a time above all) can never be balanced; there these methods return their
+inductive counterpart instead of forcing a balance that cannot hold (:attr:`FewShotBatch.can_balance`).
+
+``presets`` holds named settings of the literature (``"paper"``: how the Diff-ResNet ablation or the
+method's own paper set it); ``Method.preset("paper", **changes)`` or ``method_from_name(name,
+preset="paper")`` builds one.
 
 Episode shape: :attr:`FewShotBatch.points_per_class` — ``(S + Q) / C``, the average number
 of points a class has in the task's graph — is what the transductive methods adapt their
@@ -41,7 +53,7 @@ import dataclasses
 import difflib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Type
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Type
 
 import torch
 
@@ -110,6 +122,16 @@ class FewShotBatch:
         return self.support.shape[1] / self.ways
 
     @property
+    def queries(self) -> int:
+        """``Q``, the queries of every task."""
+        return self.query.shape[1]
+
+    @property
+    def can_balance(self) -> bool:
+        """Whether the queries can be spread evenly over the classes, ``Q ≥ C`` (at least one query per class)."""
+        return self.queries >= self.ways
+
+    @property
     def points_per_class(self) -> float:
         """``(S + Q) / C``: the average number of points (support and query) of a class in the task."""
         return (self.support.shape[1] + self.query.shape[1]) / self.ways
@@ -143,6 +165,10 @@ class FewShotMethod(ABC):
     settings_class: ClassVar[type]
     #: True when the method reads :attr:`FewShotBatch.prototypes` (rectification changes its predictions).
     uses_prototypes: ClassVar[bool] = False
+    #: True when the transductive step pulls the predictions towards equal query counts per class.
+    assumes_balanced_queries: ClassVar[bool] = False
+    #: named settings changes from the literature (``"paper"``), see :meth:`preset`.
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __init__(self, settings: Any = None, **changes: Any):
         if settings is None:
@@ -152,6 +178,16 @@ class FewShotMethod(ABC):
         if not isinstance(settings, self.settings_class):
             raise TypeError(f"{self.name} takes {self.settings_class.__name__}, got {type(settings).__name__}")
         self.settings = settings
+
+    @classmethod
+    def preset(cls, name: str, **changes: Any) -> "FewShotMethod":
+        """The method with the settings of the preset ``name`` (:attr:`presets`), ``changes`` on top.
+
+        A method without such a preset takes its default settings (its defaults are then the literature's).
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"a preset is named by a string, got {type(name).__name__}")
+        return cls(**{**cls.presets.get(name, {}), **changes})
 
     @abstractmethod
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
@@ -179,13 +215,27 @@ def register_method(cls: Type[FewShotMethod]) -> Type[FewShotMethod]:
 
 
 def registered_methods() -> List[str]:
+    """The names of the registered methods, read now (a method registered later is included)."""
     return list(METHOD_CLASSES)
 
 
-def method_from_name(name: str, settings: Any = None, **changes: Any) -> FewShotMethod:
-    """An instance of the method registered as ``name`` (a typo is answered with the nearest name)."""
+def method_from_name(name: str, settings: Any = None, *, preset: Optional[str] = None,
+                     **changes: Any) -> FewShotMethod:
+    """An instance of the method registered as ``name`` (a typo is answered with the nearest name).
+
+    Args:
+        name: a registered name.
+        settings: the method's settings object (default: its defaults, or the preset's).
+        preset: a named preset of the method (:attr:`FewShotMethod.presets`), e.g. ``"paper"``.
+        changes: settings fields changed on top.
+    """
     if name not in METHOD_CLASSES:
         close = difflib.get_close_matches(str(name), list(METHOD_CLASSES), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"unknown few-shot method {name!r}{hint}; valid: {', '.join(METHOD_CLASSES)}")
-    return METHOD_CLASSES[name](settings, **changes)
+    cls = METHOD_CLASSES[name]
+    if preset is not None:
+        if settings is not None:
+            raise ValueError("give settings or a preset, not both")
+        return cls.preset(preset, **changes)
+    return cls(settings, **changes)

@@ -1,14 +1,26 @@
 r"""BD-CSPN (Liu, Song, Qin, *Prototype Rectification for Few-Shot Learning*, ECCV 2020), batched over tasks.
 
-Two biases of the support prototypes are reduced with the unlabelled queries:
+Two biases of the support prototypes ``m_c`` (support means) are reduced with the unlabelled queries:
 
 * cross-class bias: the queries move by ``Δ = mean(support) − mean(query)`` of their task
-  (:func:`~.preprocessing.cross_domain_shift`);
-* intra-class bias: the prototypes are re-estimated from support ∪ (shifted) query, each point
-  weighted by its softmax of ``T · cos(z, m_c)`` (:func:`~.preprocessing.rectified_prototypes`).
+  (:func:`~.preprocessing.cross_domain_shift`) — *for the rectification only*;
+* intra-class bias: every point ``z`` of support ∪ shifted queries belongs to a class (its label on
+  the support, its nearest prototype by cosine on the queries) and the prototypes become the
+  weighted means of their members,
 
-The queries are then classified by cosine similarity to the rectified prototypes,
-``p(c | x) = softmax_c(T cos(x, \tilde m_c))``.
+  .. math::
+
+      \tilde m_c = \sum_{z \in c} w_z z, \qquad
+      w_z = \frac{\exp(T\cos(z, m_c))}{\sum_{z' \in c} \exp(T\cos(z', m_c))} .
+
+The queries themselves (not shifted) are then classified by cosine similarity to the rectified
+prototypes, ``p(c | x) = softmax_c(T cos(x, \tilde m_c))``; ``T = 10`` (the paper's ε).
+
+The shift assumes the queries hold the classes in the support's proportions: with unbalanced
+queries ``Δ`` also carries ``Σ_c (π^S_c − π^Q_c) m_c`` and moves every query towards the classes the
+queries lack (:attr:`BDCSPN.assumes_balanced_queries`). A query set smaller than the number of
+classes cannot hold them in those proportions: there the shift is skipped (with one query it would
+put the query on the support mean). ``shift=False`` drops the shift everywhere.
 """
 
 from __future__ import annotations
@@ -20,16 +32,16 @@ from torch.nn import functional as F
 
 from ..._checks import check_positive
 from .base import FewShotBatch, FewShotMethod, register_method
-from .preprocessing import RECTIFICATION_TEMPERATURE, cross_domain_shift, rectified_prototypes
+from .preprocessing import RECTIFICATION_TEMPERATURE, cross_domain_shift, prototypes
 
-__all__ = ["BDCSPN", "BDCSPNSettings"]
+__all__ = ["BDCSPN", "BDCSPNSettings", "bdcspn_prototypes"]
 
 
 @dataclass(frozen=True)
 class BDCSPNSettings:
     """Args:
-        temperature: ``T`` of the cosine softmax (default 10).
-        shift: reduce the cross-class bias first (default True).
+        temperature: ``T`` of the cosine weights and of the final softmax (default 10).
+        shift: reduce the cross-class bias before rectifying (default True).
     """
 
     temperature: float = RECTIFICATION_TEMPERATURE
@@ -39,17 +51,41 @@ class BDCSPNSettings:
         check_positive(self.temperature, "temperature")
 
 
+def bdcspn_prototypes(support: torch.Tensor, support_labels: torch.Tensor, query: torch.Tensor, ways: int,
+                      temperature: float = RECTIFICATION_TEMPERATURE) -> torch.Tensor:
+    """The rectified prototypes ``(T, C, M)`` of the module docstring from support ``(T, S, M)`` (labels ``(T, S)``)
+    and the (already shifted) queries ``(T, Q, M)``."""
+    means = prototypes(support, support_labels, ways)
+    points = torch.cat([support, query], 1)  # (T, N, M)
+    cosine = torch.bmm(F.normalize(points, dim=2), F.normalize(means, dim=2).transpose(1, 2))  # (T, N, C)
+    members = torch.cat([support_labels, cosine[:, support.shape[1]:].argmax(2)], 1)  # (T, N)
+    member = F.one_hot(members, ways).to(points.dtype)
+    # softmax over the members of each class: exp(T cos) normalized column by column
+    scores = (temperature * cosine).masked_fill(member == 0, float("-inf"))
+    weights = torch.softmax(scores, dim=1).nan_to_num(0.0)  # every class has its support members: no empty column
+    return torch.bmm(weights.transpose(1, 2), points)
+
+
 @register_method
 class BDCSPN(FewShotMethod):
-    """Prototype rectification (module docstring); ``(T, Q, C)`` probabilities."""
+    """Prototype rectification (module docstring); ``(T, Q, C)`` probabilities.
+
+    Examples:
+        >>> import torch
+        >>> batch = FewShotBatch(torch.eye(2)[None], torch.tensor([[0, 1]]), torch.tensor([[[0.9, 0.1]]]), 2)
+        >>> BDCSPN().predict_proba(batch).argmax(2).tolist()
+        [[0]]
+    """
 
     name = "bd-cspn"
     is_transductive = True
     settings_class = BDCSPNSettings
+    assumes_balanced_queries = True
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
-        query = cross_domain_shift(batch.support, batch.query) if self.settings.shift else batch.query
-        centres = rectified_prototypes(batch.support, batch.support_labels, query, batch.ways,
-                                       temperature=self.settings.temperature, weighted_mean=True)
-        cosine = torch.bmm(F.normalize(query, dim=2), F.normalize(centres, dim=2).transpose(1, 2))
-        return torch.softmax(self.settings.temperature * cosine, dim=2)
+        settings = self.settings
+        shifted = cross_domain_shift(batch.support, batch.query) if settings.shift and batch.can_balance \
+            else batch.query
+        centres = bdcspn_prototypes(batch.support, batch.support_labels, shifted, batch.ways, settings.temperature)
+        cosine = torch.bmm(F.normalize(batch.query, dim=2), F.normalize(centres, dim=2).transpose(1, 2))
+        return torch.softmax(settings.temperature * cosine, dim=2)

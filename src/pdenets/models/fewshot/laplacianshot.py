@@ -24,10 +24,12 @@ Diff-ResNet ablation is binary: each query's ``knn − 1`` nearest other queries
 
 Shapes: unary ``(T, Q, C)``, affinity ``(T, Q, Q)`` → assignments ``(T, Q, C)``.
 
-:class:`LaplacianShot`'s defaults are the reference formulation of Ziko et al.: prototypes
-rectified by the (shifted) queries first as in BD-CSPN (:func:`~.preprocessing.rectified_prototypes`), squared
-Euclidean unary costs and ``λ = 0.7``; ``rectify=False, squared=False, lam=0.5`` is the
-Diff-ResNet ablation's variant.
+:class:`LaplacianShot`'s defaults are the reference formulation of Ziko et al. — prototypes
+rectified by the queries first as in BD-CSPN (:func:`~.preprocessing.rectified_prototypes`), squared
+Euclidean unary costs and ``λ = 0.7`` — except that the queries are not shifted by
+``mean(support) − mean(query)`` before the rectification (``shift=True``, the preset ``"reference"``,
+restores it): the shift assumes balanced queries, nothing else here does. ``rectify=False,
+squared=False, lam=0.5`` (the preset ``"paper"``) is the Diff-ResNet ablation's variant.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ class LaplacianShotSettings:
         iterations: bound-optimization iterations at most (default 20).
         squared: squared Euclidean unary costs (default True; False: the distances themselves).
         rectify: rectified prototypes (default True; the batch's prototypes otherwise).
+        shift: the rectification sees the queries shifted by ``mean(support) − mean(query)`` (default False; True
+            is the reference's, preset ``"reference"``). The shift assumes the queries hold the classes in the
+            support's proportions: on 5-way 1-shot Omniglot tasks it gained 0.4 points with balanced queries and
+            lost 3.9 with skewed ones (12 queries of one class, 1 of each other); it is skipped where fewer
+            queries than classes can never hold them so.
     """
 
     lam: float = 0.7
@@ -107,6 +114,7 @@ class LaplacianShotSettings:
     iterations: int = 20
     squared: bool = True
     rectify: bool = True
+    shift: bool = False
 
     def __post_init__(self) -> None:
         check_positive(self.lam, "lam", allow_zero=True)
@@ -123,6 +131,7 @@ class LaplacianShot(FewShotMethod):
     is_transductive = True
     settings_class = LaplacianShotSettings
     uses_prototypes = True
+    presets = {"paper": {"lam": 0.5, "squared": False, "rectify": False, "knn": 3}, "reference": {"shift": True}}
 
     def reads_prototypes(self) -> bool:
         return not self.settings.rectify
@@ -130,9 +139,13 @@ class LaplacianShot(FewShotMethod):
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
         # the reference rectifies as BD-CSPN does: prototypes from support ∪ shifted queries, true weighted means
-        centres = rectified_prototypes(batch.support, batch.support_labels, cross_domain_shift(batch.support,
-                                                                                               batch.query),
-                                       batch.ways, weighted_mean=True) if settings.rectify else batch.prototypes
+        if settings.rectify:
+            shifted = cross_domain_shift(batch.support, batch.query) if settings.shift and batch.can_balance \
+                else batch.query
+            centres = rectified_prototypes(batch.support, batch.support_labels, shifted, batch.ways,
+                                           weighted_mean=True)
+        else:
+            centres = batch.prototypes
         unary = torch.cdist(batch.query, centres)
         if settings.squared:
             unary = unary.square()

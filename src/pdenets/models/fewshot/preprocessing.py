@@ -6,6 +6,8 @@ BD-CSPN, all on tensors of shape ``(T, n, M)`` (``T`` tasks):
 * :func:`centre_and_normalize` — ``x ← (x − x̄_base) / ‖x − x̄_base‖₂``;
 * :func:`cross_domain_shift` — queries move by ``Δ = mean(support) − mean(query)`` (per task),
   and are not renormalized afterwards (as in the reference code);
+* :func:`standardize_scale` — raw features in units of their task's support spread, so that every
+  method reads ``c·x`` as it reads ``x`` (L2-normalized features have their scale already);
 * :func:`rectified_prototypes` — prototypes re-estimated from support and queries:
 
   .. math::
@@ -27,19 +29,61 @@ import torch
 from torch.nn import functional as F
 
 __all__ = ["centre_and_normalize", "cross_domain_shift", "prototypes", "rectified_prototypes",
-           "RECTIFICATION_TEMPERATURE"]
+           "standardize_scale", "RECTIFICATION_TEMPERATURE", "MAX_RELATIVE_MAGNITUDE"]
 
 RECTIFICATION_TEMPERATURE = 10.0
+#: the largest |value| a standardized task may hold (2^50): its squares stay far inside float32's range.
+MAX_RELATIVE_MAGNITUDE = 2.0 ** 50
+
+
+def _power_of_two(features: torch.Tensor, dims) -> torch.Tensor:
+    """``2^e`` with ``e`` the binary exponent of the largest ``|value|`` over ``dims`` (1 where all are 0).
+
+    Dividing by a power of two is exact in floating point: results do not change in the usual range,
+    and values near the ends of the range (``1e20``, ``1e-30`` in float32) no longer overflow or
+    underflow when squared."""
+    largest = features.abs().amax(dim=dims, keepdim=True)
+    _, exponent = torch.frexp(largest)
+    scale = torch.ldexp(torch.ones_like(largest), exponent)
+    return torch.where(largest > 0, scale, torch.ones_like(largest))
 
 
 def centre_and_normalize(features: torch.Tensor, base_mean: Optional[torch.Tensor] = None, *,
                          normalize: bool = True) -> torch.Tensor:
-    """Subtract the base-class mean (if given) and scale every feature vector to unit length (if asked)."""
+    """Subtract the base-class mean (if given) and scale every feature vector to unit length (if asked).
+
+    The length is computed after an exact power-of-two rescaling of each vector, so vectors of any
+    magnitude (``1e20``, ``1e-30``) reach unit length; zero vectors stay zero."""
     if base_mean is not None:
         features = features - base_mean.to(features)
     if normalize:
-        features = F.normalize(features, dim=-1)
+        features = F.normalize(features / _power_of_two(features, -1), dim=-1)
     return features
+
+
+def standardize_scale(support: torch.Tensor, query: torch.Tensor) -> tuple:
+    """Both sets of every task divided by the root-mean-square distance of its support points to their mean.
+
+    Shapes ``(T, S, M)`` and ``(T, Q, M)``, returned in the same shapes. The unit depends on the
+    support set only, so a query's features never change another query's unit, and ``c·x`` gives
+    the same result as ``x`` for any ``c > 0`` (up to round-off). Where the support points all
+    coincide their root-mean-square norm is the unit (1 if they are zero).
+
+    Raises:
+        ValueError: a query lies more than ``2^50`` units from the origin (its squared distances
+            would overflow); such a query is not on the support's scale at all.
+    """
+    exact = _power_of_two(support, (1, 2))
+    support, query = support / exact, query / exact
+    spread = (support - support.mean(1, keepdim=True)).square().sum(2).mean(1).sqrt()  # (T,)
+    size = support.square().sum(2).mean(1).sqrt()
+    unit = torch.where(spread > 0, spread, torch.where(size > 0, size, torch.ones_like(size)))[:, None, None]
+    support, query = support / unit, query / unit
+    if query.numel() and bool(query.abs().amax() > MAX_RELATIVE_MAGNITUDE):
+        worst = int(query.abs().amax((1, 2)).argmax())
+        raise ValueError(f"task {worst}: a query lies more than 2^50 times the support's spread from the origin; "
+                         "the features of the queries and the support are not on one scale")
+    return support, query
 
 
 def cross_domain_shift(support: torch.Tensor, query: torch.Tensor) -> torch.Tensor:

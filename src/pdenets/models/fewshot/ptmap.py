@@ -17,7 +17,10 @@ r"""PT-MAP (Hu, Gripon, Pateux, *Leveraging the Feature Distribution in Transfer
 
 Because the column sums are fixed, PT-MAP assumes every class has the same number of queries
 (:attr:`PTMAP.assumes_balanced_queries`): on a task with unbalanced queries it moves some
-queries to the wrong class on purpose.
+queries to the wrong class on purpose. With fewer queries than classes no plan can give every
+class ``Q / C`` of them but the uniform one (one query: ``1/C`` to every class, whatever the
+costs); there PT-MAP returns its inductive counterpart, ``softmax_c(−λ D_{ic})`` to the support
+means of the transformed features.
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ class PTMAP(FewShotMethod):
         support, query = points[:, :support_count], points[:, support_count:]
         onehot = F.one_hot(batch.support_labels, batch.ways).to(points.dtype)  # (T, S, C)
         centres = torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]
+        if not batch.can_balance:
+            return torch.softmax(-settings.lam * torch.cdist(query, centres).square(), dim=2)
         support_sums = torch.bmm(onehot.transpose(1, 2), support)
         for _ in range(settings.iterations):
             plan = sinkhorn(torch.cdist(query, centres).square(), settings.lam, settings.sinkhorn_iterations)

@@ -15,18 +15,29 @@ favours balanced classes) and their conditional entropy (minimised: confident pr
 Defaults are the paper's TIM-GD: ``τ = 15``, weights ``(0.1, 1, 0.1)``, Adam at ``10⁻⁴``
 for 1,000 iterations. Every task has its own weights; the losses are summed over tasks, and
 Adam is elementwise, so each task follows the trajectory it would follow alone.
+
+The marginal term assumes balanced queries (:attr:`TIM.assumes_balanced_queries`): with weights
+``(0.1, 1, 0.1)`` it outweighs the support term tenfold, and after 1,000 steps the predictions
+are as balanced as the queries allow, right or wrong. (easyfsl's ``TIM`` takes 50 steps at the
+same rate with weights ``(1, 1, 0.1)`` on cosine logits: its prototypes move by at most ``5·10⁻³``
+per coordinate, so it stays close to nearest prototype whatever the query set, and gains little on
+balanced ones.) With fewer queries than classes the marginal is no estimate of the class
+proportions — with one query it equals the query's own prediction, and maximising its entropy
+makes the prediction uniform — so there TIM returns its starting classifier (the support means,
+``iterations = 0``). :class:`~.alpha_tim.AlphaTIM` is the variant built for unbalanced queries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from ..._checks import check_positive, check_positive_int
 from .base import FewShotBatch, FewShotMethod, register_method
 
-__all__ = ["TIM", "TIMSettings"]
+__all__ = ["TIM", "TIMSettings", "fit_class_weights", "TaskLoss"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,33 @@ class TIMSettings:
 
 
 def _log_probabilities(points: torch.Tensor, weights: torch.Tensor, temperature: float) -> torch.Tensor:
-    return torch.log_softmax(-temperature / 2 * torch.cdist(points, weights).square(), dim=2)
+    """``log softmax_c(−τ/2 ‖z − w_c‖²)``, computed as ``log softmax_c(τ (z·w_c − ‖w_c‖²/2))`` (the ``‖z‖²`` term is the
+    same for every class): one batched product instead of a distance matrix."""
+    logits = torch.baddbmm(weights.square().sum(2)[:, None, :], points, weights.transpose(1, 2), beta=-0.5)
+    return torch.log_softmax(temperature * logits, dim=2)
+
+
+#: ``loss(support_log, query_log, onehot) -> (T,)``: a task's loss from its log-probabilities ``(T, S, C)``,
+#: ``(T, Q, C)`` and the one-hot support labels ``(T, S, C)``.
+TaskLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def fit_class_weights(batch: FewShotBatch, loss: TaskLoss, *, temperature: float, lr: float, iterations: int
+                      ) -> torch.Tensor:
+    """One weight vector per class and task ``(T, C, M)``, from the support means, after ``iterations`` Adam steps on
+    the sum over tasks of ``loss`` (TIM and α-TIM); probabilities ``softmax_c(−τ/2 ‖z − w_c‖²)``."""
+    support, query = batch.support.detach(), batch.query.detach()
+    onehot = torch.nn.functional.one_hot(batch.support_labels, batch.ways).to(support.dtype)
+    weights = (torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]).requires_grad_()
+    optimizer = torch.optim.Adam([weights], lr=lr)
+    with torch.enable_grad():
+        for _ in range(iterations):
+            total = loss(_log_probabilities(support, weights, temperature),
+                         _log_probabilities(query, weights, temperature), onehot).sum()
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+    return weights.detach()
 
 
 @register_method
@@ -65,25 +102,19 @@ class TIM(FewShotMethod):
     settings_class = TIMSettings
     assumes_balanced_queries = True
 
+    def loss(self, support_log: torch.Tensor, query_log: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
+        """The TIM objective of every task ``(T,)`` (module docstring)."""
+        settings = self.settings
+        query_probabilities = query_log.exp()
+        cross_entropy = -(onehot * support_log).sum(2).mean(1)
+        marginal = query_probabilities.mean(1)
+        marginal_entropy = -(marginal * torch.log(marginal.clamp_min(1e-12))).sum(1)
+        conditional_entropy = -(query_probabilities * query_log).sum(2).mean(1)
+        return (settings.cross_entropy_weight * cross_entropy - settings.marginal_weight * marginal_entropy
+                + settings.conditional_weight * conditional_entropy)
+
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        support, query, labels = batch.support.detach(), batch.query.detach(), batch.support_labels
-        onehot = torch.nn.functional.one_hot(labels, batch.ways).to(support.dtype)
-        weights = (torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]).requires_grad_()
-        optimizer = torch.optim.Adam([weights], lr=settings.lr)
-        with torch.enable_grad():
-            for _ in range(settings.iterations):
-                support_log = _log_probabilities(support, weights, settings.temperature)
-                query_log = _log_probabilities(query, weights, settings.temperature)
-                query_probabilities = query_log.exp()
-                cross_entropy = -(onehot * support_log).sum(2).mean(1)
-                marginal = query_probabilities.mean(1)
-                marginal_entropy = -(marginal * torch.log(marginal.clamp_min(1e-12))).sum(1)
-                conditional_entropy = -(query_probabilities * query_log).sum(2).mean(1)
-                loss = (settings.cross_entropy_weight * cross_entropy - settings.marginal_weight * marginal_entropy
-                        + settings.conditional_weight * conditional_entropy).sum()
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-        with torch.no_grad():
-            return _log_probabilities(query, weights, settings.temperature).exp()
+        weights = fit_class_weights(batch, self.loss, temperature=settings.temperature, lr=settings.lr,
+                                    iterations=settings.iterations if batch.can_balance else 0)
+        return _log_probabilities(batch.query, weights, settings.temperature).exp()
