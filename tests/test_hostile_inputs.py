@@ -51,8 +51,33 @@ def _files(folder):
     (folder / "empty_label.csv").write_text("a,b,label\n1,2,0\n2,3,1\n3,4,\n")
     (folder / "huge_field.csv").write_text("a,b,label\n1,2,0\n" + "1" * 300_000 + ",3,1\n")
     (folder / "empty_run").mkdir()
+    block = np.zeros(16384)  # 128 KiB, stored once and named under 20,000 class ids: 2.5 GiB once stacked
+    with open(path("shared.pkl"), "wb") as stream:
+        pickle.dump({key: block for key in range(20_000)}, stream, protocol=2)
+    import torch
+
+    tensor = torch.from_numpy(block)  # one tensor: stored once
+    torch.save({key: tensor for key in range(20_000)}, path("shared.pt"))
+    nested = []
+    for _ in range(60):  # 2^60 paths through 61 lists, in 429 bytes
+        nested = [nested, nested]
+    with open(path("nested.pkl"), "wb") as stream:
+        pickle.dump({"features": nested, "labels": nested}, stream, protocol=2)
+    np.savez(path("no_nodes.npz"), adj_data=np.ones(0), adj_indices=np.zeros(0, int), adj_indptr=np.array([0]),
+             adj_shape=np.array([0, 0]), labels=np.zeros(0, int))
+    np.savez(path("object_labels.npz"), adj_data=np.ones(2), adj_indices=np.array([1, 0]), adj_indptr=np.array(
+        [0, 1, 2]), adj_shape=np.array([2, 2]), labels=np.array(["a", 1], dtype=object))
+    (folder / "huge_id.json").write_text(json.dumps({"FX": series, "edges": [[0, 10**29]]}))
+    (folder / "two_weights.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]], "edge_weight": [1.0],
+                                                         "weights": [2.0]}))
+    (folder / "weight_w").mkdir()
+    (folder / "weight_w" / "series.csv").write_text("day,a,b\n" + "".join(f"{t},{t},1\n" for t in range(60)))
+    (folder / "weight_w" / "edges.csv").write_text("source,target,w\na,b,100\n")
+    (folder / "underscore.csv").write_text("a,b,label\n1_0,2,0\n2,3,1\n3,4,0\n")
+    os.symlink("/dev/zero", folder / "device.json")
     fewshot, forecast, tabular = ["run", "few-shot", "--quick"], ["run", "coin-forecast", "--quick"], \
         ["run", "coin-tabular", "--quick"]
+    nodes = ["run", "node-classification", "--quick"]
     return [
         (fewshot + ["--dataset", path("huge_class.npz")], "class id 1000000000000"),
         (fewshot + ["--dataset", path("inf_label.npz")], "non-finite value (inf)"),
@@ -71,6 +96,18 @@ def _files(folder):
         (tabular + ["--dataset", path("empty_label.csv")], "is empty"),
         (tabular + ["--dataset", path("huge_field.csv")], "line 3, column 'a'"),
         (["run", "synthetic", "--report-only", "--out", path("empty_run")], "no stored runs"),
+        (fewshot + ["--dataset", path("shared.pkl")], "with every shared reference counted as a copy, would need 2.4 "
+                                                      "GiB"),
+        (fewshot + ["--dataset", path("shared.pt")], "with every shared reference counted as a copy, would need 2.4 "
+                                                     "GiB"),
+        (fewshot + ["--dataset", path("nested.pkl")], "with every shared reference counted as a copy"),
+        (nodes + ["--datasets", path("no_nodes.npz")], "the adjacency matrix is 0 x 0"),
+        (nodes + ["--datasets", path("object_labels.npz")], "labels is an object array"),
+        (forecast + ["--dataset", path("huge_id.json")], "an edge names node 100000000000000000000000000000"),
+        (forecast + ["--dataset", path("two_weights.json")], "'edge_weight' and 'weights' both give the same thing"),
+        (forecast + ["--dataset", path("weight_w")], "unknown column 'w' (did you mean 'weight'?)"),
+        (forecast + ["--dataset", path("device.json")], "not a regular file (a character device"),
+        (tabular + ["--dataset", path("underscore.csv")], "line 2, column 'a': '1_0' is not a number"),
     ]
 
 

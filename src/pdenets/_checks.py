@@ -224,16 +224,24 @@ def check_labels(labels, name: str = "labels", *, allow_unlabelled: bool = False
 def nearest_hint(value, choices: Sequence) -> str:
     """`` (did you mean 'x'?)`` for the choice closest to a mistyped string ``value``, else ``""``.
 
+    The closest choice by spelling, else the one choice that an abbreviation ``value`` begins
+    (``w`` for ``weight``).
+
     Examples:
         >>> nearest_hint("symetric", ("symmetric", "row", "none"))
         " (did you mean 'symmetric'?)"
+        >>> nearest_hint("w", ("source", "target", "weight"))
+        " (did you mean 'weight'?)"
         >>> nearest_hint(3, (1, 2))
         ''
     """
     if not isinstance(value, str):
         return ""
-    close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    names = [c for c in choices if isinstance(c, str)]
+    close = difflib.get_close_matches(value, names, n=1)
+    if not close and value:
+        close = [name for name in names if name.lower().startswith(value.lower())]
+    return f" (did you mean {close[0]!r}?)" if len(close) == 1 else ""
 
 
 def check_choice(value, name: str, choices: Sequence) -> object:

@@ -250,14 +250,14 @@ def _folder(tmp_path, **files):
 
 FOLDER_CASES = [
     ("node id beyond the labels", {"edges.csv": "0,1\n1,7\n"}, "node ids must lie in [0, 4)"),
-    ("fractional node id", {"edges.csv": "0,1\n1,2.5\n"}, "expected whole numbers"),
-    ("three columns", {"edges.csv": "0,1,2\n1,2,3\n"}, "expected two columns"),
+    ("fractional node id", {"edges.csv": "0,1\n1,2.5\n"}, "line 2, column 2: '2.5' is not a whole number"),
+    ("three columns", {"edges.csv": "0,1,2\n1,2,3\n"}, "expected two columns (source, target), got 3"),
     ("ragged rows", {"edges.csv": "0,1\n1\n"}, "rows have different numbers of columns"),
     ("no labels", {"labels.csv": None}, "missing labels.csv or labels.npy"),
     ("both csv and npy", {"labels.npy": np.array([0, 1, 0, 1])}, "both labels.npy and labels.csv exist"),
     ("features with NaN", {"features.csv": "1,2\nnan,3\n4,5\n6,7\n"}, "hold 1 NaN/inf"),
     ("features for too few nodes", {"features.csv": "1,2\n3,4\n"}, "expected 4 rows (one per node)"),
-    ("words in a table", {"edges.csv": "0,1\na,b\n"}, "could not convert string to float"),
+    ("words in a table", {"edges.csv": "0,1\na,b\n"}, "line 2, column 1: 'a' is not a number"),
 ]
 
 
@@ -308,3 +308,166 @@ def test_regression_examples_from_real_use(tmp_path):
     with pytest.raises(TypeError, match="edge_index must hold integers \\(int64\\), got torch.float32"):
         as_weight_matrix((torch.tensor([[0.0, 1.9], [1.0, 0.0]]), None))
     assert os.environ.get("PDENETS_MEMORY_BUDGET") is None
+
+
+# ----------------------------------------------------------------------------------------
+# shared references, huge ids, byte-order marks, strict numbers, files that are not files
+
+
+def test_a_neighbour_list_shared_by_every_node_is_counted_before_edges_are_built(tmp_path, monkeypatch):
+    """Six nodes share one list of 20,000 neighbours: 120,000 edges from one list in the pickle."""
+    shared = [node % 6 for node in range(20_000)]
+    root = _planetoid(tmp_path, graph={node: shared for node in range(6)})
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "3M")
+    with pytest.raises(DatasetError) as caught:
+        load_planetoid("cora", root)
+    graph = root / "planetoid" / "Cora" / "raw" / "ind.cora.graph"
+    assert str(caught.value) == (
+        f"{graph}: the 120000 edges of the graph (source and target ids, int64) would need 3.7 MiB, more than the "
+        "memory budget 3.0 MiB; a damaged or hostile file declares sizes it does not hold. If the file is genuine, "
+        "raise $PDENETS_MEMORY_BUDGET (e.g. 32G)")
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "8M")
+    data = load_planetoid("cora", root)
+    assert data.edge_index.shape == (2, 120_000) and data.edge_index[:, 20_001].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("index, message", [
+    ("4\n100000000000000000000000000000\n", "'100000000000000000000000000000' is too large for a node id (at most "
+                                            "2^63 - 1)"),
+    ("4\n1_0\n", "'1_0' is not a node id (whole numbers >= 0, one per line)"),
+    ("\ufeff4\n5\n", None),
+], ids=["10^29", "underscore", "byte-order mark"])
+def test_planetoid_test_index_is_read_strictly(tmp_path, index, message):
+    root = _planetoid(tmp_path, **{"test.index": index})
+    if message is None:
+        assert load_planetoid("cora", root).num_nodes == 6
+        return
+    with pytest.raises(DatasetError) as caught:
+        load_planetoid("cora", root)
+    assert str(caught.value) == f"{root / 'planetoid' / 'Cora' / 'raw' / 'ind.cora.test.index'}: {message}"
+
+
+STRICT_FOLDER_CASES = [
+    ("a weight column", {"edges.csv": "source,target,weight\n0,1,0.5\n1,2,2\n"},
+     "edges.csv: expected two columns (source, target), got 3 ('source', 'target', 'weight'); edge weights are not "
+     "read"),
+    ("an underscore in an id", {"edges.csv": "0,1\n1_0,2\n"}, "edges.csv: line 2, column 1: '1_0' is not a number"),
+    ("an id of 10^29", {"edges.csv": "source,target\n0,100000000000000000000000000000\n"},
+     "edges.csv: line 2, column 'target': '100000000000000000000000000000' is too large for an id (at most 2^63 - 1)"),
+    ("two label columns", {"labels.csv": "node,label\n0,0\n1,1\n2,0\n3,1\n"},
+     "labels.csv: expected one column (label), got 2 ('node', 'label')"),
+    ("a first row that is no header", {"labels.csv": "1_0\n1\n0\n1\n"},
+     "labels.csv: line 1, column 1: '1_0' is not a number"),
+]
+
+
+@pytest.mark.parametrize("what, files, message", STRICT_FOLDER_CASES, ids=[c[0] for c in STRICT_FOLDER_CASES])
+def test_edge_list_tables_are_read_strictly(tmp_path, what, files, message):
+    folder = _folder(tmp_path, **files)
+    with pytest.raises(DatasetError) as caught:
+        load_edge_list(folder, missing_features="degree")
+    assert str(caught.value) == f"{folder}/{message}"
+
+
+def test_a_byte_order_mark_never_costs_the_first_row(tmp_path):
+    folder = _folder(tmp_path, **{"edges.csv": "\ufeff0,1\n1,2\n2,3\n", "labels.csv": "\ufeff0\n1\n0\n1\n"})
+    graph = load_edge_list(folder, missing_features="degree")
+    assert graph.edge_index.tolist() == [[0, 1, 2], [1, 2, 3]] and graph.y.tolist() == [0, 1, 0, 1]
+
+
+def _npy_header_only(shape):
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<i8", "fortran_order": False, "shape": shape})
+    return header.getvalue() + bytes(16)
+
+
+def test_declared_shapes_whose_product_overflows_int64_are_refused_by_the_budget(tmp_path):
+    folder = _folder(tmp_path, **{"edges.csv": None})
+    (folder / "edges.npy").write_bytes(_npy_header_only((2**40, 2**40)))  # 2^80 elements: np.prod wraps to 0
+    with pytest.raises(DatasetError) as caught:
+        load_edge_list(folder, missing_features="degree")
+    assert str(caught.value).startswith(f"{folder / 'edges.npy'}: an array of shape (1099511627776, 1099511627776) "
+                                        "would need 8.796e+12 TiB, more than the memory budget")
+    path = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("labels.npy", _npy_header_only((10**29,)))
+    with pytest.raises(DatasetError) as caught:
+        read_npz_arrays(path)
+    assert str(caught.value) == (f"{path}: member labels declares shape (100000000000000000000000000000,) of int64 "
+                                 "(800000000000000000000000000000 bytes) but holds 144 bytes: the file is damaged")
+
+
+def test_a_graph_without_nodes_and_object_labels_are_named(tmp_path):
+    empty = tmp_path / "empty.npz"
+    np.savez(empty, adj_data=np.ones(0), adj_indices=np.zeros(0, int), adj_indptr=np.array([0]),
+             adj_shape=np.array([0, 0]), labels=np.zeros(0, int))
+    with pytest.raises(DatasetError) as caught:
+        load_npz(empty)
+    assert str(caught.value) == f"{empty}: the adjacency matrix is 0 x 0: a graph without nodes"
+    objects = _write(tmp_path / "objects.npz", labels=np.array(["a", 1, 0, 1, 0, 1], dtype=object))
+    with pytest.raises(DatasetError) as caught:
+        load_npz(objects)
+    assert str(caught.value) == (f"{objects}: labels is an object array (pickled Python objects) which is never "
+                                 "unpickled; save class ids as integers")
+
+
+def test_a_malformed_memory_budget_is_named_by_every_archive_reader(tmp_path, monkeypatch):
+    from pdenets.data.limits import MemoryBudgetError
+
+    npz = _write(tmp_path / "g.npz")
+    folder = _folder(tmp_path, **{"edges.csv": None, "edges.npy": np.array([[0, 1], [1, 2]]), "labels.csv": None,
+                                  "labels.npy": np.array([0, 1, 0])})
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "abc")
+    for read in (lambda: load_npz(npz), lambda: load_edge_list(folder, missing_features="degree")):
+        with pytest.raises(MemoryBudgetError) as caught:
+            read()
+        assert str(caught.value) == "$PDENETS_MEMORY_BUDGET='abc' is not a size such as 4000000000, 512M or 16G"
+
+
+def _links_to_dev_zero(tmp_path):
+    """Every loader given a symbolic link to /dev/zero under a data file's name."""
+    from pdenets.data.fewshot import load_features
+    from pdenets.data.tabular import load_tabular
+    from pdenets.data.temporal import load_temporal
+
+    def link(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink("/dev/zero", path)
+        return path
+
+    graph = _folder(tmp_path, **{"edges.csv": None})
+    series = tmp_path / "series"
+    series.mkdir()
+    (series / "edges.csv").write_text("source,target\n")
+    root = _planetoid(tmp_path)
+    (root / "planetoid" / "Cora" / "raw" / "ind.cora.allx").unlink()
+    return [
+        (link(tmp_path / "g.npz"), lambda path: load_npz(path)),
+        (link(tmp_path / "f.npz"), load_features),
+        (link(tmp_path / "f.pkl"), load_features),
+        (link(tmp_path / "p.pkl"), load_array_pickle),
+        (link(tmp_path / "t.csv"), load_tabular),
+        (link(tmp_path / "s.json"), load_temporal),
+        (link(series / "series.csv"), lambda path: load_temporal(path.parent)),
+        (link(graph / "edges.csv"), lambda path: load_edge_list(path.parent, missing_features="degree")),
+        (link(root / "planetoid" / "Cora" / "raw" / "ind.cora.allx"), lambda path: load_planetoid("cora", root)),
+    ]
+
+
+def test_a_device_under_a_data_file_name_is_refused_without_reading_it(tmp_path):
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    for path, read in _links_to_dev_zero(tmp_path):
+        with pytest.raises(DatasetError) as caught:
+            read(path)
+        assert not isinstance(caught.value, DatasetNotFoundError), path
+        assert str(caught.value) == (f"{path}: not a regular file (a character device, reached through a symbolic "
+                                     "link to /dev/zero); give the path of a data file")
+    dangling = tmp_path / "gone.npz"
+    os.symlink(tmp_path / "nowhere.npz", dangling)
+    with pytest.raises(DatasetNotFoundError) as caught:
+        load_npz(dangling)
+    assert str(caught.value) == f"{dangling}: a symbolic link to {tmp_path / 'nowhere.npz'}, which does not exist"
+    (tmp_path / "folder.npz").mkdir()
+    with pytest.raises(DatasetError, match="folder.npz: not a regular file \\(a folder\\); give the path of a data"):
+        load_npz(tmp_path / "folder.npz")

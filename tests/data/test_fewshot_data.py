@@ -135,3 +135,76 @@ def test_mean_and_interval():
     mean, half = mean_and_interval([0.5, 0.7, 0.9, 0.7])
     assert mean == pytest.approx(0.7)
     assert half == pytest.approx(1.959964 * np.std([0.5, 0.7, 0.9, 0.7], ddof=1) / 2, rel=1e-6)
+
+
+def test_one_array_under_many_class_ids_is_refused_before_anything_is_stacked(tmp_path, monkeypatch):
+    """A pickle or torch file naming one 64 KiB array under 200 class ids: 12.5 MiB once stacked."""
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "4M")
+    block = np.zeros((64, 128), dtype=np.float64)
+    (tmp_path / "shared.pkl").write_bytes(pickle.dumps({key: block for key in range(200)}, protocol=2))
+    tensor = torch.zeros(64, 128, dtype=torch.float64)
+    torch.save({key: tensor for key in range(200)}, tmp_path / "shared.pt")
+    torch.save({"features": [tensor] * 200, "labels": torch.zeros(200)}, tmp_path / "listed.pt")
+    for name in ("shared.pkl", "shared.pt", "listed.pt"):
+        assert (tmp_path / name).stat().st_size < 80_000
+        with pytest.raises(DatasetError) as caught:
+            load_features(tmp_path / name)
+        assert str(caught.value).startswith(
+            f"{tmp_path / name}: its data, with every shared reference counted as a copy, would need 12.5 MiB, "
+            "more than the memory budget 4.0 MiB; a small file can refer to one array many times"), str(caught.value)
+
+
+def test_nested_shared_lists_in_a_torch_file_are_refused_at_once(tmp_path):
+    nested = []
+    for _ in range(60):
+        nested = [nested, nested]
+    torch.save({"features": nested, "labels": nested}, tmp_path / "nested.pt")
+    with pytest.raises(DatasetError, match="with every shared reference counted as a copy, would need 3.355e\\+7 TiB"):
+        load_features(tmp_path / "nested.pt")
+
+
+def test_joining_classes_is_checked_against_the_budget_in_the_joined_dtype(tmp_path, monkeypatch):
+    """1 MiB of int8 features beside one float64 class: joined they are 8 MiB of float64."""
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "4M")
+    classes = {0: np.zeros((1024, 1024), dtype=np.int8), 1: np.zeros((1, 1024), dtype=np.float64)}
+    (tmp_path / "mixed.pkl").write_bytes(pickle.dumps(classes, protocol=2))
+    with pytest.raises(DatasetError) as caught:
+        load_features(tmp_path / "mixed.pkl")
+    assert str(caught.value) == (
+        f"{tmp_path / 'mixed.pkl'}: the features of 2 classes joined would need 8.0 MiB, more than the memory budget "
+        "4.0 MiB; a damaged or hostile file declares sizes it does not hold. If the file is genuine, raise "
+        "$PDENETS_MEMORY_BUDGET (e.g. 32G)")
+
+
+def test_numeric_class_keys_are_numbered_by_value(tmp_path):
+    classes = {10: np.full((2, 3), 10.0), 2: np.full((2, 3), 2.0), 1: np.full((2, 3), 1.0)}
+    (tmp_path / "ids.pkl").write_bytes(pickle.dumps(classes, protocol=2))
+    torch.save({key: torch.from_numpy(value) for key, value in classes.items()}, tmp_path / "ids.pt")
+    for name in ("ids.pkl", "ids.pt"):
+        loaded = load_features(tmp_path / name)
+        assert loaded.class_names == ("1", "2", "10")
+        assert loaded.features[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0, 10.0, 10.0]
+        assert loaded.labels.tolist() == [0, 0, 1, 1, 2, 2]
+    (tmp_path / "twice.pkl").write_bytes(pickle.dumps({1: np.ones((1, 2)), "1": np.ones((1, 2))}, protocol=2))
+    with pytest.raises(DatasetError) as caught:
+        load_features(tmp_path / "twice.pkl")
+    assert str(caught.value) == f"{tmp_path / 'twice.pkl'}: the class keys 1 and '1' name the same class"
+
+
+def test_backbone_files_are_checked_against_the_budget_before_they_are_used(tmp_path, monkeypatch):
+    from pdenets.features.embeddings import load_backbone, save_backbone
+    from pdenets.models.backbones import BackboneTraining, Conv4
+
+    path = save_backbone(Conv4(1, 5, image_size=28), tmp_path / "backbone.pt", classes=list("abcde"),
+                         settings=BackboneTraining(), image_size=28, channels=1)
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "4M")
+    assert type(load_backbone(path)[0]).__name__ == "Conv4"
+    tensor = torch.zeros(16384, dtype=torch.float64)  # 128 KiB, stored once, named 100 times
+    torch.save({"state_dict": {str(key): tensor for key in range(100)}}, tmp_path / "shared.pt")
+    with pytest.raises(DatasetError, match="shared.pt: its data, with every shared reference counted as a copy, "
+                                           "would need 12.5 MiB, more than the memory budget 4.0 MiB"):
+        load_backbone(tmp_path / "shared.pt")
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1K")
+    with pytest.raises(DatasetError, match=r"backbone.pt: the file would need \d+\.\d KiB, more than the memory "
+                                           "budget 1.0 KiB"):
+        load_backbone(path)

@@ -128,3 +128,73 @@ def test_random_labels_and_class_lists_in_feature_files(tmp_path, arrays):
     path = tmp_path / "features.npz"
     np.savez(path, **arrays)
     _only_dataset_errors(load_features, path)
+
+
+NUMBER_TEXT = st.text(alphabet="0123456789_+-.eE xnaifINFTY", max_size=12)
+
+
+@FUZZ
+@given(text=NUMBER_TEXT)
+def test_numbers_are_read_strictly_or_refused_in_one_line(text):
+    """The strict parser reads what a decimal number spells, as ``float`` does, and refuses ``1_000`` and the like."""
+    from pdenets.data.csvfile import parse_integer, parse_number
+
+    try:
+        value = parse_number(text, finite=False)
+    except ValueError as error:
+        assert "\n" not in str(error) and str(error).startswith(repr(text))
+    else:
+        assert "_" not in text and (value == float(text) or value != value)
+    try:
+        whole = parse_integer(text)
+    except ValueError as error:
+        assert str(error).startswith(repr(text) if len(text) <= 40 else repr(text[:40]))
+    else:
+        assert "_" not in text and whole == float(text) and abs(whole) < 2**63
+
+
+@FUZZ
+@given(value=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-2**63 + 1, 2**63 - 1)))
+def test_every_number_python_writes_is_read_back(value):
+    from pdenets.data.csvfile import parse_integer, parse_number
+
+    assert parse_number(repr(value)) == float(value)
+    if isinstance(value, int):
+        assert parse_integer(str(value)) == value
+
+
+@st.composite
+def _shared_graphs(draw):
+    """Lists built from earlier lists and small arrays, each node referred to by any later one: a DAG with sharing."""
+    nodes = [np.arange(draw(st.integers(0, 3)), dtype=np.float32)]
+    for _ in range(draw(st.integers(1, 25))):
+        picks = draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=4))
+        nodes.append([nodes[index] for index in picks] if draw(st.booleans()) else
+                     {str(position): nodes[index] for position, index in enumerate(picks)})
+    return nodes[-1]
+
+
+def _same_shape_and_sharing(original, loaded, pairs):
+    """Equal values, and two references to one original object load as two references to one object."""
+    if id(original) in pairs:
+        return pairs[id(original)] is loaded
+    pairs[id(original)] = loaded
+    if isinstance(original, np.ndarray):
+        return type(loaded) is np.ndarray and np.array_equal(original, loaded)
+    items = original.items() if isinstance(original, dict) else enumerate(original)
+    return len(original) == len(loaded) and all(_same_shape_and_sharing(value, loaded[key], pairs)
+                                                for key, value in items)
+
+
+@FUZZ
+@given(graph=_shared_graphs())
+def test_pickles_with_shared_references_load_with_their_sharing_or_are_refused(graph):
+    """Up to 4^25 paths through 26 objects: loaded in one visit per object, or refused by the budget."""
+    import pickle
+
+    try:
+        loaded = load_array_pickle(pickle.dumps(graph, protocol=2))
+    except DatasetError as error:
+        assert "with every shared reference counted as a copy" in str(error)
+    else:
+        assert _same_shape_and_sharing(graph, loaded, {})

@@ -1,11 +1,13 @@
 import os
 import pickle
+import time
 
 import numpy as np
 import pytest
 from pickle_payloads import Reduced, multiarray
 import scipy.sparse as sp
 
+from pdenets.data import DatasetError
 from pdenets.data.safe_pickle import UnsafePickleError, load_array_pickle
 
 
@@ -101,3 +103,95 @@ def test_loaded_arrays_are_plain_numpy_arrays_everywhere():
     assert type(loaded["m"].data) is np.ndarray and type(loaded["m"].indices) is np.ndarray
     assert type(loaded["l"].rows) is np.ndarray and (loaded["l"].toarray() == np.eye(3)).all()
     assert type(loaded["o"]) is np.ndarray and loaded["o"][1] == [3]
+
+
+# ----------------------------------------------------------------------------------------
+# shared references: a pickle names an object once and refers to it many times
+
+
+def _nested_pairs(depth, leaf):
+    """``x = [x, x]`` ``depth`` times: ``depth + 1`` distinct lists, ``2**depth`` paths to the leaf."""
+    value = leaf
+    for _ in range(depth):
+        value = [value, value]
+    return value
+
+
+def test_one_array_under_many_keys_is_counted_once_per_key(monkeypatch):
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1M")
+    block = np.zeros(8192, dtype=np.float64)  # 64 KiB, pickled once
+    payload = pickle.dumps({key: block for key in range(200)}, protocol=2)
+    assert len(payload) < 70_000
+    with pytest.raises(DatasetError) as caught:
+        load_array_pickle(payload)
+    assert str(caught.value) == (
+        "<bytes>: its data, with every shared reference counted as a copy, would need 12.5 MiB, more than the memory "
+        "budget 1.0 MiB; a small file can refer to one array many times, and stacking or converting the data copies "
+        "it once per reference. If the file is genuine, raise $PDENETS_MEMORY_BUDGET (e.g. 32G)")
+    loaded = load_array_pickle(pickle.dumps({key: block for key in range(10)}, protocol=2))
+    assert loaded[0] is loaded[9] and type(loaded[0]) is np.ndarray  # one plain array, still shared
+
+
+def test_sixty_nested_pairs_of_one_list_are_refused_at_once():
+    """429 bytes, 2^60 paths: the walk visits 61 lists, the expanded size is about 2^64 bytes."""
+    payload = pickle.dumps(_nested_pairs(60, []), protocol=2)
+    assert len(payload) < 500
+    started = time.perf_counter()
+    with pytest.raises(DatasetError) as caught:
+        load_array_pickle(payload)
+    assert time.perf_counter() - started < 5
+    assert str(caught.value).startswith("<bytes>: its data, with every shared reference counted as a copy, would "
+                                        "need 1.678e+7 TiB, more than the memory budget")
+
+
+def test_shared_objects_are_converted_once_and_stay_shared(monkeypatch):
+    """2^22 paths through 23 lists: the old walk took seconds (one visit per path), this one visits each list once."""
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1G")
+    nested = _nested_pairs(22, np.arange(3))
+    started = time.perf_counter()
+    loaded = load_array_pickle(pickle.dumps(nested, protocol=2))
+    assert time.perf_counter() - started < 1.0
+    assert loaded[0] is loaded[1] and loaded[0][0] is loaded[1][1]
+    leaf = loaded
+    for _ in range(22):
+        leaf = leaf[1]
+    assert type(leaf) is np.ndarray and leaf.tolist() == [0, 1, 2]
+    pair = load_array_pickle(pickle.dumps((np.ones(2), [np.ones(2)]), protocol=2))
+    assert type(pair[0]) is np.ndarray and type(pair[1][0]) is np.ndarray
+
+
+def test_a_pickle_that_refers_to_itself_is_refused():
+    loop = [np.zeros(2)]
+    loop.append(loop)
+    with pytest.raises(DatasetError) as caught:
+        load_array_pickle(pickle.dumps(loop, protocol=2))
+    assert str(caught.value) == ("<bytes>: its data refers to itself (a cycle of references); a file of arrays, lists "
+                                 "and dicts never needs one")
+
+
+def test_a_malformed_memory_budget_is_named_not_reported_as_a_corrupt_file(monkeypatch):
+    from pdenets.data.limits import MemoryBudgetError
+
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "abc")
+    with pytest.raises(MemoryBudgetError) as caught:
+        load_array_pickle(pickle.dumps(np.arange(3), protocol=2))
+    assert str(caught.value) == "$PDENETS_MEMORY_BUDGET='abc' is not a size such as 4000000000, 512M or 16G"
+
+
+def test_sizes_of_any_magnitude_are_reported_in_one_line(monkeypatch):
+    from pdenets.data.limits import check_allocation, expanded_bytes, format_bytes
+
+    assert format_bytes(10**400) == "9.095e+387 TiB" and format_bytes(3 * 2**29) == "1.5 GiB"
+    assert format_bytes(float("inf")) == "infinitely many bytes"
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1K")
+    with pytest.raises(DatasetError, match=r"^f.json: the snapshots would need 5.821e\+389 TiB, more than the memory "
+                                           r"budget 1.0 KiB"):
+        check_allocation(10**400, 64, "the snapshots", "f.json")
+    assert expanded_bytes([np.zeros(4), np.zeros(4)]) == 16 + 2 * 32
+
+
+def test_empty_arrays_load_and_bytes_takes_no_size():
+    """Protocol 2 writes an empty array's data as ``bytes()``; ``bytes(n)`` would allocate n bytes and is refused."""
+    assert load_array_pickle(pickle.dumps({"a": np.zeros(0, np.float32)}, protocol=2))["a"].shape == (0,)
+    with pytest.raises(UnsafePickleError, match="refusing bytes\\(...\\) with arguments"):
+        load_array_pickle(pickle.dumps(Reduced(bytes, (10**12,)), protocol=2))

@@ -41,3 +41,26 @@ def test_tabular_csv_errors_name_the_line(tmp_path):
     (tmp_path / "binary.csv").write_bytes(b"a,kind\n\xff\xfe,1\n")
     with pytest.raises(DatasetError, match="not a UTF-8 text CSV file"):
         load_tabular(tmp_path / "binary.csv")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbflabel,x,y\n0,1,2\n1,3,4\n")
+    data = load_tabular(path, label_column="label")
+    assert data.feature_names == ["x", "y"] and data.labels.tolist() == [0, 1]
+    path.write_bytes(b"\xef\xbb\xbfx,y\n1,0\n3,1\n")
+    assert load_tabular(path).feature_names == ["x"]
+
+
+@pytest.mark.parametrize("text, label_column, message", [
+    ("f1,f2,label\n1_0,2,a\n3,4,b\n", None, "line 2, column 'f1': '1_0' is not a number"),
+    ("f1,f2,label\n1,inf,a\n3,4,b\n", None, "line 2, column 'f2': 'inf' is not a finite number"),
+    ("f1,f2,label\n1,1e999,a\n3,4,b\n", None, "line 2, column 'f2': '1e999' is too large for a float64 (at most "
+                                            "1.8e308)"),
+    ("f1,f2,label\n1,2,a\n3,4,b\n", "lable", "no column named 'lable' (did you mean 'label'?); columns: f1, f2, label"),
+], ids=["underscore", "infinite", "overflowing", "mistyped label column"])
+def test_tabular_numbers_are_read_strictly(tmp_path, text, label_column, message):
+    path = _csv(tmp_path, text)
+    with pytest.raises(DatasetError) as caught:
+        load_tabular(path, label_column=label_column)
+    assert str(caught.value) == f"{path}: {message}"

@@ -86,7 +86,7 @@ def test_csv_folder_names_regions_by_header(tmp_path):
         load_temporal(folder)
     (folder / "edges.csv").write_text("source,target\nnorth,south\n")
     (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,x,6\n1,1,1\n")
-    with pytest.raises(DatasetError, match="line 3: 'x' is not a number"):
+    with pytest.raises(DatasetError, match="line 3, region 'south': 'x' is not a number"):
         load_temporal(folder)
     (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,6\n1,1,1\n")
     with pytest.raises(DatasetError, match="line 3 has 2 fields, the header 3"):
@@ -129,3 +129,87 @@ def test_pyg_protocol_scales_each_layout_as_its_loader_does(tmp_path):
     assert block.pyg_lags == 8 and protocol_windows(block, "pyg-temporal")["lags"] == 8
     assert set(LAYOUTS) == {"edge_mapping", "FX", "X", "block", "snapshots", "node-link"}
     assert not math.isnan(float(pyg_scaled(series)[0].sum()))
+
+
+def _csv_folder(tmp_path, series, edges):
+    folder = tmp_path / "regions"
+    folder.mkdir(exist_ok=True)
+    for name, content in (("series.csv", series), ("edges.csv", edges)):
+        (folder / name).write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    return folder
+
+
+SERIES_CSV = "day,north,south,east\n" + "".join(f"{t},{row[0]},{row[1]},{row[2]}\n" for t, row in enumerate(VALUES))
+
+
+def test_a_byte_order_mark_never_turns_the_label_column_into_a_region(tmp_path):
+    folder = _csv_folder(tmp_path, b"\xef\xbb\xbf" + SERIES_CSV.encode(),
+                         b"\xef\xbb\xbfsource,target,weight\nnorth,south,0.5\nsouth,east,2\neast,north,1.5\n")
+    series = load_temporal(folder)
+    assert series.num_nodes == 3
+    torch.testing.assert_close(series.values, torch.tensor(VALUES, dtype=torch.float64))
+    torch.testing.assert_close(_dense(series.graph_at(0)), _expected_graph())
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(LAYOUT_FILES["FX"]).encode())
+    torch.testing.assert_close(load_temporal(path).values, torch.tensor(VALUES, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("series, edges, message", [
+    (SERIES_CSV, "source,target,w\nnorth,south,100\n",
+     "edges.csv: unknown column 'w' (did you mean 'weight'?) (column 3); the header must be source,target[,weight]"),
+    (SERIES_CSV, "source,target,weight,kind\nnorth,south,1,road\n",
+     "edges.csv: unknown column 'kind' (column 4); the header must be source,target[,weight]"),
+    (SERIES_CSV, "source,target,weight\nnorth,south,1_000\n", "edges.csv: line 2, weight: '1_000' is not a number"),
+    (SERIES_CSV, "source,target,weight\nnorth,south,inf\n", "edges.csv: line 2, weight: 'inf' is not a finite number"),
+    (SERIES_CSV.replace("3.0,1.0", "3_0,1.0"), "source,target\n", "series.csv: line 3, region 'north': '3_0' is not a "
+                                                                  "number"),
+    (SERIES_CSV.replace("3.0,1.0", "1e400,1.0"), "source,target\n",
+     "series.csv: line 3, region 'north': '1e400' is too large for a float64 (at most 1.8e308)"),
+], ids=["weight named w", "an extra column", "underscore weight", "infinite weight", "underscore value",
+        "overflowing value"])
+def test_csv_folders_are_read_strictly(tmp_path, series, edges, message):
+    folder = _csv_folder(tmp_path, series, edges)
+    with pytest.raises(DatasetError) as caught:
+        load_temporal(folder)
+    assert str(caught.value) == f"{folder}/{message}"
+
+
+HUGE = 10**29
+DIGITS_400 = int("9" * 400)
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"FX": VALUES, "edges": [[0, HUGE]]},
+     "'edges': an edge names node 100000000000000000000000000000 but the series has 3 nodes (0…2)"),
+    ({"y": VALUES, "edge_mapping": {"edge_index": {str(t): [[0, HUGE]] for t in range(4)},
+                                    "edge_weight": {str(t): [1.0] for t in range(4)}}},
+     "graph of step 0: an edge names node 100000000000000000000000000000 but the series has 3 nodes (0…2)"),
+    ({"FX": [[1, 2, DIGITS_400]] + VALUES, "edges": EDGES},
+     "'FX' holds the value 9999999999999999999999999999999999999999… (400 digits) at step 0, node 2, too large for a "
+     "float64"),
+    ({"FX": VALUES, "edges": EDGES, "edge_weight": [1, DIGITS_400, 1]},
+     "'edges': the weight of edge 1 is 9999999999999999999999999999999999999999… (400 digits), too large for a "
+     "float64"),
+    ({"time_periods": DIGITS_400, "edges": EDGES, "0": {"y": [1.0, 2.0, 3.0]}},
+     "'time_periods' is 9999999999999999999999999999999999999999… (400 digits) but the file holds 3 keys, fewer than "
+     "one snapshot per step"),
+    ({"FX": VALUES, "edges": EDGES, "edge_weight": WEIGHTS, "weights": [7, 7, 7]},
+     "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one"),
+    ({"time_periods": 4, "edges": EDGES, "edge_weight": WEIGHTS, "weights": WEIGHTS,
+      **{str(t): {"y": row} for t, row in enumerate(VALUES)}},
+     "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one"),
+    ({"nodes": [{"id": i, "y": [1.0, 2.0, 3.0], "X": {"y": [1.0, 2.0, 4.0]}} for i in range(2)], "links": []},
+     "node 0: 'y' and 'X': {'y': …} give two different series; keep one"),
+], ids=["edge id 10^29", "edge_mapping id 10^29", "400-digit value", "400-digit weight", "400-digit time_periods",
+        "two weight keys", "two weight keys in snapshots", "two node series"])
+def test_json_numbers_beyond_range_and_keys_that_mean_one_thing(tmp_path, content, message):
+    path = _write(tmp_path, content)
+    with pytest.raises(DatasetError) as caught:
+        load_temporal(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_snapshot_weights_are_read_under_either_key(tmp_path):
+    snapshots = {"time_periods": 4, "edges": EDGES, "edge_weight": WEIGHTS,
+                 **{str(t): {"y": row} for t, row in enumerate(VALUES)}}
+    torch.testing.assert_close(_dense(load_temporal(_write(tmp_path, snapshots)).graph_at(0)), _expected_graph())

@@ -94,3 +94,21 @@ def test_adaptive_sigma_zero_for_duplicates_is_refused():
     points = torch.zeros(5, 2)
     with pytest.raises(ValueError, match="duplicate"):
         knn_gaussian_weights(points, 2, sigma_neighbor=2)
+
+
+@pytest.mark.parametrize("options", [dict(sigma=1e20), dict(sigma_neighbor=3)], ids=["fixed sigma", "adaptive sigma"])
+def test_coordinates_too_large_for_the_dtype_are_named_not_the_kernel_width(options):
+    """float32 points near 1e20: every squared distance overflows to inf whatever sigma is."""
+    from pdenets.operators import batched_knn_gaussian_weights
+
+    points = torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.2, 1.0], [1.0, 1.0], [0.5, 0.1]]) * 2e20
+    expected = ("the squared distances between points overflow float32 (coordinates reach 2e+20, float32 holds at "
+                "most 3.4e+38): the coordinates are too large for the dtype; rescale the points (e.g. standardize "
+                "them) or use float64")
+    for build in (lambda: knn_gaussian_weights(points, 3, **options),
+                  lambda: batched_knn_gaussian_weights(points[None], 3, **options)):
+        with pytest.raises(ValueError) as caught:
+            build()
+        assert str(caught.value) == expected
+    weights = knn_gaussian_weights(points.double(), 3, **options)  # float64 holds them
+    assert bool((weights.coalesce().values() > 0).any())

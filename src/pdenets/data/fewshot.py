@@ -39,9 +39,11 @@ import numpy as np
 import torch
 
 from .._checks import check_positive_int
+from .csvfile import normalized_labels
 from .errors import DatasetError, DatasetNotFoundError
 from .graphs import read_npz_arrays
-from .limits import check_allocation
+from .limits import check_allocation, check_expanded
+from .paths import regular_file
 
 __all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "QueryShape",
            "mean_and_interval", "OPEN_SET_LABEL"]
@@ -98,6 +100,7 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
         raise _fail(source, f"features must be a non-empty (N, M) matrix, got shape {features.shape}")
     if not np.issubdtype(features.dtype, np.floating) and not np.issubdtype(features.dtype, np.integer):
         raise _fail(source, f"features must be numbers, got dtype {features.dtype}")
+    check_allocation(features.size, 4, f"the {features.shape[0]} x {features.shape[1]} features in float32", source)
     features = features.astype(np.float32, copy=False)
     bad = int((~np.isfinite(features)).sum())
     if bad:
@@ -157,14 +160,59 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
                       class_names, base_mean=base_mean, source=str(source), **splits)
 
 
+def _array(value, what: str, source) -> np.ndarray:
+    """``value`` as one array; a list of arrays is stacked after its size is checked against the budget."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, np.ndarray) for item in value):
+        shapes = {item.shape for item in value}
+        if len(shapes) > 1:
+            raise _fail(source, f"{what} is a list of arrays of different shapes {sorted(shapes)[:3]}")
+        check_allocation(len(value) * value[0].size, np.result_type(*value).itemsize,
+                         f"{what} stacked from {len(value)} arrays", source)
+        return np.stack(value)
+    try:
+        return np.asarray(value)
+    except ValueError as error:  # ragged nested lists
+        raise _fail(source, f"{what} is not a rectangular table of numbers ({error})") from None
+
+
+def _class_order(keys: List, source) -> List[int]:
+    """Positions of the class keys in class-id order: numeric keys by value (2 before 10), others by name."""
+    try:
+        names, ids = normalized_labels([str(key) for key in keys])
+    except ValueError:
+        raise _fail(source, "a class key is empty") from None
+    if len(names) != len(keys):
+        first = {}
+        for key, class_id in zip(keys, ids):
+            if class_id in first:
+                raise _fail(source, f"the class keys {first[class_id]!r} and {key!r} name the same class")
+            first[class_id] = key
+    return sorted(range(len(keys)), key=ids.__getitem__)
+
+
 def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[str]]:
-    """``{"features": X, "labels": y}`` or ``{class: array (n, M) or list of (M,) arrays}``."""
+    """``{"features": X, "labels": y}`` or ``{class: array (n, M) or list of (M,) arrays}``.
+
+    Classes are numbered in the order of their keys: by value when every key is a number
+    (``2`` before ``10``), else by name. Every stacking is checked against the memory budget
+    before it allocates.
+    """
     if "features" in mapping and "labels" in mapping:
-        return np.asarray(mapping["features"]), np.asarray(mapping["labels"]), mapping.get("class_names")
+        return (_array(mapping["features"], "features", source), _array(mapping["labels"], "labels", source),
+                mapping.get("class_names"))
+    keys = list(mapping)
     blocks, labels, names = [], [], []
-    for index, (name, value) in enumerate(sorted(mapping.items(), key=lambda item: str(item[0]))):
+    for index, position in enumerate(_class_order(keys, source)):
+        name, value = keys[position], mapping[keys[position]]
         if isinstance(value, (list, tuple)):
-            value = np.stack([np.asarray(v).reshape(-1) for v in value]) if value else np.zeros((0, 0))
+            rows = [np.asarray(v).reshape(-1) for v in value]
+            if len({row.size for row in rows}) > 1:
+                raise _fail(source, f"class {name!r} holds feature vectors of different lengths "
+                                    f"{sorted({row.size for row in rows})[:3]}")
+            if rows:
+                check_allocation(len(rows) * rows[0].size, np.result_type(*rows).itemsize,
+                                 f"class {name!r} stacked from {len(rows)} vectors", source)
+            value = np.stack(rows) if rows else np.zeros((0, 0))
         value = np.asarray(value)
         if value.ndim == 1:
             value = value[None, :]
@@ -178,33 +226,66 @@ def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[s
     widths = {b.shape[1] for b in blocks if b.size}
     if len(widths) != 1:
         raise _fail(source, f"classes have features of different widths {sorted(widths)}")
+    rows = sum(block.shape[0] for block in blocks)
+    check_allocation(rows * widths.pop(), np.result_type(*blocks).itemsize,
+                     f"the features of {len(blocks)} classes joined", source)
     return np.concatenate(blocks), np.concatenate(labels), names
 
 
 def _to_numpy(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    if isinstance(value, dict):
-        return {k: _to_numpy(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_numpy(v) for v in value]
-    return value
+    """``value`` with every tensor as a numpy array and every tuple as a list.
+
+    One iterative walk: each object is converted once, and an object shared by several
+    containers is shared by their converted versions (nothing is copied per reference).
+    """
+    pending = object()
+    done = {}
+    stack = [(value, False)]
+    while stack:
+        item, ready = stack.pop()
+        key = id(item)
+        if not ready:
+            if key in done:
+                continue
+            if isinstance(item, torch.Tensor):
+                tensor = item.detach().cpu()
+                tensor = tensor.to_dense() if tensor.layout != torch.strided else tensor
+                try:
+                    done[key] = tensor.numpy()
+                except TypeError:  # dtypes numpy lacks (bfloat16, ...)
+                    done[key] = tensor.double().numpy()
+            elif isinstance(item, (dict, list, tuple)):
+                done[key] = pending
+                stack.append((item, True))
+                stack.extend((child, False) for child in (item.values() if isinstance(item, dict) else item))
+            else:
+                done[key] = item
+            continue
+
+        def converted(child):
+            result = done.get(id(child), child)
+            return child if result is pending else result
+
+        if isinstance(item, dict):
+            done[key] = {name: converted(child) for name, child in item.items()}
+        else:
+            done[key] = [converted(child) for child in item]
+    return done[id(value)]
 
 
 def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path, np.ndarray]] = None) -> FeatureSet:
-    """Read a features file (see the module docstring); problems raise :class:`DatasetError` naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing features file {path}")
+    """Read a features file (see the module docstring); problems raise :class:`DatasetError` naming the file.
+
+    A pickle or ``torch.save`` file is refused when its data, with every reference to a shared
+    array counted as a copy, exceeds the memory budget (one array under 20,000 class ids is
+    20,000 arrays once stacked), and each stacking is checked before it allocates.
+    """
+    path = regular_file(path, DatasetNotFoundError(f"missing features file {path}"))
     suffix = path.suffix.lower()
     if suffix == ".npz":
         arrays = read_npz_arrays(path)
         if "features" not in arrays or "labels" not in arrays:
-            import zipfile
-
-            with zipfile.ZipFile(path) as archive:
-                stored = {name[:-4] for name in archive.namelist() if name.endswith(".npy")}
-            skipped = sorted({"features", "labels"} & stored - set(arrays))
+            skipped = sorted({"features", "labels"} & set(arrays.skipped_objects))
             if skipped:
                 raise _fail(path, f"{' and '.join(skipped)} stored as object arrays (pickled Python objects), which "
                                   "are never unpickled: save features as numbers and labels as integer class ids")
@@ -217,7 +298,7 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
     elif suffix in (".pkl", ".plk", ".pickle"):
         from .safe_pickle import load_array_pickle  # builds on scipy's sparse classes
 
-        loaded = load_array_pickle(path)
+        loaded = load_array_pickle(path)  # refuses data whose shared references expand beyond the budget
         if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
             loaded = {"features": loaded[0], "labels": loaded[1]}
         if not isinstance(loaded, dict):
@@ -230,6 +311,7 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
         except Exception as error:  # torch raises many types for a bad or unsafe file
             first_line = (str(error).splitlines() or ["no message"])[0][:160]
             raise _fail(path, f"not a readable tensor file ({type(error).__name__}: {first_line})") from None
+        check_expanded(loaded, "its data", path)
         loaded = _to_numpy(loaded)
         if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
             loaded = {"features": loaded[0], "labels": loaded[1]}

@@ -40,9 +40,9 @@ or declared sizes above the memory budget (:mod:`pdenets.data.limits`) — raise
 
 from __future__ import annotations
 
-import csv
-import io
+import math
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, Optional, Tuple, Union
@@ -52,9 +52,10 @@ import torch
 
 from .._lazy import LazyModule
 from .._checks import check_labels
+from .csvfile import MAX_ID, is_number, parse_integer, parse_number, read_csv_table, read_text_file, shown_value
 from .errors import DatasetError, DatasetNotFoundError
-from .limits import check_allocation
-from .paths import DATA_ENV_VAR, resolve_data_dir
+from .limits import MemoryBudgetError, check_allocation
+from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
 
 #: scipy.sparse, imported when a graph is read (not when pdenets starts)
@@ -103,20 +104,32 @@ def _npy_header(stream) -> Tuple[Tuple[int, ...], np.dtype]:
     return tuple(int(s) for s in shape), np.dtype(dtype)
 
 
-def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Dict[str, np.ndarray]:
+class NpzArrays(Dict[str, np.ndarray]):
+    """The numeric arrays of an ``.npz`` file by name; ``skipped_objects`` names the object arrays left unread."""
+
+    skipped_objects: Tuple[str, ...] = ()
+
+
+def object_array_error(path: Path, name: str, advice: str) -> DatasetError:
+    """The error for a needed array that the file stores as an object array (never unpickled)."""
+    return DatasetError(f"{path}: {name} is an object array (pickled Python objects) which is never unpickled; "
+                        f"{advice}")
+
+
+def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> NpzArrays:
     """Every numeric array of an ``.npz`` file, sizes checked against the file before anything is allocated.
 
-    Object arrays (pickled Python objects) are skipped without being unpickled. Raises
-    :class:`DatasetError` (naming the file) for a missing, empty, truncated or corrupt
-    archive, a member whose header declares more bytes than it holds, or more than the
-    memory budget.
+    Object arrays (pickled Python objects) are skipped without being unpickled; their names are
+    recorded in the result's ``skipped_objects``, so that a loader missing one can say why.
+    Raises :class:`DatasetError` (naming the file) for a missing, empty, truncated or corrupt
+    archive, a path that is not a regular file, a member whose header declares more bytes than
+    it holds, or more than the memory budget.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing file {path}")
+    path = regular_file(path)
     if path.stat().st_size == 0:
         raise DatasetError(f"{path}: the file is empty (0 bytes); expected a NumPy .npz archive")
-    arrays: Dict[str, np.ndarray] = {}
+    arrays = NpzArrays()
+    skipped = []
     try:
         with zipfile.ZipFile(path) as archive:
             members = [info for info in archive.infolist() if info.filename.endswith(".npy")]
@@ -129,10 +142,11 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Dic
                     shape, dtype = _npy_header(stream)
                 if dtype.hasobject:
                     if skip_objects:
+                        skipped.append(info.filename[:-4])
                         continue
                     raise DatasetError(f"{path}: {info.filename[:-4]} is an object array (pickled Python objects); "
                                        "it is never unpickled")
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                nbytes = math.prod(shape) * dtype.itemsize
                 if nbytes > info.file_size:
                     raise DatasetError(f"{path}: member {info.filename[:-4]} declares shape {shape} of {dtype} "
                                        f"({nbytes} bytes) but holds {info.file_size} bytes: the file is damaged")
@@ -142,11 +156,12 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Dic
             for info in plan:
                 with archive.open(info) as stream:
                     arrays[info.filename[:-4]] = np.lib.format.read_array(stream, allow_pickle=False)
-    except DatasetError:
+    except (DatasetError, MemoryBudgetError):  # ours, already naming the file or the setting
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as error:
         raise DatasetError(f"{path}: not a readable .npz archive (truncated or corrupt: "
                            f"{type(error).__name__}: {error})") from None
+    arrays.skipped_objects = tuple(skipped)
     return arrays
 
 
@@ -272,10 +287,11 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
         [[0, 1], [1, 2]]
     """
     path = Path(path)
-    if not path.is_file():
-        raise _missing(path, resolve_data_dir(data_dir) if data_dir else path.parent, "npz")
+    regular_file(path, _missing(path, resolve_data_dir(data_dir) if data_dir else path.parent, "npz"))
     arrays = read_npz_arrays(path)
     adjacency_parts = _first_layout(arrays, "adj")
+    if "labels" in arrays.skipped_objects and _first_layout(arrays, "labels") is None:
+        raise object_array_error(path, "labels", "save class ids as integers")
     if adjacency_parts is None or "labels" not in arrays and _first_layout(arrays, "labels") is None:
         raise DatasetError(f"{path}: found arrays {sorted(arrays)}; expected the gnn-benchmark layout: adj_data/"
                            "adj_indices/adj_indptr/adj_shape or adj_matrix.data/.indices/.indptr/.shape, optional "
@@ -283,6 +299,8 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
     adjacency = _csr(arrays, adjacency_parts, "the adjacency matrix", path)
     edge_index = _edge_index(adjacency, path)
     num_nodes = adjacency.shape[0]
+    if num_nodes == 0:
+        raise DatasetError(f"{path}: the adjacency matrix is 0 x 0: a graph without nodes")
     attribute_parts = _first_layout(arrays, "attr")
     if attribute_parts is not None:
         features = _dense_features(_csr(arrays, attribute_parts, "the attribute matrix", path), path)
@@ -317,23 +335,54 @@ def _planetoid_matrix(value, part: str, path: Path):
 
 
 def _test_index(path: Path) -> np.ndarray:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"{path}: cannot be read as text ({error})") from None
-    tokens = text.split()
+    tokens = read_text_file(path, "one test node id per line").split()
     if not tokens:
         raise DatasetError(f"{path}: the file is empty; expected one test node id per line")
-    try:
-        index = np.array([int(token) for token in tokens], dtype=np.int64)
-    except ValueError:
-        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
-        raise DatasetError(f"{path}: {bad!r} is not a node id (whole numbers >= 0, one per line)") from None
+    ids = []
+    for token in tokens:
+        if not re.fullmatch(r"-?[0-9]+", token):
+            raise DatasetError(f"{path}: {shown_value(token)} is not a node id (whole numbers >= 0, one per line)")
+        try:
+            ids.append(parse_integer(token, "node id"))
+        except ValueError as error:
+            raise DatasetError(f"{path}: {error}") from None
+    index = np.array(ids, dtype=np.int64)
     if index.min() < 0:
         raise DatasetError(f"{path}: holds the negative node id {int(index.min())}")
     if np.unique(index).size != index.size:
         raise DatasetError(f"{path}: lists {index.size - np.unique(index).size} node id(s) twice")
     return index
+
+
+def _planetoid_edges(graph: dict, path: Path) -> torch.Tensor:
+    """``(2, E)`` edges of a ``node -> neighbours`` dict, their number checked against the budget first.
+
+    A neighbour list shared by many nodes (one object in the pickle) is converted once.
+    """
+    problem = f"{path}: expected integer node ids and lists of integer neighbours"
+    nodes, lengths, converted = [], [], {}
+    for node, neighbours in graph.items():
+        if isinstance(node, bool) or not isinstance(node, (int, np.integer)) or not isinstance(
+                neighbours, (list, tuple, np.ndarray)):
+            raise DatasetError(problem)
+        nodes.append(int(node) if -2**63 <= int(node) < 2**63 else -1)
+        lengths.append(len(neighbours))
+    count = sum(lengths)
+    check_allocation(count, 4 * 8, f"the {count} edges of the graph (source and target ids, int64)", path)
+    targets = []
+    for neighbours in graph.values():
+        if id(neighbours) not in converted:
+            try:
+                array = np.asarray(neighbours) if len(neighbours) else np.zeros(0, dtype=np.int64)
+            except (ValueError, TypeError, OverflowError):  # ragged or mixed lists
+                raise DatasetError(problem) from None
+            if array.ndim != 1 or array.dtype.kind not in "iu":
+                raise DatasetError(problem)
+            converted[id(neighbours)] = array.astype(np.int64)
+        targets.append(converted[id(neighbours)])
+    sources = np.repeat(np.asarray(nodes, dtype=np.int64), lengths)
+    ends = np.concatenate(targets) if targets else np.zeros(0, dtype=np.int64)
+    return torch.from_numpy(np.stack([sources, ends]))
 
 
 def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Data:
@@ -381,10 +430,9 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     folder = root / "planetoid" / PLANETOID_NAMES[key] / "raw"
     paths = {part: folder / f"ind.{key}.{part}" for part in PLANETOID_PARTS}
     for part, path in paths.items():
-        if not path.is_file():
-            detail = " (the features of 18,657 PubMed nodes live only in this file)" if (key, part) == (
-                "pubmed", "allx") else ""
-            raise _missing(path, root, "planetoid", detail)
+        detail = " (the features of 18,657 PubMed nodes live only in this file)" if (key, part) == (
+            "pubmed", "allx") else ""
+        regular_file(path, _missing(path, root, "planetoid", detail))
     from .safe_pickle import load_array_pickle  # scipy's sparse classes, imported with it
 
     parts = {part: load_array_pickle(path) for part, path in paths.items() if part != "test.index"}
@@ -416,15 +464,7 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     onehot[: ally.shape[0]] = ally
     onehot[test_index] = ty
     labels = _labels(onehot, num_nodes, paths["ally"])
-    rows, cols = [], []
-    try:
-        for node, neighbours in graph.items():
-            for neighbour in neighbours:
-                rows.append(int(node))
-                cols.append(int(neighbour))
-    except (TypeError, ValueError):
-        raise DatasetError(f"{paths['graph']}: expected integer node ids and lists of integer neighbours") from None
-    edge_index = torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1)
+    edge_index = _planetoid_edges(graph, paths["graph"])
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise DatasetError(f"{paths['graph']}: refers to node ids outside [0, {num_nodes})")
     return _pyg_data(x=_dense_features(features, folder), edge_index=edge_index, y=labels, num_nodes=num_nodes,
@@ -435,58 +475,99 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
 # plain edge lists
 
 
-def _read_table(path: Path, *, integer: bool) -> np.ndarray:
-    if path.suffix == ".npy":
-        try:
-            with path.open("rb") as stream:
-                shape, dtype = _npy_header(stream)
-            check_allocation(int(np.prod(shape, dtype=np.int64)), dtype.itemsize, f"an array of shape {shape}", path)
-            array = np.load(path, allow_pickle=False)
-        except DatasetError:
-            raise
-        except (ValueError, OSError, EOFError) as error:
-            raise DatasetError(f"{path}: not a readable .npy array ({error})") from None
-    else:
-        check_allocation(path.stat().st_size, 8, "the table", path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise DatasetError(f"{path}: cannot be read as UTF-8 text ({error})") from None
-        rows = [row for row in csv.reader(io.StringIO(text)) if row and any(cell.strip() for cell in row)]
-        if rows and not _numeric(rows[0][0]):
-            rows = rows[1:]  # a header line
-        if len({len(row) for row in rows}) > 1:
-            raise DatasetError(f"{path}: rows have different numbers of columns")
-        try:
-            array = np.array([[float(cell) for cell in row] for row in rows], dtype=np.float64)
-        except ValueError as error:
-            raise DatasetError(f"{path}: {error}; expected numbers separated by commas") from None
+_COUNT_WORDS = {1: "one column", 2: "two columns"}
+
+
+def _table_columns(path: Path, width: int, columns: Optional[Tuple[str, ...]], header) -> None:
+    """Refuse a table whose number of columns is not that of ``columns`` (naming a header's columns)."""
+    if columns is None or width in (0, len(columns)):  # 0: an empty file
+        return
+    named = f" ({', '.join(repr(name) for name in header)})" if header else ""
+    extra = "; edge weights are not read" if columns == ("source", "target") and width > 2 else ""
+    raise DatasetError(f"{path}: expected {_COUNT_WORDS[len(columns)]} ({', '.join(columns)}), got {width}{named}"
+                       f"{extra}")
+
+
+def _number_like(cell: str) -> bool:
+    """Whether a cell is a number, strictly or for Python's lenient ``float`` (``1_0``): never a header's."""
+    try:
+        float(cell)
+    except ValueError:
+        return is_number(cell)
+    return True
+
+
+def _csv_table(path: Path, integer: bool, columns: Optional[Tuple[str, ...]]) -> np.ndarray:
+    """A CSV table of numbers, an optional header line (a first row without anything like a number) skipped."""
+    rows = read_csv_table(path)
+    header = None
+    if rows and not any(_number_like(cell) for cell in rows[0][1]):
+        header = [cell.strip() for cell in rows[0][1]]
+        rows = rows[1:]
+    width = len(header) if header is not None else len(rows[0][1]) if rows else 0
+    _table_columns(path, width, columns, header)
+    values = []
+    for line, cells in rows:
+        if len(cells) != width:
+            raise DatasetError(f"{path}: rows have different numbers of columns (line {line} has {len(cells)}, "
+                               f"{'the header' if header is not None else 'the first line'} {width})")
+        row = []
+        for column, cell in enumerate(cells):
+            try:
+                row.append(parse_integer(cell) if integer else parse_number(cell, finite=False))
+            except ValueError as error:
+                name = repr(header[column]) if header is not None else str(column + 1)
+                raise DatasetError(f"{path}: line {line}, column {name}: {error}") from None
+        values.append(row)
+    return np.array(values, dtype=np.int64 if integer else np.float64).reshape(len(values), width)
+
+
+def _npy_table(path: Path) -> np.ndarray:
+    """A ``.npy`` array read without pickles, its declared size checked against the budget first."""
+    try:
+        with regular_file(path).open("rb") as stream:
+            shape, dtype = _npy_header(stream)
+        check_allocation(math.prod(shape), dtype.itemsize, f"an array of shape {shape}", path)
+        return np.load(path, allow_pickle=False)
+    except (DatasetError, MemoryBudgetError):  # ours, already naming the file or the setting
+        raise
+    except (ValueError, OSError, EOFError) as error:
+        raise DatasetError(f"{path}: not a readable .npy array ({error})") from None
+
+
+def _read_table(path: Path, *, integer: bool, columns: Optional[Tuple[str, ...]] = None) -> np.ndarray:
+    """A table of an edge-list folder: ids (``integer``, whole numbers within int64) or finite-or-not floats.
+
+    ``columns`` names the columns the table must have (``None``: any number); a CSV file may
+    start with a header line, refused when it names a different number of columns.
+    """
+    if path.suffix != ".npy":
+        return _csv_table(path, integer, columns)
+    array = _npy_table(path)
     if array.size and not np.issubdtype(array.dtype, np.number):
         raise DatasetError(f"{path}: expected numbers, got dtype {array.dtype}")
+    if columns is not None and array.ndim == 2:
+        _table_columns(path, array.shape[1], columns, None)
     if integer and array.size:
         if not np.isfinite(array).all() or (array != np.round(array)).any():
             raise DatasetError(f"{path}: expected whole numbers (node or class ids), found values such as "
                                f"{array[np.isfinite(array) & (array != np.round(array))][:3].tolist()}")
+        if array.dtype.kind != "i" and (array > MAX_ID).any() or array.dtype.kind == "f" and (array < -MAX_ID).any():
+            bad = array[(array > MAX_ID) | (array < -MAX_ID)][0]
+            raise DatasetError(f"{path}: holds the id {bad:.6g}, too large for an id (at most 2^63 - 1)")
         array = array.astype(np.int64)
     return array
 
 
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]:
-    found = [folder / f"{stem}{suffix}" for suffix in (".npy", ".csv") if (folder / f"{stem}{suffix}").is_file()]
+    found = [folder / f"{stem}{suffix}" for suffix in (".npy", ".csv")
+             if (folder / f"{stem}{suffix}").exists() or (folder / f"{stem}{suffix}").is_symlink()]
     if len(found) > 1:
         raise DatasetError(f"{folder}: both {found[0].name} and {found[1].name} exist; keep one")
     if not found and required:
         raise DatasetNotFoundError(f"{folder}: missing {stem}.csv or {stem}.npy (an edge-list graph folder holds "
                                    "edges.*, labels.* and optionally features.*)")
-    return found[0] if found else None
+    return regular_file(found[0]) if found else None
 
 
 def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identity") -> Data:
@@ -495,10 +576,13 @@ def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identit
     ``labels.*`` holds one class id per node (``-1`` for unlabelled) and defines the number
     of nodes ``N``; ``edges.*`` holds one ``source,target`` pair of node ids per row (kept
     directed, as written); ``features.*`` holds one row of numbers per node. CSV files may
-    start with a header line; ``.npy`` files are read without pickles, their headers checked
-    against the memory budget first. Keeping both a ``.csv`` and a ``.npy`` of the same
-    stem is refused. Ids must be whole numbers, edges must lie in ``[0, N)``, features must
-    be finite.
+    start with a header line (a first row without any number), which must name as many
+    columns as the rows hold: two in ``edges.*`` (weights are not read: a third column is
+    refused), one in ``labels.*``. Numbers are read strictly
+    (:func:`~pdenets.data.csvfile.parse_number`: ``1_000`` is refused, not read as 1000);
+    ``.npy`` files are read without pickles, their headers checked against the memory budget
+    first. Keeping both a ``.csv`` and a ``.npy`` of the same stem is refused. Ids must be
+    whole numbers within int64, edges must lie in ``[0, N)``, features must be finite.
 
     Args:
         folder: the graph's folder.
@@ -513,8 +597,9 @@ def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identit
     Raises:
         DatasetNotFoundError: the folder, ``edges.*`` or ``labels.*`` is missing.
         DatasetError: an unreadable or inconsistent table (wrong number of columns or rows,
-            non-integer ids, ids out of range, NaN/inf features), both ``.csv`` and ``.npy``
-            of one stem, or sizes above the memory budget.
+            a cell that is not a number, non-integer ids, ids out of range, NaN/inf features),
+            both ``.csv`` and ``.npy`` of one stem, a table that is not a regular file, or sizes
+            above the memory budget.
         ValueError: the folder holds no features and ``missing_features`` is not one of
             ``"identity"``, ``"degree"``.
 
@@ -532,11 +617,11 @@ def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identit
     if not folder.is_dir():
         raise DatasetNotFoundError(f"missing graph folder {folder}")
     edges_path, labels_path = _one_of(folder, "edges", True), _one_of(folder, "labels", True)
-    labels_table = _read_table(labels_path, integer=True).reshape(-1)
+    labels_table = _read_table(labels_path, integer=True, columns=("label",)).reshape(-1)
     num_nodes = labels_table.shape[0]
     if num_nodes == 0:
         raise DatasetError(f"{labels_path}: no labels (the file defines the nodes: one class id per node)")
-    edges = _read_table(edges_path, integer=True)
+    edges = _read_table(edges_path, integer=True, columns=("source", "target"))
     if edges.size == 0:
         edges = edges.reshape(0, 2)
     if edges.ndim != 2 or edges.shape[1] != 2:

@@ -22,6 +22,7 @@ import torch
 
 from .errors import DatasetError, DatasetNotFoundError
 from .limits import check_allocation
+from .paths import regular_file
 
 __all__ = ["ImageSet", "load_image_tree", "decode_image", "IMAGE_SUFFIXES", "random_shift"]
 
@@ -112,8 +113,8 @@ def load_image_tree(sources: Union[str, Path, Sequence[Union[str, Path]]], *, si
     prefixes = tuple(classes) if classes is not None else None
     members: Dict[str, List[Tuple[Path, str]]] = {}
     for source in map(Path, sources):
-        if not source.exists():
-            raise DatasetNotFoundError(f"missing image folder or archive {source}")
+        if not source.is_dir():
+            regular_file(source, DatasetNotFoundError(f"missing image folder or archive {source}"))
         prefix = root_in_zip
         if source.is_file():
             try:

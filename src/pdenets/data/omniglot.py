@@ -23,7 +23,7 @@ import torch
 
 from .errors import DatasetError, DatasetNotFoundError
 from .images import ImageSet, decode_image, load_image_tree
-from .paths import DATA_ENV_VAR, resolve_data_dir
+from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
 __all__ = ["BASE_ALPHABETS", "NOVEL_ALPHABETS", "omniglot_images", "OneShotRun", "load_one_shot_runs",
            "IMAGE_SIZE", "ZIPS"]
@@ -41,10 +41,9 @@ def _folder(data_dir) -> Path:
 
 
 def _require(path: Path) -> Path:
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
-                                   f"${DATA_ENV_VAR}; get the file from {SOURCE}. pdenets never downloads data.")
-    return path
+    return regular_file(path, DatasetNotFoundError(
+        f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get the file "
+        f"from {SOURCE}. pdenets never downloads data."))
 
 
 def omniglot_images(alphabets: Optional[Tuple[str, ...]] = None, data_dir=None, *, size: int = IMAGE_SIZE,

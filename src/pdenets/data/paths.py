@@ -8,10 +8,13 @@ put them when they are missing.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ["resolve_data_dir", "DATA_ENV_VAR", "dataset_label"]
+from .errors import DatasetError, DatasetNotFoundError
+
+__all__ = ["resolve_data_dir", "DATA_ENV_VAR", "dataset_label", "regular_file"]
 
 DATA_ENV_VAR = "PDENETS_DATA"
 
@@ -51,3 +54,50 @@ def dataset_label(dataset: str, registered) -> str:
     """The name a dataset goes by in tables: its registered name, or a file's stem (``my_series.json`` →
     ``my_series``)."""
     return dataset if dataset in registered else Path(dataset).stem
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path: Union[str, Path], missing: Optional[Exception] = None) -> Path:
+    """``path`` if it is a regular file (symbolic links followed); every loader checks a data file with it.
+
+    Nothing is opened: a device, a pipe or a folder under a data file's name is refused before
+    any read (``/dev/zero`` would never end).
+
+    Args:
+        path: the data file.
+        missing: the error to raise when nothing exists at ``path`` (default: ``None``, a
+            :class:`~pdenets.data.errors.DatasetNotFoundError` "missing file ...").
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        DatasetNotFoundError: nothing exists at ``path`` (``missing``), or ``path`` is a
+            symbolic link whose target does not exist.
+        DatasetError: ``path`` exists but is not a regular file (a folder, a device, a pipe, a
+            socket), or cannot be examined.
+
+    Examples:
+        >>> regular_file("/dev/null")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pdenets.data.errors.DatasetError: /dev/null: not a regular file (a character device); ...
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise DatasetNotFoundError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist"
+                                       ) from None
+        raise (missing if missing is not None else DatasetNotFoundError(f"missing file {path}")) from None
+    except OSError as error:
+        raise DatasetError(f"{path}: cannot be examined ({error.strerror or error})") from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+        through = f", reached through a symbolic link to {os.readlink(path)}" if path.is_symlink() else ""
+        raise DatasetError(f"{path}: not a regular file ({kind}{through}); give the path of a data file")
+    return path

@@ -4,12 +4,15 @@ The Planetoid raw files (``ind.<name>.x`` …) are Python pickles. ``pickle.load
 callable a file names, so a tampered file could run arbitrary code. :func:`load_array_pickle`
 resolves only an allow-list of constructors — numpy arrays and dtypes, scipy sparse
 matrices, the ``defaultdict(list)`` of the ``graph`` file, and the ``latin1`` encoding of a
-string into bytes (how Python 3 writes bytes into protocol-2 pickles) — and refuses everything
-else before anything is called. Nothing on the list computes more than it is given: the
-encoder accepts only ``latin1`` (one byte per character; ``hex`` and other codecs, which
-expand their input, are refused), and every array's declared shape is checked against the
+string into bytes and ``bytes()`` (how Python 3 writes bytes, and empty bytes, into protocol-2
+pickles) — and refuses everything else before anything is called. Nothing on the list computes
+more than it is given: the encoder accepts only ``latin1`` (one byte per character; ``hex`` and
+other codecs, which expand their input, are refused), ``bytes`` takes no argument (``bytes(n)``
+would allocate ``n`` bytes), and every array's declared shape is checked against the
 memory budget (``$PDENETS_MEMORY_BUDGET``) and against the bytes the file holds *before*
-numpy allocates it.
+numpy allocates it. A pickle refers to an object many times at the cost of a few bytes each: the
+loaded data is walked once per distinct object (never once per path) and refused when, with every
+reference counted as a copy, it exceeds the budget (:func:`~pdenets.data.limits.check_expanded`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import io
 import math
 import pickle
 from pathlib import Path
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, List, Tuple, Union
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import DatasetError
+from .limits import MemoryBudgetError, check_expanded
+from .paths import regular_file
 
 __all__ = ["UnsafePickleError", "load_array_pickle", "ALLOWED_GLOBALS"]
 
@@ -108,6 +113,13 @@ def _latin1_bytes(text, encoding="utf-8", errors="strict"):
     return text.encode("latin1")
 
 
+def _empty_bytes(*arguments):
+    """``bytes()`` as protocol-2 pickles write an empty ``bytes`` (an empty array's data); any argument is refused."""
+    if arguments:
+        raise UnsafePickleError("refusing bytes(...) with arguments: only bytes() (empty bytes) is allowed")
+    return b""
+
+
 def _array_size(shape, dtype, what: str) -> Tuple[int, np.dtype]:
     """Elements and dtype of a declared array, refused above the memory budget (before any allocation)."""
     from .limits import check_allocation
@@ -152,28 +164,80 @@ def _scalar(dtype, data=None):
     return _MULTIARRAY.scalar(dtype, data) if data is not None else _MULTIARRAY.scalar(dtype)
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """The loaded data with every checked array turned back into a plain ``numpy.ndarray``."""
-    if depth > 64:
-        return value
+def _walked(value: Any) -> bool:
+    """Whether :func:`_plain` looks inside ``value`` (or replaces it)."""
+    return isinstance(value, (_CheckedArray, list, dict, tuple)) or (
+        hasattr(value, "tocsr") and hasattr(value, "__dict__") and not isinstance(value, np.ndarray))
+
+
+def _inside(value: Any) -> List[Any]:
+    """The values ``value`` refers to that :func:`_plain` must look at."""
+    if isinstance(value, _CheckedArray):
+        children = list(value.flat) if value.dtype.hasobject else []
+    elif isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        children = list(value)
+    else:  # a sparse matrix: its index and data arrays
+        children = [item for item in vars(value).values() if isinstance(item, (np.ndarray, list, dict, tuple))]
+    return [child for child in children if _walked(child)]
+
+
+def _plain_one(value: Any, done: Dict[int, Any]) -> Any:
+    """``value`` with its checked arrays made plain and its references replaced by their plain versions."""
+    def swap(item):
+        return done.get(id(item), item)
+
     if isinstance(value, _CheckedArray):
         value = value.view(np.ndarray)
         if value.dtype.hasobject:
             for index, item in enumerate(value.flat):
-                value.flat[index] = _plain(item, depth + 1)
+                if swap(item) is not item:
+                    value.flat[index] = swap(item)
         return value
     if isinstance(value, dict):
-        for key in list(value):
-            value[key] = _plain(value[key], depth + 1)
+        for key, item in list(value.items()):
+            if swap(item) is not item:
+                value[key] = swap(item)
     elif isinstance(value, list):
-        value[:] = [_plain(item, depth + 1) for item in value]
+        for index, item in enumerate(value):
+            if swap(item) is not item:
+                value[index] = swap(item)
     elif isinstance(value, tuple):
-        return tuple(_plain(item, depth + 1) for item in value)
-    elif isinstance(value, sp.spmatrix) or hasattr(value, "tocsr"):
+        plain = tuple(swap(item) for item in value)
+        return plain if any(new is not old for new, old in zip(plain, value)) else value
+    else:
         for name, item in list(vars(value).items()):
-            if isinstance(item, (np.ndarray, list, dict, tuple)):
-                setattr(value, name, _plain(item, depth + 1))
+            if swap(item) is not item:
+                setattr(value, name, swap(item))
     return value
+
+
+def _plain(root: Any) -> Any:
+    """The loaded data with every checked array turned back into a plain ``numpy.ndarray``.
+
+    One iterative walk over the graph of references: each object is converted once (a list
+    shared by 2,708 nodes, or 60 nested lists ``x = [x, x]``, cost their distinct objects, not
+    their paths), an object shared by several containers is replaced by the same plain object
+    in all of them, and a cycle ends the walk where it closes instead of recursing forever.
+    """
+    seen: Dict[int, Any] = {}
+    order: List[Any] = []  # post-order: what an object refers to comes before it (except across a cycle)
+    stack: List[Tuple[Any, bool]] = [(root, False)] if _walked(root) else []
+    while stack:
+        value, finished = stack.pop()
+        if finished:
+            order.append(value)
+            continue
+        if id(value) in seen:
+            continue
+        seen[id(value)] = value
+        stack.append((value, True))
+        stack.extend((child, False) for child in _inside(value) if id(child) not in seen)
+    done: Dict[int, Any] = {}
+    for value in order:
+        done[id(value)] = _plain_one(value, done)
+    return done.get(id(root), root)
 
 
 #: ``(module, name) -> object`` that a pickle may reference (Python 2 and 3 module spellings).
@@ -184,6 +248,8 @@ ALLOWED_GLOBALS: Dict[Tuple[str, str], Any] = {
     ("__builtin__", "list"): list,
     ("builtins", "list"): list,
     ("_codecs", "encode"): _latin1_bytes,  # how Python 3 writes bytes into protocol-2 pickles
+    ("__builtin__", "bytes"): _empty_bytes,  # ... and empty bytes
+    ("builtins", "bytes"): _empty_bytes,
 }
 for _module in ("numpy.core.multiarray", "numpy._core.multiarray"):
     ALLOWED_GLOBALS[(_module, "_reconstruct")] = _reconstruct
@@ -213,7 +279,10 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
     Raises:
         UnsafePickleError: the pickle references a global outside :data:`ALLOWED_GLOBALS`
             (nothing was executed).
-        DatasetError: an empty, truncated or corrupt file (the message names it).
+        DatasetError: an empty, truncated or corrupt file, a path that is not a regular file,
+            declared sizes above the memory budget, or data that, with every shared reference
+            counted as a copy, exceeds it or refers to itself (the message names the file).
+        DatasetNotFoundError: nothing exists at the path.
 
     Examples:
         >>> import pickle, numpy as np
@@ -222,17 +291,20 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
     """
     name = "<bytes>" if isinstance(source, bytes) else str(source)
     try:
-        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        data = source if isinstance(source, bytes) else regular_file(source).read_bytes()
     except OSError as error:
         raise DatasetError(f"{name}: cannot be read ({error.strerror})") from None
     if not data:
         raise DatasetError(f"{name}: the file is empty (0 bytes); it should hold a pickle of arrays")
     try:
         loaded = _plain(_RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load())
+        check_expanded(loaded, "its data", name)
         base = _BASE_CLASS.get(type(loaded))
         return base(loaded) if base is not None else loaded
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{name}: {error}") from None
+    except MemoryBudgetError:  # a malformed $PDENETS_MEMORY_BUDGET, reported as such (not as a corrupt file)
+        raise
     except DatasetError as error:  # a declared size over the memory budget
         raise DatasetError(str(error).replace("<pickle>", name)) from None
     except (EOFError, pickle.UnpicklingError) as error:

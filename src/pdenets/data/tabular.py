@@ -2,21 +2,23 @@
 
 A CSV file needs a header row, numeric feature columns and one label column (the last one, or the
 one named by ``label_column``); labels may be any strings or numbers, compared by value (``1``,
-``1.0`` and `` 1`` are one class; an empty label is refused). Features are returned unscaled; the
-task standardizes them.
+``1.0`` and `` 1`` are one class; an empty label is refused). Feature cells are read strictly
+(:func:`~pdenets.data.csvfile.parse_number`: finite decimal numbers; ``1_0`` is refused, not read
+as 10). Features are returned unscaled; the task standardizes them.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Union
 
 import numpy as np
 
-from .csvfile import normalized_labels, read_csv_rows
+from .._checks import nearest_hint
+from .csvfile import normalized_labels, parse_number, read_csv_table
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
+from .paths import regular_file
 
 __all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS"]
 
@@ -36,11 +38,6 @@ class TabularData:
         return len(self.class_names)
 
 
-def _shown(cell: str, limit: int = 40) -> str:
-    """A cell as an error message shows it: quoted, long ones cut."""
-    return repr(cell) if len(cell) <= limit else repr(cell[:limit]) + f"… ({len(cell)} characters)"
-
-
 def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) -> TabularData:
     """``breast-cancer`` (569 × 30, 2 classes, bundled with scikit-learn) or a path to a CSV file."""
     text = str(name)
@@ -53,12 +50,11 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
     path = Path(text).expanduser()
     if path.suffix.lower() != ".csv":
         raise DatasetError(f"unknown tabular dataset {text!r}: give breast-cancer or a path to a .csv file")
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing dataset file {path}")
-    rows = read_csv_rows(path)
+    regular_file(path, DatasetNotFoundError(f"missing dataset file {path}"))
+    rows = read_csv_table(path)
     if len(rows) < 2:
         raise dataset_error(path, "needs a header row and at least one data row")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     if len(header) < 2:
         raise dataset_error(path, "needs at least one feature column and a label column")
     if label_column is None:
@@ -66,11 +62,10 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
     elif label_column in header:
         label_index = header.index(label_column)
     else:
-        raise dataset_error(path, f"no column named {label_column!r}; columns: {', '.join(header[:10])}")
+        raise dataset_error(path, f"no column named {label_column!r}{nearest_hint(label_column, header)}; columns: "
+                                  f"{', '.join(header[:10])}")
     features, labels, lines = [], [], []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue
+    for number, row in rows[1:]:
         if len(row) != len(header):
             raise dataset_error(path, f"line {number} has {len(row)} fields, the header {len(header)}")
         values = []
@@ -78,13 +73,9 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
             if column == label_index:
                 continue
             try:
-                value = float(cell)
-            except ValueError:
-                raise dataset_error(path, f"line {number}, column {header[column]!r}: {_shown(cell)} is not a "
-                                          "number") from None
-            if not math.isfinite(value):
-                raise dataset_error(path, f"line {number}, column {header[column]!r}: non-finite value {_shown(cell)}")
-            values.append(value)
+                values.append(parse_number(cell))
+            except ValueError as error:
+                raise dataset_error(path, f"line {number}, column {header[column]!r}: {error}") from None
         features.append(values)
         labels.append(row[label_index])
         lines.append(number)

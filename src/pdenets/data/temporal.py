@@ -26,9 +26,12 @@ layout             keys
 or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per region (the header
 names them; a first column ``day``/``date``/``time``/``step``/``week``/``t`` is a label and
 skipped) and one row per step, and ``edges.csv`` with ``source,target[,weight]`` naming
-regions by header name. Node ids must be integers (or, in node-link and CSV files, the
-declared names); a float id, an unknown id, a ragged series, a non-finite value or a negative
-count is refused with a :class:`~pdenets.data.DatasetError` naming the file and the place.
+regions by header name (any other column is refused, with the nearest name). Files may start
+with a UTF-8 byte-order mark; CSV numbers are read strictly (:func:`~pdenets.data.csvfile.parse_number`:
+``1_000`` is refused, not read as 1000). Node ids must be integers (or, in node-link and CSV files,
+the declared names); a float id, an unknown or out-of-range id, a ragged series, a non-finite
+value, a value beyond float64, a negative count, or the weights given twice (``edge_weight`` and
+``weights``) is refused with a :class:`~pdenets.data.DatasetError` naming the file and the place.
 
 Each layout also records how PyTorch Geometric Temporal's loader presents that dataset (its
 default lags and its scaling: none, per-node standardization, ``log(1 + y)``), which the
@@ -48,10 +51,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .csvfile import read_csv_rows
+from .._checks import nearest_hint
+from .csvfile import parse_number, read_csv_table, read_text_file, shown_value
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .limits import check_allocation
-from .paths import resolve_data_dir
+from .paths import regular_file, resolve_data_dir
 
 __all__ = ["TemporalGraphSeries", "load_temporal", "forecast_windows", "ForecastWindows", "TEMPORAL_DATASETS",
            "LAYOUTS"]
@@ -93,23 +97,40 @@ class TemporalGraphSeries:
         return self.graphs[step if self.time_varying else 0]
 
 
-def _integer_ids(path: Path, pairs, where: str) -> np.ndarray:
-    """``(E, 2)`` int64 from a list of ``[i, j]`` pairs; floats, booleans and strings are refused, never rounded."""
+def _outside(path: Path, node: int, nodes: int, where: str) -> DatasetError:
+    return dataset_error(path, f"{where}: an edge names node {shown_value(node)} but the series has {nodes} nodes "
+                               f"(0…{nodes - 1})")
+
+
+def _integer_ids(path: Path, pairs, where: str, nodes: int) -> np.ndarray:
+    """``(E, 2)`` int64 from a list of ``[i, j]`` pairs; floats, booleans and strings are refused, never rounded,
+    and ids outside ``[0, nodes)`` are refused before any conversion (``10**29`` does not fit an int64)."""
     if not isinstance(pairs, list) or any(not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in pairs):
         raise dataset_error(path, f"{where}: edges must be a list of [i, j] pairs")
     flat = [node for pair in pairs for node in pair]
     bad = next((node for node in flat if isinstance(node, bool) or not isinstance(node, int)), None)
     if bad is not None:
-        raise dataset_error(path, f"{where}: node ids must be integers, found {bad!r}")
+        raise dataset_error(path, f"{where}: node ids must be integers, found {shown_value(bad)}")
+    outside = next((node for node in flat if not 0 <= node < nodes), None)
+    if outside is not None:
+        raise _outside(path, outside, nodes, where)
     return np.asarray(flat, dtype=np.int64).reshape(-1, 2)
 
 
+def _too_large(rows) -> Optional[Tuple[int, int]]:
+    """``(row, column)`` of the first integer of a table beyond float64's range, or ``None``."""
+    for step, row in enumerate(rows):
+        for node, value in enumerate(row if isinstance(row, list) else [row]):
+            if isinstance(value, int) and abs(value) >= 2**1024:
+                return step, node
+    return None
+
+
 def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
-    index = pairs if isinstance(pairs, np.ndarray) else _integer_ids(path, pairs, where)
+    index = pairs if isinstance(pairs, np.ndarray) else _integer_ids(path, pairs, where, nodes)
     if index.size and (index.min() < 0 or index.max() >= nodes):
         bad = int(index.max() if index.max() >= nodes else index.min())
-        raise dataset_error(path, f"{where}: an edge names node {bad} but the series has {nodes} nodes "
-                                  f"(0…{nodes - 1})")
+        raise _outside(path, bad, nodes, where)
     if weights is None:
         weight = np.ones(len(index))
     else:
@@ -117,6 +138,12 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
             raise dataset_error(path, f"{where}: edge weights must be numbers, found a boolean")
         try:
             weight = np.asarray(weights, dtype=np.float64).reshape(-1)
+        except OverflowError:
+            found = _too_large([weights]) if isinstance(weights, list) else None
+            if found is None:
+                raise dataset_error(path, f"{where}: edge weights must be numbers within float64's range") from None
+            raise dataset_error(path, f"{where}: the weight of edge {found[1]} is {shown_value(weights[found[1]])}, "
+                                      "too large for a float64") from None
         except (TypeError, ValueError):
             raise dataset_error(path, f"{where}: edge weights must be numbers") from None
         if weight.shape != (len(index),):
@@ -142,6 +169,13 @@ def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> 
         raise dataset_error(path, f"'{key}' holds a boolean; the series must be numbers")
     try:
         values = np.asarray(rows, dtype=np.float64)
+    except OverflowError:
+        found = _too_large(rows)
+        if found is None:
+            raise dataset_error(path, f"'{key}' must be a T × N table of numbers within float64's range") from None
+        step, node = found
+        raise dataset_error(path, f"'{key}' holds the value {shown_value(rows[step][node])} at step {step}, node "
+                                  f"{node}, too large for a float64") from None
     except (TypeError, ValueError):
         raise dataset_error(path, f"'{key}' must be a T × N table of numbers") from None
     if values.ndim != 2 or min(values.shape) < 1:
@@ -160,6 +194,19 @@ def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> 
 
 def _are_counts(values: torch.Tensor) -> bool:
     return bool(np.all(np.mod(values.numpy(), 1) == 0) and values.min() >= 0)
+
+
+def _one_key(path: Path, content: Dict[str, Any], keys: Tuple[str, ...], where: str = ""):
+    """The value of whichever of ``keys`` (names of one thing) ``content`` holds, ``None`` if none; two refused."""
+    present = [key for key in keys if key in content]
+    if len(present) > 1:
+        raise dataset_error(path, f"{where}{' and '.join(repr(k) for k in present)} both give the same thing "
+                                  f"(the edge weights); keep one")
+    return content[present[0]] if present else None
+
+
+#: keys that name the edge weights in the layouts of :data:`LAYOUTS`
+WEIGHT_KEYS = ("edge_weight", "weights")
 
 
 def _require(path: Path, content: Dict[str, Any], key: str, kind, what: str):
@@ -190,10 +237,10 @@ def _read_edge_mapping(path, content):
     return values, graphs, _are_counts(values), 8, "standardize+eps"
 
 
-def _static_reader(series_key: str, weight_keys: Tuple[str, ...], lags: int, scaling: str):
+def _static_reader(series_key: str, lags: int, scaling: str):
     def read(path, content):
         values = _series(path, content[series_key], series_key)
-        weights = next((content[key] for key in weight_keys if key in content), None)
+        weights = _one_key(path, content, WEIGHT_KEYS)
         graphs = [_edges(path, content["edges"], weights, values.shape[1], "'edges'")]
         return values, graphs, _are_counts(values), lags, scaling
     return read
@@ -202,8 +249,10 @@ def _static_reader(series_key: str, weight_keys: Tuple[str, ...], lags: int, sca
 def _read_snapshots(path, content):
     steps = content["time_periods"]
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
-        raise dataset_error(path, f"'time_periods' must be an integer of at least 3, got {steps!r}")
-    check_allocation(steps, 64, "the snapshots", path)
+        raise dataset_error(path, f"'time_periods' must be an integer of at least 3, got {shown_value(steps)}")
+    if steps > len(content):
+        raise dataset_error(path, f"'time_periods' is {shown_value(steps)} but the file holds {len(content)} keys, "
+                                  "fewer than one snapshot per step")
     snapshots = []
     for step in range(steps):
         snapshot = content.get(str(step))
@@ -219,11 +268,13 @@ def _read_snapshots(path, content):
         for step, snapshot in enumerate(snapshots):
             if "edges" not in snapshot:
                 raise dataset_error(path, f"snapshot '{step}' has no 'edges' (snapshot '0' has)")
-            graphs.append(_edges(path, snapshot["edges"], snapshot.get("weights"), nodes, f"snapshot '{step}'"))
+            weights = _one_key(path, snapshot, WEIGHT_KEYS, f"snapshot '{step}': ")
+            graphs.append(_edges(path, snapshot["edges"], weights, nodes, f"snapshot '{step}'"))
         return values, graphs, True, 4, "log1p"
     if "edges" not in content:
         raise dataset_error(path, "no 'edges': give them at the top level or in every snapshot")
-    return values, [_edges(path, content["edges"], content.get("weights"), nodes, "'edges'")], False, 8, "standardize"
+    weights = _one_key(path, content, WEIGHT_KEYS)
+    return values, [_edges(path, content["edges"], weights, nodes, "'edges'")], False, 8, "standardize"
 
 
 def _read_node_link(path, content):
@@ -234,7 +285,10 @@ def _read_node_link(path, content):
     for position, node in enumerate(nodes):
         if not isinstance(node, dict):
             raise dataset_error(path, f"node {position} is not an object")
-        series = node.get("y", node.get("X", {}).get("y") if isinstance(node.get("X"), dict) else None)
+        nested = node["X"].get("y") if isinstance(node.get("X"), dict) else None
+        if "y" in node and nested is not None and nested != node["y"]:
+            raise dataset_error(path, f"node {position}: 'y' and 'X': {{'y': …}} give two different series; keep one")
+        series = node.get("y", nested)
         if series is None:
             raise dataset_error(path, f"node {position} has no series 'y' (nor 'X': {{'y': …}})")
         key = node.get("id", position)
@@ -263,9 +317,9 @@ def _read_node_link(path, content):
 #: layout name -> (keys that identify it, reader)
 LAYOUTS: Dict[str, Tuple[Tuple[str, ...], Callable]] = {
     "edge_mapping": (("y", "edge_mapping"), _read_edge_mapping),
-    "FX": (("FX", "edges"), _static_reader("FX", ("edge_weight", "weights"), 4, "none")),
-    "X": (("X", "edges"), _static_reader("X", ("weights", "edge_weight"), 4, "none")),
-    "block": (("block", "edges"), _static_reader("block", ("weights", "edge_weight"), 8, "standardize+eps")),
+    "FX": (("FX", "edges"), _static_reader("FX", 4, "none")),
+    "X": (("X", "edges"), _static_reader("X", 4, "none")),
+    "block": (("block", "edges"), _static_reader("block", 8, "standardize+eps")),
     "snapshots": (("time_periods", "0"), _read_snapshots),
     "node-link": (("nodes", "links"), _read_node_link),
 }
@@ -281,9 +335,10 @@ def _no_duplicate_keys(pairs):
 
 
 def _read_json(path: Path):
+    text = read_text_file(path, "a JSON document")
     try:
-        return json.loads(path.read_text(), object_pairs_hook=_no_duplicate_keys)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as error:
         raise dataset_error(path, f"not valid JSON ({error})") from None
     except ValueError as error:
         raise dataset_error(path, f"not usable JSON: {error}") from None
@@ -294,59 +349,72 @@ def _read_json(path: Path):
 _LABEL_COLUMNS = {"day", "date", "time", "step", "week", "t", "period"}
 
 
+#: the columns of a CSV folder's edges.csv, in order (weight optional)
+EDGE_COLUMNS = ("source", "target", "weight")
+
+
+def _edge_header(path: Path, header: List[str]) -> bool:
+    """Whether an edges.csv header (``source,target[,weight]``) has the weight column; other headers are refused."""
+    names = [name.strip().lower() for name in header]
+    for position, name in enumerate(names):
+        if position >= len(EDGE_COLUMNS) or name != EDGE_COLUMNS[position]:
+            hint = nearest_hint(name, EDGE_COLUMNS)
+            raise dataset_error(path, f"unknown column {header[position].strip()!r}{hint} (column {position + 1}); the "
+                                      "header must be source,target[,weight]")
+    if len(names) < 2:
+        raise dataset_error(path, "the header must be source,target[,weight]")
+    return len(names) == 3
+
+
 def _read_csv_folder(folder: Path):
     series_path, edges_path = folder / "series.csv", folder / "edges.csv"
     for needed in (series_path, edges_path):
-        if not needed.is_file():
-            raise DatasetNotFoundError(f"missing {needed}: a CSV series is a folder with series.csv (steps × regions) "
-                                       "and edges.csv (source,target[,weight])")
-    rows = read_csv_rows(series_path)
+        regular_file(needed, DatasetNotFoundError(f"missing {needed}: a CSV series is a folder with series.csv "
+                                                  "(steps × regions) and edges.csv (source,target[,weight])"))
+    rows = read_csv_table(series_path)
     if len(rows) < 2:
         raise dataset_error(series_path, "needs a header row naming the regions and at least one row of values")
-    header = [name.strip() for name in rows[0]]
+    header = [name.strip() for name in rows[0][1]]
     skip = 1 if header and header[0].lower() in _LABEL_COLUMNS else 0
     names = header[skip:]
     if not names or any(not name for name in names) or len(set(names)) != len(names):
         raise dataset_error(series_path, "the header must name every region once (no empty or repeated names)")
     table = []
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows[1:]:
         if len(row) != len(header):
             raise dataset_error(series_path, f"line {line} has {len(row)} fields, the header {len(header)}")
-        try:
-            table.append([float(cell) for cell in row[skip:]])
-        except ValueError:
-            bad = next(cell for cell in row[skip:] if not _is_number(cell))
-            raise dataset_error(series_path, f"line {line}: {bad!r} is not a number") from None
+        values = []
+        for name, cell in zip(names, row[skip:]):
+            try:
+                values.append(parse_number(cell, finite=False))  # non-finite values are named by _series
+            except ValueError as error:
+                raise dataset_error(series_path, f"line {line}, region {name!r}: {error}") from None
+        table.append(values)
     values = _series(series_path, table, "series.csv")
     position = {name: index for index, name in enumerate(names)}
-    edge_rows = read_csv_rows(edges_path)
-    if not edge_rows or [cell.strip().lower() for cell in edge_rows[0][:2]] != ["source", "target"]:
+    edge_rows = read_csv_table(edges_path)
+    if not edge_rows:
         raise dataset_error(edges_path, "the header must be source,target[,weight]")
-    weighted = len(edge_rows[0]) > 2 and edge_rows[0][2].strip().lower() == "weight"
+    edge_header = edge_rows[0][1]
+    weighted = _edge_header(edges_path, edge_header)
     pairs, weights = [], []
-    for line, row in enumerate(edge_rows[1:], start=2):
-        if len(row) != len(edge_rows[0]):
-            raise dataset_error(edges_path, f"line {line} has {len(row)} fields, the header {len(edge_rows[0])}")
+    for line, row in edge_rows[1:]:
+        if len(row) != len(edge_header):
+            raise dataset_error(edges_path, f"line {line} has {len(row)} fields, the header {len(edge_header)}")
         ends = [row[0].strip(), row[1].strip()]
         for end in ends:
             if end not in position:
-                raise dataset_error(edges_path, f"line {line}: region {end!r} is not a column of series.csv")
+                raise dataset_error(edges_path, f"line {line}: region {end!r} is not a column of series.csv"
+                                                f"{nearest_hint(end, names)}")
         pairs.append((position[ends[0]], position[ends[1]]))
         if weighted:
-            if not _is_number(row[2]):
-                raise dataset_error(edges_path, f"line {line}: weight {row[2]!r} is not a number")
-            weights.append(float(row[2]))
+            try:
+                weights.append(parse_number(row[2]))
+            except ValueError as error:
+                raise dataset_error(edges_path, f"line {line}, weight: {error}") from None
     index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     graphs = [_edges(edges_path, index, weights if weighted else None, values.shape[1], "edges.csv")]
     return values, graphs, _are_counts(values), 4, "none"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
@@ -375,10 +443,10 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         values, graphs, raw, lags, scaling = _read_csv_folder(path)
         layout = "csv"
     else:
-        if not path.is_file():
-            raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
-                                       "$PDENETS_DATA (the temporal/ folder: github.com/benedekrozemberczki/"
-                                       "pytorch_geometric_temporal, dataset/). pdenets never downloads data.")
+        regular_file(path, DatasetNotFoundError(
+            f"missing dataset file {path}. Set the data directory with --data-dir or $PDENETS_DATA (the temporal/ "
+            "folder: github.com/benedekrozemberczki/pytorch_geometric_temporal, dataset/). pdenets never downloads "
+            "data."))
         content = _read_json(path)
         if not isinstance(content, dict):
             raise dataset_error(path, "expected a JSON object in one of the layouts " + ", ".join(LAYOUTS))

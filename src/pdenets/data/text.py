@@ -21,9 +21,10 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from .csvfile import read_text_file
 from .errors import DatasetError, DatasetNotFoundError
 from .fewshot import FeatureSet
-from .paths import DATA_ENV_VAR, resolve_data_dir
+from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
 __all__ = ["load_clinc150", "embed_texts", "clinc150_features", "BASE_DOMAINS", "VAL_DOMAINS", "NOVEL_DOMAINS",
            "TEXT_ENCODER"]
@@ -40,12 +41,13 @@ def load_clinc150(data_dir=None) -> Tuple[List[str], np.ndarray, List[str], dict
     folder = resolve_data_dir(data_dir) / "clinc150"
     paths = {name: folder / f"{name}.json" for name in ("data_full", "domains")}
     for path in paths.values():
-        if not path.is_file():
-            raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
-                                       f"${DATA_ENV_VAR}; get it from {SOURCE}. pdenets never downloads data.")
+        regular_file(path, DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir "
+                                                f"or ${DATA_ENV_VAR}; get it from {SOURCE}. pdenets never downloads "
+                                                "data."))
+    texts = {name: read_text_file(path, "a JSON document") for name, path in paths.items()}
     try:
-        data = json.loads(paths["data_full"].read_text(encoding="utf-8"))
-        domains = json.loads(paths["domains"].read_text(encoding="utf-8"))
+        data = json.loads(texts["data_full"])
+        domains = json.loads(texts["domains"])
         rows = [row for part in ("train", "val", "test") for row in data[part]]
         texts = [str(text) for text, _ in rows]
         intents = [str(intent) for _, intent in rows]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -24,9 +25,10 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
+from .csvfile import read_text_file
 from .errors import DatasetError, DatasetNotFoundError
 from .limits import check_allocation
-from .paths import DATA_ENV_VAR, resolve_data_dir
+from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
 __all__ = ["ImageData", "load_mnist", "load_cifar10", "load_cifar10_centred", "VISION_DATASETS",
            "load_train_and_tests", "pad_crop_flip", "mean_image", "CIFAR10_CLASSES", "CIFAR_TRAIN", "CIFAR_HELD_OUT"]
@@ -51,10 +53,9 @@ class ImageData:
 
 
 def _require(path: Path, source: str) -> Path:
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir or "
-                                   f"${DATA_ENV_VAR}; get it from {_SOURCES[source]}. pdenets never downloads data.")
-    return path
+    return regular_file(path, DatasetNotFoundError(
+        f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get it from "
+        f"{_SOURCES[source]}. pdenets never downloads data."))
 
 
 def _idx(path: Path, expected_dims: int) -> np.ndarray:
@@ -64,12 +65,12 @@ def _idx(path: Path, expected_dims: int) -> np.ndarray:
             if len(header) < 4 or header[:2] != b"\x00\x00" or header[2] != 8 or header[3] != expected_dims:
                 raise DatasetError(f"{path}: not an IDX file of unsigned bytes with {expected_dims} dimension(s)")
             shape = tuple(int.from_bytes(stream.read(4), "big") for _ in range(expected_dims))
-            check_allocation(int(np.prod(shape)), 1, f"an IDX array of shape {shape}", path)
+            check_allocation(math.prod(shape), 1, f"an IDX array of shape {shape}", path)
             data = stream.read()
     except (OSError, EOFError) as error:
         raise DatasetError(f"{path}: not a readable gzip file ({error})") from None
-    if len(data) != int(np.prod(shape)):
-        raise DatasetError(f"{path}: declares shape {shape} ({int(np.prod(shape))} bytes) but holds {len(data)}")
+    if len(data) != math.prod(shape):
+        raise DatasetError(f"{path}: declares shape {shape} ({math.prod(shape)} bytes) but holds {len(data)}")
     return np.frombuffer(data, dtype=np.uint8).reshape(shape)
 
 
@@ -109,8 +110,10 @@ def load_cifar10(split: str = "train", data_dir=None, *, limit: Optional[int] = 
     folder = resolve_data_dir(data_dir) / "cifar10" / "convnetjs_png"
     labels_path = _require(folder / "cifar10_labels.json", "cifar10")
     try:
-        all_labels = np.asarray(json.loads(labels_path.read_text())["labels"], dtype=np.int64)
-    except (ValueError, KeyError, TypeError) as error:
+        all_labels = np.asarray(json.loads(read_text_file(labels_path, "a JSON document"))["labels"], dtype=np.int64)
+    except DatasetError:
+        raise
+    except (ValueError, KeyError, TypeError, OverflowError) as error:
         raise DatasetError(f"{labels_path}: not the CIFAR-10 label list ({error})") from None
     if all_labels.shape != (51_000,) or all_labels.min() < 0 or all_labels.max() > 9:
         raise DatasetError(f"{labels_path}: expected 51,000 labels in 0..9, got {all_labels.shape}")

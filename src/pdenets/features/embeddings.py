@@ -146,20 +146,30 @@ def save_backbone(model: Conv4, path: Union[str, Path], *, classes: Sequence[str
 
 
 def load_backbone(path: Union[str, Path]) -> Tuple[Conv4, Dict]:
-    """A backbone written by :func:`save_backbone` (read with ``weights_only=True``)."""
-    from ..data.errors import DatasetError, DatasetNotFoundError
+    """A backbone written by :func:`save_backbone` (read with ``weights_only=True``).
 
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"missing backbone file {path}")
+    The file's size, and its data with every shared tensor counted as a copy, are checked
+    against the memory budget (:mod:`pdenets.data.limits`) before anything is built from it.
+    """
+    from ..data.errors import DatasetError, DatasetNotFoundError
+    from ..data.limits import check_allocation, check_expanded
+    from ..data.paths import regular_file
+
+    path = regular_file(path, DatasetNotFoundError(f"missing backbone file {path}"))
+    check_allocation(path.stat().st_size, 1, "the file", path)
     try:
         document = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a bad or unsafe file
+        raise DatasetError(f"{path}: not a pdenets backbone file ({type(error).__name__}: "
+                           f"{(str(error).splitlines() or ['no message'])[0]})") from None
+    check_expanded(document, "its data", path)
+    try:
         state = document["state_dict"]
         model = Conv4(int(document["channels"]), state["head.weight"].shape[0] if "head.weight" in state else 0,
                       image_size=int(document["image_size"]))
         model.load_state_dict(state)
-    except Exception as error:  # torch raises many types for a bad or unsafe file
+    except Exception as error:  # a file of another layout
         raise DatasetError(f"{path}: not a pdenets backbone file ({type(error).__name__}: "
-                           f"{str(error).splitlines()[0]})") from None
+                           f"{(str(error).splitlines() or ['no message'])[0]})") from None
     model.eval()
     return model, document

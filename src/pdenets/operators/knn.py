@@ -145,6 +145,36 @@ def exact_sq_distances(queries: torch.Tensor, points: torch.Tensor, indices: tor
     return gathered.sub_(queries.unsqueeze(1)).square_().sum(-1)
 
 
+def check_sq_distances(sq_distances: torch.Tensor, *clouds: torch.Tensor, found: Optional[torch.Tensor] = None
+                       ) -> None:
+    """Refuse squared distances that overflow the dtype of finite points (``(2e20)² = inf`` in float32).
+
+    An infinite squared distance between finite points means the coordinates are too large for
+    their dtype; any kernel ``exp(−d²/σ²)`` would then be 0 whatever ``σ``, so the error says so
+    instead of blaming the kernel's width.
+
+    Args:
+        sq_distances: squared distances computed from ``clouds``.
+        clouds: the point clouds (points, queries) the distances come from.
+        found: ``True`` where an entry is a neighbour that was found (default: ``None``, all).
+
+    Raises:
+        ValueError: an entry is infinite; the message gives the largest coordinate and the dtype.
+    """
+    overflow = torch.isinf(sq_distances)
+    if found is not None:
+        overflow &= found
+    if not bool(overflow.any()):
+        return
+    dtype = clouds[0].dtype
+    largest = max(float(cloud.detach().abs().max()) for cloud in clouds if cloud.numel())
+    name = str(dtype).replace("torch.", "")
+    advice = "rescale the points (e.g. standardize them)" + ("" if dtype == torch.float64 else " or use float64")
+    raise ValueError(f"the squared distances between points overflow {name} (coordinates reach {largest:.3g}, "
+                     f"{name} holds at most {torch.finfo(dtype).max:.3g}): the coordinates are too large for the "
+                     f"dtype; {advice}")
+
+
 def _sorted_rows(indices: torch.Tensor, distances: torch.Tensor):
     """Re-sort the rows whose recomputed distances are out of order (rare: near ties)."""
     unsorted = (distances[:, 1:] < distances[:, :-1]).any(1)
@@ -242,7 +272,7 @@ def knn_search(
 
     Raises:
         ValueError: bad shapes, NaN/inf, ``k`` larger than the number of candidates,
-            unknown backend.
+            unknown backend, or coordinates so large that squared distances overflow the dtype.
         ImportError: ``backend="faiss"`` without the ``faiss`` package.
 
     Examples:
@@ -303,6 +333,7 @@ def knn_search(
         own = torch.arange(points.shape[0], device=points.device)[:, None]
         indices = torch.cat([own, indices], dim=1)
         distances = torch.cat([torch.zeros_like(own, dtype=distances.dtype), distances], dim=1)
+    check_sq_distances(distances, points, queries, found=indices >= 0)
     if bool(torch.isinf(distances).any()):
         warnings.warn("some queries found fewer neighbours than requested", RuntimeWarning, stacklevel=2)
     return Neighbors(indices=indices, sq_distances=distances)

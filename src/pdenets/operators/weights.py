@@ -33,7 +33,7 @@ import torch
 
 from .._checks import check_choice, check_floating, check_points, check_positive, check_positive_int
 from .graph import row_normalize, symmetric_normalize, symmetrize
-from .knn import knn_search
+from .knn import check_sq_distances, knn_search
 
 __all__ = ["gaussian_kernel", "knn_gaussian_weights", "batched_knn_gaussian_weights", "KnnGaussianWeights",
            "NORMALIZATIONS"]
@@ -255,6 +255,7 @@ def batched_knn_gaussian_weights(
     neighbours = flat.index_select(0, (order + offsets).reshape(-1)).view(tasks, num_points, search_k, -1)
     sorted_sq, resort = torch.sort(neighbours.sub_(points[:, :, None, :]).square_().sum(3), dim=2, stable=True)
     order = torch.gather(order, 2, resort)
+    check_sq_distances(sorted_sq, points)
     keep = torch.arange(search_k, device=points.device)[None, None, :] < counts[:, None, None]  # (T, 1, k)
     if widths is not None:
         bandwidth = torch.gather(sorted_sq, 2, (widths - 1)[:, None, None].expand(-1, num_points, 1)).sqrt()
