@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-MODELS = ("window-mlp", "coin-forecast", "window-gcn", "gconv-gru")
+MODELS = ("window-mlp", "coin-forecast", "window-gcn", "cheb-gru", "pygt-gconv-gru")
 
 
 def synthetic_series(regions: int, days: int, seed: int = 0, neighbours: int = 3) -> dict:

@@ -142,14 +142,16 @@ def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
     config = CoinForecastConfig(datasets=[str(path)], seeds=[0, 1], lags=3, horizons=2, epochs=5, patience=5,
                                 hidden=8, workers=1, threads=1)
     outcome = run_task(CoinForecastTask(config), out=tmp_path / "run", progress=False)
-    assert outcome.stored == 2 * (3 + 4 * 2)  # per protocol: closed-form once, learned per seed
+    assert outcome.stored == 2 * (3 + 5 * 2)  # per protocol: closed-form once, learned per seed
     for protocol in ("ours", "pyg-temporal"):
-        models = {"last-value", "moving-average", "linear", "window-mlp", "window-gcn", "gconv-gru"}
-        assert set(outcome.results["table"]["daily"][protocol]) == models | {"coin-forecast"} | {
-            f"coin-over-{model}" for model in models}
-        for model in models:  # chosen on validation with γ = 0 among the candidates: never worse there
-            entry = outcome.results["table"]["daily"][protocol][f"coin-over-{model}"]
-            assert entry["val_mse"]["max"] <= entry["backbone_val_mse"]["max"] + 1e-12 and len(entry["chosen"]) in (1, 2)
+        models = {"last-value", "moving-average", "linear", "window-mlp", "window-gcn", "cheb-gru", "pygt-gconv-gru"}
+        table = outcome.results["table"]["daily"][protocol]
+        assert set(table) == models | {"coin-forecast"} | {f"coin-over-{model}" for model in models}
+        for model in models:  # where the model is kept (γ = 0), COIN over it is the model itself
+            entry = table[f"coin-over-{model}"]
+            assert len(entry["chosen"]) in (1, 2)
+            if all(gamma == 0 for gamma, _ in entry["chosen"]):
+                assert entry["mse"]["mean"] == pytest.approx(table[model]["mse"]["mean"], abs=1e-12)
     records = _records(tmp_path / "run", "coin-forecast")
     assert all(math.isfinite(r["mse"]) for r in records)
     assert "mae_raw" not in records[0]  # not counts
@@ -299,17 +301,17 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
     grid, steps = [0.0, 0.1, 0.5, 0.9, 1.0], [1, 2, 3]
     for model in ("last-value", "moving-average", "linear"):
         forecasts = closed_form_forecast(model, data)
-        step_size, num_steps, diffused, val_mse = choose_diffusion(forecasts, data, grid, steps)
+        choice = choose_diffusion(forecasts, data, grid, steps)
         backbone_val = float(((forecasts - data["targets"])[data["masks"]["val"]]).square().mean())
-        assert val_mse <= backbone_val
+        assert choice.selection_mse <= backbone_val and choice.blocks == 24  # 24 validation days, one per block
         if model == "last-value":  # the truth is 0.9 W x_t: one full step of the last value is nearly it
-            assert step_size >= 0.9 and num_steps == 1
+            assert choice.step_size >= 0.9 and choice.num_steps == 1 and choice.lower_bound > 0
             test = data["masks"]["test"]
-            assert float((diffused - data["targets"])[test].square().mean()) < 0.6 * float(
+            assert float((choice.forecasts - data["targets"])[test].square().mean()) < 0.6 * float(
                 (forecasts - data["targets"])[test].square().mean())
-    # exact forecasts are kept: γ = 0 has zero validation error and nothing beats it
-    step_size, _, diffused, val_mse = choose_diffusion(data["targets"], data, grid, steps)
-    assert step_size == 0.0 and val_mse == 0.0 and torch.equal(diffused, data["targets"])
+    # exact forecasts are kept: no diffusion can gain on them
+    choice = choose_diffusion(data["targets"], data, grid, steps)
+    assert choice.step_size == 0.0 and choice.selection_mse == 0.0 and torch.equal(choice.forecasts, data["targets"])
 
 
 def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
@@ -320,7 +322,8 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
     first, second = tmp_path / "ring.json", tmp_path / "other.json"
     _diffusing_series(first, steps=60)
     _diffusing_series(second, steps=60, seed=1)
-    setup = ForecastSetup(lags=3, horizons=2, test_fraction=0.2, val_fraction=0.1)
+    # 18 validation days: 9 blocks of 2, enough for COIN's diffusion to be judged (fewer keep the model)
+    setup = ForecastSetup(lags=3, horizons=2, test_fraction=0.2, val_fraction=0.3)
     training = ForecastTraining(hidden=8, step_size=0.1, num_steps=1, learn_step_size=True, epochs=4, patience=6,
                                 lr=0.01, weight_decay=0.0, batch_rows=24, eval_steps=3, min_improvement=0.005)
     spec = ForecastJob(str(first), "ours", "coin-forecast", 0, setup, training, "cpu",
@@ -330,7 +333,19 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
         changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "window-mlp", "training.epochs": 1,
                  "training.patience": 1, "training.eval_steps": 1, "training.min_improvement": 0.9,
                  "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5), "diffusion.step_sizes": (0.0, 0.3)},
-        skip={"device": "one device on a CPU-only machine"}, ignore=("seconds", "curve"))
+        skip={"device": "one device on a CPU-only machine",
+              "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the transform",
+              "diffusion": "COIN's forecasts leave no gain that clears the noise here; checked below on the last value"},
+        ignore=("seconds", "curve"))
+    # the diffusion grid of COIN over a model whose forecasts the diffusion clearly improves (the last value)
+    closed = dataclasses.replace(spec, model="last-value", training=None)
+    assert_every_key_setting_matters(
+        CoinForecastTask.run_job, closed,
+        changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "moving-average",
+                 "diffusion.num_steps": (3, 5), "diffusion.step_sizes": (0.0, 0.3)},
+        skip={"device": "one device on a CPU-only machine", "seed": "a closed-form forecast draws nothing",
+              "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the transform"},
+        ignore=("seconds", "curve"))
 
 
 @pytest.mark.parametrize("model", ["coin", "mlp", "label-spreading"])
@@ -373,3 +388,99 @@ def test_every_setting_of_a_claim_job_reaches_the_result(check):
         run_claim, spec, changes={"sigmas": (0.5, 1.0), "drop_rates": (0.5,), "check": None},
         skip={"check": "each check has its own settings; the three are checked one by one",
               **{name: f"not a setting of the {check} check" for name in unused}})
+
+
+# ----------------------------------------------------------------------------------------
+# COIN over a model: diffusion only where the selection days show a gain beyond their noise
+
+
+def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
+    """Validation entries of ``days`` one-horizon origins where diffusing by one step changes the squared error by
+    ``gain_per_day`` plus noise: the target is the neighbours' mean, the model predicts the own value."""
+    from pdenets.operators.slice_graphs import SliceGraphs
+
+    generator = torch.Generator().manual_seed(seed)
+    ring = _diffusion_graph((torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]]),
+                             None), nodes)
+    prediction = torch.randn(days, nodes, 1, generator=generator, dtype=torch.float64)
+    neighbours = prediction - SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)).laplacian(prediction)
+    targets = gain_per_day * neighbours + (1 - gain_per_day) * prediction + noise * torch.randn(
+        days, nodes, 1, generator=generator, dtype=torch.float64)
+    mask = torch.ones(days, nodes, 1, dtype=torch.bool)
+    return prediction, {"targets": targets, "masks": {"val": mask}, "horizons": 1,
+                        "target_steps": torch.arange(days)[:, None],
+                        "graphs": SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long))}
+
+
+def test_one_validation_snapshot_never_buys_diffusion():
+    from pdenets.data.forecast_protocols import choose_diffusion
+
+    # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is kept
+    prediction, data = _selection_data(days=1, gain_per_day=1.0, noise=0.0)
+    choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    assert (choice.step_size, choice.num_steps, choice.blocks) == (0.0, 0, 0)
+    assert torch.equal(choice.forecasts, prediction)
+    # 30 days of the same gain: diffusion is taken, the strongest candidate (γ = 1, one step: the neighbours' mean)
+    prediction, data = _selection_data(days=30, gain_per_day=1.0, noise=0.0)
+    choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    assert (choice.step_size, choice.num_steps, choice.blocks) == (1.0, 1, 30) and choice.lower_bound > 0
+    # 30 days of pure noise: no candidate's bound clears zero
+    prediction, data = _selection_data(days=30, gain_per_day=0.0, noise=1.0)
+    assert choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2]).step_size == 0.0
+
+
+def test_the_lower_bound_is_students_on_block_means():
+    from scipy.stats import t as student
+
+    from pdenets.data.forecast_protocols import block_gains, choose_diffusion, diffuse_forecasts
+
+    prediction, data = _selection_data(days=12, gain_per_day=0.6, noise=0.2, seed=4)
+    choice = choose_diffusion(prediction, data, [0.5], [1])
+    diffused = diffuse_forecasts(prediction, data["graphs"], 0.5, 1)
+    gains = ((prediction - data["targets"]).square() - (diffused - data["targets"]).square()).mean((1, 2))  # per day
+    bound = float(gains.mean() - student.ppf(0.95, 11) * gains.std() / math.sqrt(12))
+    assert bound == pytest.approx(0.3826650824, abs=1e-9)  # this seed's days: a clear but noisy gain
+    assert (choice.step_size, choice.blocks) == (0.5, 12) and choice.lower_bound == pytest.approx(bound)
+    assert choice.gain == pytest.approx(float(gains.mean()))
+    assert choose_diffusion(prediction, data, [0.5], [1], confidence=0.9999).step_size == 0.0  # a stricter bound
+    assert torch.allclose(block_gains(prediction, diffused, data["targets"], data["masks"]["val"],
+                                      data["target_steps"], 3), gains.reshape(4, 3).mean(1))
+
+
+def test_near_silent_regions_take_the_median_regions_scale_and_bursty_counts_their_log():
+    from pdenets.data.forecast_protocols import region_scales
+
+    days = torch.tensor([[0.0, 1.0, 10.0, 3.0], [0.0, 3.0, 30.0, 3.01], [0.0, 2.0, 20.0, 2.99]])
+    scales = region_scales(days, counts=False)
+    typical = float(days.std(0).median())
+    assert scales.tolist() == pytest.approx([typical, 1.0, 10.0, typical])  # 0 and 0.01 are under typical / 10
+    assert region_scales(days, counts=True)[0] == pytest.approx(max(typical, 1.0))
+
+
+def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(tmp_path):
+    from pdenets.data.forecast_protocols import forecast_metrics, protocol_windows
+
+    path = tmp_path / "bursts.json"
+    rng = np.random.default_rng(0)
+    values = rng.poisson(2.0, size=(40, 5)).astype(float)
+    values[-5:, 0] = 500.0  # one region bursts in the test period
+    path.write_text(json.dumps({"edges": [[0, 1], [1, 2], [2, 3], [3, 4]], "FX": values.tolist()}))
+    series = load_temporal(str(path))
+    assert series.raw_counts
+    setup = ForecastSetup(3, 1, 0.2, 0.1, "log1p")
+    data = protocol_windows(series, "ours", setup)
+    assert data["transform"] == "log1p"
+    assert torch.allclose(data["inputs"][0, :, 0], (torch.log1p(series.values[0]) - data["mean"]) / data["std"])
+    prediction = closed_form_forecast("last-value", data)
+    metrics = forecast_metrics(prediction, data)
+    test = data["masks"]["test"][..., 0]
+    raw = (series.values[data["target_steps"][:, 0]] - series.values[data["origins"] - 1])[test].abs().mean()
+    assert metrics["mae_raw"] == pytest.approx(float(raw))
+    plain = protocol_windows(series, "ours", dataclasses.replace(setup, transform="none"))
+    assert plain["transform"] == "none" and forecast_metrics(closed_form_forecast("last-value", plain), plain)[
+        "mae_raw"] == pytest.approx(float(raw))
+
+
+def test_the_old_recurrent_name_says_what_it_became(tmp_path):
+    with pytest.raises(ConfigError, match="gconv-gru was renamed cheb-gru"):
+        CoinForecastConfig(models=["gconv-gru"]).validate()

@@ -19,6 +19,7 @@ from .synthetic import (
     make_synthetic,
     make_xor,
 )
+from .temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
 
 __all__ = [
     "DatasetError",
@@ -41,6 +42,9 @@ __all__ = [
     "make_spirals",
     "make_synthetic",
     "make_xor",
+    "TEMPORAL_DATASETS",
+    "TemporalGraphSeries",
+    "load_temporal",
 ]
 
 

@@ -5,9 +5,14 @@ Two protocols on a :class:`~pdenets.data.temporal.TemporalGraphSeries`:
 * ``ours`` — ``lags`` past values, horizons ``1…H``. Every (origin, horizon) pair belongs to the
   split of its **target day**: the last ``test_fraction`` of the days are the test period, the
   ``val_fraction`` before it validation (early stopping), the rest training; inputs only look back.
-  Each region is standardized with the mean and standard deviation of its training days (at least
-  1 for count data), so errors are on that scale and, for counts, ``std`` turns them back into cases
-  per region (raw counts, the MPNN-LSTM paper's unit).
+  Each region is standardized with the mean and standard deviation of its training days, so errors
+  are on that scale (:func:`region_scales`: at least 1 for counts; a region that barely moved in the
+  training days — a standard deviation under a tenth of the median region's — is measured in the
+  median region's units instead, so that a silent region that wakes up cannot weigh thousands of
+  times more than the others). Bursty count series (Twitter mentions: a handful of users go from a
+  few mentions to thousands in the final days) are standardized after ``log(1 + y)``, as their
+  publisher's loader presents them (``transform``). Errors in cases per region (the MPNN-LSTM
+  paper's unit) undo both.
 * ``pyg-temporal`` — the protocol of PyTorch Geometric Temporal's examples: horizon 1, their
   loader's lags, the first 20 % of the snapshots for training (its last fifth held out here for
   early stopping), the series as their loader gives it (:func:`pyg_scaled`: chickenpox and
@@ -21,22 +26,33 @@ forecasting code turns them into its operator. On the windows of a protocol:
 * :func:`closed_form_forecast` — the reference forecasts every model is measured against (the last
   value, the mean of the lags, least squares on the lags);
 * :func:`choose_diffusion` — COIN over any model: its forecasts diffused on the origins' graphs
-  (:func:`diffuse_forecasts`) with the ``(γ, r)`` of lowest validation error;
+  (:func:`diffuse_forecasts`) with the ``(γ, r)`` whose gain over the model on the selection days is
+  surely positive (:func:`block_gains`), else the model itself;
 * :func:`forecast_metrics` — the test errors of forecasts, overall and per horizon.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import math
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from .temporal import TemporalGraphSeries, forecast_windows
 
-__all__ = ["PROTOCOLS", "ForecastSetup", "split_days", "protocol_windows", "pyg_scaled", "CLOSED_FORM",
-           "closed_form_forecast", "linear_forecast", "masked_mse", "forecast_metrics", "first_horizon_forecasts",
-           "diffuse_forecasts", "choose_diffusion"]
+__all__ = ["PROTOCOLS", "TRANSFORMS", "ForecastSetup", "split_days", "protocol_windows", "pyg_scaled",
+           "region_scales", "CLOSED_FORM", "closed_form_forecast", "linear_forecast", "masked_mse", "forecast_metrics",
+           "first_horizon_forecasts", "diffuse_forecasts", "choose_diffusion", "block_gains", "DiffusionChoice",
+           "MIN_SELECTION_BLOCKS", "SELECTION_CONFIDENCE"]
+
+#: the transforms of count series before standardizing (our protocol): ``auto`` is ``log1p`` where the series'
+#: publisher's loader takes it (Twitter tennis), ``none`` otherwise
+TRANSFORMS = ("auto", "log1p", "none")
+#: the fewest blocks of selection days on which a gain of COIN's diffusion is judged (fewer: the model is kept)
+MIN_SELECTION_BLOCKS = 5
+#: the one-sided confidence of the lower bound a diffusion's gain must clear
+SELECTION_CONFIDENCE = 0.95
 
 #: the protocols of :func:`protocol_windows`
 PROTOCOLS = ("ours", "pyg-temporal")
@@ -47,12 +63,14 @@ CLOSED_FORM = ("last-value", "moving-average", "linear")
 @dataclass(frozen=True)
 class ForecastSetup:
     """The settings of our protocol: ``lags`` past values, horizons ``1…horizons``, the last
-    ``test_fraction`` of the days for testing and the ``val_fraction`` before them for validation."""
+    ``test_fraction`` of the days for testing and the ``val_fraction`` before them for validation,
+    and the ``transform`` of count series before standardizing (:data:`TRANSFORMS`)."""
 
     lags: int
     horizons: int
     test_fraction: float
     val_fraction: float
+    transform: str = "auto"
 
     @classmethod
     def of(cls, settings: Any) -> "ForecastSetup":
@@ -67,9 +85,40 @@ class ForecastSetup:
         Examples:
             >>> from types import SimpleNamespace
             >>> ForecastSetup.of(SimpleNamespace(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1))
-            ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
+            ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1, transform='auto')
         """
-        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls)})
+        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls) if hasattr(settings, item.name)})
+
+    def transform_of(self, series: TemporalGraphSeries) -> str:
+        """``"log1p"`` or ``"none"``: this setup's transform for ``series`` (``auto`` follows the series' loader)."""
+        if self.transform == "auto":
+            return "log1p" if series.raw_counts and series.pyg_scaling == "log1p" else "none"
+        if self.transform == "log1p" and not series.raw_counts:
+            raise ValueError(f"transform log1p is for count series; {series.name} holds values that are not counts")
+        return self.transform
+
+
+def region_scales(train_days: torch.Tensor, counts: bool) -> torch.Tensor:
+    """The standard deviation each region is measured in: its training days', at least 1 for counts, and the median
+    region's where its own is under a tenth of that (a region that barely moved before the test period).
+
+    Args:
+        train_days: ``(T, N)`` the training values of every region.
+        counts: the values are counts (a floor of 1: one case).
+
+    Returns:
+        ``(N,)`` positive scales.
+
+    Examples:
+        >>> days = torch.tensor([[0.0, 1.0, 5.0], [0.0, 3.0, 1.0], [0.0, 2.0, 3.0]])
+        >>> region_scales(days, counts=False).tolist()
+        [1.0, 1.0, 2.0]
+    """
+    std = train_days.std(0)
+    typical = float(std.median()) if std.numel() else 0.0
+    std = torch.where(std >= typical / 10, std, torch.full_like(std, typical))
+    std = torch.where(std > 0, std, torch.ones_like(std))
+    return std.clamp_min(1.0) if counts else std
 
 
 def split_days(name: str, steps: int, setup: ForecastSetup) -> Tuple[int, int]:
@@ -125,12 +174,11 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
     if protocol == "ours":
         lags, horizons = setup.lags, setup.horizons
         val_start, test_start = split_days(series.name, steps, setup)
+        transform = setup.transform_of(series)
+        values = torch.log1p(values) if transform == "log1p" else values
         train_days = values[:val_start]
         mean = train_days.mean(0)
-        std = train_days.std(0)
-        std = torch.where(std > 0, std, torch.ones_like(std))
-        if series.raw_counts:
-            std = std.clamp_min(1.0)
+        std = region_scales(train_days, counts=series.raw_counts and transform == "none")
         scaled = (values - mean) / std
         windows = forecast_windows(scaled, lags, horizons)
         day = windows.target_steps[:, None, :].expand_as(windows.targets)
@@ -139,6 +187,7 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
                  "test": valid & (day >= test_start)}
         split = {"val_start": val_start, "test_start": test_start}
     else:
+        transform = "log1p" if series.pyg_scaling == "log1p" else "none"
         lags, horizons = series.pyg_lags, 1
         scaled, mean, std = pyg_scaled(series)
         windows = forecast_windows(scaled, lags, horizons)
@@ -158,8 +207,8 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
     distinct, ids = torch.unique(days, return_inverse=True)
     return {"series": series, "inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
             "mean": mean, "std": std, "graph_days": distinct.tolist(), "graph_ids": ids, "origins": windows.origins,
-            "lags": lags, "horizons": horizons, "split": split, "raw": values, "target_steps": windows.target_steps,
-            "protocol": protocol}
+            "lags": lags, "horizons": horizons, "split": split, "raw": series.values, "target_steps": windows.target_steps,
+            "protocol": protocol, "transform": transform}
 
 
 def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -212,21 +261,25 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
         data: a protocol's windows (:func:`protocol_windows`).
 
     Returns:
-        ``mse``, ``mae`` and their lists per horizon ``mse_by_horizon``, ``mae_by_horizon`` on the test targets;
-        for count data (not ``log1p``-scaled) also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts.
+        ``mse``, ``mae`` and their lists per horizon ``mse_by_horizon``, ``mae_by_horizon`` on the test targets,
+        ``top5_share`` (the part of the squared error that the five worst regions hold);
+        for count data also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts (scaling and ``log1p`` undone).
     """
     targets, mask = data["targets"], data["masks"]["test"]
     error = prediction - targets
     out: Dict[str, Any] = {"mse": float(error[mask].square().mean()), "mae": float(error[mask].abs().mean())}
     out["mse_by_horizon"] = [float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])]
     out["mae_by_horizon"] = [float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])]
-    if data["series"].raw_counts and not (data["protocol"] == "pyg-temporal" and
-                                          data["series"].pyg_scaling == "log1p"):
-        scale = data["std"][None, :, None]
-        raw_error = (error * scale)[mask].abs()
-        out["mae_raw"] = float(raw_error.mean())
-        out["mae_raw_by_horizon"] = [float((error[..., h] * data["std"][None, :])[mask[..., h]].abs().mean())
-                                     for h in range(targets.shape[-1])]
+    per_region = (error.square() * mask).sum((0, 2))
+    out["top5_share"] = float(per_region.topk(min(5, len(per_region))).values.sum() / per_region.sum().clamp_min(1e-300))
+    if data["series"].raw_counts:  # in cases per region: the scaling (and a log1p) undone
+        def counts(scaled: torch.Tensor) -> torch.Tensor:
+            value = scaled * data["std"][None, :, None] + data["mean"][None, :, None]
+            return torch.expm1(value) if data.get("transform") == "log1p" else value
+
+        raw_error = (counts(prediction) - counts(targets)).abs()
+        out["mae_raw"] = float(raw_error[mask].mean())
+        out["mae_raw_by_horizon"] = [float(raw_error[..., h][mask[..., h]].mean()) for h in range(targets.shape[-1])]
     return out
 
 
@@ -310,31 +363,103 @@ def diffuse_forecasts(prediction: torch.Tensor, graphs: Any, step_size: float, n
     return out
 
 
-def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes: Sequence[float],
-                     num_steps: Sequence[int]) -> Tuple[float, int, torch.Tensor, float]:
-    """COIN over any model: the ``(γ, r)`` of the grid with the lowest validation MSE of the diffused forecasts.
+@dataclass(frozen=True)
+class DiffusionChoice:
+    """COIN's diffusion over a model's forecasts: ``(γ, r)`` (``γ = 0``: the model kept), the selection days' evidence
+    (mean block gain in MSE, its lower confidence bound, the number of blocks) and the selection-set MSE."""
 
-    ``γ = 0`` (the model itself) is always a candidate, so the choice never has a higher validation error than
-    the model; ties go to the smaller ``γ``, then the fewer steps.
+    step_size: float
+    num_steps: int
+    gain: float
+    lower_bound: float
+    blocks: int
+    selection_mse: float
+    forecasts: torch.Tensor = field(repr=False, compare=False)
+
+
+def block_gains(prediction: torch.Tensor, diffused: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
+                target_steps: torch.Tensor, block_days: int) -> torch.Tensor:
+    """The gain of ``diffused`` over ``prediction`` in squared error, per block of ``block_days`` consecutive days.
+
+    ``d = (prediction − target)² − (diffused − target)²`` for every entry of ``mask`` (positive: diffusion
+    helped); the entries of one target day are averaged (they share the day's shocks), and consecutive
+    days are averaged in blocks of ``block_days`` (forecasts of horizons ``1…H`` from neighbouring origins
+    overlap, so their errors are correlated over up to ``H`` days; blocks of ``H`` days are close to
+    independent — batch means). A last, incomplete block is dropped.
+
+    Args:
+        prediction, diffused, targets: ``(S, N, H)``.
+        mask: ``(S, N, H)`` booleans, the entries that count.
+        target_steps: ``(S, H)`` the day each (origin, horizon) forecasts.
+        block_days: days per block.
+
+    Returns:
+        ``(m,)`` block means, in the order of the days.
+
+    Examples:
+        >>> p, d, y = torch.zeros(4, 1, 1), torch.ones(4, 1, 1), torch.tensor([2.0, 2.0, 0.0, 0.0]).view(4, 1, 1)
+        >>> block_gains(p, d, y, torch.ones(4, 1, 1, dtype=torch.bool), torch.arange(4).view(4, 1), 2).tolist()
+        [3.0, -1.0]
+    """
+    gains = (prediction - targets).square() - (diffused - targets).square()
+    days = target_steps[:, None, :].expand_as(gains)[mask]
+    values = gains[mask]
+    distinct, position = torch.unique(days, return_inverse=True)
+    per_day = torch.zeros(len(distinct), dtype=values.dtype).index_add_(0, position, values)
+    per_day = per_day / torch.bincount(position, minlength=len(distinct)).to(values.dtype)
+    blocks = len(per_day) // block_days
+    return per_day[:blocks * block_days].reshape(blocks, block_days).mean(1)
+
+
+def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes: Sequence[float],
+                     num_steps: Sequence[int], *, selection: Optional[torch.Tensor] = None,
+                     confidence: float = SELECTION_CONFIDENCE, min_blocks: int = MIN_SELECTION_BLOCKS
+                     ) -> DiffusionChoice:
+    """COIN over any model: diffusion only where the selection days show a gain larger than their noise.
+
+    For each ``(γ, r)`` of the grid the gain over the model is measured in blocks of ``H`` selection days
+    (:func:`block_gains`); with ``m`` blocks of mean ``ḡ`` and standard deviation ``s``, its one-sided lower
+    confidence bound is ``ḡ − t_{confidence, m−1} s/√m`` (Student's t: the blocks are close to
+    independent). The candidate with the highest bound is taken if that bound is positive; otherwise, and
+    whenever the selection days hold fewer than ``min_blocks`` blocks, the model is kept (``γ = 0``). A
+    validation set too small to tell a gain from luck — one snapshot of 15 regions — therefore cannot
+    make COIN worse than its model; a gain that holds on every block is taken. (The highest of several
+    correlated bounds is a little optimistic: the candidates are nested strengths of one diffusion, so
+    the effective number of comparisons is small.)
 
     Args:
         prediction: ``(S, N, H)`` forecasts of a model.
         data: a protocol's windows (:func:`protocol_windows`) with ``graphs``, the origins' graphs of
             :func:`diffuse_forecasts`.
-        step_sizes: the ``γ`` to try.
+        step_sizes: the ``γ`` to try (``0`` is the model itself).
         num_steps: the ``r`` to try.
+        selection: ``(S, N, H)`` the entries to select on (default: the validation targets). Forecasts that saw no
+            target (the last value, the mean of the lags) can select on every target before the test period.
+        confidence: of the lower bound (default 0.95).
+        min_blocks: the fewest blocks judged (default 5).
 
     Returns:
-        ``(γ, r, forecasts, validation MSE)`` of the choice.
+        :class:`DiffusionChoice`.
     """
-    targets, validation = data["targets"], data["masks"]["val"]
-    best = (masked_mse(prediction, targets, validation).item(), 0.0, 0, prediction)
+    from scipy.stats import t as student
+
+    targets = data["targets"]
+    mask = data["masks"]["val"] if selection is None else selection
+    block_days = data["horizons"]
+    kept = DiffusionChoice(0.0, 0, 0.0, 0.0, 0, masked_mse(prediction, targets, mask).item(), prediction)
+    best = kept
     for step_size in sorted(set(step_sizes) - {0.0}):
         out = prediction
         for steps in range(1, max(num_steps) + 1):
             out = diffuse_forecasts(out, data["graphs"], step_size, 1)
-            if steps in num_steps:
-                error = masked_mse(out, targets, validation).item()
-                if error < best[0]:
-                    best = (error, step_size, steps, out)
-    return best[1], best[2], best[3], best[0]
+            if steps not in num_steps:
+                continue
+            gains = block_gains(prediction, out, targets, mask, data["target_steps"], block_days)
+            if len(gains) < min_blocks:
+                continue
+            mean, spread = float(gains.mean()), float(gains.std())
+            bound = mean - float(student.ppf(confidence, len(gains) - 1)) * spread / math.sqrt(len(gains))
+            if bound > best.lower_bound:
+                best = DiffusionChoice(step_size, steps, mean, bound, len(gains),
+                                       masked_mse(out, targets, mask).item(), out)
+    return best

@@ -12,9 +12,13 @@ is applied to all origins in one sparse product.
   then diffused on the region graph (``r`` explicit steps).
 * :class:`WindowGCN` — two graph convolutions on the window features, the arithmetic of PyTorch
   Geometric's ``GCNConv`` (tested equal to it).
-* :class:`GraphConvGRU` — a recurrent graph model: a GRU over the lags whose gates are
-  Chebyshev graph convolutions (Seo et al.'s GConvGRU; the arithmetic of PyG's ``ChebConv``,
-  tested equal to it), then a linear read-out.
+* :class:`GraphConvGRU` (``cheb-gru``) — our recurrent graph model: a GRU run over the lags
+  whose gates are Chebyshev graph convolutions of order ``K = 2`` (the arithmetic of PyG's
+  ``ChebConv``, tested equal to it), then a linear read-out; trained with early stopping.
+* :class:`PyGTGConvGRU` (``pygt-gconv-gru``) — the reference: PyTorch Geometric Temporal's
+  ``GConvGRU`` as its documentation runs it (``GConvGRU(lags, 32, K=1)`` on the lag vector, a new
+  hidden state at every call, ReLU, ``Linear(32, H)``; 200 full-batch epochs of Adam at 0.01 on the
+  per-node loss). With ``K = 1`` and no state its gates see neither the graph nor a recurrence.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def _example(num_classes: int) -> ModelExample:
     return ModelExample({"in_features": 5}, (torch.randn(2, 6, 5), [(ring, None), (ring, torch.rand(6))]),
                         (2, 6, num_classes))
 
-__all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "GCNGraphConv", "ChebGraphConv", "coin_forecast",
+__all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "PyGTGConvGRU", "GCNGraphConv", "ChebGraphConv", "coin_forecast",
            "slice_graphs"]
 
 GraphSequence = Union[GraphLike, List[GraphLike], SliceGraphs]
@@ -230,6 +234,48 @@ class GraphConvGRU(nn.Module):
         return self.readout(state).reshape(*leading, self.horizons)
 
 
+class PyGTGConvGRU(nn.Module):
+    r"""PyTorch Geometric Temporal's ``GConvGRU`` as its documented chickenpox example runs it, for ``H`` horizons.
+
+    The ``L`` lags of a region are its node features; one call of the GRU cell with a new hidden state
+    ``h = 0`` (the example passes none), so with ``⋆`` a Chebyshev convolution of order ``K``:
+
+    .. math::
+
+        z = σ(Θ_{xz} ⋆ x + b_{hz}), \quad r = σ(Θ_{xr} ⋆ x + b_{hr}), \quad
+        \tilde h = \tanh(Θ_{xh} ⋆ x + b_{hh}), \quad h = (1 − z) ⊙ \tilde h, \quad
+        y = \mathrm{Linear}(\mathrm{ReLU}(h)),
+
+    the state terms ``Θ_h ⋆ 0`` reduced to their biases. ``K = 1`` (the example's) is ``Θ_0 x``: no
+    neighbour enters (the graph is accepted and unused). A reference model, not ours: its training is
+    the example's too (200 full-batch epochs of Adam at 0.01, the per-node MSE; the task's
+    ``REFERENCE_TRAINING``).
+
+    Examples:
+        >>> import torch
+        >>> ring = (torch.tensor([[0, 1, 2], [1, 2, 0]]), None)
+        >>> PyGTGConvGRU(4, 1)(torch.randn(3, 3, 4), ring).shape
+        torch.Size([3, 3, 1])
+    """
+
+    def __init__(self, lags: int, horizons: int, *, hidden: int = 32, order: int = 1):
+        super().__init__()
+        self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
+        self.hidden = check_positive_int(hidden, "hidden")
+        self.order = check_positive_int(order, "order")
+        self.input_gates = ChebGraphConv(self.lags, 3 * hidden, self.order)
+        self.state_bias = nn.Parameter(torch.zeros(3 * hidden))  # the state convolutions' biases (h = 0)
+        self.readout = nn.Linear(hidden, self.horizons)
+
+    def forward(self, x: torch.Tensor, graph: GraphSequence) -> torch.Tensor:
+        windows, graphs, leading = _windows(x, graph, self.lags, "PyGTGConvGRU")
+        gates = self.input_gates(windows, graphs) + self.state_bias
+        x_z, x_r, x_h = gates.split(self.hidden, dim=-1)
+        del x_r  # the reset gate multiplies the zero state: it changes nothing
+        state = (1 - torch.sigmoid(x_z)) * torch.tanh(x_h)
+        return self.readout(torch.relu(state)).reshape(*leading, self.horizons)
+
+
 @register_model("window-mlp", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
                 description="per-region forecaster (linear in the lags + MLP correction), no graph")
 def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
@@ -255,7 +301,15 @@ def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
 
-@register_model("gconv-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
-                description="recurrent graph model: GRU over the lags with ChebConv gates (GConvGRU), linear read-out")
-def gconv_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
+@register_model("cheb-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
+                description="our recurrent graph model: a GRU over the lags with K = 2 Chebyshev gates, linear "
+                            "read-out")
+def cheb_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
     return GraphConvGRU(in_features, num_classes, **kwargs)
+
+
+@register_model("pygt-gconv-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward",
+                example=_example, description="reference: PyTorch Geometric Temporal's GConvGRU as its documentation "
+                                              "runs it (K = 1, no recurrence, ReLU, linear read-out)")
+def pygt_gconv_gru(in_features: int, num_classes: int, **kwargs) -> PyGTGConvGRU:
+    return PyGTGConvGRU(in_features, num_classes, **kwargs)

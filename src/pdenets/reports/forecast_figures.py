@@ -18,7 +18,7 @@ __all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure
 #: one colour per forecaster, the same in every figure
 FORECAST_COLORS = {"last-value": "#999999", "moving-average": "#bbbb55", "linear": "#1f77b4",
                    "window-mlp": "#ff7f0e", "coin-forecast": "#d62728", "window-gcn": "#2ca02c",
-                   "gconv-gru": "#9467bd"}
+                   "cheb-gru": "#9467bd", "pygt-gconv-gru": "#8c564b"}
 _HIGHLIGHT = "coin-forecast"
 
 

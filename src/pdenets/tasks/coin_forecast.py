@@ -4,8 +4,11 @@ The COIN paper's COVID-19 data is not available offline: this runs on ``england_
 mobility graph per day), ``chickenpox`` (weekly, 20 counties) or any series of :mod:`pdenets.data.temporal`, under the
 protocols of :mod:`pdenets.data.forecast_protocols`. Models: the convection alone (``window-mlp``: per region, shared
 weights), COIN (``coin-forecast``: the same, then ``r`` diffusion steps of the forecasts on the day's region graph),
-``window-gcn``, ``gconv-gru``, three closed-form baselines and COIN over each model (its forecasts diffused with the
-``(γ, r)`` best on validation). Diffusion and message passing use the graph without self-loops, rows normalized.
+``window-gcn``, ``cheb-gru`` (our GRU over the lags with Chebyshev gates), the reference ``pygt-gconv-gru`` (PyTorch
+Geometric Temporal's GConvGRU trained as its documentation does), three closed-form baselines and COIN over each model
+(its forecasts diffused with the ``(γ, r)`` whose gain on the selection days clears its noise, else the model kept:
+:func:`~pdenets.data.forecast_protocols.choose_diffusion`). Diffusion and message passing use the graph without
+self-loops, rows normalized.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.forecast_protocols import (CLOSED_FORM, PROTOCOLS, ForecastSetup, choose_diffusion, closed_form_forecast,
-                                       first_horizon_forecasts, forecast_metrics, linear_forecast, masked_mse,
-                                       protocol_windows, split_days, diffuse_forecasts, pyg_scaled)  # noqa: F401
+from ..data.forecast_protocols import (CLOSED_FORM, PROTOCOLS, TRANSFORMS, ForecastSetup, choose_diffusion,
+                                       closed_form_forecast, first_horizon_forecasts, forecast_metrics,
+                                       linear_forecast, masked_mse, protocol_windows, split_days, diffuse_forecasts,
+                                       pyg_scaled)  # noqa: F401
 from ..data.paths import dataset_label
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
 from ..experiments.cache import process_cache
@@ -37,14 +41,22 @@ __all__ = ["CoinForecastConfig", "CoinForecastTask", "ForecastJob", "ForecastSet
            "DiffusionGrid", "BASELINES", "LEARNED", "prepare_protocol", "linear_forecast"]
 
 BASELINES = CLOSED_FORM
-LEARNED = ("window-mlp", "coin-forecast", "window-gcn", "gconv-gru")
+LEARNED = ("window-mlp", "coin-forecast", "window-gcn", "cheb-gru", "pygt-gconv-gru")
+#: closed-form forecasts that read no target: COIN over them may select on every target before the test period
+UNFITTED = ("last-value", "moving-average")
+#: names that changed, with what they are now
+RENAMED = {"gconv-gru": "gconv-gru was renamed cheb-gru (our GRU over the lags with K = 2 Chebyshev gates and early "
+                        "stopping); pygt-gconv-gru is PyTorch Geometric Temporal's GConvGRU as its documentation "
+                        "trains it"}
 
 
 @dataclass
 class CoinForecastConfig(TaskConfig):
     """Configuration of ``pdenets run coin-forecast``."""
 
-    datasets: List[str] = setting(["chickenpox", "england_covid"], "england_covid, chickenpox or PATH.json")
+    datasets: List[str] = setting(["chickenpox", "england_covid"], "england_covid, chickenpox, a PyTorch Geometric "
+                                                                  "Temporal .json file or a CSV folder (series.csv "
+                                                                  "+ edges.csv)")
     protocols: List[str] = setting(["ours", "pyg-temporal"], "ours (horizons 1..H) and/or pyg-temporal")
     models: List[str] = setting(list(BASELINES + LEARNED), "forecasters: " + ", ".join(BASELINES + LEARNED))
     seeds: List[int] = setting([0, 1, 2], "seeds of the learned models (the closed-form ones need one)")
@@ -52,6 +64,8 @@ class CoinForecastConfig(TaskConfig):
     horizons: int = setting(7, "forecast horizons 1..H (ours)")
     test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
     val_fraction: float = setting(0.1, "fraction of the days before the test period used for early stopping (ours)")
+    count_transform: str = setting("auto", "ours: transform of count series before standardizing: auto (log1p where "
+                                           "the series' own loader takes it: Twitter tennis), log1p or none")
     hidden: int = setting(32, "width of the learned models")
     batch_rows: int = setting(2048, "(origin, region) windows per Adam step; whole origins, at least one")
     eval_steps: int = setting(50, "validate every this many steps, and at the end of every pass over the training "
@@ -72,8 +86,10 @@ class CoinForecastConfig(TaskConfig):
 
     def validate(self) -> None:
         super().validate()
+        for old in set(self.models) & set(RENAMED):
+            raise ConfigError(RENAMED[old])
         check_fields(self, non_empty=("datasets", "protocols", "models", "seeds"),
-                     choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED},
+                     choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED, "count_transform": TRANSFORMS},
                      counts=("lags", "horizons", "hidden", "batch_rows", "eval_steps", "epochs", "patience"),
                      non_negative_counts=("num_steps", "seeds"),
                      positive=("step_size", "lr", "test_fraction", "val_fraction"),
@@ -138,6 +154,17 @@ class ForecastJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
+def _setup(config: CoinForecastConfig) -> ForecastSetup:
+    """Our protocol's settings of a configuration (its ``count_transform`` is the setup's ``transform``)."""
+    return ForecastSetup(config.lags, config.horizons, config.test_fraction, config.val_fraction,
+                         config.count_transform)
+
+
+#: how the reference models train: as their documentation does (PyTorch Geometric Temporal's chickenpox example:
+#: hidden 32, Adam at 0.01 without weight decay, 200 full-batch epochs on the per-node MSE, the last model kept)
+REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden": 32, "lr": 0.01, "epochs": 200}}
+
+
 def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
     """The graph without self-loops, rows normalized to sum 1 (sparse)."""
     matrix = as_weight_matrix(graph, nodes, dtype=torch.float64)
@@ -172,12 +199,16 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
     the origins with a validation target (every ``eval_steps`` steps and after every pass); the best model is kept."""
     training, device = spec.training, torch.device(spec.device)
     coin = dict(step_size=training.step_size, num_steps=training.num_steps, learn_step_size=training.learn_step_size)
+    reference = REFERENCE_TRAINING.get(spec.model)
     torch.manual_seed(spec.seed)
-    model = create_model(spec.model, in_features=data["lags"], num_classes=data["horizons"], hidden=training.hidden,
+    model = create_model(spec.model, in_features=data["lags"], num_classes=data["horizons"],
+                         hidden=reference["hidden"] if reference else training.hidden,
                          **(coin if spec.model == "coin-forecast" else {})).to(device)
     inputs, targets = (data[name].to(device=device, dtype=torch.float32) for name in ("inputs", "targets"))
     masks = {name: mask.to(device) for name, mask in data["masks"].items()}
     graphs: SliceGraphs = data["graphs"]
+    if reference:
+        return _as_documented(model, inputs, targets, masks, graphs, reference)
     train_origins, val_origins = (masks[part].flatten(1).any(1).nonzero().squeeze(1).cpu() for part in ("train", "val"))
     if len(train_origins) == 0 or len(val_origins) == 0:
         raise ConfigError(f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
@@ -212,6 +243,26 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
     return prediction, info
 
 
+def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[torch.Tensor, Dict]:
+    """A reference model trained as its documentation trains it: Adam, full batch over every origin with a target
+    before the test period (no validation, no early stopping), the mean over origins of each origin's MSE, the last
+    model kept."""
+    fitted = masks["train"] | masks["val"]
+    origins = fitted.flatten(1).any(1).nonzero().squeeze(1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=reference["lr"])
+    model.train()
+    for _ in range(reference["epochs"]):
+        optimizer.zero_grad()
+        errors = (model(inputs[origins], graphs.subset(origins)) - targets[origins]).square()
+        weights = fitted[origins].to(errors.dtype)
+        loss = ((errors * weights).sum((1, 2)) / weights.sum((1, 2))).mean()
+        loss.backward()
+        optimizer.step()
+    with evaluation_mode(model):
+        prediction = model(inputs, graphs).to(device="cpu", dtype=torch.float64)
+    return prediction, {"epochs": reference["epochs"], "steps": reference["epochs"]}
+
+
 @register_task
 class CoinForecastTask(Task):
     name = "coin-forecast"
@@ -230,7 +281,7 @@ class CoinForecastTask(Task):
         for dataset in self.config.datasets:
             series = load_temporal(dataset, self.config.data_dir)
             if "ours" in self.config.protocols:
-                split_days(series.name, series.num_steps, ForecastSetup.of(self.config))
+                split_days(series.name, series.num_steps, _setup(self.config))
 
     def jobs(self) -> List[ForecastJob]:
         config = self.config
@@ -240,7 +291,7 @@ class CoinForecastTask(Task):
         jobs = []
         for dataset in config.datasets:
             for protocol in config.protocols:
-                setup = ForecastSetup.of(config) if protocol == "ours" else None
+                setup = _setup(config) if protocol == "ours" else None
                 for model in config.models:
                     closed_form = model in BASELINES  # deterministic and untrained: one run, no training settings
                     for seed in config.seeds[:1] if closed_form else config.seeds:
@@ -259,10 +310,14 @@ class CoinForecastTask(Task):
         record = {"seconds": time.perf_counter() - start, **info, **forecast_metrics(prediction, data),
                   "val_mse": masked_mse(prediction, data["targets"], data["masks"]["val"]).item()}
         if spec.diffusion is not None:
-            gamma, steps, diffused, val = choose_diffusion(prediction, data, spec.diffusion.step_sizes,
-                                                           spec.diffusion.num_steps)
-            record["coin"] = {"step_size": gamma, "num_steps": steps, "val_mse": val,
-                              **forecast_metrics(diffused, data)}
+            masks = data["masks"]
+            selection = masks["train"] | masks["val"] if spec.model in UNFITTED else masks["val"]
+            choice = choose_diffusion(prediction, data, spec.diffusion.step_sizes, spec.diffusion.num_steps,
+                                      selection=selection)
+            record["coin"] = {"step_size": choice.step_size, "num_steps": choice.num_steps,
+                              "val_mse": choice.selection_mse, "gain": choice.gain, "lower_bound": choice.lower_bound,
+                              "blocks": choice.blocks, "selected_on": "pre-test" if spec.model in UNFITTED else "val",
+                              **forecast_metrics(choice.forecasts, data)}
         record["test_forecast"] = first_horizon_forecasts(prediction, data)  # for the report's plots
         return record
 
@@ -294,7 +349,7 @@ class CoinForecastTask(Task):
 
 def _aggregate(metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Mean ± std of the test errors over seeds, and the mean error per horizon."""
-    stats = {name: Stats.of(m[name] for m in metrics).as_dict() for name in ("mse", "mae", "mae_raw")
+    stats = {name: Stats.of(m[name] for m in metrics).as_dict() for name in ("mse", "mae", "mae_raw", "top5_share")
              if name in metrics[0]}
     return {**stats, **{name: np.mean([m[name] for m in metrics], axis=0).tolist()
                         for name in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon") if name in metrics[0]}}
