@@ -69,7 +69,18 @@ PYG_SCALINGS = ("none", "standardize", "standardize+eps", "log1p")
 
 @dataclass(frozen=True)
 class TemporalGraphSeries:
-    """``values[t, i]``: the series of node ``i`` at step ``t``; ``graphs``: one graph, or one per step."""
+    """A graph time series: one value per node and step, over a fixed or time-varying graph.
+
+    Attributes:
+        name: the dataset's name (file stem or folder name for user files).
+        values: ``(T, N)`` float64; ``values[t, i]`` is the series of node ``i`` at step ``t``.
+        graphs: one graph (fixed) or ``T`` graphs (one per step).
+        raw_counts: the values are counts (True) or an already standardized series (False).
+        source: where the series was read from.
+        layout: the file layout it was read in (``FX``, ``edge_mapping``, ..., or ``csv``).
+        pyg_lags: the number of lags PyTorch Geometric Temporal's loader uses for this dataset.
+        pyg_scaling: how PyTorch Geometric Temporal scales it (``none``, ``standardize``, ...).
+    """
 
     name: str
     values: torch.Tensor  # (T, N) float64
@@ -420,6 +431,13 @@ def _read_csv_folder(folder: Path):
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
     """``england_covid``, ``chickenpox`` (from the data directory), a JSON file in any layout of
     :data:`LAYOUTS`, or a CSV folder (``series.csv`` + ``edges.csv``, or the path of its ``series.csv``).
+
+    Args:
+        name: a dataset name of :data:`TEMPORAL_DATASETS`, a ``.json`` file, a CSV folder or its ``series.csv``.
+        data_dir: where the named datasets live (default: ``$PDENETS_DATA``, else ``~/.cache/pdenets``).
+
+    Returns:
+        The series with its graph(s); bad files raise :class:`DatasetError` naming the file and the problem.
 
     Examples:
         >>> series = load_temporal("chickenpox")          # doctest: +SKIP
