@@ -70,7 +70,7 @@ def peak_gflops(size: int = 2048, repeats: int = 5) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--tasks", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=1)

@@ -87,7 +87,7 @@ def _record(out: str) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--regions", type=int, default=1000)
     parser.add_argument("--days", type=int, default=800)
     parser.add_argument("--models", default=",".join(MODELS), metavar="A,B")

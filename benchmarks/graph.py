@@ -241,7 +241,8 @@ def main() -> None:
     if len(sys.argv) in (4, 5) and sys.argv[1] == "--trial":
         trial(sys.argv[2], *map(int, sys.argv[3:]))
         return
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--memory-cap-gib", type=float, default=16.0)
     parser.add_argument("--json", default=None)

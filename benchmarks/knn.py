@@ -95,7 +95,7 @@ def exactness(found, expected) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", default=None, help="also write the measurements to this file")

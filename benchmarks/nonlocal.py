@@ -73,7 +73,7 @@ def trial(level: str, operator: str, path: str, side: int, repeats: int) -> None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
     parser.add_argument("--cap-gib", type=float, default=20.0, help="address-space cap of each child (GiB)")

@@ -59,7 +59,8 @@ def _available() -> list:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell (the median is reported)")
     parser.add_argument("--mapping", choices=("near", "independent"), default="near",

@@ -51,7 +51,7 @@ def quick_run(task: str, extra: str, root: str, timeout: float):
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=None, metavar="A,B", help="tasks to time (default: all)")
     parser.add_argument("--extra", action="append", default=[], metavar="TASK=OPTIONS",
                         help="extra options of a task's run, e.g. few-shot='--dataset clinc150' (repeatable)")

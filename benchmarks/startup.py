@@ -45,7 +45,7 @@ def wall_time(command, environment) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9, help="fresh processes per command (default 9)")
     parser.add_argument("--compare-with", default=None, metavar="SRC",
                         help="also time the pdenets package found in this folder (e.g. an older checkout's src)")

@@ -54,7 +54,7 @@ def epoch_seconds(graph, num_steps: int, hidden, settings, repeats: int) -> floa
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="cora,citeseer")
     parser.add_argument("--width", type=int, default=64, help="hidden width h (default 64)")
     parser.add_argument("--repeats", type=int, default=5)

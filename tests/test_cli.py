@@ -54,7 +54,7 @@ ERRORS = [
     (["run", "toy", "--config", "{tmp}/broken.yaml"],
      "{tmp}/broken.yaml: not valid YAML, line 2 column 1: expected ',' or ']'"),
     (["run", "toy", "--config", "{tmp}/tagged.yaml"], "YAML tags such as"),
-    (["run", "toy", "--count", "many"], "could not be converted to Integer"),
+    (["run", "toy", "--count", "many"], "count expects an integer, got 'many'"),
     (["run", "toy", "--count", "true"], "count expects an integer, got True"),
     (["run", "toy", "--set", "cont=3"], "unknown config key 'cont' (did you mean 'count'?)"),
     (["run", "toy", "--set", "count"], "must look like key=value"),
@@ -110,10 +110,69 @@ def test_user_errors_are_one_line_and_status_2_and_write_nothing(tmp_path, monke
     assert out == ""
 
 
+EXACT_ERRORS = [
+    # option names are whole words: a prefix of a longer option is not that option
+    (["run", "few-shot", "--n-top", "100000"], "unrecognized arguments: --n-top 100000"),
+    (["run", "synthetic", "--epoch", "1"], "unrecognized arguments: --epoch 1"),
+    (["run", "toy", "--quic"], "unrecognized arguments: --quic"),
+    (["features", "train-backbone", "--out", "{tmp}/backbone", "--epoch", "1"], "unrecognized arguments: --epoch 1"),
+    # values are YAML 1.2: 1_0 and 1:30 (YAML 1.1's 10 and 90) are no numbers, yes is no boolean
+    (["run", "synthetic", "--seed", "1_0"], "seed expects an integer, got '1_0'"),
+    (["run", "synthetic", "--seed", "1:30"], "seed expects an integer, got '1:30'"),
+    (["run", "synthetic", "--set", "include_self=yes"], "include_self expects true or false, got 'yes'"),
+    (["run", "synthetic", "--xor-seeds", "1,0_1"], "xor_seeds[1] expects an integer, got '0_1'"),
+    # an --out that is a symlink to nothing
+    (["run", "toy", "--out", "{tmp}/dangling"], "--out {tmp}/dangling is a symlink to {tmp}/nowhere, which does not "
+                                                "exist; create the target or choose another --out"),
+    (["run", "toy", "--out", "{tmp}/dangling/run"], "--out {tmp}/dangling/run: {tmp}/dangling is a symlink to "
+                                                    "{tmp}/nowhere, which does not exist; create the target or choose "
+                                                    "another --out"),
+    (["run", "toy", "--out", "{tmp}/loop"], "--out {tmp}/loop is a symlink to {tmp}/loop, which loops (the links lead "
+                                            "back to themselves); create the target or choose another --out"),
+]
+
+
+@pytest.mark.parametrize("argv, message", EXACT_ERRORS, ids=[" ".join(a) for a, _ in EXACT_ERRORS])
+def test_refusals_are_exactly_one_line_and_write_nothing(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--no-progress"] * (argv[0] == "run")
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"pdenets: error: {message.replace('{tmp}', str(tmp_path))}\n")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_leading_zero_is_decimal(capsys):
+    code, out, _ = run(capsys, "run", "synthetic", "--seed", "010", "--xor-seeds", "07,08", "--print-config")
+    printed = yaml.safe_load(out)
+    assert code == 0 and (printed["seed"], printed["xor_seeds"]) == (10, [7, 8])  # YAML 1.1: 8 and an error
+
+
+def test_benchmark_parsers_take_whole_option_names_only():
+    """Every benchmark's ArgumentParser refuses abbreviations (``--epoch`` for ``--epochs``)."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    maintained_with_the_few_shot_code = {"fewshot_peers.py"}
+    calls = 0
+    for path in sorted(folder.glob("*.py")):
+        if path.name in maintained_with_the_few_shot_code:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "argparse.ArgumentParser":
+                calls += 1
+                keywords = {k.arg: ast.unparse(k.value) for k in node.keywords}
+                assert keywords.get("allow_abbrev") == "False", f"{path.name}:{node.lineno}"
+    assert calls >= 10
+
+
 def test_debug_shows_the_traceback(capsys):
     code, _, err = run(capsys, "run", "toy", "--set", "count=x", "--debug")
     assert code == 2 and "Traceback (most recent call last)" in err
-    assert err.strip().splitlines()[-1].startswith("pdenets: error: count: Value 'x' of type 'str' could not be")
+    assert err.strip().splitlines()[-1] == "pdenets: error: count expects an integer, got 'x'"
 
 
 def test_a_failing_job_is_status_1_and_names_the_job(tmp_path, capsys):

@@ -108,6 +108,10 @@ def _files(folder):
         (forecast + ["--dataset", path("weight_w")], "unknown column 'w' (did you mean 'weight'?)"),
         (forecast + ["--dataset", path("device.json")], "not a regular file (a character device"),
         (tabular + ["--dataset", path("underscore.csv")], "line 2, column 'a': '1_0' is not a number"),
+        (["run", "node-classification", "--quick", "--dataset", "cora", "--diffuse-in", "hidden", "--diffusion-width",
+          "1000000000"], "pdenets: error: --diffusion-width 1,000,000,000: Diff-ResNet's block (1,000,000,000 x "
+                         "1,000,000,000 weights) on cora needs 3637978.8 TiB, more than the memory budget 256.0 MiB "
+                         "($PDENETS_MEMORY_BUDGET); choose a smaller diffusion_width"),
     ]
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import os
+import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -32,6 +34,7 @@ __all__ = [
     "check_points",
     "check_features",
     "check_floating",
+    "check_dense",
     "check_finite",
     "check_positive",
     "check_positive_int",
@@ -41,7 +44,14 @@ __all__ = [
     "check_index_tensor",
     "check_labels",
     "check_choice",
+    "environment_number",
+    "check_num_nodes",
+    "check_scalar_entries",
+    "MAX_INDEX",
 ]
+
+#: The largest node id / matrix side the sparse kernels take: their 32-bit index arrays hold at most 2^31 − 1.
+MAX_INDEX = 2**31 - 1
 
 #: The floating dtypes every public function and layer accepts.
 FLOATING_DTYPES = (torch.float32, torch.float64)
@@ -87,6 +97,13 @@ def check_features(features: torch.Tensor, name: str = "features", *, min_dim: i
         raise ValueError(f"{name} must have at least {min_dim} dimension(s) (N, ...), got shape {tuple(features.shape)}")
     check_finite(features, name)
     return features
+
+
+def check_dense(tensor: torch.Tensor, name: str, user: str) -> torch.Tensor:
+    """Refuse a sparse tensor where ``user`` needs dense features (naming the fix, ``x.to_dense()``)."""
+    if isinstance(tensor, torch.Tensor) and tensor.layout != torch.strided:
+        raise TypeError(f"{name} is a sparse tensor ({tensor.layout}): {user} needs dense features: pass x.to_dense()")
+    return tensor
 
 
 def check_points(points: torch.Tensor, name: str = "points") -> torch.Tensor:
@@ -159,6 +176,35 @@ def check_num_neighbors(k: int, num_points: int, *, include_self: bool, name: st
             f"use {name} <= {max(available, 0)}"
         )
     return k
+
+
+def check_num_nodes(count: int, name: str, *, hint: str = "") -> int:
+    """Refuse more than :data:`MAX_INDEX` (2^31 − 1) nodes, the most the sparse kernels index.
+
+    ``name`` opens the message (what holds the count); ``hint`` (what to do) ends it.
+
+    Examples:
+        >>> check_num_nodes(2**40, "weight matrix of shape (1099511627776, 1099511627776)")
+        Traceback (most recent call last):
+        ...
+        ValueError: weight matrix of shape (1099511627776, 1099511627776): more than 2^31 − 1 nodes is not supported
+    """
+    if count > MAX_INDEX:
+        raise ValueError(f"{name}: more than 2^31 − 1 nodes is not supported" + (f"; {hint}" if hint else ""))
+    return count
+
+
+def check_scalar_entries(matrix: torch.Tensor, name: str) -> torch.Tensor:
+    """Refuse a hybrid sparse tensor (dense values per entry, or fewer than two sparse dimensions) as a matrix.
+
+    A sparse ``(N, N)`` matrix holds one scalar per stored entry: ``sparse_dim() == 2`` and ``dense_dim() == 0``.
+    Dense tensors pass unchanged.
+    """
+    if matrix.layout != torch.strided and (matrix.sparse_dim() != 2 or matrix.dense_dim() != 0):
+        raise ValueError(f"{name} is a hybrid sparse tensor (sparse_dim={matrix.sparse_dim()}, "
+                         f"dense_dim={matrix.dense_dim()}, shape {tuple(matrix.shape)}): give one scalar per entry, "
+                         "a sparse (N, N) matrix with sparse_dim=2 and dense_dim=0")
+    return matrix
 
 
 def check_square(matrix: torch.Tensor, name: str) -> int:
@@ -271,3 +317,61 @@ def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError
         unknown model 'gnc' (did you mean 'gcn'?); valid: gat, gcn
     """
     return UnknownNameError(f"unknown {kind} {name!r}{nearest_hint(name, valid)}; valid: {', '.join(sorted(valid))}")
+
+
+def environment_number(name: str, default: Optional[float], *, minimum_exclusive: float = 0, integer: bool = False,
+                       maximum: Optional[float] = None) -> Optional[float]:
+    """The number in the environment variable ``$name`` (``default`` when it is unset or empty).
+
+    Integers are decimal digits with an optional sign (``1_0``, ``0x10`` and ``1e3`` are refused); other
+    numbers are decimal with an optional fraction and exponent (``1.5``, ``2e1``); ``inf``, ``nan`` and a
+    unit such as ``5G`` are refused. The value must exceed ``minimum_exclusive`` and, if given, not exceed
+    ``maximum``.
+
+    Args:
+        name: the variable's name, without the ``$``.
+        default: the value when the variable is unset or blank (returned as is, unchecked).
+        minimum_exclusive: the value must be greater than this (default: ``0``).
+        integer: read an ``int`` instead of a ``float`` (default: ``False``).
+        maximum: the largest value allowed (default: ``None``, no bound).
+
+    Returns:
+        The number, or ``default``.
+
+    Raises:
+        ValueError: one line naming ``$name``, its value and what is expected.
+
+    Examples:
+        >>> os.environ["DEMO_TIMEOUT"] = "2.5"
+        >>> environment_number("DEMO_TIMEOUT", 10.0)
+        2.5
+        >>> os.environ["DEMO_TIMEOUT"] = "-5G"
+        >>> environment_number("DEMO_TIMEOUT", 10.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: $DEMO_TIMEOUT='-5G' is not valid: expected a finite number > 0
+        >>> del os.environ["DEMO_TIMEOUT"]
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if integer:
+        low = math.floor(minimum_exclusive) + 1
+        expected = f"an integer >= {low}" + (f" and <= {_plain(maximum)}" if maximum is not None else "")
+        pattern = r"[-+]?[0-9]+"
+    else:
+        expected = f"a finite number > {_plain(minimum_exclusive)}" + (
+            f" and <= {_plain(maximum)}" if maximum is not None else "")
+        pattern = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+    value = None
+    if re.fullmatch(pattern, text) and len(text) <= 400:
+        value = int(text) if integer else float(text)
+    if (value is None or (not integer and not math.isfinite(value)) or value <= minimum_exclusive
+            or (maximum is not None and value > maximum)):
+        raise ValueError(f"${name}={text!r} is not valid: expected {expected}")
+    return value
+
+
+def _plain(number: float) -> str:
+    """``10000000`` for ``1e7``, ``0.5`` for ``0.5``: a bound as a person writes it."""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"

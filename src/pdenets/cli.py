@@ -19,6 +19,7 @@ import signal
 import sys
 import textwrap
 import traceback
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 import yaml
@@ -28,15 +29,13 @@ from .experiments.config import ConfigError, FieldInfo, config_fields, config_to
 from .experiments.rundir import RunDirectoryError, to_plain
 from .experiments.runner import JobFailedError, RunInterrupted, run_task
 from .experiments.store import StoreError
-from .experiments.task import Task, UnknownNameError, registered_reproductions, registered_tasks
+from .experiments.task import PluginWarning, Task, UnknownNameError, registered_reproductions, registered_tasks
 
 __all__ = ["main", "build_parser"]
 
 #: exit status of user errors (bad options, configs, folders, files)
 USAGE_ERROR = 2
 _FIELD_PREFIX = "field:"
-_ENGINE_OPTIONS = {"out", "overwrite", "quick", "config", "set", "report_only", "print_config", "no_progress",
-                   "debug", "help"}
 
 
 class UsageError(Exception):
@@ -51,6 +50,16 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
+    """The parser of ``pdenets`` and of every subcommand: whole option names only, errors as :class:`UsageError`.
+
+    Abbreviations are refused (``--n-top`` is not ``--n-top-values``, ``--epoch`` not ``--epochs``): a
+    prefix that happens to match one option today silently means another once an option is added.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, no usage dump, no SystemExit from deep inside
         raise UsageError(message)
 
@@ -78,11 +87,7 @@ def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base)
     aliases: Dict[str, List[str]] = {}
     for alias, target in task.shortcuts.items():
         aliases.setdefault(target, []).append(alias)
-    fields = config_fields(task.config_class, base)
-    known = {info.name for info in fields}
-    unknown_targets = sorted(set(aliases) - known)
-    if unknown_targets:
-        raise TypeError(f"task {task.name!r} declares shortcuts for unknown fields {unknown_targets}")
+    fields = config_fields(task.config_class, base)  # the task passed check_task_class when it was registered
     groups = {
         "common": parser.add_argument_group("settings of every task"),
         "task": parser.add_argument_group(f"settings of {task.name}"),
@@ -94,9 +99,6 @@ def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base)
             continue
         names = [info.name] + [a for a in aliases.get(info.name, []) if a != info.name.replace("_", "-")]
         option_strings = list(dict.fromkeys("--" + n.replace("_", "-") for n in names))
-        clash = [o for o in option_strings if o.lstrip("-").replace("-", "_") in _ENGINE_OPTIONS]
-        if clash:
-            raise TypeError(f"task {task.name!r}: config field option {clash} collides with a run option")
         group = groups["common"] if info.owner.__name__ == "TaskConfig" else groups["task"]
         help_text = _escape(f"{info.help + ' ' if info.help else ''}({info.type_name}; default: "
                             f"{_default_text(info.default)})")
@@ -255,10 +257,24 @@ def _raise_keyboard_interrupt(signum, frame):  # SIGTERM: stop like Ctrl-C (stor
     raise KeyboardInterrupt
 
 
+def _show_warning(previous):
+    """``warnings.showwarning`` that prints a :class:`PluginWarning` as one ``pdenets: warning: ...`` line."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PluginWarning):
+            print(f"pdenets: warning: {message}", file=file or sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    return show
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    previous_show = warnings.showwarning
+    warnings.showwarning = _show_warning(previous_show)
     try:
         return _main(argv)
     except RunInterrupted as interrupted:
@@ -280,6 +296,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
+        warnings.showwarning = previous_show
 
 
 def _main(argv: List[str]) -> int:

@@ -42,8 +42,19 @@ GOOD = [
     ("names=[circle, spiral]", "names", ["circle", "spiral"]),
     ("seeds=[3, '4']", "seeds", [3, 4]),
     ("flag=false", "flag", False),
-    ("flag=yes", "flag", True),  # YAML 1.1: yes is a boolean
+    ("flag=true", "flag", True),
+    ("flag=False", "flag", False),
     ("name='no'", "name", "no"),
+    ("name=no", "name", "no"),  # YAML 1.2: yes/no/on/off are words, not booleans
+    ("name=1_0", "name", "1_0"),
+    ("name=1:30", "name", "1:30"),
+    ("epochs=010", "epochs", 10),  # decimal, not YAML 1.1's octal 8
+    ("epochs=0o17", "epochs", 15),
+    ("epochs=0x1F", "epochs", 31),
+    ("epochs='12'", "epochs", 12),
+    ("rate=2e1", "rate", 20.0),
+    ("rate='1e-3'", "rate", 0.001),
+    ("rate=-.5", "rate", -0.5),
     ("optional=null", "optional", None),
     ("optional=x", "optional", "x"),
     ("nested.moon.steps=7", "nested", {"moon": Steps(7, 1.0)}),
@@ -62,15 +73,15 @@ def test_accepted_values(override, name, expected):
 BAD = [
     ("epochs=true", "epochs expects an integer, got True"),
     ("epochs=3.5", "epochs expects an integer, got 3.5"),
-    ("epochs=many", "could not be converted to Integer"),
+    ("epochs=many", "epochs expects an integer, got 'many'"),
     ("epochs=null", "epochs must not be null"),
     ("epochs=[1]", "epochs expects an integer"),
     ("rate=true", "rate expects a number, got True"),
-    ("rate=abc", "could not be converted to Float"),
+    ("rate=abc", "rate expects a number, got 'abc'"),
     ("flag=3", "flag expects true or false, got 3"),
     ("flag=maybe", "flag expects true or false"),
-    ("name=no", "quote the word"),
-    ("seeds=[1, x]", "could not be converted to Integer"),
+    ("name=true", "name expects a string, got True (true/false are booleans: quote the word)"),
+    ("seeds=[1, x]", "seeds[1] expects an integer, got 'x'"),
     ("epochz=1", "unknown config key 'epochz' (did you mean 'epochs'?); valid keys: data_dir, device, epochs"),
     ("nested.moon.stepz=7", "unknown config key 'nested.moon.stepz' (did you mean 'steps'?); valid keys of "
                             "nested.moon: rate, steps"),
@@ -89,6 +100,36 @@ def test_refused_values(override, message):
     with pytest.raises(ConfigError) as caught:
         resolved(override)
     assert message in str(caught.value)
+
+
+YAML_1_1_ONLY = [
+    ("epochs=1_0", "epochs expects an integer, got '1_0'"),
+    ("epochs=1:30", "epochs expects an integer, got '1:30'"),
+    ("epochs=0b11", "epochs expects an integer, got '0b11'"),
+    ("seeds=[1_0]", "seeds[0] expects an integer, got '1_0'"),
+    ("rate=1_0.5", "rate expects a number, got '1_0.5'"),
+    ("rate=1:30.5", "rate expects a number, got '1:30.5'"),
+    ("rate=' 2'", "rate expects a number, got ' 2'"),
+    ("flag=yes", "flag expects true or false, got 'yes'"),
+    ("flag=off", "flag expects true or false, got 'off'"),
+    ("flag=Y", "flag expects true or false, got 'Y'"),
+]
+
+
+@pytest.mark.parametrize("override, message", YAML_1_1_ONLY, ids=[case[0] for case in YAML_1_1_ONLY])
+def test_yaml_1_1_spellings_are_not_numbers_or_booleans(override, message):
+    """Values are YAML 1.2: ``1_0``, ``1:30`` (sexagesimal 90), ``0b11`` and ``yes``/``off`` are strings, which a
+    number or switch refuses in one line (Python's int()/float() would read ``1_0`` and `` 2``)."""
+    with pytest.raises(ConfigError) as caught:
+        resolved(override)
+    assert str(caught.value) == message
+
+
+def test_a_config_file_is_read_as_yaml_1_2(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("epochs: 010\nrate: 1e-3\nname: on\nnames: [yes, no]\n")
+    config = resolve_config(Demo, files=[path])
+    assert (config.epochs, config.rate, config.name, config.names) == (10, 0.001, "on", ["yes", "no"])
 
 
 FILES = [

@@ -197,3 +197,79 @@ def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
     del environment["RANK"]
     done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60)
     assert "WORLD_SIZE is set but $RANK is not" in done.stdout
+
+
+_RENDEZVOUS = ("import json, time\n"
+               "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
+               "start = time.monotonic()\n"
+               "try:\n    distributed_context()\n    message = 'joined'\n"
+               "except RendezvousError as error:\n    message = str(error)\n"
+               "print(json.dumps([time.monotonic() - start, message]))\n")
+
+
+@pytest.mark.parametrize("rank_zero", ["absent", "silent"])
+def test_a_rank_without_rank_0_gives_up_within_the_rendezvous_timeout(rank_zero):
+    """Rank 1 of 2 and no rank 0: nothing listens at MASTER_PORT (torch's store retries past its timeout), or
+    something takes the connection and never answers (torch's store waits without end)."""
+    import socket
+    import sys
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if rank_zero == "silent":
+        listener.listen(8)
+        accepted = []
+        threading.Thread(target=lambda: [accepted.append(listener.accept()[0]) for _ in range(8)], daemon=True).start()
+    else:
+        listener.close()
+    environment = dict(os.environ, WORLD_SIZE="2", RANK="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       PDENETS_RENDEZVOUS_TIMEOUT="3")
+    try:
+        done = subprocess.run([sys.executable, "-c", _RENDEZVOUS], env=environment, capture_output=True, text=True,
+                              timeout=40)
+    finally:
+        listener.close()
+    seconds, message = json.loads(done.stdout.strip().splitlines()[-1])
+    reason = "rank 0's store did not answer: Connection refused" if rank_zero == "absent" else \
+        "the other ranks did not answer"
+    assert message == (f"rank 1 of 2 could not join the other ranks at 127.0.0.1:{port} within 3 s ({reason}); "
+                       "WORLD_SIZE=2 is set without the other processes? Start them together with torchrun "
+                       "--nproc-per-node N")
+    assert 2.9 < seconds < 3 + 5, seconds
+
+
+RENDEZVOUS_ENVIRONMENTS = [
+    ({"WORLD_SIZE": "1_0"}, "$WORLD_SIZE='1_0' is not valid: expected an integer >= 1"),
+    ({"WORLD_SIZE": "2", "RANK": "1_0"}, "$RANK='1_0' is not valid: expected an integer >= 0"),
+    ({"WORLD_SIZE": "2", "RANK": "-1"}, "$RANK='-1' is not valid: expected an integer >= 0"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "abc"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='abc' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "inf"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='inf' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "nan"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='nan' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "-1"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='-1' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "lots"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='lots' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "-5G"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='-5G' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"PDENETS_RENDEZVOUS_TIMEOUT": "1e300"},
+     "$PDENETS_RENDEZVOUS_TIMEOUT='1e300' is not valid: expected a finite number > 0 and <= 10000000"),
+    ({"MASTER_PORT": "29_500"}, "$MASTER_PORT='29_500' is not valid: expected an integer >= 1 and <= 65535"),
+]
+
+
+@pytest.mark.parametrize("variables, message", RENDEZVOUS_ENVIRONMENTS,
+                         ids=[" ".join(f"{k}={v}" for k, v in e.items()) for e, _ in RENDEZVOUS_ENVIRONMENTS])
+def test_a_bad_number_in_the_launchers_environment_names_the_variable(monkeypatch, variables, message):
+    from pdenets.experiments.distributed import distributed_context
+
+    for name, value in {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1",
+                        **variables}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError) as caught:
+        distributed_context()
+    assert str(caught.value) == message

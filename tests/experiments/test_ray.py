@@ -90,3 +90,68 @@ def test_an_address_without_a_cluster_fails_in_one_line_before_anything_is_writt
     error = capsys.readouterr().err.strip()
     assert code == 2 and error.startswith("pdenets: error: ") and message in error and len(error.splitlines()) == 1
     assert not (tmp_path / "never").exists() and time.perf_counter() - started < 30
+
+
+def _listener(behaviour):
+    """A local TCP server that accepts and then stays silent, or answers as a web server does; its port."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+            if behaviour == "http":
+                connection.recv(1024)
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("behaviour, problem", [
+    ("silent", "it accepted a connection but gave no gRPC answer within 2 s"),
+    ("http", "it answered b'HTTP/1.1 ', not gRPC"),
+])
+def test_an_address_that_takes_connections_but_is_not_ray_fails_fast_and_writes_nothing(
+        tmp_path, capsys, monkeypatch, behaviour, problem):
+    """Without the handshake, the check passed, the run folder was written and ray.init waited without end."""
+    server = _listener(behaviour)
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    monkeypatch.setenv("PDENETS_RAY_CONNECT_TIMEOUT", "2")
+    monkeypatch.chdir(tmp_path)
+    started = time.perf_counter()
+    try:
+        code = main(["run", "toy", "--ray-address", address, "--out", str(tmp_path / "never"), "--no-progress"])
+    finally:
+        server.close()
+    seconds = time.perf_counter() - started
+    assert code == 2 and capsys.readouterr().err == (
+        f"pdenets: error: no Ray cluster answers at {address} ({problem}); start one with `ray start --head` and "
+        "pass its address (or --ray-address auto on its head node)\n")
+    assert list(tmp_path.iterdir()) == [] and seconds < 2 + 3
+
+
+def test_a_ray_clusters_own_address_passes_the_handshake(local_ray):
+    from pdenets.experiments.parallel import check_ray_address
+
+    check_ray_address(ray.get_runtime_context().gcs_address, timeout=5)
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "-1", "nan", "lots", "-5G"])
+def test_a_bad_connect_timeout_names_its_variable(monkeypatch, value):
+    from pdenets.experiments.parallel import check_ray_address
+
+    monkeypatch.setenv("PDENETS_RAY_CONNECT_TIMEOUT", value)
+    with pytest.raises(ValueError) as caught:
+        check_ray_address("127.0.0.1:1")
+    assert str(caught.value) == (f"$PDENETS_RAY_CONNECT_TIMEOUT={value!r} is not valid: expected a finite number > 0 "
+                                 "and <= 10000000")

@@ -238,3 +238,58 @@ def test_a_store_gains_a_newly_declared_column(tmp_path):
         store.add("b", {"i": 2}, {"value": 3.0})
         assert [tuple(r) for r in store.query("SELECT key, value FROM runs ORDER BY key")] == [("a", None),
                                                                                               ("b", 3.0)]
+
+
+@pytest.mark.parametrize("link", ["dangling", "loop"])
+def test_a_runs_root_that_is_a_symlink_to_nothing_is_named(tmp_path, link):
+    target = tmp_path / ("nowhere" if link == "dangling" else "runs")
+    (tmp_path / "runs").symlink_to(target)
+    problem = "which does not exist" if link == "dangling" else "which loops (the links lead back to themselves)"
+    with pytest.raises(RunDirectoryError) as caught:
+        run_task(ToyTask(ToyConfig(workers=1, count=1)), runs_root=tmp_path / "runs", progress=False)
+    assert str(caught.value) == (f"runs folder {tmp_path / 'runs'} is a symlink to {target}, {problem}; create the "
+                                 "target or choose another runs folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+
+
+@pytest.mark.parametrize("name", ["../outside.txt", "sub/../../outside.txt", "/etc/passwd", "escape/x.txt"])
+def test_a_file_name_that_leads_outside_the_run_folder_is_refused(tmp_path, name):
+    from pdenets.experiments.rundir import resolve_inside
+
+    folder = tmp_path / "run"
+    directory = RunDirectory(folder)
+    (folder / "escape").symlink_to(tmp_path)
+    with pytest.raises(RunDirectoryError) as caught:
+        directory.write_text(name, "x")
+    target = (folder / name).resolve()
+    assert str(caught.value) == (f"{name!r} leads outside the folder {folder} (to {target}); give the name of a file "
+                                 "inside it")
+    assert resolve_inside(folder, "plots/a.png") == folder.resolve() / "plots" / "a.png"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and not (tmp_path / "outside.txt").exists()
+
+
+@pytest.mark.parametrize("name, error, message", [
+    ("file:///etc/x.png", ValueError, "figure 'file:///etc/x.png' is not a file name relative to the report's "
+                                      "folder; save the figure into the run folder and give its name"),
+    ("javascript:alert(1)", ValueError, "figure 'javascript:alert(1)' is not a file name relative to the report's "
+                                        "folder; save the figure into the run folder and give its name"),
+    ("/usr/share/x.png", ValueError, "figure '/usr/share/x.png' is not a file name relative to the report's folder; "
+                                     "save the figure into the run folder and give its name"),
+])
+def test_a_report_figure_must_be_a_file_name(name, error, message):
+    from pdenets.experiments.report import Report
+
+    with pytest.raises(error) as caught:
+        Report("demo").figure(name, "a caption")
+    assert str(caught.value) == message
+
+
+def test_a_report_figure_outside_its_folder_is_refused_before_anything_is_written(tmp_path):
+    from pdenets.experiments.report import Report
+
+    report = Report("demo")
+    report.figure("../elsewhere.png", "a caption")
+    with pytest.raises(RunDirectoryError) as caught:
+        report.write(tmp_path / "run")
+    assert str(caught.value).startswith(f"'../elsewhere.png' leads outside the folder {tmp_path / 'run'}")
+    assert list((tmp_path / "run").iterdir()) == []

@@ -72,3 +72,107 @@ def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_di
     monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points())
     assert {"synthetic", "few-shot", "coin-forecast"} <= set(engine.registered_tasks())
     assert imported == ["pdenets.tasks"]
+
+
+_TASK = '''
+from dataclasses import dataclass
+from pdenets.experiments import Task, TaskConfig, register_task
+
+@dataclass
+class Config(TaskConfig):
+    size: int = 1
+
+class Base(Task):
+    description = "a plug-in task"
+    config_class = Config
+
+    def jobs(self):
+        return []
+
+    @staticmethod
+    def run_job(spec):
+        return {}
+
+    def summarize(self, records):
+        return {}
+
+    def report(self, results, records, run_dir):
+        pass
+'''
+
+PLUGINS = {
+    "exits": ("raise SystemExit(0)", "SystemExit: 0"),
+    "no_dataclass": (_TASK + '''
+class Plain:
+    size = 1
+
+@register_task
+class Registered(Base):
+    name = "plugin-registered-first"
+
+@register_task
+class NoDataclass(Base):
+    name = "plugin-no-dataclass"
+    config_class = Plain
+''', "TypeError: task 'plugin-no-dataclass': config_class 'Plain' must be a @dataclass that subclasses "
+     "pdenets.experiments.TaskConfig"),
+    "bad_shortcut": (_TASK + '''
+@register_task
+class BadShortcut(Base):
+    name = "plugin-bad-shortcut"
+    shortcuts = {"sz": "sizes"}
+''', "TypeError: task 'plugin-bad-shortcut' declares shortcuts for unknown fields ['sizes']"),
+    "engine_option": (_TASK + '''
+@dataclass
+class Clash(TaskConfig):
+    out: str = "here"
+
+@register_task
+class EngineOption(Base):
+    name = "plugin-engine-option"
+    config_class = Clash
+''', "TypeError: task 'plugin-engine-option': the option --out of field 'out' collides with a run option"),
+    "unknown_table_task": ('''
+from pdenets.experiments.config import TaskConfig
+from pdenets.experiments.task import register_reproduction
+register_reproduction("plugin-table", "no-such-task", full=TaskConfig, quick=TaskConfig, description="x")
+''', "UnknownNameError: table 'plugin-table': unknown task 'no-such-task'; valid: "),
+}
+
+
+@pytest.mark.parametrize("module", sorted(PLUGINS))
+def test_a_broken_plugin_is_left_out_with_one_warning_and_every_command_still_works(
+        module, tmp_path, monkeypatch, capsys, fresh_discovery):
+    """A plug-in that exits, registers a class the command line cannot use, or a table of an unknown task: it is
+    dropped (with what it registered before failing), a one-line warning names it, built-in commands work."""
+    from pdenets.cli import main
+
+    source, error = PLUGINS[module]
+    name = f"pdenets_test_plugin_{module}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(engine, "REPRODUCTIONS", dict(engine.REPRODUCTIONS))
+    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(("builtin", "pdenets.tasks"),
+                                                                          ("mine", name)))
+    builtin_tasks, builtin_tables = dict(engine.TASKS), dict(engine.REPRODUCTIONS)
+    assert main(["tasks"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"pdenets: warning: the tasks of '{name}' (entry point 'mine') "
+                                                   f"could not be loaded: {error}"), err
+    assert lines[0].endswith("; they are left out")
+    assert engine.TASKS == builtin_tasks and engine.REPRODUCTIONS == builtin_tables
+    assert "node-classification" in out and "plugin-" not in out
+    assert main(["run", "synthetic", "--print-config"]) == 0
+    sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("module", ["no_dataclass", "bad_shortcut", "engine_option", "unknown_table_task"])
+def test_a_builtin_task_that_fails_its_checks_raises(module, tmp_path, monkeypatch, fresh_discovery):
+    """The same checks at registration, outside a plug-in: the error is raised, not hidden."""
+    monkeypatch.setattr(engine, "REPRODUCTIONS", dict(engine.REPRODUCTIONS))
+    source, error = PLUGINS[module]
+    kind, message = error.split(": ", 1)
+    with pytest.raises((TypeError, KeyError)) as caught:
+        exec(compile(textwrap.dedent(source), f"<{module}>", "exec"), {"__name__": f"builtin_{module}"})
+    assert type(caught.value).__name__ == kind and str(caught.value).startswith(message)

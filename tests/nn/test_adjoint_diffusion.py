@@ -135,3 +135,17 @@ def test_bad_requests():
         adjoint_diffusion(operator, torch.randn(10, 2), 2, dropout_position="middle")
     with pytest.raises(ValueError, match="backward"):
         DiffusionLayer(step_size=0.25, weights=cycle_weights(10), backward="stored")
+
+
+def test_a_second_derivative_is_refused_at_the_first_backward_naming_the_autograd_layer():
+    layer = DiffusionLayer(step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32))
+    x = torch.randn(6, 2, requires_grad=True)
+    with pytest.raises(RuntimeError) as caught:
+        torch.autograd.grad(layer(x).pow(2).sum(), x, create_graph=True)
+    assert str(caught.value) == ("the adjoint diffusion backward is first order only and cannot build a graph for a "
+                                 "second derivative (create_graph=True): build the layer with backward=\"autograd\"")
+    stored = DiffusionLayer(step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32), backward="autograd")
+    (gradient,) = torch.autograd.grad(stored(x).pow(2).sum(), x, create_graph=True)
+    gradient.sum().backward()  # the advised layer gives the second derivative
+    (first,) = torch.autograd.grad(layer(x).pow(2).sum(), x)  # a first derivative still works
+    assert torch.allclose(first, gradient.detach())

@@ -102,3 +102,32 @@ def test_dropout_rescaling_is_exact_in_expectation_and_tight_in_practice(p):
     rate = float(kept.double().mean())
     standard_error = math.sqrt(keep * (1 - keep) / entries)
     assert abs(rate - keep) <= 5 * standard_error + 1 / entries
+
+
+EXACT = [
+    ("DiffusionLayer sparse features", lambda: DiffusionLayer(step_size=0.1, weights=W)(torch.eye(6).to_sparse()),
+     TypeError, "input to DiffusionLayer is a sparse tensor (torch.sparse_coo): DiffusionLayer needs dense features: "
+                "pass x.to_dense()"),
+    ("DiffusionLayer CSR features without steps", lambda: DiffusionLayer(step_size=0.1, num_steps=0)(
+        torch.eye(6).to_sparse_csr()), TypeError, "input to DiffusionLayer is a sparse tensor (torch.sparse_csr): "
+                                                  "DiffusionLayer needs dense features: pass x.to_dense()"),
+    ("DiffResNet float64 input, float32 model", lambda: DiffResNet(5, 3, num_steps=2, step_size=0.25, weights=W)(
+        torch.randn(6, 5, dtype=torch.float64)), TypeError,
+     "input to DiffResNet is torch.float64 but the model's parameters are torch.float32: call model.double() or pass "
+     "x.float()"),
+    ("DiffResNet float32 input, float64 model", lambda: DiffResNet(5, 3, num_steps=0).double()(torch.randn(6, 5)),
+     TypeError, "input to DiffResNet is torch.float32 but the model's parameters are torch.float64: call "
+                "model.float() or pass x.double()"),
+]
+
+
+@pytest.mark.parametrize("what, call, error, message", EXACT, ids=[c[0] for c in EXACT])
+def test_bad_input_to_layers_and_models_gets_exactly_one_line(what, call, error, message):
+    with pytest.raises(error) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+def test_a_model_in_float64_takes_float64_input():
+    model = DiffResNet(5, 3, num_steps=2, step_size=0.25, weights=W.double()).double()
+    assert model(torch.randn(6, 5, dtype=torch.float64)).dtype == torch.float64

@@ -152,3 +152,74 @@ def test_regression_integer_features_on_a_dense_graph_used_to_come_back_zero():
     with pytest.raises(TypeError, match="input to DiffusionLayer must be float32 or float64, got torch.int64"):
         layer(torch.ones(6, 3, dtype=torch.int64))
     assert torch.allclose(layer(torch.ones(6, 3)), torch.ones(6, 3))
+
+
+def _sparse_matrix():
+    from pdenets.operators.sparse import SparseMatrix
+
+    return SparseMatrix(torch.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse())
+
+
+def _huge_sparse_matrix():
+    from pdenets.operators.sparse import SparseMatrix
+
+    side = 2**31 + 10  # one stored entry: cheap to build, impossible to index with 32-bit integers
+    return SparseMatrix(torch.sparse_coo_tensor(torch.tensor([[0], [0]]), torch.tensor([1.0]), (side, side)))
+
+
+def _chebyshev(lambda_max):
+    from pdenets.operators import chebyshev_propagation_matrix
+
+    return chebyshev_propagation_matrix(W.to_sparse(), lambda_max=lambda_max)
+
+
+HYBRID_ROWS = torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([[0.0, 1.0], [1.0, 0.0]]), (2, 2))
+HYBRID_ENTRIES = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2, 3), (2, 2, 3))
+HALF = "has dtype {}: half precision is not supported (the sparse products, neighbour search and stability bounds " \
+       "need float32 or float64); convert with .float()"
+
+EXACT = [
+    ("SparseMatrix side above 2^31 - 1", _huge_sparse_matrix, ValueError,
+     "SparseMatrix of shape (2147483658, 2147483658): more than 2^31 − 1 nodes is not supported"),
+    ("SparseMatrix.matmul float16", lambda: _sparse_matrix().matmul(torch.ones(2, 2).half()), TypeError,
+     "the dense operand of SparseMatrix.matmul " + HALF.format("torch.float16")),
+    ("SparseMatrix.matmul bfloat16", lambda: _sparse_matrix().matmul(torch.ones(2, 2).bfloat16()), TypeError,
+     "the dense operand of SparseMatrix.matmul " + HALF.format("torch.bfloat16")),
+    ("SparseMatrix.matmul int64", lambda: _sparse_matrix().matmul(torch.ones(2, 2, dtype=torch.int64)), TypeError,
+     "the dense operand of SparseMatrix.matmul must be float32 or float64, got torch.int64; convert with .float()"),
+    ("SparseMatrix.product int32", lambda: _sparse_matrix().product(torch.ones(2, 2, dtype=torch.int32)), TypeError,
+     "the dense operand of SparseMatrix.product must be float32 or float64, got torch.int32; convert with .float()"),
+    ("SparseMatrix of a hybrid tensor", lambda: _sparse_matrix().__class__(HYBRID_ROWS), ValueError,
+     "the matrix of SparseMatrix is a hybrid sparse tensor (sparse_dim=1, dense_dim=1, shape (2, 2)): give one "
+     "scalar per entry, a sparse (N, N) matrix with sparse_dim=2 and dense_dim=0"),
+    ("edge id 2^62", lambda: as_weight_matrix((torch.tensor([[0, 2**62], [1, 0]]), torch.ones(2))), ValueError,
+     "edge_index refers to node 4611686018427387904: more than 2^31 − 1 nodes is not supported; renumber or pass "
+     "num_nodes"),
+    ("edge id 2^31 - 1", lambda: as_weight_matrix((torch.tensor([[0, 2**31 - 1], [1, 0]]), None)), ValueError,
+     "edge_index refers to node 2147483647: more than 2^31 − 1 nodes is not supported; renumber or pass num_nodes"),
+    ("hybrid COO, one sparse dimension", lambda: as_weight_matrix(HYBRID_ROWS), ValueError,
+     "weight matrix is a hybrid sparse tensor (sparse_dim=1, dense_dim=1, shape (2, 2)): give one scalar per entry, "
+     "a sparse (N, N) matrix with sparse_dim=2 and dense_dim=0"),
+    ("hybrid COO, vector entries", lambda: DiffusionOperator(HYBRID_ENTRIES, 0.1), ValueError,
+     "weight matrix is a hybrid sparse tensor (sparse_dim=2, dense_dim=1, shape (2, 2, 3)): give one scalar per "
+     "entry, a sparse (N, N) matrix with sparse_dim=2 and dense_dim=0"),
+    ("chebyshev lambda_max 0", lambda: _chebyshev(0), ValueError, "lambda_max must be > 0, got 0.0"),
+    ("chebyshev lambda_max -1", lambda: _chebyshev(-1), ValueError, "lambda_max must be > 0, got -1.0"),
+    ("chebyshev lambda_max nan", lambda: _chebyshev(math.nan), ValueError, "lambda_max must be finite, got nan"),
+    ("diffusion of no nodes, dense", lambda: DiffusionOperator(torch.zeros(0, 0), 0.1), ValueError,
+     "the graph has no nodes (N = 0): a diffusion operator needs at least one node"),
+    ("diffusion of no nodes, edge list", lambda: DiffusionOperator((torch.zeros(2, 0, dtype=torch.long), None), 0.1),
+     ValueError, "the graph has no nodes (N = 0): a diffusion operator needs at least one node"),
+    ("diffusion of no nodes, CSR", lambda: DiffusionOperator(torch.zeros(0, 0).to_sparse_csr(), 0.1), ValueError,
+     "the graph has no nodes (N = 0): a diffusion operator needs at least one node"),
+    ("diffuse sparse features", lambda: DiffusionOperator(W, 0.25).apply(torch.eye(6).to_sparse()), TypeError,
+     "features is a sparse tensor (torch.sparse_coo): DiffusionOperator.apply needs dense features: pass "
+     "x.to_dense()"),
+]
+
+
+@pytest.mark.parametrize("what, call, error, message", EXACT, ids=[c[0] for c in EXACT])
+def test_bad_input_to_operators_gets_exactly_one_line(what, call, error, message):
+    with pytest.raises(error) as caught:
+        call()
+    assert str(caught.value) == message

@@ -4,8 +4,12 @@ What a reader sees is checked, not the HTML text: the page is rendered by a real
 (Debian's ``chromium`` and ``chromium-driver`` packages, driven by ``selenium``; nothing is
 downloaded at run time), and
 
-* every ``<img>`` must have finished loading with a non-zero natural size;
-* every relative link must name a file beside the report, every ``#anchor`` an element;
+* every ``<img>`` must be a file of the run folder (or a ``data:`` URL) and have finished loading with a
+  non-zero natural size;
+* every link is resolved against the report's URL (:func:`classify_target`): an ``http``, ``https`` or
+  ``mailto`` link is another site's; any other must name an existing file inside the run folder, every
+  ``#anchor`` an element; ``file:`` URLs leading elsewhere, ``../`` out of the folder, ``javascript:`` and
+  protocol-relative ``//host`` links are problems;
 * no table or code block may be wider than the page (a wide table scrolls off the screen);
 
 and a full-page screenshot is saved for a person to look at. Links to other sites are listed,
@@ -24,8 +28,15 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
+from urllib.parse import unquote, urljoin, urlsplit
+from urllib.request import url2pathname
 
-__all__ = ["ReportCheck", "browser_available", "check_report"]
+from .rundir import RunDirectoryError, resolve_inside
+
+__all__ = ["ReportCheck", "browser_available", "check_report", "classify_target"]
+
+#: schemes of links to other sites: listed, never fetched
+_EXTERNAL_SCHEMES = ("http", "https", "mailto")
 
 #: where Debian's packages put the browser and its driver
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -57,6 +68,63 @@ class ReportCheck:
     problems: List[str] = field(default_factory=list)
     page_size: Tuple[int, int] = (0, 0)
     screenshot: Optional[Path] = None
+
+
+def classify_target(report: Union[str, Path], target: Optional[str], *, image: bool = False) -> Tuple[str, str]:
+    """What a link's ``href`` (or, with ``image``, an image's ``src``) in ``report`` points to.
+
+    ``target`` is resolved against the report's ``file:`` URL, as the browser resolves it. The run folder is the
+    report's folder.
+
+    Args:
+        report: the ``report.html`` file.
+        target: the attribute's text as written in the page (``None``: the attribute is missing).
+        image: ``target`` is an image's ``src``: other sites are not allowed, a ``data:`` URL is.
+
+    Returns:
+        ``(kind, detail)``: ``("anchor", id)`` for ``#id``; ``("external", url)`` for a link to another site;
+        ``("inline", "")`` for an image's ``data:`` URL; ``("file", path)`` for an existing file inside the run
+        folder; ``("problem", message)`` for anything else.
+
+    Examples:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> (folder / "runs.csv").write_text("a\\n")
+        2
+        >>> classify_target(folder / "report.html", "runs.csv")[0], classify_target(folder / "report.html", "#top")
+        ('file', ('anchor', 'top'))
+        >>> classify_target(folder / "report.html", "../../etc/passwd")[1]
+        "link '../../etc/passwd' leads outside the run folder"
+    """
+    what = "image" if image else "link"
+    if target is None or not target.strip():
+        return "problem", "an image without a src" if image else "a link without an href"
+    report = Path(report).resolve()
+    folder = report.parent
+    if target.startswith("#") and not image:
+        return "anchor", target[1:]
+    url = urlsplit(urljoin(report.as_uri(), target.strip()))
+    scheme = url.scheme.lower()
+    if scheme in _EXTERNAL_SCHEMES and not image:
+        return "external", target
+    if scheme == "data" and image:
+        return "inline", ""
+    if scheme != "file":
+        kind = "another site's" if scheme in _EXTERNAL_SCHEMES else f"a {scheme}:"
+        return "problem", f"{what} {target!r} is {kind} URL; {'images' if image else 'links'} must name files of " \
+                          "the run folder" + ("" if image else " or web pages (http, https, mailto)")
+    if url.netloc not in ("", "localhost"):
+        return "problem", f"{what} {target!r} names a file on another machine ({url.netloc})"
+    path = Path(url2pathname(unquote(url.path)))
+    try:
+        inside = resolve_inside(folder, path)
+    except RunDirectoryError:
+        return "problem", f"{what} {target!r} leads outside the run folder"
+    if not image and not inside.exists():
+        return "problem", f"{what} {target!r} names no file beside the report"
+    if not image and inside == report and url.fragment:
+        return "anchor", url.fragment
+    return "file", str(inside)
 
 
 def _which(names) -> Optional[str]:
@@ -111,18 +179,21 @@ def check_report(report: Union[str, Path], *, screenshot: Union[str, Path, None]
         outcome.images, outcome.links = len(seen["images"]), len(seen["links"])
         outcome.page_size = (int(seen["page"]), int(seen["height"]))
         for source, loaded, natural_width, natural_height in seen["images"]:
-            if not loaded:
+            kind, detail = classify_target(report, source, image=True)
+            if kind == "problem":
+                outcome.problems.append(detail)
+            elif not loaded:
                 outcome.problems.append(f"image {source!r} did not load")
             elif min(natural_width, natural_height) < 50:
                 outcome.problems.append(f"image {source!r} is {natural_width}x{natural_height} pixels: unreadable")
         for target in seen["links"]:
-            if target.startswith("#"):
-                if target[1:] not in seen["ids"]:
-                    outcome.problems.append(f"link {target!r} names no element of the page")
-            elif "://" in target or target.startswith("mailto:"):
+            kind, detail = classify_target(report, target)
+            if kind == "anchor" and detail not in seen["ids"]:
+                outcome.problems.append(f"link {target!r} names no element of the page")
+            elif kind == "external":
                 outcome.external_links.append(target)
-            elif not (report.parent / target.split("#")[0]).exists():
-                outcome.problems.append(f"link {target!r} names no file beside the report")
+            elif kind == "problem":
+                outcome.problems.append(detail)
         for tag, element_width, first_line in seen["wide"]:
             outcome.problems.append(f"a {tag} {element_width} px wide overflows the {seen['page']} px page "
                                     f"({first_line!r})")

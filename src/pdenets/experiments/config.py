@@ -11,8 +11,9 @@ winning, each merged deeply into the previous one:
 The rules, enforced here and by OmegaConf's structured configs:
 
 * unknown keys are refused at any depth, with the valid names;
-* values are checked against the field annotations: ``true`` is not an int, ``1e-3`` is a
-  float, a string field does not silently take ``no``;
+* values are read as YAML 1.2 (:class:`PlainLoader`) and checked against the field annotations:
+  ``true`` is not an int, ``1e-3`` is a float, ``010`` is ten, ``yes`` is a word (not a boolean),
+  and a number field refuses ``1_0`` or ``1:30`` instead of reading them as 10 or 90;
 * a list field given one value becomes a one-element list (never a list of characters);
 * YAML tags (``!!python/object``, ``!!int``) and anchors are refused: a configuration is
   plain data.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,11 +245,59 @@ def _refuse_tags_and_anchors(text: str, source: str) -> None:
                               "plain values (numbers, strings, true/false, lists, mappings)")
 
 
+class PlainLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the scalars of the YAML 1.2 core schema instead of YAML 1.1's.
+
+    Only ``true``/``false`` (also ``True``, ``TRUE``, ...) are booleans (``yes``, ``no``, ``on``, ``off``
+    stay words); integers are decimal ``[-+]?[0-9]+`` (``010`` is ten, not eight), ``0o17`` or ``0x1F``;
+    floats need a ``.`` or an exponent (``1e-3`` is a float), or are ``.inf``, ``-.inf``, ``.nan``;
+    ``null``, ``~`` and the empty value are null. Everything else is a string: ``1_0``, ``1:30`` (YAML
+    1.1's sexagesimal 90), ``0b11`` and dates stay as written, and a numeric field refuses them.
+    """
+
+
+PlainLoader.yaml_implicit_resolvers = {}
+_RESOLVERS = (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+)
+for _tag, _pattern, _first in _RESOLVERS:
+    PlainLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def yaml12_int(text: str) -> int:
+    """A YAML 1.2 core-schema integer (``-12``, ``010`` = 10, ``0o17``, ``0x1F``); ``ValueError`` otherwise."""
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text, 10)
+    if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    raise ValueError(f"{text!r} is not an integer")
+
+
+def yaml12_float(text: str) -> float:
+    """A YAML 1.2 core-schema number (``1e-3``, ``.5``, ``-.inf``, ``.nan``, an integer); else ``ValueError``."""
+    lowered = text.lower()
+    if lowered in (".inf", "+.inf", "-.inf", ".nan"):
+        return float(lowered.replace(".", ""))
+    if re.fullmatch(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?", text):
+        return float(text)
+    return float(yaml12_int(text))
+
+
+PlainLoader.add_constructor("tag:yaml.org,2002:int", lambda loader, node: yaml12_int(loader.construct_scalar(node)))
+PlainLoader.add_constructor("tag:yaml.org,2002:float",
+                            lambda loader, node: yaml12_float(loader.construct_scalar(node)))
+
+
 def load_yaml(text: str, *, source: str = "<text>") -> Any:
-    """Parse YAML holding plain data; tags, anchors and syntax errors give :class:`ConfigError`."""
+    """Parse YAML holding plain data (:class:`PlainLoader`: YAML 1.2 scalars); tags, anchors and syntax errors give
+    :class:`ConfigError`."""
     try:
         _refuse_tags_and_anchors(text, source)
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=PlainLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         mark = getattr(error, "problem_mark", None)
@@ -278,9 +328,9 @@ def _read_config_file(path: Union[str, Path]) -> Dict[str, Any]:
 
 
 def parse_value(text: str, *, source: str = "value") -> Any:
-    """A command-line value as YAML (``3`` → int, ``[a, b]`` → list, ``true`` → bool).
+    """A command-line value as YAML 1.2 (``3`` → int, ``1e-3`` → float, ``[a, b]`` → list, ``true`` → bool).
 
-    YAML 1.1 reads ``1e-3`` as a string; a float field converts it (see :func:`resolve_config`).
+    See :class:`PlainLoader`: ``010`` is 10, while ``1_0``, ``1:30`` and ``yes`` stay strings.
     """
     return load_yaml(text, source=source) if text.strip() else ""
 
@@ -374,14 +424,20 @@ def _check_value(value: Any, annotation, path: str) -> Any:
         raise ConfigError(f"{path} expects true or false, got {value!r}")
     if annotation in (int, float) and isinstance(value, bool):
         raise ConfigError(f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}")
+    if annotation in (int, float) and isinstance(value, str):
+        # a quoted number is read by the YAML 1.2 rules, never by Python's int()/float(), which take 1_0 and " 7 "
+        try:
+            value = yaml12_int(value) if annotation is int else yaml12_float(value)
+        except ValueError:
+            raise ConfigError(f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}"
+                              ) from None
     if annotation is int and isinstance(value, float):
         if not value.is_integer():
             raise ConfigError(f"{path} expects an integer, got {value!r}")
         return int(value)
     if annotation is str and isinstance(value, (bool, list, dict)):
         raise ConfigError(f"{path} expects a string, got {value!r}" +
-                          (" (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool)
-                           else ""))
+                          (" (true/false are booleans: quote the word)" if isinstance(value, bool) else ""))
     if annotation in (int, float, str) and isinstance(value, (list, dict)):
         raise ConfigError(f"{path} expects a{'n' if annotation is int else ''} {_type_name(annotation)}, got {value!r}")
     return value

@@ -17,10 +17,15 @@ Example:
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+from .._checks import environment_number
 
 __all__ = ["DistributedContext", "distributed_context", "RendezvousError"]
 
@@ -71,34 +76,86 @@ class DistributedContext:
 
 #: seconds a process waits for the other ranks (``$PDENETS_RENDEZVOUS_TIMEOUT`` overrides)
 RENDEZVOUS_TIMEOUT_S = 120.0
+#: the longest ``$PDENETS_RENDEZVOUS_TIMEOUT`` accepted (seconds)
+_LONGEST_TIMEOUT_S = 1e7
+#: seconds between two attempts to reach rank 0's store
+_POLL_S = 0.1
+#: seconds torch's own timeout error is given to arrive before the deadline is enforced without it
+_GRACE_S = 1.5
 
 
 class RendezvousError(RuntimeError):
     """The launcher's environment names other ranks that never joined (or is incomplete)."""
 
 
-def _environment_int(name: str, default=None) -> int:
-    text = os.environ.get(name)
-    if text is None:
+def _environment_int(name: str, default=None, *, minimum: int = 0, maximum=None) -> int:
+    """``$name`` as an integer (:func:`~pdenets._checks.environment_number`); a missing required one is a
+    :class:`RendezvousError` saying to start the run with torchrun."""
+    value = environment_number(name, None, minimum_exclusive=minimum - 1, integer=True, maximum=maximum)
+    if value is None:
         if default is None:
             raise RendezvousError(f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun "
                                   "(torchrun --nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and "
                                   "MASTER_PORT")
         return default
-    try:
-        return int(text)
-    except ValueError:
-        raise RendezvousError(f"${name}={text!r} is not an integer") from None
+    return value
+
+
+def _wait_for_rank_zero(host: str, port: int, deadline: float) -> None:
+    """Return once ``host:port`` (rank 0's store) accepts a TCP connection; ``TimeoutError`` at ``deadline``.
+
+    torch's store client retries a missing server with growing delays, well past its timeout; polling here
+    first keeps the whole rendezvous within the deadline.
+    """
+    reason = "nothing answered"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"rank 0's store did not answer: {reason}")
+        try:
+            socket.create_connection((host, port), timeout=min(max(left, 0.01), 1.0)).close()
+            return
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+        time.sleep(min(_POLL_S, max(deadline - time.monotonic(), 0)))
+
+
+def _within(seconds: float, function, *args, **kwargs) -> None:
+    """Call ``function`` in a daemon thread; ``TimeoutError`` if it has not returned after ``seconds``.
+
+    torch's store retries an address that takes connections but does not answer, with growing delays and
+    without end; the thread is left to torch (it dies with the process) and the caller gets its answer on time.
+    """
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            function(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True, name="pdenets-rendezvous")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError("the other ranks did not answer")
+    if "error" in outcome:
+        raise outcome["error"]
 
 
 def distributed_context(device: str = "cpu") -> DistributedContext:
     """Join the process group ``torchrun`` prepared, or a single-process context.
 
+    The whole rendezvous — reaching rank 0's store, then every rank joining — ends within
+    ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds (default 120).
+
     Raises:
-        RendezvousError: the other ranks did not join within ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds
-            (default 120), or the environment is incomplete — one line, never a silent wait.
+        RendezvousError: the other ranks did not join within the timeout, or the environment is
+            incomplete — one line, never a silent wait.
+        ValueError: ``$WORLD_SIZE``, ``$RANK``, ``$MASTER_PORT`` or ``$PDENETS_RENDEZVOUS_TIMEOUT`` is not a
+            valid number (the message names the variable).
     """
-    world_size = _environment_int("WORLD_SIZE", 1)
+    world_size = _environment_int("WORLD_SIZE", 1, minimum=1)
     if world_size <= 1:
         return DistributedContext()
     rank = _environment_int("RANK")
@@ -107,14 +164,24 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
     if not dist.is_initialized():
         from datetime import timedelta
 
-        timeout = float(os.environ.get("PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S))
-        address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
-        try:
-            dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", rank=rank,
-                                    world_size=world_size, timeout=timedelta(seconds=timeout))
-        except (RuntimeError, ValueError) as error:
-            raise RendezvousError(
+        timeout = environment_number("PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S, maximum=_LONGEST_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
+        host = os.environ.get("MASTER_ADDR")
+        port = _environment_int("MASTER_PORT", 0, minimum=1, maximum=65535) or None
+        address = f"{host or '?'}:{port or '?'}"
+
+        def failed(reason: str) -> RendezvousError:
+            return RendezvousError(
                 f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} s "
-                f"({str(error).splitlines()[0][:120]}); WORLD_SIZE={world_size} is set without the other "
-                "processes? Start them together with torchrun --nproc-per-node N") from None
+                f"({reason[:120]}); WORLD_SIZE={world_size} is set without the other "
+                "processes? Start them together with torchrun --nproc-per-node N")
+
+        try:
+            if rank != 0 and host and port:
+                _wait_for_rank_zero(host, port, deadline)
+            left = max(deadline - time.monotonic(), 1.0)
+            _within(left + _GRACE_S, dist.init_process_group, "nccl" if device.startswith("cuda") else "gloo",
+                    rank=rank, world_size=world_size, timeout=timedelta(seconds=left))
+        except (RuntimeError, ValueError, TimeoutError) as error:
+            raise failed(str(error).splitlines()[0]) from None
     return DistributedContext(rank, world_size)

@@ -32,6 +32,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import torch
 
+from .._checks import check_positive, environment_number
+
 __all__ = ["execute", "JobError", "default_workers", "resolve_parallelism", "check_ray_address", "PARENT_POLL_SECONDS",
            "RAY_CONNECT_TIMEOUT_S"]
 
@@ -153,21 +155,63 @@ def _run_pool(items: Sequence[Item], function, plan: Parallelism) -> Iterator[Tu
             _stop(pool)
 
 
-#: seconds to wait for a Ray cluster's address to take a connection (``$PDENETS_RAY_CONNECT_TIMEOUT``)
+#: seconds to wait for a Ray cluster's address to answer (``$PDENETS_RAY_CONNECT_TIMEOUT``)
 RAY_CONNECT_TIMEOUT_S = 10.0
+#: the longest ``$PDENETS_RAY_CONNECT_TIMEOUT`` accepted (seconds)
+_LONGEST_CONNECT_TIMEOUT_S = 1e7
+#: what a gRPC client sends first: the HTTP/2 connection preface, then an empty SETTINGS frame
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_HTTP2_SETTINGS = 4
+
+
+def _grpc_handshake(host: str, port: int, timeout: float) -> Optional[str]:
+    """Open ``host:port`` and speak the first words of gRPC (HTTP/2) within ``timeout`` seconds in all.
+
+    Ray's cluster addresses (the GCS at ``HOST:PORT``, the Ray Client server at ``ray://HOST:PORT``) are gRPC
+    servers: given the HTTP/2 connection preface, they answer at once with a SETTINGS frame on stream 0.
+
+    Returns:
+        ``None`` after such an answer, else why not, in a few words.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        connection = socket.create_connection((host, port), timeout=timeout)
+    except OSError as error:
+        return f"{error.strerror or type(error).__name__} within {timeout:g} s"
+    answer = b""
+    with connection:
+        try:
+            connection.settimeout(max(deadline - time.monotonic(), 0.001))
+            connection.sendall(_HTTP2_PREFACE)
+            while len(answer) < 9:
+                connection.settimeout(max(deadline - time.monotonic(), 0.001))
+                chunk = connection.recv(9 - len(answer))
+                if not chunk:
+                    return "it closed the connection without a gRPC answer"
+                answer += chunk
+        except socket.timeout:
+            return f"it accepted a connection but gave no gRPC answer within {timeout:g} s"
+        except OSError as error:
+            return f"{error.strerror or type(error).__name__} during the gRPC handshake"
+    frame_type, flags, stream = answer[3], answer[4], int.from_bytes(answer[5:9], "big") & 0x7FFFFFFF
+    if frame_type != _HTTP2_SETTINGS or flags & 1 or stream != 0:
+        return f"it answered {answer!r}, not gRPC"
+    return None
 
 
 def check_ray_address(address: str, timeout: Optional[float] = None) -> None:
-    """Refuse, in one line, a Ray address that is malformed or takes no connection.
+    """Refuse, in one line, a Ray address that is malformed or where no Ray cluster answers.
 
     ``"auto"`` (a cluster started on this machine with ``ray start --head``) and ``"local"`` (a
-    cluster started for this run) are left to Ray. ``HOST:PORT`` and ``ray://HOST:PORT`` must accept
-    a TCP connection within ``timeout`` seconds (default ``$PDENETS_RAY_CONNECT_TIMEOUT`` or 10):
-    without this check ``ray.init`` retries an unreachable address for minutes, silently.
+    cluster started for this run) are left to Ray. At ``HOST:PORT`` and ``ray://HOST:PORT`` a gRPC server
+    (what Ray's GCS and Ray Client server are) must complete the HTTP/2 handshake within ``timeout`` seconds
+    (default ``$PDENETS_RAY_CONNECT_TIMEOUT`` or 10): without this check ``ray.init`` retries an unreachable
+    address for minutes, and waits forever on a server that takes the connection but is not Ray, silently.
 
     Raises:
-        ValueError: the address is none of the forms above.
-        ConnectionError: nothing answers at the address.
+        ValueError: the address is none of the forms above, or ``$PDENETS_RAY_CONNECT_TIMEOUT`` is not a
+            number of seconds.
+        ConnectionError: no Ray cluster answers at the address.
     """
     if address in ("auto", "local"):
         return
@@ -175,14 +219,14 @@ def check_ray_address(address: str, timeout: Optional[float] = None) -> None:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"ray_address {address!r} is not 'auto', 'local', 'HOST:PORT' or 'ray://HOST:PORT'")
     if timeout is None:
-        timeout = float(os.environ.get("PDENETS_RAY_CONNECT_TIMEOUT", RAY_CONNECT_TIMEOUT_S))
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ConnectionError(f"no Ray cluster answers at {address} ({reason} within {timeout:g} s): start one with "
-                              "`ray start --head` and pass its address (or --ray-address auto on its head "
-                              "node)") from None
+        timeout = environment_number("PDENETS_RAY_CONNECT_TIMEOUT", RAY_CONNECT_TIMEOUT_S,
+                                     maximum=_LONGEST_CONNECT_TIMEOUT_S)
+    else:
+        timeout = check_positive(timeout, "timeout")
+    problem = _grpc_handshake(host.strip("[]"), int(port), timeout)
+    if problem is not None:
+        raise ConnectionError(f"no Ray cluster answers at {address} ({problem}); start one with `ray start --head` "
+                              "and pass its address (or --ray-address auto on its head node)")
 
 
 def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Iterator[Tuple[Any, Any]]:

@@ -20,6 +20,9 @@ from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["Report", "format_number"]
 
+#: ``scheme:`` at the start of a link (``file:``, ``javascript:``, ``https:``): a URL, not a file name
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.5}
@@ -112,7 +115,13 @@ class Report:
         self._blocks.append(("table", (list(headers), cells, caption, align)))
 
     def figure(self, filename: str, caption: str) -> None:
-        """Reference a PNG that lives in the report's directory."""
+        """Reference a PNG that lives in the report's directory (a file name, not a URL; checked against the folder
+        by :meth:`write`)."""
+        if not isinstance(filename, str) or not filename:
+            raise TypeError(f"a figure is the name of a file in the report's folder, got {filename!r}")
+        if _URL_SCHEME.match(filename) or filename.startswith(("/", "\\")):
+            raise ValueError(f"figure {filename!r} is not a file name relative to the report's folder; save the "
+                             "figure into the run folder and give its name")
         self._blocks.append(("figure", (filename, caption)))
 
     def code(self, text: str) -> None:
@@ -177,4 +186,7 @@ class Report:
         from .rundir import RunDirectory
 
         directory = target if isinstance(target, RunDirectory) else RunDirectory(target)
+        for kind, args in self._blocks:
+            if kind == "figure":
+                directory.file(args[0])  # a figure that leads outside the folder is refused before anything is written
         return [directory.write_text("report.md", self.markdown()), directory.write_text("report.html", self.html())]

@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 __all__ = ["RunDirectory", "RunDirectoryError", "to_plain", "atomic_write_text", "atomic_write",
-           "default_run_path", "MARKER", "LOCK"]
+           "default_run_path", "resolve_inside", "MARKER", "LOCK"]
 
 MARKER = ".pdenets-run"
 LOCK = ".pdenets-lock"
@@ -86,9 +86,64 @@ def to_plain(value: Any) -> Any:
     return str(value)
 
 
+def resolve_inside(folder: Union[str, Path], name: Union[str, Path]) -> Path:
+    """The path of the file ``name`` inside ``folder``, refused if it leads anywhere else.
+
+    ``name`` is relative to ``folder`` (an absolute one must lie inside it); ``..`` parts and symbolic links are
+    followed before the test, so ``../x`` or a link to ``/etc`` do not get out.
+
+    Args:
+        folder: the folder (a run folder, a report's folder).
+        name: a file name, possibly with sub-folders.
+
+    Returns:
+        The resolved absolute path.
+
+    Raises:
+        RunDirectoryError: the path leads outside ``folder`` (a ``ValueError``).
+
+    Examples:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> resolve_inside(folder, "plots/a.png") == folder.resolve() / "plots" / "a.png"
+        True
+        >>> resolve_inside(folder, "../a.png")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pdenets.experiments.rundir.RunDirectoryError: '../a.png' leads outside the folder ...
+    """
+    base = Path(folder).resolve()
+    target = (base / name).resolve()
+    if target != base and base not in target.parents:
+        raise RunDirectoryError(f"{str(name)!r} leads outside the folder {folder} (to {target}); give the name of a "
+                                "file inside it")
+    return target
+
+
+def _refuse_broken_symlink(path: Path, option: str) -> None:
+    """Refuse ``path`` when it, or a folder above it, is a symbolic link to nothing (dangling or looping).
+
+    ``mkdir`` would only say "File exists" for such a path.
+    """
+    for candidate in [path, *path.parents]:
+        if not candidate.is_symlink():
+            continue
+        try:
+            candidate.resolve(strict=True)
+            continue
+        except FileNotFoundError:
+            problem = "which does not exist"
+        except (RuntimeError, OSError):  # RuntimeError: Python < 3.13 on a loop; OSError ELOOP after
+            problem = "which loops (the links lead back to themselves)"
+        where = f"{option} {path}" + (f": {candidate}" if candidate != path else "")
+        raise RunDirectoryError(f"{where} is a symlink to {os.readlink(candidate)}, {problem}; create the target "
+                                f"or choose another {option}")
+
+
 def default_run_path(name: str, root: Union[str, Path] = "runs") -> Path:
     """A new folder ``root/<name>-<date>-<time>`` (``-2``, ``-3``, ... if taken), created now."""
     root = Path(root)
+    _refuse_broken_symlink(root, "runs folder")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -147,6 +202,7 @@ class RunDirectory:
     def open(cls, path: Union[str, Path], *, task: str, overwrite: bool = False) -> "RunDirectory":
         """Check, create and lock ``path`` for a run of ``task`` (see the module rules)."""
         path = Path(path)
+        _refuse_broken_symlink(path, "--out")
         if path.exists() and not path.is_dir():
             raise RunDirectoryError(f"--out {path} is a file, not a folder; choose a folder name")
         previous = cls._inspect(path, task, overwrite) if path.exists() else None
@@ -257,7 +313,10 @@ class RunDirectory:
 
     # -- writing ------------------------------------------------------------------------
 
-    def file(self, name: str) -> Path:
+    def file(self, name: Union[str, Path]) -> Path:
+        """The path of the file ``name`` in the folder; a name leading outside it is refused
+        (:func:`resolve_inside`)."""
+        resolve_inside(self.path, name)
         return self.path / name
 
     def write_text(self, name: str, text: str) -> Path:

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar, Union
 
 from .._checks import UnknownNameError, unknown_name
-from .config import TaskConfig, config_to_dict
+from .config import TaskConfig, config_fields, config_to_dict
 from .report import Report
 from .rundir import RunDirectory
 
 __all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "job_key", "spec_to_dict",
            "Reproduction", "register_reproduction", "REPRODUCTIONS", "get_reproduction", "registered_reproductions",
-           "UnknownNameError", "unknown_name"]
+           "UnknownNameError", "unknown_name", "check_task_class", "check_reproduction", "ENGINE_OPTIONS",
+           "PluginWarning"]
 
 T = TypeVar("T", bound=Type["Task"])
 
@@ -245,6 +246,97 @@ def _setting_text(value: Any) -> str:
     return str(value)
 
 
+#: the run options of ``pdenets run`` / ``pdenets reproduce`` (as attribute names): no config field or shortcut may
+#: take their names
+ENGINE_OPTIONS = frozenset({"out", "overwrite", "quick", "config", "set", "report_only", "print_config",
+                            "no_progress", "debug", "help"})
+
+
+def check_task_class(cls: type) -> None:
+    """Refuse a task class the command line could not be built from, in one line naming the task.
+
+    Checked: ``cls`` subclasses :class:`Task`; its ``config_class`` is a dataclass subclassing
+    :class:`~pdenets.experiments.config.TaskConfig` that builds with its defaults; ``shortcuts`` maps
+    names to existing fields; no option (field, shortcut, ``--no-`` form of a switch) takes a run option's
+    name (:data:`ENGINE_OPTIONS`) or another option's.
+
+    Args:
+        cls: the task class.
+
+    Raises:
+        TypeError: the first problem found.
+
+    Examples:
+        >>> class Broken(Task):
+        ...     name = "broken"
+        ...     shortcuts = {"size": "sizes"}
+        >>> check_task_class(Broken)
+        Traceback (most recent call last):
+        ...
+        TypeError: task 'broken' declares shortcuts for unknown fields ['sizes']
+    """
+    label = f"task {getattr(cls, 'name', getattr(cls, '__name__', cls))!r}"
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise TypeError(f"{label} is not a subclass of pdenets.experiments.Task")
+    config_class = cls.config_class
+    if not (isinstance(config_class, type) and dataclasses.is_dataclass(config_class)
+            and issubclass(config_class, TaskConfig)):
+        raise TypeError(f"{label}: config_class {getattr(config_class, '__name__', config_class)!r} must be a "
+                        "@dataclass that subclasses pdenets.experiments.TaskConfig")
+    try:
+        fields = config_fields(config_class)
+    except Exception as error:  # noqa: BLE001 - any failure means the command line cannot show the defaults
+        raise TypeError(f"{label}: {config_class.__name__}() cannot be built from its defaults: "
+                        f"{type(error).__name__}: {error}") from None
+    shortcuts = cls.shortcuts
+    if not isinstance(shortcuts, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                      for k, v in shortcuts.items()):
+        raise TypeError(f"{label}: shortcuts must map option names to field names (strings), got {shortcuts!r}")
+    known = {info.name for info in fields}
+    unknown = sorted(set(shortcuts.values()) - known)
+    if unknown:
+        raise TypeError(f"{label} declares shortcuts for unknown fields {unknown}")
+    owners: Dict[str, str] = {}
+    for info in fields:
+        if info.kind == "nested":
+            continue
+        names = {info.name} | {alias for alias, target in shortcuts.items() if target == info.name}
+        options = {n.replace("-", "_") for n in names}
+        if info.kind == "bool":
+            options |= {f"no_{n}" for n in options}
+        for option in sorted(options):
+            if option in ENGINE_OPTIONS:
+                raise TypeError(f"{label}: the option --{option.replace('_', '-')} of field {info.name!r} collides "
+                                "with a run option")
+            if owners.setdefault(option, info.name) != info.name:
+                raise TypeError(f"{label}: the option --{option.replace('_', '-')} is given to both field "
+                                f"{owners[option]!r} and field {info.name!r}")
+
+
+def check_reproduction(entry: "Reproduction") -> None:
+    """Refuse a paper table the command line could not offer: an unknown task, or configurations that are not
+    the task's.
+
+    Args:
+        entry: the table (its task must be registered first).
+
+    Raises:
+        UnknownNameError: ``entry.task`` names no registered task.
+        TypeError: ``full``/``quick`` are not callables, or ``full()`` is not a configuration of the task.
+    """
+    if entry.task not in TASKS:
+        error = unknown_name("task", entry.task, list(TASKS))
+        raise UnknownNameError(f"table {entry.name!r}: {error}")
+    for name in ("full", "quick"):
+        if not callable(getattr(entry, name)):
+            raise TypeError(f"table {entry.name!r}: {name} must be a callable that returns the configuration")
+    config_class = TASKS[entry.task].config_class
+    config = entry.full()
+    if not isinstance(config, config_class):
+        raise TypeError(f"table {entry.name!r}: full() returned a {type(config).__name__}, not a "
+                        f"{config_class.__name__} of task {entry.task!r}")
+
+
 TASKS: Dict[str, Type[Task]] = {}
 
 
@@ -262,7 +354,7 @@ def register_task(cls: T) -> T:
         ``cls`` itself, so the function works as a decorator.
 
     Raises:
-        TypeError: ``cls`` has no non-empty string ``name``.
+        TypeError: ``cls`` has no non-empty string ``name``, or fails :func:`check_task_class`.
         ValueError: another task is already registered under that name.
 
     Examples:
@@ -285,6 +377,7 @@ def register_task(cls: T) -> T:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
+    check_task_class(cls)
     previous = TASKS.get(name)
     if previous is not None and (previous.__module__, previous.__qualname__) != (cls.__module__, cls.__qualname__):
         raise ValueError(f"a task named {name!r} is already registered ({TASKS[name].__module__})")
@@ -346,8 +439,8 @@ def register_reproduction(name: str, task: str, *, full: Callable[[], TaskConfig
                           description: str) -> Reproduction:
     """Make a paper table available to ``pdenets reproduce <name>``.
 
-    The entry replaces any earlier one of the same name; ``task`` is looked up only when
-    the table is reproduced.
+    The entry replaces any earlier one of the same name. ``task`` must be registered already, and
+    ``full()`` must return a configuration of it (:func:`check_reproduction`).
 
     Args:
         name: the table's name.
@@ -359,14 +452,20 @@ def register_reproduction(name: str, task: str, *, full: Callable[[], TaskConfig
     Returns:
         The registered :class:`Reproduction`.
 
+    Raises:
+        UnknownNameError: ``task`` names no registered task.
+        TypeError: ``full``/``quick`` are not callables, or ``full()`` is not a configuration of the task.
+
     Examples:
-        >>> entry = register_reproduction("demo-table", "synthetic", full=TaskConfig, quick=TaskConfig,
-        ...                               description="a demo table")
+        >>> synthetic = get_task("synthetic")
+        >>> entry = register_reproduction("demo-table", "synthetic", full=synthetic.config_class,
+        ...                               quick=synthetic.quick_config, description="a demo table")
         >>> get_reproduction("demo-table") is entry, entry.quick().seed
         (True, 0)
         >>> del REPRODUCTIONS["demo-table"]  # leave the registry as it was
     """
     entry = Reproduction(name, task, full, quick, description)
+    check_reproduction(entry)
     REPRODUCTIONS[name] = entry
     return entry
 
@@ -403,11 +502,13 @@ _DISCOVERED = False
 
 
 def _load_builtin_tasks() -> None:
-    """Import every module registered under :data:`TASK_ENTRY_POINTS` (once per process).
+    """Import every module registered under :data:`TASK_ENTRY_POINTS` (once per process), pdenets' own first.
 
-    The engine names no task module: the tasks come to it through the entry points (a broken third-party
-    entry is reported as a warning and skipped). A source tree used without installing the package has no
-    entry points; then the built-in tasks are imported by their module name.
+    The engine names no task module: the tasks come to it through the entry points. A source tree used without
+    installing the package has no entry points; then the built-in tasks are imported by their module name. A
+    built-in task that fails its checks raises. A third-party entry whose import fails in any way (an exception,
+    ``SystemExit``, a task or table refused by :func:`check_task_class` / :func:`check_reproduction`) is left out:
+    whatever it registered is removed again, and a :class:`PluginWarning` names the entry and the error.
     """
     global _DISCOVERED
     if _DISCOVERED:
@@ -417,16 +518,33 @@ def _load_builtin_tasks() -> None:
     from importlib.metadata import entry_points
 
     found = list(entry_points(group=TASK_ENTRY_POINTS))
-    for entry in found:
-        try:
-            entry.load()
-        except Exception as error:  # noqa: BLE001 - one broken plug-in must not take the others down
-            if entry.value.split(":")[0] == "pdenets.tasks":
-                raise
-            warnings.warn(f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
-                          f"{type(error).__name__}: {error}", stacklevel=2)
-    if not any(entry.value.split(":")[0] == "pdenets.tasks" for entry in found):
+    builtin = [entry for entry in found if entry.value.split(":")[0] == "pdenets.tasks"]
+    for entry in builtin:
+        entry.load()
+    if not builtin:
         importlib.import_module("pdenets.tasks")
+    for entry in found:
+        if entry not in builtin:
+            _load_plugin(entry)
+
+
+class PluginWarning(UserWarning):
+    """A third-party ``pdenets.tasks`` entry point could not be loaded; its tasks are left out."""
+
+
+def _load_plugin(entry) -> None:
+    """Import one third-party entry point; on any failure undo its registrations and warn in one line."""
+    tasks, reproductions = dict(TASKS), dict(REPRODUCTIONS)
+    try:
+        entry.load()
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - one broken plug-in must not take the others down
+        TASKS.clear()
+        TASKS.update(tasks)
+        REPRODUCTIONS.clear()
+        REPRODUCTIONS.update(reproductions)
+        detail = " ".join(str(error).split()) or "(no message)"
+        warnings.warn(f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
+                      f"{type(error).__name__}: {detail}; they are left out", PluginWarning, stacklevel=4)
 
 
 def registered_tasks() -> Dict[str, Type[Task]]:

@@ -124,6 +124,11 @@ class DiffResNet(nn.Module):
         check_floating(x, "input to DiffResNet")
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input of shape (N, {self.in_features}), got {tuple(x.shape)}")
+        parameters = self.classifier.weight.dtype
+        if x.dtype != parameters:  # both are float32 or float64 (check_floating)
+            model_call, input_call = ("double", "float") if x.dtype == torch.float64 else ("float", "double")
+            raise TypeError(f"input to DiffResNet is {x.dtype} but the model's parameters are {parameters}: call "
+                            f"model.{model_call}() or pass x.{input_call}()")
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:
             weights = self.diffusion.weight_builder(x.detach() if x.layout == torch.strided else x.to_dense())
         out = self.input_map(x) if self.input_map is not None else x

@@ -48,6 +48,10 @@ from .dropout import keep_threshold
 
 __all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
 
+#: the error of a backward pass asked to build a graph for a second derivative
+SECOND_ORDER_MESSAGE = ("the adjoint diffusion backward is first order only and cannot build a graph for a second "
+                        "derivative (create_graph=True): build the layer with backward=\"autograd\"")
+
 #: entries of one mask chunk (its bytes and its float copy are the only mask memory)
 MASK_CHUNK_ENTRIES = 1 << 22
 
@@ -110,8 +114,9 @@ class _AdjointDiffusion(torch.autograd.Function):
         return _steps(operator, features.contiguous(), seeds, p, before, transpose=False)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output):
+        if torch.is_grad_enabled():  # create_graph=True: the adjoint steps run outside autograd, refuse at once
+            raise RuntimeError(SECOND_ORDER_MESSAGE)
         grad = _steps(ctx.operator, grad_output.contiguous(), ctx.seeds, ctx.p, ctx.before, transpose=True)
         return grad, None, None, None, None
 
@@ -131,8 +136,9 @@ def adjoint_diffusion(operator: DiffusionOperator, features: torch.Tensor, num_s
             as :func:`~pdenets.nn.dropout.fast_dropout` draws them.
 
     Returns:
-        ``X_r`` of the shape of ``features``. Its backward runs the adjoint steps (first
-        order only: ``torch.autograd.grad(..., create_graph=True)`` is refused).
+        ``X_r`` of the shape of ``features``. Its backward runs the adjoint steps, first order
+        only: a backward with ``create_graph=True`` (for a second derivative) raises a
+        ``RuntimeError`` at once, telling to build the layer with ``backward="autograd"``.
     """
     num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
     p = check_probability(dropout, "dropout")

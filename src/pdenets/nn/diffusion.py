@@ -7,7 +7,7 @@ from typing import Callable, Optional, Union
 import torch
 from torch import nn
 
-from .._checks import (check_choice, check_features, check_floating, check_positive, check_positive_int,
+from .._checks import (check_choice, check_dense, check_features, check_floating, check_positive, check_positive_int,
                        check_probability)
 from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
@@ -152,6 +152,7 @@ class DiffusionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
         """Diffuse ``x`` (shape ``(N, *)``); ``weights`` overrides the layer's graph."""
+        check_dense(x, "input to DiffusionLayer", "DiffusionLayer")
         if self.num_steps == 0:
             return check_floating(x, "input to DiffusionLayer")
         check_features(x, "input to DiffusionLayer")

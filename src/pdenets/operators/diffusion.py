@@ -29,8 +29,8 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .._checks import (check_choice, check_features, check_floating, check_positive,
-                       check_positive_int, check_square)
+from .._checks import (check_choice, check_dense, check_features, check_floating, check_num_nodes, check_positive,
+                       check_positive_int, check_scalar_entries, check_square)
 from .graph import (GraphLike, as_weight_matrix, check_weight_values, is_dense, real_floating_weights, row_sums,
                     symmetric_normalize)
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
@@ -40,6 +40,13 @@ __all__ = ["DiffusionOperator", "BatchedDiffusion", "diffuse", "heat_semigroup",
 
 #: ``"combinatorial"``: ``L = Λ − W``; ``"normalized"``: ``L = I − Λ^{-1/2} W Λ^{-1/2}`` (GCN's graph).
 LAPLACIANS = ("combinatorial", "normalized")
+
+
+def _check_has_nodes(num_nodes: int) -> int:
+    """Refuse a graph of no nodes: its diffusion operator would be an empty matrix that no features fit."""
+    if num_nodes == 0:
+        raise ValueError("the graph has no nodes (N = 0): a diffusion operator needs at least one node")
+    return num_nodes
 
 
 class DiffusionOperator:
@@ -91,7 +98,7 @@ class DiffusionOperator:
                 and num_nodes in (None, weights.shape[-1]) and self._from_csr(weights, check_stability)):
             return
         weights = as_weight_matrix(weights, num_nodes)
-        self.num_nodes = int(weights.shape[0])
+        self.num_nodes = _check_has_nodes(int(weights.shape[0]))
         if self.laplacian == "normalized":
             weights = symmetric_normalize(weights)
             self.bound = 1.0
@@ -132,7 +139,9 @@ class DiffusionOperator:
         path decides with the spectral bound or raises."""
         import scipy.sparse as sp
 
-        size = check_square(weights, "weight matrix")
+        check_scalar_entries(weights, "weight matrix")
+        size = _check_has_nodes(check_num_nodes(check_square(weights, "weight matrix"),
+                                                f"weight matrix of shape {tuple(weights.shape)}"))
         values = real_floating_weights(weights.values().detach())
         check_weight_values(values)
         graph = sp.csr_matrix((values.numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
@@ -165,6 +174,7 @@ class DiffusionOperator:
         every step.
         """
         check_floating(features, "features")
+        check_dense(features, "features", "DiffusionOperator.apply")
         if features.dim() < 1:
             raise ValueError("features must be a tensor of shape (N, *)")
         if features.shape[0] != self.num_nodes:

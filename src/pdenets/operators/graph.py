@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .._checks import check_finite, check_index_tensor, check_positive_int, check_square
+from .._checks import (check_finite, check_index_tensor, check_num_nodes, check_positive_int, check_scalar_entries,
+                       check_square)
 
 if TYPE_CHECKING:  # scipy is imported only where a scipy matrix is converted
     import scipy.sparse
@@ -102,8 +103,12 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
             raise ValueError("an edge list must be given as (edge_index, edge_weight)")
         edge_index, edge_weight = graph
         if num_nodes is not None:
-            num_nodes = check_positive_int(num_nodes, "num_nodes", minimum=0)
+            num_nodes = check_num_nodes(check_positive_int(num_nodes, "num_nodes", minimum=0),
+                                        f"num_nodes={num_nodes}")
         edge_index = check_index_tensor(edge_index, "edge_index", shape=(2, None), size=num_nodes)
+        if num_nodes is None and edge_index.numel():
+            largest = int(edge_index.max())
+            check_num_nodes(largest + 1, f"edge_index refers to node {largest}", hint="renumber or pass num_nodes")
         if edge_weight is None:
             edge_weight = torch.ones(edge_index.shape[1], dtype=dtype or torch.get_default_dtype(),
                                      device=edge_index.device)
@@ -117,6 +122,7 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
             num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
         matrix = torch.sparse_coo_tensor(edge_index, edge_weight, (num_nodes, num_nodes)).coalesce()
     elif isinstance(graph, torch.Tensor):
+        check_scalar_entries(graph, "weight matrix")
         if graph.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
             matrix = graph.to_sparse_coo().coalesce()
         elif graph.layout == torch.sparse_coo:
@@ -130,7 +136,7 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
             "graph must be a dense/sparse torch.Tensor, an (edge_index, edge_weight) pair "
             f"or a scipy.sparse matrix, got {type(graph).__name__}"
         )
-    size = check_square(matrix, "weight matrix")
+    size = check_num_nodes(check_square(matrix, "weight matrix"), f"weight matrix of shape {tuple(matrix.shape)}")
     if num_nodes is not None and size != num_nodes:
         raise ValueError(f"weight matrix is {size}x{size} but num_nodes={num_nodes}")
     if dtype is not None:

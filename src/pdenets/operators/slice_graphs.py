@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_positive, check_positive_int
 from .graph import GraphLike, as_weight_matrix, is_dense, remove_self_loops, row_sums, symmetric_normalize
 from .sparse import SparseMatrix
 
@@ -279,6 +279,10 @@ def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0)
     Returns:
         ``L̂`` (transposed as above) as an ``(N, N)`` coalesced sparse COO tensor.
 
+    Raises:
+        ValueError: ``lambda_max`` is not a finite number > 0 (``0`` would divide by zero, a negative one flip
+            the sign of ``L̂``).
+
     Examples:
         >>> import torch
         >>> path = torch.tensor([[0., 1.], [1., 0.]]).to_sparse()
@@ -286,12 +290,12 @@ def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0)
         tensor([[ 0., -1.],
                 [-1.,  0.]])
     """
+    factor = 2.0 / check_positive(lambda_max, "lambda_max")
     weights = remove_self_loops(weights)
     nodes = weights.shape[0]
     degree = row_sums(weights)
     scale = torch.where(degree > 0, degree.clamp_min(1e-300).rsqrt(), torch.zeros_like(degree))
     rows, cols = weights.indices()
-    factor = 2.0 / float(lambda_max)
     diagonal = torch.arange(nodes)
     indices = torch.cat([torch.stack([cols, rows]), torch.stack([diagonal, diagonal])], 1)
     values = torch.cat([-factor * scale[cols] * weights.values() * scale[rows],

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Dict, Tuple
 import numpy as np
 import torch
 
+from .._checks import check_floating, check_num_nodes, check_scalar_entries
+
 if TYPE_CHECKING:  # scipy is imported by the products that use it
     import scipy.sparse as sp
 
@@ -81,6 +83,12 @@ class SparseMatrix:
     """
 
     def __init__(self, matrix: torch.Tensor, *, _transpose_of: "SparseMatrix" = None):
+        if not isinstance(matrix, torch.Tensor):
+            raise TypeError(f"SparseMatrix needs a torch sparse COO or CSR tensor, got {type(matrix).__name__}")
+        check_scalar_entries(matrix, "the matrix of SparseMatrix")
+        if matrix.dim() != 2:
+            raise ValueError(f"SparseMatrix needs a 2-D matrix, got shape {tuple(matrix.shape)}")
+        check_num_nodes(max(matrix.shape), f"SparseMatrix of shape {tuple(matrix.shape)}")
         matrix = matrix.detach()
         if matrix.layout == torch.sparse_coo:
             matrix = matrix.coalesce().to_sparse_csr()
@@ -153,6 +161,7 @@ class SparseMatrix:
 
     def product(self, dense: torch.Tensor) -> torch.Tensor:
         """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward."""
+        check_floating(dense, "the dense operand of SparseMatrix.product")
         wide = dense.shape[1] >= SCIPY_MIN_COLUMNS and torch.get_num_threads() == 1
         large = self.shape[0] * dense.shape[1] >= SCIPY_MIN_OUTPUT  # torch's kernel would hold a second output
         if dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and (wide or large):
@@ -161,7 +170,8 @@ class SparseMatrix:
         return self.torch_csr(dense.device, dense.dtype) @ dense.contiguous()
 
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
-        """``M @ dense`` (2-D dense), differentiable with respect to ``dense``."""
+        """``M @ dense`` (2-D dense, float32 or float64), differentiable with respect to ``dense``."""
+        check_floating(dense, "the dense operand of SparseMatrix.matmul")
         if dense.dim() != 2 or dense.shape[0] != self.shape[1]:
             raise ValueError(f"cannot multiply a {self.shape} sparse matrix by a {tuple(dense.shape)} tensor")
         return _SparseMatmul.apply(dense, self)

@@ -223,12 +223,35 @@ class NodeClassificationTask(Task):
         return NodeClassificationConfig(num_splits=2, num_inits=1, max_epochs=60, patience=20)
 
     def prepare(self) -> None:
-        """Load every graph first (a missing file fails before any run) and record its facts."""
+        """Load every graph first (a missing file fails before any run), check that Diff-ResNet's arrays fit the
+        memory budget, and record each graph's facts."""
         config = self.config
         self.facts = {}
         for graph_spec in dict.fromkeys(list(config.datasets) + (list(config.depth_datasets) if config.depths else [])):
             graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
+            self._check_width_fits(graph, dataset_label(graph_spec))
             self.facts[dataset_label(graph_spec)] = graph_facts(graph)
+
+    def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
+        """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features) exceed
+        the memory budget on ``graph``, before anything is written."""
+        from ..data.limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
+
+        config = self.config
+        diffusion_models = [m for m in list(config.models) + list(config.depth_models)
+                            if model_entry(m).graph_input == "constructor"]
+        if config.diffuse_in != "hidden" or not diffusion_models:
+            return
+        width, item = config.diffusion_width, torch.finfo(torch.get_default_dtype()).bits // 8
+        arrays = {f"input map ({graph.num_features} x {width:,} weights)": graph.num_features * width,
+                  f"block ({width:,} x {width:,} weights)": width * width,
+                  f"hidden features ({graph.num_nodes:,} x {width:,})": graph.num_nodes * width}
+        name, entries = max(arrays.items(), key=lambda pair: pair[1])
+        budget = memory_budget()
+        if entries * item > budget:
+            raise ConfigError(f"--diffusion-width {width:,}: Diff-ResNet's {name} on {label} needs "
+                              f"{format_bytes(entries * item)}, more than the memory budget {format_bytes(budget)} "
+                              f"(${MEMORY_BUDGET_ENV_VAR}); choose a smaller diffusion_width")
 
     def hyperparameters(self, model: str, graph_spec: str) -> Union[DiffusionSettings, MessagePassingSettings]:
         config = self.config
