@@ -41,3 +41,15 @@ if HELPERS not in sys.path:
     sys.path.insert(0, HELPERS)
 
 collect_ignore = ["helpers"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked ``requires_data(path, ...)`` skips where a path is not in the data directory, naming it."""
+    from datafiles import missing_data, skip_reason
+
+    for item in items:
+        for mark in item.iter_markers("requires_data"):
+            missing = missing_data(mark.args)
+            if missing is not None:
+                item.add_marker(pytest.mark.skip(reason=skip_reason(missing)))
+                break

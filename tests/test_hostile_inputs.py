@@ -46,6 +46,7 @@ def _files(folder):
     for name, edges in (("float_ids.json", [[0.4, 1.9]]), ("bool_ids.json", [[True, False]]),
                         ("negative_ids.json", [[0, -1]]), ("outside_ids.json", [[0, 2]])):
         (folder / name).write_text(json.dumps({"FX": series, "edges": edges}))
+    (folder / "short.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]]}))  # a valid 60-day series
     (folder / "duplicate_keys.json").write_text('{"FX": [[1, 2], [2, 3]], "FX": [[1, 2]], "edges": [[0, 1]]}')
     (folder / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (folder / "empty_label.csv").write_text("a,b,label\n1,2,0\n2,3,1\n3,4,\n")
@@ -67,6 +68,9 @@ def _files(folder):
              adj_shape=np.array([0, 0]), labels=np.zeros(0, int))
     np.savez(path("object_labels.npz"), adj_data=np.ones(2), adj_indices=np.array([1, 0]), adj_indptr=np.array(
         [0, 1, 2]), adj_shape=np.array([2, 2]), labels=np.array(["a", 1], dtype=object))
+    np.savez(path("tiny.npz"), adj_data=np.ones(4), adj_indices=np.array([1, 0, 2, 1]), adj_indptr=np.array(
+        [0, 1, 3, 4]), adj_shape=np.array([3, 3]), attr_data=np.ones(3), attr_indices=np.array([0, 1, 0]),
+        attr_indptr=np.array([0, 1, 2, 3]), attr_shape=np.array([3, 2]), labels=np.array([0, 1, 0]))
     (folder / "huge_id.json").write_text(json.dumps({"FX": series, "edges": [[0, 10**29]]}))
     (folder / "two_weights.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]], "edge_weight": [1.0],
                                                          "weights": [2.0]}))
@@ -92,7 +96,8 @@ def _files(folder):
         (forecast + ["--dataset", path("outside_ids.json")], "names node 2 but the series has 2 nodes"),
         (forecast + ["--dataset", path("duplicate_keys.json")], "duplicate key 'FX'"),
         (forecast + ["--dataset", path("deep.json")], "nested too deeply"),
-        (forecast + ["--horizons", str(10**9)], "horizons=1000000000 reaches beyond the series"),
+        (forecast + ["--dataset", path("short.json"), "--horizons", str(10**9)],
+         "horizons=1000000000 reaches beyond the series"),
         (tabular + ["--dataset", path("empty_label.csv")], "is empty"),
         (tabular + ["--dataset", path("huge_field.csv")], "line 3, column 'a'"),
         (["run", "synthetic", "--report-only", "--out", path("empty_run")], "no stored runs"),
@@ -108,9 +113,9 @@ def _files(folder):
         (forecast + ["--dataset", path("weight_w")], "unknown column 'w' (did you mean 'weight'?)"),
         (forecast + ["--dataset", path("device.json")], "not a regular file (a character device"),
         (tabular + ["--dataset", path("underscore.csv")], "line 2, column 'a': '1_0' is not a number"),
-        (["run", "node-classification", "--quick", "--dataset", "cora", "--diffuse-in", "hidden", "--diffusion-width",
-          "1000000000"], "pdenets: error: --diffusion-width 1,000,000,000: Diff-ResNet's block (1,000,000,000 x "
-                         "1,000,000,000 weights) on cora needs 3637978.8 TiB, more than the memory budget 256.0 MiB "
+        (nodes + ["--datasets", path("tiny.npz"), "--diffuse-in", "hidden", "--diffusion-width", "1000000000"],
+         "pdenets: error: --diffusion-width 1,000,000,000: Diff-ResNet's block (1,000,000,000 x 1,000,000,000 "
+         "weights) on tiny needs 3.638e+6 TiB, more than the memory budget 256.0 MiB "
                          "($PDENETS_MEMORY_BUDGET); choose a smaller diffusion_width"),
     ]
 

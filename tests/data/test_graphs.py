@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from datafiles import CORA_NPZ, requires_data
 
 from pdenets.data.graphs import DatasetNotFoundError, load_graph, load_npz, load_planetoid
 from pdenets.data.paths import resolve_data_dir
@@ -8,12 +9,15 @@ from pdenets.data.paths import resolve_data_dir
 from ..graph_fixtures import write_sbm_npz
 
 DATA = resolve_data_dir()
-needs_planetoid = pytest.mark.skipif(not (DATA / "planetoid" / "Cora").is_dir(),
-                                     reason="Planetoid files not in $PDENETS_DATA")
-needs_npz = pytest.mark.skipif(not (DATA / "npz" / "cora.npz").is_file(), reason="npz files not in $PDENETS_DATA")
+PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 
 
-@needs_planetoid
+def planetoid(folder, parts=PARTS):
+    """The Planetoid pickles ``planetoid/<folder>/raw/ind.<name>.<part>``."""
+    return tuple(f"planetoid/{folder}/raw/ind.{folder.lower()}.{part}" for part in parts)
+
+
+@requires_data(*planetoid("Cora"))
 def test_planetoid_cora_statistics():
     data = load_planetoid("cora")
     assert data.num_nodes == 2708 and data.x.shape == (2708, 1433)
@@ -24,7 +28,7 @@ def test_planetoid_cora_statistics():
     assert torch.all(data.x.sum(1) > 0)
 
 
-@needs_planetoid
+@requires_data(*planetoid("CiteSeer"))
 def test_planetoid_citeseer_gap_is_filled_and_unlabelled():
     data = load_planetoid("citeseer")
     assert data.num_nodes == 3327
@@ -33,7 +37,7 @@ def test_planetoid_citeseer_gap_is_filled_and_unlabelled():
     assert torch.all(data.x[missing].sum(1) == 0)
 
 
-@needs_planetoid
+@requires_data(*planetoid("PubMed", [part for part in PARTS if part != "allx"]))  # the data has no allx
 def test_pubmed_without_allx_names_the_file_and_the_source():
     with pytest.raises(DatasetNotFoundError) as info:
         load_planetoid("pubmed")
@@ -49,7 +53,7 @@ def test_missing_data_dir_error(tmp_path):
         load_graph("planetoid/citeseer", tmp_path)
 
 
-@needs_npz
+@requires_data(CORA_NPZ)
 def test_npz_cora_matches_documented_statistics():
     data = load_graph("cora")
     assert data.num_nodes == 2708 and data.edge_index.shape[1] == 5429

@@ -6,6 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
+from datafiles import CLINC150, OMNIGLOT, OMNIGLOT_RUNS, requires_data
 from PIL import Image
 
 from pdenets.cli import main
@@ -88,9 +89,8 @@ def test_features_commands_train_and_extract(tmp_path, capsys):
     assert "give --dataset omniglot or --images PATH" in capsys.readouterr().err
 
 
+@requires_data(*CLINC150)
 def test_clinc150_features_with_a_stand_in_encoder():
-    if not (DATA / "clinc150" / "data_full.json").is_file():
-        pytest.skip("CLINC150 not in $PDENETS_DATA")
     from pdenets.data.text import NOVEL_DOMAINS, clinc150_features
 
     def encoder(texts):  # a deterministic stand-in: character counts
@@ -105,7 +105,7 @@ def test_clinc150_features_with_a_stand_in_encoder():
     assert novel_names == {intent for d in NOVEL_DOMAINS for intent in domains[d]}
 
 
-@pytest.mark.skipif(not (DATA / "omniglot" / "all_runs.zip").is_file(), reason="Omniglot not in $PDENETS_DATA")
+@requires_data(*OMNIGLOT, OMNIGLOT_RUNS)
 def test_omniglot_offline_files():
     from pdenets.data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, load_one_shot_runs, omniglot_images
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from datafiles import CLINC150, OMNIGLOT, requires_data
 from PIL import Image
 
 from pdenets.data.paths import resolve_data_dir
@@ -151,7 +152,7 @@ def _classes_of(features):
             "novel": list(features.novel_classes)}
 
 
-@pytest.mark.skipif(not (DATA / "clinc150").is_dir(), reason="offline CLINC150 not available")
+@requires_data(*CLINC150)
 def test_clinc150_classes_split_by_domain():
     from pdenets.data.text import clinc150_features, load_clinc150
 
@@ -165,7 +166,7 @@ def test_clinc150_classes_split_by_domain():
     assert len(features.labels) == 150 * 150
 
 
-@pytest.mark.skipif(not (DATA / "omniglot").is_dir(), reason="offline Omniglot not available")
+@requires_data(*OMNIGLOT)
 def test_omniglot_novel_characters_never_reach_the_backbone():
     from pdenets.data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
 

@@ -4,18 +4,14 @@ import gzip
 
 import pytest
 import torch
+from datafiles import MNIST, cifar10, requires_data
 
 from pdenets.data import DatasetError
 from pdenets.data.canvas import SEGMENTATION_CLASSES, canvas_classes, two_digit_canvases
 from pdenets.data.vision import ImageData, load_cifar10, load_mnist, pad_crop_flip
-from pdenets.data.paths import resolve_data_dir
-
-DATA = resolve_data_dir()
-needs_mnist = pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
-needs_cifar = pytest.mark.skipif(not (DATA / "cifar10").is_dir(), reason="offline CIFAR-10 not available")
 
 
-@needs_mnist
+@requires_data(*MNIST)
 def test_mnist_matches_its_published_statistics():
     test = load_mnist("test")
     assert test.images.shape == (10_000, 1, 28, 28) and test.images.dtype == torch.float32
@@ -24,7 +20,7 @@ def test_mnist_matches_its_published_statistics():
     assert float(train.images.double().mean()) == pytest.approx(0.1306604763, abs=1e-8)
 
 
-@needs_cifar
+@requires_data(*cifar10(*range(51)))
 def test_cifar10_splits_follow_the_official_order():
     official = load_cifar10("official")
     assert official.labels[:10].tolist() == [3, 8, 8, 0, 6, 6, 1, 6, 3, 1] and len(official) == 1000
@@ -122,3 +118,48 @@ def test_canvas_arguments_are_checked():
         two_digit_canvases(_digits(side=8), 2, size=6)
     with pytest.raises(ValueError, match="min_distance"):
         two_digit_canvases(_digits(side=8), 2, size=10, min_distance=50.0)
+
+
+def _write_idx(path, values):
+    """An IDX file of unsigned bytes (gzipped, as MNIST's) holding ``values``."""
+    header = bytes([0, 0, 8, values.dim()]) + b"".join(int(side).to_bytes(4, "big") for side in values.shape)
+    with gzip.open(path, "wb") as handle:
+        handle.write(header + bytes(values.to(torch.uint8).flatten().tolist()))
+
+
+def _mnist_folder(root, split, images, labels):
+    folder = root / "mnist" / "MNIST" / "raw"
+    folder.mkdir(parents=True, exist_ok=True)
+    prefix = "train" if split == "train" else "t10k"
+    _write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
+    _write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels)
+
+
+def test_mnist_labels_must_be_one_dimensional(tmp_path):
+    images = torch.arange(8).view(2, 2, 2)
+    _mnist_folder(tmp_path, "test", images, images)  # images where the labels belong
+    with pytest.raises(DatasetError, match="t10k-labels-idx1-ubyte.gz: not an IDX file of unsigned bytes with 1 "):
+        load_mnist("test", tmp_path)
+    _mnist_folder(tmp_path, "test", images, torch.tensor([7, 2]))
+    loaded = load_mnist("test", tmp_path)
+    assert loaded.labels.tolist() == [7, 2] and loaded.images.shape == (2, 1, 2, 2)
+    assert loaded.images.flatten().tolist() == pytest.approx([value / 255 for value in range(8)])
+
+
+def test_test_canvases_are_drawn_with_their_own_seed(tmp_path):
+    """Training canvases use seed 1 and test canvases seed 2: with the same digits in both MNIST files, the two
+    sets differ (one seed for both would repeat the training canvases as the test set)."""
+    from pdenets.data.image_benchmarks import CanvasSettings, load_image_benchmark
+
+    digits = _digits(count=20, side=28)
+    pixels, labels = (digits.images[:, 0] * 255).to(torch.uint8), digits.labels
+    for split in ("train", "test"):
+        _mnist_folder(tmp_path, split, pixels, labels)
+    settings = CanvasSettings(canvas_train=12, canvas_test=12, canvas_size=40, min_distance=10.0)
+    benchmark = load_image_benchmark("canvas", settings, tmp_path)
+    options = dict(size=40, min_distance=10.0, label="sum")
+    expected = {seed: two_digit_canvases(load_mnist("test", tmp_path), 12, seed=seed, **options) for seed in (1, 2)}
+    test = benchmark.tests["test canvases"]
+    assert torch.equal(test.images, expected[2].images) and torch.equal(test.labels, expected[2].labels)
+    assert torch.equal(benchmark.train.images, expected[1].images)
+    assert not torch.equal(benchmark.train.images, test.images)

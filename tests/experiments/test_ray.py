@@ -59,7 +59,8 @@ def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
 def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tmp_path):
     """Its own local cluster (``--ray-address local``), as a user's command line would start it."""
     out = tmp_path / "run"
-    options = ["--count", "8", "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
+    count = 16  # enough that a slow poll of the store (a busy machine) still sees the run before it ends
+    options = ["--count", str(count), "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
     environment = _with_helpers(os.environ)
     process = subprocess.Popen(toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
@@ -70,11 +71,12 @@ def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tm
     _, errors = process.communicate(timeout=120)
     interrupted_at = stored_count(out / "results.sqlite")
     assert process.returncode == 130, errors[-2000:]
-    assert 2 <= interrupted_at < 8 and "interrupted" in errors
+    assert 2 <= interrupted_at < count and "interrupted" in errors
     subprocess.run(toy_command(out, *options), env=environment, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=180)
     resumed = _records(out, "toy")
-    planned = {job_key("toy", job): job.index * job.scale for job in ToyTask(ToyConfig(count=8, sleep=1.0)).jobs()}
+    jobs = ToyTask(ToyConfig(count=count, sleep=1.0)).jobs()
+    planned = {job_key("toy", job): job.index * job.scale for job in jobs}
     assert {key: record["value"] for key, record in resumed.items()} == planned  # each job once, none lost
 
 

@@ -9,7 +9,7 @@ from torch.nn import functional as F
 from pdenets import NonFiniteError
 from pdenets.experiments import EarlyStopping, PaperValue, Stats, accuracy, fit, format_mean_std, group_summary
 from pdenets.experiments.summary import group_records, paper_and_ours
-from pdenets.experiments.training import evaluation_mode
+from pdenets.experiments.training import evaluation_mode, fit_steps
 
 
 def test_early_stopping_counts_patience_from_the_last_improvement():
@@ -86,6 +86,28 @@ def test_fit_treats_a_non_finite_evaluation_as_divergence():
     result = fit(model, torch.optim.SGD(model.parameters(), lr=0.1), lambda: F.cross_entropy(model(x), y),
                  max_epochs=5, evaluate=evaluate)
     assert result.diverged_at == 1 and result.history == []
+
+
+def _fit_steps(patience, values, min_improvement=0.0):
+    """``fit_steps`` on ten one-item batches a pass, validated after every step with the next of ``values``."""
+    model = torch.nn.Linear(1, 1)
+    stream = iter(values)
+    return fit_steps(model, torch.optim.SGD(model.parameters(), lr=0.0), torch.arange(10),
+                     lambda batch: model(batch[:, None].float()).sum(), lambda: next(stream), batch_size=1,
+                     max_epochs=5, eval_steps=1, patience=patience, min_improvement=min_improvement,
+                     generator=torch.Generator().manual_seed(0))
+
+
+def test_fit_steps_stops_exactly_patience_steps_after_the_last_improvement():
+    result = _fit_steps(3, [1.0] + [2.0] * 50)  # better than nothing at step 1 only
+    assert result.steps == 4 and [point["step"] for point in result.curve] == [1, 2, 3, 4]
+    assert result.best_step == 1
+    result = _fit_steps(3, [5.0, 4.0] + [4.5] * 50)  # last improvement at step 2
+    assert result.steps == 5 and result.best_step == 2
+    # an improvement smaller than min_improvement (relative) does not reset the count (but is kept as the best)
+    result = _fit_steps(3, [5.0, 4.99] + [5.0] * 50, min_improvement=0.01)
+    assert result.steps == 4 and result.best_step == 2
+    assert _fit_steps(1, [1.0] + [2.0] * 50).steps == 2
 
 
 def test_accuracy_is_exact_and_refuses_nan():

@@ -193,3 +193,16 @@ def test_learned_step_size_is_a_convex_combination_within_the_bound():
     torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=1.0, num_steps=2))
     with pytest.raises(ValueError, match="starts below max_step_size"):
         _coin(step_size=1.0, learn_step_size=True, max_step_size=1.0)
+
+
+def test_learned_step_size_is_recorded_in_units_of_its_bound():
+    """``step_size`` (what a run records) is ``γ_max · sigmoid(ρ)``, the γ the forward pass diffuses with."""
+    weights = cycle_weights(6) / 4  # rows sum to 1/2: stable up to γ = 2, learned below γ_max = 0.5
+    model = _coin(step_size=0.3, num_steps=2, graph=weights, learn_step_size=True, max_step_size=0.5)
+    assert model.step_size == pytest.approx(0.3)  # sigmoid(ρ) = 0.6
+    x = torch.randn(6, 4, dtype=torch.float64)
+    torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=0.3, num_steps=2))
+    with torch.no_grad():
+        model.step_logit.fill_(0.0)  # sigmoid = 1/2: γ = γ_max / 2
+    assert model.step_size == pytest.approx(0.25)
+    torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=0.25, num_steps=2))

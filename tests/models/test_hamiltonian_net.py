@@ -1,5 +1,6 @@
 """Hamiltonian-74 family and CIFAR ResNets: the paper's parameter counts, FLOPs by hand, penalties, DDP."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,7 +11,8 @@ import pytest
 import torch
 
 from pdenets.models.hamiltonian import HamiltonianNet
-from pdenets.models.image_networks import count_flops
+from pdenets.models.image_networks import (PAPER_ARCHITECTURE, build_image_model, count_flops, model_architecture,
+                                           nonlocal_spectra)
 from pdenets.models.registry import create_model
 from pdenets.nn import HamiltonianBlock, NonlocalBlock
 from pdenets.tasks.image_classification import paper_learning_rate
@@ -62,6 +64,27 @@ def test_heads_and_nonlocal_placement():
     assert pooled(torch.randn(2, 3, 32, 32)).shape == (2, 10) and not pooled.nonlocal_blocks()
     with pytest.raises(ValueError, match="even"):
         create_model("hamiltonian-74", widths=(4, 5, 8))
+
+
+@pytest.mark.parametrize("name", ["hamiltonian-74-fractional", "hamiltonian-74-inverse-fractional"])
+def test_fractional_networks_are_built_with_their_order_s_and_key_it(name):
+    architecture = dataclasses.replace(PAPER_ARCHITECTURE, units=(1, 1), widths=(4, 4), s=0.3)
+    assert model_architecture(name, architecture).s == 0.3  # the job key holds s
+    assert model_architecture("hamiltonian-74-diffusion", architecture).s is None
+    model = build_image_model(name, architecture, channels=1, classes=3, size=8, segmentation=False)
+    assert {block.s for block in model.modules() if isinstance(block, NonlocalBlock)} == {0.3}  # not the default 0.5
+
+
+def test_nonlocal_spectra_of_a_non_symmetric_kernel():
+    block = NonlocalBlock(2, operator="fractional", stages=1)
+    with torch.no_grad():
+        block.outer[0][0].weight.copy_(torch.tensor([[1.0, 4.0], [0.0, 1.0]])[:, :, None, None])
+    (entry,) = nonlocal_spectra(block)
+    assert (entry["unit"], entry["stage"]) == (1, 1)
+    assert entry["real"] == pytest.approx([1.0, 1.0]) and entry["imag"] == pytest.approx([0.0, 0.0])
+    assert entry["positive_fraction"] == 1.0
+    # the symmetric part [[1, 2], [2, 1]] has eigenvalues -1 and 3 (K itself has 1 twice)
+    assert entry["symmetric"] == pytest.approx([-1.0, 3.0]) and entry["symmetric_positive_fraction"] == 0.5
 
 
 def test_learning_rate_schedule_is_the_papers_scaled():

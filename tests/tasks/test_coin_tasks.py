@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from datafiles import CHICKENPOX, ENGLAND_COVID, requires_data
 
 from pdenets.cli import main
 from pdenets.data.forecast_protocols import ForecastSetup, closed_form_forecast
-from pdenets.data.paths import resolve_data_dir
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
@@ -18,8 +18,6 @@ from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _
                                          prepare_protocol)
 from pdenets.tasks.coin_tabular import CoinTabularConfig, CoinTabularTask, labelled_split
 
-DATA = resolve_data_dir()
-TEMPORAL = (DATA / "temporal" / "chickenpox.json").is_file()
 OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
 
 
@@ -89,7 +87,7 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
     assert torch.diagonal(expected).abs().max() == 0
 
 
-@pytest.mark.skipif(not TEMPORAL, reason="offline temporal data not available")
+@requires_data(CHICKENPOX)
 def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
     series = load_temporal("chickenpox")
     data = prepare_protocol(series, "pyg-temporal")
@@ -99,7 +97,7 @@ def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
     assert abs(float(error.square().mean()) - 0.704) < 0.0005  # the number that library's users quote
 
 
-@pytest.mark.skipif(not (DATA / "temporal" / "england_covid.json").is_file(), reason="offline temporal data missing")
+@requires_data(ENGLAND_COVID)
 def test_england_raw_mae_is_in_cases_per_region():
     series = load_temporal("england_covid")
     assert series.raw_counts and series.time_varying and series.values.shape == (61, 129)
@@ -249,7 +247,7 @@ def test_claims_report_measures_each_identity(tmp_path):
     assert (tmp_path / "run" / "smoothing.png").stat().st_size > 1000
 
 
-def _learned_run(path, **training):
+def _learned_run(path, model="window-mlp", seed=0, **training):
     from pdenets.tasks.coin_forecast import ForecastJob, ForecastTraining, _learned
 
     series = load_temporal(path)
@@ -257,7 +255,7 @@ def _learned_run(path, **training):
     settings = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 400,
                 "patience": 30, "lr": 0.01, "weight_decay": 0.0, "batch_rows": 48, "eval_steps": 5,
                 "min_improvement": 0.005, **training}
-    job = ForecastJob(str(path), "ours", "window-mlp", 0, OURS, ForecastTraining(**settings), "cpu")
+    job = ForecastJob(str(path), "ours", model, seed, OURS, ForecastTraining(**settings), "cpu")
     return data, _learned(job, data)
 
 
@@ -276,6 +274,41 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
     # the batch size reaches the arithmetic: another batch gives another trajectory
     _, (other, _) = _learned_run(path, batch_rows=96)
     assert not torch.allclose(other, prediction)
+
+
+def test_the_forecast_graph_loses_its_self_loops_before_its_rows_are_normalized():
+    # node 0 has a self-loop of weight 3 and one neighbour: its row is (0, 1), not (0, 1/4) (normalized, then cut)
+    edges = (torch.tensor([[0, 0, 1], [0, 1, 0]]), torch.tensor([3.0, 1.0, 2.0]))
+    dense = _diffusion_graph(edges, 2).to_dense()
+    torch.testing.assert_close(dense, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
+
+
+def test_weight_decay_never_reaches_the_learned_step_size(tmp_path):
+    """Without edges the loss does not depend on γ: only a weight decay on its logit could move it (towards
+    γ_max / 2 = 0.5), and the optimizer gives the logit none."""
+    path = tmp_path / "isolated.json"
+    path.write_text(json.dumps({"FX": np.random.default_rng(0).normal(size=(60, 4)).tolist(), "edges": []}))
+    _, (_, info) = _learned_run(path, model="coin-forecast", epochs=3, patience=100, lr=0.05, weight_decay=1.0,
+                                batch_rows=16, min_improvement=0.0)
+    assert info["steps"] > 10
+    assert info["learned_step_size"] == pytest.approx(0.1, rel=1e-6)
+
+
+def test_the_batch_order_is_drawn_from_the_runs_seed(tmp_path, monkeypatch):
+    import pdenets.tasks.coin_forecast as coin_forecast
+
+    path = tmp_path / "ring.json"
+    _diffusing_series(path, steps=40, nodes=3)
+    seeds, fit_steps = [], coin_forecast.fit_steps
+
+    def spy(*args, generator, **kwargs):
+        seeds.append(generator.initial_seed())
+        return fit_steps(*args, generator=generator, **kwargs)
+
+    monkeypatch.setattr(coin_forecast, "fit_steps", spy)
+    for seed in (7, 3):
+        _learned_run(path, seed=seed, epochs=1)
+    assert seeds == [7, 3]
 
 
 def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path):

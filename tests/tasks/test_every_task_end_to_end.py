@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from datafiles import CHICKENPOX, CORA_NPZ, MNIST, cifar10, requires_data
 
 from pdenets.data.fewshot import FeatureSet, save_features
 from pdenets.experiments import run_task
@@ -35,6 +36,9 @@ TOY = {
                       xor_report_steps=[1, 20], paper_script_check=False),
 }
 BUILTIN = sorted(name for name, task in registered_tasks().items() if task.__module__.startswith("pdenets."))
+#: the data files each toy run reads (the others need none); without them it skips, naming the first missing one
+NEEDS = {"coin-forecast": (CHICKENPOX,), "geodesic": MNIST, "image-classification": cifar10(0, 40, 50),
+         "node-classification": (CORA_NPZ,)}
 
 
 def test_every_builtin_task_has_a_toy_size():
@@ -53,7 +57,8 @@ def fewshot_features(tmp_path_factory):
     return str(save_features(feature_set, tmp_path_factory.mktemp("features") / "toy.npz"))
 
 
-@pytest.mark.parametrize("name", BUILTIN)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=requires_data(*NEEDS[name]) if name in NEEDS else ())
+                                  for name in BUILTIN])
 def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_features):
     task_class = registered_tasks()[name]
     changes = dict(TOY[name], workers=1)

@@ -1,8 +1,8 @@
 """The geodesic study end to end at toy scale: MNIST MLP pairs and CIFAR-10 K = 1 / K = 4 CNN pairs."""
 
 import pytest
+from datafiles import MNIST, cifar10, requires_data
 
-from pdenets.data.paths import resolve_data_dir
 from pdenets.experiments import run_task
 from pdenets.experiments.config import ConfigError
 from pdenets.experiments.store import ResultsStore
@@ -14,13 +14,8 @@ def _records(run):
         return [row.flat() for row in store.rows()]
 
 
-def _need(name):
-    if not (resolve_data_dir() / name).is_dir():
-        pytest.skip(f"offline {name} not available")
-
-
+@requires_data(*MNIST)
 def test_mnist_study_scores_robustness_ablation_and_figures(tmp_path):
-    _need("mnist")
     config = GeodesicConfig(weight_decays=[0.0, 0.0005], width=16, blocks=3, epochs=1, train_limit=500,
                             test_limit=200, track_points=50, robustness_points=60, projection_points=20,
                             noise_levels=[0.0, 1.0], fgsm_levels=[0.0, 0.1], ablation_counts=[0, 4, 100],
@@ -43,8 +38,8 @@ def test_mnist_study_scores_robustness_ablation_and_figures(tmp_path):
         assert (tmp_path / "run" / f"mnist-mlp-{figure}.png").stat().st_size > 1000
 
 
+@requires_data(*cifar10(0, 40, 50))
 def test_cifar_pairs_k1_and_k4_are_scored_per_stage(tmp_path):
-    _need("cifar10")
     config = GeodesicConfig(datasets=["cifar10"], architectures=["k1", "k4"], k4_widths=[2, 3, 4, 5],
                             weight_decays=[0.01], epochs=1, train_limit=64, test_limit=40, track_points=12,
                             robustness_points=10, projection_points=5, noise_levels=[0.0, 0.1],
@@ -74,12 +69,12 @@ def test_paper_tables_are_read_in_column_order_and_bad_settings_are_refused():
         GeodesicConfig(architectures=["k2"]).validate()
 
 
+@requires_data(*MNIST)
 def test_every_setting_of_a_geodesic_job_reaches_the_result():
     from pdenets.tasks.geodesic import run_geodesic_job
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
-    _need("mnist")
     config = GeodesicConfig(weight_decays=[0.01], width=8, blocks=2, epochs=1, train_limit=200, test_limit=100,
                             track_points=30, robustness_points=40, projection_points=10, noise_levels=[0.0, 1.0],
                             fgsm_levels=[0.0, 0.1], ablation_counts=[0, 4], batch_size=50)

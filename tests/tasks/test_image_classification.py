@@ -4,18 +4,17 @@ import dataclasses
 import json
 
 import pytest
+from datafiles import MNIST, cifar10, requires_data
 
 from pdenets.cli import main
-from pdenets.data.paths import resolve_data_dir
 from pdenets.experiments import ConfigError, run_task
 from pdenets.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
 
-DATA = resolve_data_dir()
 TINY = dict(units=[1, 1], widths=[4, 8], resnet_depth=8, resnet_widths=[4, 8, 8], epochs=1, batch_size=50,
             workers=1, flops_models=["resnet-44", "hamiltonian-74-fractional"])
 
 
-@pytest.mark.skipif(not (DATA / "cifar10").is_dir(), reason="offline CIFAR-10 not available")
+@requires_data(*cifar10(0, 40, 50))
 def test_cifar_run_stores_resumes_and_reports(tmp_path):
     config = ImageClassificationConfig(models=["resnet-44", "hamiltonian-74-fractional"], seeds=[0],
                                        train_limit=100, test_limit=200, **TINY)
@@ -34,7 +33,7 @@ def test_cifar_run_stores_resumes_and_reports(tmp_path):
     assert (tmp_path / "run" / "eigenvalues.png").stat().st_size > 1000
 
 
-@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+@requires_data(*MNIST)
 def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
     config = ImageClassificationConfig(datasets=["canvas-segmentation"], models=["hamiltonian-74-diffusion"],
                                        seeds=[0], canvas_train=50, canvas_test=20, canvas_size=40, min_distance=10.0,
@@ -44,7 +43,7 @@ def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
     assert 0 <= entry["test canvases mean_iou"]["median"] <= entry["test canvases accuracy"]["median"] <= 100
 
 
-@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+@requires_data(*MNIST)
 def test_same_label_canvases_train_a_two_class_head(tmp_path):
     config = ImageClassificationConfig(datasets=["canvas"], models=["hamiltonian-74"], seeds=[0], canvas_train=50,
                                        canvas_test=20, canvas_size=40, min_distance=10.0, canvas_label="same", **TINY)
@@ -80,7 +79,7 @@ def test_cli_refuses_a_model_typo_in_one_line(capsys):
     assert "hamiltonian-47" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="offline MNIST not available")
+@requires_data(*MNIST)
 @pytest.mark.parametrize("model", ["hamiltonian-74-fractional", "resnet-44"])
 def test_every_setting_of_an_image_job_reaches_the_result(model):
     """Each key setting (architecture, training and data entry by entry) changes the record; a job's key holds

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from datafiles import CORA_NPZ, requires_data
 
 from pdenets.cli import main
 from pdenets.data.graphs import load_npz
-from pdenets.data.paths import resolve_data_dir
 from pdenets.data.splits import split_and_init_seeds, split_seeds
 from pdenets.experiments import job_key, run_task
 from pdenets.models.node_training import prepared_graph
@@ -271,7 +271,7 @@ def test_unknown_model_and_missing_dataset_fail_before_anything_is_written(graph
     assert not out.exists()
 
 
-@pytest.mark.skipif(not (resolve_data_dir() / "npz" / "cora.npz").is_file(), reason="Cora not in $PDENETS_DATA")
+@requires_data(CORA_NPZ)
 def test_cora_graph_facts_and_a_short_run(tmp_path):
     outcome = run_task(NodeClassificationTask(NodeClassificationConfig(
         datasets=["cora"], models=["diff-resnet"], num_splits=1, num_inits=1, max_epochs=15, workers=1)),
