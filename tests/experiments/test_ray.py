@@ -56,12 +56,8 @@ def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
     assert len(on_ray) == 2 and on_ray == pooled
 
 
-def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tmp_path):
-    """Its own local cluster (``--ray-address local``), as a user's command line would start it."""
-    out = tmp_path / "run"
-    count = 16  # enough that a slow poll of the store (a busy machine) still sees the run before it ends
-    options = ["--count", str(count), "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
-    environment = _with_helpers(os.environ)
+def _interrupt_after_two(out, options, environment):
+    """Start the toy run, send SIGINT once two runs are stored; ``(exit code, stderr, runs stored)``."""
     process = subprocess.Popen(toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
@@ -69,9 +65,28 @@ def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tm
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, errors = process.communicate(timeout=120)
-    interrupted_at = stored_count(out / "results.sqlite")
-    assert process.returncode == 130, errors[-2000:]
-    assert 2 <= interrupted_at < count and "interrupted" in errors
+    return process.returncode, errors, stored_count(out / "results.sqlite")
+
+
+def test_a_ray_run_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_results(tmp_path):
+    """Its own local cluster (``--ray-address local``), as a user's command line would start it.
+
+    Ray's own core worker sometimes aborts on a SIGINT that lands inside one of its callbacks (a C++ stack on
+    stderr, exit 1, or the interrupt lost): up to three attempts, each in a fresh folder, and at least one must
+    end as ours do — exit 130, saying how many runs are stored — before the resumed run is checked.
+    """
+    count = 16  # enough that a slow poll of the store (a busy machine) still sees the run before it ends
+    options = ["--count", str(count), "--sleep", "1.0", "--ray-address", "local", "--threads", "1"]
+    environment = _with_helpers(os.environ)
+    attempts = []
+    for attempt in range(3):
+        out = tmp_path / f"run{attempt}"
+        code, errors, interrupted_at = _interrupt_after_two(out, options, environment)
+        attempts.append(f"exit {code}, {interrupted_at} stored: {errors[-600:]}")
+        if code == 130:
+            break
+    assert code == 130, "\n".join(attempts)
+    assert 2 <= interrupted_at < count and f"interrupted: {interrupted_at} of {count} runs are stored" in errors
     subprocess.run(toy_command(out, *options), env=environment, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=180)
     resumed = _records(out, "toy")
