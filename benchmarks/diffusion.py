@@ -118,7 +118,8 @@ def bench_knn(sizes, repeats):
             hits = (approx[:, :, None] == exact[:, None, :]).any(-1).sum().item()
             result["faiss_recall"] = hits / exact.numel()
         dense_s = result.get("dense_s", float("nan"))
-        print(f"{num_nodes:>8} {dense_s:>10.4f} {result['chunked_s']:>10.4f} {result.get('faiss_s', float('nan')):>9.3f} "
+        faiss_s = result.get('faiss_s', float('nan'))
+        print(f"{num_nodes:>8} {dense_s:>10.4f} {result['chunked_s']:>10.4f} {faiss_s:>9.3f} "
               f"{dense_s / result['chunked_s']:>13.2f}x {result.get('faiss_recall', float('nan')):>13.3f}")
         rows.append(result)
     return rows
@@ -150,7 +151,8 @@ def trial(kind: str, num_nodes: int) -> None:
 
 
 def largest_sizes(kinds, start_sizes, cap_gib, timeout, max_size):
-    print(f"\n## Largest N under a {cap_gib:g} GiB memory cap (N doubles until a trial fails or takes over {timeout:g} s)")
+    print(f"\n## Largest N under a {cap_gib:g} GiB memory cap "
+          f"(N doubles until a trial fails or takes over {timeout:g} s)")
     found = {}
     for kind in kinds:
         best, reason = largest_size(__file__, kind, start_sizes[kind], cap_gib, timeout, max_size)

@@ -43,6 +43,14 @@ PEERS = {"prototype": "PrototypicalNetworks", "diffusion": "LaplacianShot", "bd-
 SHAPES = ("balanced", "dirichlet:2", "open-set:2", "one-at-a-time")
 
 
+def _stand_in_attribute(attribute: str):
+    """What the empty ``torchvision`` stand-in gives for a name: ``object`` (never built), except module dunders
+    (``__file__``, ...), which it does not have — ``inspect`` walks every module in ``sys.modules``."""
+    if attribute.startswith("__"):
+        raise AttributeError(attribute)
+    return object
+
+
 def easyfsl_methods():
     """easyfsl's method classes by our names, or ``{}`` when easyfsl is not installed."""
     try:
@@ -51,7 +59,7 @@ def easyfsl_methods():
         modules = {name: types.ModuleType(name) for name in ("torchvision", "torchvision.models",
                                                              "torchvision.models.resnet")}
         for module in modules.values():
-            module.__getattr__ = lambda attribute: object  # any name easyfsl.modules imports
+            module.__getattr__ = _stand_in_attribute  # any name easyfsl.modules imports
             module.__path__ = []
         modules["torchvision"].models = modules["torchvision.models"]
         modules["torchvision.models"].resnet = modules["torchvision.models.resnet"]

@@ -213,7 +213,8 @@ def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
     print("| dataset | side | model | test MSE (mean over seeds) | s per run |")
     print("|---|---|---|---:|---:|")
     for row in rows:
-        print(f"| {row['dataset']} | {row['side']} | {row['model']} | {np.mean(row['mse']):.4f} | {row['seconds']:.1f} |")
+        print(f"| {row['dataset']} | {row['side']} | {row['model']} | {np.mean(row['mse']):.4f} "
+              f"| {row['seconds']:.1f} |")
     return rows
 
 

@@ -94,7 +94,8 @@ def block_graph(num_nodes: int, num_classes: int, degree: int, features: int, se
     edge_index = torch.from_numpy(np.vstack([rows[keep], cols[keep]]))
     edge_index = torch.cat([edge_index, edge_index.flip(0)], 1)
     centres = generator.random((num_classes, features)) < 0.1
-    bag = (generator.random((num_nodes, features)) < 0.03) | (centres[labels] & (generator.random((num_nodes, features)) < 0.3))
+    noise = generator.random((num_nodes, features)) < 0.03
+    bag = noise | (centres[labels] & (generator.random((num_nodes, features)) < 0.3))
     bag[:, 0] |= ~bag.any(1)
     x = torch.from_numpy(bag.astype(np.float32))
     x = x / x.sum(1, keepdim=True)
@@ -272,7 +273,8 @@ def main() -> None:
     for kind, start, limit in kinds:
         best, reason = largest_size(__file__, kind, start, cap, 120 if args.quick else 600, limit)
         if best:
-            print(f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, epoch {best[1]['epoch_s']:.1f} s);"
+            print(f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, "
+                  f"epoch {best[1]['epoch_s']:.1f} s);"
                   f" next size: {reason}")
             largest[kind] = {"N": best[0], **best[1], "next_failure": reason}
         else:

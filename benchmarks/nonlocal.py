@@ -8,9 +8,10 @@ Two levels per operator (C = 64, batch 8, keys and values max-pooled 2 × 2 as i
 CIFAR networks, float32, 2 threads), forward + backward with a fixed upstream gradient (drawn before the
 measurement, so the peak counts what the path holds, not a loss's own temporaries): one application of the
 operator ``T`` (what the path changes), and a whole :class:`pdenets.nn.NonlocalBlock` (1×1
-embeddings, 2 stages, 1×1 conv/BN/ReLU — activations of size ``N × C`` both paths share). The fast paths: the dot-product kernel reassociated, the embedded Gaussian with
-row sums through ``scaled_dot_product_attention``, the singular kernels (fractional, inverse
-fractional, log) in cache-sized blocks of rows recomputed in the backward pass.
+embeddings, 2 stages, 1×1 conv/BN/ReLU — activations of size ``N × C`` both paths share). The fast
+paths: the dot-product kernel reassociated, the embedded Gaussian with row sums through
+``scaled_dot_product_attention``, the singular kernels (fractional, inverse fractional, log) in
+cache-sized blocks of rows recomputed in the backward pass.
 
 Every measurement runs in a fresh child process (memory-capped with ``RLIMIT_AS``): the peak
 is the growth of the child's resident set (``ru_maxrss``) during the timed passes, so the

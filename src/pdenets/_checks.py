@@ -94,7 +94,8 @@ def check_features(features: torch.Tensor, name: str = "features", *, min_dim: i
     """Features of ``N`` samples, shape ``(N, *)``: float32/float64, at least ``min_dim`` dims, finite."""
     check_floating(features, name)
     if features.dim() < min_dim:
-        raise ValueError(f"{name} must have at least {min_dim} dimension(s) (N, ...), got shape {tuple(features.shape)}")
+        raise ValueError(f"{name} must have at least {min_dim} dimension(s) (N, ...), "
+                         f"got shape {tuple(features.shape)}")
     check_finite(features, name)
     return features
 

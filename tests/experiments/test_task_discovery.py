@@ -56,7 +56,8 @@ def test_a_users_package_adds_its_tasks_and_a_broken_one_only_warns(tmp_path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(
         ("builtin", "pdenets.tasks"), ("mine", "user_tasks_pkg"), ("broken", "no_such_module_anywhere")))
-    with pytest.warns(UserWarning, match="'no_such_module_anywhere' .*could not be loaded: ModuleNotFoundError") as caught:
+    expected = "'no_such_module_anywhere' .*could not be loaded: ModuleNotFoundError"
+    with pytest.warns(UserWarning, match=expected) as caught:
         tasks = engine.registered_tasks()
     assert "echo-from-a-user-package" in tasks and "synthetic" in tasks, [str(w.message) for w in caught]
     sys.modules.pop("user_tasks_pkg", None)

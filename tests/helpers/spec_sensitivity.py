@@ -60,8 +60,8 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
     Args:
         run: the task's ``run_job``.
         spec: a frozen dataclass job spec; fields with ``metadata={"key": False}`` are not part of the key.
-        changes: ``"field"`` or ``"field.entry"`` (an entry of a pairs, mapping or dataclass setting) → the value to try (default: ints + 1, floats × 1.5,
-            booleans flipped).
+        changes: ``"field"`` or ``"field.entry"`` (an entry of a pairs, mapping or dataclass setting) → the value to
+            try (default: ints + 1, floats × 1.5, booleans flipped).
         skip: ``"field"`` or ``"field.entry"`` → why it is not checked here (e.g. ``"device": "CPU only"``).
         ignore: record fields that vary between identical runs (timings).
     """

@@ -58,7 +58,8 @@ def test_fixed_arguments_define_the_variant():
 
 def test_graph_inputs():
     assert {name for name in list_models() if model_entry(name).graph_input == "forward"} == {
-        "gat", "gcn", "sage-maxpool", "sage-mean", "coin-forecast", "cheb-gru", "pygt-gconv-gru", "window-gcn", "window-mlp"}
+        "gat", "gcn", "sage-maxpool", "sage-mean", "coin-forecast", "cheb-gru", "pygt-gconv-gru", "window-gcn",
+        "window-mlp"}
     assert {name for name in list_models() if model_entry(name).graph_input == "constructor"} == {
         "coin-mlp", "diff-resnet", "no-diff-resnet"}
     with pytest.raises(ValueError, match="graph_input must be one of .*did you mean 'forward'"):
@@ -74,7 +75,9 @@ def test_families_and_training_defaults():
 
 
 def test_typos_list_the_valid_names_and_duplicates_are_refused():
-    with pytest.raises(KeyError, match="unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: cheb-gru, coin-forecast, coin-mlp, conv4, diff-resnet"):
+    expected = ("unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: cheb-gru, coin-forecast, coin-mlp, conv4, "
+                "diff-resnet")
+    with pytest.raises(KeyError, match=expected):
         create_model("gnc", in_features=2, num_classes=2)
     with pytest.raises(ValueError, match="already registered"):
         register_model("gcn", family="message-passing")(lambda in_features, num_classes: None)

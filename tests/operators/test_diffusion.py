@@ -158,7 +158,8 @@ def test_csr_weights_build_the_same_operator_without_a_coo_copy(dtype):
     assert from_csr._matrix is None and from_csr.propagation.T is from_csr.propagation
     assert from_csr.bound == pytest.approx(from_coo.bound, rel=1e-6)
     tolerance = 1e-6 if dtype == torch.float32 else 1e-14
-    torch.testing.assert_close(from_csr.matrix().to_dense(), from_coo.matrix().to_dense(), rtol=tolerance, atol=tolerance)
+    torch.testing.assert_close(from_csr.matrix().to_dense(), from_coo.matrix().to_dense(), rtol=tolerance,
+                               atol=tolerance)
     x = torch.randn(40, 3, dtype=dtype, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(from_csr.apply(x, 5), from_coo.apply(x, 5), rtol=tolerance, atol=tolerance)
     with pytest.raises(ValueError, match="negative entries"):

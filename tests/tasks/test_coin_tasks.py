@@ -365,10 +365,12 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
         CoinForecastTask.run_job, spec,
         changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "window-mlp", "training.epochs": 1,
                  "training.patience": 1, "training.eval_steps": 1, "training.min_improvement": 0.9,
-                 "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5), "diffusion.step_sizes": (0.0, 0.3)},
+                 "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5),
+                 "diffusion.step_sizes": (0.0, 0.3)},
         skip={"device": "one device on a CPU-only machine",
               "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the transform",
-              "diffusion": "COIN's forecasts leave no gain that clears the noise here; checked below on the last value"},
+              "diffusion": "COIN's forecasts leave no gain that clears the noise here; checked below on the last "
+                           "value"},
         ignore=("seconds", "curve"))
     # the diffusion grid of COIN over a model whose forecasts the diffusion clearly improves (the last value)
     closed = dataclasses.replace(spec, model="last-value", training=None)

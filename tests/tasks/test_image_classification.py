@@ -1,4 +1,5 @@
-"""``pdenets run image-classification`` at toy scale: CIFAR-10 and canvas segmentation, resume, report, config checks."""
+"""``pdenets run image-classification`` at toy scale: CIFAR-10 and canvas segmentation, resume, report, config
+checks."""
 
 import dataclasses
 import json

@@ -27,7 +27,8 @@ GUARDS = {
 def _calls_the_guard(path: Path, function: str) -> bool:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef) and node.name == function:
-            return any(isinstance(call, ast.Call) and getattr(call.func, "id", None) == "assert_every_key_setting_matters"
+            return any(isinstance(call, ast.Call)
+                       and getattr(call.func, "id", None) == "assert_every_key_setting_matters"
                        for call in ast.walk(node))
     return False
 

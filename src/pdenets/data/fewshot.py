@@ -114,7 +114,8 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
             raise _fail(source, f"labels hold a non-finite value ({labels[~np.isfinite(labels)][0]}); class ids are "
                                 "integers 0…K−1")
         if (labels != np.round(labels)).any():
-            raise _fail(source, f"labels must be integer class ids, got the value {labels[labels != np.round(labels)][0]}")
+            value = labels[labels != np.round(labels)][0]
+            raise _fail(source, f"labels must be integer class ids, got the value {value}")
         if np.abs(labels).max() >= 2**62:
             raise _fail(source, f"labels hold the class id {labels[np.abs(labels).argmax()]:g}; class ids are 0…K−1")
         labels = labels.astype(np.int64)

@@ -207,7 +207,8 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
     distinct, ids = torch.unique(days, return_inverse=True)
     return {"series": series, "inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
             "mean": mean, "std": std, "graph_days": distinct.tolist(), "graph_ids": ids, "origins": windows.origins,
-            "lags": lags, "horizons": horizons, "split": split, "raw": series.values, "target_steps": windows.target_steps,
+            "lags": lags, "horizons": horizons, "split": split, "raw": series.values,
+            "target_steps": windows.target_steps,
             "protocol": protocol, "transform": transform}
 
 
@@ -271,7 +272,8 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
     out["mse_by_horizon"] = [float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])]
     out["mae_by_horizon"] = [float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])]
     per_region = (error.square() * mask).sum((0, 2))
-    out["top5_share"] = float(per_region.topk(min(5, len(per_region))).values.sum() / per_region.sum().clamp_min(1e-300))
+    top5 = per_region.topk(min(5, len(per_region))).values.sum()
+    out["top5_share"] = float(top5 / per_region.sum().clamp_min(1e-300))
     if data["series"].raw_counts:  # in cases per region: the scaling (and a log1p) undone
         def counts(scaled: torch.Tensor) -> torch.Tensor:
             value = scaled * data["std"][None, :, None] + data["mean"][None, :, None]

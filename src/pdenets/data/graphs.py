@@ -80,7 +80,8 @@ MISSING_FEATURES = ("identity", "degree")
 
 GRAPH_SOURCES: Dict[str, str] = {
     "planetoid": "https://github.com/kimiyoung/planetoid (raw files also in github.com/tkipf/gcn, gcn/data/)",
-    "npz": "https://github.com/shchur/gnn-benchmark (data/npz/); also github.com/shwangtangjun/Diff-ResNet, graph/data/",
+    "npz": "https://github.com/shchur/gnn-benchmark (data/npz/); "
+           "also github.com/shwangtangjun/Diff-ResNet, graph/data/",
 }
 
 

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..data.fewshot import OPEN_SET_LABEL, EpisodeSampler, Episodes, FeatureSet, QueryShape, load_features
+from ..data.fewshot import EpisodeSampler, Episodes, FeatureSet, QueryShape, load_features
 from ..data.graphs import read_npz_arrays
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError

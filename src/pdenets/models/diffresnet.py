@@ -18,8 +18,8 @@ from .registry import ModelExample, register_model
 def _example(num_classes: int) -> ModelExample:
     """Six samples on a ring graph, five features, two diffusion steps."""
     ring = torch.roll(torch.eye(6), 1, 0)
-    return ModelExample({"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25, "weights": ring + ring.T},
-                        (torch.randn(6, 5),), (6, num_classes))
+    settings = {"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25, "weights": ring + ring.T}
+    return ModelExample(settings, (torch.randn(6, 5),), (6, num_classes))
 
 __all__ = ["DiffResNet", "no_diff_resnet"]
 

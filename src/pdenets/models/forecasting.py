@@ -76,7 +76,8 @@ def _windows(x: torch.Tensor, graph: GraphSequence, lags: int, name: str):
 
 
 class GCNGraphConv(nn.Module):
-    r"""``Y = P X Θ + b`` with ``P = D^{-1/2}(Wᵀ + I)D^{-1/2}``: PyTorch Geometric's ``GCNConv`` on :class:`SliceGraphs`.
+    r"""``Y = P X Θ + b`` with ``P = D^{-1/2}(Wᵀ + I)D^{-1/2}``: PyTorch Geometric's ``GCNConv`` on
+    :class:`SliceGraphs`.
 
     The product runs in the narrower width (``P`` before ``Θ`` when ``in < out``). The normalized
     graphs are computed once per distinct graph. Shapes: ``(S, N, in)`` → ``(S, N, out)``.
@@ -99,7 +100,8 @@ class GCNGraphConv(nn.Module):
 
 
 class ChebGraphConv(nn.Module):
-    r"""``Y = Σ_{k<K} T_k(L̂) X Θ_k + b``: PyTorch Geometric's ``ChebConv`` (``sym``, ``λ_max = 2``) on :class:`SliceGraphs`.
+    r"""``Y = Σ_{k<K} T_k(L̂) X Θ_k + b``: PyTorch Geometric's ``ChebConv`` (``sym``, ``λ_max = 2``) on
+    :class:`SliceGraphs`.
 
     ``T_0 = I``, ``T_1 = L̂``, ``T_k = 2 L̂ T_{k−1} − T_{k−2}``, ``L̂ = L − I`` of the symmetric
     normalized Laplacian. Shapes: ``(S, N, in)`` → ``(S, N, out)``.

@@ -142,13 +142,15 @@ register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout
 
 
 @register_model("sage-mean", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                graph_input="forward", example=_example, description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
+                graph_input="forward", example=_example,
+                description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
 def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="mean", **kwargs)
 
 
 @register_model("sage-maxpool", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                graph_input="forward", example=_example, description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
+                graph_input="forward", example=_example,
+                description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
 def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="maxpool", **kwargs)
 

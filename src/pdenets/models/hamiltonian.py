@@ -166,7 +166,8 @@ def _variant(operator: Optional[str], s: float = 0.5):
     return factory
 
 
-register_model("hamiltonian-74", family="image", example=_example, description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)")(
+register_model("hamiltonian-74", family="image", example=_example,
+               description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)")(
     _variant(None))
 register_model("hamiltonian-74-diffusion", family="image", example=_example,
                description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)")(_variant("diffusion-dot"))

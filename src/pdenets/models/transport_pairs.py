@@ -1,4 +1,5 @@
-r"""Plain networks and ResNets that differ only by the identity (“A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space”): the geodesic-analysis pairs.
+r"""Plain networks and ResNets that differ only by the identity (“A Mathematical Principle of Deep Learning: Learn
+the Geodesic Curve in the Wasserstein Space”): the geodesic-analysis pairs.
 
 Every block computes ``v(x) = W₂ σ(W₁ σ(x))`` (affine maps or 3×3 convolutions); the ResNet block returns
 ``x + v(x)``, the plain block ``v(x)``. The two networks of a pair have the same parameters, so a
@@ -175,9 +176,12 @@ def _cnn(residual, widths, blocks, stem_stride):
 
 
 for _residual, _prefix in ((True, "resnet"), (False, "plain")):
-    register_model(f"{_prefix}-mlp", family="transport", example=_mlp_example, description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
+    register_model(f"{_prefix}-mlp", family="transport", example=_mlp_example,
+                   description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
                    "blocks, → 10 (geodesic analysis)")(_mlp(_residual))
-    register_model(f"{_prefix}-cnn-k1", family="transport", example=_cnn_example((4,)), description=f"{_prefix} CNN pair member, K = 1: "
+    register_model(f"{_prefix}-cnn-k1", family="transport", example=_cnn_example((4,)),
+                   description=f"{_prefix} CNN pair member, K = 1: "
                    "32×16×16, 10 blocks")(_cnn(_residual, (32,), 10, 2))
-    register_model(f"{_prefix}-cnn-k4", family="transport", example=_cnn_example((4, 8)), description=f"{_prefix} CNN pair member, K = 4: "
+    register_model(f"{_prefix}-cnn-k4", family="transport", example=_cnn_example((4, 8)),
+                   description=f"{_prefix} CNN pair member, K = 4: "
                    "64/128/256/512 stages of 5 blocks")(_cnn(_residual, (64, 128, 256, 512), 5, 1))

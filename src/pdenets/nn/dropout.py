@@ -11,9 +11,9 @@ one-byte boolean mask is kept for the backward pass.
 
 Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 0.25, 0.5:
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
-with probability 42598/65536 = 0.6499939), or of 2⁻³² for ``p > 0.996`` (four bytes). The output is scaled by the inverse of the
-keep probability actually used, so ``E[dropout(x)] = x`` exactly. The generator is
-seeded from torch's default generator, so ``torch.manual_seed`` makes masks reproducible.
+with probability 42598/65536 = 0.6499939), or of 2⁻³² for ``p > 0.996`` (four bytes). The
+output is scaled by the inverse of the keep probability actually used, so ``E[dropout(x)] = x``
+exactly. The generator is seeded from torch's default generator, so ``torch.manual_seed`` makes masks reproducible.
 Other devices use ``torch.nn.functional.dropout``.
 """
 

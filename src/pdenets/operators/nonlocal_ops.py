@@ -150,7 +150,8 @@ class _HalfIntegerPower(torch.autograd.Function):
 
 def _combine(kernel: torch.Tensor, values: torch.Tensor, centres: torch.Tensor, operator: str, normalizer: str,
              count: int, constant: float) -> torch.Tensor:
-    """``T_i`` from a block of kernel rows ``(B, n, M)``, the values ``(B, M, C)`` and the rows' centres ``(B, n, C)``."""
+    """``T_i`` from a block of kernel rows ``(B, n, M)``, the values ``(B, M, C)`` and the rows' centres
+    ``(B, n, C)``."""
     weighted = torch.matmul(kernel, values)  # Σ_j ω_ij V_j
     if normalizer == "row-sum":
         sums = kernel.sum(-1, keepdim=True)

@@ -23,8 +23,7 @@ import torch
 
 from ..data.forecast_protocols import (CLOSED_FORM, PROTOCOLS, TRANSFORMS, ForecastSetup, choose_diffusion,
                                        closed_form_forecast, first_horizon_forecasts, forecast_metrics,
-                                       linear_forecast, masked_mse, protocol_windows, split_days, diffuse_forecasts,
-                                       pyg_scaled)  # noqa: F401
+                                       linear_forecast, masked_mse, protocol_windows, split_days, pyg_scaled)  # noqa: F401
 from ..data.paths import dataset_label
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
 from ..experiments.cache import process_cache

@@ -28,7 +28,8 @@ __all__ = ["FewShotBatch", "FewShotMethod", "METHOD_CLASSES", "method_from_name"
            "knn_affinity", "laplacian_energy", "laplacian_shot", "Convection", "ConvectionSettings", "External",
            "ExternalSettings", "HeadSettings", "Internal", "InternalSettings", "episode_neighbours", "train_heads",
            "train_heads_one_by_one", "BDCSPN", "BDCSPNSettings", "PTMAP", "PTMAPSettings", "power_transform",
-           "sinkhorn", "TIM", "TIMSettings", "AlphaTIM", "AlphaTIMSettings", "PADDLE", "PADDLESettings", "METHODS", "PREPROCESSING", "Preprocessing", "ablation_method",
+           "sinkhorn", "TIM", "TIMSettings", "AlphaTIM", "AlphaTIMSettings", "PADDLE", "PADDLESettings", "METHODS",
+           "PREPROCESSING", "Preprocessing", "ablation_method",
            "classify", "preprocess", "centre_and_normalize", "cross_domain_shift", "prototypes",
            "rectified_prototypes", "standardize_scale", "DiffusionFewShotClassifier"]
 

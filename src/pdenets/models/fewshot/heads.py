@@ -65,7 +65,8 @@ from .base import FewShotBatch, FewShotMethod, register_method
 from .preprocessing import prototypes as class_means
 
 __all__ = ["HeadSettings", "task_graphs", "train_heads", "train_heads_one_by_one", "initial_parameters",
-           "HeadTraining", "TrainedHead", "Convection", "ConvectionSettings", "External", "ExternalSettings", "Internal", "InternalSettings",
+           "HeadTraining", "TrainedHead", "Convection", "ConvectionSettings", "External", "ExternalSettings",
+           "Internal", "InternalSettings",
            "episode_neighbours", "MAX_NEIGHBOURS"]
 
 
@@ -153,7 +154,8 @@ def _imprint(parameters: List[torch.Tensor], centres: torch.Tensor, temperature:
 
 def _batched_forward(parameters: List[torch.Tensor], inputs: torch.Tensor, diffusion: Optional[torch.Tensor]
                      ) -> torch.Tensor:
-    """Logits ``(T, R, C)``: of every point without diffusion, else of the rows of ``(I − γL)^r`` given ``(T, R, N)``."""
+    """Logits ``(T, R, C)``: of every point without diffusion, else of the rows of ``(I − γL)^r`` given
+    ``(T, R, N)``."""
     fc1_w, fc1_b, fc2_w, fc2_b, out_w, out_b = parameters
     hidden = F.relu(torch.baddbmm(fc1_b[:, None, :], inputs, fc1_w.transpose(1, 2)))
     features = inputs + torch.baddbmm(fc2_b[:, None, :], hidden, fc2_w.transpose(1, 2))

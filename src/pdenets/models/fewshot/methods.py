@@ -38,7 +38,8 @@ from ..._checks import check_positive_int
 from .base import METHOD_CLASSES, FewShotBatch, FewShotMethod, method_from_name
 from .preprocessing import centre_and_normalize, cross_domain_shift, standardize_scale
 
-__all__ = ["METHODS", "Preprocessing", "PREPROCESSING", "classify", "preprocess", "ablation_method"]
+# METHODS is the live registry, served by the module's __getattr__
+__all__ = ["METHODS", "Preprocessing", "PREPROCESSING", "classify", "preprocess", "ablation_method"]  # noqa: F822
 
 
 def __getattr__(name: str):

@@ -90,7 +90,8 @@ class PADDLE(FewShotMethod):
         centres = support_sums / support_counts[..., None]
         spread = torch.cdist(centres, centres).square().sum((1, 2)) / (batch.ways * (batch.ways - 1))
         # coinciding prototypes (no spread to measure): the absolute κ
-        tau = torch.where(spread > 0, settings.temperature / spread.clamp_min(1e-30), settings.temperature)[:, None, None]
+        tau = torch.where(spread > 0, settings.temperature / spread.clamp_min(1e-30), settings.temperature)
+        tau = tau[:, None, None]
         log_prior = torch.zeros_like(support_counts)  # λ/Q · v, (T, C)
         assignments = torch.softmax(-tau / 2 * torch.cdist(query, centres).square(), dim=2)
         for _ in range(settings.iterations):

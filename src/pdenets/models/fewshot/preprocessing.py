@@ -112,5 +112,6 @@ def rectified_prototypes(support: torch.Tensor, labels: torch.Tensor, query: tor
     weighted = assigned * scores.softmax(2)
     counts = assigned.sum(1)  # (T, C)
     norms = weighted.sum(1) if weighted_mean else counts
-    rectified = torch.bmm(weighted.transpose(1, 2), points) / norms.clamp_min(1e-12 if weighted_mean else 1.0)[..., None]
+    floor = 1e-12 if weighted_mean else 1.0
+    rectified = torch.bmm(weighted.transpose(1, 2), points) / norms.clamp_min(floor)[..., None]
     return torch.where(counts[..., None] > 0, rectified, plain)
