@@ -1,10 +1,12 @@
-"""Few-shot heads: all tasks trained together vs one task at a time, measured side by side in one run.
+"""Few-shot heads: all tasks trained together vs one task at a time, and against BD-CSPN, side by side in one run.
 
-    python benchmarks/fewshot.py            # 1,000 tasks at M = 64 and M = 512 (about 15 minutes on 2 cores)
-    python benchmarks/fewshot.py --quick    # 100 tasks
+    python benchmarks/fewshot.py                  # 1,000 tasks at M = 64 and M = 512
+    python benchmarks/fewshot.py --quick          # 100 tasks
+    python benchmarks/fewshot.py --epochs 100     # the paper's 100 SGD steps per task
 
 Method (5), internal convection-diffusion (the Diff-ResNet head), 5-way 1-shot, 15 queries,
-r = 10, γ = 0.5, 100 SGD steps per task, on features drawn around random class centres:
+r = 10, γ = 0.5, 10 SGD steps per task (the default; ``--epochs``), on features drawn around
+random class centres:
 
 * ``loop``: the reference — a :class:`~pdenets.models.DiffResNet` and an optimizer per task,
   trained in a Python loop with ``r`` sequential diffusion steps per forward pass (the way
@@ -13,7 +15,9 @@ r = 10, γ = 0.5, 100 SGD steps per task, on features drawn around random class 
   stacked, one batched product per layer, ``(I − γL)^r`` formed once per task.
 
 Both start from the same parameters and must give the same predictions. Times are medians
-of ``--repeats`` runs; the ratio is loop time / batched time.
+of ``--repeats`` runs; the ratio is loop time / batched time. Beside them ``bd-cspn``
+(:class:`~pdenets.models.fewshot.BDCSPN`, closed form, batched) on the same tasks: the cheapest
+transductive method, and what the trained head costs against it (batched time / BD-CSPN time).
 
 Roofline: the matrix-product FLOPs of one task's training (``torch.utils.flop_counter``,
 forward and backward, 100 steps), the GFLOP/s each path achieves, and the machine's peak
@@ -34,7 +38,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pdenets.models.fewshot import Internal, classify  # noqa: E402
+from pdenets.models.fewshot import BDCSPN, Internal, classify  # noqa: E402
 
 
 def tasks(count: int, dim: int, seed: int = 0):
@@ -76,16 +80,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", default=None)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=None, help="SGD steps per task (default: the head's, 10)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     count = args.tasks or (100 if args.quick else 1000)
-    settings = Internal(num_steps=10, step_size=0.5)
+    settings = Internal(num_steps=10, step_size=0.5, **({"epochs": args.epochs} if args.epochs else {}))
     rows = []
     peak = peak_gflops()
     print(f"machine peak (one 2048 x 2048 float32 product, {torch.get_num_threads()} threads): {peak:.1f} GFLOP/s")
     print(f"{'M':>5} {'tasks':>6} {'loop s':>9} {'batched s':>10} {'loop ms/task':>13} {'batched ms/task':>16} "
           f"{'ratio':>7} {'acc loop':>9} {'acc batched':>12} {'same predictions':>17} {'MFLOP/task':>11} "
-          f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16}")
+          f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16} {'bd-cspn ms/task':>16} {'batched/bd-cspn':>16}")
     for dim in (64, 512):
         support, support_labels, query, query_labels = tasks(count, dim)
         seeds = list(range(count))
@@ -98,6 +103,8 @@ def main() -> None:
                "accuracy_loop": float((looped.argmax(2) == query_labels).double().mean()),
                "accuracy_batched": float((batched.argmax(2) == query_labels).double().mean()),
                "same_predictions": bool(torch.equal(looped.argmax(2), batched.argmax(2)))}
+        bdcspn_s, _ = timed(lambda: classify(support, support_labels, query, 5, BDCSPN()), max(args.repeats, 5))
+        row.update(bdcspn_s=bdcspn_s, batched_over_bdcspn=batched_s / bdcspn_s)
         flops = task_flops(settings, support, support_labels, query)
         row.update(flops_per_task=flops, loop_gflops=flops * count / loop_s / 1e9,
                    batched_gflops=flops * count / batched_s / 1e9, peak_gflops=peak)
@@ -105,7 +112,8 @@ def main() -> None:
         print(f"{dim:>5} {count:>6} {loop_s:>9.2f} {batched_s:>10.2f} {1000 * loop_s / count:>13.2f} "
               f"{1000 * batched_s / count:>16.2f} {row['ratio']:>6.1f}x {row['accuracy_loop']:>9.4f} "
               f"{row['accuracy_batched']:>12.4f} {str(row['same_predictions']):>17} {flops / 1e6:>11.1f} "
-              f"{row['loop_gflops']:>13.2f} {row['batched_gflops']:>16.2f}", flush=True)
+              f"{row['loop_gflops']:>13.2f} {row['batched_gflops']:>16.2f} {1000 * bdcspn_s / count:>16.3f} "
+              f"{row['batched_over_bdcspn']:>15.1f}x", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

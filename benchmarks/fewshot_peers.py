@@ -122,14 +122,22 @@ def measure_cell(support, support_labels, query, query_labels, ways, methods, pe
         if name in peers:
             def theirs(s, labels, q):
                 return easyfsl_predict(peers[name], s, labels, q)[..., None]
-            predictions, seconds = timed(lambda: (one_at_a_time(theirs, support, support_labels, query) if single
-                                                  else theirs(support, support_labels, query))[..., 0])
-            mean, interval = mean_and_interval(task_accuracies(predictions, query_labels))
-            row.update(easyfsl_accuracy=100 * mean, easyfsl_ci95=100 * interval,
-                       easyfsl_s_per_1000=1000 * seconds / len(seeds))
+            try:
+                predictions, seconds = timed(lambda: (one_at_a_time(theirs, support, support_labels, query) if single
+                                                      else theirs(support, support_labels, query))[..., 0])
+            except Exception as error:  # noqa: BLE001 - a peer that fails on a shape is a result, reported
+                row.update(easyfsl_error=f"{type(error).__name__}: {str(error).splitlines()[0][:80]}")
+            else:
+                mean, interval = mean_and_interval(task_accuracies(predictions, query_labels))
+                row.update(easyfsl_accuracy=100 * mean, easyfsl_ci95=100 * interval,
+                           easyfsl_s_per_1000=1000 * seconds / len(seeds))
         rows.append(row)
-        theirs = (f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  {row['easyfsl_s_per_1000']:8.1f}"
-                  if "easyfsl_accuracy" in row else f"{'—':>15} {'—':>9}")
+        if "easyfsl_error" in row:
+            theirs = f"fails ({row['easyfsl_error']})"
+        elif "easyfsl_accuracy" in row:
+            theirs = f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  {row['easyfsl_s_per_1000']:8.1f}"
+        else:
+            theirs = f"{'—':>15} {'—':>9}"
         print(f"{cell:<34} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
               f"{row['pdenets_s_per_1000']:8.1f}   {theirs}", flush=True)
 
