@@ -98,7 +98,7 @@ def main() -> None:
         loop_s, looped = timed(lambda: classify(support, support_labels, query, 5, settings, seeds=seeds,
                                                 batched=False), args.repeats)
         batched_s, batched = timed(lambda: classify(support, support_labels, query, 5, settings, seeds=seeds,
-                                                    chunk_size=100 if dim <= 128 else 10), args.repeats)
+                                                    chunk_size=250 if dim <= 128 else 10), args.repeats)
         row = {"M": dim, "tasks": count, "loop_s": loop_s, "batched_s": batched_s, "ratio": loop_s / batched_s,
                "accuracy_loop": float((looped.argmax(2) == query_labels).double().mean()),
                "accuracy_batched": float((batched.argmax(2) == query_labels).double().mean()),
