@@ -58,8 +58,11 @@ def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
 
 def _interrupt_after_two(out, options, environment):
     """Start the toy run, send SIGINT once two runs are stored; ``(exit code, stderr, runs stored)``."""
+    # As from a terminal: a suite started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python would keep it ignored in the child
     process = subprocess.Popen(toy_command(out, *options), env=environment, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.1)
