@@ -65,18 +65,25 @@ def synthetic_series(regions: int, days: int, seed: int = 0, neighbours: int = 3
     return {"FX": np.round(values, 5).tolist(), "edges": [list(pair) for pair in edges]}
 
 
-def run_model(model: str, dataset: str, root: str, src: str | None, settings, timeout: float) -> dict:
-    out = os.path.join(root, model)
-    command = [sys.executable, "-m", "pdenets.cli", "run", "coin-forecast", "--dataset", dataset, "--protocol", "ours",
-               "--model", model, "--seeds", "0", "--threads", "1", "--workers", "1", "--out", out, "--no-progress"]
-    for setting in settings:
-        command += ["--set", setting]
+def run_coin_forecast(options, out: str, src: str | None, timeout: float | None = None):
+    """``pdenets run coin-forecast OPTIONS`` in a fresh interpreter, one thread, one worker, into ``out`` (the
+    package found in ``src`` when given); the finished process."""
+    command = [sys.executable, "-m", "pdenets.cli", "run", "coin-forecast", *options, "--threads", "1", "--workers",
+               "1", "--out", out, "--no-progress"]
     env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
     if src:
         env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_model(model: str, dataset: str, root: str, src: str | None, settings, timeout: float) -> dict:
+    out = os.path.join(root, model)
+    options = ["--dataset", dataset, "--protocol", "ours", "--model", model, "--seeds", "0"]
+    for setting in settings:
+        options += ["--set", setting]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        done = run_coin_forecast(options, out, src, timeout)
     except subprocess.TimeoutExpired:
         return {"model": model, "status": f"over {timeout:g} s", "wall": time.perf_counter() - start}
     wall = time.perf_counter() - start
@@ -188,15 +195,9 @@ def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
             print(f"  {label}: theirs {name}: MSE {np.mean(rows[-1]['mse']):.4f}, {rows[-1]['seconds']:.1f} s per run",
                   flush=True)
         out = os.path.join(root, f"ours-{label}")
-        command = [sys.executable, "-m", "pdenets.cli", "run", "coin-forecast", "--dataset", dataset, "--protocol",
-                   "pyg-temporal", "--model", "pygt-gconv-gru,cheb-gru", "--seeds", ",".join(map(str, seeds)),
-                   "--threads", "1", "--workers", "1", "--out", out, "--no-progress"]
-        if data_dir:
-            command += ["--data-dir", data_dir]
-        env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
-        if src:
-            env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        options = ["--dataset", dataset, "--protocol", "pyg-temporal", "--model", "pygt-gconv-gru,cheb-gru",
+                   "--seeds", ",".join(map(str, seeds))] + (["--data-dir", data_dir] if data_dir else [])
+        done = run_coin_forecast(options, out, src)
         if done.returncode != 0:
             print(done.stderr[-500:], file=sys.stderr)
             continue

@@ -23,58 +23,6 @@ def _entry_points(*entries):
     return lambda group=None: [p for p in points if group in (None, p.group)]
 
 
-def test_a_users_package_adds_its_tasks_and_a_broken_one_only_warns(tmp_path, monkeypatch, fresh_discovery):
-    package = tmp_path / "user_tasks_pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text(textwrap.dedent('''
-        from dataclasses import dataclass
-        from pdenets.experiments import Task, TaskConfig, register_task
-
-        @dataclass
-        class EchoConfig(TaskConfig):
-            count: int = 2
-
-        @register_task
-        class Echo(Task):
-            name = "echo-from-a-user-package"
-            description = "a task another package registers"
-            config_class = EchoConfig
-
-            def jobs(self):
-                return []
-
-            @staticmethod
-            def run_job(spec):
-                return {}
-
-            def summarize(self, records):
-                return {}
-
-            def report(self, results, records, run_dir):
-                pass
-    '''))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(
-        ("builtin", "pdenets.tasks"), ("mine", "user_tasks_pkg"), ("broken", "no_such_module_anywhere")))
-    expected = "'no_such_module_anywhere' .*could not be loaded: ModuleNotFoundError"
-    with pytest.warns(UserWarning, match=expected) as caught:
-        tasks = engine.registered_tasks()
-    assert "echo-from-a-user-package" in tasks and "synthetic" in tasks, [str(w.message) for w in caught]
-    sys.modules.pop("user_tasks_pkg", None)
-
-
-def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_discovery):
-    """A source tree used without installing the package (no metadata) still has its tasks."""
-    import importlib
-
-    imported = []
-    real_import = importlib.import_module
-    monkeypatch.setattr(importlib, "import_module", lambda name, *a: imported.append(name) or real_import(name, *a))
-    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points())
-    assert {"synthetic", "few-shot", "coin-forecast"} <= set(engine.registered_tasks())
-    assert imported == ["pdenets.tasks"]
-
-
 _TASK = '''
 from dataclasses import dataclass
 from pdenets.experiments import Task, TaskConfig, register_task
@@ -100,6 +48,37 @@ class Base(Task):
     def report(self, results, records, run_dir):
         pass
 '''
+
+
+def test_a_users_package_adds_its_tasks_and_a_broken_one_only_warns(tmp_path, monkeypatch, fresh_discovery):
+    package = tmp_path / "user_tasks_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(_TASK + '''
+@register_task
+class Echo(Base):
+    name = "echo-from-a-user-package"
+''')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(
+        ("builtin", "pdenets.tasks"), ("mine", "user_tasks_pkg"), ("broken", "no_such_module_anywhere")))
+    expected = "'no_such_module_anywhere' .*could not be loaded: ModuleNotFoundError"
+    with pytest.warns(UserWarning, match=expected) as caught:
+        tasks = engine.registered_tasks()
+    assert "echo-from-a-user-package" in tasks and "synthetic" in tasks, [str(w.message) for w in caught]
+    sys.modules.pop("user_tasks_pkg", None)
+
+
+def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_discovery):
+    """A source tree used without installing the package (no metadata) still has its tasks."""
+    import importlib
+
+    imported = []
+    real_import = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a: imported.append(name) or real_import(name, *a))
+    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points())
+    assert {"synthetic", "few-shot", "coin-forecast"} <= set(engine.registered_tasks())
+    assert imported == ["pdenets.tasks"]
+
 
 PLUGINS = {
     "exits": ("raise SystemExit(0)", "SystemExit: 0"),
