@@ -1,0 +1,55 @@
+"""The compiled CSR product equals SciPy's, and large CPU products go through it."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from pdenets.operators import SparseMatrix, spmm_kernel
+from pdenets.operators import sparse as sparse_module
+
+pytestmark = pytest.mark.skipif(not spmm_kernel.available(), reason="numba is not installed")
+
+
+@pytest.mark.parametrize("dtype, width, index_type", [(np.float32, 64, np.int32), (np.float64, 5, np.int64),
+                                                      (np.float32, 1, np.int64)])
+def test_product_equals_scipy(dtype, width, index_type):
+    generator = np.random.default_rng(width)
+    matrix = sp.random(50, 40, density=0.1, format="lil", random_state=3, dtype=dtype)
+    matrix[7] = 0  # an empty row gives a zero row
+    matrix = matrix.tocsr()
+    matrix.eliminate_zeros()
+    dense = generator.standard_normal((40, width)).astype(dtype)
+    indptr, indices = matrix.indptr.astype(index_type), matrix.indices.astype(index_type)
+    out = spmm_kernel.csr_product(indptr, indices, matrix.data, dense)
+    assert out.dtype == dtype and out.shape == (50, width) and out.flags.c_contiguous
+    np.testing.assert_allclose(out, matrix @ dense, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    assert not out[7].any()
+    for threads in (1, 2):  # the rows split over threads: each row's sum is computed alike
+        again = spmm_kernel.csr_product(indptr, indices, matrix.data, dense, threads=threads)
+        np.testing.assert_array_equal(again, out)
+
+
+def test_large_products_take_the_compiled_kernel(monkeypatch):
+    calls = []
+    original = spmm_kernel.csr_product
+
+    def counted(*args, **kwargs):
+        calls.append(args[3].shape)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(spmm_kernel, "csr_product", counted)
+    monkeypatch.setattr(sparse_module, "SCIPY_MIN_OUTPUT", 100)  # "large" from 100 output entries
+    weights = torch.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0], [0.0, 0.0, 4.0]])
+    matrix = SparseMatrix(weights.to_sparse())
+    features = torch.randn(3, 40, requires_grad=True)
+    out = matrix.matmul(features)
+    torch.testing.assert_close(out, weights @ features)
+    out.sum().backward()
+    torch.testing.assert_close(features.grad, weights.T @ torch.ones(3, 40))
+    assert calls == [(3, 40), (3, 40)]  # forward and the transposed backward
+    matrix.product(torch.randn(3, 20))  # 60 output entries: below the threshold, torch's kernel
+    assert len(calls) == 2
+    wide = torch.randn(3, sparse_module.COMPILED_MAX_COLUMNS + 1)
+    torch.testing.assert_close(matrix.product(wide), weights @ wide)  # too wide: SciPy
+    assert len(calls) == 2
