@@ -37,16 +37,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import numpy as np
 import torch
 
 from .._checks import check_choice, check_positive_int, check_probability
 from ..operators.diffusion import DiffusionOperator
+from ..operators.partitioned import PartitionedDiffusion
 from .dropout import keep_threshold
 
 __all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
+
+#: the operators whose steps this runs: a whole graph's, or one process's rows of a partitioned graph
+Operator = Union[DiffusionOperator, PartitionedDiffusion]
 
 #: the error of a backward pass asked to build a graph for a second derivative
 SECOND_ORDER_MESSAGE = ("the adjoint diffusion backward is first order only and cannot build a graph for a second "
@@ -56,18 +60,24 @@ SECOND_ORDER_MESSAGE = ("the adjoint diffusion backward is first order only and 
 MASK_CHUNK_ENTRIES = 1 << 22
 
 
-def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float) -> torch.Tensor:
+def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset: int = 0) -> torch.Tensor:
     """Multiply ``features`` (2-D, contiguous) in place by the dropout mask of ``seed``: 0 or ``1/keep``.
 
     On the CPU the mask is :func:`~pdenets.nn.dropout.fast_dropout`'s for the same seed
     (bytes of PCG64's raw output compared with a threshold), drawn in row chunks so that
     no ``N × C`` mask is ever held; elsewhere it is ``torch.rand(generator=seed) ≥ p``.
+
+    ``row_offset``: the rows are rows ``row_offset, row_offset + 1, …`` of a larger matrix of the same width,
+    and get that matrix's mask (the generator jumps ahead to them: a graph partitioned over processes draws,
+    on each, the entries the single process draws). CPU only.
     """
     if p == 0:
         return features
     dtype, threshold, keep = keep_threshold(p)
     scale = 1.0 / keep
     if features.device.type != "cpu":
+        if row_offset:
+            raise ValueError("dropout masks of a row block (row_offset > 0) are drawn on the CPU only")
         generator = torch.Generator(device=features.device).manual_seed(seed)
         keep_mask = torch.rand(features.shape, generator=generator, device=features.device) >= p
         return features.mul_(keep_mask.to(features.dtype).mul_(scale))
@@ -76,34 +86,37 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float) -> torch.Te
     rows_per_chunk = max(8, (MASK_CHUNK_ENTRIES // max(columns, 1)) // 8 * 8)  # chunks of whole 8-byte words
     value_type = np.float64 if features.dtype == torch.float64 else np.float32
     generator = np.random.PCG64(seed)
+    first_byte = row_offset * columns * itemsize
+    skip = first_byte % 8  # the block starts inside a word: draw it whole, drop its leading bytes
+    if first_byte >= 8:
+        generator.advance(first_byte // 8)
     for start in range(0, rows, rows_per_chunk):
         block = features[start:start + rows_per_chunk]
         count = block.numel()
-        words = generator.random_raw((count * itemsize + 7) // 8)
-        keep_mask = np.less(words.view(dtype)[:count].reshape(block.shape), threshold)
+        words = generator.random_raw((skip + count * itemsize + 7) // 8)
+        keep_mask = np.less(words.view(dtype)[skip // itemsize:skip // itemsize + count].reshape(block.shape),
+                            threshold)
         block.mul_(torch.from_numpy(np.multiply(keep_mask, value_type(scale), dtype=value_type)).to(block.dtype))
+        if skip:  # the next chunk starts where this one's bytes end, inside the last word drawn
+            used = skip + count * itemsize
+            skip = used % 8
+            if skip:
+                generator.advance(-1)  # that word is drawn again by the next chunk
     return features
 
 
-def _product(operator: DiffusionOperator, features: torch.Tensor, transpose: bool) -> torch.Tensor:
-    if operator.dense:
-        matrix = operator.matrix().to(device=features.device, dtype=features.dtype)
-        return (matrix.T if transpose else matrix) @ features
-    propagation = operator.propagation.T if transpose else operator.propagation
-    return propagation.product(features)
-
-
-def _steps(operator: DiffusionOperator, features: torch.Tensor, seeds: List[int], p: float, before: bool,
+def _steps(operator: Operator, features: torch.Tensor, seeds: List[int], p: float, before: bool,
            transpose: bool) -> torch.Tensor:
     """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
     order = reversed(seeds) if transpose else seeds
     mask_first = before != transpose  # forward-before and adjoint-after mask the step's input
+    offset = operator.row_offset  # a process's rows of a partitioned graph get those rows' masks
     for index, seed in enumerate(order):
         if mask_first and seed is not None:
-            features = apply_dropout_mask_(features.clone() if index == 0 else features, seed, p)
-        features = _product(operator, features, transpose)
+            features = apply_dropout_mask_(features.clone() if index == 0 else features, seed, p, offset)
+        features = operator.product(features, transpose)
         if not mask_first and seed is not None:
-            apply_dropout_mask_(features, seed, p)
+            apply_dropout_mask_(features, seed, p, offset)
     return features
 
 
@@ -121,13 +134,14 @@ class _AdjointDiffusion(torch.autograd.Function):
         return grad, None, None, None, None
 
 
-def adjoint_diffusion(operator: DiffusionOperator, features: torch.Tensor, num_steps: int, *,
+def adjoint_diffusion(operator: Operator, features: torch.Tensor, num_steps: int, *,
                       dropout: float = 0.0, dropout_position: str = "after",
                       seeds: Optional[List[int]] = None) -> torch.Tensor:
     """``r`` diffusion steps with dropout, differentiable in ``features``, storing no activations.
 
     Args:
-        operator: the steps' ``A = I − γL``.
+        operator: the steps' ``A = I − γL`` (a :class:`~pdenets.operators.PartitionedDiffusion`: this
+            process's rows of a graph split over processes, ``features`` its rows).
         features: ``X`` of shape ``(N, *)``.
         num_steps: ``r``.
         dropout: drop rate ``p`` of every step (0: no masks).
@@ -147,6 +161,8 @@ def adjoint_diffusion(operator: DiffusionOperator, features: torch.Tensor, num_s
         raise ValueError(f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes")
     if seeds is None:
         seeds = [int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)]
+        if isinstance(operator, PartitionedDiffusion):
+            seeds = operator.agree_seeds(seeds)
     elif len(seeds) != num_steps:
         raise ValueError(f"{len(seeds)} seeds for {num_steps} steps: give one seed per step")
     if num_steps == 0:

@@ -11,12 +11,13 @@ from .._checks import (check_choice, check_dense, check_features, check_floating
                        check_probability)
 from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
+from ..operators.partitioned import PartitionedDiffusion
 from .adjoint_diffusion import adjoint_diffusion
 from .dropout import fast_dropout
 
 __all__ = ["DiffusionLayer"]
 
-WeightsArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], None]
+WeightsArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], DiffusionOperator, PartitionedDiffusion, None]
 
 
 class DiffusionLayer(nn.Module):
@@ -49,8 +50,11 @@ class DiffusionLayer(nn.Module):
             :func:`~pdenets.operators.stability_bound` (``1/d`` for degree-``d`` weights).
         num_steps: ``r ≥ 0`` (``0`` makes the layer the identity) (default: ``1``).
         weights: fixed ``(N, N)`` weights ``W`` (dense/sparse tensor, ``(edge_index, edge_weight)``,
-            scipy), a callable ``points -> W`` for per-batch graphs, or ``None`` (give ``W`` to
-            :meth:`forward`) (default: ``None``).
+            scipy), a callable ``points -> W`` for per-batch graphs, an operator built already (a
+            :class:`~pdenets.operators.DiffusionOperator`, or a
+            :class:`~pdenets.operators.PartitionedDiffusion`: this process's rows of a graph split over
+            processes, the input then this process's rows), or ``None`` (give ``W`` to :meth:`forward`)
+            (default: ``None``).
         dropout: dropout rate in ``[0, 1)`` applied at each step (default: ``0.0``).
         dropout_position: ``"after"`` or ``"before"`` each step (default: ``"after"``).
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` for a
@@ -96,9 +100,15 @@ class DiffusionLayer(nn.Module):
         self.dropout = check_probability(dropout, "dropout")
         self.check_stability = bool(check_stability)
         self.weight_builder: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
-        self._fixed: Optional[DiffusionOperator] = None
+        self._fixed: Optional[Union[DiffusionOperator, PartitionedDiffusion]] = None
         self._recent: Optional[tuple] = None  # (weights tensor, version, operator)
-        if callable(weights) and not isinstance(weights, torch.Tensor):
+        if isinstance(weights, (DiffusionOperator, PartitionedDiffusion)):  # an operator built by the caller
+            if abs(weights.step_size - self.step_size) > 1e-12 * self.step_size or weights.laplacian != self.laplacian:
+                raise ValueError(f"the operator given as weights has step_size={weights.step_size:g} and a "
+                                 f"{weights.laplacian} Laplacian, the layer step_size={self.step_size:g} and a "
+                                 f"{self.laplacian} one: build them alike")
+            self._fixed = weights
+        elif callable(weights) and not isinstance(weights, torch.Tensor):
             self.weight_builder = weights
         elif weights is not None:
             self._fixed = self._build(weights)
@@ -158,8 +168,12 @@ class DiffusionLayer(nn.Module):
         check_features(x, "input to DiffusionLayer")
         operator = self.operator_for(x, weights)
         dropout = self.dropout if self.training else 0.0
-        if (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
-                and not operator.requires_grad):
+        partitioned_dropout = isinstance(operator, PartitionedDiffusion) and dropout > 0
+        if partitioned_dropout and self.backward == "autograd":
+            raise ValueError("a partitioned graph's dropout masks are drawn by the adjoint steps: build the layer "
+                             "with backward=\"adjoint\" (the default)")
+        if partitioned_dropout or (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
+                                   and not operator.requires_grad):
             return adjoint_diffusion(operator, x, self.num_steps, dropout=dropout,
                                      dropout_position=self.dropout_position)
         if self.dropout > 0 and self.training:

@@ -89,6 +89,9 @@ class DiffusionOperator:
                 [-0.5000]])
     """
 
+    #: the id of the first row (a whole graph: 0; one process's rows of a partitioned graph start elsewhere)
+    row_offset = 0
+
     def __init__(self, weights: GraphLike, step_size: float, *, check_stability: bool = True,
                  num_nodes: Optional[int] = None, laplacian: str = "combinatorial"):
         self.step_size = check_positive(step_size, "step_size")
@@ -164,6 +167,17 @@ class DiffusionOperator:
     def matrix(self) -> torch.Tensor:
         """``A = I − γL`` (dense tensor or coalesced sparse COO; a sparse one is rebuilt from the stored CSR)."""
         return self._matrix if self._matrix is not None else self.propagation.to_coo()
+
+    def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """One step ``A X`` (or ``Aᵀ X`` with ``transpose``) on 2-D features ``(N, C)``, outside autograd.
+
+        For callers that write their own backward (:func:`~pdenets.nn.adjoint_diffusion.adjoint_diffusion`);
+        :class:`~pdenets.operators.PartitionedDiffusion` has the same method over processes.
+        """
+        if self.dense:
+            matrix = self.matrix().to(device=features.device, dtype=features.dtype)
+            return (matrix.T if transpose else matrix) @ features
+        return (self.propagation.T if transpose else self.propagation).product(features)
 
     def apply(self, features: torch.Tensor, num_steps: int = 1, *,
               before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,

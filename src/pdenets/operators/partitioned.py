@@ -1,0 +1,286 @@
+r"""Explicit diffusion of a graph whose rows are split over ``torch.distributed`` processes.
+
+The diffusion step ``X ← A X``, ``A = I − γL``, ``L = Λ − W`` (:class:`~pdenets.operators.DiffusionOperator`),
+computed by ``K`` processes: process ``k`` holds the rows ``P_k = first_k : first_k + n_k`` of ``W`` (a
+contiguous range of a numbering made by :func:`~pdenets.operators.partition_graph`) and the features of those
+nodes. A step needs, besides its own rows of ``X``, the rows of the *halo* ``H_k``: the nodes outside ``P_k``
+that its rows of ``W`` point at. So every step is
+
+.. math::
+
+    X_{H_k} \leftarrow \text{rows sent by their owners}, \qquad
+    Y_{P_k} = A_{P_k, P_k} X_{P_k} + A_{P_k, H_k} X_{H_k},
+
+and its transpose (the backward pass, ``∂ℓ/∂X = Aᵀ ∂ℓ/∂Y``) runs the exchange the other way:
+
+.. math::
+
+    G_{P_k \cup H_k} = A_{P_k, P_k \cup H_k}^\top\, \frac{\partial \ell}{\partial Y_{P_k}}, \qquad
+    \frac{\partial \ell}{\partial X_{P_k}} = G_{P_k} + \sum_{j \ne k} (\text{the rows of } G_{H_j}
+    \text{ that } j \text{ sends back to } k).
+
+Only halo rows travel: ``|H_k| × C`` numbers per step each way. The degrees ``Λ`` are sums of a process's
+own rows, so building ``A`` needs no communication; the stability bound ``γ ≤ 1 / max_i Σ_{j≠i} w_ij`` is one
+``all_reduce``. Process ``k``'s dropout masks are rows ``first_k, …`` of the single process's masks
+(:func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_` with ``row_offset``), so a partitioned
+Diff-ResNet computes the single-process loss and gradients (tests/operators/test_partitioned.py).
+
+Example (one process: the halo is empty and this is the plain operator):
+    >>> import torch
+    >>> rows = torch.tensor([[0., 1.], [1., 0.]]).to_sparse_csr()
+    >>> op = PartitionedDiffusion(rows, first=0, step_size=0.25)
+    >>> op.product(torch.tensor([[1.], [-1.]]))
+    tensor([[ 0.5000],
+            [-0.5000]])
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .._checks import check_dense, check_floating, check_num_nodes, check_positive, check_positive_int
+from .graph import check_weight_values, real_floating_weights
+from .laplacian import UnstableStepSizeError
+from .sparse import SparseMatrix
+
+__all__ = ["PartitionedDiffusion"]
+
+
+def _group_facts(group) -> tuple:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(group), dist.get_world_size(group), True
+    return 0, 1, False
+
+
+class PartitionedDiffusion:
+    r"""This process's rows of the diffusion operator ``A = I − γL`` of a graph split over processes.
+
+    Args:
+        rows: this process's rows of ``W``, a ``(n_k, N)`` sparse CSR (or COO) tensor whose column ids are
+            the numbering of the whole graph (:func:`~pdenets.operators.load_part` gives it).
+        first: the id of this process's first node: its rows are ``first : first + n_k``. The ranges of
+            the processes, in rank order, must tile ``0 : N``.
+        step_size: ``γ > 0``.
+        check_stability: refuse ``γ`` beyond the Gershgorin bound ``1 / max_i Σ_{j≠i} w_ij`` over all
+            processes (default: ``True``).
+        group: the process group (default: ``None``, the default group; without an initialized group the
+            operator is the whole graph's, in one process).
+
+    Attributes:
+        num_nodes: ``n_k``, the rows this process holds (the features it diffuses are ``(n_k, *)``).
+        row_offset: ``first``.
+        halo_size: ``|H_k|``, the rows received per step.
+        total_nodes: ``N``.
+
+    Raises:
+        ValueError: ranges that do not tile the graph, negative weights, non-finite weights.
+        UnstableStepSizeError: ``check_stability`` and ``γ`` beyond the bound.
+    """
+
+    dense = False
+    requires_grad = False
+    laplacian = "combinatorial"
+
+    def __init__(self, rows: torch.Tensor, first: int, step_size: float, *, check_stability: bool = True,
+                 group=None):
+        import scipy.sparse as sp
+
+        self.step_size = check_positive(step_size, "step_size")
+        self.group = group
+        self.rank, self.world_size, self.distributed = _group_facts(group)
+        if not isinstance(rows, torch.Tensor) or rows.layout not in (torch.sparse_csr, torch.sparse_coo):
+            raise TypeError("rows must be this process's rows of W as a torch sparse CSR or COO tensor")
+        rows = rows.detach().cpu()
+        if rows.layout == torch.sparse_coo:
+            rows = rows.coalesce().to_sparse_csr()
+        count, total = (int(size) for size in rows.shape)
+        self.num_nodes = check_positive_int(count, "rows of this process", minimum=1)
+        self.total_nodes = check_num_nodes(total, f"rows of shape {tuple(rows.shape)}")
+        self.row_offset = check_positive_int(first, "first", minimum=0)
+        values = real_floating_weights(rows.values())
+        check_weight_values(values)
+        graph = sp.csr_matrix((values.numpy(), rows.col_indices().numpy(), rows.crow_indices().numpy()),
+                              shape=(count, total))
+        self._check_tiling()
+        own = slice(self.row_offset, self.row_offset + count)
+        degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
+        self_weights = np.asarray(graph[:, own].diagonal(), dtype=graph.dtype)
+        largest = self._max(float((degrees - self_weights).max()))
+        self.bound = float("inf") if largest <= 0 else 1.0 / largest
+        if check_stability and self.step_size > self.bound * (1 + 1e-6):
+            raise UnstableStepSizeError(f"step_size={step_size:g} exceeds the stability bound {self.bound:.4g} "
+                                        "(1 / the largest weighted degree over all processes)")
+        diagonal = sp.csr_matrix((1 - self.step_size * degrees, (np.arange(count), np.arange(count) + own.start)),
+                                 shape=(count, total), dtype=graph.dtype)
+        matrix = (graph * graph.dtype.type(self.step_size) + diagonal).tocsr()
+        matrix.sort_indices()
+        columns = matrix.indices.astype(np.int64)
+        mine = (columns >= own.start) & (columns < own.stop)
+        self.halo = np.unique(columns[~mine])  # sorted: the rows of each owner are one segment
+        local = np.where(mine, columns - own.start, count + np.searchsorted(self.halo, columns))
+        self.halo_size = int(self.halo.size)
+        self.matrix = SparseMatrix(torch.sparse_csr_tensor(
+            torch.from_numpy(matrix.indptr.astype(np.int64)), torch.from_numpy(local),
+            torch.from_numpy(matrix.data), (count, count + self.halo_size), check_invariants=False))
+        self._plan_exchange()
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def _gather_ints(self, values: List[int]) -> torch.Tensor:
+        """``(K, len(values))``: every process's ``values`` (int64)."""
+        mine = torch.tensor(values, dtype=torch.int64)
+        if not self.distributed:
+            return mine[None]
+        everyone = [torch.empty_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(everyone, mine, group=self.group)
+        return torch.stack(everyone)
+
+    def _max(self, value: float) -> float:
+        if not self.distributed:
+            return value
+        tensor = torch.tensor([value], dtype=torch.float64)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=self.group)
+        return float(tensor)
+
+    def _check_tiling(self) -> None:
+        ranges = self._gather_ints([self.row_offset, self.num_nodes, self.total_nodes])
+        if bool((ranges[:, 2] != self.total_nodes).any()):
+            raise ValueError(f"the processes disagree on the number of nodes: {ranges[:, 2].tolist()}")
+        ends = ranges[:, 0] + ranges[:, 1]
+        starts = torch.cat([torch.zeros(1, dtype=torch.int64), ends[:-1]])
+        if not torch.equal(ranges[:, 0], starts) or int(ends[-1]) != self.total_nodes:
+            raise ValueError("the processes' rows must tile the graph in rank order (process k holds "
+                             f"first_k : first_k + n_k, first_0 = 0, ending at N = {self.total_nodes}); got starts "
+                             f"{ranges[:, 0].tolist()} and sizes {ranges[:, 1].tolist()}")
+        self.offsets = torch.cat([starts, ends[-1:]])
+
+    def _plan_exchange(self) -> None:
+        """Which halo rows come from which process, and which of this process's rows go to which."""
+        owners = np.searchsorted(self.offsets.numpy(), self.halo, side="right") - 1
+        bounds = np.searchsorted(owners, np.arange(self.world_size + 1))
+        self._receive = [slice(int(bounds[peer]), int(bounds[peer + 1])) for peer in range(self.world_size)]
+        wanted = self._gather_ints([int(bounds[peer + 1] - bounds[peer]) for peer in range(self.world_size)])
+        self._send: List[Optional[torch.Tensor]] = [None] * self.world_size
+        operations = []
+        for peer in range(self.world_size):
+            if peer == self.rank:
+                continue
+            count = int(wanted[peer, self.rank])
+            if count:
+                self._send[peer] = torch.empty(count, dtype=torch.int64)
+                operations.append(dist.P2POp(dist.irecv, self._send[peer], peer, self.group))
+            piece = self._receive[peer]
+            if piece.stop > piece.start:
+                operations.append(dist.P2POp(dist.isend, torch.from_numpy(self.halo[piece].copy()), peer,
+                                             self.group))
+        self._wait(operations)
+        for peer, ids in enumerate(self._send):
+            if ids is not None:
+                self._send[peer] = ids - self.row_offset
+
+    @staticmethod
+    def _wait(operations) -> None:
+        if operations:
+            for request in dist.batch_isend_irecv(operations):
+                request.wait()
+
+    # -- steps ----------------------------------------------------------------------------------------------
+    def exchange(self, features: torch.Tensor) -> torch.Tensor:
+        """The halo rows ``X_{H_k}`` ``(|H_k|, C)`` from their owners, given this process's ``X_{P_k}``."""
+        halo = features.new_empty((self.halo_size, features.shape[1]))
+        operations = []
+        for peer in range(self.world_size):
+            if peer == self.rank:
+                continue
+            if self._send[peer] is not None:
+                rows = features[self._send_index(peer, features.device)]
+                operations.append(dist.P2POp(dist.isend, rows.contiguous(), peer, self.group))
+            piece = self._receive[peer]
+            if piece.stop > piece.start:
+                operations.append(dist.P2POp(dist.irecv, halo[piece], peer, self.group))
+        self._wait(operations)
+        return halo
+
+    def return_halo(self, gradient: torch.Tensor, halo_gradient: torch.Tensor) -> torch.Tensor:
+        """The transposed exchange: send ``G_{H_k}`` to the owners, add what others send into ``gradient``."""
+        received, operations = {}, []
+        for peer in range(self.world_size):
+            if peer == self.rank:
+                continue
+            piece = self._receive[peer]
+            if piece.stop > piece.start:
+                operations.append(dist.P2POp(dist.isend, halo_gradient[piece].contiguous(), peer, self.group))
+            if self._send[peer] is not None:
+                received[peer] = gradient.new_empty((self._send[peer].numel(), gradient.shape[1]))
+                operations.append(dist.P2POp(dist.irecv, received[peer], peer, self.group))
+        self._wait(operations)
+        for peer, rows in received.items():
+            gradient.index_add_(0, self._send_index(peer, gradient.device), rows)
+        return gradient
+
+    def _send_index(self, peer: int, device: torch.device) -> torch.Tensor:
+        """The local rows sent to ``peer``, on ``device`` (kept there after the first use)."""
+        index = self._send[peer]
+        if index.device != device:
+            index = self._send[peer] = index.to(device)
+        return index
+
+    def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """One step ``A X`` (or ``Aᵀ G``) on this process's rows ``(n_k, C)``, outside autograd."""
+        features = features.contiguous()
+        if not transpose:
+            if not self.halo_size and self.world_size == 1:
+                return self.matrix.product(features)
+            return self.matrix.product(torch.cat([features, self.exchange(features)]))
+        extended = self.matrix.T.product(features)
+        return self.return_halo(extended[:self.num_nodes].contiguous(), extended[self.num_nodes:])
+
+    def agree_seeds(self, seeds: List[Optional[int]]) -> List[Optional[int]]:
+        """Process 0's dropout seeds on every process (the masks of one step must be one mask)."""
+        if not self.distributed or not seeds or seeds[0] is None:
+            return seeds
+        tensor = torch.tensor(seeds, dtype=torch.int64)
+        dist.broadcast(tensor, src=int(dist.get_global_rank(self.group, 0)) if self.group is not None else 0,
+                       group=self.group)
+        return [int(seed) for seed in tensor.tolist()]
+
+    def apply(self, features: torch.Tensor, num_steps: int = 1, *,
+              before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+              after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> torch.Tensor:
+        """``r`` steps on this process's rows ``(n_k, *)``, differentiable (each step's backward is its transpose).
+
+        Every process must call it with the same ``num_steps`` (each step is an exchange).
+        """
+        check_floating(features, "features")
+        check_dense(features, "features", "PartitionedDiffusion.apply")
+        if features.dim() < 1 or features.shape[0] != self.num_nodes:
+            raise ValueError(f"features have {features.shape[0] if features.dim() else 0} rows but this process "
+                             f"holds {self.num_nodes} nodes")
+        shape = features.shape
+        flat = features.reshape(shape[0], -1)
+        for _ in range(check_positive_int(num_steps, "num_steps", minimum=0)):
+            if before_step is not None:
+                flat = before_step(flat)
+            flat = _PartitionedStep.apply(flat, self)
+            if after_step is not None:
+                flat = after_step(flat)
+        return flat.reshape(shape)
+
+    def __repr__(self) -> str:
+        return (f"PartitionedDiffusion(rank {self.rank} of {self.world_size}, rows {self.row_offset}:"
+                f"{self.row_offset + self.num_nodes} of N={self.total_nodes}, halo={self.halo_size}, "
+                f"step_size={self.step_size:g}, nnz={self.matrix.nnz})")
+
+
+class _PartitionedStep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, features, operator):
+        ctx.operator = operator
+        return operator.product(features)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return ctx.operator.product(grad_output, transpose=True), None
