@@ -14,10 +14,12 @@ status 2 (``--debug`` shows the traceback); nothing is written before the config
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
 import textwrap
+import time
 import traceback
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
@@ -27,7 +29,7 @@ import yaml
 from . import __version__
 from .experiments.config import ConfigError, FieldInfo, config_fields, config_to_dict, parse_value, resolve_config
 from .experiments.rundir import RunDirectoryError, to_plain
-from .experiments.runner import JobFailedError, RunInterrupted, run_task
+from .experiments.runner import JobFailedError, RunInterrupted, launched_by_torchrun, run_task
 from .experiments.store import StoreError
 from .experiments.task import PluginWarning, Task, UnknownNameError, registered_reproductions, registered_tasks
 
@@ -164,6 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("tasks", help="list the tasks, their shortcuts and the reproducible tables")
     _features_parser(commands)
     commands.add_parser("models", help="list the registered models")
+    partition = commands.add_parser(
+        "partition", help="split a graph's nodes into parts for torchrun runs, once, and save them",
+        description="Split a node-classification graph (after the task's preprocessing) into K parts and save "
+                    "each part's rows, features and labels; give the folder to `torchrun --nproc-per-node K pdenets "
+                    "run node-classification --partition FOLDER ...`.", allow_abbrev=False)
+    partition.add_argument("graph", help="cora, citeseer, pubmed, planetoid/<name> or a .npz path")
+    partition.add_argument("--parts", type=int, required=True, help="K, the processes the runs will use")
+    partition.add_argument("--out", required=True, help="a new (or empty) folder for the partition")
+    partition.add_argument("--method", default="metis", choices=("metis", "contiguous"),
+                           help="METIS (pip install pymetis) or K equal ranges of the given order (default: metis)")
+    partition.add_argument("--data-dir", default=None, help="where the graph files are (default: the data folder)")
     return parser
 
 
@@ -299,6 +312,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         warnings.showwarning = previous_show
 
 
+def _partition_command(args) -> int:
+    """``pdenets partition``: the task's graph, split and saved (refuses an existing non-empty folder)."""
+    import torch
+
+    from .models.node_training import prepared_graph
+    from .operators.partition import partition_graph, save_partition
+
+    graph = prepared_graph(args.graph, args.data_dir)
+    start = time.perf_counter()
+    partition = partition_graph(graph.weights, args.parts, method=args.method)
+    save_partition(args.out, partition, graph.weights, features=graph.x, labels=graph.y)
+    sizes = torch.diff(partition.offsets).tolist()
+    print(f"{graph.num_nodes:,} nodes into {args.parts} parts ({args.method}, {time.perf_counter() - start:.1f} s): "
+          f"sizes {sizes}, {100 * partition.cut_fraction:.1f} % of the edges between parts; saved in {args.out}")
+    return 0
+
+
 def _main(argv: List[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tasks":
@@ -311,6 +341,8 @@ def _main(argv: List[str]) -> int:
         from .features_cli import run_features_command
 
         return run_features_command(args)
+    if args.command == "partition":
+        return _partition_command(args)
     task: Type[Task] = args.task_class
     base = args.quick_factory() if args.quick else args.base_factory()
     config = resolve_config(task.config_class, base=base, files=args.config, overrides=_overrides(args, task, base))
@@ -322,6 +354,10 @@ def _main(argv: List[str]) -> int:
                        report_only=args.report_only, runs_root="runs",
                        extra_config={"quick": bool(args.quick), "command": "pdenets " + shlex.join(argv)},
                        run_name=args.run_name)
+    rank = os.environ.get("RANK", "0").strip() or "0"
+    if launched_by_torchrun() and rank != "0":
+        print(f"rank {rank}: ran {outcome.new} run(s) beside rank 0, which stores them in {outcome.path}")
+        return 0
     note = f"{outcome.new} new run(s), {outcome.stored} of {outcome.planned} stored"
     print(f"done in {outcome.seconds:.1f} s ({note}); report: {outcome.path / 'report.html'}")
     return 0

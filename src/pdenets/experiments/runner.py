@@ -12,12 +12,18 @@
    ``wall_seconds``), ``runs.csv``, then ``task.report(...)``, which may add to the results
    what it drew (``results["figures"]``); ``results.json`` is written again after it.
 
+Launched by ``torchrun`` (``torchrun --nproc-per-node K pdenets run ...``), every process plans the same jobs;
+rank 0 does the steps above and sends the others its list of pending jobs; all run them one at a time,
+together (a job is then a collective: node classification splits its graph over the processes, image
+classification wraps its network in DDP); only rank 0 writes.
+
 A job that raises :class:`~pdenets.NonFiniteError` (a diverged training run) is stored with
 status ``diverged`` instead of stopping the whole protocol.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import closing
 from dataclasses import dataclass
@@ -25,10 +31,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
+import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from .._checks import NonFiniteError
 from .config import ConfigError, TaskConfig, config_to_dict
+from .distributed import DistributedContext, distributed_context
 from .parallel import JobError, check_ray_address, execute
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, ResultsStore
@@ -184,10 +192,17 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
     if task.config.ray_address and not report_only:
         check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
+    context = distributed_context(task.config.device) if launched_by_torchrun() else DistributedContext()
+    if context.active and not context.is_main:  # a torchrun process beside rank 0: run its share, write nothing
+        return _follow_rank_zero(task, planned, start)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
         with ResultsStore(run_dir.file(STORE_FILENAME), task=task.name, columns=task.columns) as store:
-            new = 0 if report_only else _run_pending(task, planned, store, path, progress)
+            if context.active:  # the other processes run the same pending jobs, in the same order
+                pending = [] if report_only else [key for key, _ in planned if key not in store.keys()]
+                dist.broadcast_object_list([pending, str(path)], src=0)
+            new = 0 if report_only else _run_pending(task, planned, store, path, progress,
+                                                     inline=context.active)
             stored = store.rows([key for key, _ in planned])
         records = [run.flat() for run in stored]
         try:
@@ -205,8 +220,25 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
     return RunOutcome(path, results, len(planned), len(records), new, time.perf_counter() - start)
 
 
+def launched_by_torchrun() -> bool:
+    """Whether this process is one of several started by ``torchrun`` (``$WORLD_SIZE`` above 1)."""
+    return os.environ.get("WORLD_SIZE", "1").strip() not in ("", "1")
+
+
+def _follow_rank_zero(task: Task, planned: Sequence[Tuple[str, Any]], start: float) -> RunOutcome:
+    """A process other than rank 0 under ``torchrun``: run the jobs rank 0 runs (each is a collective: a graph
+    split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the report."""
+    message: List[Any] = [None, None]
+    dist.broadcast_object_list(message, src=0)
+    pending, path = message
+    specs = dict(planned)
+    for key in pending:
+        _call_job(type(task).run_job, specs[key])
+    return RunOutcome(Path(path), {}, len(planned), 0, len(pending), time.perf_counter() - start)
+
+
 def _run_pending(task: Task, planned: Sequence[Tuple[str, Any]], store: ResultsStore, path: Path,
-                 progress: bool) -> int:
+                 progress: bool, inline: bool = False) -> int:
     done = store.keys()
     pending = [(key, spec) for key, spec in planned if key not in done]
     if not pending:
@@ -216,8 +248,8 @@ def _run_pending(task: Task, planned: Sequence[Tuple[str, Any]], store: ResultsS
     bar = tqdm(total=len(planned), initial=len(planned) - len(pending), desc=task.name, unit=task.unit.rstrip("s"),
                disable=not progress, smoothing=0.05, dynamic_ncols=True)
     new = 0
-    results = execute(pending, partial(_call_job, type(task).run_job), workers=config.workers,
-                      threads=config.threads, ray_address=config.ray_address)
+    results = execute(pending, partial(_call_job, type(task).run_job), workers=1 if inline else config.workers,
+                      threads=config.threads, ray_address=None if inline else config.ray_address)
     try:
         with closing(results):
             for key, (status, record, seconds) in results:

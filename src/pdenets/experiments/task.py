@@ -55,7 +55,9 @@ def job_key(task: str, spec: Any) -> str:
     """The store key of a job: a hash of the task name, the spec's type and every spec field.
 
     Fields declared with ``metadata={"key": False}`` are left out (things that cannot change
-    the result, such as where the data lives).
+    the result, such as where the data lives); with ``metadata={"key": "unless-default"}`` a field
+    enters the key only when it differs from its default (a setting added later that changes the
+    numbers only when used: the runs stored before it keep their keys).
 
     The spec is serialized as sorted JSON (values JSON cannot hold are written with
     ``str``) and hashed with SHA-256; the key is the first 24 hex digits, the same in every
@@ -84,7 +86,8 @@ def job_key(task: str, spec: Any) -> str:
     """
     values = spec_to_dict(spec)
     for item in dataclasses.fields(spec):
-        if item.metadata.get("key", True) is False:
+        rule = item.metadata.get("key", True)
+        if rule is False or (rule == "unless-default" and getattr(spec, item.name) == item.default):
             values.pop(item.name)
     text = json.dumps({"task": task, "kind": type(spec).__name__, "spec": values}, sort_keys=True, allow_nan=False,
                       default=str)

@@ -16,19 +16,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
+import torch.distributed as dist
 
 from ..data.graphs import MISSING_FEATURES
 from ..data.splits import Split
+from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_reproduction, register_task
 from ..experiments.training import FitResult
 from ..models.node_training import (DiffusionSettings, MessagePassingSettings, PreparedGraph, dataset_label,
                                     fit_node_classifier, graph_facts, prepared_graph, split_and_init_seed)
+from ..models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
 from ..models.registry import create_model, list_models, model_entry
+from ..operators.partition import PARTITIONERS
+from ..operators.partitioned import PartitionedDiffusion
 from ..reports.node_classification import add_sections
 
 __all__ = ["NodeClassificationConfig", "NodeClassificationTask", "NodeJob", "DiffusionHyperparameters",
@@ -117,6 +123,9 @@ class NodeClassificationConfig(TaskConfig):
     check_stability: bool = setting(True, "refuse a diffusion step size beyond the bound")
     missing_features: str = setting("identity", "features of a graph file without any: identity (one-hot node id) "
                                                 "or degree")
+    partition: str = setting("contiguous", "launched by torchrun: how Diff-ResNet's graph is split over the "
+                                           "processes: contiguous (the single process's numbers), metis (less "
+                                           "exchanged, other dropout draws), or a folder from pdenets partition")
 
     def validate(self) -> None:
         super().validate()
@@ -129,6 +138,9 @@ class NodeClassificationConfig(TaskConfig):
                      choices={"dropout_position": ("before", "after"), "missing_features": MISSING_FEATURES,
                               "diffuse_in": ("input", "hidden")})
         check_fields(self, counts=("diffusion_width",))
+        if self.partition not in PARTITIONERS and not (Path(self.partition) / "partition.json").is_file():
+            raise ConfigError(f"partition={self.partition!r} is neither a partitioner ({', '.join(PARTITIONERS)}) "
+                              "nor a folder holding a saved partition (partition.json)")
         for graph, hp in self.diffusion.items():
             check_fields(hp, positive=("step_size",), non_negative_counts=("num_steps",), probabilities=("dropout",),
                          prefix=f"diffusion.{graph}.")
@@ -168,16 +180,21 @@ class NodeJob:
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
     missing_features: str = "identity"
+    #: under torchrun: how the graph is split over the processes. ``contiguous`` keeps the node numbering, so the
+    #: dropout masks and the numbers are the single process's; another partition renumbers the nodes, which
+    #: hands each node other mask entries (same distribution, other draws): it then enters the store key
+    partition: str = field(default="contiguous", metadata={"key": "unless-default"})
 
 
-def _build_model(spec: NodeJob, graph: PreparedGraph) -> torch.nn.Module:
+def _build_model(spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
+                 ) -> torch.nn.Module:
     hp, entry = spec.hyperparameters, model_entry(spec.model)
     sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
     if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
         steps = entry.fixed.get("num_steps", int(spec.depth if spec.depth is not None else hp.num_steps))
         return create_model(spec.model, **sizes, block="graph", num_steps=steps, step_size=float(hp.step_size),
                             dropout=float(hp.dropout) if steps else 0.0, dropout_position=hp.dropout_position,
-                            weights=graph.weights if steps else None, check_stability=hp.check_stability,
+                            weights=(operator or graph.weights) if steps else None, check_stability=hp.check_stability,
                             hidden_features=hp.hidden_features)
     architecture = {name: getattr(hp, name) for name in ("hidden", "heads", "dropout") if getattr(hp, name) is not None}
     return create_model(spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2,
@@ -198,12 +215,46 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
     device = torch.device(spec.device)
     split, init_seed = split_of(spec, graph.y)
     start = time.perf_counter()
+    if _split_over_processes(spec):
+        return _train_partitioned(spec, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
     inputs = (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_sparse,)
     result, record = fit_node_classifier(
         model, tuple(t.to(device) for t in inputs), graph.y.to(device), split, lr=float(spec.hyperparameters.lr),
         weight_decay=float(spec.hyperparameters.weight_decay), max_epochs=spec.max_epochs, patience=spec.patience)
+    record["seconds"] = time.perf_counter() - start
+    return model, result, record
+
+
+def _split_over_processes(spec: NodeJob) -> bool:
+    """Launched by torchrun, a Diff-ResNet with diffusion splits its graph; the other models run whole on each."""
+    entry = model_entry(spec.model)
+    steps = entry.fixed.get("num_steps", spec.depth if spec.depth is not None else spec.hyperparameters.num_steps) \
+        if entry.graph_input == "constructor" else 0
+    return bool(steps) and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+@process_cache(maxsize=4)
+def _partition(graph_spec: str, data_dir: Optional[str], missing_features: str, how: str, processes: int):
+    return agreed_partition(prepared_graph(graph_spec, data_dir, missing_features).weights, how)
+
+
+def _train_partitioned(spec: NodeJob, graph: PreparedGraph, split: Split, init_seed: int, start: float
+                       ) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
+    """This process's rows of the graph, the same model and protocol; every loss and accuracy over all rows."""
+    rank = dist.get_rank()
+    partition = _partition(spec.graph, spec.data_dir, spec.missing_features, spec.partition, dist.get_world_size())
+    hp = spec.hyperparameters
+    operator = PartitionedDiffusion(rows_of_part(graph.weights, partition, rank), partition.rows(rank)[0],
+                                    float(hp.step_size), check_stability=hp.check_stability)
+    torch.manual_seed(init_seed)
+    model = _build_model(spec, graph, operator)
+    nodes = partition.nodes(rank)
+    sets = [local_nodes(part, partition, rank) for part in (split.train, split.val, split.test)]
+    result, record = fit_partitioned_node_classifier(
+        model, graph.x[nodes].to_sparse_csr(), graph.y[nodes], *sets, lr=float(hp.lr),
+        weight_decay=float(hp.weight_decay), max_epochs=spec.max_epochs, patience=spec.patience)
     record["seconds"] = time.perf_counter() - start
     return model, result, record
 
@@ -275,7 +326,8 @@ class NodeClassificationTask(Task):
                     for model in config.depth_models for depth in config.depths]
         return [NodeJob(experiment, graph, dataset_label(graph), model, depth, split, init, config.seed,
                         config.train_per_class, config.val_per_class, config.max_epochs, config.patience,
-                        self.hyperparameters(model, graph), config.device, config.data_dir, config.missing_features)
+                        self.hyperparameters(model, graph), config.device, config.data_dir, config.missing_features,
+                        config.partition)
                 for experiment, graph, model, depth, splits, inits in studies
                 for split in range(splits) for init in range(inits)]
 
