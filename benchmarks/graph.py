@@ -3,6 +3,8 @@
     python benchmarks/graph.py            # Cora + synthetic graphs up to 1M nodes, memory trials (~25 min)
     python benchmarks/graph.py --quick    # Cora + a 10k-node graph, under two minutes
     python benchmarks/graph.py --steps-memory --skip-timings   # peak memory vs r, adjoint vs autograd backward
+    python benchmarks/graph.py --roofline         # bandwidth, bytes per epoch, epoch on 1 and 2 cores (graph_scale.py)
+    python benchmarks/graph.py --distributed 2    # the epoch over 2 processes: equal loss/gradients, memory per rank
 
 Per epoch = one training step (forward, backward, Adam) + one evaluation pass, the unit
 of the node-classification protocol. Three implementations of the same network
@@ -41,6 +43,7 @@ from torch.nn import functional as F
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_scale  # noqa: E402
 from _common import largest_size, median_time, peak_memory_gib, run_trial  # noqa: E402
 
 import pdenets  # noqa: E402,F401
@@ -242,6 +245,9 @@ def main() -> None:
     if len(sys.argv) in (4, 5) and sys.argv[1] == "--trial":
         trial(sys.argv[2], *map(int, sys.argv[3:]))
         return
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":  # a process of --distributed
+        graph_scale.worker(sys.argv[2], sys.argv[3], whole=sys.argv[4] == "whole")
+        return
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -252,7 +258,33 @@ def main() -> None:
     parser.add_argument("--steps-memory", action="store_true",
                         help="peak memory of one epoch at r = 5, 20, 80, adjoint vs autograd backward")
     parser.add_argument("--steps-memory-nodes", type=int, default=2**20, help="N of the --steps-memory graph")
+    parser.add_argument("--roofline", action="store_true",
+                        help="memory bandwidth, bytes per epoch and epoch time on 1 and 2 cores (N = 1,048,576)")
+    parser.add_argument("--distributed", type=int, default=0, metavar="K",
+                        help="the N = 1,048,576 epoch on K processes (METIS parts) against one process")
+    parser.add_argument("--partitioner", default="metis", choices=("metis", "contiguous"),
+                        help="how --distributed splits the graph (default: metis)")
+    parser.add_argument("--repeats", type=int, default=1, help="--roofline: timed epochs per thread count")
+    parser.add_argument("--estimate", action="store_true",
+                        help="halo of METIS parts (K = 2, 8, 32, 128) of the N = 1,048,576 graph, and the epoch of an "
+                             "ogbn-papers100M-sized graph on K machines from it (reads --roofline's --json)")
+    parser.add_argument("--roofline-json", default=None, help="--estimate: the --json file of a --roofline run")
     args = parser.parse_args()
+    if args.estimate:
+        graph_scale.print_estimate(args.roofline_json)
+        return
+    if args.roofline or args.distributed:
+        if args.distributed and args.distributed < 2:
+            parser.error("--distributed needs K >= 2 processes")
+        result = {}
+        if args.roofline:
+            result["roofline"] = graph_scale.roofline(max(1, args.repeats))
+        if args.distributed:
+            result["distributed"] = graph_scale.distributed(args.distributed, args.partitioner)
+        if args.json:
+            with open(args.json, "x", encoding="utf-8") as handle:
+                json.dump(result, handle, indent=2, default=str)
+        return
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread (as in the protocol's worker processes); r = {NUM_STEPS}, "
           f"gamma = {STEP_SIZE}, dropout = {DROPOUT}")

@@ -8,7 +8,7 @@ import torch
 from pdenets.operators import SparseMatrix, spmm_kernel
 from pdenets.operators import sparse as sparse_module
 
-pytestmark = pytest.mark.skipif(not spmm_kernel.available(), reason="numba is not installed")
+pytestmark = pytest.mark.skipif(spmm_kernel._numba() is None, reason="numba is not installed")
 
 
 @pytest.mark.parametrize("dtype, width, index_type", [(np.float32, 64, np.int32), (np.float64, 5, np.int64),
@@ -53,3 +53,10 @@ def test_large_products_take_the_compiled_kernel(monkeypatch):
     wide = torch.randn(3, sparse_module.COMPILED_MAX_COLUMNS + 1)
     torch.testing.assert_close(matrix.product(wide), weights @ wide)  # too wide: SciPy
     assert len(calls) == 2
+
+
+def test_the_kernel_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("PDENETS_COMPILED_SPMM", "0")
+    assert not spmm_kernel.available()
+    monkeypatch.setenv("PDENETS_COMPILED_SPMM", "1")
+    assert spmm_kernel.available()
