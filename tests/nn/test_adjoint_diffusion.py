@@ -104,9 +104,9 @@ def test_masks_differ_between_steps_and_between_calls():
     import pdenets.nn.adjoint_diffusion as module
     original = module.apply_dropout_mask_
 
-    def spy(features, seed, p):
+    def spy(features, seed, p, row_offset=0):
         seeds_seen.append(seed)
-        return original(features, seed, p)
+        return original(features, seed, p, row_offset)
     module.apply_dropout_mask_ = spy
     try:
         adjoint_diffusion(operator, x, 4, dropout=0.5).sum().backward()

@@ -18,7 +18,7 @@ process 0 anyway) the loss and the gradients are the single process's to roundin
 Example (one process: the whole graph, the functions reduce over nothing):
     >>> import torch
     >>> logits = torch.tensor([[2., 0.], [0., 1.]]); labels = torch.tensor([0, 0])
-    >>> float(partitioned_cross_entropy(logits, labels, torch.tensor([0, 1]), 2).round(decimals=4))
+    >>> round(float(partitioned_cross_entropy(logits, labels, torch.tensor([0, 1]), 2)), 4)
     0.7201
 """
 

@@ -53,6 +53,12 @@ class GraphPartition:
         offsets: ``(K + 1,)`` int64, part ``k`` holds the new ids ``offsets[k] : offsets[k + 1]``.
         method: the partitioner that made it.
         cut_fraction: the fraction of the stored off-diagonal entries of ``W`` between different parts.
+
+    Examples:
+        >>> import torch
+        >>> partition = GraphPartition(torch.tensor([2, 0, 1]), torch.tensor([0, 1, 3]), "contiguous", 0.5)
+        >>> partition.num_parts, partition.nodes(1).tolist(), partition.new_ids().tolist()
+        (2, [0, 1], [1, 2, 0])
     """
 
     order: torch.Tensor
@@ -116,6 +122,13 @@ def partition_graph(weights: GraphLike, num_parts: int, *, method: str = "metis"
     Raises:
         ValueError: ``K`` is not in ``[1, N]`` or the method is unknown.
         ImportError: ``method="metis"`` without ``pymetis`` (``pip install pymetis``), named.
+
+    Examples:
+        >>> import torch
+        >>> path = torch.diag(torch.ones(3), 1); path = path + path.T   # 0 - 1 - 2 - 3
+        >>> partition = partition_graph(path, 2, method="contiguous")
+        >>> partition.offsets.tolist(), partition.cut_fraction          # one edge of three is cut
+        ([0, 2, 4], 0.3333333333333333)
     """
     method = check_choice(method, "method", PARTITIONERS)
     graph = _scipy_graph(weights, num_nodes)
@@ -164,6 +177,14 @@ class PartFile:
         nodes: the given (old) ids of its nodes.
         features: their features ``(rows, F)``, where saved.
         labels: their labels ``(rows,)``, where saved.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> ring = torch.roll(torch.eye(4), 1, 0); ring = ring + ring.T
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(ring, 2, method="contiguous"), ring)
+        >>> part = load_part(folder, 1)
+        >>> part.first, part.weights.to_dense().tolist()
+        (2, [[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0]])
     """
 
     part: int
@@ -193,6 +214,14 @@ def save_partition(directory: os.PathLike, partition: GraphPartition, weights: G
     Raises:
         FileExistsError: ``directory`` exists and is not empty.
         ValueError: sizes that do not match the partition.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path,
+        ...                         labels=torch.tensor([0, 0, 1, 1]))
+        >>> sorted(name.name for name in folder.iterdir())
+        ['order.pt', 'part-0.pt', 'part-1.pt', 'partition.json']
     """
     graph = _scipy_graph(weights, partition.num_nodes)
     if graph.shape[0] != partition.num_nodes:
@@ -244,9 +273,22 @@ def _manifest(directory: os.PathLike) -> dict:
 def load_partition(directory: os.PathLike) -> GraphPartition:
     """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets only).
 
+    Args:
+        directory: the folder :func:`save_partition` wrote.
+
+    Returns:
+        The partition.
+
     Raises:
         FileNotFoundError: no partition there, named.
         ValueError: the folder is not a pdenets partition, or its files disagree.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path)
+        >>> load_partition(folder).offsets.tolist()
+        [0, 2, 4]
     """
     facts = _manifest(directory)
     order = torch.load(Path(directory) / "order.pt", weights_only=True)
@@ -260,9 +302,23 @@ def load_partition(directory: os.PathLike) -> GraphPartition:
 def load_part(directory: os.PathLike, part: int) -> PartFile:
     """Read part ``part`` of a partition written by :func:`save_partition`.
 
+    Args:
+        directory: the folder :func:`save_partition` wrote.
+        part: the part's number ``k`` (a process reads its rank's).
+
+    Returns:
+        The :class:`PartFile`: its rows of ``W`` (columns in the new numbering), nodes, features, labels.
+
     Raises:
         FileNotFoundError: no partition there, named.
         ValueError: the folder is not a pdenets partition, or ``part`` is out of range.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path)
+        >>> load_part(folder, 0).weights.shape
+        torch.Size([2, 4])
     """
     folder = Path(directory)
     facts = _manifest(folder)

@@ -79,6 +79,13 @@ class PartitionedDiffusion:
     Raises:
         ValueError: ranges that do not tile the graph, negative weights, non-finite weights.
         UnstableStepSizeError: ``check_stability`` and ``γ`` beyond the bound.
+
+    Examples:
+        >>> import torch
+        >>> rows = torch.tensor([[0., 1.], [1., 0.]]).to_sparse_csr()
+        >>> op = PartitionedDiffusion(rows, first=0, step_size=0.25)   # one process: the whole graph
+        >>> op.halo_size, op.product(torch.tensor([[1.], [-1.]]), transpose=True).tolist()
+        (0, [[0.5], [-0.5]])
     """
 
     dense = False

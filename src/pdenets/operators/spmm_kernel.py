@@ -18,9 +18,9 @@ Memory: a 20,000,000-node epoch (r = 20) peaked at 23.2 GiB with this kernel aga
 (1,019 s against 1,877 s); ``PDENETS_COMPILED_SPMM=0`` turns the kernel off where the memory matters more than
 the time.
 
-Without ``numba`` (or with ``PDENETS_COMPILED_SPMM=0``) :func:`available` is ``False`` and :class:`~pdenets.operators.sparse.SparseMatrix`
-keeps its torch/SciPy products; the numbers are the same to rounding (the compiler may vectorize a
-row's sum; a given row is summed alike on any number of threads).
+Without ``numba`` (or with ``PDENETS_COMPILED_SPMM=0``) :func:`available` is ``False`` and
+:class:`~pdenets.operators.sparse.SparseMatrix` keeps its torch/SciPy products; the numbers are the same to
+rounding (the compiler may vectorize a row's sum; a given row is summed alike on any number of threads).
 
 Example:
     >>> import numpy as np
