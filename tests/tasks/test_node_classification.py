@@ -137,7 +137,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
     base = job_key("node-classification", job)
     changes = {"experiment": "depth", "graph": "other.npz", "dataset": "other", "model": "gcn", "depth": 4,
                "split": 1, "init": 1, "seed": 7, "train_per_class": 11, "val_per_class": 12, "max_epochs": 21,
-               "patience": 6, "device": "cuda", "missing_features": "degree"}
+               "patience": 6, "device": "cuda", "missing_features": "degree", "partition": "metis"}
     assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
     for name, value in changes.items():
         assert job_key("node-classification", replace(job, **{name: value})) != base, name
@@ -146,6 +146,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
         changed = replace(job, hyperparameters=replace(job.hyperparameters, **{name: other}))
         assert job_key("node-classification", changed) != base, name
     assert job_key("node-classification", replace(job, data_dir="/elsewhere")) == base
+    assert job.partition == "contiguous"  # the default split keeps the single process's numbers and keys
     # end to end: a config setting reaches the key
     for setting in ({"lr": 0.02}, {"weight_decay": 0.0}, {"dropout_position": "after"},
                     {"check_stability": False}):
@@ -299,5 +300,7 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
               "depth": "None in the protocol; the depth study is its own experiment",
               "hyperparameters.check_stability": "a guard that refuses unstable steps, not arithmetic",
               "hyperparameters.heads": "GAT's attention heads; the other baselines have none",
-              "missing_features": "only for graphs without node features"},
+              "missing_features": "only for graphs without node features",
+              "partition": "splits the graph over torchrun processes only (tests/tasks/"
+                           "test_node_classification_torchrun.py: other draws, other keys)"},
         ignore=("seconds",))
