@@ -41,11 +41,11 @@ __all__ = ["partitioned_cross_entropy", "all_reduce_gradients", "partitioned_acc
            "global_count", "fit_partitioned_node_classifier", "rows_of_part", "local_nodes", "agreed_partition"]
 
 
-def _active(group=None) -> bool:
+def _active(group: Optional[Any] = None) -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
 
 
-def global_count(local: int, group=None) -> int:
+def global_count(local: int, group: Optional[Any] = None) -> int:
     """``Σ_k local_k`` over the processes."""
     if not _active(group):
         return int(local)
@@ -55,7 +55,7 @@ def global_count(local: int, group=None) -> int:
 
 
 def partitioned_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, total: int,
-                              group=None) -> torch.Tensor:
+                              group: Optional[Any] = None) -> torch.Tensor:
     """The mean cross-entropy over the labelled nodes of all processes, from this process's share.
 
     Args:
@@ -79,7 +79,7 @@ def partitioned_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, nodes:
     return local + (value - local.detach())
 
 
-def all_reduce_gradients(model: torch.nn.Module, group=None) -> None:
+def all_reduce_gradients(model: torch.nn.Module, group: Optional[Any] = None) -> None:
     """Sum every parameter's gradient over the processes (the gradient of the global loss), in place."""
     if not _active(group):
         return
@@ -89,7 +89,8 @@ def all_reduce_gradients(model: torch.nn.Module, group=None) -> None:
         dist.all_reduce(parameter.grad, group=group)
 
 
-def partitioned_accuracy(logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, group=None) -> float:
+def partitioned_accuracy(logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor,
+                         group: Optional[Any] = None) -> float:
     """The accuracy over the given rows of all processes."""
     counts = torch.tensor([int((logits[nodes].argmax(1) == labels[nodes]).sum()), int(nodes.numel())],
                           dtype=torch.int64)
@@ -100,13 +101,18 @@ def partitioned_accuracy(logits: torch.Tensor, labels: torch.Tensor, nodes: torc
 
 def partitioned_diff_resnet(part: PartFile, num_classes: int, *, step_size: float, num_steps: int,
                             dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True,
-                            in_features: Optional[int] = None, group=None, **settings) -> DiffResNet:
+                            in_features: Optional[int] = None, group: Optional[Any] = None,
+                            **settings: Any) -> DiffResNet:
     """A :class:`~pdenets.models.DiffResNet` on this process's part of a saved partition.
 
     Args:
         part: this process's part (:func:`~pdenets.operators.load_part`).
         num_classes: ``C``.
-        step_size, num_steps, dropout, dropout_position, check_stability: as :class:`DiffResNet`.
+        step_size: ``γ``, as :class:`DiffResNet`.
+        num_steps: ``r``, as :class:`DiffResNet`.
+        dropout: as :class:`DiffResNet`.
+        dropout_position: as :class:`DiffResNet`.
+        check_stability: as :class:`DiffResNet`.
         in_features: the input width (default: the part's features' width).
         group: the process group (default: the default group).
         settings: further :class:`DiffResNet` arguments (``num_blocks``, ``hidden_features``, ``block``).
@@ -128,7 +134,7 @@ def partitioned_diff_resnet(part: PartFile, num_classes: int, *, step_size: floa
 class _SummedGradients:
     """An optimizer whose ``step`` first sums the gradients over the processes."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module, group=None):
+    def __init__(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module, group: Optional[Any] = None):
         self.optimizer, self.model, self.group = optimizer, model, group
 
     def zero_grad(self) -> None:
@@ -141,7 +147,7 @@ class _SummedGradients:
 
 def fit_partitioned_node_classifier(model: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor,
                                     train: torch.Tensor, val: torch.Tensor, test: torch.Tensor, *, lr: float,
-                                    weight_decay: float, max_epochs: int, patience: int, group=None
+                                    weight_decay: float, max_epochs: int, patience: int, group: Optional[Any] = None
                                     ) -> Tuple[FitResult, Dict[str, Any]]:
     """:func:`~pdenets.models.node_training.fit_node_classifier` on this process's rows of a partitioned graph.
 
@@ -201,7 +207,7 @@ def local_nodes(nodes: torch.Tensor, partition: GraphPartition, part: int) -> to
     return new[(new >= first) & (new < end)] - first
 
 
-def agreed_partition(weights: torch.Tensor, spec: str, group=None) -> GraphPartition:
+def agreed_partition(weights: torch.Tensor, spec: str, group: Optional[Any] = None) -> GraphPartition:
     """The partition of ``weights`` over this group's processes, the same on every process.
 
     Args:

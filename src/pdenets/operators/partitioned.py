@@ -36,7 +36,7 @@ Example (one process: the halo is empty and this is the plain operator):
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 import torch
@@ -93,7 +93,7 @@ class PartitionedDiffusion:
     laplacian = "combinatorial"
 
     def __init__(self, rows: torch.Tensor, first: int, step_size: float, *, check_stability: bool = True,
-                 group=None):
+                 group: Optional[Any] = None):
         import scipy.sparse as sp
 
         self.step_size = check_positive(step_size, "step_size")
