@@ -33,7 +33,8 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from ..experiments.training import EarlyStopping, FitResult, evaluation_mode, fit
-from ..operators.partition import PARTITIONERS, GraphPartition, PartFile, load_partition, partition_graph
+from ..operators.partition import (PARTITIONERS, GraphPartition, PartFile, load_partition, partition_graph,
+                                  scipy_graph)
 from ..operators.partitioned import PartitionedDiffusion
 from .diffresnet import DiffResNet
 
@@ -187,12 +188,7 @@ def fit_partitioned_node_classifier(model: torch.nn.Module, features: torch.Tens
 
 def rows_of_part(weights: torch.Tensor, partition: GraphPartition, part: int) -> torch.Tensor:
     """Part ``part``'s rows of the ``(N, N)`` sparse weights, columns renumbered: a ``(n_k, N)`` CSR tensor."""
-    import scipy.sparse as sp
-
-    coo = weights.detach().coalesce() if weights.layout == torch.sparse_coo else weights.detach().to_sparse_coo()
-    rows, cols = coo.indices().numpy()
-    graph = sp.csr_matrix((coo.values().numpy(), (rows, cols)), shape=tuple(coo.shape))
-    mine = graph[partition.nodes(part).numpy()].tocsr()
+    mine = scipy_graph(weights, partition.num_nodes)[partition.nodes(part).numpy()].tocsr()
     mine.indices = partition.new_ids().numpy()[mine.indices]
     mine.sort_indices()
     return torch.sparse_csr_tensor(torch.from_numpy(mine.indptr.astype(np.int64)),

@@ -94,7 +94,8 @@ class GraphPartition:
         return torch.searchsorted(self.offsets, self.new_ids()[old_ids], right=True) - 1
 
 
-def _scipy_graph(weights: GraphLike, num_nodes: Optional[int]):
+def scipy_graph(weights: GraphLike, num_nodes: Optional[int]):
+    """``W`` (any graph form :func:`~pdenets.operators.as_weight_matrix` reads) as a SciPy CSR matrix."""
     import scipy.sparse as sp
 
     matrix = as_weight_matrix(weights, num_nodes)
@@ -131,7 +132,7 @@ def partition_graph(weights: GraphLike, num_parts: int, *, method: str = "metis"
         ([0, 2, 4], 0.3333333333333333)
     """
     method = check_choice(method, "method", PARTITIONERS)
-    graph = _scipy_graph(weights, num_nodes)
+    graph = scipy_graph(weights, num_nodes)
     size = graph.shape[0]
     num_parts = check_positive_int(num_parts, "num_parts")
     if num_parts > size:
@@ -223,7 +224,7 @@ def save_partition(directory: os.PathLike, partition: GraphPartition, weights: G
         >>> sorted(name.name for name in folder.iterdir())
         ['order.pt', 'part-0.pt', 'part-1.pt', 'partition.json']
     """
-    graph = _scipy_graph(weights, partition.num_nodes)
+    graph = scipy_graph(weights, partition.num_nodes)
     if graph.shape[0] != partition.num_nodes:
         raise ValueError(f"the partition is of {partition.num_nodes} nodes but the graph has {graph.shape[0]}")
     for name, tensor in (("features", features), ("labels", labels)):
