@@ -30,14 +30,20 @@ def run_trial(script: str, arguments, cap_gib: float, timeout: float):
 
     The child prints a JSON line last. Returns ``(result dict, None)`` or ``(None, reason)``.
     """
+
     def limit():
         cap = int(cap_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, script, "--trial", *map(str, arguments)], preexec_fn=limit,
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, script, "--trial", *map(str, arguments)],
+            preexec_fn=limit,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return None, f"over {timeout:g} s"
     if done.returncode != 0:

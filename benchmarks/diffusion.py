@@ -49,23 +49,29 @@ def random_graph(num_nodes: int, seed: int = 0) -> torch.Tensor:
     cols = torch.randint(0, num_nodes, (num_nodes * NEIGHBOURS,), generator=generator)
     values = torch.full((num_nodes * NEIGHBOURS,), 1.0 / (2 * NEIGHBOURS))
     weights = torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (num_nodes, num_nodes))
-    return ((weights + weights.transpose(0, 1)).coalesce())
+    return (weights + weights.transpose(0, 1)).coalesce()
 
 
 def bench_diffusion(sizes, steps, repeats):
-    print(f"\n## Diffusion: forward + backward, r = {steps} steps, kNN graph k = {NEIGHBOURS}, C = {FEATURES}")
-    print(f"{'N':>8} {'dense s':>10} {'torch COO s':>12} {'pdenets s':>10} {'dense/ours':>11} {'COO/ours':>9}")
+    print(
+        f"\n## Diffusion: forward + backward, r = {steps} steps, kNN graph k = {NEIGHBOURS}, C = {FEATURES}"
+    )
+    print(
+        f"{'N':>8} {'dense s':>10} {'torch COO s':>12} {'pdenets s':>10} {'dense/ours':>11} {'COO/ours':>9}"
+    )
     rows = []
     for num_nodes in sizes:
         points = torch.randn(num_nodes, 8)
-        weights = knn_gaussian_weights(points, NEIGHBOURS, sigma_neighbor=4, normalization="symmetric",
-                                       symmetrize_weights=True)
+        weights = knn_gaussian_weights(
+            points, NEIGHBOURS, sigma_neighbor=4, normalization="symmetric", symmetrize_weights=True
+        )
         step_size = 0.5
         operator = DiffusionOperator(weights, step_size)
         features = torch.randn(num_nodes, FEATURES, requires_grad=True)
         degrees = torch.sparse.sum(weights, 1).to_dense()
-        laplacian_coo = (torch.sparse_coo_tensor(torch.arange(num_nodes).repeat(2, 1), degrees,
-                                                 weights.shape) - weights).coalesce()
+        laplacian_coo = (
+            torch.sparse_coo_tensor(torch.arange(num_nodes).repeat(2, 1), degrees, weights.shape) - weights
+        ).coalesce()
 
         def ours():
             operator.apply(features, steps).sum().backward()
@@ -89,22 +95,28 @@ def bench_diffusion(sizes, steps, repeats):
             result["dense_s"] = median_time(dense, max(1, repeats // 2))
             del laplacian_dense
         dense_s = result.get("dense_s")
-        print(f"{num_nodes:>8} {dense_s if dense_s else float('nan'):>10.4f} {result['coo_s']:>12.4f} "
-              f"{result['pdenets_s']:>10.4f} {(dense_s or float('nan')) / result['pdenets_s']:>10.1f}x "
-              f"{result['coo_s'] / result['pdenets_s']:>8.1f}x")
+        print(
+            f"{num_nodes:>8} {dense_s if dense_s else float('nan'):>10.4f} {result['coo_s']:>12.4f} "
+            f"{result['pdenets_s']:>10.4f} {(dense_s or float('nan')) / result['pdenets_s']:>10.1f}x "
+            f"{result['coo_s'] / result['pdenets_s']:>8.1f}x"
+        )
         rows.append(result)
     return rows
 
 
 def bench_knn(sizes, repeats):
     print(f"\n## kNN: k = {NEIGHBOURS}, D = {FEATURES}")
-    print(f"{'N':>8} {'dense s':>10} {'chunked s':>10} {'faiss s':>9} {'dense/chunked':>14} {'faiss recall':>13}")
+    print(
+        f"{'N':>8} {'dense s':>10} {'chunked s':>10} {'faiss s':>9} {'dense/chunked':>14} "
+        f"{'faiss recall':>13}"
+    )
     rows = []
     for num_nodes in sizes:
         points = torch.randn(num_nodes, FEATURES)
         result = {"N": num_nodes}
         result["chunked_s"] = median_time(lambda: knn_search(points, NEIGHBOURS, backend="chunked"), repeats)
         if num_nodes <= 32768:
+
             def dense():
                 distances = torch.cdist(points, points)
                 distances.fill_diagonal_(float("inf"))
@@ -118,9 +130,11 @@ def bench_knn(sizes, repeats):
             hits = (approx[:, :, None] == exact[:, None, :]).any(-1).sum().item()
             result["faiss_recall"] = hits / exact.numel()
         dense_s = result.get("dense_s", float("nan"))
-        faiss_s = result.get('faiss_s', float('nan'))
-        print(f"{num_nodes:>8} {dense_s:>10.4f} {result['chunked_s']:>10.4f} {faiss_s:>9.3f} "
-              f"{dense_s / result['chunked_s']:>13.2f}x {result.get('faiss_recall', float('nan')):>13.3f}")
+        faiss_s = result.get("faiss_s", float("nan"))
+        print(
+            f"{num_nodes:>8} {dense_s:>10.4f} {result['chunked_s']:>10.4f} {faiss_s:>9.3f} "
+            f"{dense_s / result['chunked_s']:>13.2f}x {result.get('faiss_recall', float('nan')):>13.3f}"
+        )
         rows.append(result)
     return rows
 
@@ -151,13 +165,18 @@ def trial(kind: str, num_nodes: int) -> None:
 
 
 def largest_sizes(kinds, start_sizes, cap_gib, timeout, max_size):
-    print(f"\n## Largest N under a {cap_gib:g} GiB memory cap "
-          f"(N doubles until a trial fails or takes over {timeout:g} s)")
+    print(
+        f"\n## Largest N under a {cap_gib:g} GiB memory cap "
+        f"(N doubles until a trial fails or takes over {timeout:g} s)"
+    )
     found = {}
     for kind in kinds:
         best, reason = largest_size(__file__, kind, start_sizes[kind], cap_gib, timeout, max_size)
         if best:
-            print(f"{kind:>17}: N = {best[0]:>10,}  (peak {best[1]['peak_gib']:.2f} GiB); next size failed: {reason}")
+            print(
+                f"{kind:>17}: N = {best[0]:>10,}  (peak {best[1]['peak_gib']:.2f} GiB); next size failed: "
+                f"{reason}"
+            )
             found[kind] = {"largest_N": best[0], "peak_gib": best[1]["peak_gib"], "next_failure": str(reason)}
         else:
             print(f"{kind:>17}: even N = {start_sizes[kind]} failed ({reason})")
@@ -168,20 +187,30 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--trial":
         trial(sys.argv[2], int(sys.argv[3]))
         return
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--memory-cap-gib", type=float, default=16.0)
     parser.add_argument("--json", type=str, default=None, help="also write the measurements to this file")
-    parser.add_argument("--part", choices=["all", "speed", "memory"], default="all",
-                        help="speed: timings only; memory: largest-N trials only")
+    parser.add_argument(
+        "--part",
+        choices=["all", "speed", "memory"],
+        default="all",
+        help="speed: timings only; memory: largest-N trials only",
+    )
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
     if args.part == "memory":
-        results = {"largest": largest_sizes(
-            ["dense-diffusion", "sparse-diffusion", "dense-knn", "faiss-knn"],
-            {"dense-diffusion": 8192, "sparse-diffusion": 2**20, "dense-knn": 8192, "faiss-knn": 2**18},
-            args.memory_cap_gib, 300, 2**26)}
+        results = {
+            "largest": largest_sizes(
+                ["dense-diffusion", "sparse-diffusion", "dense-knn", "faiss-knn"],
+                {"dense-diffusion": 8192, "sparse-diffusion": 2**20, "dense-knn": 8192, "faiss-knn": 2**18},
+                args.memory_cap_gib,
+                300,
+                2**26,
+            )
+        }
     elif args.part == "speed":
         results = {
             "diffusion": bench_diffusion([1000, 2000, 4000, 8000, 16000, 64000, 256000], steps=10, repeats=5),
@@ -191,8 +220,13 @@ def main() -> None:
         results = {
             "diffusion": bench_diffusion([1000, 4000], steps=10, repeats=3),
             "knn": bench_knn([2000, 8000], repeats=2),
-            "largest": largest_sizes(["dense-diffusion", "sparse-diffusion"],
-                                     {"dense-diffusion": 4096, "sparse-diffusion": 65536}, 2.0, 60, 2**20),
+            "largest": largest_sizes(
+                ["dense-diffusion", "sparse-diffusion"],
+                {"dense-diffusion": 4096, "sparse-diffusion": 65536},
+                2.0,
+                60,
+                2**20,
+            ),
         }
     else:
         results = {
@@ -201,7 +235,10 @@ def main() -> None:
             "largest": largest_sizes(
                 ["dense-diffusion", "sparse-diffusion", "dense-knn", "faiss-knn"],
                 {"dense-diffusion": 8192, "sparse-diffusion": 2**20, "dense-knn": 8192, "faiss-knn": 2**18},
-                args.memory_cap_gib, 300, 2**26),
+                args.memory_cap_gib,
+                300,
+                2**26,
+            ),
         }
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

@@ -1,4 +1,5 @@
-"""Few-shot heads: all tasks trained together vs one task at a time, and against BD-CSPN, side by side in one run.
+"""Few-shot heads: all tasks trained together vs one task at a time, and against BD-CSPN, side by side in one
+run.
 
     python benchmarks/fewshot.py                  # 1,000 tasks at M = 64 and M = 512
     python benchmarks/fewshot.py --quick          # 100 tasks
@@ -43,10 +44,15 @@ from pdenets.models.fewshot import BDCSPN, Internal, classify  # noqa: E402
 
 def tasks(count: int, dim: int, seed: int = 0):
     generator = torch.Generator().manual_seed(seed)
-    centres = torch.randn(count, 5, dim, generator=generator) * (3.0 / dim ** 0.5)
-    support = centres + torch.randn(count, 5, dim, generator=generator) / dim ** 0.5
-    query = centres.repeat_interleave(15, 1) + torch.randn(count, 75, dim, generator=generator) / dim ** 0.5
-    return support, torch.arange(5).expand(count, -1), query, torch.arange(5).repeat_interleave(15).expand(count, -1)
+    centres = torch.randn(count, 5, dim, generator=generator) * (3.0 / dim**0.5)
+    support = centres + torch.randn(count, 5, dim, generator=generator) / dim**0.5
+    query = centres.repeat_interleave(15, 1) + torch.randn(count, 75, dim, generator=generator) / dim**0.5
+    return (
+        support,
+        torch.arange(5).expand(count, -1),
+        query,
+        torch.arange(5).repeat_interleave(15).expand(count, -1),
+    )
 
 
 def timed(function, repeats: int):
@@ -70,7 +76,7 @@ def task_flops(settings, support, support_labels, query) -> float:
 def peak_gflops(size: int = 2048, repeats: int = 5) -> float:
     a, b = torch.randn(size, size), torch.randn(size, size)
     seconds, _ = timed(lambda: a @ b, repeats)
-    return 2 * size ** 3 / seconds / 1e9
+    return 2 * size**3 / seconds / 1e9
 
 
 def main() -> None:
@@ -80,40 +86,68 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", default=None)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=None, help="SGD steps per task (default: the head's, 10)")
+    parser.add_argument(
+        "--epochs", type=int, default=None, help="SGD steps per task (default: the head's, 10)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     count = args.tasks or (100 if args.quick else 1000)
     settings = Internal(num_steps=10, step_size=0.5, **({"epochs": args.epochs} if args.epochs else {}))
     rows = []
     peak = peak_gflops()
-    print(f"machine peak (one 2048 x 2048 float32 product, {torch.get_num_threads()} threads): {peak:.1f} GFLOP/s")
-    print(f"{'M':>5} {'tasks':>6} {'loop s':>9} {'batched s':>10} {'loop ms/task':>13} {'batched ms/task':>16} "
-          f"{'ratio':>7} {'acc loop':>9} {'acc batched':>12} {'same predictions':>17} {'MFLOP/task':>11} "
-          f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16} {'bd-cspn ms/task':>16} {'batched/bd-cspn':>16}")
+    print(
+        f"machine peak (one 2048 x 2048 float32 product, {torch.get_num_threads()} threads): {peak:.1f} "
+        "GFLOP/s"
+    )
+    print(
+        f"{'M':>5} {'tasks':>6} {'loop s':>9} {'batched s':>10} {'loop ms/task':>13} {'batched ms/task':>16} "
+        f"{'ratio':>7} {'acc loop':>9} {'acc batched':>12} {'same predictions':>17} {'MFLOP/task':>11} "
+        f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16} {'bd-cspn ms/task':>16} {'batched/bd-cspn':>16}"
+    )
     for dim in (64, 512):
         support, support_labels, query, query_labels = tasks(count, dim)
         seeds = list(range(count))
         classify(support[:2], support_labels[:2], query[:2], 5, settings, seeds=seeds[:2])  # warm-up
-        loop_s, looped = timed(lambda: classify(support, support_labels, query, 5, settings, seeds=seeds,
-                                                batched=False), args.repeats)
-        batched_s, batched = timed(lambda: classify(support, support_labels, query, 5, settings, seeds=seeds,
-                                                    chunk_size=250 if dim <= 128 else 10), args.repeats)
-        row = {"M": dim, "tasks": count, "loop_s": loop_s, "batched_s": batched_s, "ratio": loop_s / batched_s,
-               "accuracy_loop": float((looped.argmax(2) == query_labels).double().mean()),
-               "accuracy_batched": float((batched.argmax(2) == query_labels).double().mean()),
-               "same_predictions": bool(torch.equal(looped.argmax(2), batched.argmax(2)))}
-        bdcspn_s, _ = timed(lambda: classify(support, support_labels, query, 5, BDCSPN()), max(args.repeats, 5))
+        loop_s, looped = timed(
+            lambda: classify(support, support_labels, query, 5, settings, seeds=seeds, batched=False),
+            args.repeats,
+        )
+        batched_s, batched = timed(
+            lambda: classify(
+                support, support_labels, query, 5, settings, seeds=seeds, chunk_size=250 if dim <= 128 else 10
+            ),
+            args.repeats,
+        )
+        row = {
+            "M": dim,
+            "tasks": count,
+            "loop_s": loop_s,
+            "batched_s": batched_s,
+            "ratio": loop_s / batched_s,
+            "accuracy_loop": float((looped.argmax(2) == query_labels).double().mean()),
+            "accuracy_batched": float((batched.argmax(2) == query_labels).double().mean()),
+            "same_predictions": bool(torch.equal(looped.argmax(2), batched.argmax(2))),
+        }
+        bdcspn_s, _ = timed(
+            lambda: classify(support, support_labels, query, 5, BDCSPN()), max(args.repeats, 5)
+        )
         row.update(bdcspn_s=bdcspn_s, batched_over_bdcspn=batched_s / bdcspn_s)
         flops = task_flops(settings, support, support_labels, query)
-        row.update(flops_per_task=flops, loop_gflops=flops * count / loop_s / 1e9,
-                   batched_gflops=flops * count / batched_s / 1e9, peak_gflops=peak)
+        row.update(
+            flops_per_task=flops,
+            loop_gflops=flops * count / loop_s / 1e9,
+            batched_gflops=flops * count / batched_s / 1e9,
+            peak_gflops=peak,
+        )
         rows.append(row)
-        print(f"{dim:>5} {count:>6} {loop_s:>9.2f} {batched_s:>10.2f} {1000 * loop_s / count:>13.2f} "
-              f"{1000 * batched_s / count:>16.2f} {row['ratio']:>6.1f}x {row['accuracy_loop']:>9.4f} "
-              f"{row['accuracy_batched']:>12.4f} {str(row['same_predictions']):>17} {flops / 1e6:>11.1f} "
-              f"{row['loop_gflops']:>13.2f} {row['batched_gflops']:>16.2f} {1000 * bdcspn_s / count:>16.3f} "
-              f"{row['batched_over_bdcspn']:>15.1f}x", flush=True)
+        print(
+            f"{dim:>5} {count:>6} {loop_s:>9.2f} {batched_s:>10.2f} {1000 * loop_s / count:>13.2f} "
+            f"{1000 * batched_s / count:>16.2f} {row['ratio']:>6.1f}x {row['accuracy_loop']:>9.4f} "
+            f"{row['accuracy_batched']:>12.4f} {str(row['same_predictions']):>17} {flops / 1e6:>11.1f} "
+            f"{row['loop_gflops']:>13.2f} {row['batched_gflops']:>16.2f} {1000 * bdcspn_s / count:>16.3f} "
+            f"{row['batched_over_bdcspn']:>15.1f}x",
+            flush=True,
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -1,6 +1,7 @@
 """Few-shot methods side by side with easyfsl's on the same features and the same episodes, in one run.
 
-    python benchmarks/fewshot_peers.py --features FILE.npz [--runs RUNS.npz] [--tasks 1000] [--ways 5] [--shots 1,5]
+    python benchmarks/fewshot_peers.py --features FILE.npz [--runs RUNS.npz] [--tasks 1000] [--ways 5]
+    [--shots 1,5]
         [--shapes balanced,dirichlet:2,open-set:2,one-at-a-time] [--queries 15]
 
 Every method sees L2-normalized features and the same episodes, one table per query-set shape
@@ -37,15 +38,21 @@ from pdenets.data.fewshot import EpisodeSampler, QueryShape, load_features, mean
 from pdenets.data.graphs import read_npz_arrays
 from pdenets.models.fewshot import METHODS, Preprocessing, classify, method_from_name
 
-PEERS = {"prototype": "PrototypicalNetworks", "diffusion": "LaplacianShot", "bd-cspn": "BDCSPN", "pt-map": "PTMAP",
-         "tim": "TIM"}
+PEERS = {
+    "prototype": "PrototypicalNetworks",
+    "diffusion": "LaplacianShot",
+    "bd-cspn": "BDCSPN",
+    "pt-map": "PTMAP",
+    "tim": "TIM",
+}
 #: query-set shapes: (query shape, every query its own task)
 SHAPES = ("balanced", "dirichlet:2", "open-set:2", "one-at-a-time")
 
 
 def _stand_in_attribute(attribute: str):
-    """What the empty ``torchvision`` stand-in gives for a name: ``object`` (never built), except module dunders
-    (``__file__``, ...), which it does not have — ``inspect`` walks every module in ``sys.modules``."""
+    """What the empty ``torchvision`` stand-in gives for a name: ``object`` (never built), except module
+    dunders (``__file__``, ...), which it does not have — ``inspect`` walks every module in
+    ``sys.modules``."""
     if attribute.startswith("__"):
         raise AttributeError(attribute)
     return object
@@ -56,8 +63,10 @@ def easyfsl_methods():
     try:
         import torchvision  # noqa: F401
     except ImportError:
-        modules = {name: types.ModuleType(name) for name in ("torchvision", "torchvision.models",
-                                                             "torchvision.models.resnet")}
+        modules = {
+            name: types.ModuleType(name)
+            for name in ("torchvision", "torchvision.models", "torchvision.models.resnet")
+        }
         for module in modules.values():
             module.__getattr__ = _stand_in_attribute  # any name easyfsl.modules imports
             module.__path__ = []
@@ -98,48 +107,87 @@ def task_accuracies(predictions, query_labels):
 def one_at_a_time(function, support, support_labels, query):
     """``function`` on every query of every task as a task of its own; predictions ``(T, Q, ...)``."""
     count = query.shape[1]
-    result = function(support.repeat_interleave(count, 0), support_labels.repeat_interleave(count, 0),
-                      query.reshape(-1, 1, query.shape[2]))
+    result = function(
+        support.repeat_interleave(count, 0),
+        support_labels.repeat_interleave(count, 0),
+        query.reshape(-1, 1, query.shape[2]),
+    )
     return result.reshape(support.shape[0], count, *result.shape[2:])
 
 
-def measure_cell(support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False):
+def measure_cell(
+    support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False
+):
     seeds = list(range(support.shape[0]))
 
     def ours(name):
         def solve(s, labels, q):
             repeat = s.shape[0] // len(seeds)
-            return classify(s, labels, q, ways, method_from_name(name), Preprocessing(),
-                            seeds=[seed for seed in seeds for _ in range(repeat)], chunk_size=100)
-        return one_at_a_time(solve, support, support_labels, query) if single else solve(support, support_labels,
-                                                                                           query)
+            return classify(
+                s,
+                labels,
+                q,
+                ways,
+                method_from_name(name),
+                Preprocessing(),
+                seeds=[seed for seed in seeds for _ in range(repeat)],
+                chunk_size=100,
+            )
+
+        return (
+            one_at_a_time(solve, support, support_labels, query)
+            if single
+            else solve(support, support_labels, query)
+        )
 
     for name in methods:
         probabilities, seconds = timed(lambda: ours(name))
         mean, interval = mean_and_interval(task_accuracies(probabilities.argmax(2), query_labels))
-        row = {"cell": cell, "method": name, "pdenets_accuracy": 100 * mean, "pdenets_ci95": 100 * interval,
-               "pdenets_s_per_1000": 1000 * seconds / len(seeds), "tasks": len(seeds)}
+        row = {
+            "cell": cell,
+            "method": name,
+            "pdenets_accuracy": 100 * mean,
+            "pdenets_ci95": 100 * interval,
+            "pdenets_s_per_1000": 1000 * seconds / len(seeds),
+            "tasks": len(seeds),
+        }
         if name in peers:
+
             def theirs(s, labels, q):
                 return easyfsl_predict(peers[name], s, labels, q)[..., None]
+
             try:
-                predictions, seconds = timed(lambda: (one_at_a_time(theirs, support, support_labels, query) if single
-                                                      else theirs(support, support_labels, query))[..., 0])
+                predictions, seconds = timed(
+                    lambda: (
+                        one_at_a_time(theirs, support, support_labels, query)
+                        if single
+                        else theirs(support, support_labels, query)
+                    )[..., 0]
+                )
             except Exception as error:  # noqa: BLE001 - a peer that fails on a shape is a result, reported
                 row.update(easyfsl_error=f"{type(error).__name__}: {str(error).splitlines()[0][:80]}")
             else:
                 mean, interval = mean_and_interval(task_accuracies(predictions, query_labels))
-                row.update(easyfsl_accuracy=100 * mean, easyfsl_ci95=100 * interval,
-                           easyfsl_s_per_1000=1000 * seconds / len(seeds))
+                row.update(
+                    easyfsl_accuracy=100 * mean,
+                    easyfsl_ci95=100 * interval,
+                    easyfsl_s_per_1000=1000 * seconds / len(seeds),
+                )
         rows.append(row)
         if "easyfsl_error" in row:
             theirs = f"fails ({row['easyfsl_error']})"
         elif "easyfsl_accuracy" in row:
-            theirs = f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  {row['easyfsl_s_per_1000']:8.1f}"
+            theirs = (
+                f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  "
+                f"{row['easyfsl_s_per_1000']:8.1f}"
+            )
         else:
             theirs = f"{'—':>15} {'—':>9}"
-        print(f"{cell:<34} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
-              f"{row['pdenets_s_per_1000']:8.1f}   {theirs}", flush=True)
+        print(
+            f"{cell:<34} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
+            f"{row['pdenets_s_per_1000']:8.1f}   {theirs}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -160,29 +208,63 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     methods = args.methods.split(",")
     peers = {} if args.ours_only else easyfsl_methods()
-    print(f"{'cell':<34} {'method':<11} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} {'s/1000':>8}")
+    print(
+        f"{'cell':<34} {'method':<11} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} "
+        f"{'s/1000':>8}"
+    )
     rows = []
     features = load_features(args.features)
     for shape in args.shapes.split(","):
         single = shape == "one-at-a-time"
-        spread = QueryShape(open_set=int(shape.split(":")[1])) if shape.startswith("open-set") else \
-            QueryShape() if single else QueryShape.parse(shape)
+        spread = (
+            QueryShape(open_set=int(shape.split(":")[1]))
+            if shape.startswith("open-set")
+            else QueryShape()
+            if single
+            else QueryShape.parse(shape)
+        )
         for ways in (int(w) for w in args.ways.split(",")):
             for shots in (int(s) for s in args.shots.split(",")):
-                sampler = EpisodeSampler(features.labels, features.novel_classes, ways=ways, shots=shots,
-                                         queries=args.queries, seed=0, shape=spread)
+                sampler = EpisodeSampler(
+                    features.labels,
+                    features.novel_classes,
+                    ways=ways,
+                    shots=shots,
+                    queries=args.queries,
+                    seed=0,
+                    shape=spread,
+                )
                 episodes = sampler.sample(range(args.single_tasks if single else args.tasks))
                 support = F.normalize(features.features[episodes.support].float(), dim=2)
                 query = F.normalize(features.features[episodes.query].float(), dim=2)
-                measure_cell(support, episodes.support_labels, query, episodes.query_labels, ways, methods, peers,
-                             rows, f"{shape} {ways}-way {shots}-shot", single=single)
+                measure_cell(
+                    support,
+                    episodes.support_labels,
+                    query,
+                    episodes.query_labels,
+                    ways,
+                    methods,
+                    peers,
+                    rows,
+                    f"{shape} {ways}-way {shots}-shot",
+                    single=single,
+                )
     if args.runs:
         arrays = read_npz_arrays(args.runs)
         support = F.normalize(torch.from_numpy(arrays["training"]).float(), dim=2)
         query = F.normalize(torch.from_numpy(arrays["test"]).float(), dim=2)
         answers = torch.from_numpy(arrays["answers"])
-        measure_cell(support, torch.arange(support.shape[1]).expand(support.shape[0], -1), query, answers,
-                     support.shape[1], methods, peers, rows, "Lake runs (accuracy)")
+        measure_cell(
+            support,
+            torch.arange(support.shape[1]).expand(support.shape[0], -1),
+            query,
+            answers,
+            support.shape[1],
+            methods,
+            peers,
+            rows,
+            "Lake runs (accuracy)",
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -1,10 +1,10 @@
 """Seconds per run of every learned forecaster of ``coin-forecast`` on a large synthetic region graph.
 
-    python benchmarks/forecast.py                         # 1,000 regions, 800 days, one thread, default settings
-    python benchmarks/forecast.py --src OLD/src --set epochs=10   # another source tree (e.g. an older checkout)
-    python benchmarks/forecast.py --regions 200 --days 300 --models window-mlp,coin-forecast
-    python benchmarks/forecast.py --peer pyg-temporal --datasets chickenpox,PATH.json --seeds 0,1,2
-    python benchmarks/forecast.py --peer pyg-temporal --regions 1000 --days 800 --seeds 0
+    python benchmarks/forecast.py # 1,000 regions, 800 days, one thread, default settings python
+    benchmarks/forecast.py --src OLD/src --set epochs=10 # another source tree (e.g. an older checkout) python
+    benchmarks/forecast.py --regions 200 --days 300 --models window-mlp,coin-forecast python
+    benchmarks/forecast.py --peer pyg-temporal --datasets chickenpox,PATH.json --seeds 0,1,2 python
+    benchmarks/forecast.py --peer pyg-temporal --regions 1000 --days 800 --seeds 0
 
 ``--peer pyg-temporal`` puts PyTorch Geometric Temporal's own layers beside ours on the same
 windows and split (its protocol: horizon 1, its loader's lags and scaling, the first 20 % of the
@@ -61,15 +61,30 @@ def synthetic_series(regions: int, days: int, seed: int = 0, neighbours: int = 3
     values[0] = rng.normal(size=regions)
     for t in range(1, days):
         seasonal = 0.3 * np.sin(2 * np.pi * t / 52 + phase)
-        values[t] = 0.5 * values[t - 1] + 0.35 * weights @ values[t - 1] + seasonal + 0.3 * rng.normal(size=regions)
+        values[t] = (
+            0.5 * values[t - 1] + 0.35 * weights @ values[t - 1] + seasonal + 0.3 * rng.normal(size=regions)
+        )
     return {"FX": np.round(values, 5).tolist(), "edges": [list(pair) for pair in edges]}
 
 
 def run_coin_forecast(options, out: str, src: str | None, timeout: float | None = None):
     """``pdenets run coin-forecast OPTIONS`` in a fresh interpreter, one thread, one worker, into ``out`` (the
     package found in ``src`` when given); the finished process."""
-    command = [sys.executable, "-m", "pdenets.cli", "run", "coin-forecast", *options, "--threads", "1", "--workers",
-               "1", "--out", out, "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "pdenets.cli",
+        "run",
+        "coin-forecast",
+        *options,
+        "--threads",
+        "1",
+        "--workers",
+        "1",
+        "--out",
+        out,
+        "--no-progress",
+    ]
     env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
     if src:
         env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
@@ -88,14 +103,25 @@ def run_model(model: str, dataset: str, root: str, src: str | None, settings, ti
         return {"model": model, "status": f"over {timeout:g} s", "wall": time.perf_counter() - start}
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        return {"model": model, "status": (done.stderr.strip().splitlines() or ["failed"])[-1][:100], "wall": wall}
+        return {
+            "model": model,
+            "status": (done.stderr.strip().splitlines() or ["failed"])[-1][:100],
+            "wall": wall,
+        }
     with open(os.path.join(out, "results.json")) as handle:
         results = json.load(handle)
     label = os.path.splitext(os.path.basename(dataset))[0]
     entry = results["table"][label]["ours"][model]
     record = _record(out)
-    return {"model": model, "status": "ok", "wall": wall, "seconds": entry["seconds_per_run"],
-            "mse": entry["mse"]["mean"], "epochs": record.get("epochs"), "best_epoch": record.get("best_epoch")}
+    return {
+        "model": model,
+        "status": "ok",
+        "wall": wall,
+        "seconds": entry["seconds_per_run"],
+        "mse": entry["mse"]["mean"],
+        "epochs": record.get("epochs"),
+        "best_epoch": record.get("best_epoch"),
+    }
 
 
 def _record(out: str) -> dict:
@@ -107,7 +133,8 @@ def _record(out: str) -> dict:
 
 
 def pyg_temporal_layers():
-    """PyTorch Geometric Temporal's ``GConvGRU`` and ``DCRNN``, or ``None`` when the package does not import."""
+    """PyTorch Geometric Temporal's ``GConvGRU`` and ``DCRNN``, or ``None`` when the package does not
+    import."""
     import types
 
     try:
@@ -123,7 +150,9 @@ def pyg_temporal_layers():
     try:
         from torch_geometric_temporal.nn.recurrent import DCRNN, GConvGRU
     except ImportError as error:
-        print(f"PyTorch Geometric Temporal does not import ({error}); measuring pdenets only", file=sys.stderr)
+        print(
+            f"PyTorch Geometric Temporal does not import ({error}); measuring pdenets only", file=sys.stderr
+        )
         return None
     return {"GConvGRU": GConvGRU, "DCRNN": DCRNN}
 
@@ -169,13 +198,16 @@ def their_run(layer, data, seed: int) -> dict:
     seconds = time.perf_counter() - start
     model.eval()
     with torch.no_grad():
-        errors = [torch.mean((model(inputs[row], *edges[graph_of[row]]).squeeze(-1) - targets[row]) ** 2)
-                  for row in test_rows]
+        errors = [
+            torch.mean((model(inputs[row], *edges[graph_of[row]]).squeeze(-1) - targets[row]) ** 2)
+            for row in test_rows
+        ]
     return {"mse": float(torch.stack(errors).mean()), "seconds": seconds}
 
 
 def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
-    """Every dataset: PyTorch Geometric Temporal's layers beside ours on the same windows, MSE and s per run."""
+    """Every dataset: PyTorch Geometric Temporal's layers beside ours on the same windows, MSE and s per
+    run."""
     import torch
 
     from pdenets.data.forecast_protocols import protocol_windows
@@ -190,13 +222,31 @@ def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
         label = series.name
         for name, layer in layers.items():
             runs = [their_run(layer, data, seed) for seed in seeds]
-            rows.append({"dataset": label, "side": "PyTorch Geometric Temporal", "model": name,
-                         "mse": [r["mse"] for r in runs], "seconds": float(np.mean([r["seconds"] for r in runs]))})
-            print(f"  {label}: theirs {name}: MSE {np.mean(rows[-1]['mse']):.4f}, {rows[-1]['seconds']:.1f} s per run",
-                  flush=True)
+            rows.append(
+                {
+                    "dataset": label,
+                    "side": "PyTorch Geometric Temporal",
+                    "model": name,
+                    "mse": [r["mse"] for r in runs],
+                    "seconds": float(np.mean([r["seconds"] for r in runs])),
+                }
+            )
+            print(
+                f"  {label}: theirs {name}: MSE {np.mean(rows[-1]['mse']):.4f}, {rows[-1]['seconds']:.1f} s "
+                "per run",
+                flush=True,
+            )
         out = os.path.join(root, f"ours-{label}")
-        options = ["--dataset", dataset, "--protocol", "pyg-temporal", "--model", "pygt-gconv-gru,cheb-gru",
-                   "--seeds", ",".join(map(str, seeds))] + (["--data-dir", data_dir] if data_dir else [])
+        options = [
+            "--dataset",
+            dataset,
+            "--protocol",
+            "pyg-temporal",
+            "--model",
+            "pygt-gconv-gru,cheb-gru",
+            "--seeds",
+            ",".join(map(str, seeds)),
+        ] + (["--data-dir", data_dir] if data_dir else [])
         done = run_coin_forecast(options, out, src)
         if done.returncode != 0:
             print(done.stderr[-500:], file=sys.stderr)
@@ -206,16 +256,29 @@ def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
         entries = next(iter(table.values()))["pyg-temporal"]
         for model in ("pygt-gconv-gru", "cheb-gru"):
             entry = entries[model]
-            rows.append({"dataset": label, "side": "pdenets", "model": model, "mse": [entry["mse"]["mean"]],
-                         "mse_std": entry["mse"]["std"], "seconds": entry["seconds_per_run"]})
-            print(f"  {label}: ours {model}: MSE {entry['mse']['mean']:.4f} ± {entry['mse']['std']:.4f}, "
-                  f"{entry['seconds_per_run']:.1f} s per run", flush=True)
+            rows.append(
+                {
+                    "dataset": label,
+                    "side": "pdenets",
+                    "model": model,
+                    "mse": [entry["mse"]["mean"]],
+                    "mse_std": entry["mse"]["std"],
+                    "seconds": entry["seconds_per_run"],
+                }
+            )
+            print(
+                f"  {label}: ours {model}: MSE {entry['mse']['mean']:.4f} ± {entry['mse']['std']:.4f}, "
+                f"{entry['seconds_per_run']:.1f} s per run",
+                flush=True,
+            )
     print()
     print("| dataset | side | model | test MSE (mean over seeds) | s per run |")
     print("|---|---|---|---:|---:|")
     for row in rows:
-        print(f"| {row['dataset']} | {row['side']} | {row['model']} | {np.mean(row['mse']):.4f} "
-              f"| {row['seconds']:.1f} |")
+        print(
+            f"| {row['dataset']} | {row['side']} | {row['model']} | {np.mean(row['mse']):.4f} "
+            f"| {row['seconds']:.1f} |"
+        )
     return rows
 
 
@@ -224,13 +287,21 @@ def main(argv=None) -> None:
     parser.add_argument("--regions", type=int, default=1000)
     parser.add_argument("--days", type=int, default=800)
     parser.add_argument("--models", default=",".join(MODELS), metavar="A,B")
-    parser.add_argument("--src", default=None, metavar="DIR", help="run the pdenets package found in DIR instead")
+    parser.add_argument(
+        "--src", default=None, metavar="DIR", help="run the pdenets package found in DIR instead"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to every run")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is stopped")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the rows to this file")
-    parser.add_argument("--peer", choices=("pyg-temporal",), default=None, help="beside a peer library's own layers")
-    parser.add_argument("--datasets", default=None, metavar="A,B", help="with --peer: series names or files (default: "
-                                                                        "the synthetic series)")
+    parser.add_argument(
+        "--peer", choices=("pyg-temporal",), default=None, help="beside a peer library's own layers"
+    )
+    parser.add_argument(
+        "--datasets",
+        default=None,
+        metavar="A,B",
+        help="with --peer: series names or files (default: the synthetic series)",
+    )
     parser.add_argument("--data-dir", default=None, help="where named series lie (default: $PDENETS_DATA)")
     parser.add_argument("--seeds", default="0", metavar="A,B", help="with --peer: seeds of every model")
     args = parser.parse_args(argv)
@@ -241,7 +312,9 @@ def main(argv=None) -> None:
                 datasets = [os.path.join(root, f"regions{args.regions}.json")]
                 with open(datasets[0], "w") as handle:
                     json.dump(synthetic_series(args.regions, args.days), handle)
-            rows = peer_comparison(datasets, args.data_dir, [int(s) for s in args.seeds.split(",")], root, args.src)
+            rows = peer_comparison(
+                datasets, args.data_dir, [int(s) for s in args.seeds.split(",")], root, args.src
+            )
         if args.json:
             with open(args.json, "w") as handle:
                 json.dump(rows, handle, indent=1)
@@ -251,14 +324,21 @@ def main(argv=None) -> None:
         document = synthetic_series(args.regions, args.days)
         with open(dataset, "w") as handle:
             json.dump(document, handle)
-        print(f"synthetic series: {args.regions} regions, {args.days} days, {len(document['edges'])} directed edges; "
-              f"source: {args.src or 'installed pdenets'}; settings: {' '.join(args.set) or 'defaults'}", flush=True)
+        print(
+            f"synthetic series: {args.regions} regions, {args.days} days, {len(document['edges'])} directed "
+            "edges; "
+            f"source: {args.src or 'installed pdenets'}; settings: {' '.join(args.set) or 'defaults'}",
+            flush=True,
+        )
         rows = []
         for model in args.models.split(","):
             rows.append(run_model(model, dataset, root, args.src, args.set, args.timeout))
             row = rows[-1]
-            print(f"  {model}: {row['status']}, {row.get('seconds', float('nan')):.1f} s per run "
-                  f"({row['wall']:.1f} s wall)", flush=True)
+            print(
+                f"  {model}: {row['status']}, {row.get('seconds', float('nan')):.1f} s per run "
+                f"({row['wall']:.1f} s wall)",
+                flush=True,
+            )
     print()
     print("| model | s per run | wall s | epochs | best epoch | test MSE |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -266,8 +346,11 @@ def main(argv=None) -> None:
         if row["status"] != "ok":
             print(f"| {row['model']} | {row['status']} | {row['wall']:.1f} | | | |")
             continue
-        print(f"| {row['model']} | {row['seconds']:.1f} | {row['wall']:.1f} | {row['epochs']} | {row['best_epoch']} "
-              f"| {row['mse']:.4f} |")
+        print(
+            f"| {row['model']} | {row['seconds']:.1f} | {row['wall']:.1f} | {row['epochs']} | "
+            f"{row['best_epoch']} "
+            f"| {row['mse']:.4f} |"
+        )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)

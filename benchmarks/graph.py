@@ -2,9 +2,10 @@
 
     python benchmarks/graph.py            # Cora + synthetic graphs up to 1M nodes, memory trials (~25 min)
     python benchmarks/graph.py --quick    # Cora + a 10k-node graph, under two minutes
-    python benchmarks/graph.py --steps-memory --skip-timings   # peak memory vs r, adjoint vs autograd backward
-    python benchmarks/graph.py --roofline         # bandwidth, bytes per epoch, epoch on 1 and 2 cores (graph_scale.py)
-    python benchmarks/graph.py --distributed 2    # the epoch over 2 processes: equal loss/gradients, memory per rank
+    python benchmarks/graph.py --steps-memory --skip-timings # peak memory vs r, adjoint vs autograd backward
+    python benchmarks/graph.py --roofline # bandwidth, bytes per epoch, epoch on 1 and 2 cores
+    (graph_scale.py) python benchmarks/graph.py --distributed 2 # the epoch over 2 processes: equal
+    loss/gradients, memory per rank
 
 Per epoch = one training step (forward, backward, Adam) + one evaluation pass, the unit
 of the node-classification protocol. Three implementations of the same network
@@ -44,9 +45,8 @@ from torch.nn import functional as F
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import graph_scale  # noqa: E402
-from _common import largest_size, median_time, peak_memory_gib, run_trial  # noqa: E402
-
 import pdenets  # noqa: E402,F401
+from _common import largest_size, median_time, peak_memory_gib, run_trial  # noqa: E402
 from pdenets.models import DiffResNet  # noqa: E402
 from pdenets.operators import gcn_normalize  # noqa: E402
 
@@ -90,7 +90,9 @@ def block_graph(num_nodes: int, num_classes: int, degree: int, features: int, se
     half = max(1, degree // 2)
     rows = np.repeat(np.arange(num_nodes), half)
     inside = generator.random(rows.size) < 0.8
-    same_block = order[starts[labels[rows]] + (generator.random(rows.size) * sizes[labels[rows]]).astype(np.int64)]
+    same_block = order[
+        starts[labels[rows]] + (generator.random(rows.size) * sizes[labels[rows]]).astype(np.int64)
+    ]
     anywhere = generator.integers(0, num_nodes, rows.size)
     cols = np.where(inside, same_block, anywhere)
     keep = rows != cols
@@ -105,8 +107,9 @@ def block_graph(num_nodes: int, num_classes: int, degree: int, features: int, se
     return x, torch.from_numpy(labels), edge_index
 
 
-def block_graph_csr(num_nodes: int, num_classes: int, degree: int, features: int, seed: int = 0,
-                    chunk: int = 1 << 20):
+def block_graph_csr(
+    num_nodes: int, num_classes: int, degree: int, features: int, seed: int = 0, chunk: int = 1 << 20
+):
     """The block graph of :func:`block_graph` built for very large ``N``: chunked, 32-bit indices, CSR only.
 
     The same construction (80 % of each node's ``degree / 2`` drawn edges inside its block, symmetrized,
@@ -135,7 +138,8 @@ def block_graph_csr(num_nodes: int, num_classes: int, degree: int, features: int
         sources.append(rows[keep])
         targets.append(cols[keep])
         bag = (generator.random((nodes.size, features), dtype=np.float32) < 0.03) | (
-            centres[labels[nodes]] & (generator.random((nodes.size, features), dtype=np.float32) < 0.3))
+            centres[labels[nodes]] & (generator.random((nodes.size, features), dtype=np.float32) < 0.3)
+        )
         bag[:, 0] |= ~bag.any(1)
         bag = sp.csr_matrix(bag.astype(np.float32))
         bag.data /= np.repeat(np.asarray(bag.sum(1)).ravel(), np.diff(bag.indptr))
@@ -146,20 +150,28 @@ def block_graph_csr(num_nodes: int, num_classes: int, degree: int, features: int
     rows = np.concatenate(sources + targets + [loops])
     cols = np.concatenate(targets + sources + [loops])
     del sources, targets
-    adjacency = sp.coo_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(num_nodes, num_nodes))
+    adjacency = sp.coo_matrix(
+        (np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(num_nodes, num_nodes)
+    )
     del rows, cols
     adjacency = adjacency.tocsr()  # duplicates summed, as coalescing does
     adjacency.sort_indices()
     inverse_sqrt = (np.asarray(adjacency.sum(1), dtype=np.float32).ravel()) ** -0.5
     for first in range(0, num_nodes, chunk):  # w_ij / sqrt(d_i d_j), row block by row block
         begin, end = adjacency.indptr[first], adjacency.indptr[min(first + chunk, num_nodes)]
-        row_scale = np.repeat(inverse_sqrt[first:first + chunk], np.diff(adjacency.indptr[first:first + chunk + 1]))
+        row_scale = np.repeat(
+            inverse_sqrt[first : first + chunk], np.diff(adjacency.indptr[first : first + chunk + 1])
+        )
         adjacency.data[begin:end] *= row_scale * inverse_sqrt[adjacency.indices[begin:end]]
 
     def as_torch(matrix):
-        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int32, copy=False)),
-                                       torch.from_numpy(matrix.indices.astype(np.int32, copy=False)),
-                                       torch.from_numpy(matrix.data), matrix.shape, check_invariants=False)
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(matrix.indptr.astype(np.int32, copy=False)),
+            torch.from_numpy(matrix.indices.astype(np.int32, copy=False)),
+            torch.from_numpy(matrix.data),
+            matrix.shape,
+            check_invariants=False,
+        )
 
     return as_torch(x), torch.from_numpy(labels.astype(np.int64)), as_torch(adjacency)
 
@@ -173,7 +185,9 @@ def make_problem(name: str, num_nodes: int = 0, features: int = 64):
     else:
         x, labels, edge_index = block_graph(num_nodes, 5, 10, features)
     weights = gcn_normalize((edge_index, None), x.shape[0])
-    train = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))[: 20 * (int(labels.max()) + 1)]
+    train = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))[
+        : 20 * (int(labels.max()) + 1)
+    ]
     return x, labels, weights, train
 
 
@@ -188,13 +202,23 @@ def epoch_function(model, inputs, labels, train):
         model.eval()
         with torch.no_grad():
             model(inputs)
+
     return epoch
 
 
 def bench(label, x, labels, weights, train, *, dense_ok: bool, repeats: int):
     torch.manual_seed(0)
-    ours = DiffResNet(x.shape[1], int(labels.max()) + 1, block="graph", num_steps=NUM_STEPS, step_size=STEP_SIZE,
-                      dropout=DROPOUT, dropout_position="before", weights=weights, check_stability=False)
+    ours = DiffResNet(
+        x.shape[1],
+        int(labels.max()) + 1,
+        block="graph",
+        num_steps=NUM_STEPS,
+        step_size=STEP_SIZE,
+        dropout=DROPOUT,
+        dropout_position="before",
+        weights=weights,
+        check_stability=False,
+    )
     sparse_x = x.to_sparse_csr()
     result = {"graph": label, "N": int(x.shape[0]), "features": int(x.shape[1]), "nnz_W": int(weights._nnz())}
     result["pdenets_s"] = median_time(epoch_function(ours, sparse_x, labels, train), repeats)
@@ -208,9 +232,11 @@ def bench(label, x, labels, weights, train, *, dense_ok: bool, repeats: int):
         dense = ReferenceDiffResNet(ours, weights, dense=True)
         result["dense_s"] = median_time(epoch_function(dense, x, labels, train), 1)
     dense_s = result.get("dense_s", float("nan"))
-    print(f"{label:>16} {result['N']:>9,} {result['features']:>5} {result['pdenets_s']:>10.3f} "
-          f"{result['official_style_s']:>14.3f} {dense_s:>9.2f} "
-          f"{result['official_style_s'] / result['pdenets_s']:>13.1f}x {dense_s / result['pdenets_s']:>9.1f}x")
+    print(
+        f"{label:>16} {result['N']:>9,} {result['features']:>5} {result['pdenets_s']:>10.3f} "
+        f"{result['official_style_s']:>14.3f} {dense_s:>9.2f} "
+        f"{result['official_style_s'] / result['pdenets_s']:>13.1f}x {dense_s / result['pdenets_s']:>9.1f}x"
+    )
     return result
 
 
@@ -226,8 +252,17 @@ def trial(kind: str, num_nodes: int, num_steps: int = NUM_STEPS) -> None:
         x, labels, weights = block_graph_csr(num_nodes, 5, 10, 64)
         train = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(0))[:100]
     torch.manual_seed(0)
-    model = DiffResNet(x.shape[1], 5, block="graph", num_steps=num_steps, step_size=STEP_SIZE, dropout=DROPOUT,
-                       dropout_position="before", weights=weights, check_stability=False)
+    model = DiffResNet(
+        x.shape[1],
+        5,
+        block="graph",
+        num_steps=num_steps,
+        step_size=STEP_SIZE,
+        dropout=DROPOUT,
+        dropout_position="before",
+        weights=weights,
+        check_stability=False,
+    )
     if kind == "autograd":
         model.diffusion.backward = "autograd"
     if kind == "dense":
@@ -248,27 +283,48 @@ def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":  # a process of --distributed
         graph_scale.worker(sys.argv[2], sys.argv[3], whole=sys.argv[4] == "whole")
         return
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--memory-cap-gib", type=float, default=16.0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--skip-memory", action="store_true", help="timings only, no largest-N trials")
     parser.add_argument("--skip-timings", action="store_true", help="no epoch timings (memory studies only)")
-    parser.add_argument("--steps-memory", action="store_true",
-                        help="peak memory of one epoch at r = 5, 20, 80, adjoint vs autograd backward")
+    parser.add_argument(
+        "--steps-memory",
+        action="store_true",
+        help="peak memory of one epoch at r = 5, 20, 80, adjoint vs autograd backward",
+    )
     parser.add_argument("--steps-memory-nodes", type=int, default=2**20, help="N of the --steps-memory graph")
-    parser.add_argument("--roofline", action="store_true",
-                        help="memory bandwidth, bytes per epoch and epoch time on 1 and 2 cores (N = 1,048,576)")
-    parser.add_argument("--distributed", type=int, default=0, metavar="K",
-                        help="the N = 1,048,576 epoch on K processes (METIS parts) against one process")
-    parser.add_argument("--partitioner", default="metis", choices=("metis", "contiguous"),
-                        help="how --distributed splits the graph (default: metis)")
+    parser.add_argument(
+        "--roofline",
+        action="store_true",
+        help="memory bandwidth, bytes per epoch and epoch time on 1 and 2 cores (N = 1,048,576)",
+    )
+    parser.add_argument(
+        "--distributed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="the N = 1,048,576 epoch on K processes (METIS parts) against one process",
+    )
+    parser.add_argument(
+        "--partitioner",
+        default="metis",
+        choices=("metis", "contiguous"),
+        help="how --distributed splits the graph (default: metis)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="--roofline: timed epochs per thread count")
-    parser.add_argument("--estimate", action="store_true",
-                        help="halo of METIS parts (K = 2, 8, 32, 128) of the N = 1,048,576 graph, and the epoch of an "
-                             "ogbn-papers100M-sized graph on K machines from it (reads --roofline's --json)")
-    parser.add_argument("--roofline-json", default=None, help="--estimate: the --json file of a --roofline run")
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="halo of METIS parts (K = 2, 8, 32, 128) of the N = 1,048,576 graph, and the epoch of an "
+        "ogbn-papers100M-sized graph on K machines from it (reads --roofline's --json)",
+    )
+    parser.add_argument(
+        "--roofline-json", default=None, help="--estimate: the --json file of a --roofline run"
+    )
     args = parser.parse_args()
     if args.estimate:
         graph_scale.print_estimate(args.roofline_json)
@@ -286,15 +342,25 @@ def main() -> None:
                 json.dump(result, handle, indent=2, default=str)
         return
     torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, 1 thread (as in the protocol's worker processes); r = {NUM_STEPS}, "
-          f"gamma = {STEP_SIZE}, dropout = {DROPOUT}")
-    print(f"\n{'graph':>16} {'N':>9} {'F':>5} {'pdenets s':>10} {'official-style':>14} {'dense s':>9} "
-          f"{'official/ours':>14} {'dense/ours':>10}")
+    print(
+        f"torch {torch.__version__}, 1 thread (as in the protocol's worker processes); r = {NUM_STEPS}, "
+        f"gamma = {STEP_SIZE}, dropout = {DROPOUT}"
+    )
+    print(
+        f"\n{'graph':>16} {'N':>9} {'F':>5} {'pdenets s':>10} {'official-style':>14} {'dense s':>9} "
+        f"{'official/ours':>14} {'dense/ours':>10}"
+    )
     rows = [] if args.skip_timings else [bench("cora", *make_problem("cora"), dense_ok=True, repeats=5)]
     sizes = [] if args.skip_timings else [10_000] if args.quick else [10_000, 100_000, 1_000_000]
     for size in sizes:
-        rows.append(bench("block graph", *make_problem("block", size), dense_ok=size <= 10_000,
-                          repeats=3 if size <= 100_000 else 1))
+        rows.append(
+            bench(
+                "block graph",
+                *make_problem("block", size),
+                dense_ok=size <= 10_000,
+                repeats=3 if size <= 100_000 else 1,
+            )
+        )
     cap = 4.0 if args.quick else args.memory_cap_gib
     largest = {}
     if args.skip_memory:
@@ -305,13 +371,17 @@ def main() -> None:
     for kind, start, limit in kinds:
         best, reason = largest_size(__file__, kind, start, cap, 120 if args.quick else 600, limit)
         if best:
-            print(f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, "
-                  f"epoch {best[1]['epoch_s']:.1f} s);"
-                  f" next size: {reason}")
+            print(
+                f"{kind:>8}: N = {best[0]:>10,} (peak {best[1]['peak_gib']:.2f} GiB, "
+                f"epoch {best[1]['epoch_s']:.1f} s);"
+                f" next size: {reason}"
+            )
             largest[kind] = {"N": best[0], **best[1], "next_failure": reason}
         else:
             print(f"{kind:>8}: even N = {start:,} failed ({reason})")
-    steps_memory = steps_memory_study(args.steps_memory_nodes, args.memory_cap_gib) if args.steps_memory else []
+    steps_memory = (
+        steps_memory_study(args.steps_memory_nodes, args.memory_cap_gib) if args.steps_memory else []
+    )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"epochs": rows, "largest": largest, "steps_memory": steps_memory}, handle, indent=2)
@@ -319,8 +389,10 @@ def main() -> None:
 
 def steps_memory_study(num_nodes: int, cap_gib: float):
     """Peak memory of one epoch against r, for both backward passes of the diffusion."""
-    print(f"\n## Peak memory of one training epoch vs r (block graph, N = {num_nodes:,}, 64 features, "
-          f"dropout {DROPOUT} before each step)")
+    print(
+        f"\n## Peak memory of one training epoch vs r (block graph, N = {num_nodes:,}, 64 features, "
+        f"dropout {DROPOUT} before each step)"
+    )
     print(f"{'r':>4} {'adjoint GiB':>12} {'adjoint s':>10} {'autograd GiB':>13} {'autograd s':>11}")
     rows = []
     for num_steps in (5, 20, 80):
@@ -328,8 +400,12 @@ def steps_memory_study(num_nodes: int, cap_gib: float):
         for kind, label in (("pdenets", "adjoint"), ("autograd", "autograd")):
             result, failure = run_trial(__file__, [kind, num_nodes, num_steps], cap_gib, 1800)
             row[label] = result if result else {"failure": failure}
-        cells = [f"{row[label]['peak_gib']:>12.2f} {row[label]['epoch_s']:>10.1f}" if "peak_gib" in row[label]
-                 else f"{row[label]['failure']:>23}" for label in ("adjoint", "autograd")]
+        cells = [
+            f"{row[label]['peak_gib']:>12.2f} {row[label]['epoch_s']:>10.1f}"
+            if "peak_gib" in row[label]
+            else f"{row[label]['failure']:>23}"
+            for label in ("adjoint", "autograd")
+        ]
         print(f"{num_steps:>4} {cells[0]} {cells[1]}")
         rows.append(row)
     return rows

@@ -1,7 +1,7 @@
 """One Diff-ResNet epoch on a large graph: how far from the memory roofline, and split over processes.
 
-    python benchmarks/graph.py --roofline         # bandwidth, bytes per epoch, epoch time on 1 and 2 cores (~6 min)
-    python benchmarks/graph.py --distributed 2    # the same epoch on 2 processes vs 1: equal loss and gradients,
+    python benchmarks/graph.py --roofline # bandwidth, bytes per epoch, epoch time on 1 and 2 cores (~6 min)
+    python benchmarks/graph.py --distributed 2 # the same epoch on 2 processes vs 1: equal loss and gradients,
                                                   # peak memory per process (~6 min)
 
 Both use the 1,048,576-node block graph of ``block_graph_csr`` (5 blocks, average degree ~10, 64 features),
@@ -9,12 +9,12 @@ Both use the 1,048,576-node block graph of ``block_graph_csr`` (5 blocks, averag
 (forward, adjoint backward, Adam) and one evaluation pass, as in ``benchmarks/graph.py``.
 
 **Bytes an epoch must move** (the roofline's numerator), per diffusion step on ``C`` columns: the stored
-entries of ``A`` and their column indices (``nnz × (4 + 4)``), the row pointers (``(N + 1) × 4``), one gathered
-row of ``X`` per stored entry (``nnz × C × 4``: the rows an entry points at are anywhere in memory on this
-graph) and the output (``N × C × 4``). Training runs ``r`` steps forward and ``r`` transposed steps backward on
-``C = 64``; evaluation ``r`` steps on ``C = 5`` (the classifier goes first). The memory bound is these bytes
-over the bandwidth of a STREAM triad ``a = b + s·c`` on arrays far larger than the caches (3 arrays × 4 bytes
-per element counted, as STREAM counts).
+entries of ``A`` and their column indices (``nnz × (4 + 4)``), the row pointers (``(N + 1) × 4``), one
+gathered row of ``X`` per stored entry (``nnz × C × 4``: the rows an entry points at are anywhere in memory on
+this graph) and the output (``N × C × 4``). Training runs ``r`` steps forward and ``r`` transposed steps
+backward on ``C = 64``; evaluation ``r`` steps on ``C = 5`` (the classifier goes first). The memory bound is
+these bytes over the bandwidth of a STREAM triad ``a = b + s·c`` on arrays far larger than the caches (3
+arrays × 4 bytes per element counted, as STREAM counts).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ CLASSES = 5
 
 
 def triad_bandwidth(threads: int, elements: int = 1 << 26, repeats: int = 7) -> float:
-    """STREAM triad ``a = b + 3c`` in torch on ``threads`` threads: bytes (3 arrays × 4) per second, median."""
+    """STREAM triad ``a = b + 3c`` in torch on ``threads`` threads: bytes (3 arrays × 4) per second,
+    median."""
     torch.set_num_threads(threads)
     a, b, c = torch.empty(elements), torch.rand(elements), torch.rand(elements)
     times = []
@@ -67,11 +68,19 @@ def gather_bandwidth(threads: int, rows: int = NODES, columns: int = FEATURES, c
     return count * columns * 4 / float(np.median(times))
 
 
-def epoch_bytes(nnz: int, nodes: int, columns: int = FEATURES, classes: int = CLASSES, steps: int = STEPS) -> dict:
+def epoch_bytes(
+    nnz: int, nodes: int, columns: int = FEATURES, classes: int = CLASSES, steps: int = STEPS
+) -> dict:
     """The bytes of one epoch's diffusion steps (see the module), by phase."""
+
     def step(width: int) -> int:
         return nnz * 8 + (nodes + 1) * 4 + nnz * width * 4 + nodes * width * 4
-    return {"forward": steps * step(columns), "backward": steps * step(columns), "evaluation": steps * step(classes)}
+
+    return {
+        "forward": steps * step(columns),
+        "backward": steps * step(columns),
+        "evaluation": steps * step(classes),
+    }
 
 
 def _problem():
@@ -91,7 +100,8 @@ def _epoch(model, inputs, labels, train, optimizer, loss_function=None):
 
 
 def compare_kernels(weights, step_bytes: float, bandwidth: float) -> dict:
-    """One step ``A X`` (64 columns) with torch's CSR kernel, SciPy's and the compiled one, 1 and 2 threads."""
+    """One step ``A X`` (64 columns) with torch's CSR kernel, SciPy's and the compiled one, 1 and 2
+    threads."""
     import scipy.sparse as sp
 
     from pdenets.operators import DiffusionOperator, spmm_kernel
@@ -110,7 +120,9 @@ def compare_kernels(weights, step_bytes: float, bandwidth: float) -> dict:
             candidates["SciPy csr_matvecs"] = lambda: scipy_matrix @ features.numpy()
         if spmm_kernel.available():
             spmm_kernel.csr_product(crow, col, values, features.numpy())  # compile once
-            candidates["compiled (pdenets)"] = lambda: spmm_kernel.csr_product(crow, col, values, features.numpy())
+            candidates["compiled (pdenets)"] = lambda: spmm_kernel.csr_product(
+                crow, col, values, features.numpy()
+            )
         for name, function in candidates.items():
             times = []
             for _ in range(3):
@@ -118,8 +130,10 @@ def compare_kernels(weights, step_bytes: float, bandwidth: float) -> dict:
                 function()
                 times.append(time.perf_counter() - start)
             kernels[f"{name}, {threads} thread(s)"] = float(np.median(times))
-    print(f"\none step A X (64 columns; its bytes {step_bytes / 1e9:.2f} GB, bound at 2 threads "
-          f"{step_bytes / bandwidth:.3f} s):")
+    print(
+        f"\none step A X (64 columns; its bytes {step_bytes / 1e9:.2f} GB, bound at 2 threads "
+        f"{step_bytes / bandwidth:.3f} s):"
+    )
     for name, seconds in kernels.items():
         print(f"  {name:<32} {seconds:7.3f} s")
     return kernels
@@ -133,22 +147,36 @@ def roofline(repeats: int = 1) -> dict:
     bandwidth = {threads: triad_bandwidth(threads) for threads in (1, 2)}
     gather = {threads: gather_bandwidth(threads) for threads in (1, 2)}
     for threads in (1, 2):
-        print(f"{threads} thread(s): triad {bandwidth[threads] / 1e9:.2f} GB/s, random 256-byte rows "
-              f"{gather[threads] / 1e9:.2f} GB/s")
+        print(
+            f"{threads} thread(s): triad {bandwidth[threads] / 1e9:.2f} GB/s, random 256-byte rows "
+            f"{gather[threads] / 1e9:.2f} GB/s"
+        )
     x, labels, weights = _problem()
     nnz, nodes = int(weights._nnz()), int(weights.shape[0])
     phases = epoch_bytes(nnz, nodes)
     total = sum(phases.values())
     print(f"\nblock graph: N = {nodes:,}, stored entries of A = {nnz:,}, {FEATURES} features, r = {STEPS}")
-    print("bytes per epoch: " + ", ".join(f"{name} {value / 1e9:.1f} GB" for name, value in phases.items())
-          + f"; total {total / 1e9:.1f} GB")
+    print(
+        "bytes per epoch: "
+        + ", ".join(f"{name} {value / 1e9:.1f} GB" for name, value in phases.items())
+        + f"; total {total / 1e9:.1f} GB"
+    )
 
     kernels = compare_kernels(weights, phases["forward"] / STEPS, bandwidth[2])
 
     torch.manual_seed(0)
     train = torch.randperm(nodes, generator=torch.Generator().manual_seed(0))[:100]
-    model = DiffResNet(FEATURES, CLASSES, block="graph", num_steps=STEPS, step_size=STEP_SIZE, dropout=DROPOUT,
-                       dropout_position="before", weights=weights, check_stability=False)
+    model = DiffResNet(
+        FEATURES,
+        CLASSES,
+        block="graph",
+        num_steps=STEPS,
+        step_size=STEP_SIZE,
+        dropout=DROPOUT,
+        dropout_position="before",
+        weights=weights,
+        check_stability=False,
+    )
     del weights
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
 
@@ -192,54 +220,100 @@ def roofline(repeats: int = 1) -> dict:
         print(f"  {name:<34} {seconds:6.1f} s ({100 * seconds / profiled:4.1f} %)")
     bound = {threads: total / bandwidth[threads] for threads in (1, 2)}
     gather_bound = {threads: total / gather[threads] for threads in (1, 2)}
-    print("\n| threads | triad GB/s | bytes/epoch GB | epoch T s | bound B s | R = T/B | T / (bytes / gather rate) |")
+    print(
+        "\n| threads | triad GB/s | bytes/epoch GB | epoch T s | bound B s | R = T/B | T / (bytes / gather "
+        "rate) |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for threads in (1, 2):
-        print(f"| {threads} | {bandwidth[threads] / 1e9:.2f} | {total / 1e9:.1f} | {times[threads]:.1f} | "
-              f"{bound[threads]:.1f} | {times[threads] / bound[threads]:.2f} | "
-              f"{times[threads] / gather_bound[threads]:.2f} |")
-    result = {"nodes": nodes, "nnz": nnz, "bytes": phases, "triad_bytes_per_s": bandwidth,
-              "random_rows_bytes_per_s": gather, "epoch_s": times, "bound_s": bound, "kernels_s": kernels,
-              "profile_s": spent}
-    print(f"roofline: nodes {nodes}, epoch {times[2]:.1f} s, memory bound {bound[2]:.1f} s, "
-          f"ratio {times[2] / bound[2]:.2f}")
+        print(
+            f"| {threads} | {bandwidth[threads] / 1e9:.2f} | {total / 1e9:.1f} | {times[threads]:.1f} | "
+            f"{bound[threads]:.1f} | {times[threads] / bound[threads]:.2f} | "
+            f"{times[threads] / gather_bound[threads]:.2f} |"
+        )
+    result = {
+        "nodes": nodes,
+        "nnz": nnz,
+        "bytes": phases,
+        "triad_bytes_per_s": bandwidth,
+        "random_rows_bytes_per_s": gather,
+        "epoch_s": times,
+        "bound_s": bound,
+        "kernels_s": kernels,
+        "profile_s": spent,
+    }
+    print(
+        f"roofline: nodes {nodes}, epoch {times[2]:.1f} s, memory bound {bound[2]:.1f} s, "
+        f"ratio {times[2] / bound[2]:.2f}"
+    )
     return result
 
 
-# -- distributed ---------------------------------------------------------------------------------------------------
+# -- distributed
+# ---------------------------------------------------------------------------------------------------
+
 
 def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def worker(folder: str, out: str, whole: bool) -> None:
-    """One process: the epoch on its part (under torchrun) or, ``whole``, on the whole graph from all parts."""
+    """One process: the epoch on its part (under torchrun) or, ``whole``, on the whole graph from all
+    parts."""
     import torch.distributed as dist
 
     from pdenets.models import DiffResNet
-    from pdenets.models.partitioned import (all_reduce_gradients, global_count, partitioned_cross_entropy,
-                                            partitioned_diff_resnet)
+    from pdenets.models.partitioned import (
+        all_reduce_gradients,
+        global_count,
+        partitioned_cross_entropy,
+        partitioned_diff_resnet,
+    )
     from pdenets.operators import load_part
 
     torch.set_num_threads(1)
     if not whole:
         dist.init_process_group("gloo")
     rank = dist.get_rank() if dist.is_initialized() else 0
-    settings = {"block": "graph", "num_steps": STEPS, "step_size": STEP_SIZE, "dropout": DROPOUT,
-                "dropout_position": "before", "check_stability": False}
+    settings = {
+        "block": "graph",
+        "num_steps": STEPS,
+        "step_size": STEP_SIZE,
+        "dropout": DROPOUT,
+        "dropout_position": "before",
+        "check_stability": False,
+    }
     if whole:
         manifest = json.load(open(os.path.join(folder, "partition.json"), encoding="utf-8"))
         parts = [load_part(folder, k) for k in range(manifest["num_parts"])]
         import scipy.sparse as sp
 
-        rows = sp.vstack([sp.csr_matrix((p.weights.values().numpy(), p.weights.col_indices().numpy(),
-                                         p.weights.crow_indices().numpy()), shape=tuple(p.weights.shape))
-                          for p in parts], format="csr")
-        weights = torch.sparse_csr_tensor(torch.from_numpy(rows.indptr), torch.from_numpy(rows.indices),
-                                          torch.from_numpy(rows.data), rows.shape, check_invariants=False)
+        rows = sp.vstack(
+            [
+                sp.csr_matrix(
+                    (
+                        p.weights.values().numpy(),
+                        p.weights.col_indices().numpy(),
+                        p.weights.crow_indices().numpy(),
+                    ),
+                    shape=tuple(p.weights.shape),
+                )
+                for p in parts
+            ],
+            format="csr",
+        )
+        weights = torch.sparse_csr_tensor(
+            torch.from_numpy(rows.indptr),
+            torch.from_numpy(rows.indices),
+            torch.from_numpy(rows.data),
+            rows.shape,
+            check_invariants=False,
+        )
         features = torch.cat([p.features for p in parts])
         labels = torch.cat([p.labels for p in parts])
-        train = torch.cat([torch.arange(p.first, p.first + p.labels.numel())[p.labels >= 0][::10000] for p in parts])
+        train = torch.cat(
+            [torch.arange(p.first, p.first + p.labels.numel())[p.labels >= 0][::10000] for p in parts]
+        )
         del parts, rows
         torch.manual_seed(0)
         model = DiffResNet(FEATURES, CLASSES, weights=weights, **settings)
@@ -256,6 +330,7 @@ def worker(folder: str, out: str, whole: bool) -> None:
 
         def loss_function(logits):
             return partitioned_cross_entropy(logits, labels, train, total)
+
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     start = time.perf_counter()
     loss = _epoch(model, features, labels, train, optimizer, loss_function)
@@ -268,8 +343,16 @@ def worker(folder: str, out: str, whole: bool) -> None:
         model(features)
     seconds = time.perf_counter() - start
     halo = 0 if whole else model.diffusion.operator_for(features).halo_size
-    torch.save({"loss": float(loss.detach()), "gradients": gradients, "peak_gib": _peak_gib(), "epoch_s": seconds,
-                "halo": halo}, os.path.join(out, f"{'whole' if whole else f'rank-{rank}'}.pt"))
+    torch.save(
+        {
+            "loss": float(loss.detach()),
+            "gradients": gradients,
+            "peak_gib": _peak_gib(),
+            "epoch_s": seconds,
+            "halo": halo,
+        },
+        os.path.join(out, f"{'whole' if whole else f'rank-{rank}'}.pt"),
+    )
     if dist.is_initialized():
         dist.destroy_process_group()
 
@@ -283,51 +366,93 @@ def distributed(ranks: int, method: str = "metis") -> dict:
         start = time.perf_counter()
         partition = partition_graph(weights, ranks, method=method)
         partition_s = time.perf_counter() - start
-        save_partition(os.path.join(scratch, "parts"), partition, weights, features=x.to_dense(), labels=labels)
+        save_partition(
+            os.path.join(scratch, "parts"), partition, weights, features=x.to_dense(), labels=labels
+        )
         nodes = int(weights.shape[0])
         del x, labels, weights
-        print(f"partitioned {nodes:,} nodes into {ranks} parts with {method} in {partition_s:.1f} s "
-              f"(cut: {100 * partition.cut_fraction:.1f} % of the edges)")
+        print(
+            f"partitioned {nodes:,} nodes into {ranks} parts with {method} in {partition_s:.1f} s "
+            f"(cut: {100 * partition.cut_fraction:.1f} % of the edges)"
+        )
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         env.pop("WORLD_SIZE", None)
         folder = os.path.join(scratch, "parts")
-        single = subprocess.run([sys.executable, here, "--worker", folder, scratch, "whole"], env=env,
-                                capture_output=True, text=True)
+        single = subprocess.run(
+            [sys.executable, here, "--worker", folder, scratch, "whole"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if single.returncode:
             raise RuntimeError(single.stderr[-3000:])
-        pair = subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
-                               "--standalone", here, "--worker", folder, scratch, "parts"], env=env,
-                              capture_output=True, text=True)
+        pair = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                f"--nproc_per_node={ranks}",
+                "--standalone",
+                here,
+                "--worker",
+                folder,
+                scratch,
+                "parts",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if pair.returncode:
             raise RuntimeError(pair.stderr[-3000:])
         whole = torch.load(os.path.join(scratch, "whole.pt"))
         parts = [torch.load(os.path.join(scratch, f"rank-{k}.pt")) for k in range(ranks)]
     loss_error = max(abs(part["loss"] - whole["loss"]) for part in parts)
-    grad_error = max(float((part["gradients"][name] - gradient).abs().max())
-                     for part in parts for name, gradient in whole["gradients"].items())
+    grad_error = max(
+        float((part["gradients"][name] - gradient).abs().max())
+        for part in parts
+        for name, gradient in whole["gradients"].items()
+    )
     peak = max(part["peak_gib"] for part in parts)
     halo = 100 * sum(part["halo"] for part in parts) / nodes
     epoch = max(part["epoch_s"] for part in parts)
     print(f"single process: epoch {whole['epoch_s']:.1f} s, peak {whole['peak_gib']:.2f} GiB (1 thread)")
     for rank, part in enumerate(parts):
-        print(f"rank {rank}: epoch {part['epoch_s']:.1f} s, peak {part['peak_gib']:.2f} GiB, halo {part['halo']:,} "
-              f"rows (1 thread)")
-    print(f"distributed: ranks {ranks}, max |loss - single| {loss_error:.2e}, max |grad - single| {grad_error:.2e}, "
-          f"peak per rank {peak:.2f} GiB, single {whole['peak_gib']:.2f} GiB, halo {halo:.1f} % of nodes, "
-          f"epoch {epoch:.1f} s")
-    return {"ranks": ranks, "loss_error": loss_error, "grad_error": grad_error, "peak_per_rank_gib": peak,
-            "single_peak_gib": whole["peak_gib"], "halo_percent": halo, "epoch_s": epoch,
-            "single_epoch_s": whole["epoch_s"], "partition_s": partition_s, "cut_fraction": partition.cut_fraction}
+        print(
+            f"rank {rank}: epoch {part['epoch_s']:.1f} s, peak {part['peak_gib']:.2f} GiB, halo "
+            f"{part['halo']:,} "
+            f"rows (1 thread)"
+        )
+    print(
+        f"distributed: ranks {ranks}, max |loss - single| {loss_error:.2e}, max |grad - single| "
+        f"{grad_error:.2e}, "
+        f"peak per rank {peak:.2f} GiB, single {whole['peak_gib']:.2f} GiB, halo {halo:.1f} % of nodes, "
+        f"epoch {epoch:.1f} s"
+    )
+    return {
+        "ranks": ranks,
+        "loss_error": loss_error,
+        "grad_error": grad_error,
+        "peak_per_rank_gib": peak,
+        "single_peak_gib": whole["peak_gib"],
+        "halo_percent": halo,
+        "epoch_s": epoch,
+        "single_epoch_s": whole["epoch_s"],
+        "partition_s": partition_s,
+        "cut_fraction": partition.cut_fraction,
+    }
 
 
-# -- on paper, to internet scale ------------------------------------------------------------------------------------
+# -- on paper, to internet scale
+# ------------------------------------------------------------------------------------
 
 #: ogbn-papers100M (OGB): nodes, directed edges, feature width
 PAPERS_NODES, PAPERS_EDGES, PAPERS_FEATURES = 111_059_956, 1_615_685_872, 128
 
 
 def halo_fractions(parts=(2, 8, 32, 128), method: str = "metis") -> dict:
-    """Per part count ``K``: the mean halo of a part as a fraction of ``N`` and the cut, on the block graph."""
+    """Per part count ``K``: the mean halo of a part as a fraction of ``N`` and the cut, on the block
+    graph."""
     from pdenets.models.partitioned import rows_of_part
     from pdenets.operators import partition_graph
 
@@ -344,17 +469,29 @@ def halo_fractions(parts=(2, 8, 32, 128), method: str = "metis") -> dict:
             rows = rows_of_part(coo, partition, part)
             columns = rows.col_indices()
             halos.append(int(torch.unique(columns[(columns < first) | (columns >= end)]).numel()))
-        measured[count] = {"halo_per_part": float(np.mean(halos)) / partition.num_nodes,
-                           "halo_total": float(np.sum(halos)) / partition.num_nodes,
-                           "cut": partition.cut_fraction, "partition_s": seconds}
-        print(f"K = {count:>3}: mean halo of a part {100 * measured[count]['halo_per_part']:5.1f} % of N, "
-              f"all halos {100 * measured[count]['halo_total']:6.1f} % of N, cut {100 * partition.cut_fraction:.1f} %"
-              f" ({method}, {seconds:.1f} s)")
+        measured[count] = {
+            "halo_per_part": float(np.mean(halos)) / partition.num_nodes,
+            "halo_total": float(np.sum(halos)) / partition.num_nodes,
+            "cut": partition.cut_fraction,
+            "partition_s": seconds,
+        }
+        print(
+            f"K = {count:>3}: mean halo of a part {100 * measured[count]['halo_per_part']:5.1f} % of N, "
+            f"all halos {100 * measured[count]['halo_total']:6.1f} % of N, cut "
+            f"{100 * partition.cut_fraction:.1f} %"
+            f" ({method}, {seconds:.1f} s)"
+        )
     return measured
 
 
-def estimate(halos: dict, bandwidth: float, ratio: float, network: float = 12.5e9, steps: int = STEPS,
-             width: int = PAPERS_FEATURES) -> list:
+def estimate(
+    halos: dict,
+    bandwidth: float,
+    ratio: float,
+    network: float = 12.5e9,
+    steps: int = STEPS,
+    width: int = PAPERS_FEATURES,
+) -> list:
     """Per-step exchange and epoch time of an ogbn-papers100M-sized graph on K machines (see docs).
 
     ``halos``: K → measured mean halo fraction of a part (of N); ``bandwidth``: one machine's triad bytes/s;
@@ -370,14 +507,23 @@ def estimate(halos: dict, bandwidth: float, ratio: float, network: float = 12.5e
         compute = ratio * 2 * steps * step_bytes / bandwidth  # forward + backward at the measured R
         communicate = 2 * steps * exchange / network
         memory = local_nnz * 8 + (local_nodes * 5 + halo_rows) * width * 4
-        rows.append({"K": count, "halo_rows": halo_rows, "exchange_gb_per_step": exchange / 1e9,
-                     "compute_s": compute, "communication_s": communicate, "epoch_s": compute + communicate,
-                     "memory_gib": memory / 2**30})
+        rows.append(
+            {
+                "K": count,
+                "halo_rows": halo_rows,
+                "exchange_gb_per_step": exchange / 1e9,
+                "compute_s": compute,
+                "communication_s": communicate,
+                "epoch_s": compute + communicate,
+                "memory_gib": memory / 2**30,
+            }
+        )
     return rows
 
 
 def print_estimate(roofline_json=None, network_gbit: float = 100.0) -> None:
-    """Measure the halos, then print the ogbn-papers100M table (the machine's figures from a --roofline run)."""
+    """Measure the halos, then print the ogbn-papers100M table (the machine's figures from a --roofline
+    run)."""
     if roofline_json:
         with open(roofline_json, encoding="utf-8") as handle:
             measured = json.load(handle)["roofline"]
@@ -386,13 +532,25 @@ def print_estimate(roofline_json=None, network_gbit: float = 100.0) -> None:
     else:
         bandwidth, ratio = triad_bandwidth(2), 4.0
     halos = halo_fractions()
-    print(f"\nogbn-papers100M-sized graph ({PAPERS_NODES:,} nodes, {PAPERS_EDGES:,} edges symmetrized, "
-          f"{PAPERS_FEATURES} features, r = {STEPS}); per machine: triad {bandwidth / 1e9:.1f} GB/s at the measured "
-          f"R = {ratio:.2f}, network {network_gbit:g} Gbit/s each way")
-    print("| K | halo rows per machine | exchanged per step (in) | compute s | network s | epoch s | memory GiB |")
+    print(
+        f"\nogbn-papers100M-sized graph ({PAPERS_NODES:,} nodes, {PAPERS_EDGES:,} edges symmetrized, "
+        f"{PAPERS_FEATURES} features, r = {STEPS}); per machine: triad {bandwidth / 1e9:.1f} GB/s at the "
+        "measured "
+        f"R = {ratio:.2f}, network {network_gbit:g} Gbit/s each way"
+    )
+    print(
+        "| K | halo rows per machine | exchanged per step (in) | compute s | network s | epoch s | memory "
+        "GiB |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    for row in estimate({count: value["halo_per_part"] for count, value in halos.items() if count > 2}, bandwidth,
-                        ratio, network=network_gbit * 1e9 / 8):
-        print(f"| {row['K']} | {row['halo_rows'] / 1e6:.1f} M | {row['exchange_gb_per_step']:.1f} GB | "
-              f"{row['compute_s']:.0f} | {row['communication_s']:.0f} | {row['epoch_s']:.0f} | "
-              f"{row['memory_gib']:.0f} |")
+    for row in estimate(
+        {count: value["halo_per_part"] for count, value in halos.items() if count > 2},
+        bandwidth,
+        ratio,
+        network=network_gbit * 1e9 / 8,
+    ):
+        print(
+            f"| {row['K']} | {row['halo_rows'] / 1e6:.1f} M | {row['exchange_gb_per_step']:.1f} GB | "
+            f"{row['compute_s']:.0f} | {row['communication_s']:.0f} | {row['epoch_s']:.0f} | "
+            f"{row['memory_gib']:.0f} |"
+        )

@@ -52,7 +52,7 @@ def plain(points, k):
     starts, size = _chunks(points)
     out = []
     for start in starts:
-        sq = pairwise_sq_distances(points[start:start + size], points)
+        sq = pairwise_sq_distances(points[start : start + size], points)
         rows = torch.arange(sq.shape[0])
         sq[rows, rows + start] = float("inf")
         out.append(torch.topk(sq, k, dim=1, largest=False, sorted=True).indices)
@@ -65,11 +65,11 @@ def refine64(points, k):
     as64 = points.double()
     out = []
     for start in starts:
-        sq = pairwise_sq_distances(points[start:start + size], points)
+        sq = pairwise_sq_distances(points[start : start + size], points)
         rows = torch.arange(sq.shape[0])
         sq[rows, rows + start] = float("inf")
         candidates = torch.topk(sq, k + EXTRA_CANDIDATES, dim=1, largest=False, sorted=True).indices
-        exact = exact_sq_distances(as64[start:start + size], as64, candidates)
+        exact = exact_sq_distances(as64[start : start + size], as64, candidates)
         out.append(torch.gather(candidates, 1, torch.topk(exact, k, dim=1, largest=False).indices))
     return torch.cat(out)
 
@@ -82,7 +82,7 @@ def truth(points, k):
     as64 = points.double()
     out = []
     for start in range(0, as64.shape[0], 1024):
-        distances = torch.cdist(as64[start:start + 1024], as64, compute_mode="donot_use_mm_for_euclid_dist")
+        distances = torch.cdist(as64[start : start + 1024], as64, compute_mode="donot_use_mm_for_euclid_dist")
         rows = torch.arange(distances.shape[0])
         distances[rows, rows + start] = float("inf")
         out.append(torch.topk(distances, k, dim=1, largest=False).indices)
@@ -104,8 +104,11 @@ def main() -> None:
     sizes = [2000, 8000] if args.quick else [2000, 8000, 32000]
     methods = {"plain": plain, "refine64": refine64, "centred": centred}
     rows = []
-    print(f"{'cloud':>8} {'N':>6} " + " ".join(f"{m + ' s':>11} {m + ' exact':>14}" for m in methods) +
-          f" {'plain/centred':>14} {'plain/refine64':>15}")
+    print(
+        f"{'cloud':>8} {'N':>6} "
+        + " ".join(f"{m + ' s':>11} {m + ' exact':>14}" for m in methods)
+        + f" {'plain/centred':>14} {'plain/refine64':>15}"
+    )
     for shifted in (False, True):
         for size in sizes:
             base = torch.randn(size, FEATURES, generator=torch.Generator().manual_seed(size))
@@ -117,9 +120,11 @@ def main() -> None:
                 row[f"{name}_s"] = median_time(lambda: method(points, NEIGHBOURS), repeats)
                 row[f"{name}_exact"] = exactness(method(points, NEIGHBOURS), expected)
             rows.append(row)
-            print(f"{row['cloud']:>8} {size:>6} " + " ".join(
-                f"{row[m + '_s']:>11.4f} {row[m + '_exact']:>14.3f}" for m in methods) +
-                f" {row['plain_s'] / row['centred_s']:>13.3f}x {row['plain_s'] / row['refine64_s']:>14.3f}x")
+            print(
+                f"{row['cloud']:>8} {size:>6} "
+                + " ".join(f"{row[m + '_s']:>11.4f} {row[m + '_exact']:>14.3f}" for m in methods)
+                + f" {row['plain_s'] / row['centred_s']:>13.3f}x {row['plain_s'] / row['refine64_s']:>14.3f}x"
+            )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -40,11 +40,19 @@ def _measure(solver: str, size: int, seed: int, mapping: str, queue) -> None:
     built = time.perf_counter()
     assignment = optimal_assignment(cost, solver)
     done = time.perf_counter()
-    queue.put({"solver": solver, "m": size, "mapping": mapping, "cost_seconds": built - start,
-               "solve_seconds": done - built,
-               "seconds": done - start, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               "optimal_cost": float(cost[np.arange(size), assignment].mean()),
-               "ots": float(np.mean(assignment == np.arange(size)))})
+    queue.put(
+        {
+            "solver": solver,
+            "m": size,
+            "mapping": mapping,
+            "cost_seconds": built - start,
+            "solve_seconds": done - built,
+            "seconds": done - start,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "optimal_cost": float(cost[np.arange(size), assignment].mean()),
+            "ots": float(np.mean(assignment == np.arange(size))),
+        }
+    )
 
 
 def _available() -> list:
@@ -59,12 +67,17 @@ def _available() -> list:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell (the median is reported)")
-    parser.add_argument("--mapping", choices=("near", "independent"), default="near",
-                        help="y = x + 0.5ξ (network-like, default) or y independent of x (hard)")
+    parser.add_argument(
+        "--mapping",
+        choices=("near", "independent"),
+        default="near",
+        help="y = x + 0.5ξ (network-like, default) or y independent of x (hard)",
+    )
     parser.add_argument("--json", help="also write the measurements here")
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
@@ -81,17 +94,24 @@ def main() -> None:
             runs.sort(key=lambda r: r["seconds"])
             rows.append(runs[len(runs) // 2])
             row = rows[-1]
-            print(f"m={size:>6} {solver:>6}: {row['seconds']:7.2f} s (distances {row['cost_seconds']:.2f} s, "
-                  f"assignment {row['solve_seconds']:.2f} s), peak {row['peak_mib']:8.0f} MiB, "
-                  f"cost {row['optimal_cost']:.6f}, OTS {row['ots']:.4f}", flush=True)
+            print(
+                f"m={size:>6} {solver:>6}: {row['seconds']:7.2f} s (distances {row['cost_seconds']:.2f} s, "
+                f"assignment {row['solve_seconds']:.2f} s), peak {row['peak_mib']:8.0f} MiB, "
+                f"cost {row['optimal_cost']:.6f}, OTS {row['ots']:.4f}",
+                flush=True,
+            )
     print("\nratios (scipy time / solver time, same m):")
     for size in args.sizes:
         cells = {r["solver"]: r for r in rows if r["m"] == size}
         reference = cells["scipy"]
         for solver, row in cells.items():
-            same = abs(row["optimal_cost"] - reference["optimal_cost"]) <= 1e-9 * max(1.0, reference["optimal_cost"])
-            print(f"  m={size:>6} {solver:>6}: {reference['seconds'] / row['seconds']:.2f}x, "
-                  f"memory {row['peak_mib'] / reference['peak_mib']:.2f}x of scipy, same optimum: {same}")
+            same = abs(row["optimal_cost"] - reference["optimal_cost"]) <= 1e-9 * max(
+                1.0, reference["optimal_cost"]
+            )
+            print(
+                f"  m={size:>6} {solver:>6}: {reference['seconds'] / row['seconds']:.2f}x, "
+                f"memory {row['peak_mib'] / reference['peak_mib']:.2f}x of scipy, same optimum: {same}"
+            )
     if args.json:
         with open(args.json, "w") as stream:
             json.dump(rows, stream, indent=2)

@@ -28,16 +28,23 @@ COMMANDS = {
     "pdenets --help": [sys.executable, "-m", "pdenets.cli", "--help"],
     "pdenets tasks": [sys.executable, "-m", "pdenets.cli", "tasks"],
     "pdenets run few-shot --help": [sys.executable, "-m", "pdenets.cli", "run", "few-shot", "--help"],
-    "pdenets run node-classification --help": [sys.executable, "-m", "pdenets.cli", "run", "node-classification",
-                                               "--help"],
+    "pdenets run node-classification --help": [
+        sys.executable,
+        "-m",
+        "pdenets.cli",
+        "run",
+        "node-classification",
+        "--help",
+    ],
 }
 REFERENCE = "python -c 'import torch'"
 
 
 def wall_time(command, environment) -> float:
     start = time.perf_counter()
-    completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env=environment)
+    completed = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment
+    )
     elapsed = time.perf_counter() - start
     if completed.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{completed.stderr}")
@@ -47,8 +54,12 @@ def wall_time(command, environment) -> float:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9, help="fresh processes per command (default 9)")
-    parser.add_argument("--compare-with", default=None, metavar="SRC",
-                        help="also time the pdenets package found in this folder (e.g. an older checkout's src)")
+    parser.add_argument(
+        "--compare-with",
+        default=None,
+        metavar="SRC",
+        help="also time the pdenets package found in this folder (e.g. an older checkout's src)",
+    )
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the medians to this file")
     args = parser.parse_args(argv)
     # as on a user's machine, where pip compiles the package: bytecode is cached (the warm-up run writes it)
@@ -59,7 +70,9 @@ def main(argv=None) -> None:
         source = os.path.abspath(args.compare_with)
         if not os.path.isdir(os.path.join(source, "pdenets")):
             parser.error(f"--compare-with {args.compare_with}: no pdenets package in that folder")
-        trees["compared"] = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [source, base.get("PYTHONPATH")])))
+        trees["compared"] = dict(
+            base, PYTHONPATH=os.pathsep.join(filter(None, [source, base.get("PYTHONPATH")]))
+        )
     cases = [(tree, name) for name in COMMANDS for tree in trees if tree == "this tree" or name != REFERENCE]
     times = {case: [] for case in cases}
     for tree, name in cases:  # warm the file cache once
@@ -69,9 +82,13 @@ def main(argv=None) -> None:
         for tree, name in cases[shift:] + cases[:shift]:
             times[(tree, name)].append(wall_time(COMMANDS[name], trees[tree]))
     reference = statistics.median(times[("this tree", REFERENCE)])
-    rows = {f"{name} [{tree}]" if name != REFERENCE else name:
-            {"median_s": statistics.median(values), "ratio": statistics.median(values) / reference}
-            for (tree, name), values in times.items()}
+    rows = {
+        f"{name} [{tree}]" if name != REFERENCE else name: {
+            "median_s": statistics.median(values),
+            "ratio": statistics.median(values) / reference,
+        }
+        for (tree, name), values in times.items()
+    }
     print(f"{'command':56s} {'median s':>9s} {'× import torch':>15s}")
     for name, row in rows.items():
         print(f"{name:56s} {row['median_s']:9.2f} {row['ratio']:15.2f}")

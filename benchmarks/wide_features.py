@@ -27,7 +27,6 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import median_time  # noqa: E402
-
 from pdenets.models import DiffResNet  # noqa: E402
 from pdenets.models.node_training import prepared_graph  # noqa: E402
 from pdenets.tasks.node_classification import TABLE6  # noqa: E402
@@ -35,10 +34,17 @@ from pdenets.tasks.node_classification import TABLE6  # noqa: E402
 
 def epoch_seconds(graph, num_steps: int, hidden, settings, repeats: int) -> float:
     torch.manual_seed(0)
-    model = DiffResNet(graph.num_features, graph.num_classes, block="graph", num_steps=num_steps,
-                       step_size=settings.step_size, dropout=settings.dropout if num_steps else 0.0,
-                       dropout_position="before", weights=graph.weights if num_steps else None,
-                       hidden_features=hidden)
+    model = DiffResNet(
+        graph.num_features,
+        graph.num_classes,
+        block="graph",
+        num_steps=num_steps,
+        step_size=settings.step_size,
+        dropout=settings.dropout if num_steps else 0.0,
+        dropout_position="before",
+        weights=graph.weights if num_steps else None,
+        hidden_features=hidden,
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     train = torch.arange(0, graph.num_nodes, 20)
 
@@ -50,6 +56,7 @@ def epoch_seconds(graph, num_steps: int, hidden, settings, repeats: int) -> floa
         model.eval()
         with torch.no_grad():
             model(graph.x_sparse)
+
     return median_time(epoch, repeats)
 
 
@@ -62,8 +69,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows = []
-    print(f"{'graph':>10} {'features':>9} {'variant':>8} {'epoch s':>8} {'diffusion s':>12} {'rest s':>7} "
-          f"{'input / hidden':>15}")
+    print(
+        f"{'graph':>10} {'features':>9} {'variant':>8} {'epoch s':>8} {'diffusion s':>12} {'rest s':>7} "
+        f"{'input / hidden':>15}"
+    )
     for name in args.datasets.split(","):
         graph = prepared_graph(name, None)
         settings = TABLE6.get(name, TABLE6["default"])
@@ -73,10 +82,21 @@ def main(argv=None) -> None:
             rest = epoch_seconds(graph, 0, hidden, settings, args.repeats)
             times[variant] = total
             ratio = "" if variant == "input" else f"{times['input'] / total:>14.1f}x"
-            print(f"{name:>10} {graph.num_features:>9,} {variant:>8} {total:>8.3f} {total - rest:>12.3f} "
-                  f"{rest:>7.3f} {ratio:>15}", flush=True)
-            rows.append({"graph": name, "features": graph.num_features, "variant": variant, "width": hidden,
-                         "epoch_s": total, "without_diffusion_s": rest})
+            print(
+                f"{name:>10} {graph.num_features:>9,} {variant:>8} {total:>8.3f} {total - rest:>12.3f} "
+                f"{rest:>7.3f} {ratio:>15}",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "graph": name,
+                    "features": graph.num_features,
+                    "variant": variant,
+                    "width": hidden,
+                    "epoch_s": total,
+                    "without_diffusion_s": rest,
+                }
+            )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=2)

@@ -44,7 +44,8 @@ collect_ignore = ["helpers"]
 
 
 def pytest_collection_modifyitems(config, items):
-    """A test marked ``requires_data(path, ...)`` skips where a path is not in the data directory, naming it."""
+    """A test marked ``requires_data(path, ...)`` skips where a path is not in the data directory, naming
+    it."""
     from datafiles import missing_data, skip_reason
 
     for item in items:

@@ -17,7 +17,16 @@ def write_sbm_npz(path, *, classes=3, per_class=60, features=24, p_in=0.12, p_ou
     attributes = (rng.random((n, features)) < 0.08) | (topic[labels] & (rng.random((n, features)) < 0.3))
     attributes[:, 0] |= attributes.sum(1) == 0  # no empty rows
     attributes = sp.csr_matrix(attributes.astype(np.float32))
-    np.savez(path, adj_data=adjacency.data, adj_indices=adjacency.indices, adj_indptr=adjacency.indptr,
-             adj_shape=np.array(adjacency.shape), attr_data=attributes.data, attr_indices=attributes.indices,
-             attr_indptr=attributes.indptr, attr_shape=np.array(attributes.shape), labels=labels)
+    np.savez(
+        path,
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=np.array(adjacency.shape),
+        attr_data=attributes.data,
+        attr_indices=attributes.indices,
+        attr_indptr=attributes.indptr,
+        attr_shape=np.array(attributes.shape),
+        labels=labels,
+    )
     return path

@@ -62,15 +62,20 @@ ENVIRONMENT = [
     ("1e999", {}, "$DEMO_SECONDS='1e999' is not valid: expected a finite number > 0"),
     ("1_0", {}, "$DEMO_SECONDS='1_0' is not valid: expected a finite number > 0"),
     ("20", {"maximum": 10}, "$DEMO_SECONDS='20' is not valid: expected a finite number > 0 and <= 10"),
-    ("1_0", {"integer": True, "minimum_exclusive": -1}, "$DEMO_SECONDS='1_0' is not valid: expected an integer >= 0"),
+    (
+        "1_0",
+        {"integer": True, "minimum_exclusive": -1},
+        "$DEMO_SECONDS='1_0' is not valid: expected an integer >= 0",
+    ),
     ("1.5", {"integer": True}, "$DEMO_SECONDS='1.5' is not valid: expected an integer >= 1"),
     ("0x10", {"integer": True}, "$DEMO_SECONDS='0x10' is not valid: expected an integer >= 1"),
     ("7" * 500, {"integer": True}, f"$DEMO_SECONDS='{'7' * 500}' is not valid: expected an integer >= 1"),
 ]
 
 
-@pytest.mark.parametrize("text, options, message", ENVIRONMENT,
-                         ids=[f"{t[:10]}-{sorted(o)}" for t, o, _ in ENVIRONMENT])
+@pytest.mark.parametrize(
+    "text, options, message", ENVIRONMENT, ids=[f"{t[:10]}-{sorted(o)}" for t, o, _ in ENVIRONMENT]
+)
 def test_a_bad_number_in_the_environment_names_the_variable(monkeypatch, text, options, message):
     from pdenets._checks import environment_number
 

@@ -1,4 +1,5 @@
-"""The command line: generated options, one-line errors with exit status 2, nothing written on a bad config."""
+"""The command line: generated options, one-line errors with exit status 2, nothing written on a bad
+config."""
 
 import subprocess
 import sys
@@ -51,8 +52,10 @@ ERRORS = [
     (["run", "toy", "--device", "cuda"], "device 'cuda' asked for, but CUDA is not available"),
     (["run", "toy", "--device", "gpu"], "device 'gpu' is not a torch device"),
     (["run", "toy", "--config", "{tmp}/missing.yaml"], "config file {tmp}/missing.yaml does not exist"),
-    (["run", "toy", "--config", "{tmp}/broken.yaml"],
-     "{tmp}/broken.yaml: not valid YAML, line 2 column 1: expected ',' or ']'"),
+    (
+        ["run", "toy", "--config", "{tmp}/broken.yaml"],
+        "{tmp}/broken.yaml: not valid YAML, line 2 column 1: expected ',' or ']'",
+    ),
     (["run", "toy", "--config", "{tmp}/tagged.yaml"], "YAML tags such as"),
     (["run", "toy", "--count", "many"], "count expects an integer, got 'many'"),
     (["run", "toy", "--count", "true"], "count expects an integer, got True"),
@@ -66,26 +69,42 @@ ERRORS = [
     (["run", "toy", "--out", "{tmp}/occupied"], "is not empty and holds no pdenets run (found: notes.txt)"),
     (["run", "toy", "--report-only"], "--report-only builds the report of an existing run"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
-    (["run", "node-classification", "--dataset", "{tmp}/broken.npz"],
-     "{tmp}/broken.npz: not a readable .npz archive (truncated or corrupt"),
-    (["run", "node-classification", "--dataset", "{tmp}/empty.npz"], "{tmp}/empty.npz: the file is empty (0 bytes)"),
-    (["run", "node-classification", "--dataset", "planetoid/cora", "--data-dir", "{tmp}/hostile"],
-     "ind.cora.x: refusing to load os.system"),
+    (
+        ["run", "node-classification", "--dataset", "{tmp}/broken.npz"],
+        "{tmp}/broken.npz: not a readable .npz archive (truncated or corrupt",
+    ),
+    (
+        ["run", "node-classification", "--dataset", "{tmp}/empty.npz"],
+        "{tmp}/empty.npz: the file is empty (0 bytes)",
+    ),
+    (
+        ["run", "node-classification", "--dataset", "planetoid/cora", "--data-dir", "{tmp}/hostile"],
+        "ind.cora.x: refusing to load os.system",
+    ),
     (["run", "node-classification", "--train-per-class", "0"], "train_per_class must be >= 1, got 0"),
     (["run", "node-classification", "--val-per-class", "0"], "val_per_class must be >= 1, got 0"),
-    (["run", "node-classification", "--set", "diffusion.cora.dropout=1.0"],
-     "diffusion.cora.dropout must be in [0, 1), got 1.0"),
+    (
+        ["run", "node-classification", "--set", "diffusion.cora.dropout=1.0"],
+        "diffusion.cora.dropout must be in [0, 1), got 1.0",
+    ),
     (["run", "node-classification", "--set", "baselines.gcn.hidden=0"], "baselines.gcn.hidden must be >= 1"),
-    (["run", "node-classification", "--missing-features", "zeros"],
-     "missing_features must be one of ['identity', 'degree'], got 'zeros'"),
-    (["run", "synthetic", "--set", "hyperparameters.moon.sigma=0"], "hyperparameters.moon.sigma must be > 0, got 0.0"),
+    (
+        ["run", "node-classification", "--missing-features", "zeros"],
+        "missing_features must be one of ['identity', 'degree'], got 'zeros'",
+    ),
+    (
+        ["run", "synthetic", "--set", "hyperparameters.moon.sigma=0"],
+        "hyperparameters.moon.sigma must be > 0, got 0.0",
+    ),
     (["run", "synthetic", "--seed", "-1"], "seed must lie in [0, 2^32), got -1"),
     (["run", "synthetic", "--epochs", "0"], "epochs must be >= 1, got 0"),
 ]
 
 
 @pytest.mark.parametrize("argv, message", ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
-def test_user_errors_are_one_line_and_status_2_and_write_nothing(tmp_path, monkeypatch, capsys, argv, message):
+def test_user_errors_are_one_line_and_status_2_and_write_nothing(
+    tmp_path, monkeypatch, capsys, argv, message
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "broken.yaml").write_text("count: [1, 2\n")
     (tmp_path / "tagged.yaml").write_text("count: !!python/object/apply:os.system ['true']\n")
@@ -99,8 +118,9 @@ def test_user_errors_are_one_line_and_status_2_and_write_nothing(tmp_path, monke
     for part in ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"):
         (hostile / f"ind.cora.{part}").write_bytes(b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--no-progress"] * (argv[0] == "run" and
-                                                                                     len(argv) > 1)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--no-progress"] * (
+        argv[0] == "run" and len(argv) > 1
+    )
     code, out, err = run(capsys, *argv)
     assert code == 2
     lines = err.strip().splitlines()
@@ -115,20 +135,32 @@ EXACT_ERRORS = [
     (["run", "few-shot", "--n-top", "100000"], "unrecognized arguments: --n-top 100000"),
     (["run", "synthetic", "--epoch", "1"], "unrecognized arguments: --epoch 1"),
     (["run", "toy", "--quic"], "unrecognized arguments: --quic"),
-    (["features", "train-backbone", "--out", "{tmp}/backbone", "--epoch", "1"], "unrecognized arguments: --epoch 1"),
+    (
+        ["features", "train-backbone", "--out", "{tmp}/backbone", "--epoch", "1"],
+        "unrecognized arguments: --epoch 1",
+    ),
     # values are YAML 1.2: 1_0 and 1:30 (YAML 1.1's 10 and 90) are no numbers, yes is no boolean
     (["run", "synthetic", "--seed", "1_0"], "seed expects an integer, got '1_0'"),
     (["run", "synthetic", "--seed", "1:30"], "seed expects an integer, got '1:30'"),
     (["run", "synthetic", "--set", "include_self=yes"], "include_self expects true or false, got 'yes'"),
     (["run", "synthetic", "--xor-seeds", "1,0_1"], "xor_seeds[1] expects an integer, got '0_1'"),
     # an --out that is a symlink to nothing
-    (["run", "toy", "--out", "{tmp}/dangling"], "--out {tmp}/dangling is a symlink to {tmp}/nowhere, which does not "
-                                                "exist; create the target or choose another --out"),
-    (["run", "toy", "--out", "{tmp}/dangling/run"], "--out {tmp}/dangling/run: {tmp}/dangling is a symlink to "
-                                                    "{tmp}/nowhere, which does not exist; create the target or choose "
-                                                    "another --out"),
-    (["run", "toy", "--out", "{tmp}/loop"], "--out {tmp}/loop is a symlink to {tmp}/loop, which loops (the links lead "
-                                            "back to themselves); create the target or choose another --out"),
+    (
+        ["run", "toy", "--out", "{tmp}/dangling"],
+        "--out {tmp}/dangling is a symlink to {tmp}/nowhere, which does not "
+        "exist; create the target or choose another --out",
+    ),
+    (
+        ["run", "toy", "--out", "{tmp}/dangling/run"],
+        "--out {tmp}/dangling/run: {tmp}/dangling is a symlink to "
+        "{tmp}/nowhere, which does not exist; create the target or choose "
+        "another --out",
+    ),
+    (
+        ["run", "toy", "--out", "{tmp}/loop"],
+        "--out {tmp}/loop is a symlink to {tmp}/loop, which loops (the links lead "
+        "back to themselves); create the target or choose another --out",
+    ),
 ]
 
 
@@ -176,8 +208,18 @@ def test_debug_shows_the_traceback(capsys):
 
 
 def test_a_failing_job_is_status_1_and_names_the_job(tmp_path, capsys):
-    code, _, err = run(capsys, "run", "toy", "--fail-at", "1", "--workers", "1", "--out", str(tmp_path / "run"),
-                       "--no-progress")
+    code, _, err = run(
+        capsys,
+        "run",
+        "toy",
+        "--fail-at",
+        "1",
+        "--workers",
+        "1",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
     assert code == 1
     assert "pdenets: error: toy job (index=1, scale=1.0, sleep=0.0, fail=True" in err
     assert "RuntimeError: job 1 exploded (--debug shows the traceback)" in err
@@ -186,19 +228,31 @@ def test_a_failing_job_is_status_1_and_names_the_job(tmp_path, capsys):
 def test_options_lists_and_switches_reach_the_config(tmp_path, capsys):
     config = tmp_path / "c.yaml"
     config.write_text("count: 3\nscale: 0.5\n")
-    code, out, _ = run(capsys, "run", "toy", "--config", str(config), "--n", "4", "--set", "scale=2",
-                       "--print-config")
+    code, out, _ = run(
+        capsys, "run", "toy", "--config", str(config), "--n", "4", "--set", "scale=2", "--print-config"
+    )
     printed = yaml.safe_load(out)
     assert code == 0 and (printed["count"], printed["scale"]) == (4, 2.0)
-    code, out, _ = run(capsys, "run", "synthetic", "--seeds", "5", "--xor-seeds", "1,2", "--no-include-self",
-                       "--print-config")
+    code, out, _ = run(
+        capsys,
+        "run",
+        "synthetic",
+        "--seeds",
+        "5",
+        "--xor-seeds",
+        "1,2",
+        "--no-include-self",
+        "--print-config",
+    )
     printed = yaml.safe_load(out)
     assert (printed["seeds"], printed["xor_seeds"], printed["include_self"]) == ([5], [1, 2], False)
 
 
 def test_quick_and_a_finished_run(tmp_path, capsys):
     out = tmp_path / "run"
-    code, stdout, _ = run(capsys, "run", "toy", "--quick", "--workers", "1", "--out", str(out), "--no-progress")
+    code, stdout, _ = run(
+        capsys, "run", "toy", "--quick", "--workers", "1", "--out", str(out), "--no-progress"
+    )
     assert code == 0 and "2 new run(s), 2 of 2 stored" in stdout and str(out / "report.html") in stdout
     document = yaml.safe_load((out / "config.yaml").read_text())
     assert document["quick"] is True and document["config"]["count"] == 2
@@ -217,7 +271,9 @@ def test_tasks_and_models_listings(capsys):
     code, out, _ = run(capsys, "tasks")
     assert code == 0 and "synthetic" in out and "node-classification" in out and "reproduce table1" in out
     code, out, _ = run(capsys, "models")
-    assert code == 0 and all(name in out for name in ("diff-resnet", "no-diff-resnet", "gcn", "gat", "sage-mean"))
+    assert code == 0 and all(
+        name in out for name in ("diff-resnet", "no-diff-resnet", "gcn", "gat", "sage-mean")
+    )
 
 
 def test_parser_builds_every_registered_task():
@@ -226,36 +282,60 @@ def test_parser_builds_every_registered_task():
 
 
 def test_console_entry_point_runs():
-    result = subprocess.run([sys.executable, "-m", "pdenets.cli", "--version"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pdenets.cli", "--version"], capture_output=True, text=True
+    )
     assert result.returncode == 0 and result.stdout.startswith("pdenets ")
 
 
 HEAVY_IMPORTS = ("matplotlib", "torch_geometric", "sklearn", "scipy", "omegaconf", "PIL")
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["tasks"], ["run", "few-shot", "--help"],
-                                  ["run", "node-classification", "--help"], ["reproduce", "table1", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["tasks"],
+        ["run", "few-shot", "--help"],
+        ["run", "node-classification", "--help"],
+        ["reproduce", "table1", "--help"],
+    ],
+)
 def test_commands_that_only_print_import_no_plotting_graph_or_learning_library(argv):
     # `pdenets --help` once took four times `import torch`: building the parser imported every
     # task's figures, graphs and estimators (benchmarks/startup.py measures the start-up)
-    script = ("import sys\nfrom pdenets.cli import main\n"
-              f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-              f"print(sorted(name for name in {HEAVY_IMPORTS!r} if name in sys.modules))")
+    script = (
+        "import sys\nfrom pdenets.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(name for name in {HEAVY_IMPORTS!r} if name in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]", (argv, result.stdout.splitlines()[-1])
 
 
 def test_a_lazy_module_imports_on_first_use_and_then_behaves_as_the_module():
-    script = ("import sys\nfrom pdenets.experiments.plots import plt\nfrom pdenets.data.graphs import sp\n"
-              "before = ['matplotlib' in sys.modules, 'scipy' in sys.modules]\n"
-              "figure = plt.figure(); matrix = sp.csr_matrix((2, 3))\n"
-              "import matplotlib\n"
-              "print(before, matplotlib.get_backend(), type(figure).__name__, matrix.shape, repr(sp))")
+    script = (
+        "import sys\nfrom pdenets.experiments.plots import plt\nfrom pdenets.data.graphs import sp\n"
+        "before = ['matplotlib' in sys.modules, 'scipy' in sys.modules]\n"
+        "figure = plt.figure(); matrix = sp.csr_matrix((2, 3))\n"
+        "import matplotlib\n"
+        "print(before, matplotlib.get_backend(), type(figure).__name__, matrix.shape, repr(sp))"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[False,", "False]", "Agg", "Figure", "(2,", "3)", "<lazy", "module",
-                                     "'scipy.sparse'", "(imported)>"]
+    assert result.stdout.split() == [
+        "[False,",
+        "False]",
+        "Agg",
+        "Figure",
+        "(2,",
+        "3)",
+        "<lazy",
+        "module",
+        "'scipy.sparse'",
+        "(imported)>",
+    ]
 
 
 def test_precedence_quick_then_config_files_in_order_then_flags_then_set(tmp_path, capsys):
@@ -278,5 +358,7 @@ def test_precedence_quick_then_config_files_in_order_then_flags_then_set(tmp_pat
     assert (reverse["count"], reverse["scale"]) == (3, 0.5)
     flagged = printed("--config", str(first), "--config", str(second), "--n", "8")
     assert (flagged["count"], flagged["scale"]) == (8, 0.75)
-    last = printed("--config", str(first), "--n", "8", "--set", "count=9", "--set", "count=10", "--scale", "2")
+    last = printed(
+        "--config", str(first), "--n", "8", "--set", "count=9", "--set", "count=10", "--scale", "2"
+    )
     assert (last["count"], last["scale"]) == (10, 2.0)

@@ -17,8 +17,11 @@ def _exported():
         module = importlib.import_module(f"pdenets.{package}")
         for name in module.__all__:
             value = getattr(module, name)
-            if callable(value) and not isinstance(value, type(re)) and getattr(value, "__module__", "").startswith(
-                    "pdenets"):
+            if (
+                callable(value)
+                and not isinstance(value, type(re))
+                and getattr(value, "__module__", "").startswith("pdenets")
+            ):
                 yield package, name, value
 
 
@@ -30,8 +33,11 @@ def _parameters(value):
         signature = inspect.signature(value)
     except (TypeError, ValueError):
         return []
-    return [name for name, parameter in signature.parameters.items()
-            if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
+    return [
+        name
+        for name, parameter in signature.parameters.items()
+        if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    ]
 
 
 def _args_entries(doc):
@@ -40,7 +46,7 @@ def _args_entries(doc):
     if not match:
         return None
     names, indent = [], None
-    for line in doc[match.end():].splitlines()[1:]:
+    for line in doc[match.end() :].splitlines()[1:]:
         if not line.strip():
             continue
         current = len(line) - len(line.lstrip())
@@ -64,9 +70,11 @@ def test_exported_callables_document_their_arguments(package, name, value):
     if parameters and not re.search(r"^ *Attributes:\s*$", doc, re.M):
         assert entries is not None, f"pdenets.{package}.{name} takes {parameters} but has no Args: section"
     if entries:
-        variadic = [("*" if p.kind == p.VAR_POSITIONAL else "**") + name
-                    for name, p in inspect.signature(value).parameters.items()
-                    if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        variadic = [
+            ("*" if p.kind == p.VAR_POSITIONAL else "**") + name
+            for name, p in inspect.signature(value).parameters.items()
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
         unknown = [entry for entry in entries if entry not in parameters + variadic]
         assert not unknown, f"pdenets.{package}.{name}: Args names {unknown}, not parameters of {parameters}"
         assert len(entries) == len(set(entries)), f"pdenets.{package}.{name}: an Args entry repeats"

@@ -21,7 +21,7 @@ from pickle_payloads import Reduced, multiarray
 
 resource = pytest.importorskip("resource")
 
-ADDRESS_SPACE = 2 * 1024 ** 3
+ADDRESS_SPACE = 2 * 1024**3
 
 
 def _files(folder):
@@ -40,11 +40,24 @@ def _files(folder):
             payload = Reduced(codecs.encode, (payload, "hex"))
         pickle.dump({0: payload}, stream, protocol=2)
     with open(path("huge_shape.pkl"), "wb") as stream:  # 800 GB declared by 8 bytes
-        pickle.dump({0: Reduced(multiarray("_reconstruct"), (np.ndarray, (0,), b"b"),
-                                 (1, (10**11,), np.dtype("f8"), False, b"\x00" * 8))}, stream, protocol=2)
+        pickle.dump(
+            {
+                0: Reduced(
+                    multiarray("_reconstruct"),
+                    (np.ndarray, (0,), b"b"),
+                    (1, (10**11,), np.dtype("f8"), False, b"\x00" * 8),
+                )
+            },
+            stream,
+            protocol=2,
+        )
     series = [[1.0, 2.0], [2.0, 3.0], [3.0, 4.0]] * 20
-    for name, edges in (("float_ids.json", [[0.4, 1.9]]), ("bool_ids.json", [[True, False]]),
-                        ("negative_ids.json", [[0, -1]]), ("outside_ids.json", [[0, 2]])):
+    for name, edges in (
+        ("float_ids.json", [[0.4, 1.9]]),
+        ("bool_ids.json", [[True, False]]),
+        ("negative_ids.json", [[0, -1]]),
+        ("outside_ids.json", [[0, 2]]),
+    ):
         (folder / name).write_text(json.dumps({"FX": series, "edges": edges}))
     (folder / "short.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]]}))  # a valid 60-day series
     (folder / "duplicate_keys.json").write_text('{"FX": [[1, 2], [2, 3]], "FX": [[1, 2]], "edges": [[0, 1]]}')
@@ -64,23 +77,48 @@ def _files(folder):
         nested = [nested, nested]
     with open(path("nested.pkl"), "wb") as stream:
         pickle.dump({"features": nested, "labels": nested}, stream, protocol=2)
-    np.savez(path("no_nodes.npz"), adj_data=np.ones(0), adj_indices=np.zeros(0, int), adj_indptr=np.array([0]),
-             adj_shape=np.array([0, 0]), labels=np.zeros(0, int))
-    np.savez(path("object_labels.npz"), adj_data=np.ones(2), adj_indices=np.array([1, 0]), adj_indptr=np.array(
-        [0, 1, 2]), adj_shape=np.array([2, 2]), labels=np.array(["a", 1], dtype=object))
-    np.savez(path("tiny.npz"), adj_data=np.ones(4), adj_indices=np.array([1, 0, 2, 1]), adj_indptr=np.array(
-        [0, 1, 3, 4]), adj_shape=np.array([3, 3]), attr_data=np.ones(3), attr_indices=np.array([0, 1, 0]),
-        attr_indptr=np.array([0, 1, 2, 3]), attr_shape=np.array([3, 2]), labels=np.array([0, 1, 0]))
+    np.savez(
+        path("no_nodes.npz"),
+        adj_data=np.ones(0),
+        adj_indices=np.zeros(0, int),
+        adj_indptr=np.array([0]),
+        adj_shape=np.array([0, 0]),
+        labels=np.zeros(0, int),
+    )
+    np.savez(
+        path("object_labels.npz"),
+        adj_data=np.ones(2),
+        adj_indices=np.array([1, 0]),
+        adj_indptr=np.array([0, 1, 2]),
+        adj_shape=np.array([2, 2]),
+        labels=np.array(["a", 1], dtype=object),
+    )
+    np.savez(
+        path("tiny.npz"),
+        adj_data=np.ones(4),
+        adj_indices=np.array([1, 0, 2, 1]),
+        adj_indptr=np.array([0, 1, 3, 4]),
+        adj_shape=np.array([3, 3]),
+        attr_data=np.ones(3),
+        attr_indices=np.array([0, 1, 0]),
+        attr_indptr=np.array([0, 1, 2, 3]),
+        attr_shape=np.array([3, 2]),
+        labels=np.array([0, 1, 0]),
+    )
     (folder / "huge_id.json").write_text(json.dumps({"FX": series, "edges": [[0, 10**29]]}))
-    (folder / "two_weights.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]], "edge_weight": [1.0],
-                                                         "weights": [2.0]}))
+    (folder / "two_weights.json").write_text(
+        json.dumps({"FX": series, "edges": [[0, 1]], "edge_weight": [1.0], "weights": [2.0]})
+    )
     (folder / "weight_w").mkdir()
     (folder / "weight_w" / "series.csv").write_text("day,a,b\n" + "".join(f"{t},{t},1\n" for t in range(60)))
     (folder / "weight_w" / "edges.csv").write_text("source,target,w\na,b,100\n")
     (folder / "underscore.csv").write_text("a,b,label\n1_0,2,0\n2,3,1\n3,4,0\n")
     os.symlink("/dev/zero", folder / "device.json")
-    fewshot, forecast, tabular = ["run", "few-shot", "--quick"], ["run", "coin-forecast", "--quick"], \
-        ["run", "coin-tabular", "--quick"]
+    fewshot, forecast, tabular = (
+        ["run", "few-shot", "--quick"],
+        ["run", "coin-forecast", "--quick"],
+        ["run", "coin-tabular", "--quick"],
+    )
     nodes = ["run", "node-classification", "--quick"]
     return [
         (fewshot + ["--dataset", path("huge_class.npz")], "class id 1000000000000"),
@@ -96,27 +134,40 @@ def _files(folder):
         (forecast + ["--dataset", path("outside_ids.json")], "names node 2 but the series has 2 nodes"),
         (forecast + ["--dataset", path("duplicate_keys.json")], "duplicate key 'FX'"),
         (forecast + ["--dataset", path("deep.json")], "nested too deeply"),
-        (forecast + ["--dataset", path("short.json"), "--horizons", str(10**9)],
-         "horizons=1000000000 reaches beyond the series"),
+        (
+            forecast + ["--dataset", path("short.json"), "--horizons", str(10**9)],
+            "horizons=1000000000 reaches beyond the series",
+        ),
         (tabular + ["--dataset", path("empty_label.csv")], "is empty"),
         (tabular + ["--dataset", path("huge_field.csv")], "line 3, column 'a'"),
         (["run", "synthetic", "--report-only", "--out", path("empty_run")], "no stored runs"),
-        (fewshot + ["--dataset", path("shared.pkl")], "with every shared reference counted as a copy, would need 2.4 "
-                                                      "GiB"),
-        (fewshot + ["--dataset", path("shared.pt")], "with every shared reference counted as a copy, would need 2.4 "
-                                                     "GiB"),
+        (
+            fewshot + ["--dataset", path("shared.pkl")],
+            "with every shared reference counted as a copy, would need 2.4 GiB",
+        ),
+        (
+            fewshot + ["--dataset", path("shared.pt")],
+            "with every shared reference counted as a copy, would need 2.4 GiB",
+        ),
         (fewshot + ["--dataset", path("nested.pkl")], "with every shared reference counted as a copy"),
         (nodes + ["--datasets", path("no_nodes.npz")], "the adjacency matrix is 0 x 0"),
         (nodes + ["--datasets", path("object_labels.npz")], "labels is an object array"),
         (forecast + ["--dataset", path("huge_id.json")], "an edge names node 100000000000000000000000000000"),
-        (forecast + ["--dataset", path("two_weights.json")], "'edge_weight' and 'weights' both give the same thing"),
+        (
+            forecast + ["--dataset", path("two_weights.json")],
+            "'edge_weight' and 'weights' both give the same thing",
+        ),
         (forecast + ["--dataset", path("weight_w")], "unknown column 'w' (did you mean 'weight'?)"),
         (forecast + ["--dataset", path("device.json")], "not a regular file (a character device"),
         (tabular + ["--dataset", path("underscore.csv")], "line 2, column 'a': '1_0' is not a number"),
-        (nodes + ["--datasets", path("tiny.npz"), "--diffuse-in", "hidden", "--diffusion-width", "1000000000"],
-         "pdenets: error: --diffusion-width 1,000,000,000: Diff-ResNet's block (1,000,000,000 x 1,000,000,000 "
-         "weights) on tiny needs 3.638e+6 TiB, more than the memory budget 256.0 MiB "
-                         "($PDENETS_MEMORY_BUDGET); choose a smaller diffusion_width"),
+        (
+            nodes
+            + ["--datasets", path("tiny.npz"), "--diffuse-in", "hidden", "--diffusion-width", "1000000000"],
+            "pdenets: error: --diffusion-width 1,000,000,000: Diff-ResNet's block (1,000,000,000 x "
+            "1,000,000,000 "
+            "weights) on tiny needs 3.638e+6 TiB, more than the memory budget 256.0 MiB "
+            "($PDENETS_MEMORY_BUDGET); choose a smaller diffusion_width",
+        ),
     ]
 
 
@@ -143,10 +194,19 @@ def test_hostile_files_and_settings_fail_in_one_line_under_an_address_space_limi
     folder.mkdir()
     cases = _files(folder)
     environment = {**os.environ, "PDENETS_MEMORY_BUDGET": "256M", "MPLBACKEND": "Agg"}
-    argvs = [argv + ["--out", str(tmp_path / f"run{index}")] if "--out" not in argv else argv
-             for index, (argv, _) in enumerate(cases)]
-    finished = subprocess.run([sys.executable, "-c", DRIVER, str(ADDRESS_SPACE)], input=json.dumps(argvs),
-                              capture_output=True, text=True, env=environment, timeout=240, cwd=tmp_path)
+    argvs = [
+        argv + ["--out", str(tmp_path / f"run{index}")] if "--out" not in argv else argv
+        for index, (argv, _) in enumerate(cases)
+    ]
+    finished = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(ADDRESS_SPACE)],
+        input=json.dumps(argvs),
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=240,
+        cwd=tmp_path,
+    )
     assert finished.returncode == 0, finished.stderr[-3000:]
     results = json.loads(finished.stdout.splitlines()[-1])
     problems = []

@@ -8,9 +8,8 @@ register into it), fails here, naming the modules.
     1  operators, data, experiments                     graphs and operators; readers; the engine
     2  nn                                               layers
     3  models, analysis                                 networks; transport analysis
-    4  features, reports                                backbones embedding raw data; the tasks' report sections
-    5  tasks, features_cli                              the science of each task; `pdenets features`
-    6  cli                                              the command line
+    4 features, reports backbones embedding raw data; the tasks' report sections 5 tasks, features_cli the
+    science of each task; `pdenets features` 6 cli the command line
 """
 
 import ast
@@ -18,8 +17,23 @@ from pathlib import Path
 
 import pdenets
 
-FLOORS = {"": 0, "_checks": 0, "_io": 0, "_lazy": 0, "operators": 1, "data": 1, "experiments": 1, "nn": 2,
-          "models": 3, "analysis": 3, "features": 4, "reports": 4, "tasks": 5, "features_cli": 5, "cli": 6}
+FLOORS = {
+    "": 0,
+    "_checks": 0,
+    "_io": 0,
+    "_lazy": 0,
+    "operators": 1,
+    "data": 1,
+    "experiments": 1,
+    "nn": 2,
+    "models": 3,
+    "analysis": 3,
+    "features": 4,
+    "reports": 4,
+    "tasks": 5,
+    "features_cli": 5,
+    "cli": 6,
+}
 ROOT = Path(pdenets.__file__).parent
 
 
@@ -37,8 +51,10 @@ def _imports():
         here = module.split(".") if is_package else module.split(".")[:-1]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.level:
-                base = ".".join(here[:len(here) - node.level + 1])
-                targets = [f"{base}.{node.module}"] if node.module else [f"{base}.{a.name}" for a in node.names]
+                base = ".".join(here[: len(here) - node.level + 1])
+                targets = (
+                    [f"{base}.{node.module}"] if node.module else [f"{base}.{a.name}" for a in node.names]
+                )
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pdenets"):
                 targets = [node.module]
             elif isinstance(node, ast.Import):
@@ -62,8 +78,9 @@ def test_imports_only_go_down():
         if source == "" or destination in ("", source, "__version__"):  # the root only re-exports
             continue
         if FLOORS.get(destination, 99) >= FLOORS.get(source, -1):
-            upward.append(f"{module}:{line} imports {target} (floor {FLOORS.get(source)} -> "
-                          f"{FLOORS.get(destination)})")
+            upward.append(
+                f"{module}:{line} imports {target} (floor {FLOORS.get(source)} -> {FLOORS.get(destination)})"
+            )
     assert not upward, "imports that do not go down a floor:\n" + "\n".join(upward)
 
 
@@ -73,7 +90,8 @@ REGISTRY_CYCLES = {"pdenets.models.registry"}
 
 
 def _module_graph():
-    """module → the pdenets modules it imports (``from package import name`` counts as the module ``name``)."""
+    """module → the pdenets modules it imports (``from package import name`` counts as the module
+    ``name``)."""
     modules = set()
     for path in ROOT.rglob("*.py"):
         parts = ("pdenets",) + path.relative_to(ROOT).with_suffix("").parts
@@ -118,8 +136,11 @@ def _cycles(graph):
 
 
 def test_no_import_cycle_outside_a_package_registry():
-    bad = [sorted(cycle) for cycle in _cycles(_module_graph())
-           if len({_package(module) for module in cycle}) > 1 or not cycle & REGISTRY_CYCLES]
+    bad = [
+        sorted(cycle)
+        for cycle in _cycles(_module_graph())
+        if len({_package(module) for module in cycle}) > 1 or not cycle & REGISTRY_CYCLES
+    ]
     assert not bad, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, bad))
 
 

@@ -7,9 +7,9 @@ of the data.
 
 __version__ = "0.1.0"
 
-from ._checks import NonFiniteError
-
 import warnings as _warnings
+
+from ._checks import NonFiniteError
 
 # torch warns on every first use of CSR tensors and unchecked sparse constructors; our
 # sparse operators are built from validated indices, so these say nothing to a user.

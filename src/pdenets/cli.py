@@ -27,11 +27,24 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 import yaml
 
 from . import __version__
-from .experiments.config import ConfigError, FieldInfo, config_fields, config_to_dict, parse_value, resolve_config
+from .experiments.config import (
+    ConfigError,
+    FieldInfo,
+    config_fields,
+    config_to_dict,
+    parse_value,
+    resolve_config,
+)
 from .experiments.rundir import RunDirectoryError, to_plain
 from .experiments.runner import JobFailedError, RunInterrupted, launched_by_torchrun, run_task
 from .experiments.store import StoreError
-from .experiments.task import PluginWarning, Task, UnknownNameError, registered_reproductions, registered_tasks
+from .experiments.task import (
+    PluginWarning,
+    Task,
+    UnknownNameError,
+    registered_reproductions,
+    registered_tasks,
+)
 
 __all__ = ["main", "build_parser"]
 
@@ -52,7 +65,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """The parser of ``pdenets`` and of every subcommand: whole option names only, errors as :class:`UsageError`.
+    """The parser of ``pdenets`` and of every subcommand: whole option names only, errors as
+    :class:`UsageError`.
 
     Abbreviations are refused (``--n-top`` is not ``--n-top-values``, ``--epoch`` not ``--epochs``): a
     prefix that happens to match one option today silently means another once an option is added.
@@ -82,7 +96,9 @@ def _default_text(value: Any) -> str:
 
 def _nested_line(info: FieldInfo) -> str:
     default = yaml.safe_dump(to_plain(info.default), default_flow_style=True, width=10_000).strip()
-    return f"  {info.name}: {info.help + ' ' if info.help else ''}({info.type_name})\n      default: {default}"
+    return (
+        f"  {info.name}: {info.help + ' ' if info.help else ''}({info.type_name})\n      default: {default}"
+    )
 
 
 def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base) -> None:
@@ -102,117 +118,221 @@ def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base)
         names = [info.name] + [a for a in aliases.get(info.name, []) if a != info.name.replace("_", "-")]
         option_strings = list(dict.fromkeys("--" + n.replace("_", "-") for n in names))
         group = groups["common"] if info.owner.__name__ == "TaskConfig" else groups["task"]
-        help_text = _escape(f"{info.help + ' ' if info.help else ''}({info.type_name}; default: "
-                            f"{_default_text(info.default)})")
+        help_text = _escape(
+            f"{info.help + ' ' if info.help else ''}({info.type_name}; default: "
+            f"{_default_text(info.default)})"
+        )
         if info.kind == "bool":
-            group.add_argument(*option_strings, dest=_FIELD_PREFIX + info.name, action=argparse.BooleanOptionalAction,
-                               default=argparse.SUPPRESS, help=help_text)
+            group.add_argument(
+                *option_strings,
+                dest=_FIELD_PREFIX + info.name,
+                action=argparse.BooleanOptionalAction,
+                default=argparse.SUPPRESS,
+                help=help_text,
+            )
         else:
             metavar = "A,B,..." if info.kind == "list" else info.name.upper()
-            group.add_argument(*option_strings, dest=_FIELD_PREFIX + info.name, default=argparse.SUPPRESS,
-                               metavar=metavar, help=help_text)
+            group.add_argument(
+                *option_strings,
+                dest=_FIELD_PREFIX + info.name,
+                default=argparse.SUPPRESS,
+                metavar=metavar,
+                help=help_text,
+            )
     if nested:
-        parser.add_argument_group("nested settings (set with --set FIELD.KEY.SUBKEY=VALUE)",
-                                  _escape("\n".join(nested)))
+        parser.add_argument_group(
+            "nested settings (set with --set FIELD.KEY.SUBKEY=VALUE)", _escape("\n".join(nested))
+        )
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("run options")
-    group.add_argument("--out", default=None, metavar="DIR",
-                       help="run folder: a new or empty one, or a run of the same task to resume "
-                            "(default: runs/<task>-<date>-<time>)")
-    group.add_argument("--overwrite", action="store_true",
-                       help="use --out even if it holds other files or another task's run (its run files are replaced)")
+    group.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="run folder: a new or empty one, or a run of the same task to resume "
+        "(default: runs/<task>-<date>-<time>)",
+    )
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="use --out even if it holds other files or another task's run (its run files are replaced)",
+    )
     group.add_argument("--quick", action="store_true", help="the small version of the task (about a minute)")
-    group.add_argument("--config", action="append", default=[], metavar="FILE",
-                       help="YAML file of settings (or a run's config.yaml); repeatable, later files win")
-    group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                       help="set any setting, nested ones with dotted keys (value read as YAML); repeatable")
-    group.add_argument("--report-only", action="store_true",
-                       help="run nothing; rebuild results and report from the runs stored in --out")
-    group.add_argument("--print-config", action="store_true", help="print the resolved settings as YAML and exit")
+    group.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML file of settings (or a run's config.yaml); repeatable, later files win",
+    )
+    group.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any setting, nested ones with dotted keys (value read as YAML); repeatable",
+    )
+    group.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing; rebuild results and report from the runs stored in --out",
+    )
+    group.add_argument(
+        "--print-config", action="store_true", help="print the resolved settings as YAML and exit"
+    )
     group.add_argument("--no-progress", action="store_true", help="hide progress bars")
     group.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def _task_parser(commands, name: str, task: Type[Task], base, help_text: str, description: str) -> None:
-    parser = commands.add_parser(name, help=_escape(help_text), description=_escape(description),
-                                 formatter_class=_Formatter)
+    parser = commands.add_parser(
+        name, help=_escape(help_text), description=_escape(description), formatter_class=_Formatter
+    )
     parser.set_defaults(task_class=task, base_factory=base, run_name=name)
     _add_run_options(parser)
     _add_config_options(parser, task, base())
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="pdenets", description="PDE-inspired deep learning: run the papers' experiments and write "
-                                                 "reports.",
-                     epilog="`pdenets run TASK --help` lists every setting of a task.")
+    parser = _Parser(
+        prog="pdenets",
+        description="PDE-inspired deep learning: run the papers' experiments and write reports.",
+        epilog="`pdenets run TASK --help` lists every setting of a task.",
+    )
     parser.add_argument("--version", action="version", version=f"pdenets {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    run = commands.add_parser("run", help="run a task and write a run folder with results and a report",
-                              description="Run a task. Rerunning into the same --out resumes.")
+    run = commands.add_parser(
+        "run",
+        help="run a task and write a run folder with results and a report",
+        description="Run a task. Rerunning into the same --out resumes.",
+    )
     tasks = run.add_subparsers(dest="task", metavar="TASK", required=True)
     for name, task in sorted(registered_tasks().items()):
-        _task_parser(tasks, name, task, task.config_class, task.description,
-                     f"{task.description}\n\n`--quick` runs the small version.")
+        _task_parser(
+            tasks,
+            name,
+            task,
+            task.config_class,
+            task.description,
+            f"{task.description}\n\n`--quick` runs the small version.",
+        )
         tasks.choices[name].set_defaults(quick_factory=task.quick_config)
     reproduce = commands.add_parser("reproduce", help="reproduce a paper table with one command")
     tables = reproduce.add_subparsers(dest="table", metavar="TABLE", required=True)
     for name, entry in sorted(registered_reproductions().items()):
         task = registered_tasks()[entry.task]
-        _task_parser(tables, name, task, entry.full, entry.description,
-                     f"{entry.description}\n\nTask: {entry.task}. `--quick` runs the small version.")
+        _task_parser(
+            tables,
+            name,
+            task,
+            entry.full,
+            entry.description,
+            f"{entry.description}\n\nTask: {entry.task}. `--quick` runs the small version.",
+        )
         tables.choices[name].set_defaults(quick_factory=entry.quick, run_name=f"reproduce-{name}")
     commands.add_parser("tasks", help="list the tasks, their shortcuts and the reproducible tables")
     _features_parser(commands)
     commands.add_parser("models", help="list the registered models")
     partition = commands.add_parser(
-        "partition", help="split a graph's nodes into parts for torchrun runs, once, and save them",
-        description="Split a node-classification graph (after the task's preprocessing) into K parts and save "
-                    "each part's rows, features and labels; give the folder to `torchrun --nproc-per-node K pdenets "
-                    "run node-classification --partition FOLDER ...`.", allow_abbrev=False)
+        "partition",
+        help="split a graph's nodes into parts for torchrun runs, once, and save them",
+        description="Split a node-classification graph (after the task's preprocessing) into K parts and "
+        "save "
+        "each part's rows, features and labels; give the folder to `torchrun --nproc-per-node K pdenets "
+        "run node-classification --partition FOLDER ...`.",
+        allow_abbrev=False,
+    )
     partition.add_argument("graph", help="cora, citeseer, pubmed, planetoid/<name> or a .npz path")
     partition.add_argument("--parts", type=int, required=True, help="K, the processes the runs will use")
     partition.add_argument("--out", required=True, help="a new (or empty) folder for the partition")
-    partition.add_argument("--method", default="metis", choices=("metis", "contiguous"),
-                           help="METIS (pip install pymetis) or K equal ranges of the given order (default: metis)")
-    partition.add_argument("--data-dir", default=None, help="where the graph files are (default: the data folder)")
+    partition.add_argument(
+        "--method",
+        default="metis",
+        choices=("metis", "contiguous"),
+        help="METIS (pip install pymetis) or K equal ranges of the given order (default: metis)",
+    )
+    partition.add_argument(
+        "--data-dir", default=None, help="where the graph files are (default: the data folder)"
+    )
     return parser
 
 
 def _features_parser(commands) -> None:
-    features = commands.add_parser("features", help="build few-shot features files: train a backbone, embed images "
-                                                    "or text")
+    features = commands.add_parser(
+        "features", help="build few-shot features files: train a backbone, embed images or text"
+    )
     actions = features.add_subparsers(dest="action", metavar="ACTION", required=True)
-    train = actions.add_parser("train-backbone", help="train a Conv-4 backbone on the base classes of an image set",
-                               formatter_class=_Formatter)
+    train = actions.add_parser(
+        "train-backbone",
+        help="train a Conv-4 backbone on the base classes of an image set",
+        formatter_class=_Formatter,
+    )
     train.add_argument("--dataset", default=None, help="omniglot (its base alphabets) — or give --images")
-    train.add_argument("--images", action="append", default=[], metavar="PATH",
-                       help="a folder or .zip of images, one sub-folder per class; repeatable")
-    train.add_argument("--classes", default=None, metavar="A,B,...",
-                       help="only classes (or class folders, e.g. alphabets) starting with these names")
-    train.add_argument("--image-size", type=int, default=28, help="images are resized to this square (default 28)")
-    train.add_argument("--channels", type=int, choices=(1, 3), default=1, help="1 grayscale, 3 RGB (default 1)")
+    train.add_argument(
+        "--images",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a folder or .zip of images, one sub-folder per class; repeatable",
+    )
+    train.add_argument(
+        "--classes",
+        default=None,
+        metavar="A,B,...",
+        help="only classes (or class folders, e.g. alphabets) starting with these names",
+    )
+    train.add_argument(
+        "--image-size", type=int, default=28, help="images are resized to this square (default 28)"
+    )
+    train.add_argument(
+        "--channels", type=int, choices=(1, 3), default=1, help="1 grayscale, 3 RGB (default 1)"
+    )
     train.add_argument("--invert", action="store_true", help="use 1 - pixel (dark strokes on light paper)")
     train.add_argument("--epochs", type=int, default=30, help="training epochs (default 30)")
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    train.add_argument("--no-rotations", action="store_true", help="do not add the 90-degree rotations as classes")
-    train.add_argument("--out", required=True, metavar="DIR", help="folder for backbone.pt, the training curve and "
-                                                                    "a report")
+    train.add_argument(
+        "--no-rotations", action="store_true", help="do not add the 90-degree rotations as classes"
+    )
+    train.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for backbone.pt, the training curve and a report"
+    )
     train.add_argument("--overwrite", action="store_true", help="use --out even if it holds other files")
-    extract = actions.add_parser("extract", help="embed images with a trained backbone into a features file",
-                                 formatter_class=_Formatter)
-    extract.add_argument("--backbone", required=True, metavar="FILE", help="backbone.pt written by train-backbone")
-    extract.add_argument("--dataset", default=None, help="omniglot (novel alphabets, base alphabets for the mean)")
-    extract.add_argument("--images", action="append", default=[], metavar="PATH",
-                         help="images to embed (their classes are the novel classes); repeatable")
-    extract.add_argument("--base-images", action="append", default=[], metavar="PATH",
-                         help="base-class images (their mean centres the features); repeatable")
+    extract = actions.add_parser(
+        "extract",
+        help="embed images with a trained backbone into a features file",
+        formatter_class=_Formatter,
+    )
+    extract.add_argument(
+        "--backbone", required=True, metavar="FILE", help="backbone.pt written by train-backbone"
+    )
+    extract.add_argument(
+        "--dataset", default=None, help="omniglot (novel alphabets, base alphabets for the mean)"
+    )
+    extract.add_argument(
+        "--images",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="images to embed (their classes are the novel classes); repeatable",
+    )
+    extract.add_argument(
+        "--base-images",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="base-class images (their mean centres the features); repeatable",
+    )
     extract.add_argument("--classes", default=None, metavar="A,B,...", help="only these classes of --images")
     extract.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
     extract.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    text = actions.add_parser("embed-text", help="embed CLINC150 utterances (pip install 'pdenets[text]')",
-                              formatter_class=_Formatter)
+    text = actions.add_parser(
+        "embed-text",
+        help="embed CLINC150 utterances (pip install 'pdenets[text]')",
+        formatter_class=_Formatter,
+    )
     text.add_argument("--dataset", default="clinc150", help="clinc150 (default)")
     text.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
     text.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -235,7 +355,7 @@ def _overrides(args: argparse.Namespace, task: Type[Task], base) -> List[Tuple[s
     overrides = []
     for dest, raw in vars(args).items():
         if dest.startswith(_FIELD_PREFIX):
-            name = dest[len(_FIELD_PREFIX):]
+            name = dest[len(_FIELD_PREFIX) :]
             overrides.append((name, _value(fields[name], raw)))
     return overrides + list(args.overrides)
 
@@ -260,10 +380,14 @@ def _interrupted_message(interrupted: RunInterrupted) -> str:
     if interrupted.stored == 0:
         return f"interrupted before any run finished; nothing is stored yet in {interrupted.path}"
     if interrupted.stored >= interrupted.planned:
-        return (f"interrupted while writing the results; all {interrupted.planned} runs are stored in "
-                f"{interrupted.path}: rerun the same command (or add --report-only) to write them")
-    return (f"interrupted: {interrupted.stored} of {interrupted.planned} runs are stored in {interrupted.path}; "
-            "rerun the same command to resume")
+        return (
+            f"interrupted while writing the results; all {interrupted.planned} runs are stored in "
+            f"{interrupted.path}: rerun the same command (or add --report-only) to write them"
+        )
+    return (
+        f"interrupted: {interrupted.stored} of {interrupted.planned} runs are stored in {interrupted.path}; "
+        "rerun the same command to resume"
+    )
 
 
 def _raise_keyboard_interrupt(signum, frame):  # SIGTERM: stop like Ctrl-C (store, stop workers, say so)
@@ -296,8 +420,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("\npdenets: interrupted before any run started; nothing was run", file=sys.stderr)
         return 130
-    except (UsageError, ConfigError, RunDirectoryError, StoreError, UnknownNameError, ValueError, OSError,
-            ImportError) as error:
+    except (
+        UsageError,
+        ConfigError,
+        RunDirectoryError,
+        StoreError,
+        UnknownNameError,
+        ValueError,
+        OSError,
+        ImportError,
+    ) as error:
         if debug:
             traceback.print_exc()
         print(f"pdenets: error: {error}", file=sys.stderr)
@@ -305,7 +437,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except JobFailedError as error:
         if debug:
             traceback.print_exc()
-        print(f"pdenets: error: {error}" + ("" if debug else " (--debug shows the traceback)"), file=sys.stderr)
+        print(
+            f"pdenets: error: {error}" + ("" if debug else " (--debug shows the traceback)"), file=sys.stderr
+        )
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
@@ -324,8 +458,11 @@ def _partition_command(args) -> int:
     partition = partition_graph(graph.weights, args.parts, method=args.method)
     save_partition(args.out, partition, graph.weights, features=graph.x, labels=graph.y)
     sizes = torch.diff(partition.offsets).tolist()
-    print(f"{graph.num_nodes:,} nodes into {args.parts} parts ({args.method}, {time.perf_counter() - start:.1f} s): "
-          f"sizes {sizes}, {100 * partition.cut_fraction:.1f} % of the edges between parts; saved in {args.out}")
+    print(
+        f"{graph.num_nodes:,} nodes into {args.parts} parts ({args.method}, "
+        f"{time.perf_counter() - start:.1f} s): "
+        f"sizes {sizes}, {100 * partition.cut_fraction:.1f} % of the edges between parts; saved in {args.out}"
+    )
     return 0
 
 
@@ -345,15 +482,23 @@ def _main(argv: List[str]) -> int:
         return _partition_command(args)
     task: Type[Task] = args.task_class
     base = args.quick_factory() if args.quick else args.base_factory()
-    config = resolve_config(task.config_class, base=base, files=args.config, overrides=_overrides(args, task, base))
+    config = resolve_config(
+        task.config_class, base=base, files=args.config, overrides=_overrides(args, task, base)
+    )
     if args.print_config:
         task(config).validate()
         print(yaml.safe_dump(to_plain(config_to_dict(config)), sort_keys=False).rstrip())
         return 0
-    outcome = run_task(task(config), out=args.out, overwrite=args.overwrite, progress=not args.no_progress,
-                       report_only=args.report_only, runs_root="runs",
-                       extra_config={"quick": bool(args.quick), "command": "pdenets " + shlex.join(argv)},
-                       run_name=args.run_name)
+    outcome = run_task(
+        task(config),
+        out=args.out,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        report_only=args.report_only,
+        runs_root="runs",
+        extra_config={"quick": bool(args.quick), "command": "pdenets " + shlex.join(argv)},
+        run_name=args.run_name,
+    )
     rank = os.environ.get("RANK", "0").strip() or "0"
     if launched_by_torchrun() and rank != "0":
         print(f"rank {rank}: ran {outcome.new} run(s) beside rank 0, which stores them in {outcome.path}")

@@ -3,7 +3,8 @@
     pdenets features train-backbone --dataset omniglot --out runs/backbone
     pdenets features train-backbone --images my_images/train --image-size 84 --channels 3 --out runs/bb
     pdenets features extract --backbone runs/backbone/backbone.pt --dataset omniglot --out omniglot.npz
-    pdenets features extract --backbone runs/bb/backbone.pt --images my_images/test --base-images my_images/train \\
+    pdenets features extract --backbone runs/bb/backbone.pt --images my_images/test --base-images
+    my_images/train \\
         --out mine.npz
     pdenets features embed-text --dataset clinc150 --out clinc150.npz
 
@@ -17,12 +18,12 @@ import json
 import time
 from pathlib import Path
 
-from .features import image_features, load_backbone, save_backbone, train_image_backbone
 from .data.fewshot import save_features
 from .data.images import ImageSet, load_image_tree
 from .experiments.plots import plt
 from .experiments.report import Report
 from .experiments.rundir import RunDirectory
+from .features import image_features, load_backbone, save_backbone, train_image_backbone
 from .models.backbones import BackboneTraining
 
 __all__ = ["run_features_command"]
@@ -33,20 +34,27 @@ def _classes(text):
 
 
 def _images(args, sources, size: int, channels: int, invert: bool, classes=None) -> ImageSet:
-    return load_image_tree(sources, size=size, channels=channels, invert=invert, classes=classes,
-                           progress=not args.no_progress)
+    return load_image_tree(
+        sources, size=size, channels=channels, invert=invert, classes=classes, progress=not args.no_progress
+    )
 
 
 def _omniglot(args, which: str, size: int = 28) -> ImageSet:
     from .data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
 
-    return omniglot_images(BASE_ALPHABETS if which == "base" else NOVEL_ALPHABETS, args.data_dir, size=size,
-                           progress=not args.no_progress)
+    return omniglot_images(
+        BASE_ALPHABETS if which == "base" else NOVEL_ALPHABETS,
+        args.data_dir,
+        size=size,
+        progress=not args.no_progress,
+    )
 
 
 def _check_dataset(args) -> None:
     if args.dataset not in (None, "omniglot"):
-        raise ValueError(f"--dataset {args.dataset!r}: only omniglot is built in; give --images for other images")
+        raise ValueError(
+            f"--dataset {args.dataset!r}: only omniglot is built in; give --images for other images"
+        )
     if args.dataset is None and not args.images:
         raise ValueError("give --dataset omniglot or --images PATH")
 
@@ -62,18 +70,39 @@ def _train(args) -> int:
         else:
             size, channels, invert = args.image_size, args.channels, args.invert
             images = _images(args, args.images, size, channels, invert, _classes(args.classes))
-        run_dir.write_config("train-backbone", {**vars(settings), "dataset": args.dataset, "images": args.images,
-                                                "image_size": size, "channels": channels, "invert": invert,
-                                                "classes": len(images.class_names)})
+        run_dir.write_config(
+            "train-backbone",
+            {
+                **vars(settings),
+                "dataset": args.dataset,
+                "images": args.images,
+                "image_size": size,
+                "channels": channels,
+                "invert": invert,
+                "classes": len(images.class_names),
+            },
+        )
         start = time.perf_counter()
         model, history = train_image_backbone(images, settings, progress=not args.no_progress)
         seconds = time.perf_counter() - start
-        save_backbone(model, run_dir.file("backbone.pt"), classes=images.class_names, settings=settings,
-                      image_size=size, channels=channels)
+        save_backbone(
+            model,
+            run_dir.file("backbone.pt"),
+            classes=images.class_names,
+            settings=settings,
+            image_size=size,
+            channels=channels,
+        )
         run_dir.register(run_dir.file("backbone.pt"))
-        results = {"classes": len(images.class_names), "images": len(images), "seconds": seconds,
-                   "train_loss": history.train_loss, "train_accuracy": history.train_accuracy,
-                   "validation_accuracy": history.validation_accuracy, "embedding_dim": model.embedding_dim}
+        results = {
+            "classes": len(images.class_names),
+            "images": len(images),
+            "seconds": seconds,
+            "train_loss": history.train_loss,
+            "train_accuracy": history.train_accuracy,
+            "validation_accuracy": history.validation_accuracy,
+            "embedding_dim": model.embedding_dim,
+        }
         run_dir.write_results(results)
         fig, ax = plt.subplots(figsize=(5.5, 3.4), layout="constrained")
         epochs = range(1, len(history.train_loss) + 1)
@@ -85,10 +114,12 @@ def _train(args) -> int:
         ax.legend(fontsize=8)
         figure = run_dir.save_figure(fig, "training.png")
         report = Report("pdenets — Conv-4 backbone")
-        report.paragraph(f"{len(images)} images of {len(images.class_names)} classes"
-                         f"{' (x4 with rotations)' if settings.rotations else ''}, {size}x{size}, {settings.epochs} "
-                         f"epochs in {seconds:.0f} s; embedding dimension {model.embedding_dim}. Final held-out "
-                         f"accuracy {history.validation_accuracy[-1]:.3f}.")
+        report.paragraph(
+            f"{len(images)} images of {len(images.class_names)} classes"
+            f"{' (x4 with rotations)' if settings.rotations else ''}, {size}x{size}, {settings.epochs} "
+            f"epochs in {seconds:.0f} s; embedding dimension {model.embedding_dim}. Final held-out "
+            f"accuracy {history.validation_accuracy[-1]:.3f}."
+        )
         report.figure(figure, "Accuracy during training.")
         report.code(json.dumps(vars(settings), indent=1))
         report.write(run_dir)
@@ -113,8 +144,10 @@ def _extract(args) -> int:
         sets["novel"] = _images(args, args.images, size, channels, invert, _classes(args.classes))
     features = image_features(model, sets)
     save_features(features, out, overwrite=args.overwrite)
-    print(f"{len(features.labels)} embeddings of {features.num_classes} classes ({features.dim} dimensions) "
-          f"written to {out}")
+    print(
+        f"{len(features.labels)} embeddings of {features.num_classes} classes ({features.dim} dimensions) "
+        f"written to {out}"
+    )
     return 0
 
 

@@ -1,5 +1,5 @@
-"""Receptive fields measured by gradient support: exact windows of stacked convolutions, whole images for nonlocal
-blocks, the model left as it was, bad input."""
+"""Receptive fields measured by gradient support: exact windows of stacked convolutions, whole images for
+nonlocal blocks, the model left as it was, bad input."""
 
 import pytest
 import torch
@@ -17,7 +17,9 @@ def _stack(kernels, dilation=1):
     return nn.Sequential(*layers[:-1])
 
 
-@pytest.mark.parametrize("kernels, dilation, side", [([3], 1, 3), ([3, 3], 1, 5), ([3, 5, 3], 1, 9), ([3, 3], 2, 9)])
+@pytest.mark.parametrize(
+    "kernels, dilation, side", [([3], 1, 3), ([3, 3], 1, 5), ([3, 5, 3], 1, 9), ([3, 3], 2, 9)]
+)
 def test_stacked_convolutions_have_the_textbook_window(kernels, dilation, side):
     # 1 + Σ dilation·(k − 1)
     assert receptive_field(_stack(kernels, dilation), (2, 33, 33)) == (side, side)
@@ -33,8 +35,16 @@ def test_pooling_doubles_the_later_layers_reach_and_the_window_sits_at_the_posit
 def test_a_nonlocal_block_sees_the_whole_image_and_a_local_network_does_not():
     nonlocal_block = NonlocalBlock(4, operator="diffusion-dot", subsample=1)
     assert receptive_field(nonlocal_block, (4, 16, 16)) == (16, 16)
-    local = create_model("hamiltonian-74", in_channels=1, num_classes=2, units=(1, 1), widths=(4, 8),
-                         step_size=0.06, image_size=64, head="global")
+    local = create_model(
+        "hamiltonian-74",
+        in_channels=1,
+        num_classes=2,
+        units=(1, 1),
+        widths=(4, 8),
+        step_size=0.06,
+        image_size=64,
+        head="global",
+    )
     rows, cols = receptive_field(local, (1, 64, 64), forward=lambda m, x: m.features(x))
     assert rows == cols and 10 < rows < 64
 

@@ -5,8 +5,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from pdenets.analysis import (fgsm, gaussian_noise, important_units, robustness_curve, unit_ablation,
-                              variation_rates)
+from pdenets.analysis import (
+    fgsm,
+    gaussian_noise,
+    important_units,
+    robustness_curve,
+    unit_ablation,
+    variation_rates,
+)
 
 
 class Scale(nn.Module):

@@ -1,4 +1,5 @@
-"""Track recording leaves the model untouched, groups stages by width; plain and ResNet pairs differ by the skip."""
+"""Track recording leaves the model untouched, groups stages by width; plain and ResNet pairs differ by the
+skip."""
 
 import pytest
 import torch
@@ -43,7 +44,9 @@ def test_hooks_leave_outputs_and_gradients_unchanged_and_are_removed():
 def test_stages_of_different_widths_are_kept_apart():
     torch.manual_seed(2)
     net = TransportCNN(3, 4, widths=(4, 6), blocks=2, stem_stride=1, image_size=8)
-    stages = record_tracks(net, torch.randn(10, 3, 8, 8), blocks=lambda name, m: isinstance(m, TransportBlock))
+    stages = record_tracks(
+        net, torch.randn(10, 3, 8, 8), blocks=lambda name, m: isinstance(m, TransportBlock)
+    )
     assert [s.tracks.shape for s in stages] == [(10, 3, 4 * 8 * 8), (10, 3, 6 * 4 * 4)]
     assert all(torch.isfinite(line_shape_score(s.tracks)).all() for s in stages)
 
@@ -54,8 +57,9 @@ def test_plain_and_resnet_pairs_share_parameters_and_differ_by_the_identity():
         if name == "cnn-k4":
             kwargs["widths"] = (4, 6)
         plain, res = (create_model(f"{kind}-{name}", **kwargs) for kind in ("plain", "resnet"))
-        assert [(k, v.shape) for k, v in plain.state_dict().items()] == \
-               [(k, v.shape) for k, v in res.state_dict().items()]
+        assert [(k, v.shape) for k, v in plain.state_dict().items()] == [
+            (k, v.shape) for k, v in res.state_dict().items()
+        ]
         res.load_state_dict(plain.state_dict())
         blocks = [(p, r) for p, r in zip(plain.modules(), res.modules()) if isinstance(p, TransportBlock)]
         x = torch.randn(3, 9) if name == "mlp" else torch.randn(3, blocks[0][0].first.in_channels, 5, 5)
@@ -73,8 +77,12 @@ def test_subsampling_budget_and_bad_inputs():
     (stage,) = record_tracks(net, x, blocks=TransportBlock, max_points=12, subsample_seed=3)
     (again,) = record_tracks(net, x, blocks=TransportBlock, max_points=12, subsample_seed=3)
     assert stage.tracks.shape[0] == 12 and torch.equal(stage.tracks, again.tracks)
-    (first,) = record_tracks(net, torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x[:, 0]),
-                                                               batch_size=8), blocks=TransportBlock, max_points=20)
+    (first,) = record_tracks(
+        net,
+        torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x[:, 0]), batch_size=8),
+        blocks=TransportBlock,
+        max_points=20,
+    )
     assert first.tracks.shape[0] == 20
     with pytest.raises(MemoryError, match="max_points"):
         record_tracks(net, x, blocks=TransportBlock, max_bytes=100)
@@ -102,12 +110,15 @@ def test_random_projection_is_one_linear_map_and_keeps_straight_tracks_straight(
 
 def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_shapes():
     torch.manual_seed(0)
-    plain, res = TransportMLP(400, 10, width=400, num_blocks=2, residual=False), TransportMLP(
-        400, 10, width=400, num_blocks=2, residual=True)
-    # auto: He normal (std √(2/fan_in)) for the plain network, PyTorch's uniform bound 1/√fan_in for the ResNet
+    plain, res = (
+        TransportMLP(400, 10, width=400, num_blocks=2, residual=False),
+        TransportMLP(400, 10, width=400, num_blocks=2, residual=True),
+    )
+    # auto: He normal (std √(2/fan_in)) for the plain network, PyTorch's uniform bound 1/√fan_in for the
+    # ResNet
     assert abs(float(plain.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
     assert float(plain.blocks[0].first.bias.detach().abs().max()) == 0
-    assert float(res.blocks[0].first.weight.detach().abs().max()) <= 1 / 400 ** 0.5
+    assert float(res.blocks[0].first.weight.detach().abs().max()) <= 1 / 400**0.5
     explicit = TransportMLP(400, 10, width=400, num_blocks=2, residual=True, init="kaiming")
     assert abs(float(explicit.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
     with pytest.raises(ValueError, match="init must be one of"):

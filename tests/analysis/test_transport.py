@@ -8,9 +8,17 @@ import pytest
 import torch
 from scipy.stats import wasserstein_distance
 
-from pdenets.analysis.transport import (line_shape_ratio, line_shape_score, optimal_assignment,
-                                        optimal_transport_score, segment_lengths, segment_proportions,
-                                        theorem1_lower_bound, track_distance, wasserstein2_squared)
+from pdenets.analysis.transport import (
+    line_shape_ratio,
+    line_shape_score,
+    optimal_assignment,
+    optimal_transport_score,
+    segment_lengths,
+    segment_proportions,
+    theorem1_lower_bound,
+    track_distance,
+    wasserstein2_squared,
+)
 
 
 def test_straight_tracks_score_one_whatever_the_segment_lengths():
@@ -32,8 +40,9 @@ def test_zigzag_values_from_the_definitions():
     units = torch.tensor([[1, 1], [1, -1], [1, 0]], dtype=torch.float64)
     units = units / units.norm(dim=1, keepdim=True)
     assert lsr < 1.002 and lss == pytest.approx(3 / float(units.sum(0).norm()))
-    torch.testing.assert_close(segment_proportions(long_last), segment_lengths(long_last)[0] /
-                               segment_lengths(long_last).sum())
+    torch.testing.assert_close(
+        segment_proportions(long_last), segment_lengths(long_last)[0] / segment_lengths(long_last).sum()
+    )
 
 
 def test_degenerate_tracks_follow_the_conventions_and_never_give_nan():
@@ -103,8 +112,9 @@ def test_theorem1_bound_holds_on_straight_tracks_of_an_optimal_map():
         assert track_distance(tracks[p], tracks[q]) >= bound - 1e-12
     assert theorem1_lower_bound(points[0], points[0], images[0], images[0]) == 0.0
     # tight when ⟨ΔT, Δx⟩ = 0: |Δx| = 3, |ΔT| = 4 gives 3·4/5, attained at t = 9/25 on the straight tracks
-    x_p, x_q, t_p, t_q = (torch.tensor(v, dtype=torch.float64) for v in ([3.0, 0.0], [0.0, 0.0], [0.0, 4.0],
-                                                                         [0.0, 0.0]))
+    x_p, x_q, t_p, t_q = (
+        torch.tensor(v, dtype=torch.float64) for v in ([3.0, 0.0], [0.0, 0.0], [0.0, 4.0], [0.0, 0.0])
+    )
     assert theorem1_lower_bound(x_p, x_q, t_p, t_q) == pytest.approx(2.4)
     grid = torch.linspace(0, 1, 26, dtype=torch.float64)[:, None]
     assert track_distance((1 - grid) * x_p + grid * t_p, (1 - grid) * x_q + grid * t_q) == pytest.approx(2.4)
@@ -129,9 +139,13 @@ def test_solvers_and_bad_inputs():
 
 def test_nonsense_inputs_are_refused_before_any_large_allocation(monkeypatch):
     with pytest.raises(ValueError, match="x_q hold NaN"):
-        theorem1_lower_bound(torch.zeros(3), torch.tensor([0.0, float("nan"), 1.0]), torch.zeros(3), torch.ones(3))
+        theorem1_lower_bound(
+            torch.zeros(3), torch.tensor([0.0, float("nan"), 1.0]), torch.zeros(3), torch.ones(3)
+        )
     with pytest.raises(ValueError, match="image_p and image_q must have the same shape"):
         theorem1_lower_bound(torch.zeros(3), torch.ones(3), torch.zeros(3), torch.ones(4))
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "10M")  # 2,000 points: two 32 MB cost matrices
-    with pytest.raises(ValueError, match="exact assignment of 2000 points needs .* more than the memory budget"):
+    with pytest.raises(
+        ValueError, match="exact assignment of 2000 points needs .* more than the memory budget"
+    ):
         optimal_transport_score(torch.randn(2000, 2), torch.randn(2000, 2))

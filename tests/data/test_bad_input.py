@@ -1,5 +1,5 @@
-"""Loaders and splits given broken, hostile or inconsistent input: a DatasetError naming the file, never a traceback
-from deep inside numpy/scipy, never an allocation the file cannot justify, nothing executed."""
+"""Loaders and splits given broken, hostile or inconsistent input: a DatasetError naming the file, never a
+traceback from deep inside numpy/scipy, never an allocation the file cannot justify, nothing executed."""
 
 import io
 import os
@@ -22,10 +22,17 @@ from ..graph_fixtures import write_sbm_npz
 def _graph_arrays(n=6, features=3, labels=None):
     adjacency = sp.csr_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
     attributes = sp.csr_matrix(np.eye(n, features, dtype=np.float32) + 0.5)
-    return {"adj_data": adjacency.data, "adj_indices": adjacency.indices, "adj_indptr": adjacency.indptr,
-            "adj_shape": np.array([n, n]), "attr_data": attributes.data, "attr_indices": attributes.indices,
-            "attr_indptr": attributes.indptr, "attr_shape": np.array([n, features]),
-            "labels": np.array([0, 1, 0, 1, 0, 1][:n]) if labels is None else labels}
+    return {
+        "adj_data": adjacency.data,
+        "adj_indices": adjacency.indices,
+        "adj_indptr": adjacency.indptr,
+        "adj_shape": np.array([n, n]),
+        "attr_data": attributes.data,
+        "attr_indices": attributes.indices,
+        "attr_indptr": attributes.indptr,
+        "attr_shape": np.array([n, features]),
+        "labels": np.array([0, 1, 0, 1, 0, 1][:n]) if labels is None else labels,
+    }
 
 
 def _write(path, **changes):
@@ -50,26 +57,41 @@ def _npz_bytes(**arrays):
 
 
 NPZ_CASES = [
-    ("nan features", dict(attr_data=np.array([np.nan] + [0.5] * 17, dtype=np.float32)),
-     "the node features hold 1 NaN/inf value(s)"),
+    (
+        "nan features",
+        dict(attr_data=np.array([np.nan] + [0.5] * 17, dtype=np.float32)),
+        "the node features hold 1 NaN/inf value(s)",
+    ),
     ("inf adjacency", dict(adj_data=np.array([np.inf] + [1.0] * 5)), "adjacency matrix holds NaN/inf"),
     ("labels of the wrong length", dict(labels=np.array([0, 1, 0])), "3 labels for 6 nodes"),
     ("fractional labels", dict(labels=np.array([0, 1.5, 0, 1, 0, 1])), "labels must be integer class ids"),
     ("negative labels", dict(labels=np.array([0, -5, 0, 1, 0, 1])), "labels holds -5"),
     ("labels with a gap", dict(labels=np.array([0, 2, 0, 2, 0, 2])), "found classes [0, 2]"),
-    ("index out of range", dict(adj_indices=np.array([1, 2, 3, 4, 5, 9], dtype=np.int32)),
-     "the adjacency matrix is not a valid CSR matrix"),
+    (
+        "index out of range",
+        dict(adj_indices=np.array([1, 2, 3, 4, 5, 9], dtype=np.int32)),
+        "the adjacency matrix is not a valid CSR matrix",
+    ),
     ("float indices", dict(adj_indices=np.array([1.0, 2, 3, 4, 5, 0])), "indices must be integers"),
-    ("short indptr", dict(adj_indptr=np.array([0, 1, 2], dtype=np.int32)),
-     "the adjacency matrix is not a valid CSR matrix"),
+    (
+        "short indptr",
+        dict(adj_indptr=np.array([0, 1, 2], dtype=np.int32)),
+        "the adjacency matrix is not a valid CSR matrix",
+    ),
     ("bad shape", dict(adj_shape=np.array([6, 6, 6])), "shape (6, 6, 6) is not (rows, columns)"),
     ("non-square adjacency", dict(adj_shape=np.array([6, 7])), "is 6 x 7, not square"),
-    ("features for other nodes", dict(attr_shape=np.array([7, 3]), attr_indptr=np.array(
-        [0, 2, 4, 6, 8, 10, 12, 12], dtype=np.int32)), "7 feature rows for 6 nodes"),
+    (
+        "features for other nodes",
+        dict(attr_shape=np.array([7, 3]), attr_indptr=np.array([0, 2, 4, 6, 8, 10, 12, 12], dtype=np.int32)),
+        "7 feature rows for 6 nodes",
+    ),
     ("no adjacency", dict(adj_data=None), "expected the gnn-benchmark layout"),
     ("no labels", dict(labels=None), "expected the gnn-benchmark layout"),
-    ("attributes declared 180 x 150 million", dict(attr_shape=np.array([6, 150_000_000])),
-     "node features would need 3.4 GiB"),
+    (
+        "attributes declared 180 x 150 million",
+        dict(attr_shape=np.array([6, 150_000_000])),
+        "node features would need 3.4 GiB",
+    ),
 ]
 
 
@@ -84,8 +106,11 @@ def test_bad_npz_graphs_name_the_file_and_the_problem(tmp_path, monkeypatch, wha
 
 BROKEN_FILES = [
     ("zero bytes", b"", "the file is empty (0 bytes)"),
-    ("random bytes", bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8)),
-     "not a readable .npz archive"),
+    (
+        "random bytes",
+        bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8)),
+        "not a readable .npz archive",
+    ),
     ("a text file", b"source,target\n0,1\n", "not a readable .npz archive"),
     ("truncated", _npz_bytes(**_graph_arrays())[:300], "not a readable .npz archive"),
     ("a zip without arrays", None, "holds no .npy arrays"),
@@ -109,8 +134,9 @@ def test_a_member_declaring_more_than_it_holds_is_refused_before_allocation(tmp_
     """A 17 KB archive whose array header claims 180 x 150 million float64 (216 GB)."""
     path = tmp_path / "huge.npz"
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
-                                                  "shape": (180, 150_000_000)})
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (180, 150_000_000)}
+    )
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("attr_matrix.npy", header.getvalue() + bytes(16_000))
     assert path.stat().st_size < 20_000
@@ -160,7 +186,9 @@ def _planetoid(tmp_path, **overrides):
         "x": sp.csr_matrix(np.eye(n_train, features, dtype=np.float32)),
         "allx": sp.csr_matrix(np.eye(n_train, features, dtype=np.float32)),
         "tx": sp.csr_matrix(np.ones((n_test, features), dtype=np.float32)),
-        "y": np.eye(classes)[[0, 1, 0, 1]], "ally": np.eye(classes)[[0, 1, 0, 1]], "ty": np.eye(classes)[[0, 1]],
+        "y": np.eye(classes)[[0, 1, 0, 1]],
+        "ally": np.eye(classes)[[0, 1, 0, 1]],
+        "ty": np.eye(classes)[[0, 1]],
         "graph": {0: [1], 1: [0, 2], 2: [1, 3], 3: [2, 4], 4: [3, 5], 5: [4]},
     }
     index = "4\n5\n"
@@ -185,10 +213,18 @@ PLANETOID_CASES = [
     ("duplicate test ids", {"test.index": "4\n4\n"}, "lists 1 node id(s) twice"),
     ("test ids far beyond the graph", {"test.index": "4\n2000000000\n"}, "more than the memory budget"),
     ("a 43-byte pickle declaring 2,000,000 x 1433", {"allx": HOSTILE_CSR}, "more than the memory budget"),
-    ("truncated pickle", {"ally": pickle.dumps(np.eye(2)[[0, 1, 0, 1]], protocol=2)[:40]}, "not a complete pickle"),
+    (
+        "truncated pickle",
+        {"ally": pickle.dumps(np.eye(2)[[0, 1, 0, 1]], protocol=2)[:40]},
+        "not a complete pickle",
+    ),
     ("zero-byte pickle", {"tx": b""}, "the file is empty (0 bytes)"),
     ("random bytes", {"ty": bytes(range(256))}, "ind.cora.ty"),
-    ("rows that disagree", {"ally": np.eye(2)[[0, 1, 0]]}, "ind.cora.allx has 4 rows but ind.cora.ally has 3"),
+    (
+        "rows that disagree",
+        {"ally": np.eye(2)[[0, 1, 0]]},
+        "ind.cora.allx has 4 rows but ind.cora.ally has 3",
+    ),
     ("a graph that is not a dict", {"graph": [[1], [0]]}, "expected a dict node -> neighbours"),
     ("neighbours outside the graph", {"graph": {0: [1], 1: [99]}}, "refers to node ids outside [0, 6)"),
     ("a list instead of a matrix", {"tx": [1, 2, 3]}, "expected a 2-D numeric matrix"),
@@ -214,9 +250,17 @@ def test_a_small_valid_planetoid_set_loads(tmp_path):
 
 
 DANGEROUS = [
-    ("numpy", "load"), ("numpy", "loadtxt"), ("numpy", "fromfile"), ("numpy", "genfromtxt"),
-    ("numpy.testing._private.utils", "runstring"), ("scipy.io", "loadmat"), ("numpy.lib.npyio", "load"),
-    ("numpy", "frompyfunc"), ("builtins", "eval"), ("os", "system"), ("numpy.ctypeslib", "load_library"),
+    ("numpy", "load"),
+    ("numpy", "loadtxt"),
+    ("numpy", "fromfile"),
+    ("numpy", "genfromtxt"),
+    ("numpy.testing._private.utils", "runstring"),
+    ("scipy.io", "loadmat"),
+    ("numpy.lib.npyio", "load"),
+    ("numpy", "frompyfunc"),
+    ("builtins", "eval"),
+    ("os", "system"),
+    ("numpy.ctypeslib", "load_library"),
 ]
 
 
@@ -225,8 +269,15 @@ def test_restricted_unpickler_refuses_helpers_inside_numpy_and_scipy(tmp_path, m
     marker = tmp_path / "executed"
     argument = f"open({str(marker)!r}, 'w').close()"
     # GLOBAL module name, argument tuple, REDUCE: calling it would read a file or run the string
-    payload = (b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\n" + pickle.dumps(argument, 2)[2:-1] +
-               b"\x85R.")
+    payload = (
+        b"\x80\x02c"
+        + module.encode()
+        + b"\n"
+        + name.encode()
+        + b"\n"
+        + pickle.dumps(argument, 2)[2:-1]
+        + b"\x85R."
+    )
     with pytest.raises(UnsafePickleError, match=f"refusing to load {module}.{name}"):
         load_array_pickle(payload)
     assert not marker.exists()
@@ -323,20 +374,29 @@ def test_a_neighbour_list_shared_by_every_node_is_counted_before_edges_are_built
         load_planetoid("cora", root)
     graph = root / "planetoid" / "Cora" / "raw" / "ind.cora.graph"
     assert str(caught.value) == (
-        f"{graph}: the 120000 edges of the graph (source and target ids, int64) would need 3.7 MiB, more than the "
-        "memory budget 3.0 MiB; a damaged or hostile file declares sizes it does not hold. If the file is genuine, "
-        "raise $PDENETS_MEMORY_BUDGET (e.g. 32G)")
+        f"{graph}: the 120000 edges of the graph (source and target ids, int64) would need 3.7 MiB, more "
+        "than the "
+        "memory budget 3.0 MiB; a damaged or hostile file declares sizes it does not hold. If the file is "
+        "genuine, "
+        "raise $PDENETS_MEMORY_BUDGET (e.g. 32G)"
+    )
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "8M")
     data = load_planetoid("cora", root)
     assert data.edge_index.shape == (2, 120_000) and data.edge_index[:, 20_001].tolist() == [1, 1]
 
 
-@pytest.mark.parametrize("index, message", [
-    ("4\n100000000000000000000000000000\n", "'100000000000000000000000000000' is too large for a node id (at most "
-                                            "2^63 - 1)"),
-    ("4\n1_0\n", "'1_0' is not a node id (whole numbers >= 0, one per line)"),
-    ("\ufeff4\n5\n", None),
-], ids=["10^29", "underscore", "byte-order mark"])
+@pytest.mark.parametrize(
+    "index, message",
+    [
+        (
+            "4\n100000000000000000000000000000\n",
+            "'100000000000000000000000000000' is too large for a node id (at most 2^63 - 1)",
+        ),
+        ("4\n1_0\n", "'1_0' is not a node id (whole numbers >= 0, one per line)"),
+        ("\ufeff4\n5\n", None),
+    ],
+    ids=["10^29", "underscore", "byte-order mark"],
+)
 def test_planetoid_test_index_is_read_strictly(tmp_path, index, message):
     root = _planetoid(tmp_path, **{"test.index": index})
     if message is None:
@@ -348,16 +408,34 @@ def test_planetoid_test_index_is_read_strictly(tmp_path, index, message):
 
 
 STRICT_FOLDER_CASES = [
-    ("a weight column", {"edges.csv": "source,target,weight\n0,1,0.5\n1,2,2\n"},
-     "edges.csv: expected two columns (source, target), got 3 ('source', 'target', 'weight'); edge weights are not "
-     "read"),
-    ("an underscore in an id", {"edges.csv": "0,1\n1_0,2\n"}, "edges.csv: line 2, column 1: '1_0' is not a number"),
-    ("an id of 10^29", {"edges.csv": "source,target\n0,100000000000000000000000000000\n"},
-     "edges.csv: line 2, column 'target': '100000000000000000000000000000' is too large for an id (at most 2^63 - 1)"),
-    ("two label columns", {"labels.csv": "node,label\n0,0\n1,1\n2,0\n3,1\n"},
-     "labels.csv: expected one column (label), got 2 ('node', 'label')"),
-    ("a first row that is no header", {"labels.csv": "1_0\n1\n0\n1\n"},
-     "labels.csv: line 1, column 1: '1_0' is not a number"),
+    (
+        "a weight column",
+        {"edges.csv": "source,target,weight\n0,1,0.5\n1,2,2\n"},
+        "edges.csv: expected two columns (source, target), got 3 ('source', 'target', 'weight'); edge "
+        "weights are not "
+        "read",
+    ),
+    (
+        "an underscore in an id",
+        {"edges.csv": "0,1\n1_0,2\n"},
+        "edges.csv: line 2, column 1: '1_0' is not a number",
+    ),
+    (
+        "an id of 10^29",
+        {"edges.csv": "source,target\n0,100000000000000000000000000000\n"},
+        "edges.csv: line 2, column 'target': '100000000000000000000000000000' is too large for an id (at "
+        "most 2^63 - 1)",
+    ),
+    (
+        "two label columns",
+        {"labels.csv": "node,label\n0,0\n1,1\n2,0\n3,1\n"},
+        "labels.csv: expected one column (label), got 2 ('node', 'label')",
+    ),
+    (
+        "a first row that is no header",
+        {"labels.csv": "1_0\n1\n0\n1\n"},
+        "labels.csv: line 1, column 1: '1_0' is not a number",
+    ),
 ]
 
 
@@ -386,42 +464,63 @@ def test_declared_shapes_whose_product_overflows_int64_are_refused_by_the_budget
     (folder / "edges.npy").write_bytes(_npy_header_only((2**40, 2**40)))  # 2^80 elements: np.prod wraps to 0
     with pytest.raises(DatasetError) as caught:
         load_edge_list(folder, missing_features="degree")
-    assert str(caught.value).startswith(f"{folder / 'edges.npy'}: an array of shape (1099511627776, 1099511627776) "
-                                        "would need 8.796e+12 TiB, more than the memory budget")
+    assert str(caught.value).startswith(
+        f"{folder / 'edges.npy'}: an array of shape (1099511627776, 1099511627776) "
+        "would need 8.796e+12 TiB, more than the memory budget"
+    )
     path = tmp_path / "huge.npz"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("labels.npy", _npy_header_only((10**29,)))
     with pytest.raises(DatasetError) as caught:
         read_npz_arrays(path)
-    assert str(caught.value) == (f"{path}: member labels declares shape (100000000000000000000000000000,) of int64 "
-                                 "(800000000000000000000000000000 bytes) but holds 144 bytes: the file is damaged")
+    assert str(caught.value) == (
+        f"{path}: member labels declares shape (100000000000000000000000000000,) of int64 "
+        "(800000000000000000000000000000 bytes) but holds 144 bytes: the file is damaged"
+    )
 
 
 def test_a_graph_without_nodes_and_object_labels_are_named(tmp_path):
     empty = tmp_path / "empty.npz"
-    np.savez(empty, adj_data=np.ones(0), adj_indices=np.zeros(0, int), adj_indptr=np.array([0]),
-             adj_shape=np.array([0, 0]), labels=np.zeros(0, int))
+    np.savez(
+        empty,
+        adj_data=np.ones(0),
+        adj_indices=np.zeros(0, int),
+        adj_indptr=np.array([0]),
+        adj_shape=np.array([0, 0]),
+        labels=np.zeros(0, int),
+    )
     with pytest.raises(DatasetError) as caught:
         load_npz(empty)
     assert str(caught.value) == f"{empty}: the adjacency matrix is 0 x 0: a graph without nodes"
     objects = _write(tmp_path / "objects.npz", labels=np.array(["a", 1, 0, 1, 0, 1], dtype=object))
     with pytest.raises(DatasetError) as caught:
         load_npz(objects)
-    assert str(caught.value) == (f"{objects}: labels is an object array (pickled Python objects) which is never "
-                                 "unpickled; save class ids as integers")
+    assert str(caught.value) == (
+        f"{objects}: labels is an object array (pickled Python objects) which is never "
+        "unpickled; save class ids as integers"
+    )
 
 
 def test_a_malformed_memory_budget_is_named_by_every_archive_reader(tmp_path, monkeypatch):
     from pdenets.data.limits import MemoryBudgetError
 
     npz = _write(tmp_path / "g.npz")
-    folder = _folder(tmp_path, **{"edges.csv": None, "edges.npy": np.array([[0, 1], [1, 2]]), "labels.csv": None,
-                                  "labels.npy": np.array([0, 1, 0])})
+    folder = _folder(
+        tmp_path,
+        **{
+            "edges.csv": None,
+            "edges.npy": np.array([[0, 1], [1, 2]]),
+            "labels.csv": None,
+            "labels.npy": np.array([0, 1, 0]),
+        },
+    )
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "abc")
     for read in (lambda: load_npz(npz), lambda: load_edge_list(folder, missing_features="degree")):
         with pytest.raises(MemoryBudgetError) as caught:
             read()
-        assert str(caught.value) == "$PDENETS_MEMORY_BUDGET='abc' is not a size such as 4000000000, 512M or 16G"
+        assert (
+            str(caught.value) == "$PDENETS_MEMORY_BUDGET='abc' is not a size such as 4000000000, 512M or 16G"
+        )
 
 
 def _links_to_dev_zero(tmp_path):
@@ -450,7 +549,10 @@ def _links_to_dev_zero(tmp_path):
         (link(tmp_path / "s.json"), load_temporal),
         (link(series / "series.csv"), lambda path: load_temporal(path.parent)),
         (link(graph / "edges.csv"), lambda path: load_edge_list(path.parent, missing_features="degree")),
-        (link(root / "planetoid" / "Cora" / "raw" / "ind.cora.allx"), lambda path: load_planetoid("cora", root)),
+        (
+            link(root / "planetoid" / "Cora" / "raw" / "ind.cora.allx"),
+            lambda path: load_planetoid("cora", root),
+        ),
     ]
 
 
@@ -461,13 +563,20 @@ def test_a_device_under_a_data_file_name_is_refused_without_reading_it(tmp_path)
         with pytest.raises(DatasetError) as caught:
             read(path)
         assert not isinstance(caught.value, DatasetNotFoundError), path
-        assert str(caught.value) == (f"{path}: not a regular file (a character device, reached through a symbolic "
-                                     "link to /dev/zero); give the path of a data file")
+        assert str(caught.value) == (
+            f"{path}: not a regular file (a character device, reached through a symbolic "
+            "link to /dev/zero); give the path of a data file"
+        )
     dangling = tmp_path / "gone.npz"
     os.symlink(tmp_path / "nowhere.npz", dangling)
     with pytest.raises(DatasetNotFoundError) as caught:
         load_npz(dangling)
-    assert str(caught.value) == f"{dangling}: a symbolic link to {tmp_path / 'nowhere.npz'}, which does not exist"
+    assert (
+        str(caught.value)
+        == f"{dangling}: a symbolic link to {tmp_path / 'nowhere.npz'}, which does not exist"
+    )
     (tmp_path / "folder.npz").mkdir()
-    with pytest.raises(DatasetError, match="folder.npz: not a regular file \\(a folder\\); give the path of a data"):
+    with pytest.raises(
+        DatasetError, match="folder.npz: not a regular file \\(a folder\\); give the path of a data"
+    ):
         load_npz(tmp_path / "folder.npz")

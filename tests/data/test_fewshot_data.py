@@ -14,8 +14,14 @@ def _set(classes=8, per_class=10, dim=4, seed=0):
     rng = np.random.default_rng(seed)
     features = torch.from_numpy(rng.normal(size=(classes * per_class, dim)).astype(np.float32))
     labels = torch.arange(classes).repeat_interleave(per_class)
-    return FeatureSet(features, labels, tuple(f"c{c}" for c in range(classes)), base_classes=(0, 1),
-                      val_classes=(2,), novel_classes=tuple(range(3, classes)))
+    return FeatureSet(
+        features,
+        labels,
+        tuple(f"c{c}" for c in range(classes)),
+        base_classes=(0, 1),
+        val_classes=(2,),
+        novel_classes=tuple(range(3, classes)),
+    )
 
 
 def test_our_format_round_trip(tmp_path):
@@ -24,7 +30,11 @@ def test_our_format_round_trip(tmp_path):
     loaded = load_features(path)
     assert torch.equal(loaded.features, original.features) and torch.equal(loaded.labels, original.labels)
     assert (loaded.class_names, loaded.base_classes, loaded.val_classes, loaded.novel_classes) == (
-        original.class_names, (0, 1), (2,), (3, 4, 5, 6, 7))
+        original.class_names,
+        (0, 1),
+        (2,),
+        (3, 4, 5, 6, 7),
+    )
     assert torch.allclose(loaded.mean_of_base(), original.features[:20].mean(0))
     with pytest.raises(FileExistsError):
         save_features(original, path)
@@ -33,14 +43,20 @@ def test_our_format_round_trip(tmp_path):
 def test_public_code_pickles_and_torch_files(tmp_path):
     rng = np.random.default_rng(1)
     as_lists = {c: [rng.normal(size=5).astype(np.float32) for _ in range(6)] for c in range(4)}  # Diff-ResNet
-    as_arrays = {c: rng.normal(size=(6, 5)).astype(np.float32) for c in range(4)}  # SimpleShot / LaplacianShot
+    as_arrays = {
+        c: rng.normal(size=(6, 5)).astype(np.float32) for c in range(4)
+    }  # SimpleShot / LaplacianShot
     import collections
 
     default = collections.defaultdict(list, as_lists)
     for name, value in (("lists.plk", as_lists), ("arrays.pkl", as_arrays), ("default.pkl", default)):
         (tmp_path / name).write_bytes(pickle.dumps(value, protocol=2))
         loaded = load_features(tmp_path / name)
-        assert loaded.features.shape == (24, 5) and loaded.num_classes == 4 and loaded.novel_classes == (0, 1, 2, 3)
+        assert (
+            loaded.features.shape == (24, 5)
+            and loaded.num_classes == 4
+            and loaded.novel_classes == (0, 1, 2, 3)
+        )
     torch.save({"features": torch.randn(12, 3), "labels": torch.arange(3).repeat(4)}, tmp_path / "tim.pt")
     assert load_features(tmp_path / "tim.pt").features.shape == (12, 3)
     torch.save({c: torch.randn(4, 3) for c in range(3)}, tmp_path / "dict.pth")
@@ -65,8 +81,12 @@ def test_hostile_and_broken_feature_files_are_refused(tmp_path):
         "nan.npz": dict(features=np.array([[np.nan, 1.0], [0.0, 1.0]]), labels=np.array([0, 1])),
         "short.npz": dict(features=np.ones((3, 2)), labels=np.array([0, 1])),
         "negative.npz": dict(features=np.ones((2, 2)), labels=np.array([0, -1])),
-        "overlap.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([0]),
-                            novel_classes=np.array([0, 1])),
+        "overlap.npz": dict(
+            features=np.ones((2, 2)),
+            labels=np.array([0, 1]),
+            base_classes=np.array([0]),
+            novel_classes=np.array([0, 1]),
+        ),
         "wrong.npz": dict(embeddings=np.ones((2, 2))),
         # a tiny file whose labels name a huge class id must not build that many classes
         "huge_id.npz": dict(features=np.ones((3, 2)), labels=np.array([0, 1, 10**15])),
@@ -74,19 +94,34 @@ def test_hostile_and_broken_feature_files_are_refused(tmp_path):
         "half_label.npz": dict(features=np.ones((2, 2)), labels=np.array([0.0, 0.5])),
         "object_labels.npz": dict(features=np.ones((2, 2)), labels=np.array(["a", None], dtype=object)),
         "scalar_names.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), class_names=np.array(0)),
-        "half_base.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([0.5])),
-        "bool_base.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([True])),
-        "val_novel.npz": dict(features=np.ones((2, 2)), labels=np.array([0, 1]), val_classes=np.array([1]),
-                              novel_classes=np.array([1])),
+        "half_base.npz": dict(
+            features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([0.5])
+        ),
+        "bool_base.npz": dict(
+            features=np.ones((2, 2)), labels=np.array([0, 1]), base_classes=np.array([True])
+        ),
+        "val_novel.npz": dict(
+            features=np.ones((2, 2)),
+            labels=np.array([0, 1]),
+            val_classes=np.array([1]),
+            novel_classes=np.array([1]),
+        ),
     }
-    messages = {"nan.npz": "hold 1 NaN/inf", "short.npz": "labels for 3 feature rows", "negative.npz": "negative",
-                "overlap.npz": "both base and novel", "wrong.npz": "needs 'features' and 'labels'",
-                "huge_id.npz": "class id 1000000000000000 but the file has 3 rows",
-                "object_labels.npz": "labels stored as object arrays",
-                "inf_label.npz": r"non-finite value \(inf\)", "half_label.npz": "got the value 0.5",
-                "scalar_names.npz": "class_names must be a list of names", "half_base.npz": "base_classes must be "
-                "integer class ids, got \\[0.5\\]", "bool_base.npz": "base_classes must be integer class ids",
-                "val_novel.npz": "both val and novel"}
+    messages = {
+        "nan.npz": "hold 1 NaN/inf",
+        "short.npz": "labels for 3 feature rows",
+        "negative.npz": "negative",
+        "overlap.npz": "both base and novel",
+        "wrong.npz": "needs 'features' and 'labels'",
+        "huge_id.npz": "class id 1000000000000000 but the file has 3 rows",
+        "object_labels.npz": "labels stored as object arrays",
+        "inf_label.npz": r"non-finite value \(inf\)",
+        "half_label.npz": "got the value 0.5",
+        "scalar_names.npz": "class_names must be a list of names",
+        "half_base.npz": "base_classes must be integer class ids, got \\[0.5\\]",
+        "bool_base.npz": "base_classes must be integer class ids",
+        "val_novel.npz": "both val and novel",
+    }
     for name, arrays in cases.items():
         np.savez(tmp_path / name, **arrays)
         with pytest.raises(DatasetError, match=messages[name]):
@@ -118,13 +153,16 @@ def test_episode_invariants_and_determinism():
     assert not torch.equal(other.support, episodes.support)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (dict(ways=9), "ways=9 but only 8 classes"),
-    (dict(shots=20, queries=15), r"fewer than shots \+ queries = 35 samples"),
-    (dict(classes=[]), "no classes to draw episodes from"),
-    (dict(ways=0), "ways must be an integer >= 1"),
-    (dict(classes=[2, 2, 3]), "duplicates"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(ways=9), "ways=9 but only 8 classes"),
+        (dict(shots=20, queries=15), r"fewer than shots \+ queries = 35 samples"),
+        (dict(classes=[]), "no classes to draw episodes from"),
+        (dict(ways=0), "ways must be an integer >= 1"),
+        (dict(classes=[2, 2, 3]), "duplicates"),
+    ],
+)
 def test_bad_episode_requests(arguments, message):
     values = {"labels": torch.arange(10).repeat_interleave(25), "classes": range(2, 10), **arguments}
     with pytest.raises(ValueError, match=message):
@@ -150,8 +188,10 @@ def test_one_array_under_many_class_ids_is_refused_before_anything_is_stacked(tm
         with pytest.raises(DatasetError) as caught:
             load_features(tmp_path / name)
         assert str(caught.value).startswith(
-            f"{tmp_path / name}: its data, with every shared reference counted as a copy, would need 12.5 MiB, "
-            "more than the memory budget 4.0 MiB; a small file can refer to one array many times"), str(caught.value)
+            f"{tmp_path / name}: its data, with every shared reference counted as a copy, would need 12.5 "
+            "MiB, "
+            "more than the memory budget 4.0 MiB; a small file can refer to one array many times"
+        ), str(caught.value)
 
 
 def test_nested_shared_lists_in_a_torch_file_are_refused_at_once(tmp_path):
@@ -159,7 +199,9 @@ def test_nested_shared_lists_in_a_torch_file_are_refused_at_once(tmp_path):
     for _ in range(60):
         nested = [nested, nested]
     torch.save({"features": nested, "labels": nested}, tmp_path / "nested.pt")
-    with pytest.raises(DatasetError, match="with every shared reference counted as a copy, would need 3.355e\\+7 TiB"):
+    with pytest.raises(
+        DatasetError, match="with every shared reference counted as a copy, would need 3.355e\\+7 TiB"
+    ):
         load_features(tmp_path / "nested.pt")
 
 
@@ -171,9 +213,11 @@ def test_joining_classes_is_checked_against_the_budget_in_the_joined_dtype(tmp_p
     with pytest.raises(DatasetError) as caught:
         load_features(tmp_path / "mixed.pkl")
     assert str(caught.value) == (
-        f"{tmp_path / 'mixed.pkl'}: the features of 2 classes joined would need 8.0 MiB, more than the memory budget "
+        f"{tmp_path / 'mixed.pkl'}: the features of 2 classes joined would need 8.0 MiB, more than the "
+        "memory budget "
         "4.0 MiB; a damaged or hostile file declares sizes it does not hold. If the file is genuine, raise "
-        "$PDENETS_MEMORY_BUDGET (e.g. 32G)")
+        "$PDENETS_MEMORY_BUDGET (e.g. 32G)"
+    )
 
 
 def test_numeric_class_keys_are_numbered_by_value(tmp_path):
@@ -195,16 +239,28 @@ def test_backbone_files_are_checked_against_the_budget_before_they_are_used(tmp_
     from pdenets.features.embeddings import load_backbone, save_backbone
     from pdenets.models.backbones import BackboneTraining, Conv4
 
-    path = save_backbone(Conv4(1, 5, image_size=28), tmp_path / "backbone.pt", classes=list("abcde"),
-                         settings=BackboneTraining(), image_size=28, channels=1)
+    path = save_backbone(
+        Conv4(1, 5, image_size=28),
+        tmp_path / "backbone.pt",
+        classes=list("abcde"),
+        settings=BackboneTraining(),
+        image_size=28,
+        channels=1,
+    )
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "4M")
     assert type(load_backbone(path)[0]).__name__ == "Conv4"
     tensor = torch.zeros(16384, dtype=torch.float64)  # 128 KiB, stored once, named 100 times
     torch.save({"state_dict": {str(key): tensor for key in range(100)}}, tmp_path / "shared.pt")
-    with pytest.raises(DatasetError, match="shared.pt: its data, with every shared reference counted as a copy, "
-                                           "would need 12.5 MiB, more than the memory budget 4.0 MiB"):
+    with pytest.raises(
+        DatasetError,
+        match="shared.pt: its data, with every shared reference counted as a copy, "
+        "would need 12.5 MiB, more than the memory budget 4.0 MiB",
+    ):
         load_backbone(tmp_path / "shared.pt")
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1K")
-    with pytest.raises(DatasetError, match=r"backbone.pt: the file would need \d+\.\d KiB, more than the memory "
-                                           "budget 1.0 KiB"):
+    with pytest.raises(
+        DatasetError,
+        match=r"backbone.pt: the file would need \d+\.\d KiB, more than the memory "
+        "budget 1.0 KiB",
+    ):
         load_backbone(path)

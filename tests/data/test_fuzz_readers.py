@@ -1,4 +1,5 @@
-"""Every file reader on random small inputs: a DatasetError or a valid result, quickly, never another exception.
+"""Every file reader on random small inputs: a DatasetError or a valid result, quickly, never another
+exception.
 
 Random bytes under each reader's suffix, and random JSON documents built from the keys the
 layouts look for (so that the readers' deeper checks are reached). The memory budget is set to
@@ -22,8 +23,11 @@ from pdenets.data.safe_pickle import load_array_pickle  # noqa: E402
 from pdenets.data.tabular import load_tabular  # noqa: E402
 from pdenets.data.temporal import load_temporal  # noqa: E402
 
-FUZZ = settings(max_examples=100, deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                        HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=100,
+    deadline=3000,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @pytest.fixture(autouse=True)
@@ -38,9 +42,18 @@ def _only_dataset_errors(read, path):
         pass
 
 
-@pytest.mark.parametrize("suffix, read", [
-    (".json", load_temporal), (".csv", load_tabular), (".npz", load_features), (".pkl", load_features),
-    (".pt", load_features), (".npz", load_npz), (".pkl", load_array_pickle)])
+@pytest.mark.parametrize(
+    "suffix, read",
+    [
+        (".json", load_temporal),
+        (".csv", load_tabular),
+        (".npz", load_features),
+        (".pkl", load_features),
+        (".pt", load_features),
+        (".npz", load_npz),
+        (".pkl", load_array_pickle),
+    ],
+)
 @FUZZ
 @given(content=st.binary(max_size=400))
 def test_random_bytes(tmp_path, suffix, read, content):
@@ -49,11 +62,37 @@ def test_random_bytes(tmp_path, suffix, read, content):
     _only_dataset_errors(read, path)
 
 
-KEYS = ["y", "FX", "X", "block", "edges", "weights", "edge_weight", "edge_mapping", "edge_index", "time_periods",
-        "0", "1", "2", "nodes", "links", "id", "source", "target", "weight"]
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**12), st.floats(allow_nan=True), st.text(max_size=3))
-JSON = st.recursive(SCALARS, lambda children: st.one_of(
-    st.lists(children, max_size=5), st.dictionaries(st.sampled_from(KEYS), children, max_size=5)), max_leaves=40)
+KEYS = [
+    "y",
+    "FX",
+    "X",
+    "block",
+    "edges",
+    "weights",
+    "edge_weight",
+    "edge_mapping",
+    "edge_index",
+    "time_periods",
+    "0",
+    "1",
+    "2",
+    "nodes",
+    "links",
+    "id",
+    "source",
+    "target",
+    "weight",
+]
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 10**12), st.floats(allow_nan=True), st.text(max_size=3)
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda children: st.one_of(
+        st.lists(children, max_size=5), st.dictionaries(st.sampled_from(KEYS), children, max_size=5)
+    ),
+    max_leaves=40,
+)
 
 
 @FUZZ
@@ -64,13 +103,16 @@ def test_random_json_in_the_layouts_keys(tmp_path, document):
     _only_dataset_errors(load_temporal, path)
 
 
-CELLS = st.one_of(st.sampled_from(["a", "b", "1", "1.0", "-2", "", " ", "nan", "inf", "x,y", '"q"']),
-                  st.text(max_size=4))
+CELLS = st.one_of(
+    st.sampled_from(["a", "b", "1", "1.0", "-2", "", " ", "nan", "inf", "x,y", '"q"']), st.text(max_size=4)
+)
 
 
 @FUZZ
-@given(series=st.lists(st.lists(CELLS, max_size=4), max_size=5), edges=st.lists(st.lists(CELLS, max_size=3),
-                                                                                max_size=5))
+@given(
+    series=st.lists(st.lists(CELLS, max_size=4), max_size=5),
+    edges=st.lists(st.lists(CELLS, max_size=3), max_size=5),
+)
 def test_random_csv_folders(tmp_path, series, edges):
     for name, rows in (("series.csv", series), ("edges.csv", edges)):
         (tmp_path / name).write_text("\n".join(",".join(row) for row in rows))
@@ -84,17 +126,38 @@ def test_random_csv_folders(tmp_path, series, edges):
     assert os.environ["PDENETS_MEMORY_BUDGET"] == "64M"
 
 
-NPZ_KEYS = ["features", "labels", "class_names", "base_classes", "val_classes", "novel_classes", "base_mean",
-            "adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices", "attr_indptr",
-            "attr_shape", "attr_matrix", "labels_data", "labels_indices", "labels_indptr", "labels_shape"]
-NUMBERS = st.one_of(st.integers(-2, 6), st.integers(-2**40, 2**40), st.floats(allow_nan=True, width=32))
+NPZ_KEYS = [
+    "features",
+    "labels",
+    "class_names",
+    "base_classes",
+    "val_classes",
+    "novel_classes",
+    "base_mean",
+    "adj_data",
+    "adj_indices",
+    "adj_indptr",
+    "adj_shape",
+    "attr_data",
+    "attr_indices",
+    "attr_indptr",
+    "attr_shape",
+    "attr_matrix",
+    "labels_data",
+    "labels_indices",
+    "labels_indptr",
+    "labels_shape",
+]
+NUMBERS = st.one_of(st.integers(-2, 6), st.integers(-(2**40), 2**40), st.floats(allow_nan=True, width=32))
 ARRAYS = st.one_of(
     st.lists(NUMBERS, max_size=8).map(np.array),
     st.lists(st.lists(st.floats(-3, 3, width=32), min_size=2, max_size=2), max_size=6).map(
-        lambda rows: np.array(rows, dtype=np.float32).reshape(-1, 2)),
+        lambda rows: np.array(rows, dtype=np.float32).reshape(-1, 2)
+    ),
     st.lists(st.booleans(), max_size=6).map(np.array),
     st.lists(st.text(max_size=3), max_size=4).map(lambda words: np.array(words, dtype=str)),
-    st.integers(-3, 10**9).map(np.array))
+    st.integers(-3, 10**9).map(np.array),
+)
 
 
 @FUZZ
@@ -113,11 +176,15 @@ def _feature_files(draw):
     """Feature files of a consistent size ``n`` (so the reader gets past the shape checks) with random labels,
     class lists and base mean."""
     rows = draw(st.integers(1, 6))
-    arrays = {"features": np.asarray(draw(st.lists(st.floats(-3, 3, width=32), min_size=2 * rows,
-                                                   max_size=2 * rows)), dtype=np.float32).reshape(rows, 2),
-              "labels": np.array(draw(st.lists(NUMBERS, min_size=rows, max_size=rows)))}
-    for key in draw(st.sets(st.sampled_from(["class_names", "base_classes", "val_classes", "novel_classes",
-                                              "base_mean"]))):
+    arrays = {
+        "features": np.asarray(
+            draw(st.lists(st.floats(-3, 3, width=32), min_size=2 * rows, max_size=2 * rows)), dtype=np.float32
+        ).reshape(rows, 2),
+        "labels": np.array(draw(st.lists(NUMBERS, min_size=rows, max_size=rows))),
+    }
+    for key in draw(
+        st.sets(st.sampled_from(["class_names", "base_classes", "val_classes", "novel_classes", "base_mean"]))
+    ):
         arrays[key] = draw(ARRAYS)
     return arrays
 
@@ -136,7 +203,8 @@ NUMBER_TEXT = st.text(alphabet="0123456789_+-.eE xnaifINFTY", max_size=12)
 @FUZZ
 @given(text=NUMBER_TEXT)
 def test_numbers_are_read_strictly_or_refused_in_one_line(text):
-    """The strict parser reads what a decimal number spells, as ``float`` does, and refuses ``1_000`` and the like."""
+    """The strict parser reads what a decimal number spells, as ``float`` does, and refuses ``1_000`` and the
+    like."""
     from pdenets.data.csvfile import parse_integer, parse_number
 
     try:
@@ -154,7 +222,9 @@ def test_numbers_are_read_strictly_or_refused_in_one_line(text):
 
 
 @FUZZ
-@given(value=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-2**63 + 1, 2**63 - 1)))
+@given(
+    value=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**63) + 1, 2**63 - 1))
+)
 def test_every_number_python_writes_is_read_back(value):
     from pdenets.data.csvfile import parse_integer, parse_number
 
@@ -165,12 +235,16 @@ def test_every_number_python_writes_is_read_back(value):
 
 @st.composite
 def _shared_graphs(draw):
-    """Lists built from earlier lists and small arrays, each node referred to by any later one: a DAG with sharing."""
+    """Lists built from earlier lists and small arrays, each node referred to by any later one: a DAG with
+    sharing."""
     nodes = [np.arange(draw(st.integers(0, 3)), dtype=np.float32)]
     for _ in range(draw(st.integers(1, 25))):
         picks = draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=4))
-        nodes.append([nodes[index] for index in picks] if draw(st.booleans()) else
-                     {str(position): nodes[index] for position, index in enumerate(picks)})
+        nodes.append(
+            [nodes[index] for index in picks]
+            if draw(st.booleans())
+            else {str(position): nodes[index] for position, index in enumerate(picks)}
+        )
     return nodes[-1]
 
 
@@ -182,8 +256,9 @@ def _same_shape_and_sharing(original, loaded, pairs):
     if isinstance(original, np.ndarray):
         return type(loaded) is np.ndarray and np.array_equal(original, loaded)
     items = original.items() if isinstance(original, dict) else enumerate(original)
-    return len(original) == len(loaded) and all(_same_shape_and_sharing(value, loaded[key], pairs)
-                                                for key, value in items)
+    return len(original) == len(loaded) and all(
+        _same_shape_and_sharing(value, loaded[key], pairs) for key, value in items
+    )
 
 
 @FUZZ

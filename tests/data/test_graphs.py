@@ -91,13 +91,22 @@ def test_dotted_layout_with_sparse_attributes_and_object_arrays(tmp_path):
 
     adjacency, features, labels = _ring()
     attributes = sp.csr_matrix(features)
-    np.savez(tmp_path / "dotted.npz", **{
-        "adj_matrix.data": adjacency.data, "adj_matrix.indices": adjacency.indices,
-        "adj_matrix.indptr": adjacency.indptr, "adj_matrix.shape": adjacency.shape,
-        "attr_matrix.data": attributes.data, "attr_matrix.indices": attributes.indices,
-        "attr_matrix.indptr": attributes.indptr, "attr_matrix.shape": attributes.shape, "labels": labels,
-        "idx_to_node": np.array([{"name": i} for i in range(8)], dtype=object),
-        "idx_to_class": np.array(["a", "b"], dtype=object)})
+    np.savez(
+        tmp_path / "dotted.npz",
+        **{
+            "adj_matrix.data": adjacency.data,
+            "adj_matrix.indices": adjacency.indices,
+            "adj_matrix.indptr": adjacency.indptr,
+            "adj_matrix.shape": adjacency.shape,
+            "attr_matrix.data": attributes.data,
+            "attr_matrix.indices": attributes.indices,
+            "attr_matrix.indptr": attributes.indptr,
+            "attr_matrix.shape": attributes.shape,
+            "labels": labels,
+            "idx_to_node": np.array([{"name": i} for i in range(8)], dtype=object),
+            "idx_to_class": np.array(["a", "b"], dtype=object),
+        },
+    )
     data = load_graph(str(tmp_path / "dotted.npz"))
     assert torch.equal(data.x, torch.from_numpy(features)) and data.y.tolist() == labels.tolist()
     assert data.edge_index.tolist() == [list(range(8)), [1, 2, 3, 4, 5, 6, 7, 0]]
@@ -105,12 +114,26 @@ def test_dotted_layout_with_sparse_attributes_and_object_arrays(tmp_path):
 
 def test_dotted_layout_with_dense_attributes_and_underscore_layout_agree(tmp_path):
     adjacency, features, labels = _ring()
-    np.savez(tmp_path / "dense.npz", **{
-        "adj_matrix.data": adjacency.data, "adj_matrix.indices": adjacency.indices,
-        "adj_matrix.indptr": adjacency.indptr, "adj_matrix.shape": adjacency.shape, "attr_matrix": features,
-        "labels": np.eye(2)[labels]})  # one-hot labels
-    np.savez(tmp_path / "plain.npz", adj_data=adjacency.data, adj_indices=adjacency.indices,
-             adj_indptr=adjacency.indptr, adj_shape=adjacency.shape, attr_matrix=features, labels=labels)
+    np.savez(
+        tmp_path / "dense.npz",
+        **{
+            "adj_matrix.data": adjacency.data,
+            "adj_matrix.indices": adjacency.indices,
+            "adj_matrix.indptr": adjacency.indptr,
+            "adj_matrix.shape": adjacency.shape,
+            "attr_matrix": features,
+            "labels": np.eye(2)[labels],
+        },
+    )  # one-hot labels
+    np.savez(
+        tmp_path / "plain.npz",
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=adjacency.shape,
+        attr_matrix=features,
+        labels=labels,
+    )
     first, second = load_graph(str(tmp_path / "dense.npz")), load_graph(str(tmp_path / "plain.npz"))
     for key in ("x", "edge_index", "y"):
         assert torch.equal(first[key], second[key]), key
@@ -119,8 +142,14 @@ def test_dotted_layout_with_dense_attributes_and_underscore_layout_agree(tmp_pat
 @pytest.mark.parametrize("rule, width", [("identity", 8), ("degree", 1)])
 def test_graphs_without_features(tmp_path, rule, width):
     adjacency, _, labels = _ring()
-    np.savez(tmp_path / "bare.npz", adj_data=adjacency.data, adj_indices=adjacency.indices,
-             adj_indptr=adjacency.indptr, adj_shape=adjacency.shape, labels=labels)
+    np.savez(
+        tmp_path / "bare.npz",
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=adjacency.shape,
+        labels=labels,
+    )
     data = load_graph(str(tmp_path / "bare.npz"), missing_features=rule)
     assert data.x.shape == (8, width)
     if rule == "identity":
@@ -134,8 +163,12 @@ def test_save_graph_npz_round_trip_and_never_overwrites(tmp_path):
 
     from pdenets.data import save_graph_npz
 
-    graph = Data(x=torch.rand(5, 4), edge_index=torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]]),
-                 y=torch.tensor([0, 1, 1, 0, -1]), num_nodes=5)
+    graph = Data(
+        x=torch.rand(5, 4),
+        edge_index=torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]]),
+        y=torch.tensor([0, 1, 1, 0, -1]),
+        num_nodes=5,
+    )
     path = save_graph_npz(graph, tmp_path / "mine.npz")
     loaded = load_graph(str(path))
     assert torch.equal(loaded.x, graph.x) and torch.equal(loaded.edge_index, graph.edge_index)
@@ -167,13 +200,40 @@ def test_save_graph_npz_then_the_cli_trains_on_it(tmp_path):
     raw = load_graph(str(write_sbm_npz(tmp_path / "sbm.npz")))
     path = save_graph_npz(raw, tmp_path / "exported.npz")
     out = tmp_path / "run"
-    assert main(["run", "node-classification", "--dataset", str(path), "--model", "diff-resnet", "--splits", "1",
-                 "--inits", "1", "--workers", "1", "--max-epochs", "10", "--train-per-class", "10",
-                 "--val-per-class", "10", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "node-classification",
+                "--dataset",
+                str(path),
+                "--model",
+                "diff-resnet",
+                "--splits",
+                "1",
+                "--inits",
+                "1",
+                "--workers",
+                "1",
+                "--max-epochs",
+                "10",
+                "--train-per-class",
+                "10",
+                "--val-per-class",
+                "10",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert results["table"]["exported"]["diff-resnet"]["runs"] == 1
     from pdenets.models.node_training import prepared_graph
 
     original = prepared_graph(str(tmp_path / "sbm.npz"), None)
     assert (results["graphs"]["exported"]["nodes"], results["graphs"]["exported"]["edges"]) == (
-        original.num_nodes, original.num_edges)
+        original.num_nodes,
+        original.num_edges,
+    )

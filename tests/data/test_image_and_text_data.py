@@ -24,7 +24,7 @@ def _image_folder(root, classes=("a", "b", "c"), per_class=6, size=20):
         (root / name).mkdir(parents=True)
         for i in range(per_class):
             pixels = (rng.random((size, size)) * 50).astype(np.uint8)
-            pixels[index * 5:(index + 1) * 5] = 255
+            pixels[index * 5 : (index + 1) * 5] = 255
             Image.fromarray(pixels).save(root / name / f"{i}.png")
     return root
 
@@ -38,13 +38,17 @@ def test_folders_and_zips_read_the_same(tmp_path):
     from_folder = load_image_tree(folder, size=16)
     from_zip = load_image_tree(archive, size=16)
     assert from_folder.class_names == from_zip.class_names == ("a", "b", "c")
-    assert torch.equal(from_folder.images, from_zip.images) and torch.equal(from_folder.labels, from_zip.labels)
+    assert torch.equal(from_folder.images, from_zip.images) and torch.equal(
+        from_folder.labels, from_zip.labels
+    )
     assert from_folder.images.shape == (18, 1, 16, 16) and 0 <= float(from_folder.images.min())
     inverted = load_image_tree(folder, size=16, invert=True)
     assert torch.allclose(inverted.images, 1 - from_folder.images)
     assert load_image_tree(folder, size=16, classes=["b"]).class_names == ("b",)
     subset = from_folder.select(["c", "a"])
-    assert subset.class_names == ("c", "a") and subset.labels.tolist() == [1] * 6 + [0] * 6  # a's images first
+    assert (
+        subset.class_names == ("c", "a") and subset.labels.tolist() == [1] * 6 + [0] * 6
+    )  # a's images first
     assert torch.equal(subset.images[:6], from_folder.images[:6])
 
 
@@ -73,17 +77,63 @@ def test_random_shift_moves_content_within_bounds():
 def test_features_commands_train_and_extract(tmp_path, capsys):
     folder = _image_folder(tmp_path / "imgs", per_class=8)
     out = tmp_path / "bb"
-    assert main(["features", "train-backbone", "--images", str(folder), "--image-size", "16", "--epochs", "1",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "features",
+                "train-backbone",
+                "--images",
+                str(folder),
+                "--image-size",
+                "16",
+                "--epochs",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert results["classes"] == 3 and results["embedding_dim"] == 64 and (out / "training.png").is_file()
     target = tmp_path / "f.npz"
-    assert main(["features", "extract", "--backbone", str(out / "backbone.pt"), "--images", str(folder),
-                 "--base-images", str(folder), "--out", str(target), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "features",
+                "extract",
+                "--backbone",
+                str(out / "backbone.pt"),
+                "--images",
+                str(folder),
+                "--base-images",
+                str(folder),
+                "--out",
+                str(target),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     features = load_features(target)
     assert features.features.shape == (48, 64) and features.novel_classes == (3, 4, 5)
-    assert main(["features", "extract", "--backbone", str(out / "backbone.pt"), "--images", str(folder), "--out",
-                 str(target), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "features",
+                "extract",
+                "--backbone",
+                str(out / "backbone.pt"),
+                "--images",
+                str(folder),
+                "--out",
+                str(target),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "exists; pass --overwrite" in capsys.readouterr().err
     assert main(["features", "train-backbone", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
     assert "give --dataset omniglot or --images PATH" in capsys.readouterr().err
@@ -98,7 +148,11 @@ def test_clinc150_features_with_a_stand_in_encoder():
 
     features = clinc150_features(encoder=encoder)
     assert features.features.shape == (22500, 8) and features.num_classes == 150
-    assert (len(features.base_classes), len(features.val_classes), len(features.novel_classes)) == (90, 15, 45)
+    assert (len(features.base_classes), len(features.val_classes), len(features.novel_classes)) == (
+        90,
+        15,
+        45,
+    )
     assert set(features.class_counts().values()) == {150}
     domains = json.loads((DATA / "clinc150" / "domains.json").read_text())
     novel_names = {features.class_names[c] for c in features.novel_classes}
@@ -116,5 +170,6 @@ def test_omniglot_offline_files():
     base_names = set(omniglot_images(BASE_ALPHABETS).class_names)
     assert len(base_names) == 136 and not base_names & set(novel.class_names)
     runs = load_one_shot_runs()
-    assert len(runs) == 20 and all(r.training.shape == (20, 1, 28, 28) and sorted(r.answers.tolist()) ==
-                                   list(range(20)) for r in runs)
+    assert len(runs) == 20 and all(
+        r.training.shape == (20, 1, 28, 28) and sorted(r.answers.tolist()) == list(range(20)) for r in runs
+    )

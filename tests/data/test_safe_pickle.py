@@ -4,8 +4,8 @@ import time
 
 import numpy as np
 import pytest
-from pickle_payloads import Reduced, multiarray
 import scipy.sparse as sp
+from pickle_payloads import Reduced, multiarray
 
 from pdenets.data import DatasetError
 from pdenets.data.safe_pickle import UnsafePickleError, load_array_pickle
@@ -27,11 +27,14 @@ def test_hostile_pickle_is_refused_and_nothing_runs(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("obj", [
-    np.arange(6, dtype=np.float32).reshape(2, 3),
-    sp.csr_matrix(np.eye(3, dtype=np.float32)),
-    np.eye(2, dtype=np.int32),
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        np.arange(6, dtype=np.float32).reshape(2, 3),
+        sp.csr_matrix(np.eye(3, dtype=np.float32)),
+        np.eye(2, dtype=np.int32),
+    ],
+)
 def test_arrays_and_sparse_matrices_round_trip(obj, tmp_path):
     path = tmp_path / "x.pkl"
     path.write_bytes(pickle.dumps(obj, protocol=2))
@@ -72,15 +75,20 @@ def test_nothing_on_the_allow_list_computes_more_than_it_is_given():
     assert load_array_pickle(pickle.dumps(np.arange(4, dtype=np.int16), protocol=2)).tolist() == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("shape, data, message", [
-    ((10**11,), b"\x00" * 8, "more than the memory budget"),  # 800 GB declared by 8 bytes
-    ((3,), b"\x00" * 8, "needs 24 bytes of data, the file holds 8"),
-    ((-1,), b"\x00", "negative shape"),
-])
+@pytest.mark.parametrize(
+    "shape, data, message",
+    [
+        ((10**11,), b"\x00" * 8, "more than the memory budget"),  # 800 GB declared by 8 bytes
+        ((3,), b"\x00" * 8, "needs 24 bytes of data, the file holds 8"),
+        ((-1,), b"\x00", "negative shape"),
+    ],
+)
 def test_array_sizes_are_checked_before_numpy_allocates(shape, data, message):
     from pdenets.data import DatasetError
 
-    hostile = Reduced(multiarray("_reconstruct"), (np.ndarray, (0,), b"b"), (1, shape, np.dtype("f8"), False, data))
+    hostile = Reduced(
+        multiarray("_reconstruct"), (np.ndarray, (0,), b"b"), (1, shape, np.dtype("f8"), False, data)
+    )
     with pytest.raises(DatasetError, match=message):
         load_array_pickle(pickle.dumps(hostile, protocol=2))
 
@@ -97,8 +105,18 @@ def test_a_scalar_of_a_huge_dtype_is_refused_by_the_budget(monkeypatch):
 
 def test_loaded_arrays_are_plain_numpy_arrays_everywhere():
     rows = sp.lil_matrix(np.eye(3))
-    loaded = load_array_pickle(pickle.dumps({"a": np.ones(2), "b": [np.zeros(1)], "m": sp.csr_matrix(np.eye(2)),
-                                             "l": rows, "o": np.array([[1, 2], [3]], dtype=object)}, protocol=2))
+    loaded = load_array_pickle(
+        pickle.dumps(
+            {
+                "a": np.ones(2),
+                "b": [np.zeros(1)],
+                "m": sp.csr_matrix(np.eye(2)),
+                "l": rows,
+                "o": np.array([[1, 2], [3]], dtype=object),
+            },
+            protocol=2,
+        )
+    )
     assert type(loaded["a"]) is np.ndarray and type(loaded["b"][0]) is np.ndarray
     assert type(loaded["m"].data) is np.ndarray and type(loaded["m"].indices) is np.ndarray
     assert type(loaded["l"].rows) is np.ndarray and (loaded["l"].toarray() == np.eye(3)).all()
@@ -125,9 +143,12 @@ def test_one_array_under_many_keys_is_counted_once_per_key(monkeypatch):
     with pytest.raises(DatasetError) as caught:
         load_array_pickle(payload)
     assert str(caught.value) == (
-        "<bytes>: its data, with every shared reference counted as a copy, would need 12.5 MiB, more than the memory "
-        "budget 1.0 MiB; a small file can refer to one array many times, and stacking or converting the data copies "
-        "it once per reference. If the file is genuine, raise $PDENETS_MEMORY_BUDGET (e.g. 32G)")
+        "<bytes>: its data, with every shared reference counted as a copy, would need 12.5 MiB, more than "
+        "the memory "
+        "budget 1.0 MiB; a small file can refer to one array many times, and stacking or converting the data "
+        "copies "
+        "it once per reference. If the file is genuine, raise $PDENETS_MEMORY_BUDGET (e.g. 32G)"
+    )
     loaded = load_array_pickle(pickle.dumps({key: block for key in range(10)}, protocol=2))
     assert loaded[0] is loaded[9] and type(loaded[0]) is np.ndarray  # one plain array, still shared
 
@@ -140,12 +161,15 @@ def test_sixty_nested_pairs_of_one_list_are_refused_at_once():
     with pytest.raises(DatasetError) as caught:
         load_array_pickle(payload)
     assert time.perf_counter() - started < 5
-    assert str(caught.value).startswith("<bytes>: its data, with every shared reference counted as a copy, would "
-                                        "need 1.678e+7 TiB, more than the memory budget")
+    assert str(caught.value).startswith(
+        "<bytes>: its data, with every shared reference counted as a copy, would "
+        "need 1.678e+7 TiB, more than the memory budget"
+    )
 
 
 def test_shared_objects_are_converted_once_and_stay_shared(monkeypatch):
-    """2^22 paths through 23 lists: the old walk took seconds (one visit per path), this one visits each list once."""
+    """2^22 paths through 23 lists: the old walk took seconds (one visit per path), this one visits each list
+    once."""
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1G")
     nested = _nested_pairs(22, np.arange(3))
     started = time.perf_counter()
@@ -165,8 +189,10 @@ def test_a_pickle_that_refers_to_itself_is_refused():
     loop.append(loop)
     with pytest.raises(DatasetError) as caught:
         load_array_pickle(pickle.dumps(loop, protocol=2))
-    assert str(caught.value) == ("<bytes>: its data refers to itself (a cycle of references); a file of arrays, lists "
-                                 "and dicts never needs one")
+    assert str(caught.value) == (
+        "<bytes>: its data refers to itself (a cycle of references); a file of arrays, lists "
+        "and dicts never needs one"
+    )
 
 
 def test_a_malformed_memory_budget_is_named_not_reported_as_a_corrupt_file(monkeypatch):
@@ -184,14 +210,18 @@ def test_sizes_of_any_magnitude_are_reported_in_one_line(monkeypatch):
     assert format_bytes(10**400) == "9.095e+387 TiB" and format_bytes(3 * 2**29) == "1.5 GiB"
     assert format_bytes(float("inf")) == "infinitely many bytes"
     monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1K")
-    with pytest.raises(DatasetError, match=r"^f.json: the snapshots would need 5.821e\+389 TiB, more than the memory "
-                                           r"budget 1.0 KiB"):
+    with pytest.raises(
+        DatasetError,
+        match=r"^f.json: the snapshots would need 5.821e\+389 TiB, more than the memory "
+        r"budget 1.0 KiB",
+    ):
         check_allocation(10**400, 64, "the snapshots", "f.json")
     assert expanded_bytes([np.zeros(4), np.zeros(4)]) == 16 + 2 * 32
 
 
 def test_empty_arrays_load_and_bytes_takes_no_size():
-    """Protocol 2 writes an empty array's data as ``bytes()``; ``bytes(n)`` would allocate n bytes and is refused."""
+    """Protocol 2 writes an empty array's data as ``bytes()``; ``bytes(n)`` would allocate n bytes and is
+    refused."""
     assert load_array_pickle(pickle.dumps({"a": np.zeros(0, np.float32)}, protocol=2))["a"].shape == (0,)
     with pytest.raises(UnsafePickleError, match="refusing bytes\\(...\\) with arguments"):
         load_array_pickle(pickle.dumps(Reduced(bytes, (10**12,)), protocol=2))

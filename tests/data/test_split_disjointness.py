@@ -17,11 +17,11 @@ import torch
 from datafiles import CLINC150, OMNIGLOT, requires_data
 from PIL import Image
 
+from pdenets.data.forecast_protocols import ForecastSetup, protocol_windows
 from pdenets.data.paths import resolve_data_dir
 from pdenets.data.splits import per_class_split
 from pdenets.data.temporal import load_temporal
 from pdenets.data.vision import load_cifar10, load_cifar10_centred
-from pdenets.data.forecast_protocols import ForecastSetup, protocol_windows
 from pdenets.tasks.coin_tabular import labelled_split
 
 DATA = resolve_data_dir()
@@ -43,7 +43,9 @@ def fake_cifar(tmp_path_factory):
         rows[:, 0] = np.stack([index >> 16, (index >> 8) & 255, index & 255], 1)
         rows[:, 1:, :] = (index % 251)[:, None, None]  # images differ, so the per-pixel mean is not 0
         Image.fromarray(rows).save(folder / f"cifar10_batch_{chunk}.png")
-    (folder / "cifar10_labels.json").write_text(json.dumps({"labels": _cifar_label(np.arange(51_000)).tolist()}))
+    (folder / "cifar10_labels.json").write_text(
+        json.dumps({"labels": _cifar_label(np.arange(51_000)).tolist()})
+    )
     return root
 
 
@@ -61,15 +63,20 @@ def _check_parts(parts, sizes):
         assert not shared, f"{first} ∩ {second} holds {len(shared)} samples, e.g. {sorted(shared)[:3]}"
 
 
-@pytest.mark.parametrize("limits, sizes", [
-    ({}, {"train": 40_000, "held-out": 10_000, "official": 1_000}),
-    ({"train_limit": 1_500, "test_limit": 10}, {"train": 1_500, "held-out": 10, "official": 1_000}),
-])
+@pytest.mark.parametrize(
+    "limits, sizes",
+    [
+        ({}, {"train": 40_000, "held-out": 10_000, "official": 1_000}),
+        ({"train_limit": 1_500, "test_limit": 10}, {"train": 1_500, "held-out": 10, "official": 1_000}),
+    ],
+)
 def test_cifar10_training_never_sees_the_held_out_images(fake_cifar, limits, sizes):
     train, tests = load_cifar10_centred(fake_cifar, **limits)
-    raw = {"train": load_cifar10("train", fake_cifar, limit=limits.get("train_limit")),
-           "held-out": load_cifar10("heldout", fake_cifar, limit=limits.get("test_limit")),
-           "official": load_cifar10("official", fake_cifar)}
+    raw = {
+        "train": load_cifar10("train", fake_cifar, limit=limits.get("train_limit")),
+        "held-out": load_cifar10("heldout", fake_cifar, limit=limits.get("test_limit")),
+        "official": load_cifar10("official", fake_cifar),
+    }
     parts = {name: _image_ids(data.images).tolist() for name, data in raw.items()}
     _check_parts(parts, sizes)
     # the documented order: the first images of training, the last 10,000 held out, then the official ones
@@ -90,8 +97,10 @@ def test_coin_tabular_labels_a_fixed_number_per_class_and_predicts_only_the_rest
     labels[:num_classes] = np.arange(num_classes)
     labelled = labelled_split(labels, per_class, seed=3)
     unlabelled = np.setdiff1d(np.arange(len(labels)), labelled)
-    _check_parts({"labelled": labelled.tolist(), "unlabelled": unlabelled.tolist()},
-                 {"labelled": num_classes * per_class, "unlabelled": len(labels) - num_classes * per_class})
+    _check_parts(
+        {"labelled": labelled.tolist(), "unlabelled": unlabelled.tolist()},
+        {"labelled": num_classes * per_class, "unlabelled": len(labels) - num_classes * per_class},
+    )
     assert np.bincount(labels[labelled], minlength=num_classes).tolist() == [per_class] * num_classes
     assert not np.array_equal(labelled, labelled_split(labels, per_class, seed=4))
 
@@ -114,31 +123,45 @@ def _ring_series(path: Path, steps: int, nodes: int = 6):
 @pytest.mark.parametrize("steps", [40, 57, 123])
 def test_forecast_protocols_split_by_time(tmp_path, steps):
     """(origin, region, horizon) target cells: disjoint parts, training targets before validation ones before
-    test ones; the PyTorch Geometric Temporal protocol trains on the first 20 % of the snapshots (its last fifth
-    held out for validation) and tests on the rest."""
+    test ones; the PyTorch Geometric Temporal protocol trains on the first 20 % of the snapshots (its last
+    fifth held out for validation) and tests on the rest."""
     series = _ring_series(tmp_path / "ring.json", steps)
-    for protocol, setup in (("ours", ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)),
-                            ("pyg-temporal", None)):
+    for protocol, setup in (
+        ("ours", ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)),
+        ("pyg-temporal", None),
+    ):
         data = protocol_windows(series, protocol, setup)
         day = data["target_steps"][:, None, :].expand_as(data["targets"])
-        cells = {name: torch.nonzero(mask.flatten()).squeeze(1).tolist() for name, mask in data["masks"].items()}
+        cells = {
+            name: torch.nonzero(mask.flatten()).squeeze(1).tolist() for name, mask in data["masks"].items()
+        }
         if protocol == "ours":
             test_days = round(0.2 * steps)
             val_days = round(0.1 * steps)
             # target day d is reached by horizons 0 … min(H, d − lags + 1) − 1 (origins start at `lags`)
             val_start = steps - test_days - val_days
-            counted = {"train": 6 * sum(min(3, d - 4 + 1) for d in range(4, val_start)),
-                       "val": 6 * 3 * val_days, "test": 6 * 3 * test_days}
+            counted = {
+                "train": 6 * sum(min(3, d - 4 + 1) for d in range(4, val_start)),
+                "val": 6 * 3 * val_days,
+                "test": 6 * 3 * test_days,
+            }
         else:
             snapshots = len(data["inputs"])
             train_count = int(0.2 * snapshots)
             val_snapshots = max(1, train_count // 5)
-            counted = {"train": (train_count - val_snapshots) * 6, "val": val_snapshots * 6,
-                       "test": (snapshots - train_count) * 6}
+            counted = {
+                "train": (train_count - val_snapshots) * 6,
+                "val": val_snapshots * 6,
+                "test": (snapshots - train_count) * 6,
+            }
         _check_parts(cells, counted)
         last_train = day[data["masks"]["train"]].max()
-        assert last_train < day[data["masks"]["val"]].min() <= day[data["masks"]["val"]].max() < \
-            day[data["masks"]["test"]].min()
+        assert (
+            last_train
+            < day[data["masks"]["val"]].min()
+            <= day[data["masks"]["val"]].max()
+            < day[data["masks"]["test"]].min()
+        )
         if protocol == "ours":
             assert day[data["masks"]["test"]].min() == steps - test_days
             assert day[data["masks"]["val"]].min() == steps - test_days - val_days
@@ -148,8 +171,11 @@ def test_forecast_protocols_split_by_time(tmp_path, steps):
 
 
 def _classes_of(features):
-    return {"base": list(features.base_classes), "val": list(features.val_classes),
-            "novel": list(features.novel_classes)}
+    return {
+        "base": list(features.base_classes),
+        "val": list(features.val_classes),
+        "novel": list(features.novel_classes),
+    }
 
 
 @requires_data(*CLINC150)
@@ -162,7 +188,9 @@ def test_clinc150_classes_split_by_domain():
     _, _, names, domains = load_clinc150(DATA)
     domain_of = {intent: domain for domain, intents in domains.items() for intent in intents}
     part_domains = {part: {domain_of[names[c]] for c in ids} for part, ids in parts.items()}
-    assert not (part_domains["base"] & part_domains["novel"]) and not (part_domains["val"] & part_domains["novel"])
+    assert not (part_domains["base"] & part_domains["novel"]) and not (
+        part_domains["val"] & part_domains["novel"]
+    )
     assert len(features.labels) == 150 * 150
 
 
@@ -172,7 +200,9 @@ def test_omniglot_novel_characters_never_reach_the_backbone():
 
     base = omniglot_images(BASE_ALPHABETS, DATA, size=8)
     novel = omniglot_images(NOVEL_ALPHABETS, DATA, size=8)
-    _check_parts({"base": list(base.class_names), "novel": list(novel.class_names)}, {"base": 136, "novel": 106})
+    _check_parts(
+        {"base": list(base.class_names), "novel": list(novel.class_names)}, {"base": 136, "novel": 106}
+    )
     # the same drawing is not in both (Greek and Latin sit in both zips: they must stay on one side)
     base_drawings = {bytes(image.numpy().tobytes()) for image in base.images}
     assert not any(bytes(image.numpy().tobytes()) in base_drawings for image in novel.images)

@@ -40,8 +40,9 @@ def test_matches_the_reference_sampling_procedure():
     labels = _labels().numpy()
     state = np.random.RandomState(11)
     train = np.concatenate([state.choice(np.flatnonzero(labels == c), 20, replace=False) for c in range(3)])
-    val = np.concatenate([state.choice(np.setdiff1d(np.flatnonzero(labels == c), train), 30, replace=False)
-                          for c in range(3)])
+    val = np.concatenate(
+        [state.choice(np.setdiff1d(np.flatnonzero(labels == c), train), 30, replace=False) for c in range(3)]
+    )
     split = per_class_split(torch.from_numpy(labels), 20, 30, seed=11)
     assert split.train.tolist() == sorted(train.tolist()) and split.val.tolist() == sorted(val.tolist())
 

@@ -33,8 +33,10 @@ def test_noise_free_curves_lie_on_their_curves():
     assert torch.allclose(radii[200:], torch.ones(200, dtype=torch.float64))
     moons = make_moons(100, noise=0.0)
     assert torch.allclose(moons.points[:100].norm(dim=1), torch.ones(100, dtype=torch.float64))
-    assert torch.allclose((moons.points[100:] - torch.tensor([1.0, 0.5], dtype=torch.float64)).norm(dim=1),
-                          torch.ones(100, dtype=torch.float64))
+    assert torch.allclose(
+        (moons.points[100:] - torch.tensor([1.0, 0.5], dtype=torch.float64)).norm(dim=1),
+        torch.ones(100, dtype=torch.float64),
+    )
     spirals = make_spirals(100, noise=0.0, grid=True)
     theta = torch.linspace(0, 2 * np.pi, 100, dtype=torch.float64)
     assert torch.allclose(spirals.points[:100].norm(dim=1), 1 + theta)

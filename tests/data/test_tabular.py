@@ -36,7 +36,9 @@ def test_tabular_csv_errors_name_the_line(tmp_path):
     long_field = "x" * (csv.field_size_limit() + 10)
     data = load_tabular(_csv(tmp_path, f"a,kind\n1,{long_field}\n2,y\n", "long.csv"))  # read, not _csv.Error
     assert data.features.shape == (2, 1) and data.num_classes == 2
-    with pytest.raises(DatasetError, match=r"'1111111111111111111111111111111111111111'… \(2000 characters\) is not"):
+    with pytest.raises(
+        DatasetError, match=r"'1111111111111111111111111111111111111111'… \(2000 characters\) is not"
+    ):
         load_tabular(_csv(tmp_path, "a,kind\n" + "1" * 1999 + "z,x\n2,y\n", "wide.csv"))
     (tmp_path / "binary.csv").write_bytes(b"a,kind\n\xff\xfe,1\n")
     with pytest.raises(DatasetError, match="not a UTF-8 text CSV file"):
@@ -52,13 +54,24 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
     assert load_tabular(path).feature_names == ["x"]
 
 
-@pytest.mark.parametrize("text, label_column, message", [
-    ("f1,f2,label\n1_0,2,a\n3,4,b\n", None, "line 2, column 'f1': '1_0' is not a number"),
-    ("f1,f2,label\n1,inf,a\n3,4,b\n", None, "line 2, column 'f2': 'inf' is not a finite number"),
-    ("f1,f2,label\n1,1e999,a\n3,4,b\n", None, "line 2, column 'f2': '1e999' is too large for a float64 (at most "
-                                            "1.8e308)"),
-    ("f1,f2,label\n1,2,a\n3,4,b\n", "lable", "no column named 'lable' (did you mean 'label'?); columns: f1, f2, label"),
-], ids=["underscore", "infinite", "overflowing", "mistyped label column"])
+@pytest.mark.parametrize(
+    "text, label_column, message",
+    [
+        ("f1,f2,label\n1_0,2,a\n3,4,b\n", None, "line 2, column 'f1': '1_0' is not a number"),
+        ("f1,f2,label\n1,inf,a\n3,4,b\n", None, "line 2, column 'f2': 'inf' is not a finite number"),
+        (
+            "f1,f2,label\n1,1e999,a\n3,4,b\n",
+            None,
+            "line 2, column 'f2': '1e999' is too large for a float64 (at most 1.8e308)",
+        ),
+        (
+            "f1,f2,label\n1,2,a\n3,4,b\n",
+            "lable",
+            "no column named 'lable' (did you mean 'label'?); columns: f1, f2, label",
+        ),
+    ],
+    ids=["underscore", "infinite", "overflowing", "mistyped label column"],
+)
 def test_tabular_numbers_are_read_strictly(tmp_path, text, label_column, message):
     path = _csv(tmp_path, text)
     with pytest.raises(DatasetError) as caught:

@@ -1,4 +1,5 @@
-"""Region series readers: every PyTorch Geometric Temporal JSON layout and the CSV folder, and their errors."""
+"""Region series readers: every PyTorch Geometric Temporal JSON layout and the CSV folder, and their
+errors."""
 
 import json
 import math
@@ -8,8 +9,8 @@ import pytest
 import torch
 
 from pdenets.data import DatasetError
-from pdenets.data.temporal import LAYOUTS, load_temporal
 from pdenets.data.forecast_protocols import protocol_windows, pyg_scaled
+from pdenets.data.temporal import LAYOUTS, load_temporal
 
 VALUES = [[1.0, 2.0, 0.0], [3.0, 1.0, 4.0], [2.0, 2.0, 5.0], [0.0, 6.0, 1.0]]  # 4 steps × 3 regions
 EDGES = [[0, 1], [1, 2], [2, 0]]
@@ -40,12 +41,27 @@ LAYOUT_FILES = {
     "FX": {"FX": VALUES, "edges": EDGES, "edge_weight": WEIGHTS},
     "X": {"X": VALUES, "edges": EDGES, "weights": WEIGHTS},  # PedalMe London
     "block": {"block": VALUES, "edges": EDGES, "weights": WEIGHTS},  # Windmill output
-    "snapshots": {"time_periods": 4, "edges": EDGES, "weights": WEIGHTS,
-                  **{str(t): {"y": row} for t, row in enumerate(VALUES)}},  # WikiVital mathematics
-    "node-link": {"directed": True, "multigraph": False, "graph": {},
-                  "nodes": [{"bus_stop": 10 + i, "id": 10 + i, "X": {"y": [row[i] for row in VALUES]},
-                             "y": [row[i] for row in VALUES]} for i in range(3)],
-                  "links": [{"source": 10 + i, "target": 10 + j, "weight": w} for (i, j), w in zip(EDGES, WEIGHTS)]},
+    "snapshots": {
+        "time_periods": 4,
+        "edges": EDGES,
+        "weights": WEIGHTS,
+        **{str(t): {"y": row} for t, row in enumerate(VALUES)},
+    },  # WikiVital mathematics
+    "node-link": {
+        "directed": True,
+        "multigraph": False,
+        "graph": {},
+        "nodes": [
+            {
+                "bus_stop": 10 + i,
+                "id": 10 + i,
+                "X": {"y": [row[i] for row in VALUES]},
+                "y": [row[i] for row in VALUES],
+            }
+            for i in range(3)
+        ],
+        "links": [{"source": 10 + i, "target": 10 + j, "weight": w} for (i, j), w in zip(EDGES, WEIGHTS)],
+    },
 }
 
 
@@ -58,11 +74,30 @@ def test_every_static_layout_reads_values_and_weights(tmp_path, layout):
 
 
 def test_per_step_layouts_keep_every_steps_graph(tmp_path):
-    england = {"y": VALUES, "edge_mapping": {"edge_index": {str(t): EDGES[:t % 3 + 1] for t in range(4)},
-                                             "edge_weight": {str(t): WEIGHTS[:t % 3 + 1] for t in range(4)}}}
-    tennis = {"time_periods": 4, **{str(t): {"index": t, "y": row, "X": [[0, 1]] * 3, "edges": EDGES[:t % 3 + 1],
-                                             "weights": WEIGHTS[:t % 3 + 1]} for t, row in enumerate(VALUES)}}
-    for content, layout, scaling in ((england, "edge_mapping", "standardize+eps"), (tennis, "snapshots", "log1p")):
+    england = {
+        "y": VALUES,
+        "edge_mapping": {
+            "edge_index": {str(t): EDGES[: t % 3 + 1] for t in range(4)},
+            "edge_weight": {str(t): WEIGHTS[: t % 3 + 1] for t in range(4)},
+        },
+    }
+    tennis = {
+        "time_periods": 4,
+        **{
+            str(t): {
+                "index": t,
+                "y": row,
+                "X": [[0, 1]] * 3,
+                "edges": EDGES[: t % 3 + 1],
+                "weights": WEIGHTS[: t % 3 + 1],
+            }
+            for t, row in enumerate(VALUES)
+        },
+    }
+    for content, layout, scaling in (
+        (england, "edge_mapping", "standardize+eps"),
+        (tennis, "snapshots", "log1p"),
+    ):
         series = load_temporal(_write(tmp_path, content))
         assert series.layout == layout and series.time_varying and series.pyg_scaling == scaling
         for step in range(4):
@@ -73,8 +108,11 @@ def test_per_step_layouts_keep_every_steps_graph(tmp_path):
 def test_csv_folder_names_regions_by_header(tmp_path):
     folder = tmp_path / "regions"
     folder.mkdir()
-    (folder / "series.csv").write_text("day,north,south,east\n" + "\n".join(
-        f"2020-01-0{t + 1}," + ",".join(str(v) for v in row) for t, row in enumerate(VALUES)) + "\n")
+    (folder / "series.csv").write_text(
+        "day,north,south,east\n"
+        + "\n".join(f"2020-01-0{t + 1}," + ",".join(str(v) for v in row) for t, row in enumerate(VALUES))
+        + "\n"
+    )
     (folder / "edges.csv").write_text("source,target,weight\nnorth,south,0.5\nsouth,east,2\neast,north,1.5\n")
     for path in (folder, folder / "series.csv"):
         series = load_temporal(path)
@@ -93,22 +131,38 @@ def test_csv_folder_names_regions_by_header(tmp_path):
         load_temporal(folder)
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"FX": [[1.0, 2.0], [3.0]] * 2, "edges": [[0, 1]]}, "ragged: step 0 has 2 values, step 1 has 1"),
-    ('{"FX": [[1.0, 2.0], [NaN, 1.0], [1.0, 1.0]], "edges": [[0, 1]]}', "non-finite value at step 1, node 0"),
-    ({"y": [[1, 2], [-3, 1], [1, 1]], "edge_mapping": {"edge_index": {}, "edge_weight": {}}},
-     "holds counts, but the value at step 1, node 0 is -3"),
-    ({"FX": [[1.0, 2.0]] * 3, "edges": [[0.4, 1.9]]}, "node ids must be integers, found 0.4"),
-    ({"FX": [[1.0, 2.0]] * 3, "edges": [[True, 1]]}, "node ids must be integers, found True"),
-    ({"FX": [[1.0, 2.0]] * 3, "edges": [[0, 2]]}, "names node 2 but the series has 2 nodes"),
-    ({"X": [[1.0, 2.0]] * 3, "edges": [[0, 1]], "weights": [1.0, 2.0]}, "2 edge weights for 1 edges"),
-    ({"nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2, 3]}], "links": [{"source": "a", "target": "c"}]},
-     "link 0: target 'c' is not the id of a node"),
-    ({"nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2]}], "links": []}, "lists of one length"),
-    ({"time_periods": 3, "edges": [], "0": {"y": [1.0]}, "1": {"y": [2.0]}}, "no snapshot '2'"),
-    ('{"FX": [[1.0]], "FX": [[2.0]], "edges": []}', "duplicate key 'FX'"),
-    ({"values": [[1.0]]}, "no known layout"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"FX": [[1.0, 2.0], [3.0]] * 2, "edges": [[0, 1]]}, "ragged: step 0 has 2 values, step 1 has 1"),
+        (
+            '{"FX": [[1.0, 2.0], [NaN, 1.0], [1.0, 1.0]], "edges": [[0, 1]]}',
+            "non-finite value at step 1, node 0",
+        ),
+        (
+            {"y": [[1, 2], [-3, 1], [1, 1]], "edge_mapping": {"edge_index": {}, "edge_weight": {}}},
+            "holds counts, but the value at step 1, node 0 is -3",
+        ),
+        ({"FX": [[1.0, 2.0]] * 3, "edges": [[0.4, 1.9]]}, "node ids must be integers, found 0.4"),
+        ({"FX": [[1.0, 2.0]] * 3, "edges": [[True, 1]]}, "node ids must be integers, found True"),
+        ({"FX": [[1.0, 2.0]] * 3, "edges": [[0, 2]]}, "names node 2 but the series has 2 nodes"),
+        ({"X": [[1.0, 2.0]] * 3, "edges": [[0, 1]], "weights": [1.0, 2.0]}, "2 edge weights for 1 edges"),
+        (
+            {
+                "nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2, 3]}],
+                "links": [{"source": "a", "target": "c"}],
+            },
+            "link 0: target 'c' is not the id of a node",
+        ),
+        (
+            {"nodes": [{"id": "a", "y": [1, 2, 3]}, {"id": "b", "y": [1, 2]}], "links": []},
+            "lists of one length",
+        ),
+        ({"time_periods": 3, "edges": [], "0": {"y": [1.0]}, "1": {"y": [2.0]}}, "no snapshot '2'"),
+        ('{"FX": [[1.0]], "FX": [[2.0]], "edges": []}', "duplicate key 'FX'"),
+        ({"values": [[1.0]]}, "no known layout"),
+    ],
+)
 def test_bad_files_give_one_line_errors_naming_the_problem(tmp_path, content, message):
     with pytest.raises(DatasetError, match=message):
         load_temporal(_write(tmp_path, content))
@@ -116,8 +170,11 @@ def test_bad_files_give_one_line_errors_naming_the_problem(tmp_path, content, me
 
 def test_pyg_protocol_scales_each_layout_as_its_loader_does(tmp_path):
     values = np.array(VALUES)
-    for layout, expected in (("X", values), ("block", (values - values.mean(0)) / (values.std(0) + 1e-10)),
-                             ("snapshots", (values - values.mean(0)) / values.std(0))):
+    for layout, expected in (
+        ("X", values),
+        ("block", (values - values.mean(0)) / (values.std(0) + 1e-10)),
+        ("snapshots", (values - values.mean(0)) / values.std(0)),
+    ):
         series = load_temporal(_write(tmp_path, LAYOUT_FILES[layout]))
         scaled, mean, std = pyg_scaled(series)
         torch.testing.assert_close(scaled, torch.from_numpy(expected))
@@ -139,12 +196,17 @@ def _csv_folder(tmp_path, series, edges):
     return folder
 
 
-SERIES_CSV = "day,north,south,east\n" + "".join(f"{t},{row[0]},{row[1]},{row[2]}\n" for t, row in enumerate(VALUES))
+SERIES_CSV = "day,north,south,east\n" + "".join(
+    f"{t},{row[0]},{row[1]},{row[2]}\n" for t, row in enumerate(VALUES)
+)
 
 
 def test_a_byte_order_mark_never_turns_the_label_column_into_a_region(tmp_path):
-    folder = _csv_folder(tmp_path, b"\xef\xbb\xbf" + SERIES_CSV.encode(),
-                         b"\xef\xbb\xbfsource,target,weight\nnorth,south,0.5\nsouth,east,2\neast,north,1.5\n")
+    folder = _csv_folder(
+        tmp_path,
+        b"\xef\xbb\xbf" + SERIES_CSV.encode(),
+        b"\xef\xbb\xbfsource,target,weight\nnorth,south,0.5\nsouth,east,2\neast,north,1.5\n",
+    )
     series = load_temporal(folder)
     assert series.num_nodes == 3
     torch.testing.assert_close(series.values, torch.tensor(VALUES, dtype=torch.float64))
@@ -154,19 +216,50 @@ def test_a_byte_order_mark_never_turns_the_label_column_into_a_region(tmp_path):
     torch.testing.assert_close(load_temporal(path).values, torch.tensor(VALUES, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("series, edges, message", [
-    (SERIES_CSV, "source,target,w\nnorth,south,100\n",
-     "edges.csv: unknown column 'w' (did you mean 'weight'?) (column 3); the header must be source,target[,weight]"),
-    (SERIES_CSV, "source,target,weight,kind\nnorth,south,1,road\n",
-     "edges.csv: unknown column 'kind' (column 4); the header must be source,target[,weight]"),
-    (SERIES_CSV, "source,target,weight\nnorth,south,1_000\n", "edges.csv: line 2, weight: '1_000' is not a number"),
-    (SERIES_CSV, "source,target,weight\nnorth,south,inf\n", "edges.csv: line 2, weight: 'inf' is not a finite number"),
-    (SERIES_CSV.replace("3.0,1.0", "3_0,1.0"), "source,target\n", "series.csv: line 3, region 'north': '3_0' is not a "
-                                                                  "number"),
-    (SERIES_CSV.replace("3.0,1.0", "1e400,1.0"), "source,target\n",
-     "series.csv: line 3, region 'north': '1e400' is too large for a float64 (at most 1.8e308)"),
-], ids=["weight named w", "an extra column", "underscore weight", "infinite weight", "underscore value",
-        "overflowing value"])
+@pytest.mark.parametrize(
+    "series, edges, message",
+    [
+        (
+            SERIES_CSV,
+            "source,target,w\nnorth,south,100\n",
+            "edges.csv: unknown column 'w' (did you mean 'weight'?) (column 3); the header must be "
+            "source,target[,weight]",
+        ),
+        (
+            SERIES_CSV,
+            "source,target,weight,kind\nnorth,south,1,road\n",
+            "edges.csv: unknown column 'kind' (column 4); the header must be source,target[,weight]",
+        ),
+        (
+            SERIES_CSV,
+            "source,target,weight\nnorth,south,1_000\n",
+            "edges.csv: line 2, weight: '1_000' is not a number",
+        ),
+        (
+            SERIES_CSV,
+            "source,target,weight\nnorth,south,inf\n",
+            "edges.csv: line 2, weight: 'inf' is not a finite number",
+        ),
+        (
+            SERIES_CSV.replace("3.0,1.0", "3_0,1.0"),
+            "source,target\n",
+            "series.csv: line 3, region 'north': '3_0' is not a number",
+        ),
+        (
+            SERIES_CSV.replace("3.0,1.0", "1e400,1.0"),
+            "source,target\n",
+            "series.csv: line 3, region 'north': '1e400' is too large for a float64 (at most 1.8e308)",
+        ),
+    ],
+    ids=[
+        "weight named w",
+        "an extra column",
+        "underscore weight",
+        "infinite weight",
+        "underscore value",
+        "overflowing value",
+    ],
+)
 def test_csv_folders_are_read_strictly(tmp_path, series, edges, message):
     folder = _csv_folder(tmp_path, series, edges)
     with pytest.raises(DatasetError) as caught:
@@ -178,30 +271,75 @@ HUGE = 10**29
 DIGITS_400 = int("9" * 400)
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"FX": VALUES, "edges": [[0, HUGE]]},
-     "'edges': an edge names node 100000000000000000000000000000 but the series has 3 nodes (0…2)"),
-    ({"y": VALUES, "edge_mapping": {"edge_index": {str(t): [[0, HUGE]] for t in range(4)},
-                                    "edge_weight": {str(t): [1.0] for t in range(4)}}},
-     "graph of step 0: an edge names node 100000000000000000000000000000 but the series has 3 nodes (0…2)"),
-    ({"FX": [[1, 2, DIGITS_400]] + VALUES, "edges": EDGES},
-     "'FX' holds the value 9999999999999999999999999999999999999999… (400 digits) at step 0, node 2, too large for a "
-     "float64"),
-    ({"FX": VALUES, "edges": EDGES, "edge_weight": [1, DIGITS_400, 1]},
-     "'edges': the weight of edge 1 is 9999999999999999999999999999999999999999… (400 digits), too large for a "
-     "float64"),
-    ({"time_periods": DIGITS_400, "edges": EDGES, "0": {"y": [1.0, 2.0, 3.0]}},
-     "'time_periods' is 9999999999999999999999999999999999999999… (400 digits) but the file holds 3 keys, fewer than "
-     "one snapshot per step"),
-    ({"FX": VALUES, "edges": EDGES, "edge_weight": WEIGHTS, "weights": [7, 7, 7]},
-     "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one"),
-    ({"time_periods": 4, "edges": EDGES, "edge_weight": WEIGHTS, "weights": WEIGHTS,
-      **{str(t): {"y": row} for t, row in enumerate(VALUES)}},
-     "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one"),
-    ({"nodes": [{"id": i, "y": [1.0, 2.0, 3.0], "X": {"y": [1.0, 2.0, 4.0]}} for i in range(2)], "links": []},
-     "node 0: 'y' and 'X': {'y': …} give two different series; keep one"),
-], ids=["edge id 10^29", "edge_mapping id 10^29", "400-digit value", "400-digit weight", "400-digit time_periods",
-        "two weight keys", "two weight keys in snapshots", "two node series"])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            {"FX": VALUES, "edges": [[0, HUGE]]},
+            "'edges': an edge names node 100000000000000000000000000000 but the series has 3 nodes (0…2)",
+        ),
+        (
+            {
+                "y": VALUES,
+                "edge_mapping": {
+                    "edge_index": {str(t): [[0, HUGE]] for t in range(4)},
+                    "edge_weight": {str(t): [1.0] for t in range(4)},
+                },
+            },
+            "graph of step 0: an edge names node 100000000000000000000000000000 but the series has 3 nodes "
+            "(0…2)",
+        ),
+        (
+            {"FX": [[1, 2, DIGITS_400]] + VALUES, "edges": EDGES},
+            "'FX' holds the value 9999999999999999999999999999999999999999… (400 digits) at step 0, node 2, "
+            "too large for a "
+            "float64",
+        ),
+        (
+            {"FX": VALUES, "edges": EDGES, "edge_weight": [1, DIGITS_400, 1]},
+            "'edges': the weight of edge 1 is 9999999999999999999999999999999999999999… (400 digits), too "
+            "large for a "
+            "float64",
+        ),
+        (
+            {"time_periods": DIGITS_400, "edges": EDGES, "0": {"y": [1.0, 2.0, 3.0]}},
+            "'time_periods' is 9999999999999999999999999999999999999999… (400 digits) but the file holds 3 "
+            "keys, fewer than "
+            "one snapshot per step",
+        ),
+        (
+            {"FX": VALUES, "edges": EDGES, "edge_weight": WEIGHTS, "weights": [7, 7, 7]},
+            "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one",
+        ),
+        (
+            {
+                "time_periods": 4,
+                "edges": EDGES,
+                "edge_weight": WEIGHTS,
+                "weights": WEIGHTS,
+                **{str(t): {"y": row} for t, row in enumerate(VALUES)},
+            },
+            "'edge_weight' and 'weights' both give the same thing (the edge weights); keep one",
+        ),
+        (
+            {
+                "nodes": [{"id": i, "y": [1.0, 2.0, 3.0], "X": {"y": [1.0, 2.0, 4.0]}} for i in range(2)],
+                "links": [],
+            },
+            "node 0: 'y' and 'X': {'y': …} give two different series; keep one",
+        ),
+    ],
+    ids=[
+        "edge id 10^29",
+        "edge_mapping id 10^29",
+        "400-digit value",
+        "400-digit weight",
+        "400-digit time_periods",
+        "two weight keys",
+        "two weight keys in snapshots",
+        "two node series",
+    ],
+)
 def test_json_numbers_beyond_range_and_keys_that_mean_one_thing(tmp_path, content, message):
     path = _write(tmp_path, content)
     with pytest.raises(DatasetError) as caught:
@@ -210,6 +348,12 @@ def test_json_numbers_beyond_range_and_keys_that_mean_one_thing(tmp_path, conten
 
 
 def test_snapshot_weights_are_read_under_either_key(tmp_path):
-    snapshots = {"time_periods": 4, "edges": EDGES, "edge_weight": WEIGHTS,
-                 **{str(t): {"y": row} for t, row in enumerate(VALUES)}}
-    torch.testing.assert_close(_dense(load_temporal(_write(tmp_path, snapshots)).graph_at(0)), _expected_graph())
+    snapshots = {
+        "time_periods": 4,
+        "edges": EDGES,
+        "edge_weight": WEIGHTS,
+        **{str(t): {"y": row} for t, row in enumerate(VALUES)},
+    }
+    torch.testing.assert_close(
+        _dense(load_temporal(_write(tmp_path, snapshots)).graph_at(0)), _expected_graph()
+    )

@@ -58,7 +58,7 @@ def test_pad_crop_flip_is_a_shifted_window_or_its_mirror():
     padded = torch.nn.functional.pad(images, (2, 2, 2, 2))
     flips = 0
     for index in range(len(images)):
-        windows = [padded[index, :, r:r + 8, c:c + 8] for r in range(5) for c in range(5)]
+        windows = [padded[index, :, r : r + 8, c : c + 8] for r in range(5) for c in range(5)]
         plain = any(torch.equal(out[index], w) for w in windows)
         mirrored = any(torch.equal(out[index], w.flip(2)) for w in windows)
         assert plain or mirrored
@@ -87,8 +87,12 @@ def test_canvases_carry_the_sum_label_and_segmentation_masks():
         assert torch.equal(canvases.masks[index] > 0, strokes)
         assert set(canvases.masks[index][strokes].tolist()) == {1 + int(canvases.labels[index])}
     assert int(canvases.masks.max()) < SEGMENTATION_CLASSES
-    assert torch.equal(two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=3).images, canvases.images)
-    assert not torch.equal(two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=4).images, canvases.images)
+    assert torch.equal(
+        two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=3).images, canvases.images
+    )
+    assert not torch.equal(
+        two_digit_canvases(digits, 30, size=40, min_distance=20.0, seed=4).images, canvases.images
+    )
 
 
 def test_same_label_canvases_are_balanced_and_say_whether_the_digits_agree():
@@ -97,8 +101,10 @@ def test_same_label_canvases_are_balanced_and_say_whether_the_digits_agree():
     assert torch.equal(canvases.labels, (canvases.digits[:, 0] == canvases.digits[:, 1]).long())
     assert 0.4 < float(canvases.labels.float().mean()) < 0.6  # drawn same with probability 1/2, not 1/10
     strokes = canvases.images > 0.5
-    assert set(canvases.masks[strokes[:, 0]].tolist()) == {1, 2} and int(canvases.masks.max()) < canvas_classes(
-        "same", segmentation=True) == 3
+    assert (
+        set(canvases.masks[strokes[:, 0]].tolist()) == {1, 2}
+        and int(canvases.masks.max()) < canvas_classes("same", segmentation=True) == 3
+    )
     assert canvas_classes("sum") == 10 and canvas_classes("sum", True) == SEGMENTATION_CLASSES
     with pytest.raises(ValueError, match="label must be one of"):
         two_digit_canvases(digits, 4, size=40, min_distance=20.0, label="product")
@@ -106,7 +112,9 @@ def test_same_label_canvases_are_balanced_and_say_whether_the_digits_agree():
 
 def test_digit_classes_restrict_the_drawn_digits():
     digits = _digits()
-    canvases = two_digit_canvases(digits, 200, size=40, min_distance=20.0, seed=3, label="same", digit_classes=[1, 0])
+    canvases = two_digit_canvases(
+        digits, 200, size=40, min_distance=20.0, seed=3, label="same", digit_classes=[1, 0]
+    )
     assert set(canvases.digits.flatten().tolist()) == {0, 1}
     assert 0.4 < float(canvases.labels.float().mean()) < 0.6
     with pytest.raises(ValueError, match="digits do not have: \\[11\\]"):
@@ -138,7 +146,9 @@ def _mnist_folder(root, split, images, labels):
 def test_mnist_labels_must_be_one_dimensional(tmp_path):
     images = torch.arange(8).view(2, 2, 2)
     _mnist_folder(tmp_path, "test", images, images)  # images where the labels belong
-    with pytest.raises(DatasetError, match="t10k-labels-idx1-ubyte.gz: not an IDX file of unsigned bytes with 1 "):
+    with pytest.raises(
+        DatasetError, match="t10k-labels-idx1-ubyte.gz: not an IDX file of unsigned bytes with 1 "
+    ):
         load_mnist("test", tmp_path)
     _mnist_folder(tmp_path, "test", images, torch.tensor([7, 2]))
     loaded = load_mnist("test", tmp_path)
@@ -147,8 +157,8 @@ def test_mnist_labels_must_be_one_dimensional(tmp_path):
 
 
 def test_test_canvases_are_drawn_with_their_own_seed(tmp_path):
-    """Training canvases use seed 1 and test canvases seed 2: with the same digits in both MNIST files, the two
-    sets differ (one seed for both would repeat the training canvases as the test set)."""
+    """Training canvases use seed 1 and test canvases seed 2: with the same digits in both MNIST files, the
+    two sets differ (one seed for both would repeat the training canvases as the test set)."""
     from pdenets.data.image_benchmarks import CanvasSettings, load_image_benchmark
 
     digits = _digits(count=20, side=28)
@@ -158,7 +168,9 @@ def test_test_canvases_are_drawn_with_their_own_seed(tmp_path):
     settings = CanvasSettings(canvas_train=12, canvas_test=12, canvas_size=40, min_distance=10.0)
     benchmark = load_image_benchmark("canvas", settings, tmp_path)
     options = dict(size=40, min_distance=10.0, label="sum")
-    expected = {seed: two_digit_canvases(load_mnist("test", tmp_path), 12, seed=seed, **options) for seed in (1, 2)}
+    expected = {
+        seed: two_digit_canvases(load_mnist("test", tmp_path), 12, seed=seed, **options) for seed in (1, 2)
+    }
     test = benchmark.tests["test canvases"]
     assert torch.equal(test.images, expected[2].images) and torch.equal(test.labels, expected[2].labels)
     assert torch.equal(benchmark.train.images, expected[1].images)

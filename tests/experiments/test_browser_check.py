@@ -1,6 +1,7 @@
 """Reports opened in headless Chromium: the checker finds a broken image, a dead link and a table that
 overflows the page, and a real task's --quick report has none of them. Skipped, saying what to install,
-where no browser is installed. The classification of every ``src`` and ``href`` is tested without a browser."""
+where no browser is installed. The classification of every ``src`` and ``href`` is tested without a
+browser."""
 
 import matplotlib
 
@@ -58,8 +59,11 @@ def test_a_quick_task_report_reads_well_in_a_browser(tmp_path):
     from pdenets.experiments import run_task
     from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
 
-    run_task(CoinClaimsTask(CoinClaimsConfig(samples=500, sigmas=[0.5, 1.0], workers=1)), out=tmp_path / "run",
-             progress=False)
+    run_task(
+        CoinClaimsTask(CoinClaimsConfig(samples=500, sigmas=[0.5, 1.0], workers=1)),
+        out=tmp_path / "run",
+        progress=False,
+    )
     outcome = check_report(tmp_path / "run" / "report.html", screenshot=tmp_path / "claims.png")
     assert outcome.problems == [] and outcome.images >= 1
 
@@ -78,16 +82,34 @@ TARGETS = [
     ("../outside.html", False, "problem", "link '../outside.html' leads outside the run folder"),
     ("file:///etc/passwd", False, "problem", "link 'file:///etc/passwd' leads outside the run folder"),
     ("file://{run}/runs.csv", False, "file", "{run}/runs.csv"),
-    ("javascript:alert(1)", False, "problem", "link 'javascript:alert(1)' is a javascript: URL; links must name "
-                                              "files of the run folder or web pages (http, https, mailto)"),
-    ("//evil.example/x", False, "problem", "link '//evil.example/x' names a file on another machine (evil.example)"),
+    (
+        "javascript:alert(1)",
+        False,
+        "problem",
+        "link 'javascript:alert(1)' is a javascript: URL; links must name "
+        "files of the run folder or web pages (http, https, mailto)",
+    ),
+    (
+        "//evil.example/x",
+        False,
+        "problem",
+        "link '//evil.example/x' names a file on another machine (evil.example)",
+    ),
     ("escape/secret.txt", False, "problem", "link 'escape/secret.txt' leads outside the run folder"),
-    ("file:///usr/share/pixmaps/x.png", True, "problem",
-     "image 'file:///usr/share/pixmaps/x.png' leads outside the run folder"),
+    (
+        "file:///usr/share/pixmaps/x.png",
+        True,
+        "problem",
+        "image 'file:///usr/share/pixmaps/x.png' leads outside the run folder",
+    ),
     ("../../etc/x.png", True, "problem", "image '../../etc/x.png' leads outside the run folder"),
     ("/abs/x.png", True, "problem", "image '/abs/x.png' leads outside the run folder"),
-    ("https://example.org/x.png", True, "problem", "image 'https://example.org/x.png' is another site's URL; "
-                                                   "images must name files of the run folder"),
+    (
+        "https://example.org/x.png",
+        True,
+        "problem",
+        "image 'https://example.org/x.png' is another site's URL; images must name files of the run folder",
+    ),
     (None, True, "problem", "an image without a src"),
 ]
 
@@ -114,9 +136,14 @@ def test_the_check_reports_links_and_images_that_leave_the_run_folder(tmp_path, 
     run.mkdir()
     (run / "report.html").write_text("<html></html>")
     (run / "runs.csv").write_text("a\n")
-    seen = {"images": [["file:///usr/share/pixmaps/x.png", True, 300, 200], ["curve.png", True, 300, 200]],
-            "links": ["runs.csv", "../outside.html", "javascript:alert(1)", "https://example.org", "#nowhere"],
-            "ids": [], "wide": [], "page": 1280, "height": 900}
+    seen = {
+        "images": [["file:///usr/share/pixmaps/x.png", True, 300, 200], ["curve.png", True, 300, 200]],
+        "links": ["runs.csv", "../outside.html", "javascript:alert(1)", "https://example.org", "#nowhere"],
+        "ids": [],
+        "wide": [],
+        "page": 1280,
+        "height": 900,
+    }
 
     class Driver:
         def __init__(self, **options):
@@ -136,14 +163,19 @@ def test_the_check_reports_links_and_images_that_leave_the_run_folder(tmp_path, 
 
     webdriver = types.ModuleType("selenium.webdriver")
     webdriver.Chrome = Driver
-    webdriver.ChromeOptions = type("Options", (), {"binary_location": None, "add_argument": lambda self, a: None})
+    webdriver.ChromeOptions = type(
+        "Options", (), {"binary_location": None, "add_argument": lambda self, a: None}
+    )
     service = types.ModuleType("selenium.webdriver.chrome.service")
     service.Service = lambda path: None
     selenium = types.ModuleType("selenium")
     selenium.webdriver = webdriver
-    for name, module in (("selenium", selenium), ("selenium.webdriver", webdriver),
-                         ("selenium.webdriver.chrome", types.ModuleType("selenium.webdriver.chrome")),
-                         ("selenium.webdriver.chrome.service", service)):
+    for name, module in (
+        ("selenium", selenium),
+        ("selenium.webdriver", webdriver),
+        ("selenium.webdriver.chrome", types.ModuleType("selenium.webdriver.chrome")),
+        ("selenium.webdriver.chrome.service", service),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(browser_check, "browser_available", lambda: None)
     monkeypatch.setattr(browser_check, "_which", lambda names: "/bin/true")
@@ -151,7 +183,8 @@ def test_the_check_reports_links_and_images_that_leave_the_run_folder(tmp_path, 
     assert outcome.problems == [
         "image 'file:///usr/share/pixmaps/x.png' leads outside the run folder",
         "link '../outside.html' leads outside the run folder",
-        "link 'javascript:alert(1)' is a javascript: URL; links must name files of the run folder or web pages "
+        "link 'javascript:alert(1)' is a javascript: URL; links must name files of the run folder or web "
+        "pages "
         "(http, https, mailto)",
         "link '#nowhere' names no element of the page",
     ]

@@ -82,9 +82,15 @@ BAD = [
     ("flag=maybe", "flag expects true or false"),
     ("name=true", "name expects a string, got True (true/false are booleans: quote the word)"),
     ("seeds=[1, x]", "seeds[1] expects an integer, got 'x'"),
-    ("epochz=1", "unknown config key 'epochz' (did you mean 'epochs'?); valid keys: data_dir, device, epochs"),
-    ("nested.moon.stepz=7", "unknown config key 'nested.moon.stepz' (did you mean 'steps'?); valid keys of "
-                            "nested.moon: rate, steps"),
+    (
+        "epochz=1",
+        "unknown config key 'epochz' (did you mean 'epochs'?); valid keys: data_dir, device, epochs",
+    ),
+    (
+        "nested.moon.stepz=7",
+        "unknown config key 'nested.moon.stepz' (did you mean 'steps'?); valid keys of "
+        "nested.moon: rate, steps",
+    ),
     ("nested.moon=3", "nested.moon expects a mapping of Steps keys"),
     ("nested=3", "nested expects a mapping"),
     ("epochs", "must look like key=value"),
@@ -118,8 +124,8 @@ YAML_1_1_ONLY = [
 
 @pytest.mark.parametrize("override, message", YAML_1_1_ONLY, ids=[case[0] for case in YAML_1_1_ONLY])
 def test_yaml_1_1_spellings_are_not_numbers_or_booleans(override, message):
-    """Values are YAML 1.2: ``1_0``, ``1:30`` (sexagesimal 90), ``0b11`` and ``yes``/``off`` are strings, which a
-    number or switch refuses in one line (Python's int()/float() would read ``1_0`` and `` 2``)."""
+    """Values are YAML 1.2: ``1_0``, ``1:30`` (sexagesimal 90), ``0b11`` and ``yes``/``off`` are strings,
+    which a number or switch refuses in one line (Python's int()/float() would read ``1_0`` and `` 2``)."""
     with pytest.raises(ConfigError) as caught:
         resolved(override)
     assert str(caught.value) == message
@@ -191,7 +197,11 @@ def test_fields_carry_help_defaults_and_owner():
     assert fields["epochs"].help == "training epochs" and fields["epochs"].default == 10
     assert fields["device"].owner is TaskConfig and fields["epochs"].owner is Demo
     assert (fields["seeds"].kind, fields["flag"].kind, fields["nested"].kind, fields["rate"].kind) == (
-        "list", "bool", "nested", "scalar")
+        "list",
+        "bool",
+        "nested",
+        "scalar",
+    )
 
 
 def test_device_checks():
@@ -215,7 +225,9 @@ def test_overlapping_keys_later_files_win_then_overrides_in_order(tmp_path):
     assert (config.epochs, config.rate, config.nested["moon"]) == (7, 0.1, Steps(8, 0.2))
     config = resolve_config(Demo, files=[second, first])
     assert (config.epochs, config.nested["moon"]) == (4, Steps(5, 0.2))
-    config = resolve_config(Demo, files=[first, second], overrides=["epochs=9", "nested.moon.steps=11", "epochs=12"])
+    config = resolve_config(
+        Demo, files=[first, second], overrides=["epochs=9", "nested.moon.steps=11", "epochs=12"]
+    )
     assert (config.epochs, config.rate, config.nested["moon"]) == (12, 0.1, Steps(11, 0.2))
 
 

@@ -16,7 +16,6 @@ from pdenets.experiments.runner import plan_jobs
 from pdenets.experiments.task import get_task
 
 
-
 def toy(out, **changes):
     config = ToyConfig(**{"workers": 1, **changes})
     return run_task(ToyTask(config), out=out, progress=False)
@@ -39,8 +38,11 @@ def test_contract_jobs_store_summary_report(tmp_path):
     for index, run in runs.items():
         assert run.key == job_key("toy", ToyJob(index, 1.0, 0.0, False, False))
         assert run.status == "ok" and run.record["value"] == index
-    columns = sqlite3.connect(out / "results.sqlite").execute(
-        "SELECT \"index\", value FROM runs ORDER BY \"index\"").fetchall()
+    columns = (
+        sqlite3.connect(out / "results.sqlite")
+        .execute('SELECT "index", value FROM runs ORDER BY "index"')
+        .fetchall()
+    )
     assert columns == [(i, float(i)) for i in range(5)]
     for name in ("config.yaml", "results.json", "runs.csv", "report.md", "report.html", ".pdenets-run"):
         assert (out / name).is_file(), name
@@ -65,7 +67,13 @@ def test_every_spec_field_is_part_of_the_key_except_declared_ones(tmp_path):
     assert (changed.new, changed.results["total"]) == (3, 6.0)
     assert toy(out, count=3, marker_dir=str(tmp_path)).new == 0  # declared key=False: same runs
     base = ToyJob(1, 1.0, 0.0, False, False)
-    for field_name, value in (("index", 2), ("scale", 3.0), ("sleep", 0.5), ("fail", True), ("diverge", True)):
+    for field_name, value in (
+        ("index", 2),
+        ("scale", 3.0),
+        ("sleep", 0.5),
+        ("fail", True),
+        ("diverge", True),
+    ):
         assert job_key("toy", replace(base, **{field_name: value})) != job_key("toy", base), field_name
     assert job_key("toy", base) != job_key("other-task", base)
 
@@ -148,7 +156,9 @@ def test_registry_finds_the_toy_task_and_lists_names_on_a_typo():
 def test_kill_9_then_rerun_ends_with_exactly_the_uninterrupted_results(tmp_path):
     out = tmp_path / "run"
     options = ["--count", "8", "--sleep", "0.25", "--workers", "1"]
-    process = subprocess.Popen(toy_command(out, *options), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        toy_command(out, *options), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 60
     while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.05)
@@ -156,7 +166,9 @@ def test_kill_9_then_rerun_ends_with_exactly_the_uninterrupted_results(tmp_path)
     process.wait()
     interrupted_at = stored_count(out / "results.sqlite")
     assert 2 <= interrupted_at < 8
-    subprocess.run(toy_command(out, *options), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        toy_command(out, *options), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     keys = sqlite3.connect(out / "results.sqlite").execute("SELECT key FROM runs").fetchall()
     assert len(keys) == 8 == len(set(keys))
     fresh = toy(tmp_path / "fresh", count=8, sleep=0.25)
@@ -188,23 +200,37 @@ def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code = ("from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
-            "try:\n    distributed_context()\nexcept RendezvousError as error:\n    print(error)\n")
-    environment = dict(os.environ, WORLD_SIZE="2", RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       PDENETS_RENDEZVOUS_TIMEOUT="2")
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60)
+    code = (
+        "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
+        "try:\n    distributed_context()\nexcept RendezvousError as error:\n    print(error)\n"
+    )
+    environment = dict(
+        os.environ,
+        WORLD_SIZE="2",
+        RANK="0",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        PDENETS_RENDEZVOUS_TIMEOUT="2",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60
+    )
     assert "rank 0 of 2 could not join the other ranks" in done.stdout and "within 2 s" in done.stdout
     del environment["RANK"]
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60
+    )
     assert "WORLD_SIZE is set but $RANK is not" in done.stdout
 
 
-_RENDEZVOUS = ("import json, time\n"
-               "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
-               "start = time.monotonic()\n"
-               "try:\n    distributed_context()\n    message = 'joined'\n"
-               "except RendezvousError as error:\n    message = str(error)\n"
-               "print(json.dumps([time.monotonic() - start, message]))\n")
+_RENDEZVOUS = (
+    "import json, time\n"
+    "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
+    "start = time.monotonic()\n"
+    "try:\n    distributed_context()\n    message = 'joined'\n"
+    "except RendezvousError as error:\n    message = str(error)\n"
+    "print(json.dumps([time.monotonic() - start, message]))\n"
+)
 
 
 @pytest.mark.parametrize("rank_zero", ["absent", "silent"])
@@ -221,22 +247,36 @@ def test_a_rank_without_rank_0_gives_up_within_the_rendezvous_timeout(rank_zero)
     if rank_zero == "silent":
         listener.listen(8)
         accepted = []
-        threading.Thread(target=lambda: [accepted.append(listener.accept()[0]) for _ in range(8)], daemon=True).start()
+        threading.Thread(
+            target=lambda: [accepted.append(listener.accept()[0]) for _ in range(8)], daemon=True
+        ).start()
     else:
         listener.close()
-    environment = dict(os.environ, WORLD_SIZE="2", RANK="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       PDENETS_RENDEZVOUS_TIMEOUT="3")
+    environment = dict(
+        os.environ,
+        WORLD_SIZE="2",
+        RANK="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        PDENETS_RENDEZVOUS_TIMEOUT="3",
+    )
     try:
-        done = subprocess.run([sys.executable, "-c", _RENDEZVOUS], env=environment, capture_output=True, text=True,
-                              timeout=40)
+        done = subprocess.run(
+            [sys.executable, "-c", _RENDEZVOUS], env=environment, capture_output=True, text=True, timeout=40
+        )
     finally:
         listener.close()
     seconds, message = json.loads(done.stdout.strip().splitlines()[-1])
-    reason = "rank 0's store did not answer: Connection refused" if rank_zero == "absent" else \
-        "the other ranks did not answer"
-    assert message == (f"rank 1 of 2 could not join the other ranks at 127.0.0.1:{port} within 3 s ({reason}); "
-                       "WORLD_SIZE=2 is set without the other processes? Start them together with torchrun "
-                       "--nproc-per-node N")
+    reason = (
+        "rank 0's store did not answer: Connection refused"
+        if rank_zero == "absent"
+        else "the other ranks did not answer"
+    )
+    assert message == (
+        f"rank 1 of 2 could not join the other ranks at 127.0.0.1:{port} within 3 s ({reason}); "
+        "WORLD_SIZE=2 is set without the other processes? Start them together with torchrun "
+        "--nproc-per-node N"
+    )
     assert 2.9 < seconds < 3 + 5, seconds
 
 
@@ -244,31 +284,53 @@ RENDEZVOUS_ENVIRONMENTS = [
     ({"WORLD_SIZE": "1_0"}, "$WORLD_SIZE='1_0' is not valid: expected an integer >= 1"),
     ({"WORLD_SIZE": "2", "RANK": "1_0"}, "$RANK='1_0' is not valid: expected an integer >= 0"),
     ({"WORLD_SIZE": "2", "RANK": "-1"}, "$RANK='-1' is not valid: expected an integer >= 0"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "abc"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='abc' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "inf"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='inf' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "nan"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='nan' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "-1"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='-1' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "lots"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='lots' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "-5G"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='-5G' is not valid: expected a finite number > 0 and <= 10000000"),
-    ({"PDENETS_RENDEZVOUS_TIMEOUT": "1e300"},
-     "$PDENETS_RENDEZVOUS_TIMEOUT='1e300' is not valid: expected a finite number > 0 and <= 10000000"),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "abc"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='abc' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "inf"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='inf' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "nan"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='nan' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "-1"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='-1' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "lots"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='lots' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "-5G"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='-5G' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
+    (
+        {"PDENETS_RENDEZVOUS_TIMEOUT": "1e300"},
+        "$PDENETS_RENDEZVOUS_TIMEOUT='1e300' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
     ({"MASTER_PORT": "29_500"}, "$MASTER_PORT='29_500' is not valid: expected an integer >= 1 and <= 65535"),
 ]
 
 
-@pytest.mark.parametrize("variables, message", RENDEZVOUS_ENVIRONMENTS,
-                         ids=[" ".join(f"{k}={v}" for k, v in e.items()) for e, _ in RENDEZVOUS_ENVIRONMENTS])
+@pytest.mark.parametrize(
+    "variables, message",
+    RENDEZVOUS_ENVIRONMENTS,
+    ids=[" ".join(f"{k}={v}" for k, v in e.items()) for e, _ in RENDEZVOUS_ENVIRONMENTS],
+)
 def test_a_bad_number_in_the_launchers_environment_names_the_variable(monkeypatch, variables, message):
     from pdenets.experiments.distributed import distributed_context
 
-    for name, value in {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1",
-                        **variables}.items():
+    for name, value in {
+        "WORLD_SIZE": "2",
+        "RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "1",
+        **variables,
+    }.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(ValueError) as caught:
         distributed_context()

@@ -9,17 +9,19 @@ import time
 from pathlib import Path
 
 import pytest
+from toytask import stored_count
 
 from ..conftest import HELPERS
-from toytask import stored_count
 
 
 def _command(out, *options):
     # As from a terminal: SIGINT raises KeyboardInterrupt. (A test run started in the background by a
     # non-interactive shell inherits SIGINT ignored, and Python keeps it ignored in the child.)
-    script = (f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-              f"sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
-              "sys.exit(main(sys.argv[1:]))")
+    script = (
+        f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        f"sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
     return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
 
 
@@ -47,9 +49,13 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="
 def test_sigkill_of_the_main_process_leaves_no_worker_computing(tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
-    process = subprocess.Popen(_command(tmp_path / "run", "--count", "4", "--sleep", "60", "--workers", "2",
-                                        "--marker-dir", str(markers)),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        _command(
+            tmp_path / "run", "--count", "4", "--sleep", "60", "--workers", "2", "--marker-dir", str(markers)
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers = _worker_pids(markers, 2)
     assert os.getpid() not in workers and process.pid not in workers
     os.kill(process.pid, signal.SIGKILL)
@@ -67,8 +73,13 @@ def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, sign
     markers.mkdir()
     options = ["--count", "6", "--sleep", "1.5", "--workers", "2", "--marker-dir", str(markers)]
     # a new session, as a terminal gives: Ctrl-C reaches the whole process group
-    process = subprocess.Popen(_command(out, *options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        _command(out, *options),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and stored_count(out / "results.sqlite") < 2:
         time.sleep(0.05)
@@ -78,8 +89,11 @@ def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, sign
     assert process.returncode == 130, stderr
     stored = stored_count(out / "results.sqlite")
     assert 2 <= stored < 6
-    message = re.search(r"pdenets: interrupted: (\d+) of 6 runs are stored in (\S+); rerun the same command to "
-                        r"resume", stderr)
+    message = re.search(
+        r"pdenets: interrupted: (\d+) of 6 runs are stored in (\S+); rerun the same command to "
+        r"resume",
+        stderr,
+    )
     assert message is not None, stderr
     assert int(message.group(1)) == stored and Path(message.group(2)) == out
     assert "Traceback" not in stderr
@@ -93,8 +107,12 @@ def test_interrupt_stores_finished_runs_stops_workers_and_says_so(tmp_path, sign
 
 def test_interrupt_before_any_run_finished_says_nothing_is_stored(tmp_path):
     out = tmp_path / "run"
-    process = subprocess.Popen(_command(out, "--count", "2", "--sleep", "30", "--workers", "1"),
-                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        _command(out, "--count", "2", "--sleep", "30", "--workers", "1"),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (out / "config.yaml").exists():
         time.sleep(0.05)

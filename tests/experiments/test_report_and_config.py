@@ -30,15 +30,19 @@ def test_report_markdown_and_html(tmp_path):
 def test_inline_markup_bold_italic_code_links_and_plain_asterisks():
     from pdenets.experiments.report import _inline_html
 
-    assert _inline_html("*held-out* and **last** `x*y` [a](b.csv)") == \
-        '<em>held-out</em> and <strong>last</strong> <code>x*y</code> <a href="b.csv">a</a>'
+    assert (
+        _inline_html("*held-out* and **last** `x*y` [a](b.csv)")
+        == '<em>held-out</em> and <strong>last</strong> <code>x*y</code> <a href="b.csv">a</a>'
+    )
     assert _inline_html("2 * 3 * 4, a*b*c, x*") == "2 * 3 * 4, a*b*c, x*"
 
 
 def test_format_number():
     assert format_number(1234567.0) == "1.23e+06"
     assert format_number(0.5) == "0.500"
-    assert format_number(None) == "—" and format_number(True) == "yes" and format_number(float("nan")) == "nan"
+    assert (
+        format_number(None) == "—" and format_number(True) == "yes" and format_number(float("nan")) == "nan"
+    )
 
 
 def test_csv_and_figures_are_recorded_in_the_marker(tmp_path):

@@ -45,10 +45,16 @@ def test_foreign_folder_is_refused_naming_its_files_and_left_untouched(tmp_path)
     (folder / "chapter1.tex").write_text("text")
     (folder / "results.json").write_text('{"mine": 1}')
     before = snapshot(folder)
-    with pytest.raises(RunDirectoryError, match=r"not empty and holds no pdenets run \(found: chapter1.tex, "
-                                                r"results.json\).*--overwrite"):
+    with pytest.raises(
+        RunDirectoryError,
+        match=r"not empty and holds no pdenets run \(found: chapter1.tex, "
+        r"results.json\).*--overwrite",
+    ):
         toy(folder)
-    assert snapshot(folder) == before and sorted(p.name for p in folder.iterdir()) == ["chapter1.tex", "results.json"]
+    assert snapshot(folder) == before and sorted(p.name for p in folder.iterdir()) == [
+        "chapter1.tex",
+        "results.json",
+    ]
 
 
 def test_overwrite_writes_into_a_foreign_folder_and_keeps_other_files(tmp_path):
@@ -95,7 +101,9 @@ def test_unwritable_and_uncreatable_out(tmp_path, monkeypatch):
     folder = tmp_path / "readonly"
     folder.mkdir()
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(folder) else real_access(path, mode))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if str(path) == str(folder) else real_access(path, mode)
+    )
     with pytest.raises(RunDirectoryError, match="is not writable"):
         toy(folder)
     assert list(folder.iterdir()) == []
@@ -110,17 +118,28 @@ def test_default_names_never_collide(tmp_path):
 def test_a_locked_folder_is_refused_with_the_holder(tmp_path):
     out = tmp_path / "run"
     with RunDirectory.open(out, task="toy"):
-        with pytest.raises(RunDirectoryError, match=rf"in use by another pdenets run \(pid {os.getpid()} .*task toy"):
+        with pytest.raises(
+            RunDirectoryError, match=rf"in use by another pdenets run \(pid {os.getpid()} .*task toy"
+        ):
             toy(out)
     assert toy(out).new == 2  # released on exit
 
 
 def test_the_lock_dies_with_its_process(tmp_path):
     out = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pdenets.experiments.rundir import RunDirectory; "
-        f"d = RunDirectory.open({str(out)!r}, task='toy'); print('locked', flush=True); time.sleep(60)")],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from pdenets.experiments.rundir import RunDirectory; "
+                f"d = RunDirectory.open({str(out)!r}, task='toy'); print('locked', flush=True); "
+                "time.sleep(60)"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "locked"
     with pytest.raises(RunDirectoryError, match="in use"):
         toy(out)
@@ -161,7 +180,9 @@ def _other_programs_database(path):
 
 def _old_pdenets_store(path):
     connection = sqlite3.connect(path)
-    connection.execute("CREATE TABLE runs (key TEXT PRIMARY KEY, experiment TEXT, accuracy REAL, params TEXT)")
+    connection.execute(
+        "CREATE TABLE runs (key TEXT PRIMARY KEY, experiment TEXT, accuracy REAL, params TEXT)"
+    )
     connection.commit()
     connection.close()
 
@@ -220,8 +241,13 @@ def test_store_rows_keep_field_order_and_query_is_read_only(tmp_path):
         assert store.add("a", {"z": 1, "a": 2}, {"value": 0.5})
         assert not store.add("a", {"z": 1, "a": 2}, {"value": 0.9})
         run = store.rows()[0]
-        assert list(run.spec) == ["z", "a"] and run.flat() == {"z": 1, "a": 2, "value": 0.5, "key": "a",
-                                                              "status": "ok"}
+        assert list(run.spec) == ["z", "a"] and run.flat() == {
+            "z": 1,
+            "a": 2,
+            "value": 0.5,
+            "key": "a",
+            "status": "ok",
+        }
         assert [tuple(r) for r in store.query("SELECT key, value FROM runs")] == [("a", 0.5)]
         with pytest.raises(ValueError, match="SELECT"):
             store.query("DELETE FROM runs")
@@ -236,19 +262,25 @@ def test_a_store_gains_a_newly_declared_column(tmp_path):
         store.add("a", {"i": 1}, {"value": 2.0})
     with ResultsStore(path, task="toy", columns={"value": "REAL"}) as store:
         store.add("b", {"i": 2}, {"value": 3.0})
-        assert [tuple(r) for r in store.query("SELECT key, value FROM runs ORDER BY key")] == [("a", None),
-                                                                                              ("b", 3.0)]
+        assert [tuple(r) for r in store.query("SELECT key, value FROM runs ORDER BY key")] == [
+            ("a", None),
+            ("b", 3.0),
+        ]
 
 
 @pytest.mark.parametrize("link", ["dangling", "loop"])
 def test_a_runs_root_that_is_a_symlink_to_nothing_is_named(tmp_path, link):
     target = tmp_path / ("nowhere" if link == "dangling" else "runs")
     (tmp_path / "runs").symlink_to(target)
-    problem = "which does not exist" if link == "dangling" else "which loops (the links lead back to themselves)"
+    problem = (
+        "which does not exist" if link == "dangling" else "which loops (the links lead back to themselves)"
+    )
     with pytest.raises(RunDirectoryError) as caught:
         run_task(ToyTask(ToyConfig(workers=1, count=1)), runs_root=tmp_path / "runs", progress=False)
-    assert str(caught.value) == (f"runs folder {tmp_path / 'runs'} is a symlink to {target}, {problem}; create the "
-                                 "target or choose another runs folder")
+    assert str(caught.value) == (
+        f"runs folder {tmp_path / 'runs'} is a symlink to {target}, {problem}; create the "
+        "target or choose another runs folder"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
 
 
@@ -262,20 +294,36 @@ def test_a_file_name_that_leads_outside_the_run_folder_is_refused(tmp_path, name
     with pytest.raises(RunDirectoryError) as caught:
         directory.write_text(name, "x")
     target = (folder / name).resolve()
-    assert str(caught.value) == (f"{name!r} leads outside the folder {folder} (to {target}); give the name of a file "
-                                 "inside it")
+    assert str(caught.value) == (
+        f"{name!r} leads outside the folder {folder} (to {target}); give the name of a file inside it"
+    )
     assert resolve_inside(folder, "plots/a.png") == folder.resolve() / "plots" / "a.png"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and not (tmp_path / "outside.txt").exists()
 
 
-@pytest.mark.parametrize("name, error, message", [
-    ("file:///etc/x.png", ValueError, "figure 'file:///etc/x.png' is not a file name relative to the report's "
-                                      "folder; save the figure into the run folder and give its name"),
-    ("javascript:alert(1)", ValueError, "figure 'javascript:alert(1)' is not a file name relative to the report's "
-                                        "folder; save the figure into the run folder and give its name"),
-    ("/usr/share/x.png", ValueError, "figure '/usr/share/x.png' is not a file name relative to the report's folder; "
-                                     "save the figure into the run folder and give its name"),
-])
+@pytest.mark.parametrize(
+    "name, error, message",
+    [
+        (
+            "file:///etc/x.png",
+            ValueError,
+            "figure 'file:///etc/x.png' is not a file name relative to the report's "
+            "folder; save the figure into the run folder and give its name",
+        ),
+        (
+            "javascript:alert(1)",
+            ValueError,
+            "figure 'javascript:alert(1)' is not a file name relative to the report's "
+            "folder; save the figure into the run folder and give its name",
+        ),
+        (
+            "/usr/share/x.png",
+            ValueError,
+            "figure '/usr/share/x.png' is not a file name relative to the report's folder; "
+            "save the figure into the run folder and give its name",
+        ),
+    ],
+)
 def test_a_report_figure_must_be_a_file_name(name, error, message):
     from pdenets.experiments.report import Report
 

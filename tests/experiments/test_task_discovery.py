@@ -23,7 +23,7 @@ def _entry_points(*entries):
     return lambda group=None: [p for p in points if group in (None, p.group)]
 
 
-_TASK = '''
+_TASK = """
 from dataclasses import dataclass
 from pdenets.experiments import Task, TaskConfig, register_task
 
@@ -47,20 +47,28 @@ class Base(Task):
 
     def report(self, results, records, run_dir):
         pass
-'''
+"""
 
 
 def test_a_users_package_adds_its_tasks_and_a_broken_one_only_warns(tmp_path, monkeypatch, fresh_discovery):
     package = tmp_path / "user_tasks_pkg"
     package.mkdir()
-    (package / "__init__.py").write_text(_TASK + '''
+    (package / "__init__.py").write_text(
+        _TASK
+        + """
 @register_task
 class Echo(Base):
     name = "echo-from-a-user-package"
-''')
+"""
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(
-        ("builtin", "pdenets.tasks"), ("mine", "user_tasks_pkg"), ("broken", "no_such_module_anywhere")))
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        _entry_points(
+            ("builtin", "pdenets.tasks"), ("mine", "user_tasks_pkg"), ("broken", "no_such_module_anywhere")
+        ),
+    )
     expected = "'no_such_module_anywhere' .*could not be loaded: ModuleNotFoundError"
     with pytest.warns(UserWarning, match=expected) as caught:
         tasks = engine.registered_tasks()
@@ -74,7 +82,9 @@ def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_di
 
     imported = []
     real_import = importlib.import_module
-    monkeypatch.setattr(importlib, "import_module", lambda name, *a: imported.append(name) or real_import(name, *a))
+    monkeypatch.setattr(
+        importlib, "import_module", lambda name, *a: imported.append(name) or real_import(name, *a)
+    )
     monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points())
     assert {"synthetic", "few-shot", "coin-forecast"} <= set(engine.registered_tasks())
     assert imported == ["pdenets.tasks"]
@@ -82,7 +92,9 @@ def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_di
 
 PLUGINS = {
     "exits": ("raise SystemExit(0)", "SystemExit: 0"),
-    "no_dataclass": (_TASK + '''
+    "no_dataclass": (
+        _TASK
+        + """
 class Plain:
     size = 1
 
@@ -94,15 +106,23 @@ class Registered(Base):
 class NoDataclass(Base):
     name = "plugin-no-dataclass"
     config_class = Plain
-''', "TypeError: task 'plugin-no-dataclass': config_class 'Plain' must be a @dataclass that subclasses "
-     "pdenets.experiments.TaskConfig"),
-    "bad_shortcut": (_TASK + '''
+""",
+        "TypeError: task 'plugin-no-dataclass': config_class 'Plain' must be a @dataclass that subclasses "
+        "pdenets.experiments.TaskConfig",
+    ),
+    "bad_shortcut": (
+        _TASK
+        + """
 @register_task
 class BadShortcut(Base):
     name = "plugin-bad-shortcut"
     shortcuts = {"sz": "sizes"}
-''', "TypeError: task 'plugin-bad-shortcut' declares shortcuts for unknown fields ['sizes']"),
-    "engine_option": (_TASK + '''
+""",
+        "TypeError: task 'plugin-bad-shortcut' declares shortcuts for unknown fields ['sizes']",
+    ),
+    "engine_option": (
+        _TASK
+        + """
 @dataclass
 class Clash(TaskConfig):
     out: str = "here"
@@ -111,20 +131,27 @@ class Clash(TaskConfig):
 class EngineOption(Base):
     name = "plugin-engine-option"
     config_class = Clash
-''', "TypeError: task 'plugin-engine-option': the option --out of field 'out' collides with a run option"),
-    "unknown_table_task": ('''
+""",
+        "TypeError: task 'plugin-engine-option': the option --out of field 'out' collides with a run option",
+    ),
+    "unknown_table_task": (
+        """
 from pdenets.experiments.config import TaskConfig
 from pdenets.experiments.task import register_reproduction
 register_reproduction("plugin-table", "no-such-task", full=TaskConfig, quick=TaskConfig, description="x")
-''', "UnknownNameError: table 'plugin-table': unknown task 'no-such-task'; valid: "),
+""",
+        "UnknownNameError: table 'plugin-table': unknown task 'no-such-task'; valid: ",
+    ),
 }
 
 
 @pytest.mark.parametrize("module", sorted(PLUGINS))
 def test_a_broken_plugin_is_left_out_with_one_warning_and_every_command_still_works(
-        module, tmp_path, monkeypatch, capsys, fresh_discovery):
-    """A plug-in that exits, registers a class the command line cannot use, or a table of an unknown task: it is
-    dropped (with what it registered before failing), a one-line warning names it, built-in commands work."""
+    module, tmp_path, monkeypatch, capsys, fresh_discovery
+):
+    """A plug-in that exits, registers a class the command line cannot use, or a table of an unknown task: it
+    is dropped (with what it registered before failing), a one-line warning names it, built-in commands
+    work."""
     from pdenets.cli import main
 
     source, error = PLUGINS[module]
@@ -132,14 +159,16 @@ def test_a_broken_plugin_is_left_out_with_one_warning_and_every_command_still_wo
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(engine, "REPRODUCTIONS", dict(engine.REPRODUCTIONS))
-    monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points(("builtin", "pdenets.tasks"),
-                                                                          ("mine", name)))
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", _entry_points(("builtin", "pdenets.tasks"), ("mine", name))
+    )
     builtin_tasks, builtin_tables = dict(engine.TASKS), dict(engine.REPRODUCTIONS)
     assert main(["tasks"]) == 0
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"pdenets: warning: the tasks of '{name}' (entry point 'mine') "
-                                                   f"could not be loaded: {error}"), err
+    assert len(lines) == 1 and lines[0].startswith(
+        f"pdenets: warning: the tasks of '{name}' (entry point 'mine') could not be loaded: {error}"
+    ), err
     assert lines[0].endswith("; they are left out")
     assert engine.TASKS == builtin_tasks and engine.REPRODUCTIONS == builtin_tables
     assert "node-classification" in out and "plugin-" not in out

@@ -7,7 +7,15 @@ import torch
 from torch.nn import functional as F
 
 from pdenets import NonFiniteError
-from pdenets.experiments import EarlyStopping, PaperValue, Stats, accuracy, fit, format_mean_std, group_summary
+from pdenets.experiments import (
+    EarlyStopping,
+    PaperValue,
+    Stats,
+    accuracy,
+    fit,
+    format_mean_std,
+    group_summary,
+)
 from pdenets.experiments.summary import group_records, paper_and_ours
 from pdenets.experiments.training import evaluation_mode, fit_steps
 
@@ -53,8 +61,14 @@ def test_fit_stops_early_and_restores():
         states.append({k: v.clone() for k, v in model.state_dict().items()})
         return {"loss": next(scripted)}
 
-    result = fit(model, optimizer, lambda: F.cross_entropy(model(x), y), max_epochs=50, evaluate=metrics,
-                 early_stopping=EarlyStopping(3, monitors={"loss": "min"}))
+    result = fit(
+        model,
+        optimizer,
+        lambda: F.cross_entropy(model(x), y),
+        max_epochs=50,
+        evaluate=metrics,
+        early_stopping=EarlyStopping(3, monitors={"loss": "min"}),
+    )
     assert (result.epochs, result.best_epoch, result.diverged_at) == (8, 5, None)
     assert [h["loss"] for h in result.history] == [1.0, 0.5, 0.7, 0.6, 0.5, 0.8, 0.9, 0.95]
     for name, tensor in model.state_dict().items():
@@ -83,19 +97,34 @@ def test_fit_treats_a_non_finite_evaluation_as_divergence():
     def evaluate():
         raise NonFiniteError("the network's output contains 1 NaN/inf value(s)")
 
-    result = fit(model, torch.optim.SGD(model.parameters(), lr=0.1), lambda: F.cross_entropy(model(x), y),
-                 max_epochs=5, evaluate=evaluate)
+    result = fit(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        lambda: F.cross_entropy(model(x), y),
+        max_epochs=5,
+        evaluate=evaluate,
+    )
     assert result.diverged_at == 1 and result.history == []
 
 
 def _fit_steps(patience, values, min_improvement=0.0):
-    """``fit_steps`` on ten one-item batches a pass, validated after every step with the next of ``values``."""
+    """``fit_steps`` on ten one-item batches a pass, validated after every step with the next of
+    ``values``."""
     model = torch.nn.Linear(1, 1)
     stream = iter(values)
-    return fit_steps(model, torch.optim.SGD(model.parameters(), lr=0.0), torch.arange(10),
-                     lambda batch: model(batch[:, None].float()).sum(), lambda: next(stream), batch_size=1,
-                     max_epochs=5, eval_steps=1, patience=patience, min_improvement=min_improvement,
-                     generator=torch.Generator().manual_seed(0))
+    return fit_steps(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.0),
+        torch.arange(10),
+        lambda batch: model(batch[:, None].float()).sum(),
+        lambda: next(stream),
+        batch_size=1,
+        max_epochs=5,
+        eval_steps=1,
+        patience=patience,
+        min_improvement=min_improvement,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 def test_fit_steps_stops_exactly_patience_steps_after_the_last_improvement():
@@ -104,7 +133,8 @@ def test_fit_steps_stops_exactly_patience_steps_after_the_last_improvement():
     assert result.best_step == 1
     result = _fit_steps(3, [5.0, 4.0] + [4.5] * 50)  # last improvement at step 2
     assert result.steps == 5 and result.best_step == 2
-    # an improvement smaller than min_improvement (relative) does not reset the count (but is kept as the best)
+    # an improvement smaller than min_improvement (relative) does not reset the count (but is kept as the
+    # best)
     result = _fit_steps(3, [5.0, 4.99] + [5.0] * 50, min_improvement=0.01)
     assert result.steps == 4 and result.best_step == 2
     assert _fit_steps(1, [1.0] + [2.0] * 50).steps == 2
@@ -127,8 +157,13 @@ def test_evaluation_mode_restores_the_previous_mode():
 
 
 def test_group_summary_exact_values_and_missing_metrics():
-    records = [{"m": "a", "d": "x", "acc": 0.8}, {"m": "a", "d": "x", "acc": 0.6}, {"m": "b", "d": "x", "acc": 1.0},
-               {"m": "a", "d": "y", "acc": 0.5}, {"m": "a", "d": "x", "acc": None}]
+    records = [
+        {"m": "a", "d": "x", "acc": 0.8},
+        {"m": "a", "d": "x", "acc": 0.6},
+        {"m": "b", "d": "x", "acc": 1.0},
+        {"m": "a", "d": "y", "acc": 0.5},
+        {"m": "a", "d": "x", "acc": None},
+    ]
     table = group_summary(records, by=("m", "d"), metric="acc", scale=100)
     assert list(table) == [("a", "x"), ("b", "x"), ("a", "y")]
     assert table[("a", "x")] == Stats(mean=70.0, std=10.0, min=60.0, max=80.0, median=70.0, count=2)
@@ -143,6 +178,9 @@ def test_one_format_for_mean_std_and_paper_vs_ours():
     assert format_mean_std(None) == "—" and format_mean_std(math.nan, 1.0) == "—"
     assert PaperValue(93.27).format(2) == "93.27"
     assert paper_and_ours({"mean": 82.34, "std": 1.16, "runs": 20}, PaperValue(82.1, 1.1)) == (
-        "82.3 ± 1.2 (n=20)", "82.1 ± 1.1", "+0.2")
+        "82.3 ± 1.2 (n=20)",
+        "82.1 ± 1.1",
+        "+0.2",
+    )
     assert paper_and_ours(None, PaperValue(82.1, 1.1)) == ("—", "82.1 ± 1.1", "—")
     assert paper_and_ours(Stats.of([0.5, 0.7], scale=100), None) == ("60.0 ± 10.0 (n=2)", "—", "—")

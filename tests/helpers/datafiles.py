@@ -14,8 +14,11 @@ import pytest
 from pdenets.data.paths import resolve_data_dir
 
 #: the MNIST files (training and test images and labels)
-MNIST = tuple(f"mnist/MNIST/raw/{prefix}-{kind}-ubyte.gz" for prefix in ("train", "t10k")
-              for kind in ("images-idx3", "labels-idx1"))
+MNIST = tuple(
+    f"mnist/MNIST/raw/{prefix}-{kind}-ubyte.gz"
+    for prefix in ("train", "t10k")
+    for kind in ("images-idx3", "labels-idx1")
+)
 MNIST_TEST = MNIST[2:]
 CHICKENPOX = "temporal/chickenpox.json"
 ENGLAND_COVID = "temporal/england_covid.json"
@@ -26,15 +29,18 @@ OMNIGLOT_RUNS = "omniglot/all_runs.zip"
 
 
 def cifar10(*batches: int) -> tuple:
-    """The CIFAR-10 label list and the PNG chunks ``batches`` (1,000 images each; 40..49 held out, 50 official)."""
+    """The CIFAR-10 label list and the PNG chunks ``batches`` (1,000 images each; 40..49 held out, 50
+    official)."""
     return ("cifar10/convnetjs_png/cifar10_labels.json",) + tuple(
-        f"cifar10/convnetjs_png/cifar10_batch_{index}.png" for index in batches)
+        f"cifar10/convnetjs_png/cifar10_batch_{index}.png" for index in batches
+    )
 
 
 def requires_data(*relative_paths: str) -> pytest.MarkDecorator:
     """The mark of a test that reads ``relative_paths`` (files or folders) under the data directory."""
-    if not relative_paths or not all(isinstance(path, str) and path and not Path(path).is_absolute()
-                                     for path in relative_paths):
+    if not relative_paths or not all(
+        isinstance(path, str) and path and not Path(path).is_absolute() for path in relative_paths
+    ):
         raise ValueError(f"requires_data takes paths relative to the data directory, got {relative_paths}")
     return pytest.mark.requires_data(*relative_paths)
 

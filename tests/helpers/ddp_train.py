@@ -15,16 +15,35 @@ from pdenets.models.hamiltonian import HamiltonianNet
 torch.set_num_threads(1)
 context = distributed_context()
 torch.manual_seed(0)
-model = HamiltonianNet(3, 4, units=(1, 1), widths=(8, 16), image_size=16, batch_norm=False,
-                       nonlocal_operator="diffusion-dot", nonlocal_options={"subsample": 2}).double()
+model = HamiltonianNet(
+    3,
+    4,
+    units=(1, 1),
+    widths=(8, 16),
+    image_size=16,
+    batch_norm=False,
+    nonlocal_operator="diffusion-dot",
+    nonlocal_options={"subsample": 2},
+).double()
 trained = context.wrap(model)
 generator = torch.Generator().manual_seed(1)
 images = torch.randn(64, 3, 16, 16, generator=generator, dtype=torch.float64)
 labels = torch.randint(0, 4, (64,), generator=generator)
 optimizer = torch.optim.SGD(trained.parameters(), lr=0.05, momentum=0.9)
 order = torch.Generator().manual_seed(2)
-losses = [train_epoch(trained, optimizer, images, labels, batch_size=16, generator=order, shard=context.shard,
-                      reduce=context.reduce)["loss"] for _ in range(3)]
+losses = [
+    train_epoch(
+        trained,
+        optimizer,
+        images,
+        labels,
+        batch_size=16,
+        generator=order,
+        shard=context.shard,
+        reduce=context.reduce,
+    )["loss"]
+    for _ in range(3)
+]
 if context.is_main:
     print(json.dumps(losses), flush=True)
 # release the DDP reducer (it holds the gloo process group) before the group is destroyed, so that no

@@ -14,8 +14,12 @@ import sys
 import torch
 import torch.distributed as dist
 
-from pdenets.models.partitioned import (all_reduce_gradients, global_count, partitioned_cross_entropy,
-                                        partitioned_diff_resnet)
+from pdenets.models.partitioned import (
+    all_reduce_gradients,
+    global_count,
+    partitioned_cross_entropy,
+    partitioned_diff_resnet,
+)
 from pdenets.operators import load_part
 
 
@@ -47,9 +51,18 @@ def main() -> None:
         logits = model(part.features)
         operator = model.diffusion.operator_for(part.features)
         forward, transposed = operator.product(part.features), operator.product(part.features, transpose=True)
-    torch.save({"losses": losses, "gradients": gradients, "logits": logits, "forward": forward,
-                "transposed": transposed, "halo": operator.halo_size, "first": part.first},
-               os.path.join(out, f"rank-{rank}.pt"))
+    torch.save(
+        {
+            "losses": losses,
+            "gradients": gradients,
+            "logits": logits,
+            "forward": forward,
+            "transposed": transposed,
+            "halo": operator.halo_size,
+            "first": part.first,
+        },
+        os.path.join(out, f"rank-{rank}.pt"),
+    )
     if dist.is_initialized():
         dist.destroy_process_group()
 

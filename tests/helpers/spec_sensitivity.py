@@ -5,8 +5,8 @@ weight decay never passed to the optimizer. Then every value of it trains alike,
 wrong, and tests that check only ranges pass. :func:`assert_every_key_setting_matters` runs the
 job once as given and once per key setting changed (a nested ``((name, value), ...)`` setting,
 mapping setting or frozen dataclass setting one entry at a time; a ``None`` field is an absent part and is
-skipped unless ``changes`` names it), and fails listing the settings whose change left the record unchanged, and
-those it could not change (give them in ``changes`` or ``skip`` them with a reason).
+skipped unless ``changes`` names it), and fails listing the settings whose change left the record unchanged,
+and those it could not change (give them in ``changes`` or ``skip`` them with a reason).
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ import numpy as np
 
 
 def _is_pairs(value: Any) -> bool:
-    return isinstance(value, tuple) and bool(value) and all(isinstance(item, tuple) and len(item) == 2 and
-                                                         isinstance(item[0], str) for item in value)
+    return (
+        isinstance(value, tuple)
+        and bool(value)
+        and all(isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) for item in value)
+    )
 
 
 def _default_change(value: Any):
@@ -41,7 +44,9 @@ def _equal(first: Any, second: Any) -> bool:
         return len(first) == len(second) and all(_equal(a, b) for a, b in zip(first, second))
     if hasattr(first, "shape") or hasattr(second, "shape"):
         first, second = np.asarray(first), np.asarray(second)
-        return first.shape == second.shape and bool(np.array_equal(first, second, equal_nan=first.dtype.kind == "f"))
+        return first.shape == second.shape and bool(
+            np.array_equal(first, second, equal_nan=first.dtype.kind == "f")
+        )
     if isinstance(first, float) and isinstance(second, float) and math.isnan(first) and math.isnan(second):
         return True
     return first == second
@@ -51,17 +56,22 @@ def _comparable(record: Dict[str, Any], ignore: Iterable[str]) -> Dict[str, Any]
     return {key: value for key, value in record.items() if key not in set(ignore)}
 
 
-def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec: Any, *,
-                                     changes: Dict[str, Any] = None, skip: Dict[str, str] = None,
-                                     ignore: Iterable[str] = ("seconds",)) -> None:
+def assert_every_key_setting_matters(
+    run: Callable[[Any], Dict[str, Any]],
+    spec: Any,
+    *,
+    changes: Dict[str, Any] = None,
+    skip: Dict[str, str] = None,
+    ignore: Iterable[str] = ("seconds",),
+) -> None:
     """Run ``spec`` (twice: it must repeat exactly) and one changed copy per key setting; every change must
     change the record.
 
     Args:
         run: the task's ``run_job``.
         spec: a frozen dataclass job spec; fields with ``metadata={"key": False}`` are not part of the key.
-        changes: ``"field"`` or ``"field.entry"`` (an entry of a pairs, mapping or dataclass setting) → the value to
-            try (default: ints + 1, floats × 1.5, booleans flipped).
+        changes: ``"field"`` or ``"field.entry"`` (an entry of a pairs, mapping or dataclass setting) → the
+            value to try (default: ints + 1, floats × 1.5, booleans flipped).
         skip: ``"field"`` or ``"field.entry"`` → why it is not checked here (e.g. ``"device": "CPU only"``).
         ignore: record fields that vary between identical runs (timings).
     """
@@ -69,8 +79,10 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
     base = _comparable(run(spec), ignore)
     again = _comparable(run(spec), ignore)
     varying = sorted(key for key in set(base) | set(again) if not _equal(base.get(key), again.get(key)))
-    assert not varying, (f"the same spec gave different {varying} in two runs: pass them in ignore= (timings) or fix "
-                         "the nondeterminism; otherwise no change can be told from noise")
+    assert not varying, (
+        f"the same spec gave different {varying} in two runs: pass them in ignore= (timings) or fix "
+        "the nondeterminism; otherwise no change can be told from noise"
+    )
     unchanged: List[str] = []
     unchangeable: List[str] = []
     for field in dataclasses.fields(spec):
@@ -101,7 +113,7 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
                 if new is None:
                     unchangeable.append(name)
                     continue
-                altered = entries[:position] + [(entry, new)] + entries[position + 1:]
+                altered = entries[:position] + [(entry, new)] + entries[position + 1 :]
                 candidates.append((name, dict(altered) if isinstance(value, Mapping) else tuple(altered)))
         else:
             new = changes.get(field.name, _default_change(value))
@@ -114,4 +126,6 @@ def assert_every_key_setting_matters(run: Callable[[Any], Dict[str, Any]], spec:
             if _equal(record, base):
                 unchanged.append(name)
     assert not unchangeable, f"give a change (or a reason to skip) for the key setting(s) {unchangeable}"
-    assert not unchanged, f"setting(s) {unchanged} reach the job spec but not the result: every value computes alike"
+    assert not unchanged, (
+        f"setting(s) {unchanged} reach the job spec but not the result: every value computes alike"
+    )

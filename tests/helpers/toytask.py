@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from pdenets import NonFiniteError
-from pdenets.experiments import Report, TaskConfig, Task, register_task
+from pdenets.experiments import Report, Task, TaskConfig, register_task
 
 
 @dataclass
@@ -48,7 +48,10 @@ class ToyTask(Task):
 
     def jobs(self) -> List[ToyJob]:
         c = self.config
-        return [ToyJob(i, c.scale, c.sleep, i == c.fail_at, i == c.diverge_at, c.marker_dir) for i in range(c.count)]
+        return [
+            ToyJob(i, c.scale, c.sleep, i == c.fail_at, i == c.diverge_at, c.marker_dir)
+            for i in range(c.count)
+        ]
 
     @staticmethod
     def run_job(spec: ToyJob) -> Dict[str, Any]:
@@ -78,9 +81,12 @@ HELPERS = str(Path(__file__).resolve().parent)
 
 
 def toy_command(out, *options) -> List[str]:
-    """``pdenets run toy --out OUT --no-progress OPTIONS`` in a fresh interpreter that can import this module."""
-    script = (f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
-              "sys.exit(main(sys.argv[1:]))")
+    """``pdenets run toy --out OUT --no-progress OPTIONS`` in a fresh interpreter that can import this
+    module."""
+    script = (
+        f"import sys; sys.path.insert(0, {HELPERS!r}); import toytask; from pdenets.cli import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
     return [sys.executable, "-c", script, "run", "toy", "--out", str(out), "--no-progress", *options]
 
 
@@ -93,4 +99,3 @@ def stored_count(database) -> int:
         return connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
     except sqlite3.Error:
         return 0
-

@@ -1,4 +1,5 @@
-"""COIN: convection by any backbone, diffusion on a graph of samples (given, per batch, fixed, time-varying)."""
+"""COIN: convection by any backbone, diffusion on a graph of samples (given, per batch, fixed,
+time-varying)."""
 
 import pytest
 import torch
@@ -33,19 +34,28 @@ def test_output_is_backbone_then_explicit_diffusion_then_head():
 def test_diff_resnet_is_coin_over_one_residual_block():
     builder = KnnGaussianWeights(n_top=5, sigma=1.0, include_self=True, normalization="row")
     reference = DiffResNet(5, 3, num_blocks=1, num_steps=7, step_size=0.5, weights=builder).double()
-    model = COIN(nn.Sequential(ConvectionBlock(5)), step_size=0.5, num_steps=7, graph=builder,
-                 head=nn.Linear(5, 3)).double()
+    model = COIN(
+        nn.Sequential(ConvectionBlock(5)), step_size=0.5, num_steps=7, graph=builder, head=nn.Linear(5, 3)
+    ).double()
     model.backbone[0].load_state_dict(reference.blocks[0].state_dict())
     model.head.load_state_dict(reference.classifier.state_dict())
     x = torch.randn(40, 5, dtype=torch.float64)
     for mode in (True, False):
         reference.train(mode), model.train(mode)
-        assert torch.equal(model(x), reference(x)) or torch.allclose(model(x), reference(x), atol=1e-12, rtol=0)
+        assert torch.equal(model(x), reference(x)) or torch.allclose(
+            model(x), reference(x), atol=1e-12, rtol=0
+        )
     # with a hidden input map too
-    reference = DiffResNet(5, 3, num_blocks=1, hidden_features=8, num_steps=3, step_size=0.25,
-                           weights=cycle_weights(40)).double()
-    model = COIN(nn.Sequential(reference.input_map, reference.blocks[0]), step_size=0.25, num_steps=3,
-                 graph=cycle_weights(40), head=reference.classifier)
+    reference = DiffResNet(
+        5, 3, num_blocks=1, hidden_features=8, num_steps=3, step_size=0.25, weights=cycle_weights(40)
+    ).double()
+    model = COIN(
+        nn.Sequential(reference.input_map, reference.blocks[0]),
+        step_size=0.25,
+        num_steps=3,
+        graph=cycle_weights(40),
+        head=reference.classifier,
+    )
     torch.testing.assert_close(model(x), reference(x), atol=1e-12, rtol=0)
 
 
@@ -58,7 +68,9 @@ def test_graph_forms_give_the_same_answer():
     torch.testing.assert_close(model(x, graph=(edge_index, None)), dense)
     torch.testing.assert_close(model(x, graph=weights.to_sparse()), dense)
     torch.testing.assert_close(model(x, graph=weights.to_sparse_csr()), dense)
-    fixed = _coin(step_size=0.25, num_steps=3, graph=(edge_index, torch.ones(edge_index.shape[1], dtype=torch.float64)))
+    fixed = _coin(
+        step_size=0.25, num_steps=3, graph=(edge_index, torch.ones(edge_index.shape[1], dtype=torch.float64))
+    )
     fixed.backbone.load_state_dict(model.backbone.state_dict())
     torch.testing.assert_close(fixed(x), dense)
 
@@ -75,13 +87,16 @@ def test_per_batch_graph_is_rebuilt_from_each_batch_and_can_be_fixed():
     first, second = torch.randn(12, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
     model(first), model(second)
     assert calls == [12, 9]
-    torch.testing.assert_close(model(second), diffuse(model.backbone(second), builder(second), step_size=0.5,
-                                                      num_steps=2))
+    torch.testing.assert_close(
+        model(second), diffuse(model.backbone(second), builder(second), step_size=0.5, num_steps=2)
+    )
     model.fix_graph(first)
     calls.clear()
     out = model(first + 0.5)  # the fixed graph of `first`, not one of the shifted batch
     assert calls == []
-    torch.testing.assert_close(out, diffuse(model.backbone(first + 0.5), builder(first), step_size=0.5, num_steps=2))
+    torch.testing.assert_close(
+        out, diffuse(model.backbone(first + 0.5), builder(first), step_size=0.5, num_steps=2)
+    )
     model.release_graph()
     model(first)
     assert calls == [12]
@@ -92,20 +107,28 @@ def test_graph_from_features_uses_the_backbone_output():
     model = _coin(step_size=0.5, num_steps=2, graph=builder, graph_from="features")
     x = torch.randn(15, 4, dtype=torch.float64)
     features = model.backbone(x)
-    torch.testing.assert_close(model(x), diffuse(features, builder(features.detach()), step_size=0.5, num_steps=2))
+    torch.testing.assert_close(
+        model(x), diffuse(features, builder(features.detach()), step_size=0.5, num_steps=2)
+    )
     assert not torch.allclose(model(x), diffuse(features, builder(x), step_size=0.5, num_steps=2))
 
 
 def test_time_varying_graph_diffuses_each_slice_on_its_own_graph():
-    graphs = [cycle_weights(5), random_symmetric_weights(5, density=0.6, seed=1) / 4, torch.zeros(5, 5,
-                                                                                                 dtype=torch.float64)]
+    graphs = [
+        cycle_weights(5),
+        random_symmetric_weights(5, density=0.6, seed=1) / 4,
+        torch.zeros(5, 5, dtype=torch.float64),
+    ]
     model = _coin(step_size=0.25, num_steps=3)
     x = torch.randn(3, 5, 4, dtype=torch.float64)
     out = model(x, graph=graphs)
     assert out.shape == (3, 5, 6)
     for index, graph in enumerate(graphs):
-        expected = diffuse(model.backbone(x[index]), graph, step_size=0.25, num_steps=3) if index < 2 \
+        expected = (
+            diffuse(model.backbone(x[index]), graph, step_size=0.25, num_steps=3)
+            if index < 2
             else model.backbone(x[index])
+        )
         torch.testing.assert_close(out[index], expected)
     with pytest.raises(ValueError, match="3 graphs needs input of shape"):
         model(x[:2], graph=graphs)
@@ -139,24 +162,30 @@ def test_registry_model_and_bad_inputs():
     with pytest.raises(ValueError, match="negative entries"):
         _coin(step_size=0.1, num_steps=1)(torch.randn(6, 4, dtype=torch.float64), graph=-cycle_weights(6))
     with pytest.raises(ValueError, match="non-finite|NaN|finite"):
-        _coin(step_size=0.1, num_steps=1, graph=cycle_weights(6))(torch.full((6, 4), float("nan"),
-                                                                                dtype=torch.float64))
+        _coin(step_size=0.1, num_steps=1, graph=cycle_weights(6))(
+            torch.full((6, 4), float("nan"), dtype=torch.float64)
+        )
     with pytest.raises(ValueError, match="one row per sample"):
         COIN(nn.Flatten(0), step_size=0.1, num_steps=1, graph=cycle_weights(6))(torch.randn(6, 4))
     with pytest.raises(ValueError, match="graph 1 of the sequence"):
-        _coin(step_size=0.1)(torch.randn(2, 4, 4, dtype=torch.float64), graph=[cycle_weights(4), cycle_weights(5)])
+        _coin(step_size=0.1)(
+            torch.randn(2, 4, 4, dtype=torch.float64), graph=[cycle_weights(4), cycle_weights(5)]
+        )
 
 
 def test_images_through_a_convolutional_backbone_with_a_graph_of_its_features():
     backbone = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten())
     builder = KnnGaussianWeights(n_top=4, sigma_neighbor=2, normalization="row")
-    model = COIN(backbone, step_size=0.5, num_steps=3, graph=builder, graph_from="features", head=nn.Linear(16, 3))
+    model = COIN(
+        backbone, step_size=0.5, num_steps=3, graph=builder, graph_from="features", head=nn.Linear(16, 3)
+    )
     images = torch.randn(20, 1, 8, 8)
     out = model(images)
     assert out.shape == (20, 3)
     features = backbone(images)
-    torch.testing.assert_close(out, model.head(diffuse(features, builder(features.detach()), step_size=0.5,
-                                                       num_steps=3)))
+    torch.testing.assert_close(
+        out, model.head(diffuse(features, builder(features.detach()), step_size=0.5, num_steps=3))
+    )
 
 
 def test_node_classification_with_a_given_edge_index_trains():
@@ -165,8 +194,13 @@ def test_node_classification_with_a_given_edge_index_trains():
     features = torch.randn(40, 6) + 1.5 * labels[:, None]
     same = (labels[:, None] == labels[None, :]) & (torch.rand(40, 40) < 0.2)
     edge_index = (same | same.T).fill_diagonal_(False).nonzero().T
-    model = COIN(nn.Sequential(nn.Linear(6, 16), nn.ReLU()), step_size=0.1, num_steps=4, head=nn.Linear(16, 2),
-                 laplacian="normalized")
+    model = COIN(
+        nn.Sequential(nn.Linear(6, 16), nn.ReLU()),
+        step_size=0.1,
+        num_steps=4,
+        head=nn.Linear(16, 2),
+        laplacian="normalized",
+    )
     train = torch.arange(0, 40, 3)  # both classes
     optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
     losses = []

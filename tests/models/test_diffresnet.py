@@ -44,8 +44,16 @@ def test_builder_is_called_once_per_forward():
 
 
 def test_hidden_width_and_graph_block():
-    net = DiffResNet(5, 3, hidden_features=8, block="graph", num_steps=2, step_size=0.25, dropout=0.2,
-                     weights=cycle_weights(6, torch.float32))
+    net = DiffResNet(
+        5,
+        3,
+        hidden_features=8,
+        block="graph",
+        num_steps=2,
+        step_size=0.25,
+        dropout=0.2,
+        weights=cycle_weights(6, torch.float32),
+    )
     assert net(torch.randn(6, 5)).shape == (6, 3)
     assert net.features(torch.randn(6, 5)).shape == (6, 8)
 
@@ -68,8 +76,9 @@ def test_bad_inputs():
 def test_evaluation_reassociates_classifier_exactly():
     """Without dropout the last diffusion commutes with the classifier (rows of I − γL sum to 1)."""
     weights = cycle_weights(30)
-    net = DiffResNet(12, 3, num_blocks=2, num_steps=6, step_size=0.3, block="graph", dropout=0.5,
-                     weights=weights).double()
+    net = DiffResNet(
+        12, 3, num_blocks=2, num_steps=6, step_size=0.3, block="graph", dropout=0.5, weights=weights
+    ).double()
     x = torch.randn(30, 12, dtype=torch.float64)
     net.eval()
     assert torch.allclose(net(x), net.classifier(net.features(x)), atol=1e-12)
@@ -78,8 +87,13 @@ def test_evaluation_reassociates_classifier_exactly():
 def test_with_dropout_active_the_classifier_comes_after_diffusion():
     """Dropout is not linear: while it is active the classifier must not be moved before the diffusion."""
     weights = cycle_weights(30)
-    net = DiffResNet(12, 3, num_blocks=1, num_steps=6, step_size=0.3, block="graph", dropout=0.5,
-                     weights=weights).double().train()
+    net = (
+        DiffResNet(
+            12, 3, num_blocks=1, num_steps=6, step_size=0.3, block="graph", dropout=0.5, weights=weights
+        )
+        .double()
+        .train()
+    )
     x = torch.randn(30, 12, dtype=torch.float64)
     torch.manual_seed(7)
     out = net(x)
@@ -87,8 +101,10 @@ def test_with_dropout_active_the_classifier_comes_after_diffusion():
     expected = net.classifier(net.diffusion(net.blocks[0](x)))  # the same dropout masks, classifier last
     assert torch.equal(out, expected)
     torch.manual_seed(7)
-    reassociated = net.diffusion(torch.nn.functional.linear(net.blocks[0](x), net.classifier.weight)) + \
-        net.classifier.bias
+    reassociated = (
+        net.diffusion(torch.nn.functional.linear(net.blocks[0](x), net.classifier.weight))
+        + net.classifier.bias
+    )
     assert not torch.allclose(out, reassociated, atol=1e-3)
 
 

@@ -15,15 +15,15 @@ from pdenets.models.fewshot import (
     HeadSettings,
     Internal,
     Preprocessing,
-    method_from_name,
-    sinkhorn,
     classify,
     cross_domain_shift,
     knn_affinity,
     laplacian_energy,
     laplacian_shot,
+    method_from_name,
     prototypes,
     rectified_prototypes,
+    sinkhorn,
     train_heads,
     train_heads_one_by_one,
 )
@@ -33,10 +33,12 @@ from pdenets.operators import batched_knn_gaussian_weights, knn_gaussian_weights
 def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, seed=0, dtype=torch.float64):
     generator = torch.Generator().manual_seed(seed)
     centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
-    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(tasks, ways * shots, dim, generator=generator,
-                                                                          dtype=dtype)
-    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(tasks, ways * queries, dim,
-                                                                         generator=generator, dtype=dtype)
+    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(
+        tasks, ways * shots, dim, generator=generator, dtype=dtype
+    )
+    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(
+        tasks, ways * queries, dim, generator=generator, dtype=dtype
+    )
     support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
     query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
     return support, support_labels, query, query_labels
@@ -44,8 +46,13 @@ def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, 
 
 def _fast(name, **changes):
     """A method with short training (the heads: 60 steps; TIM: 200) for the tests."""
-    short = {"convection": {"epochs": 60}, "external": {"epochs": 60}, "internal": {"epochs": 60},
-             "tim": {"iterations": 200, "lr": 1e-3}, "alpha-tim": {"iterations": 200, "lr": 1e-3}}.get(name, {})
+    short = {
+        "convection": {"epochs": 60},
+        "external": {"epochs": 60},
+        "internal": {"epochs": 60},
+        "tim": {"iterations": 200, "lr": 1e-3},
+        "alpha-tim": {"iterations": 200, "lr": 1e-3},
+    }.get(name, {})
     return method_from_name(name, **{**short, **changes})
 
 
@@ -59,8 +66,10 @@ def test_every_method_solves_a_separable_problem(method, shots):
     assert torch.equal(probabilities.argmax(2), query_labels)
 
 
-@pytest.mark.parametrize("method, alpha, rectify", [("convection", 0.0, False), ("external", 0.0, False),
-                                                    ("internal", 0.0, False), ("internal", 0.5, True)])
+@pytest.mark.parametrize(
+    "method, alpha, rectify",
+    [("convection", 0.0, False), ("external", 0.0, False), ("internal", 0.0, False), ("internal", 0.5, True)],
+)
 @pytest.mark.parametrize("init", ["prototype", "random"])
 def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init):
     support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=3)
@@ -80,24 +89,41 @@ def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init
 def test_heads_differ_by_method_as_documented():
     support, support_labels, query, _ = _tasks(tasks=2, spread=0.8, seed=5)
     common = dict(epochs=20, n_top=7, sigma_neighbor=4)
-    plain = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.0, **common), [0, 1])
-    external = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.5, **common), [0, 1])
-    internal = train_heads(support, support_labels, query, 5, HeadSettings(num_steps=3, mu=0.0, **common), [0, 1])
+    plain = train_heads(
+        support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.0, **common), [0, 1]
+    )
+    external = train_heads(
+        support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.5, **common), [0, 1]
+    )
+    internal = train_heads(
+        support, support_labels, query, 5, HeadSettings(num_steps=3, mu=0.0, **common), [0, 1]
+    )
     assert not torch.allclose(plain, external) and not torch.allclose(plain, internal)
-    reference = train_heads_one_by_one(support, support_labels, query, 5, HeadSettings(num_steps=3, **common), [0, 1])
+    reference = train_heads_one_by_one(
+        support, support_labels, query, 5, HeadSettings(num_steps=3, **common), [0, 1]
+    )
     assert torch.allclose(internal, reference, atol=1e-9)
 
 
 def test_batched_graph_equals_the_sparse_graph_of_each_task():
     points = torch.randn(3, 40, 6, dtype=torch.float64)
-    batched = batched_knn_gaussian_weights(points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric",
-                                           symmetrize_weights=True)
+    batched = batched_knn_gaussian_weights(
+        points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric", symmetrize_weights=True
+    )
     for task in range(3):
-        single = knn_gaussian_weights(points[task], 7, sigma_neighbor=4, include_self=True,
-                                      normalization="symmetric", symmetrize_weights=True).to_dense()
+        single = knn_gaussian_weights(
+            points[task],
+            7,
+            sigma_neighbor=4,
+            include_self=True,
+            normalization="symmetric",
+            symmetrize_weights=True,
+        ).to_dense()
         assert torch.allclose(batched[task], single, atol=1e-14)
     fixed = batched_knn_gaussian_weights(points, 5, sigma=1.5, normalization="row")
-    assert torch.allclose(fixed[1], knn_gaussian_weights(points[1], 5, sigma=1.5, normalization="row").to_dense())
+    assert torch.allclose(
+        fixed[1], knn_gaussian_weights(points[1], 5, sigma=1.5, normalization="row").to_dense()
+    )
 
 
 def test_laplacian_shot_objective_decreases_and_converges():
@@ -134,10 +160,14 @@ def test_preprocessing_formulas():
     assert torch.equal(prototypes(support, labels, 2), support)
     # rectification by hand: T = 10, cosine to each prototype, argmax assignment, class softmax weight, mean
     points = torch.cat([support, query], 1)[0]
-    scores = 10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
+    scores = (
+        10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
+    )
     assigned = scores.argmax(1)
     weights = scores.softmax(1)
-    expected = torch.stack([(weights[assigned == c, c, None] * points[assigned == c]).mean(0) for c in range(2)])
+    expected = torch.stack(
+        [(weights[assigned == c, c, None] * points[assigned == c]).mean(0) for c in range(2)]
+    )
     assert torch.allclose(rectified_prototypes(support, labels, query, 2)[0], expected)
 
 
@@ -152,16 +182,26 @@ def test_classify_refuses_bad_tasks():
     with pytest.raises(TypeError, match="support must be float32 or float64"):
         classify(support.long(), support_labels, query, 5, "prototype")
     with pytest.raises(ValueError, match="base_mean must have shape \\(12,\\)"):
-        classify(support, support_labels, query, 5, "prototype", Preprocessing(centre=True), base_mean=torch.zeros(3))
+        classify(
+            support,
+            support_labels,
+            query,
+            5,
+            "prototype",
+            Preprocessing(centre=True),
+            base_mean=torch.zeros(3),
+        )
     with pytest.raises(ValueError, match="support_labels must lie in 0 … 4"):
         classify(support, support_labels + 1, query, 5, "prototype")
     with pytest.raises(ValueError, match="at least one query"):
         classify(support, support_labels, query[:, :0], 5, "prototype")
-    for name, bad_setting, message in (("internal", {"step_size": 0.0}, "step_size must be > 0"),
-                                       ("convection", {"epochs": 0}, "epochs must be an integer >= 1"),
-                                       ("tim", {"lr": -1.0}, "lr must be > 0"),
-                                       ("pt-map", {"alpha": 1.5}, "alpha must be in"),
-                                       ("internal", {"init": "zeros"}, "init must be one of")):
+    for name, bad_setting, message in (
+        ("internal", {"step_size": 0.0}, "step_size must be > 0"),
+        ("convection", {"epochs": 0}, "epochs must be an integer >= 1"),
+        ("tim", {"lr": -1.0}, "lr must be > 0"),
+        ("pt-map", {"alpha": 1.5}, "alpha must be in"),
+        ("internal", {"init": "zeros"}, "init must be one of"),
+    ):
         with pytest.raises(ValueError, match=message):
             method_from_name(name, **bad_setting)
     with pytest.raises(TypeError, match="unexpected keyword argument 'num_steps'"):
@@ -188,8 +228,13 @@ def _problem(seed=0):
 @pytest.mark.parametrize("method", METHODS)
 def test_estimator_fit_predict_with_any_labels(method):
     X_support, y_support, X_query, y_query = _problem()
-    params = {"convection": {"epochs": 40}, "external": {"epochs": 40}, "internal": {"num_steps": 3, "epochs": 40},
-              "tim": {"iterations": 100}, "alpha-tim": {"iterations": 100}}.get(method)
+    params = {
+        "convection": {"epochs": 40},
+        "external": {"epochs": 40},
+        "internal": {"num_steps": 3, "epochs": 40},
+        "tim": {"iterations": 100},
+        "alpha-tim": {"iterations": 100},
+    }.get(method)
     clf = DiffusionFewShotClassifier(method=method, method_params=params).fit(X_support, y_support)
     assert list(clf.classes_) == ["a", "b", "c"]
     assert (clf.predict(X_query) == y_query).all()
@@ -205,8 +250,11 @@ def test_estimator_params_and_clone():
     X_support, y_support, X_query, _ = _problem()
     with pytest.raises(ValueError, match="method_params for 'external'"):
         clone(twin).set_params(method_params={"num_steps": 3}).fit(X_support, y_support)
-    first = clone(twin.set_params(method_params={"mu": 0.1, "epochs": 20})).fit(X_support, y_support).predict_proba(
-        X_query)
+    first = (
+        clone(twin.set_params(method_params={"mu": 0.1, "epochs": 20}))
+        .fit(X_support, y_support)
+        .predict_proba(X_query)
+    )
     second = clone(twin).fit(X_support, y_support).predict_proba(X_query)
     assert np.allclose(first, second)  # same random_state, same result
     with pytest.raises(ValueError, match=f"base_mean must be {X_support.shape[1]} finite numbers"):
@@ -216,7 +264,9 @@ def test_estimator_params_and_clone():
 def test_estimator_passes_scikit_learns_checks_that_apply_to_transductive_models():
     from sklearn.utils.estimator_checks import check_estimator
 
-    results = check_estimator(DiffusionFewShotClassifier(method_params={"epochs": 3, "num_steps": 2}), on_fail=None)
+    results = check_estimator(
+        DiffusionFewShotClassifier(method_params={"epochs": 3, "num_steps": 2}), on_fail=None
+    )
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
     passed = [r for r in results if r["status"] == "passed"]
     # a transductive model answers each query set as one task: predictions of a subset or a permutation of the
@@ -243,7 +293,9 @@ def test_sinkhorn_meets_both_marginals_and_keeps_the_kernel_form():
 def test_pt_map_power_transform_and_balanced_assignment():
     from pdenets.models.fewshot import PTMAP, power_transform
 
-    assert torch.allclose(power_transform(torch.tensor([4.0, -9.0, 0.0]), 0.5, 0.0), torch.tensor([2.0, -3.0, 0.0]))
+    assert torch.allclose(
+        power_transform(torch.tensor([4.0, -9.0, 0.0]), 0.5, 0.0), torch.tensor([2.0, -3.0, 0.0])
+    )
     # two queries closer to class 0 than to class 1: the balanced plan still gives each class one of them
     support = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
     query = torch.tensor([[[1.0, 0.2], [1.0, 0.6]]], dtype=torch.float64)
@@ -270,10 +322,16 @@ def test_bd_cspn_rectifies_with_a_true_weighted_mean():
     query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]])
     labels = torch.tensor([[0, 1]])
     points = torch.cat([support, query], 1)[0]
-    scores = 10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
+    scores = (
+        10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
+    )
     assigned, weights = scores.argmax(1), scores.softmax(1)
-    expected = torch.stack([(weights[assigned == c, c, None] * points[assigned == c]).sum(0)
-                            / weights[assigned == c, c].sum() for c in range(2)])
+    expected = torch.stack(
+        [
+            (weights[assigned == c, c, None] * points[assigned == c]).sum(0) / weights[assigned == c, c].sum()
+            for c in range(2)
+        ]
+    )
     assert torch.allclose(rectified_prototypes(support, labels, query, 2, weighted_mean=True)[0], expected)
 
 
@@ -308,12 +366,15 @@ def test_a_sixth_method_is_one_class():
 def test_internal_without_diffusion_is_convection_and_untrained_heads_are_nearest_prototype():
     support, support_labels, query, _ = _tasks(tasks=3, spread=1.0, seed=6)
     batch = dict(preprocessing=Preprocessing(normalize=True), seeds=[4, 5, 6])
-    convection = classify(support, support_labels, query, 5, method_from_name("convection", epochs=30), **batch)
+    convection = classify(
+        support, support_labels, query, 5, method_from_name("convection", epochs=30), **batch
+    )
     internal = classify(support, support_labels, query, 5, Internal(num_steps=0, epochs=30), **batch)
     assert torch.equal(convection, internal)
     # one SGD step at a vanishing learning rate leaves the imprinted head: the nearest-prototype ranking
-    untrained = classify(support, support_labels, query, 5, method_from_name("convection", epochs=1, lr=1e-12),
-                         **batch)
+    untrained = classify(
+        support, support_labels, query, 5, method_from_name("convection", epochs=1, lr=1e-12), **batch
+    )
     nearest = classify(support, support_labels, query, 5, "prototype", batch["preprocessing"])
     assert torch.equal(untrained.argmax(2), nearest.argmax(2))
     # exactly softmax(−s‖x − m_c‖²/2) with s = 10 / (mean squared distance between two prototypes)
@@ -321,5 +382,7 @@ def test_internal_without_diffusion_is_convection_and_untrained_heads_are_neares
     normalized_query = torch.nn.functional.normalize(query, dim=2)
     centres = prototypes(normalized_support, support_labels, 5)
     spread = torch.cdist(centres, centres).square().sum((1, 2)) / 20
-    expected = torch.softmax(-(10 / spread)[:, None, None] / 2 * torch.cdist(normalized_query, centres).square(), 2)
+    expected = torch.softmax(
+        -(10 / spread)[:, None, None] / 2 * torch.cdist(normalized_query, centres).square(), 2
+    )
     assert torch.allclose(untrained, expected, atol=1e-6)

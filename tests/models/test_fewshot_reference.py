@@ -23,10 +23,12 @@ def _episode(tasks=2, seed=0, dim=4):
     generator = torch.Generator().manual_seed(seed)
     centres = torch.randn(tasks, WAYS, dim, generator=generator, dtype=torch.float64) * 1.2
     support_labels = torch.arange(WAYS).repeat_interleave(SHOTS).expand(tasks, -1)
-    support = centres[:, support_labels[0]] + torch.randn(tasks, WAYS * SHOTS, dim, generator=generator,
-                                                          dtype=torch.float64)
-    query = centres[:, QUERY_LABELS] + torch.randn(tasks, len(QUERY_LABELS), dim, generator=generator,
-                                                   dtype=torch.float64)
+    support = centres[:, support_labels[0]] + torch.randn(
+        tasks, WAYS * SHOTS, dim, generator=generator, dtype=torch.float64
+    )
+    query = centres[:, QUERY_LABELS] + torch.randn(
+        tasks, len(QUERY_LABELS), dim, generator=generator, dtype=torch.float64
+    )
     return support, support_labels, query
 
 
@@ -46,14 +48,19 @@ def _means(support, labels):
 
 def _ours(name, preprocessing=Preprocessing(), seeds=None, **settings):
     support, labels, query = _episode()
-    return classify(support, labels, query, WAYS, method_from_name(name, **settings), preprocessing,
-                    seeds=seeds).numpy()
+    return classify(
+        support, labels, query, WAYS, method_from_name(name, **settings), preprocessing, seeds=seeds
+    ).numpy()
 
 
 def _per_task(reference, **kwargs):
     support, labels, query = _episode()
-    return np.stack([reference(support[t].numpy(), labels[t].numpy(), query[t].numpy(), **kwargs)
-                     for t in range(support.shape[0])])
+    return np.stack(
+        [
+            reference(support[t].numpy(), labels[t].numpy(), query[t].numpy(), **kwargs)
+            for t in range(support.shape[0])
+        ]
+    )
 
 
 def _standardized(support, query):
@@ -78,7 +85,7 @@ def _bdcspn(support, labels, query, temperature=10.0, shift=True):
     centres = _means(support, labels)
     points = np.concatenate([support, moved])
     cosine = _unit(points) @ _unit(centres).T
-    member = np.concatenate([labels, cosine[len(support):].argmax(1)])
+    member = np.concatenate([labels, cosine[len(support) :].argmax(1)])
     rectified = []
     for c in range(WAYS):
         weights = np.exp(temperature * cosine[member == c, c])
@@ -86,8 +93,17 @@ def _bdcspn(support, labels, query, temperature=10.0, shift=True):
     return _softmax(temperature * _unit(query) @ _unit(np.stack(rectified)).T)
 
 
-def _ptmap(support, labels, query, power=0.5, epsilon=1e-6, lam=10.0, alpha=0.2, iterations=30,
-           sinkhorn_iterations=50):
+def _ptmap(
+    support,
+    labels,
+    query,
+    power=0.5,
+    epsilon=1e-6,
+    lam=10.0,
+    alpha=0.2,
+    iterations=30,
+    sinkhorn_iterations=50,
+):
     support, query = _standardized(support, query)
     transform = lambda x: np.sign(x) * (np.abs(x) + epsilon) ** power  # noqa: E731
     support, query = transform(support), transform(query)
@@ -104,8 +120,12 @@ def _ptmap(support, labels, query, power=0.5, epsilon=1e-6, lam=10.0, alpha=0.2,
 
     for _ in range(iterations):
         p = plan(centres)
-        means = np.stack([(support[labels == c].sum(0) + (p[:, c:c + 1] * query).sum(0)) / (counts[c] + p[:, c].sum())
-                          for c in range(WAYS)])
+        means = np.stack(
+            [
+                (support[labels == c].sum(0) + (p[:, c : c + 1] * query).sum(0)) / (counts[c] + p[:, c].sum())
+                for c in range(WAYS)
+            ]
+        )
         centres = centres + alpha * (means - centres)
     return plan(centres)
 
@@ -113,8 +133,9 @@ def _ptmap(support, labels, query, power=0.5, epsilon=1e-6, lam=10.0, alpha=0.2,
 def _paddle(support, labels, query, temperature=50.0, iterations=100, lam=None):
     support, query = _standardized(support, query)
     centres = _means(support, labels)
-    spread = sum(((centres[a] - centres[b]) ** 2).sum() for a in range(WAYS) for b in range(WAYS) if a != b) / (
-        WAYS * (WAYS - 1))
+    spread = sum(
+        ((centres[a] - centres[b]) ** 2).sum() for a in range(WAYS) for b in range(WAYS) if a != b
+    ) / (WAYS * (WAYS - 1))
     tau = temperature / spread
     factor = 1.0 if lam is None else lam / len(query)
     prior = np.zeros(WAYS)
@@ -122,34 +143,52 @@ def _paddle(support, labels, query, temperature=50.0, iterations=100, lam=None):
     for _ in range(iterations):
         u = _softmax(-tau / 2 * ((query[:, None] - centres[None]) ** 2).sum(2) + prior[None])
         prior = factor * (np.log(u.mean(0) + 1e-6) + 1)
-        centres = np.stack([(support[labels == c].sum(0) + (u[:, c:c + 1] * query).sum(0))
-                            / ((labels == c).sum() + u[:, c].sum()) for c in range(WAYS)])
+        centres = np.stack(
+            [
+                (support[labels == c].sum(0) + (u[:, c : c + 1] * query).sum(0))
+                / ((labels == c).sum() + u[:, c].sum())
+                for c in range(WAYS)
+            ]
+        )
     return u
 
 
-def _laplacian_shot(support, labels, query, lam=0.7, knn=None, iterations=20, squared=True, rectify=True,
-                    shift=False):
+def _laplacian_shot(
+    support, labels, query, lam=0.7, knn=None, iterations=20, squared=True, rectify=True, shift=False
+):
     support, query = _standardized(support, query)
     centres = _means(support, labels)
-    if rectify:  # Ziko et al.'s rectification: pseudo-labels for every point, class-softmax weights, weighted mean
+    if (
+        rectify
+    ):  # Ziko et al.'s rectification: pseudo-labels for every point, class-softmax weights, weighted mean
         moved = query + (support.mean(0) - query.mean(0)) if shift and len(query) >= WAYS else query
         points = np.concatenate([support, moved])
         scores = 10 * _unit(points) @ _unit(centres).T
         assigned, weights = scores.argmax(1), _softmax(scores)
-        centres = np.stack([(weights[assigned == c, c, None] * points[assigned == c]).sum(0)
-                            / weights[assigned == c, c].sum() if (assigned == c).any() else centres[c]
-                            for c in range(WAYS)])
+        centres = np.stack(
+            [
+                (weights[assigned == c, c, None] * points[assigned == c]).sum(0)
+                / weights[assigned == c, c].sum()
+                if (assigned == c).any()
+                else centres[c]
+                for c in range(WAYS)
+            ]
+        )
     unary = np.linalg.norm(query[:, None] - centres[None], axis=2)
-    unary = unary ** 2 if squared else unary
+    unary = unary**2 if squared else unary
     knn = knn if knn is not None else max(1, min(3, len(query) // WAYS))
     affinity = np.zeros((len(query), len(query)))
     for i in range(len(query)):
         distances = np.linalg.norm(query - query[i], axis=1)
         distances[i] = np.inf
-        affinity[i, np.argsort(distances, kind="stable")[:max(0, min(knn - 1, len(query) - 1))]] = 1
+        affinity[i, np.argsort(distances, kind="stable")[: max(0, min(knn - 1, len(query) - 1))]] = 1
 
     def energy(y):
-        return (y * unary).sum() - lam / 2 * (y * (affinity @ y)).sum() + (y * np.log(np.maximum(y, 1e-300))).sum()
+        return (
+            (y * unary).sum()
+            - lam / 2 * (y * (affinity @ y)).sum()
+            + (y * np.log(np.maximum(y, 1e-300))).sum()
+        )
 
     y = _softmax(-unary)
     previous = energy(y)
@@ -162,19 +201,22 @@ def _laplacian_shot(support, labels, query, lam=0.7, knn=None, iterations=20, sq
     return y
 
 
-@pytest.mark.parametrize("name, reference, settings", [
-    ("prototype", _prototype, {}),
-    ("bd-cspn", _bdcspn, {}),
-    ("bd-cspn", _bdcspn, {"shift": False, "temperature": 4.0}),
-    ("pt-map", _ptmap, {}),
-    ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
-    ("paddle", _paddle, {}),
-    ("paddle", _paddle, {"temperature": 20.0, "lam": 2.0, "iterations": 7}),
-    ("diffusion", _laplacian_shot, {}),
-    ("diffusion", _laplacian_shot, {"knn": 3}),
-    ("diffusion", _laplacian_shot, {"knn": 3, "shift": True, "lam": 1.5}),
-    ("diffusion", _laplacian_shot, {"knn": 2, "rectify": False, "squared": False, "lam": 0.5}),
-])
+@pytest.mark.parametrize(
+    "name, reference, settings",
+    [
+        ("prototype", _prototype, {}),
+        ("bd-cspn", _bdcspn, {}),
+        ("bd-cspn", _bdcspn, {"shift": False, "temperature": 4.0}),
+        ("pt-map", _ptmap, {}),
+        ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
+        ("paddle", _paddle, {}),
+        ("paddle", _paddle, {"temperature": 20.0, "lam": 2.0, "iterations": 7}),
+        ("diffusion", _laplacian_shot, {}),
+        ("diffusion", _laplacian_shot, {"knn": 3}),
+        ("diffusion", _laplacian_shot, {"knn": 3, "shift": True, "lam": 1.5}),
+        ("diffusion", _laplacian_shot, {"knn": 2, "rectify": False, "squared": False, "lam": 0.5}),
+    ],
+)
 def test_methods_equal_a_plain_implementation_of_their_equations(name, reference, settings):
     ours = _ours(name, **settings)
     expected = _per_task(reference, **settings)
@@ -193,9 +235,10 @@ def _adam(parameters, gradient_of, lr, iterations, betas=(0.9, 0.999), eps=1e-8)
     for step in range(1, iterations + 1):
         gradient = gradient_of(parameters)
         first = betas[0] * first + (1 - betas[0]) * gradient
-        second = betas[1] * second + (1 - betas[1]) * gradient ** 2
-        parameters = parameters - lr * (first / (1 - betas[0] ** step)) / ((second / (1 - betas[1] ** step)).sqrt()
-                                                                          + eps)
+        second = betas[1] * second + (1 - betas[1]) * gradient**2
+        parameters = parameters - lr * (first / (1 - betas[0] ** step)) / (
+            (second / (1 - betas[1] ** step)).sqrt() + eps
+        )
     return parameters
 
 
@@ -217,36 +260,62 @@ def _information_method(support, labels, query, loss_of, temperature, lr, iterat
     return log_probabilities(query, weights).exp().numpy()
 
 
-def _tim(support, labels, query, temperature=15.0, cross_entropy_weight=0.1, marginal_weight=1.0,
-         conditional_weight=0.1, iterations=1000, lr=1e-4):
+def _tim(
+    support,
+    labels,
+    query,
+    temperature=15.0,
+    cross_entropy_weight=0.1,
+    marginal_weight=1.0,
+    conditional_weight=0.1,
+    iterations=1000,
+    lr=1e-4,
+):
     def loss(support_log, query_log, labels):
         p = query_log.exp()
         cross_entropy = -support_log[torch.arange(len(labels)), labels].mean()
         marginal = p.mean(0)
-        return (cross_entropy_weight * cross_entropy + marginal_weight * (marginal * marginal.log()).sum()
-                - conditional_weight * (p * query_log).sum(1).mean())
+        return (
+            cross_entropy_weight * cross_entropy
+            + marginal_weight * (marginal * marginal.log()).sum()
+            - conditional_weight * (p * query_log).sum(1).mean()
+        )
 
     return _information_method(support, labels, query, loss, temperature, lr, iterations)
 
 
 def _alpha_tim(support, labels, query, alpha=2.0, temperature=15.0, iterations=1000, lr=1e-4):
     def tsallis(p):
-        return (1 - (p ** alpha).sum(-1)) / (alpha - 1)
+        return (1 - (p**alpha).sum(-1)) / (alpha - 1)
 
     def loss(support_log, query_log, labels):
         p = query_log.exp()
-        return -support_log[torch.arange(len(labels)), labels].mean() - (tsallis(p.mean(0)) - tsallis(p).mean())
+        return -support_log[torch.arange(len(labels)), labels].mean() - (
+            tsallis(p.mean(0)) - tsallis(p).mean()
+        )
 
     return _information_method(support, labels, query, loss, temperature, lr, iterations)
 
 
-@pytest.mark.parametrize("name, reference, settings", [
-    ("tim", _tim, {"iterations": 25, "lr": 0.02}),
-    ("tim", _tim, {"iterations": 25, "lr": 0.02, "cross_entropy_weight": 1.0, "conditional_weight": 0.5,
-                   "temperature": 6.0}),
-    ("alpha-tim", _alpha_tim, {"iterations": 25, "lr": 0.02, "alpha": 2.0}),
-    ("alpha-tim", _alpha_tim, {"iterations": 25, "lr": 0.02, "alpha": 5.0, "temperature": 6.0}),
-])
+@pytest.mark.parametrize(
+    "name, reference, settings",
+    [
+        ("tim", _tim, {"iterations": 25, "lr": 0.02}),
+        (
+            "tim",
+            _tim,
+            {
+                "iterations": 25,
+                "lr": 0.02,
+                "cross_entropy_weight": 1.0,
+                "conditional_weight": 0.5,
+                "temperature": 6.0,
+            },
+        ),
+        ("alpha-tim", _alpha_tim, {"iterations": 25, "lr": 0.02, "alpha": 2.0}),
+        ("alpha-tim", _alpha_tim, {"iterations": 25, "lr": 0.02, "alpha": 5.0, "temperature": 6.0}),
+    ],
+)
 def test_information_maximization_equals_adam_on_the_written_out_loss(name, reference, settings):
     ours = _ours(name, **settings)
     expected = _per_task(reference, **settings)
@@ -258,8 +327,11 @@ def test_alpha_tim_takes_the_papers_alpha_for_the_shots():
     from pdenets.models.fewshot import AlphaTIM
 
     support, labels, query = _episode()
-    batch = lambda shots: FewShotBatch(support[:, :WAYS * shots], torch.arange(WAYS).repeat_interleave(  # noqa: E731
-        shots).expand(2, -1), query, WAYS)
+
+    def batch(shots):
+        support_labels = torch.arange(WAYS).repeat_interleave(shots).expand(2, -1)
+        return FewShotBatch(support[:, : WAYS * shots], support_labels, query, WAYS)
+
     assert [AlphaTIM().alpha(batch(s)) for s in (1, 2)] == [2.0, 5.0]
     assert AlphaTIM(alpha=3.0).alpha(batch(1)) == 3.0
 
@@ -273,7 +345,7 @@ def _graph(points, labels, n_top, sigma_neighbor, separate):
     for i in range(count):
         order = np.argsort(np.where(np.arange(count) == i, -1.0, squared[i]), kind="stable")[:n_top]
         sigma = math.sqrt(squared[i, order[sigma_neighbor - 1]])
-        weights[i, order] = np.exp(-squared[i, order] / sigma ** 2)
+        weights[i, order] = np.exp(-squared[i, order] / sigma**2)
     degrees = weights.sum(1)
     weights = weights / np.sqrt(degrees)[:, None] / np.sqrt(degrees)[None]
     weights = (weights + weights.T) / 2
@@ -285,9 +357,25 @@ def _graph(points, labels, n_top, sigma_neighbor, separate):
     return weights
 
 
-def _head(support, labels, query, seed, *, epochs=10, lr=0.1, momentum=0.9, weight_decay=1e-4, num_steps=0,
-          step_size=0.5, mu=0.0, n_top=None, sigma_neighbor=4, init="prototype", temperature=10.0,
-          separate_support=True):
+def _head(
+    support,
+    labels,
+    query,
+    seed,
+    *,
+    epochs=10,
+    lr=0.1,
+    momentum=0.9,
+    weight_decay=1e-4,
+    num_steps=0,
+    step_size=0.5,
+    mu=0.0,
+    n_top=None,
+    sigma_neighbor=4,
+    init="prototype",
+    temperature=10.0,
+    separate_support=True,
+):
     support, query = _standardized(support, query)
     points = np.concatenate([support, query])
     graph = None
@@ -297,15 +385,18 @@ def _head(support, labels, query, seed, *, epochs=10, lr=0.1, momentum=0.9, weig
     diffusion = None
     if num_steps > 0:
         laplacian = np.diag(graph.sum(1)) - graph
-        diffusion = torch.from_numpy(np.linalg.matrix_power(np.eye(len(points)) - step_size * laplacian, num_steps))
+        diffusion = torch.from_numpy(
+            np.linalg.matrix_power(np.eye(len(points)) - step_size * laplacian, num_steps)
+        )
     parameters = [p[0].double() for p in initial_parameters(points.shape[1], WAYS, [seed])]
     if init == "prototype":  # the head starts as nearest prototype: FC2 = 0, logits −s‖x − m‖²/2
         centres = torch.from_numpy(_means(support, labels))
-        spread = float(sum(((centres[a] - centres[b]) ** 2).sum() for a in range(WAYS) for b in range(WAYS)
-                           if a != b)) / (WAYS * (WAYS - 1))
+        spread = float(
+            sum(((centres[a] - centres[b]) ** 2).sum() for a in range(WAYS) for b in range(WAYS) if a != b)
+        ) / (WAYS * (WAYS - 1))
         scale = temperature / spread
         parameters[2], parameters[3] = torch.zeros_like(parameters[2]), torch.zeros_like(parameters[3])
-        parameters[4], parameters[5] = scale * centres, -scale / 2 * (centres ** 2).sum(1)
+        parameters[4], parameters[5] = scale * centres, -scale / 2 * (centres**2).sum(1)
     x = torch.from_numpy(points)
     target = torch.from_numpy(labels)
     edges = None if graph is None else torch.from_numpy(graph)
@@ -318,7 +409,7 @@ def _head(support, labels, query, seed, *, epochs=10, lr=0.1, momentum=0.9, weig
 
     def loss_of(p):
         o = logits_of(p)
-        loss = torch.nn.functional.cross_entropy(o[:len(support)], target)
+        loss = torch.nn.functional.cross_entropy(o[: len(support)], target)
         if mu > 0:
             scaled = o / temperature if init == "prototype" else o
             pairs = ((scaled[:, None] - scaled[None]) ** 2).sum(2)
@@ -337,24 +428,31 @@ def _head(support, labels, query, seed, *, epochs=10, lr=0.1, momentum=0.9, weig
         if epoch + 1 in milestones:
             rate *= 0.1
     with torch.no_grad():
-        return torch.softmax(logits_of(parameters), 1)[len(support):].numpy()
+        return torch.softmax(logits_of(parameters), 1)[len(support) :].numpy()
 
 
-@pytest.mark.parametrize("name, settings", [
-    ("convection", {}),
-    ("convection", {"epochs": 6, "lr": 0.3, "weight_decay": 0.01, "momentum": 0.5, "temperature": 4.0}),
-    ("external", {}),
-    ("external", {"mu": 0.5, "n_top": 4, "separate_support": False}),
-    ("internal", {}),
-    ("internal", {"num_steps": 3, "step_size": 0.3, "n_top": 3, "sigma_neighbor": 2}),
-    ("internal", {"separate_support": False, "init": "random", "epochs": 8}),
-])
+@pytest.mark.parametrize(
+    "name, settings",
+    [
+        ("convection", {}),
+        ("convection", {"epochs": 6, "lr": 0.3, "weight_decay": 0.01, "momentum": 0.5, "temperature": 4.0}),
+        ("external", {}),
+        ("external", {"mu": 0.5, "n_top": 4, "separate_support": False}),
+        ("internal", {}),
+        ("internal", {"num_steps": 3, "step_size": 0.3, "n_top": 3, "sigma_neighbor": 2}),
+        ("internal", {"separate_support": False, "init": "random", "epochs": 8}),
+    ],
+)
 def test_heads_equal_sgd_on_the_written_out_network(name, settings):
     ours = _ours(name, seeds=[5, 6], **settings)
     support, labels, query = _episode()
     defaults = {"internal": {"num_steps": 5}, "external": {"mu": 0.01}}.get(name, {})  # two shots: r = 5
-    expected = np.stack([_head(support[t].numpy(), labels[t].numpy(), query[t].numpy(), seed,
-                               **{**defaults, **settings}) for t, seed in enumerate((5, 6))])
+    expected = np.stack(
+        [
+            _head(support[t].numpy(), labels[t].numpy(), query[t].numpy(), seed, **{**defaults, **settings})
+            for t, seed in enumerate((5, 6))
+        ]
+    )
     np.testing.assert_allclose(ours, expected, atol=1e-8, rtol=1e-6)
 
 
@@ -371,14 +469,17 @@ def _sharpness(probabilities):
     return float(probabilities.max(2).values.mean())
 
 
-@pytest.mark.parametrize("name, setting, low, high", [
-    ("bd-cspn", "temperature", 2.0, 20.0),
-    ("pt-map", "lam", 2.0, 20.0),
-    ("tim", "temperature", 1.0, 5.0),  # (its starting classifier: iterations = 0)
-    ("alpha-tim", "temperature", 1.0, 5.0),  # (its starting classifier: iterations = 0)
-    ("paddle", "temperature", 20.0, 100.0),
-    ("convection", "temperature", 2.0, 20.0),
-])
+@pytest.mark.parametrize(
+    "name, setting, low, high",
+    [
+        ("bd-cspn", "temperature", 2.0, 20.0),
+        ("pt-map", "lam", 2.0, 20.0),
+        ("tim", "temperature", 1.0, 5.0),  # (its starting classifier: iterations = 0)
+        ("alpha-tim", "temperature", 1.0, 5.0),  # (its starting classifier: iterations = 0)
+        ("paddle", "temperature", 20.0, 100.0),
+        ("convection", "temperature", 2.0, 20.0),
+    ],
+)
 def test_a_higher_temperature_sharpens_the_probabilities(name, setting, low, high):
     batch = _batch()
     other = {"alpha-tim": {"iterations": 0}, "tim": {"iterations": 0}}.get(name, {})
@@ -395,24 +496,45 @@ def _proportion_entropy(probabilities):
 def test_tim_weights_move_their_terms():
     batch = _batch()
     base = dict(iterations=60, lr=0.02)
-    marginal = [_proportion_entropy(method_from_name("tim", **base, marginal_weight=w).predict_proba(batch))
-                for w in (0.0, 1.0)]
+    marginal = [
+        _proportion_entropy(method_from_name("tim", **base, marginal_weight=w).predict_proba(batch))
+        for w in (0.0, 1.0)
+    ]
     assert marginal[1] > marginal[0] + 1e-3  # the marginal entropy is maximised
-    conditional = [float(-(p * p.log()).sum(2).mean()) for p in
-                   (method_from_name("tim", **base, conditional_weight=w).predict_proba(batch) for w in (0.0, 1.0))]
+    conditional = [
+        float(-(p * p.log()).sum(2).mean())
+        for p in (
+            method_from_name("tim", **base, conditional_weight=w).predict_proba(batch) for w in (0.0, 1.0)
+        )
+    ]
     assert conditional[1] < conditional[0] - 1e-3  # the conditional entropy is minimised
     # the support term alone fits the support: its points, given as queries, become surer of their labels
     on_support = FewShotBatch(batch.support, batch.support_labels, batch.support, WAYS)
-    fitted = [float(method_from_name("tim", **base, cross_entropy_weight=w, marginal_weight=0.0, conditional_weight=0.0)
-                    .predict_proba(on_support).gather(2, batch.support_labels[..., None]).mean()) for w in (0.0, 1.0)]
-    start = float(method_from_name("tim", iterations=0).predict_proba(on_support)
-                  .gather(2, batch.support_labels[..., None]).mean())
+    fitted = [
+        float(
+            method_from_name(
+                "tim", **base, cross_entropy_weight=w, marginal_weight=0.0, conditional_weight=0.0
+            )
+            .predict_proba(on_support)
+            .gather(2, batch.support_labels[..., None])
+            .mean()
+        )
+        for w in (0.0, 1.0)
+    ]
+    start = float(
+        method_from_name("tim", iterations=0)
+        .predict_proba(on_support)
+        .gather(2, batch.support_labels[..., None])
+        .mean()
+    )
     assert fitted[0] == pytest.approx(start, abs=1e-12) and fitted[1] > start + 1e-4
 
 
 def test_paddle_lambda_lowers_the_entropy_of_the_proportions():
     batch = _batch()
-    entropies = [_proportion_entropy(method_from_name("paddle", lam=lam).predict_proba(batch)) for lam in (0.0, 20.0)]
+    entropies = [
+        _proportion_entropy(method_from_name("paddle", lam=lam).predict_proba(batch)) for lam in (0.0, 20.0)
+    ]
     assert entropies[1] < entropies[0] - 1e-3
 
 
@@ -437,7 +559,9 @@ def test_more_diffusion_smooths_the_internal_heads_outputs(setting, small, large
     batch = _batch()
 
     def roughness(value):
-        probabilities = method_from_name("internal", epochs=1, lr=1e-12, **{setting: value}).predict_proba(batch)
+        probabilities = method_from_name("internal", epochs=1, lr=1e-12, **{setting: value}).predict_proba(
+            batch
+        )
         return float(probabilities.var(1).mean())
 
     assert roughness(large) < roughness(small)
@@ -445,8 +569,10 @@ def test_more_diffusion_smooths_the_internal_heads_outputs(setting, small, large
 
 def test_mu_smooths_the_external_heads_outputs():
     batch = _batch()
-    variances = [float(method_from_name("external", mu=mu, epochs=20).predict_proba(batch).var(1).mean())
-                 for mu in (0.0, 5.0)]
+    variances = [
+        float(method_from_name("external", mu=mu, epochs=20).predict_proba(batch).var(1).mean())
+        for mu in (0.0, 5.0)
+    ]
     assert variances[1] < variances[0]
 
 
@@ -467,8 +593,14 @@ def test_separate_support_removes_exactly_the_edges_between_labelled_classes():
 def test_training_steps_and_rate_move_the_head_from_nearest_prototype():
     batch = _batch()
     untrained = method_from_name("convection", epochs=1, lr=1e-12).predict_proba(batch)
-    expected = np.stack([_head(batch.support[t].numpy(), batch.support_labels[t].numpy(), batch.query[t].numpy(), 0,
-                               epochs=0) for t in range(3)])  # the imprinted head
+    expected = np.stack(
+        [
+            _head(
+                batch.support[t].numpy(), batch.support_labels[t].numpy(), batch.query[t].numpy(), 0, epochs=0
+            )
+            for t in range(3)
+        ]
+    )  # the imprinted head
     np.testing.assert_allclose(untrained.numpy(), expected, atol=1e-9)
     trained = method_from_name("convection", epochs=10, lr=0.1).predict_proba(batch)
     assert float((trained - untrained).abs().max()) > 1e-3
@@ -494,8 +626,8 @@ def test_classify_chunks_keep_each_tasks_own_seed():
 def test_a_class_that_receives_no_point_keeps_its_support_prototype():
     from pdenets.models.fewshot import rectified_prototypes
 
-    # class 1's two support points lie nearer (in angle) to the prototypes of classes 0 and 2 than to their own
-    # mean, at 45°: no point is assigned to class 1
+    # class 1's two support points lie nearer (in angle) to the prototypes of classes 0 and 2 than to their
+    # own mean, at 45°: no point is assigned to class 1
     support = torch.tensor([[[1.0, 0.0], [1.0, 0.05], [0.05, 1.0], [0.0, 1.0]]], dtype=torch.float64)
     labels = torch.tensor([[0, 1, 1, 2]])
     query = torch.tensor([[[1.0, 0.02], [0.02, 1.0]]], dtype=torch.float64)
@@ -509,7 +641,9 @@ def test_centring_applies_to_support_and_queries_alike():
 
     support, _, query = _episode()
     mean = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64)
-    centred_support, centred_query = preprocess(support, query, Preprocessing(centre=True, normalize=True), mean)
+    centred_support, centred_query = preprocess(
+        support, query, Preprocessing(centre=True, normalize=True), mean
+    )
     assert torch.allclose(centred_support, torch.nn.functional.normalize(support - mean, dim=2))
     assert torch.allclose(centred_query, torch.nn.functional.normalize(query - mean, dim=2))
 

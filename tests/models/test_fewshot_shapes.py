@@ -1,4 +1,5 @@
-"""Every few-shot method in every episode shape users bring: many ways, one query per class, unbalanced queries.
+"""Every few-shot method in every episode shape users bring: many ways, one query per class, unbalanced
+queries.
 
 On well-separated clusters every method must be (nearly) always right; on features that carry no
 class information no method may be far below chance. Default settings throughout: the defaults are
@@ -24,8 +25,9 @@ def _episodes(ways, shots, queries_per_class, *, tasks=2, dim=32, spread=4.0, se
     support = centres.repeat_interleave(shots, 1)
     support = support + torch.randn(support.shape, generator=generator, dtype=torch.float64)
     query_labels = torch.repeat_interleave(torch.arange(ways), torch.tensor(counts))
-    query = centres[:, query_labels] + torch.randn(tasks, len(query_labels), dim, generator=generator,
-                                                   dtype=torch.float64)
+    query = centres[:, query_labels] + torch.randn(
+        tasks, len(query_labels), dim, generator=generator, dtype=torch.float64
+    )
     support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
     return support, support_labels, query, query_labels.expand(tasks, -1)
 
@@ -36,8 +38,14 @@ def _method(name):
 
 def _accuracy(method, episodes):
     support, support_labels, query, query_labels = episodes
-    probabilities = classify(support, support_labels, query, int(support_labels.max()) + 1, _method(method),
-                             Preprocessing(normalize=True))
+    probabilities = classify(
+        support,
+        support_labels,
+        query,
+        int(support_labels.max()) + 1,
+        _method(method),
+        Preprocessing(normalize=True),
+    )
     assert probabilities.shape == query.shape[:2] + (int(support_labels.max()) + 1,)
     assert torch.allclose(probabilities.sum(2), torch.ones_like(probabilities[..., 0]))
     return float((probabilities.argmax(2) == query_labels).double().mean())
@@ -53,8 +61,9 @@ def test_every_method_separates_clear_clusters_in_every_episode_shape(method):
     assert not failures, failures
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if not getattr(METHOD_CLASSES[m], "assumes_balanced_queries",
-                                                                      False)])
+@pytest.mark.parametrize(
+    "method", [m for m in METHODS if not getattr(METHOD_CLASSES[m], "assumes_balanced_queries", False)]
+)
 def test_unbalanced_queries(method):
     # 5-way: one class with 15 queries, others with 1-4; 20-way: one to three queries per class
     for ways, counts in ((5, [15, 1, 2, 3, 4]), (20, [1, 2, 3] * 6 + [1, 2])):
@@ -64,10 +73,14 @@ def test_unbalanced_queries(method):
 
 
 def test_balanced_query_methods_say_so():
-    # PT-MAP's Sinkhorn fixes the class sizes, TIM's and α-TIM's marginal entropies favour equal ones, BD-CSPN's
-    # shift assumes the support's class proportions: documented, flagged
-    assert {m for m in METHODS if METHOD_CLASSES[m].assumes_balanced_queries} == {"pt-map", "tim", "alpha-tim",
-                                                                                  "bd-cspn"}
+    # PT-MAP's Sinkhorn fixes the class sizes, TIM's and α-TIM's marginal entropies favour equal ones,
+    # BD-CSPN's shift assumes the support's class proportions: documented, flagged
+    assert {m for m in METHODS if METHOD_CLASSES[m].assumes_balanced_queries} == {
+        "pt-map",
+        "tim",
+        "alpha-tim",
+        "bd-cspn",
+    }
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -76,10 +89,15 @@ def test_one_query_at_a_time_is_never_uniform_and_never_worse_than_nearest_proto
     support, support_labels, query, query_labels = _episodes(ways, 1, 4, tasks=3, spread=1.5, seed=ways)
     # every query its own task: the support repeated, one query each
     count = query.shape[1]
-    singles = (support.repeat_interleave(count, 0), support_labels.repeat_interleave(count, 0),
-               query.reshape(-1, 1, query.shape[2]), query_labels.reshape(-1, 1))
-    probabilities = classify(singles[0], singles[1], singles[2], ways, _method(method),
-                             Preprocessing(normalize=True))
+    singles = (
+        support.repeat_interleave(count, 0),
+        support_labels.repeat_interleave(count, 0),
+        query.reshape(-1, 1, query.shape[2]),
+        query_labels.reshape(-1, 1),
+    )
+    probabilities = classify(
+        singles[0], singles[1], singles[2], ways, _method(method), Preprocessing(normalize=True)
+    )
     spread = probabilities.max(2).values - probabilities.min(2).values
     assert float(spread.min()) > 1e-3, f"{method}: a uniform answer to a single query"
     accuracy = float((probabilities.argmax(2) == singles[3]).double().mean())
@@ -111,15 +129,26 @@ def test_any_feature_scale_gives_the_same_finite_answer(method):
     seeds = [1, 2]
     reference = classify(support, support_labels, query, 5, _method(method), Preprocessing(), seeds=seeds)
     for scale in (1e3, 1e-3):
-        scaled = classify(support * scale, support_labels, query * scale, 5, _method(method),
-                          Preprocessing(), seeds=seeds)
+        scaled = classify(
+            support * scale, support_labels, query * scale, 5, _method(method), Preprocessing(), seeds=seeds
+        )
         assert torch.allclose(scaled, reference, atol=1e-6), (method, scale)
     for scale in (1e20, 1e-30):  # float32 squares overflow or underflow at these scales
         for preprocessing in (Preprocessing(), Preprocessing(normalize=True)):
-            probabilities = classify((support * scale).float(), support_labels, (query * scale).float(), 5,
-                                     _method(method), preprocessing, seeds=seeds)
+            probabilities = classify(
+                (support * scale).float(),
+                support_labels,
+                (query * scale).float(),
+                5,
+                _method(method),
+                preprocessing,
+                seeds=seeds,
+            )
             assert bool(torch.isfinite(probabilities).all()), (method, scale)
-            assert float((probabilities.max(2).values - probabilities.min(2).values).min()) > 1e-3, (method, scale)
+            assert float((probabilities.max(2).values - probabilities.min(2).values).min()) > 1e-3, (
+                method,
+                scale,
+            )
 
 
 @pytest.mark.parametrize("method", ["convection", "external", "internal"])
@@ -133,21 +162,34 @@ def test_batched_heads_equal_the_per_task_reference_on_raw_features(method):
     batched = classify(support, support_labels, query, 5, head, Preprocessing(), seeds=seeds)
     scaled_support, scaled_query = preprocess(support, query, Preprocessing())
     batch = FewShotBatch(scaled_support, support_labels, scaled_query, 5, seeds)
-    reference = torch.softmax(train_heads_one_by_one(scaled_support, support_labels, scaled_query, 5,
-                                                     head.head_settings(batch), seeds,
-                                                     prototypes=batch.prototypes), 2)
+    reference = torch.softmax(
+        train_heads_one_by_one(
+            scaled_support,
+            support_labels,
+            scaled_query,
+            5,
+            head.head_settings(batch),
+            seeds,
+            prototypes=batch.prototypes,
+        ),
+        2,
+    )
     assert torch.allclose(batched, reference, atol=1e-9)
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_no_method_is_far_below_chance_on_uninformative_features(method):
     for ways, shots, queries in ((5, 1, 1), (20, 1, 1), (5, 5, 15)):
-        accuracy = _accuracy(method, _episodes(ways, shots, queries, tasks=12, spread=0.0, seed=ways + queries))
+        accuracy = _accuracy(
+            method, _episodes(ways, shots, queries, tasks=12, spread=0.0, seed=ways + queries)
+        )
         assert accuracy >= 0.5 / ways, (method, ways, shots, queries, accuracy)
 
 
-@pytest.mark.parametrize("ways, shots, queries, entries", [(20, 1, 1, 2), (5, 1, 1, 2), (5, 5, 1, 6), (5, 1, 15, 7),
-                                                           (20, 5, 15, 7)])
+@pytest.mark.parametrize(
+    "ways, shots, queries, entries",
+    [(20, 1, 1, 2), (5, 1, 1, 2), (5, 5, 1, 6), (5, 1, 15, 7), (20, 5, 15, 7)],
+)
 def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries):
     from pdenets.models.fewshot import FewShotBatch, Internal
     from pdenets.models.fewshot.heads import task_graphs
@@ -157,8 +199,8 @@ def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries)
     head = Internal().head_settings(batch)
     assert head.n_top == (entries,) * 3 and head.sigma_neighbor == (min(4, entries),) * 3
     assert head.num_steps == (10 if shots == 1 else 5)
-    # on clear clusters the adaptive graph keeps (nearly) all its weight inside the classes: with the paper's 7
-    # entries and 2 points per class, at most 1 of 6 neighbours can be of the same class
+    # on clear clusters the adaptive graph keeps (nearly) all its weight inside the classes: with the paper's
+    # 7 entries and 2 points per class, at most 1 of 6 neighbours can be of the same class
     weights = task_graphs(torch.cat([support, query], 1), head)
     labels = torch.cat([support_labels, query_labels], 1)
     off_diagonal = weights * (1 - torch.eye(weights.shape[1], dtype=weights.dtype))

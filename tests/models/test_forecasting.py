@@ -14,7 +14,8 @@ pyg = pytest.importorskip("torch_geometric.nn")
 def _graph(nodes, seed, self_loops=True):
     generator = torch.Generator().manual_seed(seed)
     weights = (torch.rand(nodes, nodes, generator=generator) < 0.4).double() * torch.rand(
-        nodes, nodes, generator=generator, dtype=torch.float64)
+        nodes, nodes, generator=generator, dtype=torch.float64
+    )
     if not self_loops:
         weights.fill_diagonal_(0)
     return weights
@@ -52,8 +53,12 @@ def test_chebyshev_convolution_equals_pyg_chebconv(order):
         mine.weight.data.copy_(theirs.weight.data)
     reference.bias.data.normal_()
     ours.bias.data.copy_(reference.bias.data)
-    expected = torch.stack([reference(x[0], *_edges(graphs[1]), lambda_max=2.0),
-                            reference(x[1], *_edges(graphs[0]), lambda_max=2.0)])
+    expected = torch.stack(
+        [
+            reference(x[0], *_edges(graphs[1]), lambda_max=2.0),
+            reference(x[1], *_edges(graphs[0]), lambda_max=2.0),
+        ]
+    )
     torch.testing.assert_close(ours(x, collection), expected)
 
 
@@ -61,8 +66,14 @@ def test_gconv_gru_equals_the_recurrence_written_with_pyg_chebconv():
     torch.manual_seed(0)
     lags, hidden = 4, 5
     model = GraphConvGRU(lags, 2, hidden=hidden).double()
-    convs = {name: pyg.ChebConv(i, o, K=2, bias=bias).double() for name, i, o, bias in
-             (("x", 1, 3 * hidden, True), ("h", hidden, 2 * hidden, False), ("c", hidden, hidden, False))}
+    convs = {
+        name: pyg.ChebConv(i, o, K=2, bias=bias).double()
+        for name, i, o, bias in (
+            ("x", 1, 3 * hidden, True),
+            ("h", hidden, 2 * hidden, False),
+            ("c", hidden, hidden, False),
+        )
+    }
     for name, ours in (("x", model.input_gates), ("h", model.update_gates), ("c", model.candidate)):
         for mine, theirs in zip(ours.lins, convs[name].lins):
             theirs.weight.data.copy_(mine.weight.data)
@@ -76,7 +87,7 @@ def test_gconv_gru_equals_the_recurrence_written_with_pyg_chebconv():
         edges = _edges(weights)
         state = torch.zeros(6, hidden, dtype=torch.float64)
         for step in range(lags):
-            x_z, x_r, x_h = convs["x"](x[origin, :, step:step + 1], *edges, lambda_max=2.0).split(hidden, 1)
+            x_z, x_r, x_h = convs["x"](x[origin, :, step : step + 1], *edges, lambda_max=2.0).split(hidden, 1)
             h_z, h_r = convs["h"](state, *edges, lambda_max=2.0).split(hidden, 1)
             update, reset = torch.sigmoid(x_z + h_z), torch.sigmoid(x_r + h_r)
             candidate = torch.tanh(x_h + convs["c"](reset * state, *edges, lambda_max=2.0))
@@ -91,7 +102,7 @@ def test_window_gcn_accepts_one_graph_a_list_or_slice_graphs_alike():
     model = WindowGCN(3, 2, hidden=4).double()
     graphs = [_graph(5, 6), _graph(5, 7)]
     x = torch.randn(2, 5, 3, dtype=torch.float64)
-    per_origin = torch.stack([model(x[s:s + 1], graphs[s])[0] for s in range(2)])
+    per_origin = torch.stack([model(x[s : s + 1], graphs[s])[0] for s in range(2)])
     torch.testing.assert_close(model(x, graphs), per_origin)
     torch.testing.assert_close(model(x, SliceGraphs(graphs, 5)), per_origin)
     with pytest.raises(ValueError, match="3 graphs for 2 forecast origins"):
@@ -109,13 +120,19 @@ def test_coin_over_slice_graphs_equals_coin_over_the_list_of_graphs(laplacian, l
     graphs = [_graph(6, 8, self_loops=False) / 4, _graph(6, 9, self_loops=False) / 4]
     graphs = [(g + g.T) / 2 for g in graphs]
     backbone = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 4)).double()
-    model = COIN(backbone, step_size=0.3, num_steps=3, laplacian=laplacian, learn_step_size=learned,
-                 head=nn.Linear(4, 2).double())
+    model = COIN(
+        backbone,
+        step_size=0.3,
+        num_steps=3,
+        laplacian=laplacian,
+        learn_step_size=learned,
+        head=nn.Linear(4, 2).double(),
+    )
     x = torch.randn(3, 6, 3, dtype=torch.float64, requires_grad=True)
     per_slice = [graphs[0], graphs[1], graphs[0]]
     expected = model(x, graph=per_slice)
     got = model(x, graph=SliceGraphs(graphs, 6, ids=torch.tensor([0, 1, 0])))
     torch.testing.assert_close(got, expected)
-    gradient, = torch.autograd.grad(got.sum(), x)
-    expected_gradient, = torch.autograd.grad(expected.sum(), x)
+    (gradient,) = torch.autograd.grad(got.sum(), x)
+    (expected_gradient,) = torch.autograd.grad(expected.sum(), x)
     torch.testing.assert_close(gradient, expected_gradient)

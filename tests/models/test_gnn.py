@@ -4,12 +4,15 @@ import torch
 from pdenets.models.gnn import GAT, GCN, GraphSAGE
 
 
-@pytest.mark.parametrize("make", [
-    lambda layers: GCN(6, 3, num_layers=layers),
-    lambda layers: GraphSAGE(6, 3, num_layers=layers),
-    lambda layers: GraphSAGE(6, 3, aggregator="maxpool", num_layers=layers),
-    lambda layers: GAT(6, 3, num_layers=layers),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda layers: GCN(6, 3, num_layers=layers),
+        lambda layers: GraphSAGE(6, 3, num_layers=layers),
+        lambda layers: GraphSAGE(6, 3, aggregator="maxpool", num_layers=layers),
+        lambda layers: GAT(6, 3, num_layers=layers),
+    ],
+)
 @pytest.mark.parametrize("layers", [1, 2, 5])
 def test_depth_and_shapes(make, layers):
     model = make(layers)

@@ -11,8 +11,13 @@ import pytest
 import torch
 
 from pdenets.models.hamiltonian import HamiltonianNet
-from pdenets.models.image_networks import (PAPER_ARCHITECTURE, build_image_model, count_flops, model_architecture,
-                                           nonlocal_spectra)
+from pdenets.models.image_networks import (
+    PAPER_ARCHITECTURE,
+    build_image_model,
+    count_flops,
+    model_architecture,
+    nonlocal_spectra,
+)
 from pdenets.models.registry import create_model
 from pdenets.nn import HamiltonianBlock, NonlocalBlock
 from pdenets.tasks.image_classification import paper_learning_rate
@@ -20,12 +25,17 @@ from pdenets.tasks.image_classification import paper_learning_rate
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 
 
-@pytest.mark.parametrize("name, parameters", [
-    ("hamiltonian-74", 508_954),  # the reference code's Hamiltonian-74 (0.51 M)
-    ("hamiltonian-74-diffusion", 563_402), ("hamiltonian-74-fractional", 563_402), ("hamiltonian-74-log", 563_402),
-    ("resnet-44", 661_338),  # 0.66 M (He et al. 2016a)
-    ("preresnet-20", 568_410),  # 0.57 M
-])
+@pytest.mark.parametrize(
+    "name, parameters",
+    [
+        ("hamiltonian-74", 508_954),  # the reference code's Hamiltonian-74 (0.51 M)
+        ("hamiltonian-74-diffusion", 563_402),
+        ("hamiltonian-74-fractional", 563_402),
+        ("hamiltonian-74-log", 563_402),
+        ("resnet-44", 661_338),  # 0.66 M (He et al. 2016a)
+        ("preresnet-20", 568_410),  # 0.57 M
+    ],
+)
 def test_paper_scale_parameter_counts(name, parameters):
     assert sum(p.numel() for p in create_model(name).parameters()) == parameters
 
@@ -36,9 +46,15 @@ def test_flops_of_one_block_by_hand():
     n, m, c, e = 24, 6, 8, 4  # 6×4 map, keys pooled 2×2 to 3×2, embeddings C/2
     embeddings = 2 * n * c * e  # θ, φ 1×1 convolutions at full resolution
     dot_stage = e * m * c + n * e * c + n * e + n * c * c  # ΦᵀV, θ(ΦᵀV), θ Σφ, 𝒦 (1×1)
-    assert count_flops(NonlocalBlock(8, operator="diffusion-dot", stages=2), (8, 6, 4)) == embeddings + 2 * dot_stage
+    assert (
+        count_flops(NonlocalBlock(8, operator="diffusion-dot", stages=2), (8, 6, 4))
+        == embeddings + 2 * dot_stage
+    )
     kernel_stage = n * m * e + n * m * c + n * c * c  # θφᵀ for distances, ωV, 𝒦
-    assert count_flops(NonlocalBlock(8, operator="fractional", stages=2), (8, 6, 4)) == embeddings + 2 * kernel_stage
+    assert (
+        count_flops(NonlocalBlock(8, operator="fractional", stages=2), (8, 6, 4))
+        == embeddings + 2 * kernel_stage
+    )
 
 
 def test_penalties_are_exact():
@@ -48,7 +64,8 @@ def test_penalties_are_exact():
         for conv in (block.conv1, block.conv2):
             conv.weight.data.fill_(float(index))
     with torch.no_grad():
-        # consecutive blocks differ by 1 in every entry of 2 kernels of 2·2·3·3 = 36 entries: (2 pairs · 2 · 36) / h
+        # consecutive blocks differ by 1 in every entry of 2 kernels of 2·2·3·3 = 36 entries: (2 pairs · 2 ·
+        # 36) / h
         assert float(net.smoothness_penalty()) == pytest.approx(2 * 2 * 36 / 0.5)
         # every convolution kernel (the stem's and the blocks'; the head is linear): Σ ‖K‖²
         stem = float(net.stem[0].weight.square().sum())
@@ -56,8 +73,15 @@ def test_penalties_are_exact():
 
 
 def test_heads_and_nonlocal_placement():
-    seg = create_model("hamiltonian-74-fractional", in_channels=1, num_classes=11, units=(2, 2), widths=(4, 8),
-                       image_size=12, head="segmentation")
+    seg = create_model(
+        "hamiltonian-74-fractional",
+        in_channels=1,
+        num_classes=11,
+        units=(2, 2),
+        widths=(4, 8),
+        image_size=12,
+        head="segmentation",
+    )
     assert seg(torch.randn(2, 1, 12, 12)).shape == (2, 11, 12, 12)
     assert len(seg.nonlocal_blocks()) == 2  # one per unit, after its second Hamiltonian block
     pooled = create_model("hamiltonian-74", in_channels=3, num_classes=10, units=(1, 1, 1), widths=(4, 6, 8))
@@ -72,7 +96,9 @@ def test_fractional_networks_are_built_with_their_order_s_and_key_it(name):
     assert model_architecture(name, architecture).s == 0.3  # the job key holds s
     assert model_architecture("hamiltonian-74-diffusion", architecture).s is None
     model = build_image_model(name, architecture, channels=1, classes=3, size=8, segmentation=False)
-    assert {block.s for block in model.modules() if isinstance(block, NonlocalBlock)} == {0.3}  # not the default 0.5
+    assert {block.s for block in model.modules() if isinstance(block, NonlocalBlock)} == {
+        0.3
+    }  # not the default 0.5
 
 
 def test_nonlocal_spectra_of_a_non_symmetric_kernel():
@@ -94,7 +120,9 @@ def test_learning_rate_schedule_is_the_papers_scaled():
     assert paper_learning_rate(799, steps, 200) == pytest.approx(0.1)
     assert paper_learning_rate(800, steps, 200) == pytest.approx(0.01)  # epoch 80
     assert paper_learning_rate(1800, steps, 200) == pytest.approx(1e-5)  # epoch 180
-    assert paper_learning_rate(5, steps, 20) == pytest.approx(0.01) and paper_learning_rate(80, steps, 20) < 0.1
+    assert (
+        paper_learning_rate(5, steps, 20) == pytest.approx(0.01) and paper_learning_rate(80, steps, 20) < 0.1
+    )
 
 
 def test_two_process_ddp_training_follows_the_single_process_trajectory():
@@ -103,8 +131,13 @@ def test_two_process_ddp_training_follows_the_single_process_trajectory():
     script = str(HELPERS / "ddp_train.py")
     alone = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env, timeout=300)
     assert alone.returncode == 0, alone.stderr
-    pair = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-                           script], capture_output=True, text=True, env=env, timeout=300)
+    pair = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert pair.returncode == 0, pair.stderr[-3000:]
     single = json.loads(alone.stdout.strip().splitlines()[-1])
     double = json.loads(pair.stdout.strip().splitlines()[-1])

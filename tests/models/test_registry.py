@@ -6,6 +6,7 @@ import torch
 from pdenets.models import create_model, list_models, model_entry
 from pdenets.models.registry import GRAPH_INPUTS, register_model
 
+
 def _small(name, num_classes=3, **changes):
     """The registered example of ``name``: the model built from it (with ``changes``) and its inputs."""
     example = model_entry(name).example(num_classes)
@@ -58,25 +59,40 @@ def test_fixed_arguments_define_the_variant():
 
 def test_graph_inputs():
     assert {name for name in list_models() if model_entry(name).graph_input == "forward"} == {
-        "gat", "gcn", "sage-maxpool", "sage-mean", "coin-forecast", "cheb-gru", "pygt-gconv-gru", "window-gcn",
-        "window-mlp"}
+        "gat",
+        "gcn",
+        "sage-maxpool",
+        "sage-mean",
+        "coin-forecast",
+        "cheb-gru",
+        "pygt-gconv-gru",
+        "window-gcn",
+        "window-mlp",
+    }
     assert {name for name in list_models() if model_entry(name).graph_input == "constructor"} == {
-        "coin-mlp", "diff-resnet", "no-diff-resnet"}
+        "coin-mlp",
+        "diff-resnet",
+        "no-diff-resnet",
+    }
     with pytest.raises(ValueError, match="graph_input must be one of .*did you mean 'forward'"):
         register_model("doc-model", family="example", graph_input="forwards")
 
 
 def test_families_and_training_defaults():
     assert list_models("diffusion") == ["diff-resnet", "no-diff-resnet"]
-    assert {"hamiltonian-74", "hamiltonian-74-fractional", "resnet-44", "preresnet-20"} <= set(list_models("image"))
+    assert {"hamiltonian-74", "hamiltonian-74-fractional", "resnet-44", "preresnet-20"} <= set(
+        list_models("image")
+    )
     assert list_models("message-passing") == ["gat", "gcn", "sage-maxpool", "sage-mean"]
     assert model_entry("gat").training == {"lr": 0.005, "weight_decay": 5e-4}
     assert model_entry("gcn").defaults == {"hidden": 16, "dropout": 0.5}
 
 
 def test_typos_list_the_valid_names_and_duplicates_are_refused():
-    expected = ("unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: cheb-gru, coin-forecast, coin-mlp, conv4, "
-                "diff-resnet")
+    expected = (
+        "unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: cheb-gru, coin-forecast, coin-mlp, conv4, "
+        "diff-resnet"
+    )
     with pytest.raises(KeyError, match=expected):
         create_model("gnc", in_features=2, num_classes=2)
     with pytest.raises(ValueError, match="already registered"):

@@ -1,4 +1,5 @@
-"""Diffusion steps with an adjoint backward: equal to autograd through the stored steps, masks redrawn exactly."""
+"""Diffusion steps with an adjoint backward: equal to autograd through the stored steps, masks redrawn
+exactly."""
 
 import pytest
 import torch
@@ -14,8 +15,12 @@ from ..conftest import cycle_weights
 def asymmetric_operator(num_nodes=12, dense=False, seed=0):
     # a non-symmetric A (row-normalized kNN weights) so that a forgotten transpose shows
     generator = torch.Generator().manual_seed(seed)
-    weights = knn_gaussian_weights(torch.randn(num_nodes, 3, generator=generator, dtype=torch.float64), n_top=4,
-                                   sigma=1.0, normalization="row")
+    weights = knn_gaussian_weights(
+        torch.randn(num_nodes, 3, generator=generator, dtype=torch.float64),
+        n_top=4,
+        sigma=1.0,
+        normalization="row",
+    )
     weights = weights.to_dense() if dense else weights.to_sparse()
     return DiffusionOperator(weights, step_size=0.4)
 
@@ -42,8 +47,8 @@ def test_values_and_gradients_equal_autograd_through_the_same_steps(dense, p, po
     ours = adjoint_diffusion(operator, features, 5, dropout=p, dropout_position=position, seeds=seeds)
     expected = reference(operator, features, seeds, p, position == "before")
     weights = torch.randn_like(expected)
-    grad_ours, = torch.autograd.grad((ours * weights).sum(), features)
-    grad_expected, = torch.autograd.grad((expected * weights).sum(), features)
+    (grad_ours,) = torch.autograd.grad((ours * weights).sum(), features)
+    (grad_expected,) = torch.autograd.grad((expected * weights).sum(), features)
     assert ours.shape == features.shape
     torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad_ours, grad_expected, rtol=1e-12, atol=1e-12)
@@ -60,6 +65,7 @@ def test_gradcheck_with_and_without_dropout(position):
 
         def function(x):
             return adjoint_diffusion(operator, x, 3, dropout=p, dropout_position=position, seeds=seeds)
+
         assert torch.autograd.gradcheck(function, (features,))
 
 
@@ -67,7 +73,9 @@ def test_gradcheck_with_and_without_dropout(position):
 def test_cpu_masks_are_fast_dropouts_masks_drawn_in_chunks(p, monkeypatch):
     import pdenets.nn.adjoint_diffusion as module
 
-    monkeypatch.setattr(module, "MASK_CHUNK_ENTRIES", 40)  # many chunks: the byte stream must continue exactly
+    monkeypatch.setattr(
+        module, "MASK_CHUNK_ENTRIES", 40
+    )  # many chunks: the byte stream must continue exactly
     features = torch.randn(101, 7)
     torch.manual_seed(3)
     expected = fast_dropout(features, p)
@@ -82,8 +90,14 @@ def test_layer_gives_the_stored_backwards_numbers_with_the_same_torch_seed(posit
     features = torch.randn(30, 8, dtype=torch.float64)
     results = {}
     for backward in ("autograd", "adjoint"):
-        layer = DiffusionLayer(step_size=0.3, num_steps=6, weights=weights, dropout=0.25,
-                               dropout_position=position, backward=backward)
+        layer = DiffusionLayer(
+            step_size=0.3,
+            num_steps=6,
+            weights=weights,
+            dropout=0.25,
+            dropout_position=position,
+            backward=backward,
+        )
         x = features.clone().requires_grad_()
         torch.manual_seed(7)
         out = layer(x)
@@ -102,11 +116,13 @@ def test_masks_differ_between_steps_and_between_calls():
     assert not torch.equal(first, second)
     seeds_seen = []
     import pdenets.nn.adjoint_diffusion as module
+
     original = module.apply_dropout_mask_
 
     def spy(features, seed, p, row_offset=0):
         seeds_seen.append(seed)
         return original(features, seed, p, row_offset)
+
     module.apply_dropout_mask_ = spy
     try:
         adjoint_diffusion(operator, x, 4, dropout=0.5).sum().backward()
@@ -122,7 +138,9 @@ def test_nothing_of_the_forward_is_kept_but_seeds():
     out = adjoint_diffusion(operator, x, 20, dropout=0.5)
     node = out.grad_fn
     assert node.saved_tensors == () and len(node.seeds) == 20
-    assert not any(isinstance(getattr(node, name), torch.Tensor) for name in ("operator", "seeds", "p", "before"))
+    assert not any(
+        isinstance(getattr(node, name), torch.Tensor) for name in ("operator", "seeds", "p", "before")
+    )
 
 
 def test_bad_requests():
@@ -142,9 +160,13 @@ def test_a_second_derivative_is_refused_at_the_first_backward_naming_the_autogra
     x = torch.randn(6, 2, requires_grad=True)
     with pytest.raises(RuntimeError) as caught:
         torch.autograd.grad(layer(x).pow(2).sum(), x, create_graph=True)
-    assert str(caught.value) == ("the adjoint diffusion backward is first order only and cannot build a graph for a "
-                                 "second derivative (create_graph=True): build the layer with backward=\"autograd\"")
-    stored = DiffusionLayer(step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32), backward="autograd")
+    assert str(caught.value) == (
+        "the adjoint diffusion backward is first order only and cannot build a graph for a "
+        'second derivative (create_graph=True): build the layer with backward="autograd"'
+    )
+    stored = DiffusionLayer(
+        step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32), backward="autograd"
+    )
     (gradient,) = torch.autograd.grad(stored(x).pow(2).sum(), x, create_graph=True)
     gradient.sum().backward()  # the advised layer gives the second derivative
     (first,) = torch.autograd.grad(layer(x).pow(2).sum(), x)  # a first derivative still works

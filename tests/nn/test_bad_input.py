@@ -15,63 +15,188 @@ from ..conftest import cycle_weights
 W = cycle_weights(6, torch.float32)
 
 CASES = [
-    ("DiffResNet num_classes 0", lambda: DiffResNet(4, 0), ValueError, "num_classes must be an integer >= 1, got 0"),
-    ("DiffResNet in_features -1", lambda: DiffResNet(-1, 2), ValueError, "in_features must be an integer >= 1"),
+    (
+        "DiffResNet num_classes 0",
+        lambda: DiffResNet(4, 0),
+        ValueError,
+        "num_classes must be an integer >= 1, got 0",
+    ),
+    (
+        "DiffResNet in_features -1",
+        lambda: DiffResNet(-1, 2),
+        ValueError,
+        "in_features must be an integer >= 1",
+    ),
     ("DiffResNet in_features 2.0", lambda: DiffResNet(2.0, 2), TypeError, "in_features must be an integer"),
-    ("DiffResNet hidden 0", lambda: DiffResNet(4, 2, hidden_features=0), ValueError,
-     "hidden_features must be an integer >= 1"),
-    ("DiffResNet num_blocks 0", lambda: DiffResNet(4, 2, num_blocks=0), ValueError, "num_blocks must be an integer"),
-    ("DiffResNet negative steps", lambda: DiffResNet(4, 2, num_steps=-2), ValueError,
-     "num_steps must be an integer >= 0"),
+    (
+        "DiffResNet hidden 0",
+        lambda: DiffResNet(4, 2, hidden_features=0),
+        ValueError,
+        "hidden_features must be an integer >= 1",
+    ),
+    (
+        "DiffResNet num_blocks 0",
+        lambda: DiffResNet(4, 2, num_blocks=0),
+        ValueError,
+        "num_blocks must be an integer",
+    ),
+    (
+        "DiffResNet negative steps",
+        lambda: DiffResNet(4, 2, num_steps=-2),
+        ValueError,
+        "num_steps must be an integer >= 0",
+    ),
     ("DiffResNet block kind", lambda: DiffResNet(4, 2, block="conv"), ValueError, "variant must be one of"),
-    ("DiffResNet integer input", lambda: DiffResNet(2, 2, num_steps=0)(torch.ones(4, 2, dtype=torch.long)),
-     TypeError, "input to DiffResNet must be float32 or float64"),
-    ("DiffResNet wrong width", lambda: DiffResNet(2, 2, num_steps=0)(torch.randn(4, 3)), ValueError,
-     "expected input of shape (N, 2)"),
-    ("DiffResNet NaN input", lambda: DiffResNet(2, 2, num_steps=2, step_size=0.25, weights=W[:4, :4])(
-        torch.full((4, 2), math.nan)), ValueError, "contains 8 NaN/inf"),
-    ("DiffResNet without a graph", lambda: DiffResNet(2, 2, num_steps=3)(torch.randn(4, 2)), ValueError, "no graph"),
+    (
+        "DiffResNet integer input",
+        lambda: DiffResNet(2, 2, num_steps=0)(torch.ones(4, 2, dtype=torch.long)),
+        TypeError,
+        "input to DiffResNet must be float32 or float64",
+    ),
+    (
+        "DiffResNet wrong width",
+        lambda: DiffResNet(2, 2, num_steps=0)(torch.randn(4, 3)),
+        ValueError,
+        "expected input of shape (N, 2)",
+    ),
+    (
+        "DiffResNet NaN input",
+        lambda: DiffResNet(2, 2, num_steps=2, step_size=0.25, weights=W[:4, :4])(
+            torch.full((4, 2), math.nan)
+        ),
+        ValueError,
+        "contains 8 NaN/inf",
+    ),
+    (
+        "DiffResNet without a graph",
+        lambda: DiffResNet(2, 2, num_steps=3)(torch.randn(4, 2)),
+        ValueError,
+        "no graph",
+    ),
     ("Convection features 0", lambda: ConvectionBlock(0), ValueError, "features must be an integer >= 1"),
-    ("Convection hidden 0", lambda: ConvectionBlock(3, hidden_features=0), ValueError,
-     "hidden_features must be an integer >= 1"),
-    ("Convection numpy float size", lambda: ConvectionBlock(np.float64(3)), TypeError, "features must be an integer"),
-    ("Convection graph variant width", lambda: ConvectionBlock(3, variant="graph", hidden_features=4), ValueError,
-     "needs hidden_features == features"),
-    ("Convection integer input", lambda: ConvectionBlock(3)(torch.ones(2, 3, dtype=torch.int32)), TypeError,
-     "input to ConvectionBlock must be float32 or float64"),
-    ("Convection wrong width", lambda: ConvectionBlock(3)(torch.ones(2, 4)), ValueError, "expects 3 features"),
+    (
+        "Convection hidden 0",
+        lambda: ConvectionBlock(3, hidden_features=0),
+        ValueError,
+        "hidden_features must be an integer >= 1",
+    ),
+    (
+        "Convection numpy float size",
+        lambda: ConvectionBlock(np.float64(3)),
+        TypeError,
+        "features must be an integer",
+    ),
+    (
+        "Convection graph variant width",
+        lambda: ConvectionBlock(3, variant="graph", hidden_features=4),
+        ValueError,
+        "needs hidden_features == features",
+    ),
+    (
+        "Convection integer input",
+        lambda: ConvectionBlock(3)(torch.ones(2, 3, dtype=torch.int32)),
+        TypeError,
+        "input to ConvectionBlock must be float32 or float64",
+    ),
+    (
+        "Convection wrong width",
+        lambda: ConvectionBlock(3)(torch.ones(2, 4)),
+        ValueError,
+        "expects 3 features",
+    ),
     ("Diffusion step 0", lambda: DiffusionLayer(step_size=0.0), ValueError, "step_size must be > 0"),
-    ("Diffusion step NaN", lambda: DiffusionLayer(step_size=math.nan), ValueError, "step_size must be finite"),
-    ("Diffusion dropout 1", lambda: DiffusionLayer(step_size=0.1, dropout=1.0), ValueError,
-     "dropout must be in [0, 1), got 1.0"),
-    ("Diffusion dropout -0.1", lambda: DiffusionLayer(step_size=0.1, dropout=-0.1), ValueError,
-     "dropout must be >= 0"),
-    ("Diffusion dropout position", lambda: DiffusionLayer(step_size=0.1, dropout_position="middle"), ValueError,
-     "dropout_position must be one of ('after', 'before')"),
-    ("Diffusion steps 1.5", lambda: DiffusionLayer(step_size=0.1, num_steps=1.5), TypeError,
-     "num_steps must be an integer"),
-    ("Diffusion unstable on its graph", lambda: DiffusionLayer(step_size=2.0, weights=W), ValueError,
-     "exceeds the stability bound"),
-    ("Diffusion float16 input", lambda: DiffusionLayer(step_size=0.25, weights=W.to_sparse())(
-        torch.ones(6, 2).half()), TypeError, "half precision is not supported"),
-    ("Diffusion int input on a sparse graph", lambda: DiffusionLayer(step_size=0.25, weights=W.to_sparse())(
-        torch.ones(6, 2, dtype=torch.int64)), TypeError, "got torch.int64"),
+    (
+        "Diffusion step NaN",
+        lambda: DiffusionLayer(step_size=math.nan),
+        ValueError,
+        "step_size must be finite",
+    ),
+    (
+        "Diffusion dropout 1",
+        lambda: DiffusionLayer(step_size=0.1, dropout=1.0),
+        ValueError,
+        "dropout must be in [0, 1), got 1.0",
+    ),
+    (
+        "Diffusion dropout -0.1",
+        lambda: DiffusionLayer(step_size=0.1, dropout=-0.1),
+        ValueError,
+        "dropout must be >= 0",
+    ),
+    (
+        "Diffusion dropout position",
+        lambda: DiffusionLayer(step_size=0.1, dropout_position="middle"),
+        ValueError,
+        "dropout_position must be one of ('after', 'before')",
+    ),
+    (
+        "Diffusion steps 1.5",
+        lambda: DiffusionLayer(step_size=0.1, num_steps=1.5),
+        TypeError,
+        "num_steps must be an integer",
+    ),
+    (
+        "Diffusion unstable on its graph",
+        lambda: DiffusionLayer(step_size=2.0, weights=W),
+        ValueError,
+        "exceeds the stability bound",
+    ),
+    (
+        "Diffusion float16 input",
+        lambda: DiffusionLayer(step_size=0.25, weights=W.to_sparse())(torch.ones(6, 2).half()),
+        TypeError,
+        "half precision is not supported",
+    ),
+    (
+        "Diffusion int input on a sparse graph",
+        lambda: DiffusionLayer(step_size=0.25, weights=W.to_sparse())(torch.ones(6, 2, dtype=torch.int64)),
+        TypeError,
+        "got torch.int64",
+    ),
     ("dropout p = 1", lambda: fast_dropout(torch.ones(3), 1.0), ValueError, "must be in [0, 1)"),
     ("dropout p string", lambda: fast_dropout(torch.ones(3), "0.5"), TypeError, "must be a real number"),
-    ("dropout below the mask resolution", lambda: keep_threshold(1 - 1e-12), ValueError,
-     "below the 2^-32 resolution"),
-    ("GCN hidden 0", lambda: create_model("gcn", in_features=4, num_classes=2, hidden=0), ValueError,
-     "hidden must be an integer >= 1"),
-    ("GCN dropout 1.5", lambda: create_model("gcn", in_features=4, num_classes=2, dropout=1.5), ValueError,
-     "dropout must be in [0, 1)"),
-    ("GAT heads 0", lambda: create_model("gat", in_features=4, num_classes=2, heads=0), ValueError,
-     "heads must be an integer >= 1"),
-    ("SAGE num_classes 0", lambda: create_model("sage-mean", in_features=4, num_classes=0), ValueError,
-     "num_classes must be an integer >= 1"),
-    ("GCN num_layers 0", lambda: create_model("gcn", in_features=4, num_classes=2, num_layers=0), ValueError,
-     "num_layers must be an integer >= 1"),
-    ("unknown model", lambda: create_model("resnet-50", in_features=4, num_classes=2), KeyError,
-     "unknown model 'resnet-50'"),
+    (
+        "dropout below the mask resolution",
+        lambda: keep_threshold(1 - 1e-12),
+        ValueError,
+        "below the 2^-32 resolution",
+    ),
+    (
+        "GCN hidden 0",
+        lambda: create_model("gcn", in_features=4, num_classes=2, hidden=0),
+        ValueError,
+        "hidden must be an integer >= 1",
+    ),
+    (
+        "GCN dropout 1.5",
+        lambda: create_model("gcn", in_features=4, num_classes=2, dropout=1.5),
+        ValueError,
+        "dropout must be in [0, 1)",
+    ),
+    (
+        "GAT heads 0",
+        lambda: create_model("gat", in_features=4, num_classes=2, heads=0),
+        ValueError,
+        "heads must be an integer >= 1",
+    ),
+    (
+        "SAGE num_classes 0",
+        lambda: create_model("sage-mean", in_features=4, num_classes=0),
+        ValueError,
+        "num_classes must be an integer >= 1",
+    ),
+    (
+        "GCN num_layers 0",
+        lambda: create_model("gcn", in_features=4, num_classes=2, num_layers=0),
+        ValueError,
+        "num_layers must be an integer >= 1",
+    ),
+    (
+        "unknown model",
+        lambda: create_model("resnet-50", in_features=4, num_classes=2),
+        KeyError,
+        "unknown model 'resnet-50'",
+    ),
 ]
 
 
@@ -91,7 +216,8 @@ def test_numpy_integers_are_sizes_too():
 @pytest.mark.parametrize("p", [0.1, 0.25, 0.35, 0.5, 0.9, 0.999, 0.999999])
 def test_dropout_rescaling_is_exact_in_expectation_and_tight_in_practice(p):
     """E[dropout(x)] = x exactly (scale = 1 / the keep probability actually used); the empirical keep rate
-    lies within 5 standard errors of 1 - p at every rate, extreme ones included (0.999999 used to divide by 0)."""
+    lies within 5 standard errors of 1 - p at every rate, extreme ones included (0.999999 used to divide by
+    0)."""
     _, threshold, keep = keep_threshold(p)
     assert abs(keep - (1 - p)) <= (1 - p) * 4e-3
     torch.manual_seed(0)
@@ -105,19 +231,37 @@ def test_dropout_rescaling_is_exact_in_expectation_and_tight_in_practice(p):
 
 
 EXACT = [
-    ("DiffusionLayer sparse features", lambda: DiffusionLayer(step_size=0.1, weights=W)(torch.eye(6).to_sparse()),
-     TypeError, "input to DiffusionLayer is a sparse tensor (torch.sparse_coo): DiffusionLayer needs dense features: "
-                "pass x.to_dense()"),
-    ("DiffusionLayer CSR features without steps", lambda: DiffusionLayer(step_size=0.1, num_steps=0)(
-        torch.eye(6).to_sparse_csr()), TypeError, "input to DiffusionLayer is a sparse tensor (torch.sparse_csr): "
-                                                  "DiffusionLayer needs dense features: pass x.to_dense()"),
-    ("DiffResNet float64 input, float32 model", lambda: DiffResNet(5, 3, num_steps=2, step_size=0.25, weights=W)(
-        torch.randn(6, 5, dtype=torch.float64)), TypeError,
-     "input to DiffResNet is torch.float64 but the model's parameters are torch.float32: call model.double() or pass "
-     "x.float()"),
-    ("DiffResNet float32 input, float64 model", lambda: DiffResNet(5, 3, num_steps=0).double()(torch.randn(6, 5)),
-     TypeError, "input to DiffResNet is torch.float32 but the model's parameters are torch.float64: call "
-                "model.float() or pass x.double()"),
+    (
+        "DiffusionLayer sparse features",
+        lambda: DiffusionLayer(step_size=0.1, weights=W)(torch.eye(6).to_sparse()),
+        TypeError,
+        "input to DiffusionLayer is a sparse tensor (torch.sparse_coo): DiffusionLayer needs dense features: "
+        "pass x.to_dense()",
+    ),
+    (
+        "DiffusionLayer CSR features without steps",
+        lambda: DiffusionLayer(step_size=0.1, num_steps=0)(torch.eye(6).to_sparse_csr()),
+        TypeError,
+        "input to DiffusionLayer is a sparse tensor (torch.sparse_csr): "
+        "DiffusionLayer needs dense features: pass x.to_dense()",
+    ),
+    (
+        "DiffResNet float64 input, float32 model",
+        lambda: DiffResNet(5, 3, num_steps=2, step_size=0.25, weights=W)(
+            torch.randn(6, 5, dtype=torch.float64)
+        ),
+        TypeError,
+        "input to DiffResNet is torch.float64 but the model's parameters are torch.float32: call "
+        "model.double() or pass "
+        "x.float()",
+    ),
+    (
+        "DiffResNet float32 input, float64 model",
+        lambda: DiffResNet(5, 3, num_steps=0).double()(torch.randn(6, 5)),
+        TypeError,
+        "input to DiffResNet is torch.float32 but the model's parameters are torch.float64: call "
+        "model.float() or pass x.double()",
+    ),
 ]
 
 

@@ -30,11 +30,14 @@ def test_zero_weights_give_identity():
     assert any(p.abs().sum() > 0 for p in block.parameters())
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"features": 3, "variant": "conv"}, "variant"),
-    ({"features": 3, "variant": "graph", "hidden_features": 4}, "hidden_features == features"),
-    ({"features": 0}, "features must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"features": 3, "variant": "conv"}, "variant"),
+        ({"features": 3, "variant": "graph", "hidden_features": 4}, "hidden_features == features"),
+        ({"features": 0}, "features must be an integer >= 1"),
+    ],
+)
 def test_bad_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ConvectionBlock(**kwargs)
@@ -63,7 +66,9 @@ def test_sparse_graph_variant_keeps_only_a_byte_mask(bias):
     """x + ReLU(FC1 x) on a sparse x saves a boolean mask for backward, no float activations, and its
     gradients equal autograd's through the dense expression (float64)."""
     block = ConvectionBlock(12, variant="graph", bias=bias).double()
-    dense = torch.rand(30, 12, dtype=torch.float64) * (torch.rand(30, 12) < 0.3) - 0.1 * (torch.rand(30, 12) < 0.1)
+    dense = torch.rand(30, 12, dtype=torch.float64) * (torch.rand(30, 12) < 0.3) - 0.1 * (
+        torch.rand(30, 12) < 0.1
+    )
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         out = block(dense.to_sparse_csr())

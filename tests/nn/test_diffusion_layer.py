@@ -22,8 +22,9 @@ def test_graph_given_at_forward_and_edge_list():
     features = torch.randn(8, 2, dtype=torch.float64)
     expected = diffuse(features, weights, step_size=0.4, num_steps=3)
     assert torch.allclose(layer(features, weights), expected)
-    assert torch.allclose(layer(features, (edge_index, torch.ones(edge_index.shape[1], dtype=torch.float64))),
-                          expected)
+    assert torch.allclose(
+        layer(features, (edge_index, torch.ones(edge_index.shape[1], dtype=torch.float64))), expected
+    )
 
 
 def test_per_batch_builder_uses_detached_input_graph():
@@ -51,8 +52,9 @@ def test_zero_steps_is_identity_and_dropout_only_in_training():
     assert DiffusionLayer(step_size=0.5, num_steps=0)(features) is features
     layer = DiffusionLayer(step_size=0.25, num_steps=4, weights=cycle_weights(10, torch.float32), dropout=0.5)
     layer.eval()
-    assert torch.allclose(layer(features), diffuse(features, cycle_weights(10, torch.float32), step_size=0.25,
-                                                   num_steps=4))
+    assert torch.allclose(
+        layer(features), diffuse(features, cycle_weights(10, torch.float32), step_size=0.25, num_steps=4)
+    )
     layer.train()
     out = layer(torch.ones(10, 200))
     assert (out == 0).float().mean() > 0.3  # dropout zeroed entries after the steps
@@ -67,11 +69,14 @@ def test_unstable_step_is_refused_with_clear_error():
         layer(torch.randn(6, 1, dtype=torch.float64), cycle_weights(6))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"step_size": 0.0}, "step_size"),
-    ({"step_size": 0.1, "num_steps": -2}, "num_steps"),
-    ({"step_size": 0.1, "dropout": 1.0}, "dropout"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"step_size": 0.0}, "step_size"),
+        ({"step_size": 0.1, "num_steps": -2}, "num_steps"),
+        ({"step_size": 0.1, "dropout": 1.0}, "dropout"),
+    ],
+)
 def test_bad_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DiffusionLayer(**kwargs)
@@ -122,8 +127,12 @@ def test_dropout_before_and_after_each_step():
     """'before' drops the input of every step (the paper's code), 'after' the output (its text)."""
     weights = cycle_weights(10, torch.float32)
     features = torch.ones(10, 500)
-    before = DiffusionLayer(step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="before")
-    after = DiffusionLayer(step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="after")
+    before = DiffusionLayer(
+        step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="before"
+    )
+    after = DiffusionLayer(
+        step_size=0.25, num_steps=1, weights=weights, dropout=0.5, dropout_position="after"
+    )
     out_after = after(features)
     assert (out_after == 0).float().mean() > 0.4  # the step's output was dropped
     out_before = before(features)

@@ -1,4 +1,5 @@
-"""HamiltonianBlock (Verlet step, exact inverse, volume preservation) and NonlocalBlock (stages, subsampling, paths)."""
+"""HamiltonianBlock (Verlet step, exact inverse, volume preservation) and NonlocalBlock (stages, subsampling,
+paths)."""
 
 import pytest
 import torch
@@ -57,7 +58,9 @@ def test_verlet_step_preserves_volume():
     x = torch.randn(1, 2, 3, 3, dtype=torch.float64)
     jacobian = torch.autograd.functional.jacobian(lambda v: block(v.view(1, 2, 3, 3)).flatten(), x.flatten())
     assert float(torch.linalg.det(jacobian)) == pytest.approx(1.0, abs=1e-10)
-    assert float((jacobian - torch.eye(18, dtype=torch.float64)).abs().max()) > 1e-2  # and is not the identity
+    assert (
+        float((jacobian - torch.eye(18, dtype=torch.float64)).abs().max()) > 1e-2
+    )  # and is not the identity
 
 
 def test_hamiltonian_gradcheck_and_bad_input():
@@ -84,8 +87,11 @@ def _strips(x):
 @pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
 def test_nonlocal_block_follows_its_stage_formula(operator):
     torch.manual_seed(4)
-    block = _randomize_batch_norm(NonlocalBlock(6, operator=operator, stages=3, step_size=0.2, lam=0.3, s=0.4,
-                                                subsample=2, path="naive").double()).eval()
+    block = _randomize_batch_norm(
+        NonlocalBlock(
+            6, operator=operator, stages=3, step_size=0.2, lam=0.3, s=0.4, subsample=2, path="naive"
+        ).double()
+    ).eval()
     x = torch.randn(2, 6, 6, 4, dtype=torch.float64)
     theta = _strips(block.theta(x))
     phi = _strips(F.max_pool2d(block.phi(x), 2))  # keys subsampled, queries not

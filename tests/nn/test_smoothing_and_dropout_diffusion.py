@@ -6,8 +6,14 @@ import pytest
 import torch
 from torch import nn
 
-from pdenets.nn import (RandomizedSmoothing, dropout_diffusion_coefficients, dropout_readout_variance,
-                        dropout_second_order_mean, gaussian_smoothing, sine_heat_solution)
+from pdenets.nn import (
+    RandomizedSmoothing,
+    dropout_diffusion_coefficients,
+    dropout_readout_variance,
+    dropout_second_order_mean,
+    gaussian_smoothing,
+    sine_heat_solution,
+)
 from pdenets.nn.dropout import fast_dropout
 
 
@@ -31,22 +37,31 @@ def test_smoothed_sine_matches_the_heat_semigroup_within_the_monte_carlo_bound()
     assert (error <= estimate.half_width).all()
     # the bound is the Monte Carlo error's scale, not vacuous: σ-noise changes the value far more than it
     assert estimate.half_width.max() < 0.02
-    assert ((sine_heat_solution(x, omega, 0.0).unsqueeze(-1) - exact).abs().max() > 10 * estimate.half_width.max())
+    assert (
+        sine_heat_solution(x, omega, 0.0).unsqueeze(-1) - exact
+    ).abs().max() > 10 * estimate.half_width.max()
     # a wrong diffusion time (t = σ instead of σ²) is outside the interval
-    assert ((estimate.mean - sine_heat_solution(x, omega, sigma).unsqueeze(-1)).abs() > estimate.half_width).any()
+    assert (
+        (estimate.mean - sine_heat_solution(x, omega, sigma).unsqueeze(-1)).abs() > estimate.half_width
+    ).any()
 
 
 def test_closed_form_solves_the_heat_equation_with_one_half():
     omega = torch.tensor([0.7, 1.3], dtype=torch.float64)
     x = torch.randn(4, 2, dtype=torch.float64)
     t, step = 0.3, 1e-4
-    time_derivative = (sine_heat_solution(x, omega, t + step) - sine_heat_solution(x, omega, t - step)) / (2 * step)
+    time_derivative = (sine_heat_solution(x, omega, t + step) - sine_heat_solution(x, omega, t - step)) / (
+        2 * step
+    )
     laplacian = torch.zeros(4, dtype=torch.float64)
     for axis in range(2):
         shift = torch.zeros(2, dtype=torch.float64)
         shift[axis] = 1e-3
-        laplacian += (sine_heat_solution(x + shift, omega, t) - 2 * sine_heat_solution(x, omega, t)
-                      + sine_heat_solution(x - shift, omega, t)) / 1e-6
+        laplacian += (
+            sine_heat_solution(x + shift, omega, t)
+            - 2 * sine_heat_solution(x, omega, t)
+            + sine_heat_solution(x - shift, omega, t)
+        ) / 1e-6
     torch.testing.assert_close(time_derivative, 0.5 * laplacian, atol=1e-5, rtol=1e-4)
 
 
@@ -82,7 +97,9 @@ def test_smoothing_bad_inputs():
     with pytest.raises(ValueError, match="non-finite"):
         gaussian_smoothing(lambda z: z.sum(1) / 0 * 0, torch.zeros(1, 2), sigma=1.0, num_samples=10)
     with pytest.raises(ValueError, match="bounds"):
-        gaussian_smoothing(lambda z: z.sum(1), torch.zeros(1, 2), sigma=1.0, num_samples=10, bounds=(1.0, 0.0))
+        gaussian_smoothing(
+            lambda z: z.sum(1), torch.zeros(1, 2), sigma=1.0, num_samples=10, bounds=(1.0, 0.0)
+        )
 
 
 def _dropout_samples(hidden, p, count, generator_seed=0):
@@ -98,7 +115,9 @@ def test_readout_variance_matches_monte_carlo(p):
     predicted = dropout_readout_variance(hidden, weight, p)
     # the sample variance of n draws has relative standard error ≈ sqrt(2/n) (≈0.3 %; allow 5 σ plus kurtosis)
     torch.testing.assert_close(samples.var(0), predicted, rtol=0.03, atol=0)
-    torch.testing.assert_close(samples.mean(0), weight @ hidden, atol=5 * predicted.sqrt().max() / 400, rtol=0)
+    torch.testing.assert_close(
+        samples.mean(0), weight @ hidden, atol=5 * predicted.sqrt().max() / 400, rtol=0
+    )
     assert not torch.allclose(samples.var(0), predicted * (1 - p), rtol=0.03)  # the 1/(1−p) scaling matters
 
 
@@ -117,7 +136,9 @@ def test_second_order_mean_is_exact_for_quadratics():
     monte_carlo = torch.einsum("bi,ij,bj->b", samples, matrix, samples) + samples.sum(1)
     standard_error = monte_carlo.std() / math.sqrt(monte_carlo.numel())
     assert abs(monte_carlo.mean() - predicted) < 5 * standard_error
-    assert abs(monte_carlo.mean() - quadratic(hidden)) > 5 * standard_error  # the diffusion term is what is seen
+    assert (
+        abs(monte_carlo.mean() - quadratic(hidden)) > 5 * standard_error
+    )  # the diffusion term is what is seen
 
 
 def test_second_order_mean_reduces_the_bias_of_a_smooth_network():
@@ -137,8 +158,9 @@ def test_second_order_mean_reduces_the_bias_of_a_smooth_network():
 
 
 def test_dropout_coefficients_and_bad_inputs():
-    torch.testing.assert_close(dropout_diffusion_coefficients(torch.tensor([2.0, 0.0]), 0.2),
-                               torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(
+        dropout_diffusion_coefficients(torch.tensor([2.0, 0.0]), 0.2), torch.tensor([1.0, 0.0])
+    )
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
         dropout_diffusion_coefficients(torch.ones(3), 1.0)
     with pytest.raises(ValueError, match="weight must have shape"):

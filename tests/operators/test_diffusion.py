@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from pdenets.operators import (DiffusionOperator, UnstableStepSizeError, diffuse, graph_laplacian, heat_semigroup,
-                               knn_gaussian_weights)
+from pdenets.operators import (
+    DiffusionOperator,
+    UnstableStepSizeError,
+    diffuse,
+    graph_laplacian,
+    heat_semigroup,
+    knn_gaussian_weights,
+)
 
 from ..conftest import cycle_weights, random_symmetric_weights
 
@@ -13,8 +19,11 @@ from ..conftest import cycle_weights, random_symmetric_weights
 @pytest.mark.parametrize("layout", ["dense", "sparse", "edge_list"])
 def test_r_steps_equal_matrix_power(layout):
     weights = random_symmetric_weights(40, 0.2, seed=2)
-    graph = {"dense": weights, "sparse": weights.to_sparse(),
-             "edge_list": (weights.nonzero().T, weights[weights != 0])}[layout]
+    graph = {
+        "dense": weights,
+        "sparse": weights.to_sparse(),
+        "edge_list": (weights.nonzero().T, weights[weights != 0]),
+    }[layout]
     step_size = 0.9 / weights.sum(1).max().item()
     features = torch.randn(40, 3, 2, dtype=torch.float64)
     propagation = torch.eye(40, dtype=torch.float64) - step_size * graph_laplacian(weights, sparse=False)
@@ -34,7 +43,9 @@ def test_cycle_fourier_modes_are_exact_eigenfunctions():
     euler = diffuse(mode, weights.to_sparse(), step_size=step_size, num_steps=steps)
     assert torch.allclose(euler, (1 - step_size * eigenvalue) ** steps * mode, atol=1e-13)
     time = step_size * steps
-    assert torch.allclose(heat_semigroup(mode, weights, time), math.exp(-eigenvalue * time) * mode, atol=1e-13)
+    assert torch.allclose(
+        heat_semigroup(mode, weights, time), math.exp(-eigenvalue * time) * mode, atol=1e-13
+    )
 
 
 def test_explicit_euler_converges_to_heat_flow_at_first_order():
@@ -115,12 +126,16 @@ def test_bad_inputs(features, steps, message):
 
 def test_heat_semigroup_needs_symmetric_weights():
     with pytest.raises(ValueError, match="symmetric"):
-        heat_semigroup(torch.ones(3, 1, dtype=torch.float64),
-                       torch.tensor([[0, 1, 0], [0, 0, 1], [1, 0, 0]], dtype=torch.float64), 1.0)
+        heat_semigroup(
+            torch.ones(3, 1, dtype=torch.float64),
+            torch.tensor([[0, 1, 0], [0, 0, 1], [1, 0, 0]], dtype=torch.float64),
+            1.0,
+        )
 
 
 def test_sparse_operator_keeps_one_csr_and_is_its_own_transpose():
-    """A sparse A is stored once (the CSR of its products, 32-bit indices); a symmetric A is its own transpose."""
+    """A sparse A is stored once (the CSR of its products, 32-bit indices); a symmetric A is its own
+    transpose."""
     weights = random_symmetric_weights(30, density=0.2).to_sparse()
     operator = DiffusionOperator(weights, step_size=0.05)
     assert operator._matrix is None and operator.propagation._csr.col_indices().dtype == torch.int32
@@ -129,7 +144,9 @@ def test_sparse_operator_keeps_one_csr_and_is_its_own_transpose():
     torch.testing.assert_close(operator.matrix().to_dense(), dense, rtol=0, atol=1e-15)
     directed = DiffusionOperator(torch.triu(weights.to_dense(), 1).to_sparse(), step_size=0.05)
     assert directed.propagation.T is not directed.propagation
-    torch.testing.assert_close(directed.propagation.T.to_dense(), directed.matrix().to_dense().T, rtol=0, atol=0)
+    torch.testing.assert_close(
+        directed.propagation.T.to_dense(), directed.matrix().to_dense().T, rtol=0, atol=0
+    )
 
 
 def test_gradient_reaches_sparse_weights_that_require_it():
@@ -140,7 +157,9 @@ def test_gradient_reaches_sparse_weights_that_require_it():
     grads = []
     for sparse in (False, True):
         weights = base.clone().requires_grad_(True)
-        operator = DiffusionOperator(weights.to_sparse() if sparse else weights, step_size=0.1, check_stability=False)
+        operator = DiffusionOperator(
+            weights.to_sparse() if sparse else weights, step_size=0.1, check_stability=False
+        )
         operator.apply(features, 3).square().sum().backward()
         grads.append(weights.grad)
     stored = base != 0
@@ -158,8 +177,9 @@ def test_csr_weights_build_the_same_operator_without_a_coo_copy(dtype):
     assert from_csr._matrix is None and from_csr.propagation.T is from_csr.propagation
     assert from_csr.bound == pytest.approx(from_coo.bound, rel=1e-6)
     tolerance = 1e-6 if dtype == torch.float32 else 1e-14
-    torch.testing.assert_close(from_csr.matrix().to_dense(), from_coo.matrix().to_dense(), rtol=tolerance,
-                               atol=tolerance)
+    torch.testing.assert_close(
+        from_csr.matrix().to_dense(), from_coo.matrix().to_dense(), rtol=tolerance, atol=tolerance
+    )
     x = torch.randn(40, 3, dtype=dtype, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(from_csr.apply(x, 5), from_coo.apply(x, 5), rtol=tolerance, atol=tolerance)
     with pytest.raises(ValueError, match="negative entries"):

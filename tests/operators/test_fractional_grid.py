@@ -1,26 +1,31 @@
-"""The grid fractional Laplacian against the exact value on a Gaussian, the Fourier multiplier and its limits."""
+"""The grid fractional Laplacian against the exact value on a Gaussian, the Fourier multiplier and its
+limits."""
 
 import math
 
 import pytest
 import torch
 
-from pdenets.operators.fractional_grid import (five_point_laplacian, fractional_laplacian_grid,
-                                               gaussian_fractional_laplacian, lattice_zeta,
-                                               spectral_fractional_laplacian)
+from pdenets.operators.fractional_grid import (
+    five_point_laplacian,
+    fractional_laplacian_grid,
+    gaussian_fractional_laplacian,
+    lattice_zeta,
+    spectral_fractional_laplacian,
+)
 
 
 def _gaussian_grid(spacing, half_width=8.0):
     axis = torch.arange(-half_width, half_width + spacing / 2, spacing, dtype=torch.float64)
     points = torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1)
-    return points, torch.exp(-(points ** 2).sum(-1) / 2)
+    return points, torch.exp(-(points**2).sum(-1) / 2)
 
 
 def test_lattice_zeta_equals_a_brute_force_sum():
     exponent, radius = 2.5, 300
     k = torch.arange(-radius, radius + 1, dtype=torch.float64)
     squared = k[:, None] ** 2 + k[None, :] ** 2
-    inside = (squared > 0) & (squared <= radius ** 2)
+    inside = (squared > 0) & (squared <= radius**2)
     brute = squared[inside].pow(-exponent).sum()
     tail = 2 * math.pi * radius ** (2 - 2 * exponent) / (2 * exponent - 2)  # ∫_{|x|>R} |x|^{-2a} dx
     assert lattice_zeta(exponent) == pytest.approx(float(brute) + tail, rel=1e-6)
@@ -62,5 +67,6 @@ def test_gaussian_closed_form_limits():
     origin = torch.zeros(1, 2, dtype=torch.float64)
     # s → 1: −Δ exp(−|x|²/2) = (2 − |x|²) exp(−|x|²/2) = 2 at the origin; s → 0: the function itself
     assert float(gaussian_fractional_laplacian(origin, 0.999999)) == pytest.approx(2.0, rel=1e-5)
-    assert float(gaussian_fractional_laplacian(torch.tensor([[1.0, 1.0]]), 1e-9)) == pytest.approx(math.exp(-1),
-                                                                                                rel=1e-7)
+    assert float(gaussian_fractional_laplacian(torch.tensor([[1.0, 1.0]]), 1e-9)) == pytest.approx(
+        math.exp(-1), rel=1e-7
+    )

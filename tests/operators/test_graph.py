@@ -106,7 +106,10 @@ def test_normalized_laplacian_eigenvalues_lie_in_zero_two():
     """Symmetric normalization: spectrum of I − D^{-1/2} W D^{-1/2} ⊂ [0, 2], 2 for a bipartite graph."""
     from ..conftest import cycle_weights
 
-    for weights, bipartite in ((random_symmetric_weights(60, 0.15, seed=3), False), (cycle_weights(12), True)):
+    for weights, bipartite in (
+        (random_symmetric_weights(60, 0.15, seed=3), False),
+        (cycle_weights(12), True),
+    ):
         normalized = symmetric_normalize(weights)
         eigenvalues = torch.linalg.eigvalsh(torch.eye(weights.shape[0], dtype=torch.float64) - normalized)
         assert eigenvalues.min() > -1e-12 and eigenvalues.max() < 2 + 1e-12

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from pdenets.operators import knn, knn_search, faiss_available
+from pdenets.operators import faiss_available, knn, knn_search
 
 
 def _brute_reference(points, queries, k, exclude_self):

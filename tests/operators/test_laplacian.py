@@ -35,7 +35,9 @@ def test_stability_bound_values():
     with_loops = cycle_weights(6) + 3 * torch.eye(6, dtype=torch.float64)
     assert stability_bound(with_loops) == pytest.approx(0.5)  # self weights do not count
     assert stability_bound(torch.zeros(3, 3)) == float("inf")
-    row_normalized = knn_gaussian_weights(torch.randn(50, 2), 10, sigma=0.5, include_self=True, normalization="row")
+    row_normalized = knn_gaussian_weights(
+        torch.randn(50, 2), 10, sigma=0.5, include_self=True, normalization="row"
+    )
     assert stability_bound(row_normalized) >= 1.0  # paper's gamma = 1 is admissible
 
 
@@ -51,7 +53,9 @@ def test_norm_does_not_grow_at_the_bound():
         assert following.norm() <= current.norm() * (1 + 1e-12)
         current = following
 
-    directed = knn_gaussian_weights(torch.randn(80, 2, dtype=torch.float64), 6, sigma=0.5, normalization="none")
+    directed = knn_gaussian_weights(
+        torch.randn(80, 2, dtype=torch.float64), 6, sigma=0.5, normalization="none"
+    )
     operator = DiffusionOperator(directed, stability_bound(directed))
     current = features
     for _ in range(200):
@@ -103,8 +107,10 @@ def test_spectral_bound_is_exact_for_symmetric_weights():
     # just above the spectral bound: refused, and it does blow up
     with pytest.raises(UnstableStepSizeError, match="2/lambda_max"):
         DiffusionOperator(weights, 1.02 * spectral)
-    assert DiffusionOperator(weights, 1.02 * spectral, check_stability=False).apply(features, 2000).norm() > \
-        10 * features.norm()
+    assert (
+        DiffusionOperator(weights, 1.02 * spectral, check_stability=False).apply(features, 2000).norm()
+        > 10 * features.norm()
+    )
 
 
 def test_spectral_bound_large_graph_uses_lanczos_and_matches_dense():

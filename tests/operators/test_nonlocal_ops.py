@@ -5,15 +5,24 @@ import math
 import pytest
 import torch
 
-from pdenets.operators.nonlocal_ops import (EULER_GAMMA, NONLOCAL_OPERATORS, NORMALIZERS, fractional_constant,
-                                            inverse_fractional_constant, log_constant, nonlocal_apply,
-                                            nonlocal_kernel)
+from pdenets.operators.nonlocal_ops import (
+    EULER_GAMMA,
+    NONLOCAL_OPERATORS,
+    NORMALIZERS,
+    fractional_constant,
+    inverse_fractional_constant,
+    log_constant,
+    nonlocal_apply,
+    nonlocal_kernel,
+)
 
 
 def _inputs(n=7, m=5, d=3, c=2, batch=2, seed=0, requires_grad=False):
     g = torch.Generator().manual_seed(seed)
-    tensors = [torch.randn(batch, rows, cols, generator=g, dtype=torch.float64)
-               for rows, cols in ((n, d), (m, d), (m, c), (n, c))]
+    tensors = [
+        torch.randn(batch, rows, cols, generator=g, dtype=torch.float64)
+        for rows, cols in ((n, d), (m, d), (m, c), (n, c))
+    ]
     return [t.requires_grad_(requires_grad) for t in tensors]
 
 
@@ -24,8 +33,12 @@ def _inputs(n=7, m=5, d=3, c=2, batch=2, seed=0, requires_grad=False):
 def test_constants_have_their_closed_forms():
     assert fractional_constant(1, 0.5) == pytest.approx(1 / math.pi, rel=1e-14)  # (−Δ)^{1/2} on R: 1/π P.V.∫
     assert fractional_constant(2, 0.5) == pytest.approx(1 / (2 * math.pi), rel=1e-14)
-    assert inverse_fractional_constant(3, 1.0) == pytest.approx(1 / (4 * math.pi), rel=1e-14)  # Newton potential
-    assert inverse_fractional_constant(2, 0.5) == pytest.approx(1 / (2 * math.pi), rel=1e-14)  # Riesz potential
+    assert inverse_fractional_constant(3, 1.0) == pytest.approx(
+        1 / (4 * math.pi), rel=1e-14
+    )  # Newton potential
+    assert inverse_fractional_constant(2, 0.5) == pytest.approx(
+        1 / (2 * math.pi), rel=1e-14
+    )  # Riesz potential
     assert log_constant(2) == pytest.approx(1 / (4 * math.pi), rel=1e-14)  # −(1/2π) log r = c_2 (−2 log r)
 
 
@@ -35,8 +48,14 @@ def test_fractional_constant_tends_to_the_local_laplacian_scaling():
         assert fractional_constant(2, s) / (4 * (1 - s) / math.pi) == pytest.approx(1.0, abs=3 * (1 - s))
 
 
-@pytest.mark.parametrize("call", [lambda: fractional_constant(2, 1.0), lambda: fractional_constant(2, 0.0),
-                                  lambda: inverse_fractional_constant(2, 1.0)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: fractional_constant(2, 1.0),
+        lambda: fractional_constant(2, 0.0),
+        lambda: inverse_fractional_constant(2, 1.0),
+    ],
+)
 def test_constants_refuse_orders_outside_their_range(call):
     with pytest.raises(ValueError, match="needs 0 < s"):
         call()
@@ -50,18 +69,26 @@ def _reference(theta, phi, values, centres, operator, normalizer, lam, s, n=2):
     """T_i of the operator table, one entry at a time in Python floats."""
     batch, rows, _ = theta.shape
     out = torch.zeros_like(centres)
-    constant = {"fractional": fractional_constant(n, s), "inverse-fractional": inverse_fractional_constant(n, s),
-                "log": log_constant(n)}.get(operator, 1.0)
+    constant = {
+        "fractional": fractional_constant(n, s),
+        "inverse-fractional": inverse_fractional_constant(n, s),
+        "log": log_constant(n),
+    }.get(operator, 1.0)
     for b in range(batch):
         for i in range(rows):
             weights = []
             for j in range(phi.shape[1]):
                 dot = float(theta[b, i] @ phi[b, j])
                 distance = float((theta[b, i] - phi[b, j]).norm())
-                weights.append({"diffusion-dot": lam * dot, "diffusion-gaussian": math.exp(lam * dot),
-                                "fractional": lam / distance ** (n + 2 * s),
-                                "inverse-fractional": lam / distance ** (n - 2 * s),
-                                "log": -2 * lam * math.log(distance) - EULER_GAMMA}[operator])
+                weights.append(
+                    {
+                        "diffusion-dot": lam * dot,
+                        "diffusion-gaussian": math.exp(lam * dot),
+                        "fractional": lam / distance ** (n + 2 * s),
+                        "inverse-fractional": lam / distance ** (n - 2 * s),
+                        "log": -2 * lam * math.log(distance) - EULER_GAMMA,
+                    }[operator]
+                )
             norm = sum(weights) if normalizer == "row-sum" else phi.shape[1]
             total = torch.zeros(centres.shape[-1], dtype=torch.float64)
             for j, w in enumerate(weights):
@@ -80,8 +107,9 @@ def _reference(theta, phi, values, centres, operator, normalizer, lam, s, n=2):
 @pytest.mark.parametrize("path", ["naive", "fast"])
 def test_terms_match_the_entrywise_definition(operator, normalizer, path):
     theta, phi, values, centres = _inputs()
-    got = nonlocal_apply(theta, phi, values, centres, operator, lam=0.7, s=0.3, normalizer=normalizer, path=path,
-                         chunk_rows=3)
+    got = nonlocal_apply(
+        theta, phi, values, centres, operator, lam=0.7, s=0.3, normalizer=normalizer, path=path, chunk_rows=3
+    )
     expected = _reference(theta, phi, values, centres, operator, normalizer, lam=0.7, s=0.3)
     torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
 
@@ -111,12 +139,14 @@ def test_gradcheck(operator, path):
 def test_kernel_exponents_and_signs():
     theta = torch.tensor([[[0.0, 0.0]]], dtype=torch.float64)
     phi = torch.tensor([[[2.0, 0.0]]], dtype=torch.float64)  # distance 2
-    assert float(nonlocal_kernel(theta, phi, "fractional", lam=1.0, s=0.25)) == pytest.approx(2 ** -2.5)
-    assert float(nonlocal_kernel(theta, phi, "inverse-fractional", lam=1.0, s=0.25)) == pytest.approx(2 ** -1.5)
+    assert float(nonlocal_kernel(theta, phi, "fractional", lam=1.0, s=0.25)) == pytest.approx(2**-2.5)
+    assert float(nonlocal_kernel(theta, phi, "inverse-fractional", lam=1.0, s=0.25)) == pytest.approx(2**-1.5)
     assert float(nonlocal_kernel(theta, phi, "log", lam=0.5)) == pytest.approx(-math.log(2) - EULER_GAMMA)
     # the fractional Laplacian of a bump is positive at its top: T_i > 0 where X_i exceeds every V_j
     values = torch.zeros(1, 1, 1, dtype=torch.float64)
-    assert float(nonlocal_apply(theta, phi, values, torch.ones(1, 1, 1, dtype=torch.float64), "fractional")) > 0
+    assert (
+        float(nonlocal_apply(theta, phi, values, torch.ones(1, 1, 1, dtype=torch.float64), "fractional")) > 0
+    )
 
 
 @pytest.mark.parametrize("operator", ["fractional", "inverse-fractional", "log"])
@@ -166,5 +196,7 @@ def test_embedded_gaussian_runs_pytorchs_fused_cpu_kernel():
     strided = torch.randn(2, 5, 12).transpose(1, 2)  # values as NonlocalBlock passes them: a transposed view
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         fast = nonlocal_apply(theta, phi, strided, centres, "diffusion-gaussian", normalizer="row-sum")
-    naive = nonlocal_apply(theta, phi, strided, centres, "diffusion-gaussian", normalizer="row-sum", path="naive")
+    naive = nonlocal_apply(
+        theta, phi, strided, centres, "diffusion-gaussian", normalizer="row-sum", path="naive"
+    )
     torch.testing.assert_close(fast, naive, rtol=1e-5, atol=1e-6)

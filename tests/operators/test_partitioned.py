@@ -12,8 +12,15 @@ import torch
 
 from pdenets.models import DiffResNet
 from pdenets.nn.adjoint_diffusion import apply_dropout_mask_
-from pdenets.operators import (DiffusionOperator, PartitionedDiffusion, UnstableStepSizeError, gcn_normalize,
-                               load_part, partition_graph, save_partition)
+from pdenets.operators import (
+    DiffusionOperator,
+    PartitionedDiffusion,
+    UnstableStepSizeError,
+    gcn_normalize,
+    load_part,
+    partition_graph,
+    save_partition,
+)
 from pdenets.operators.partitioned import _PartitionedStep
 
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
@@ -91,7 +98,9 @@ def test_one_process_operator_is_the_whole_graphs_operator():
     assert rows.halo_size == 0 and rows.bound == pytest.approx(whole.bound)
     matrix = _dense(whole.matrix())
     torch.testing.assert_close(rows.product(features), matrix @ features, rtol=0, atol=1e-12)
-    torch.testing.assert_close(rows.product(features, transpose=True), matrix.T @ features, rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        rows.product(features, transpose=True), matrix.T @ features, rtol=0, atol=1e-12
+    )
     x = features.clone().requires_grad_(True)
     assert torch.autograd.gradcheck(lambda f: _PartitionedStep.apply(f, rows), (x,))
     with pytest.raises(UnstableStepSizeError):
@@ -120,7 +129,9 @@ def test_masks_of_a_row_block_are_the_rows_of_the_whole_mask():
     for p, columns in ((0.25, 64), (0.35, 5), (0.999, 3)):
         whole = apply_dropout_mask_(torch.ones(100, columns), 11, p)
         for offset in (1, 3, 37):
-            assert torch.equal(apply_dropout_mask_(torch.ones(100 - offset, columns), 11, p, offset), whole[offset:])
+            assert torch.equal(
+                apply_dropout_mask_(torch.ones(100 - offset, columns), 11, p, offset), whole[offset:]
+            )
 
 
 def _run_pair(tmp_path, partition_method, settings):
@@ -130,9 +141,23 @@ def _run_pair(tmp_path, partition_method, settings):
     (tmp_path / "out").mkdir()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("WORLD_SIZE", None)
-    pair = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-                           str(HELPERS / "partitioned_step.py"), str(tmp_path / "parts"), str(tmp_path / "out"),
-                           json.dumps(settings)], capture_output=True, text=True, env=env, timeout=300)
+    pair = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--standalone",
+            str(HELPERS / "partitioned_step.py"),
+            str(tmp_path / "parts"),
+            str(tmp_path / "out"),
+            json.dumps(settings),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert pair.returncode == 0, pair.stderr[-3000:]
     ranks = [torch.load(tmp_path / "out" / f"rank-{k}.pt") for k in range(2)]
     return weights, features, labels, partition, ranks
@@ -167,8 +192,15 @@ def _single(weights, features, labels, partition, settings):
 
 @pytest.mark.parametrize("method", ["metis", "contiguous"])
 def test_two_processes_give_the_single_process_loss_gradients_and_logits(tmp_path, method):
-    settings = {"seed": 3, "num_classes": 3, "block": "graph", "num_steps": 4, "step_size": 0.25, "dropout": 0.25,
-                "dropout_position": "before"}
+    settings = {
+        "seed": 3,
+        "num_classes": 3,
+        "block": "graph",
+        "num_steps": 4,
+        "step_size": 0.25,
+        "dropout": 0.25,
+        "dropout_position": "before",
+    }
     weights, features, labels, partition, ranks = _run_pair(tmp_path, method, settings)
     losses, gradients, logits, matrix, x = _single(weights, features, labels, partition, settings)
     assert ranks[0]["halo"] > 0 and ranks[1]["halo"] > 0  # the parts do exchange rows
@@ -185,8 +217,16 @@ def test_two_processes_give_the_single_process_loss_gradients_and_logits(tmp_pat
 
 
 def test_dropout_after_each_step_matches_too(tmp_path):
-    settings = {"seed": 5, "num_classes": 3, "block": "mlp", "num_steps": 3, "step_size": 0.3, "dropout": 0.35,
-                "dropout_position": "after", "hidden_features": 8}
+    settings = {
+        "seed": 5,
+        "num_classes": 3,
+        "block": "mlp",
+        "num_steps": 3,
+        "step_size": 0.3,
+        "dropout": 0.35,
+        "dropout_position": "after",
+        "hidden_features": 8,
+    }
     weights, features, labels, partition, ranks = _run_pair(tmp_path, "metis", settings)
     losses, gradients, _, _, _ = _single(weights, features, labels, partition, settings)
     assert ranks[0]["losses"] == pytest.approx(losses, abs=1e-6)
@@ -200,7 +240,9 @@ def test_layer_refuses_an_operator_of_another_step_size():
 
     with pytest.raises(ValueError, match="build them alike"):
         DiffusionLayer(step_size=0.3, weights=PartitionedDiffusion(weights.to_sparse_csr(), 0, 0.2))
-    layer = DiffusionLayer(step_size=0.2, num_steps=2, weights=PartitionedDiffusion(weights.to_sparse_csr(), 0, 0.2))
+    layer = DiffusionLayer(
+        step_size=0.2, num_steps=2, weights=PartitionedDiffusion(weights.to_sparse_csr(), 0, 0.2)
+    )
     x = torch.rand(20, 4, dtype=torch.float64)
     expected = DiffusionOperator(weights, 0.2).apply(x, 2)
     torch.testing.assert_close(layer(x), expected, rtol=0, atol=1e-12)

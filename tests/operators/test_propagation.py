@@ -1,12 +1,19 @@
-"""GNN propagation is diffusion: GCN = one step with γ = 1 on the self-looped normalized Laplacian; SGC, APPNP."""
+"""GNN propagation is diffusion: GCN = one step with γ = 1 on the self-looped normalized Laplacian; SGC,
+APPNP."""
 
 import pytest
 import torch
 from torch_geometric.nn import APPNP, GCNConv, SGConv
 
 from pdenets.nn import DiffusionLayer
-from pdenets.operators import (UnstableStepSizeError, appnp_propagate, diffuse, gcn_normalize, gcn_propagate,
-                               sgc_propagate)
+from pdenets.operators import (
+    UnstableStepSizeError,
+    appnp_propagate,
+    diffuse,
+    gcn_normalize,
+    gcn_propagate,
+    sgc_propagate,
+)
 
 from ..conftest import random_symmetric_weights
 
@@ -41,7 +48,9 @@ def test_gcn_step_is_one_normalized_diffusion_step_with_unit_step_size():
     torch.testing.assert_close(layer(x), expected)
     torch.testing.assert_close(gcn_normalize(weights) @ x, expected)
     # and not the combinatorial Laplacian's step
-    assert not torch.allclose(diffuse(x, gcn_normalize(weights), step_size=1.0, check_stability=False), expected)
+    assert not torch.allclose(
+        diffuse(x, gcn_normalize(weights), step_size=1.0, check_stability=False), expected
+    )
 
 
 @pytest.mark.parametrize("hops", [1, 2, 5])
@@ -50,8 +59,9 @@ def test_sgc_is_repeated_diffusion(hops):
     x = torch.randn(12, 4, dtype=torch.float64)
     conv = SGConv(4, 4, K=hops).double()
     _identity_linear(conv, 4)
-    torch.testing.assert_close(sgc_propagate(x, (edge_index, edge_weight), hops, num_nodes=12),
-                               conv(x, edge_index, edge_weight))
+    torch.testing.assert_close(
+        sgc_propagate(x, (edge_index, edge_weight), hops, num_nodes=12), conv(x, edge_index, edge_weight)
+    )
 
 
 @pytest.mark.parametrize("alpha,hops", [(0.1, 10), (0.5, 3), (0.0, 4)])
@@ -59,7 +69,9 @@ def test_appnp_is_diffusion_relaxed_towards_the_input(alpha, hops):
     _, edge_index, edge_weight = _graph(seed=2)
     x = torch.randn(12, 3, dtype=torch.float64)
     expected = APPNP(K=hops, alpha=alpha)(x, edge_index, edge_weight)
-    torch.testing.assert_close(appnp_propagate(x, (edge_index, edge_weight), hops, alpha, num_nodes=12), expected)
+    torch.testing.assert_close(
+        appnp_propagate(x, (edge_index, edge_weight), hops, alpha, num_nodes=12), expected
+    )
     if alpha == 0:
         torch.testing.assert_close(expected, sgc_propagate(x, (edge_index, edge_weight), hops, num_nodes=12))
 
@@ -68,8 +80,9 @@ def test_appnp_converges_to_the_personalized_pagerank_fixed_point():
     weights, _, _ = _graph(seed=3)
     x = torch.randn(12, 2, dtype=torch.float64)
     alpha = 0.2
-    fixed_point = alpha * torch.linalg.solve(torch.eye(12, dtype=torch.float64) - (1 - alpha) * gcn_normalize(weights),
-                                             x)
+    fixed_point = alpha * torch.linalg.solve(
+        torch.eye(12, dtype=torch.float64) - (1 - alpha) * gcn_normalize(weights), x
+    )
     torch.testing.assert_close(appnp_propagate(x, weights, 200, alpha), fixed_point)
 
 

@@ -1,4 +1,5 @@
-"""Property tests: kNN against float64 brute force on shifted/scaled clouds; r diffusion steps == (I − γL)^r X."""
+"""Property tests: kNN against float64 brute force on shifted/scaled clouds; r diffusion steps == (I − γL)^r
+X."""
 
 import numpy as np
 import pytest
@@ -16,11 +17,17 @@ def _brute_force(points: torch.Tensor, k: int):
     return torch.sort(distances, dim=1).values[:, :k]
 
 
-clouds = st.fixed_dictionaries({
-    "n": st.integers(8, 120), "d": st.integers(1, 12), "seed": st.integers(0, 2**31 - 1),
-    "shift": st.sampled_from([0.0, 1.0, 1e3, -1e4, 1e5]), "scale": st.sampled_from([1e-3, 0.1, 1.0, 50.0]),
-    "dtype": st.sampled_from([torch.float32, torch.float64]), "backend": st.sampled_from(["brute", "chunked"]),
-})
+clouds = st.fixed_dictionaries(
+    {
+        "n": st.integers(8, 120),
+        "d": st.integers(1, 12),
+        "seed": st.integers(0, 2**31 - 1),
+        "shift": st.sampled_from([0.0, 1.0, 1e3, -1e4, 1e5]),
+        "scale": st.sampled_from([1e-3, 0.1, 1.0, 50.0]),
+        "dtype": st.sampled_from([torch.float32, torch.float64]),
+        "backend": st.sampled_from(["brute", "chunked"]),
+    }
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,15 +44,21 @@ def test_knn_agrees_with_float64_brute_force_on_shifted_and_scaled_clouds(cloud,
     scale = expected[:, -1:].clamp_min(1e-300)
     assert torch.all((found.sq_distances.double() - expected).abs() <= tolerance * scale + 1e-300)
     true_distances = torch.gather(
-        torch.cdist(points.double(), points.double(), compute_mode="donot_use_mm_for_euclid_dist").square(), 1,
-        found.indices)
+        torch.cdist(points.double(), points.double(), compute_mode="donot_use_mm_for_euclid_dist").square(),
+        1,
+        found.indices,
+    )
     assert torch.allclose(true_distances, found.sq_distances.double(), rtol=tolerance, atol=0)
     if cloud["dtype"] == torch.float64:  # and in float64 the very neighbours, ties aside
         ties = (expected[:, 1:] - expected[:, :-1]).abs().min() if k > 1 else torch.tensor(1.0)
         if float(ties) > 1e-9 * float(expected.max()):
             brute_indices = torch.topk(
                 torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist").fill_diagonal_(
-                    float("inf")), k, largest=False).indices
+                    float("inf")
+                ),
+                k,
+                largest=False,
+            ).indices
             assert all(set(a) == set(b) for a, b in zip(found.indices.tolist(), brute_indices.tolist()))
 
 
@@ -58,12 +71,19 @@ def test_the_reported_case_float32_offset_1000():
     assert torch.allclose(found.sq_distances.double(), reference.sq_distances, rtol=1e-5)
 
 
-graphs = st.fixed_dictionaries({
-    "n": st.integers(2, 40), "density": st.floats(0.05, 0.9), "seed": st.integers(0, 2**31 - 1),
-    "symmetric": st.booleans(), "sparse": st.booleans(), "steps": st.integers(0, 6),
-    "dtype": st.sampled_from([torch.float32, torch.float64]), "fraction": st.floats(0.05, 1.0),
-    "columns": st.integers(1, 4),
-})
+graphs = st.fixed_dictionaries(
+    {
+        "n": st.integers(2, 40),
+        "density": st.floats(0.05, 0.9),
+        "seed": st.integers(0, 2**31 - 1),
+        "symmetric": st.booleans(),
+        "sparse": st.booleans(),
+        "steps": st.integers(0, 6),
+        "dtype": st.sampled_from([torch.float32, torch.float64]),
+        "fraction": st.floats(0.05, 1.0),
+        "columns": st.integers(1, 4),
+    }
+)
 
 
 @settings(max_examples=80, deadline=None)
@@ -84,13 +104,19 @@ def test_r_steps_equal_the_matrix_power(graph):
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an edgeless random graph is allowed here
-            out = diffuse(features.to(graph["dtype"]), given_weights.to(graph["dtype"]), step_size=step,
-                          num_steps=graph["steps"])
+            out = diffuse(
+                features.to(graph["dtype"]),
+                given_weights.to(graph["dtype"]),
+                step_size=step,
+                num_steps=graph["steps"],
+            )
     operator = torch.eye(graph["n"], dtype=torch.float64) - step * graph_laplacian(dense, sparse=False)
     expected = torch.linalg.matrix_power(operator, graph["steps"]) @ features
     assert out.dtype == graph["dtype"]
     tolerance = 1e-4 if graph["dtype"] == torch.float32 else 1e-10
-    assert torch.allclose(out.double(), expected, rtol=tolerance, atol=tolerance * float(features.abs().max()))
+    assert torch.allclose(
+        out.double(), expected, rtol=tolerance, atol=tolerance * float(features.abs().max())
+    )
 
 
 @pytest.mark.parametrize("n", [5, 17])

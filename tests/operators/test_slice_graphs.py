@@ -9,7 +9,8 @@ from pdenets.operators import SliceGraphs, chebyshev_propagation_matrix, gcn_pro
 def _random_graph(nodes, seed, density=0.4, self_loops=False):
     generator = torch.Generator().manual_seed(seed)
     weights = (torch.rand(nodes, nodes, generator=generator) < density).double() * torch.rand(
-        nodes, nodes, generator=generator, dtype=torch.float64)
+        nodes, nodes, generator=generator, dtype=torch.float64
+    )
     if not self_loops:
         weights.fill_diagonal_(0)
     return weights
@@ -30,8 +31,10 @@ def test_propagate_equals_each_slice_times_its_own_graph(ids):
     torch.testing.assert_close(collection.block_diagonal().to_dense(), dense)
     # a subset in any order keeps each slice's graph
     order = torch.tensor([3, 0, 2])
-    torch.testing.assert_close(collection.subset(order).propagate(x[order]),
-                               _reference([graphs[ids[i]] for i in order.tolist()], x[order]))
+    torch.testing.assert_close(
+        collection.subset(order).propagate(x[order]),
+        _reference([graphs[ids[i]] for i in order.tolist()], x[order]),
+    )
 
 
 def test_repeated_objects_are_stored_once_and_lists_give_one_graph_per_slice():
@@ -79,8 +82,10 @@ def test_pyg_propagation_matrices_match_a_direct_computation():
     scale = torch.where(out_degree > 0, out_degree.rsqrt(), torch.zeros(6, dtype=torch.float64))
     expected = -torch.diag(scale) @ plain.T @ torch.diag(scale)
     torch.testing.assert_close(chebyshev_propagation_matrix(weights.to_sparse()).to_dense(), expected)
-    torch.testing.assert_close(chebyshev_propagation_matrix(weights.to_sparse(), lambda_max=4.0).to_dense(),
-                               expected / 2 - torch.eye(6, dtype=torch.float64) / 2)
+    torch.testing.assert_close(
+        chebyshev_propagation_matrix(weights.to_sparse(), lambda_max=4.0).to_dense(),
+        expected / 2 - torch.eye(6, dtype=torch.float64) / 2,
+    )
 
 
 def test_bad_input_is_refused_with_a_clear_message():

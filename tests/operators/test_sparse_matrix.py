@@ -1,4 +1,5 @@
-"""SparseMatrix: one CSR copy, the same products through every kernel, its transpose kept (itself when symmetric)."""
+"""SparseMatrix: one CSR copy, the same products through every kernel, its transpose kept (itself when
+symmetric)."""
 
 import numpy as np
 import pytest

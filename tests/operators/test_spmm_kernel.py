@@ -11,8 +11,10 @@ from pdenets.operators import sparse as sparse_module
 pytestmark = pytest.mark.skipif(spmm_kernel._numba() is None, reason="numba is not installed")
 
 
-@pytest.mark.parametrize("dtype, width, index_type", [(np.float32, 64, np.int32), (np.float64, 5, np.int64),
-                                                      (np.float32, 1, np.int64)])
+@pytest.mark.parametrize(
+    "dtype, width, index_type",
+    [(np.float32, 64, np.int32), (np.float64, 5, np.int64), (np.float32, 1, np.int64)],
+)
 def test_product_equals_scipy(dtype, width, index_type):
     generator = np.random.default_rng(width)
     matrix = sp.random(50, 40, density=0.1, format="lil", random_state=3, dtype=dtype)

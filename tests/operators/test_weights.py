@@ -40,13 +40,14 @@ def test_official_fewshot_convention():
     kth_top = torch.kthvalue(distance, 8, dim=1, keepdim=True).values
     kth_sigma = torch.kthvalue(distance, 4, dim=1, keepdim=True).values
     truncated = distance.where(distance < kth_top, torch.tensor(math.inf, dtype=torch.float64))
-    weight = torch.exp(-(truncated / kth_sigma) ** 2)
+    weight = torch.exp(-((truncated / kth_sigma) ** 2))
     inv_sqrt = weight.sum(1).rsqrt()
     weight = inv_sqrt[:, None] * weight * inv_sqrt[None, :]
     reference = (weight + weight.T) / 2
 
-    ours = knn_gaussian_weights(points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric",
-                                symmetrize_weights=True)
+    ours = knn_gaussian_weights(
+        points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric", symmetrize_weights=True
+    )
     assert torch.allclose(ours.to_dense(), reference, atol=1e-14)
 
 
@@ -63,8 +64,12 @@ def test_builder_equals_function_and_sparsity():
     points = torch.randn(64, 5)
     builder = KnnGaussianWeights(n_top=6, sigma=1.5, normalization="symmetric", symmetrize_weights=True)
     weights = builder(points)
-    assert torch.allclose(weights.to_dense(), knn_gaussian_weights(
-        points, 6, sigma=1.5, normalization="symmetric", symmetrize_weights=True).to_dense())
+    assert torch.allclose(
+        weights.to_dense(),
+        knn_gaussian_weights(
+            points, 6, sigma=1.5, normalization="symmetric", symmetrize_weights=True
+        ).to_dense(),
+    )
     assert weights._nnz() <= 2 * 64 * 6
     assert torch.allclose(weights.to_dense(), weights.to_dense().T)
 
@@ -96,17 +101,23 @@ def test_adaptive_sigma_zero_for_duplicates_is_refused():
         knn_gaussian_weights(points, 2, sigma_neighbor=2)
 
 
-@pytest.mark.parametrize("options", [dict(sigma=1e20), dict(sigma_neighbor=3)], ids=["fixed sigma", "adaptive sigma"])
+@pytest.mark.parametrize(
+    "options", [dict(sigma=1e20), dict(sigma_neighbor=3)], ids=["fixed sigma", "adaptive sigma"]
+)
 def test_coordinates_too_large_for_the_dtype_are_named_not_the_kernel_width(options):
     """float32 points near 1e20: every squared distance overflows to inf whatever sigma is."""
     from pdenets.operators import batched_knn_gaussian_weights
 
     points = torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.2, 1.0], [1.0, 1.0], [0.5, 0.1]]) * 2e20
-    expected = ("the squared distances between points overflow float32 (coordinates reach 2e+20, float32 holds at "
-                "most 3.4e+38): the coordinates are too large for the dtype; rescale the points (e.g. standardize "
-                "them) or use float64")
-    for build in (lambda: knn_gaussian_weights(points, 3, **options),
-                  lambda: batched_knn_gaussian_weights(points[None], 3, **options)):
+    expected = (
+        "the squared distances between points overflow float32 (coordinates reach 2e+20, float32 holds at "
+        "most 3.4e+38): the coordinates are too large for the dtype; rescale the points (e.g. standardize "
+        "them) or use float64"
+    )
+    for build in (
+        lambda: knn_gaussian_weights(points, 3, **options),
+        lambda: batched_knn_gaussian_weights(points[None], 3, **options),
+    ):
         with pytest.raises(ValueError) as caught:
             build()
         assert str(caught.value) == expected

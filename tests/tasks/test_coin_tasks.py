@@ -1,4 +1,5 @@
-"""``pdenets run coin-forecast`` and ``coin-tabular``: protocols checked against direct computations, toy runs."""
+"""``pdenets run coin-forecast`` and ``coin-tabular``: protocols checked against direct computations, toy
+runs."""
 
 import dataclasses
 import json
@@ -14,8 +15,13 @@ from pdenets.data.forecast_protocols import ForecastSetup, closed_form_forecast
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.coin_forecast import (CoinForecastConfig, CoinForecastTask, _diffusion_graph, linear_forecast,
-                                         prepare_protocol)
+from pdenets.tasks.coin_forecast import (
+    CoinForecastConfig,
+    CoinForecastTask,
+    _diffusion_graph,
+    linear_forecast,
+    prepare_protocol,
+)
 from pdenets.tasks.coin_tabular import CoinTabularConfig, CoinTabularTask, labelled_split
 
 OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
@@ -27,7 +33,9 @@ def _records(run_dir, task):
 
 
 def _ring(nodes, stride=1):
-    return [[i, (i + stride) % nodes] for i in range(nodes)] + [[(i + stride) % nodes, i] for i in range(nodes)]
+    return [[i, (i + stride) % nodes] for i in range(nodes)] + [
+        [(i + stride) % nodes, i] for i in range(nodes)
+    ]
 
 
 def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
@@ -37,11 +45,17 @@ def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
     values = np.zeros((steps, nodes))
     values[0] = rng.normal(size=nodes)
     for t in range(1, steps):
-        values[t] = 0.45 * (np.roll(values[t - 1], 1) + np.roll(values[t - 1], -1)) + 0.3 * rng.normal(size=nodes)
+        values[t] = 0.45 * (np.roll(values[t - 1], 1) + np.roll(values[t - 1], -1)) + 0.3 * rng.normal(
+            size=nodes
+        )
     if time_varying:
-        content = {"y": values.tolist(), "edge_mapping": {
-            "edge_index": {str(t): _ring(nodes, stride=1 + t % 2) for t in range(steps)},
-            "edge_weight": {str(t): [1.0 + t % 3] * (2 * nodes) for t in range(steps)}}}
+        content = {
+            "y": values.tolist(),
+            "edge_mapping": {
+                "edge_index": {str(t): _ring(nodes, stride=1 + t % 2) for t in range(steps)},
+                "edge_weight": {str(t): [1.0 + t % 3] * (2 * nodes) for t in range(steps)},
+            },
+        }
     else:
         content = {"FX": values.tolist(), "edges": _ring(nodes)}
     path.write_text(json.dumps(content))
@@ -56,8 +70,9 @@ def test_windows_and_linear_regression_are_exact():
     assert torch.isnan(windows.targets[-1, :, 1:]).all() and windows.target_steps[2].tolist() == [4, 5, 6]
     # an exact linear AR relation is recovered exactly, horizon by horizon
     inputs = torch.randn(30, 4, 3, dtype=torch.float64)
-    targets = torch.stack([inputs @ torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64) + 0.3,
-                           inputs[..., -1] * 3 - 1], -1)
+    targets = torch.stack(
+        [inputs @ torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64) + 0.3, inputs[..., -1] * 3 - 1], -1
+    )
     mask = torch.ones_like(targets, dtype=torch.bool)
     torch.testing.assert_close(linear_forecast(inputs, targets, mask), targets)
 
@@ -101,11 +116,19 @@ def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
 def test_england_raw_mae_is_in_cases_per_region():
     series = load_temporal("england_covid")
     assert series.raw_counts and series.time_varying and series.values.shape == (61, 129)
-    data = prepare_protocol(series, "ours", ForecastSetup(lags=7, horizons=7, test_fraction=0.2, val_fraction=0.1))
+    data = prepare_protocol(
+        series, "ours", ForecastSetup(lags=7, horizons=7, test_fraction=0.2, val_fraction=0.1)
+    )
     raw = series.values
-    errors = [abs(float(raw[t - 1, i] - raw[t + h, i])) for t in range(7, 61) for h in range(7)
-              if t + h >= data["split"]["test_start"] and t + h < 61 for i in range(129)]
+    errors = [
+        abs(float(raw[t - 1, i] - raw[t + h, i]))
+        for t in range(7, 61)
+        for h in range(7)
+        if t + h >= data["split"]["test_start"] and t + h < 61
+        for i in range(129)
+    ]
     from pdenets.data.forecast_protocols import forecast_metrics
+
     metrics = forecast_metrics(closed_form_forecast("last-value", data), data)
     assert metrics["mae_raw"] == pytest.approx(float(np.mean(errors)), rel=1e-9)
 
@@ -113,17 +136,29 @@ def test_england_raw_mae_is_in_cases_per_region():
 def test_coin_learns_to_diffuse_where_the_future_is_the_neighbours_present(tmp_path):
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=240)
-    config = CoinForecastConfig(datasets=[str(path)], protocols=["ours"], models=["linear", "window-mlp",
-                                                                                  "coin-forecast"],
-                                seeds=[0], lags=3, horizons=1, num_steps=1, step_size=0.9, epochs=300, patience=300,
-                                lr=0.02, workers=1, threads=1)
+    config = CoinForecastConfig(
+        datasets=[str(path)],
+        protocols=["ours"],
+        models=["linear", "window-mlp", "coin-forecast"],
+        seeds=[0],
+        lags=3,
+        horizons=1,
+        num_steps=1,
+        step_size=0.9,
+        epochs=300,
+        patience=300,
+        lr=0.02,
+        workers=1,
+        threads=1,
+    )
     outcome = run_task(CoinForecastTask(config), out=tmp_path / "run", progress=False)
     table = outcome.results["table"]["ring"]["ours"]
     coin, plain, linear = (table[m]["mse"]["mean"] for m in ("coin-forecast", "window-mlp", "linear"))
     # the per-region models cannot see the neighbours; one diffusion step with γ = 1 of 0.9·x_t gives the
-    # conditional mean 0.9 W x_t (test MSE 0.474 on this series). Started from a strong diffusion (γ = 0.9), COIN
-    # keeps it and gets within 5 % of that; the convection alone cannot. (Started from γ = 0.2 or 0.5, training
-    # settles in the other basin, γ ≈ 0.1, with the convection's error: the learned step size is not convex.)
+    # conditional mean 0.9 W x_t (test MSE 0.474 on this series). Started from a strong diffusion (γ = 0.9),
+    # COIN keeps it and gets within 5 % of that; the convection alone cannot. (Started from γ = 0.2 or 0.5,
+    # training settles in the other basin, γ ≈ 0.1, with the convection's error: the learned step size is not
+    # convex.)
     assert coin < 0.75 * min(plain, linear) and coin < 1.05 * 0.4736
     coin_record = [r for r in _records(tmp_path / "run", "coin-forecast") if r["model"] == "coin-forecast"][0]
     learned = coin_record["learned_step_size"]
@@ -137,12 +172,29 @@ def test_coin_learns_to_diffuse_where_the_future_is_the_neighbours_present(tmp_p
 def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
     path = tmp_path / "daily.json"
     _diffusing_series(path, steps=40, nodes=6, time_varying=True)
-    config = CoinForecastConfig(datasets=[str(path)], seeds=[0, 1], lags=3, horizons=2, epochs=5, patience=5,
-                                hidden=8, workers=1, threads=1)
+    config = CoinForecastConfig(
+        datasets=[str(path)],
+        seeds=[0, 1],
+        lags=3,
+        horizons=2,
+        epochs=5,
+        patience=5,
+        hidden=8,
+        workers=1,
+        threads=1,
+    )
     outcome = run_task(CoinForecastTask(config), out=tmp_path / "run", progress=False)
     assert outcome.stored == 2 * (3 + 5 * 2)  # per protocol: closed-form once, learned per seed
     for protocol in ("ours", "pyg-temporal"):
-        models = {"last-value", "moving-average", "linear", "window-mlp", "window-gcn", "cheb-gru", "pygt-gconv-gru"}
+        models = {
+            "last-value",
+            "moving-average",
+            "linear",
+            "window-mlp",
+            "window-gcn",
+            "cheb-gru",
+            "pygt-gconv-gru",
+        }
         table = outcome.results["table"]["daily"][protocol]
         assert set(table) == models | {"coin-forecast"} | {f"coin-over-{model}" for model in models}
         for model in models:  # where the model is kept (γ = 0), COIN over it is the model itself
@@ -165,24 +217,42 @@ def test_forecast_config_and_data_errors(tmp_path, capsys):
     with pytest.raises(ValueError, match="horizons=1000000000 reaches beyond the series: short has 20 steps"):
         prepare_protocol(load_temporal(short), "ours", dataclasses.replace(OURS, horizons=10**9))
     # the same check runs before any run starts: one line, exit status 2, no run folder
-    code = main(["run", "coin-forecast", "--dataset", str(short), "--horizons", "1000000000", "--out",
-                 str(tmp_path / "never"), "--no-progress"])
+    code = main(
+        [
+            "run",
+            "coin-forecast",
+            "--dataset",
+            str(short),
+            "--horizons",
+            "1000000000",
+            "--out",
+            str(tmp_path / "never"),
+            "--no-progress",
+        ]
+    )
     assert code == 2 and not (tmp_path / "never").exists()
-    assert capsys.readouterr().err.strip() == \
-        "pdenets: error: horizons=1000000000 reaches beyond the series: short has 20 steps"
+    assert (
+        capsys.readouterr().err.strip()
+        == "pdenets: error: horizons=1000000000 reaches beyond the series: short has 20 steps"
+    )
     with pytest.raises(ConfigError, match="diffusion_step_sizes must be values in"):
         CoinForecastTask(CoinForecastConfig(diffusion_step_sizes=[0.5, 1.5])).validate()
     with pytest.raises(ConfigError, match="step_size must be <= 1"):
         CoinForecastTask(CoinForecastConfig(step_size=1.5)).validate()
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"FX": [[0.0, 1.0], [1.0, float("nan")]] * 3, "edges": [[0, 1]]}).replace("NaN", "NaN"))
+    bad.write_text(
+        json.dumps({"FX": [[0.0, 1.0], [1.0, float("nan")]] * 3, "edges": [[0, 1]]}).replace("NaN", "NaN")
+    )
     with pytest.raises(ValueError, match="non-finite value at step 1, node 1"):
         load_temporal(bad)
     bad.write_text(json.dumps({"FX": [[0.0, 1.0]] * 5, "edges": [[0, 7]]}))
     with pytest.raises(ValueError, match="names node 7 but the series has 2 nodes"):
         load_temporal(bad)
-    bad.write_text(json.dumps({"y": [[1, 2]] * 5, "edge_mapping": {"edge_index": {"0": [[0, 1]]},
-                                                                     "edge_weight": {"0": [1.0]}}}))
+    bad.write_text(
+        json.dumps(
+            {"y": [[1, 2]] * 5, "edge_mapping": {"edge_index": {"0": [[0, 1]]}, "edge_weight": {"0": [1.0]}}}
+        )
+    )
     with pytest.raises(ValueError, match="no graph for step 1"):
         load_temporal(bad)
     bad.write_text("{not json")
@@ -213,8 +283,9 @@ def test_tabular_run_on_a_csv_file(tmp_path, capsys):
             rows.append(f"{x[0]:.5f},{x[1]:.5f},{x[2]:.5f},{label}")
     path = tmp_path / "blobs.csv"
     path.write_text("\n".join(rows) + "\n")
-    config = CoinTabularConfig(datasets=[str(path)], labels_per_class=[5], splits=2, epochs=30, hidden=16,
-                               workers=1, threads=1)
+    config = CoinTabularConfig(
+        datasets=[str(path)], labels_per_class=[5], splits=2, epochs=30, hidden=16, workers=1, threads=1
+    )
     outcome = run_task(CoinTabularTask(config), out=tmp_path / "run", progress=False)
     table = outcome.results["table"]["blobs"]["5"]
     assert set(table) == {"coin", "mlp", "label-spreading"} and all(e["splits"] == 2 for e in table.values())
@@ -241,8 +312,10 @@ def test_claims_report_measures_each_identity(tmp_path):
     assert smoothing[1]["max_error_wrong_time"] > 3 * smoothing[1]["max_half_width"]
     dropout = outcome.results["dropout"]["rows"][0]
     assert dropout["max_relative_error"] < 0.05
-    assert abs(dropout["quadratic_mean_predicted"] - dropout["quadratic_mean_monte_carlo"]) \
+    assert (
+        abs(dropout["quadratic_mean_predicted"] - dropout["quadratic_mean_monte_carlo"])
         < 5 * dropout["quadratic_standard_error"]
+    )
     assert all(row["max_abs_difference"] < 1e-12 for row in outcome.results["propagation"]["rows"])
     assert (tmp_path / "run" / "smoothing.png").stat().st_size > 1000
 
@@ -252,9 +325,20 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
-    settings = {"hidden": 8, "step_size": 0.1, "num_steps": 1, "learn_step_size": True, "epochs": 400,
-                "patience": 30, "lr": 0.01, "weight_decay": 0.0, "batch_rows": 48, "eval_steps": 5,
-                "min_improvement": 0.005, **training}
+    settings = {
+        "hidden": 8,
+        "step_size": 0.1,
+        "num_steps": 1,
+        "learn_step_size": True,
+        "epochs": 400,
+        "patience": 30,
+        "lr": 0.01,
+        "weight_decay": 0.0,
+        "batch_rows": 48,
+        "eval_steps": 5,
+        "min_improvement": 0.005,
+        **training,
+    }
     job = ForecastJob(str(path), "ours", model, seed, OURS, ForecastTraining(**settings), "cpu")
     return data, _learned(job, data)
 
@@ -265,7 +349,9 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
     data, (prediction, info) = _learned_run(path)
     train_origins = int(data["masks"]["train"].flatten(1).any(1).sum())
     steps_per_pass = math.ceil(train_origins / (48 // 12))
-    assert info["steps"] < 400 * steps_per_pass and info["epochs"] < 400  # stopped by patience, not by the cap
+    assert (
+        info["steps"] < 400 * steps_per_pass and info["epochs"] < 400
+    )  # stopped by patience, not by the cap
     assert info["best_step"] <= info["steps"] and prediction.shape == data["targets"].shape
     # validations every 5 steps and at the end of every pass
     steps = [point["step"] for point in _learned_run(path, patience=10_000, epochs=2)[1][1]["curve"]]
@@ -277,7 +363,8 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
 
 
 def test_the_forecast_graph_loses_its_self_loops_before_its_rows_are_normalized():
-    # node 0 has a self-loop of weight 3 and one neighbour: its row is (0, 1), not (0, 1/4) (normalized, then cut)
+    # node 0 has a self-loop of weight 3 and one neighbour: its row is (0, 1), not (0, 1/4) (normalized, then
+    # cut)
     edges = (torch.tensor([[0, 0, 1], [0, 1, 0]]), torch.tensor([3.0, 1.0, 2.0]))
     dense = _diffusion_graph(edges, 2).to_dense()
     torch.testing.assert_close(dense, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
@@ -288,8 +375,16 @@ def test_weight_decay_never_reaches_the_learned_step_size(tmp_path):
     γ_max / 2 = 0.5), and the optimizer gives the logit none."""
     path = tmp_path / "isolated.json"
     path.write_text(json.dumps({"FX": np.random.default_rng(0).normal(size=(60, 4)).tolist(), "edges": []}))
-    _, (_, info) = _learned_run(path, model="coin-forecast", epochs=3, patience=100, lr=0.05, weight_decay=1.0,
-                                batch_rows=16, min_improvement=0.0)
+    _, (_, info) = _learned_run(
+        path,
+        model="coin-forecast",
+        epochs=3,
+        patience=100,
+        lr=0.05,
+        weight_decay=1.0,
+        batch_rows=16,
+        min_improvement=0.0,
+    )
     assert info["steps"] > 10
     assert info["learned_step_size"] == pytest.approx(0.1, rel=1e-6)
 
@@ -336,15 +431,22 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
         forecasts = closed_form_forecast(model, data)
         choice = choose_diffusion(forecasts, data, grid, steps)
         backbone_val = float(((forecasts - data["targets"])[data["masks"]["val"]]).square().mean())
-        assert choice.selection_mse <= backbone_val and choice.blocks == 24  # 24 validation days, one per block
+        assert (
+            choice.selection_mse <= backbone_val and choice.blocks == 24
+        )  # 24 validation days, one per block
         if model == "last-value":  # the truth is 0.9 W x_t: one full step of the last value is nearly it
             assert choice.step_size >= 0.9 and choice.num_steps == 1 and choice.lower_bound > 0
             test = data["masks"]["test"]
             assert float((choice.forecasts - data["targets"])[test].square().mean()) < 0.6 * float(
-                (forecasts - data["targets"])[test].square().mean())
+                (forecasts - data["targets"])[test].square().mean()
+            )
     # exact forecasts are kept: no diffusion can gain on them
     choice = choose_diffusion(data["targets"], data, grid, steps)
-    assert choice.step_size == 0.0 and choice.selection_mse == 0.0 and torch.equal(choice.forecasts, data["targets"])
+    assert (
+        choice.step_size == 0.0
+        and choice.selection_mse == 0.0
+        and torch.equal(choice.forecasts, data["targets"])
+    )
 
 
 def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
@@ -357,30 +459,75 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
     _diffusing_series(second, steps=60, seed=1)
     # 18 validation days: 9 blocks of 2, enough for COIN's diffusion to be judged (fewer keep the model)
     setup = ForecastSetup(lags=3, horizons=2, test_fraction=0.2, val_fraction=0.3)
-    training = ForecastTraining(hidden=8, step_size=0.1, num_steps=1, learn_step_size=True, epochs=4, patience=6,
-                                lr=0.01, weight_decay=0.0, batch_rows=24, eval_steps=3, min_improvement=0.005)
-    spec = ForecastJob(str(first), "ours", "coin-forecast", 0, setup, training, "cpu",
-                       DiffusionGrid(step_sizes=(0.0, 0.5, 1.0), num_steps=(1, 2)))
+    training = ForecastTraining(
+        hidden=8,
+        step_size=0.1,
+        num_steps=1,
+        learn_step_size=True,
+        epochs=4,
+        patience=6,
+        lr=0.01,
+        weight_decay=0.0,
+        batch_rows=24,
+        eval_steps=3,
+        min_improvement=0.005,
+    )
+    spec = ForecastJob(
+        str(first),
+        "ours",
+        "coin-forecast",
+        0,
+        setup,
+        training,
+        "cpu",
+        DiffusionGrid(step_sizes=(0.0, 0.5, 1.0), num_steps=(1, 2)),
+    )
     assert_every_key_setting_matters(
-        CoinForecastTask.run_job, spec,
-        changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "window-mlp", "training.epochs": 1,
-                 "training.patience": 1, "training.eval_steps": 1, "training.min_improvement": 0.9,
-                 "training.weight_decay": 0.5, "training.batch_rows": 48, "diffusion.num_steps": (1, 5),
-                 "diffusion.step_sizes": (0.0, 0.3)},
-        skip={"device": "one device on a CPU-only machine",
-              "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the transform",
-              "diffusion": "COIN's forecasts leave no gain that clears the noise here; checked below on the last "
-                           "value"},
-        ignore=("seconds", "curve"))
+        CoinForecastTask.run_job,
+        spec,
+        changes={
+            "dataset": str(second),
+            "protocol": "pyg-temporal",
+            "model": "window-mlp",
+            "training.epochs": 1,
+            "training.patience": 1,
+            "training.eval_steps": 1,
+            "training.min_improvement": 0.9,
+            "training.weight_decay": 0.5,
+            "training.batch_rows": 48,
+            "diffusion.num_steps": (1, 5),
+            "diffusion.step_sizes": (0.0, 0.3),
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the "
+            "transform",
+            "diffusion": "COIN's forecasts leave no gain that clears the noise here; checked below on the "
+            "last "
+            "value",
+        },
+        ignore=("seconds", "curve"),
+    )
     # the diffusion grid of COIN over a model whose forecasts the diffusion clearly improves (the last value)
     closed = dataclasses.replace(spec, model="last-value", training=None)
     assert_every_key_setting_matters(
-        CoinForecastTask.run_job, closed,
-        changes={"dataset": str(second), "protocol": "pyg-temporal", "model": "moving-average",
-                 "diffusion.num_steps": (3, 5), "diffusion.step_sizes": (0.0, 0.3)},
-        skip={"device": "one device on a CPU-only machine", "seed": "a closed-form forecast draws nothing",
-              "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the transform"},
-        ignore=("seconds", "curve"))
+        CoinForecastTask.run_job,
+        closed,
+        changes={
+            "dataset": str(second),
+            "protocol": "pyg-temporal",
+            "model": "moving-average",
+            "diffusion.num_steps": (3, 5),
+            "diffusion.step_sizes": (0.0, 0.3),
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "seed": "a closed-form forecast draws nothing",
+            "setup.transform": "the fixture is no count series (auto is none); the log1p test checks the "
+            "transform",
+        },
+        ignore=("seconds", "curve"),
+    )
 
 
 @pytest.mark.parametrize("model", ["coin", "mlp", "label-spreading"])
@@ -397,15 +544,31 @@ def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
                 x = rng.normal(centre, spread, size=3)
                 rows.append(f"{x[0]:.5f},{x[1]:.5f},{x[2]:.5f},{label},{index % 2}")
         (tmp_path / name).write_text("\n".join(rows) + "\n")
-    config = CoinTabularConfig(datasets=[str(tmp_path / "blobs.csv")], labels_per_class=[3], splits=1, epochs=5,
-                               hidden=8, label_column="kind", models=[model])
+    config = CoinTabularConfig(
+        datasets=[str(tmp_path / "blobs.csv")],
+        labels_per_class=[3],
+        splits=1,
+        epochs=5,
+        hidden=8,
+        label_column="kind",
+        models=[model],
+    )
     spec = CoinTabularTask(config).jobs()[0]
     assert_every_key_setting_matters(
-        run_tabular_job, spec,
-        changes={"dataset": str(tmp_path / "wider.csv"), "label_column": "other", "diffusion.sigma_neighbor": 2,
-                 "mlp.dropout": 0.5, "spreading.spreading_alpha": 0.5},
-        skip={"device": "one device on a CPU-only machine",
-              "model": "each model has its own settings; the three are checked one by one"})
+        run_tabular_job,
+        spec,
+        changes={
+            "dataset": str(tmp_path / "wider.csv"),
+            "label_column": "other",
+            "diffusion.sigma_neighbor": 2,
+            "mlp.dropout": 0.5,
+            "spreading.spreading_alpha": 0.5,
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "model": "each model has its own settings; the three are checked one by one",
+        },
+    )
 
 
 @pytest.mark.parametrize("check", ["smoothing", "dropout", "propagation"])
@@ -415,14 +578,24 @@ def test_every_setting_of_a_claim_job_reaches_the_result(check):
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
-    spec = CoinClaimsTask(CoinClaimsConfig(checks=[check], samples=200, sigmas=[0.5], drop_rates=[0.25])).jobs()[0]
-    unused = {"smoothing": ("drop_rates",), "dropout": ("sigmas",),
-              "propagation": ("sigmas", "samples", "drop_rates")}[check]
+    spec = CoinClaimsTask(
+        CoinClaimsConfig(checks=[check], samples=200, sigmas=[0.5], drop_rates=[0.25])
+    ).jobs()[0]
+    unused = {
+        "smoothing": ("drop_rates",),
+        "dropout": ("sigmas",),
+        "propagation": ("sigmas", "samples", "drop_rates"),
+    }[check]
     assert all(not getattr(spec, name) for name in unused)  # empty: a change of them keeps this check's key
     assert_every_key_setting_matters(
-        run_claim, spec, changes={"sigmas": (0.5, 1.0), "drop_rates": (0.5,), "check": None},
-        skip={"check": "each check has its own settings; the three are checked one by one",
-              **{name: f"not a setting of the {check} check" for name in unused}})
+        run_claim,
+        spec,
+        changes={"sigmas": (0.5, 1.0), "drop_rates": (0.5,), "check": None},
+        skip={
+            "check": "each check has its own settings; the three are checked one by one",
+            **{name: f"not a setting of the {check} check" for name in unused},
+        },
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -430,32 +603,45 @@ def test_every_setting_of_a_claim_job_reaches_the_result(check):
 
 
 def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
-    """Validation entries of ``days`` one-horizon origins where diffusing by one step changes the squared error by
-    ``gain_per_day`` plus noise: the target is the neighbours' mean, the model predicts the own value."""
+    """Validation entries of ``days`` one-horizon origins where diffusing by one step changes the squared
+    error by ``gain_per_day`` plus noise: the target is the neighbours' mean, the model predicts the own
+    value."""
     from pdenets.operators.slice_graphs import SliceGraphs
 
     generator = torch.Generator().manual_seed(seed)
-    ring = _diffusion_graph((torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]]),
-                             None), nodes)
+    ring = _diffusion_graph(
+        (torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]]), None), nodes
+    )
     prediction = torch.randn(days, nodes, 1, generator=generator, dtype=torch.float64)
-    neighbours = prediction - SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)).laplacian(prediction)
-    targets = gain_per_day * neighbours + (1 - gain_per_day) * prediction + noise * torch.randn(
-        days, nodes, 1, generator=generator, dtype=torch.float64)
+    neighbours = prediction - SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)).laplacian(
+        prediction
+    )
+    targets = (
+        gain_per_day * neighbours
+        + (1 - gain_per_day) * prediction
+        + noise * torch.randn(days, nodes, 1, generator=generator, dtype=torch.float64)
+    )
     mask = torch.ones(days, nodes, 1, dtype=torch.bool)
-    return prediction, {"targets": targets, "masks": {"val": mask}, "horizons": 1,
-                        "target_steps": torch.arange(days)[:, None],
-                        "graphs": SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long))}
+    return prediction, {
+        "targets": targets,
+        "masks": {"val": mask},
+        "horizons": 1,
+        "target_steps": torch.arange(days)[:, None],
+        "graphs": SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)),
+    }
 
 
 def test_one_validation_snapshot_never_buys_diffusion():
     from pdenets.data.forecast_protocols import choose_diffusion
 
-    # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is kept
+    # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is
+    # kept
     prediction, data = _selection_data(days=1, gain_per_day=1.0, noise=0.0)
     choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
     assert (choice.step_size, choice.num_steps, choice.blocks) == (0.0, 0, 0)
     assert torch.equal(choice.forecasts, prediction)
-    # 30 days of the same gain: diffusion is taken, the strongest candidate (γ = 1, one step: the neighbours' mean)
+    # 30 days of the same gain: diffusion is taken, the strongest candidate (γ = 1, one step: the neighbours'
+    # mean)
     prediction, data = _selection_data(days=30, gain_per_day=1.0, noise=0.0)
     choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
     assert (choice.step_size, choice.num_steps, choice.blocks) == (1.0, 1, 30) and choice.lower_bound > 0
@@ -472,14 +658,20 @@ def test_the_lower_bound_is_students_on_block_means():
     prediction, data = _selection_data(days=12, gain_per_day=0.6, noise=0.2, seed=4)
     choice = choose_diffusion(prediction, data, [0.5], [1])
     diffused = diffuse_forecasts(prediction, data["graphs"], 0.5, 1)
-    gains = ((prediction - data["targets"]).square() - (diffused - data["targets"]).square()).mean((1, 2))  # per day
+    gains = ((prediction - data["targets"]).square() - (diffused - data["targets"]).square()).mean(
+        (1, 2)
+    )  # per day
     bound = float(gains.mean() - student.ppf(0.95, 11) * gains.std() / math.sqrt(12))
     assert bound == pytest.approx(0.3826650824, abs=1e-9)  # this seed's days: a clear but noisy gain
     assert (choice.step_size, choice.blocks) == (0.5, 12) and choice.lower_bound == pytest.approx(bound)
     assert choice.gain == pytest.approx(float(gains.mean()))
-    assert choose_diffusion(prediction, data, [0.5], [1], confidence=0.9999).step_size == 0.0  # a stricter bound
-    assert torch.allclose(block_gains(prediction, diffused, data["targets"], data["masks"]["val"],
-                                      data["target_steps"], 3), gains.reshape(4, 3).mean(1))
+    assert (
+        choose_diffusion(prediction, data, [0.5], [1], confidence=0.9999).step_size == 0.0
+    )  # a stricter bound
+    assert torch.allclose(
+        block_gains(prediction, diffused, data["targets"], data["masks"]["val"], data["target_steps"], 3),
+        gains.reshape(4, 3).mean(1),
+    )
 
 
 def test_near_silent_regions_take_the_median_regions_scale_and_bursty_counts_their_log():
@@ -488,7 +680,9 @@ def test_near_silent_regions_take_the_median_regions_scale_and_bursty_counts_the
     days = torch.tensor([[0.0, 1.0, 10.0, 3.0], [0.0, 3.0, 30.0, 3.01], [0.0, 2.0, 20.0, 2.99]])
     scales = region_scales(days, counts=False)
     typical = float(days.std(0).median())
-    assert scales.tolist() == pytest.approx([typical, 1.0, 10.0, typical])  # 0 and 0.01 are under typical / 10
+    assert scales.tolist() == pytest.approx(
+        [typical, 1.0, 10.0, typical]
+    )  # 0 and 0.01 are under typical / 10
     assert region_scales(days, counts=True)[0] == pytest.approx(max(typical, 1.0))
 
 
@@ -505,15 +699,18 @@ def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(
     setup = ForecastSetup(3, 1, 0.2, 0.1, "log1p")
     data = protocol_windows(series, "ours", setup)
     assert data["transform"] == "log1p"
-    assert torch.allclose(data["inputs"][0, :, 0], (torch.log1p(series.values[0]) - data["mean"]) / data["std"])
+    assert torch.allclose(
+        data["inputs"][0, :, 0], (torch.log1p(series.values[0]) - data["mean"]) / data["std"]
+    )
     prediction = closed_form_forecast("last-value", data)
     metrics = forecast_metrics(prediction, data)
     test = data["masks"]["test"][..., 0]
     raw = (series.values[data["target_steps"][:, 0]] - series.values[data["origins"] - 1])[test].abs().mean()
     assert metrics["mae_raw"] == pytest.approx(float(raw))
     plain = protocol_windows(series, "ours", dataclasses.replace(setup, transform="none"))
-    assert plain["transform"] == "none" and forecast_metrics(closed_form_forecast("last-value", plain), plain)[
-        "mae_raw"] == pytest.approx(float(raw))
+    assert plain["transform"] == "none" and forecast_metrics(
+        closed_form_forecast("last-value", plain), plain
+    )["mae_raw"] == pytest.approx(float(raw))
 
 
 def test_the_old_recurrent_name_says_what_it_became(tmp_path):

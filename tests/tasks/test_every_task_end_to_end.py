@@ -18,27 +18,68 @@ from pdenets.data.fewshot import FeatureSet, save_features
 from pdenets.experiments import run_task
 from pdenets.experiments.task import registered_tasks
 
-#: what shrinks each task's quick configuration to a few seconds (the settings, not the code paths, get smaller)
+#: what shrinks each task's quick configuration to a few seconds (the settings, not the code paths, get
+#: smaller)
 TOY = {
     "coin-claims": dict(samples=400, sigmas=[0.5], drop_rates=[0.25]),
-    "coin-forecast": dict(datasets=["chickenpox"], models=["linear", "window-mlp", "coin-forecast"], epochs=1,
-                          diffusion_step_sizes=[0.0, 0.5], diffusion_num_steps=[1, 2]),
+    "coin-forecast": dict(
+        datasets=["chickenpox"],
+        models=["linear", "window-mlp", "coin-forecast"],
+        epochs=1,
+        diffusion_step_sizes=[0.0, 0.5],
+        diffusion_num_steps=[1, 2],
+    ),
     "coin-tabular": dict(labels_per_class=[5], splits=1, epochs=5),
-    "few-shot": dict(tasks=20, tasks_per_job=20, shots=[1], studies=["ablation"],
-                     methods=["prototype", "diffusion", "internal"], method_settings={"internal": {"epochs": 5}}),
-    "geodesic": dict(weight_decays=[0.0], figure_weight_decay=0.0, epochs=1, train_limit=256, test_limit=128,
-                     track_points=40, robustness_points=40, projection_points=20, ablation_counts=[0, 8]),
-    "image-classification": dict(models=["resnet-44", "hamiltonian-74"], epochs=1, train_limit=200, test_limit=200,
-                                 flops_models=["resnet-44"]),
+    "few-shot": dict(
+        tasks=20,
+        tasks_per_job=20,
+        shots=[1],
+        studies=["ablation"],
+        methods=["prototype", "diffusion", "internal"],
+        method_settings={"internal": {"epochs": 5}},
+    ),
+    "geodesic": dict(
+        weight_decays=[0.0],
+        figure_weight_decay=0.0,
+        epochs=1,
+        train_limit=256,
+        test_limit=128,
+        track_points=40,
+        robustness_points=40,
+        projection_points=20,
+        ablation_counts=[0, 8],
+    ),
+    "image-classification": dict(
+        models=["resnet-44", "hamiltonian-74"],
+        epochs=1,
+        train_limit=200,
+        test_limit=200,
+        flops_models=["resnet-44"],
+    ),
     "node-classification": dict(num_splits=1, max_epochs=3, patience=2),
-    "synthetic": dict(datasets=["moon"], points_per_class=40, test_points_per_class=40, epochs=2, paper_epochs=2,
-                      feature_epochs=[0, 2], xor_points_per_disc=20, xor_seeds=[0], xor_steps=20,
-                      xor_report_steps=[1, 20], paper_script_check=False),
+    "synthetic": dict(
+        datasets=["moon"],
+        points_per_class=40,
+        test_points_per_class=40,
+        epochs=2,
+        paper_epochs=2,
+        feature_epochs=[0, 2],
+        xor_points_per_disc=20,
+        xor_seeds=[0],
+        xor_steps=20,
+        xor_report_steps=[1, 20],
+        paper_script_check=False,
+    ),
 }
 BUILTIN = sorted(name for name, task in registered_tasks().items() if task.__module__.startswith("pdenets."))
-#: the data files each toy run reads (the others need none); without them it skips, naming the first missing one
-NEEDS = {"coin-forecast": (CHICKENPOX,), "geodesic": MNIST, "image-classification": cifar10(0, 40, 50),
-         "node-classification": (CORA_NPZ,)}
+#: the data files each toy run reads (the others need none); without them it skips, naming the first missing
+#: one
+NEEDS = {
+    "coin-forecast": (CHICKENPOX,),
+    "geodesic": MNIST,
+    "image-classification": cifar10(0, 40, 50),
+    "node-classification": (CORA_NPZ,),
+}
 
 
 def test_every_builtin_task_has_a_toy_size():
@@ -50,15 +91,23 @@ def fewshot_features(tmp_path_factory):
     """A features file of 24 well-separated classes (8 base, 16 novel) in place of embedded Omniglot."""
     rng = np.random.default_rng(0)
     classes, per_class = 24, 20
-    values = np.repeat(rng.normal(size=(classes, 8)) * 1.5, per_class, 0) + rng.normal(size=(classes * per_class, 8))
-    feature_set = FeatureSet(torch.tensor(values, dtype=torch.float32), torch.arange(classes).repeat_interleave(
-        per_class), tuple(f"c{i}" for i in range(classes)), base_classes=tuple(range(8)),
-        novel_classes=tuple(range(8, 24)))
+    values = np.repeat(rng.normal(size=(classes, 8)) * 1.5, per_class, 0) + rng.normal(
+        size=(classes * per_class, 8)
+    )
+    feature_set = FeatureSet(
+        torch.tensor(values, dtype=torch.float32),
+        torch.arange(classes).repeat_interleave(per_class),
+        tuple(f"c{i}" for i in range(classes)),
+        base_classes=tuple(range(8)),
+        novel_classes=tuple(range(8, 24)),
+    )
     return str(save_features(feature_set, tmp_path_factory.mktemp("features") / "toy.npz"))
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=requires_data(*NEEDS[name]) if name in NEEDS else ())
-                                  for name in BUILTIN])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(name, marks=requires_data(*NEEDS[name]) if name in NEEDS else ()) for name in BUILTIN],
+)
 def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_features):
     task_class = registered_tasks()[name]
     changes = dict(TOY[name], workers=1)
@@ -74,9 +123,11 @@ def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_featur
     lines = report.splitlines()
     assert lines[0].startswith("# pdenets — ")
     assert lines[2].startswith(f"`pdenets run {name}`: {outcome.planned} of {outcome.planned} ")
-    settings = report[report.index("\n## Settings\n"):]
+    settings = report[report.index("\n## Settings\n") :]
     assert all(f"| {item.name} |" in settings for item in dataclasses.fields(task.config))
-    assert "## Settings" not in report[:report.index("\n## Settings\n")], "the settings table comes once, at the end"
+    assert "## Settings" not in report[: report.index("\n## Settings\n")], (
+        "the settings table comes once, at the end"
+    )
     shown = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
     assert all((tmp_path / "run" / figure).is_file() for figure in shown)
     assert (tmp_path / "run" / "report.html").is_file()

@@ -1,6 +1,5 @@
 """``pdenets run few-shot`` on a small features file: every study, resumable, numbers pinned for the seeds."""
 
-
 import numpy as np
 import pytest
 import torch
@@ -17,16 +16,28 @@ def features(tmp_path_factory):
     classes, per_class, dim = 24, 22, 12
     centres = rng.normal(size=(classes, dim)) * 1.3
     values = np.repeat(centres, per_class, 0) + rng.normal(size=(classes * per_class, dim))
-    feature_set = FeatureSet(torch.tensor(values, dtype=torch.float32), torch.arange(classes).repeat_interleave(
-        per_class), tuple(f"c{i}" for i in range(classes)), base_classes=tuple(range(8)),
-        novel_classes=tuple(range(8, 24)))
+    feature_set = FeatureSet(
+        torch.tensor(values, dtype=torch.float32),
+        torch.arange(classes).repeat_interleave(per_class),
+        tuple(f"c{i}" for i in range(classes)),
+        base_classes=tuple(range(8)),
+        novel_classes=tuple(range(8, 24)),
+    )
     return str(save_features(feature_set, tmp_path_factory.mktemp("features") / "toy.npz"))
 
 
 def small(features, **changes):
     epochs = {name: {"epochs": 30} for name in ("convection", "external", "internal")}
-    values = dict(datasets=[features], tasks=40, tasks_per_job=20, shots=[1, 5], workers=1, studies=["ablation"],
-                  methods=["prototype", "diffusion", "convection", "external", "internal"], method_settings=epochs)
+    values = dict(
+        datasets=[features],
+        tasks=40,
+        tasks_per_job=20,
+        shots=[1, 5],
+        workers=1,
+        studies=["ablation"],
+        methods=["prototype", "diffusion", "convection", "external", "internal"],
+        method_settings=epochs,
+    )
     values.update(changes)
     return FewShotTask(FewShotConfig(**values))
 
@@ -52,18 +63,34 @@ def test_ablation_table_is_complete_and_pinned(features, tmp_path):
 
 
 #: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features
-PINNED_1_SHOT = {"prototype": 92.3333, "diffusion": 97.3333, "convection": 91.8667, "external": 91.9333,
-                 "internal": 97.7667}
+PINNED_1_SHOT = {
+    "prototype": 92.3333,
+    "diffusion": 97.3333,
+    "convection": 91.8667,
+    "external": 91.9333,
+    "internal": 97.7667,
+}
 
 
 def test_studies_and_resume(features, tmp_path):
     out = tmp_path / "run"
-    task = small(features, studies=["sensitivity", "timing", "picture"], sensitivity_tasks=20, n_top_values=[4, 8],
-                 strengths=[0.0, 2.5], step_counts=[2, 5], timing_layers=[0, 3], timing_tasks=20)
+    task = small(
+        features,
+        studies=["sensitivity", "timing", "picture"],
+        sensitivity_tasks=20,
+        n_top_values=[4, 8],
+        strengths=[0.0, 2.5],
+        step_counts=[2, 5],
+        timing_layers=[0, 3],
+        timing_tasks=20,
+    )
     outcome = run_task(task, out=out, progress=False)
     sensitivity = outcome.results["sensitivity"]
     assert {s: sorted(p["value"] for p in points) for s, points in sensitivity.items()} == {
-        "n_top": [4, 8], "strength": [0.0, 2.5], "steps": [2, 5]}
+        "n_top": [4, 8],
+        "strength": [0.0, 2.5],
+        "steps": [2, 5],
+    }
     assert sorted(p["layers"] for p in outcome.results["timing"]) == [0, 3]
     for name in ("sensitivity.png", "timing.png", "picture.png"):
         assert (out / name).stat().st_size > 0
@@ -80,8 +107,14 @@ def test_every_setting_reaches_the_job_key(features):
         return {job_key("few-shot", job) for job in task.jobs()}
 
     base = keys()
-    for change in ({"preprocessing": "raw"}, {"seed": 3}, {"queries": [10]}, {"query_distributions": ["dirichlet:2"]},
-                   {"open_set": [1]}, {"query_modes": ["one-at-a-time"]}):
+    for change in (
+        {"preprocessing": "raw"},
+        {"seed": 3},
+        {"queries": [10]},
+        {"query_distributions": ["dirichlet:2"]},
+        {"open_set": [1]},
+        {"query_modes": ["one-at-a-time"]},
+    ):
         assert not base & keys(**change), change
     assert base == keys(workers=2, chunk_size=7)
 
@@ -107,22 +140,30 @@ def test_every_setting_reaches_the_job_key(features):
     paper = small(features, defaults="paper")
     paper.prepare()
     assert {job.method for job in paper.jobs() if job_key("few-shot", job) not in base} == {
-        "diffusion", "convection", "external", "internal"}
+        "diffusion",
+        "convection",
+        "external",
+        "internal",
+    }
 
 
 def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys):
     out = tmp_path / "run"
-    for argv, message in ((["--way", "20"], "20-way tasks but"), (["--set", "methods=[knn]"], "methods must be one of"),
-                          (["--preprocessing", "centre", "--dataset", features + "x"], "missing features file"),
-                          (["--shot", "0"], "shots must be >= 1"), (["--way", "1"], "ways must be >= 2"),
-                          (["--tasks", str(10**12)], "tasks=1000000000000 is more than 10,000,000 tasks per cell"),
-                          (["--set", "method_settings.internal.num_step=3"], "num_step"),
-                          (["--set", "method_settings.tim.lr=-1"], "lr must be > 0"),
-                          (["--set", "method_settings.knn.lr=1"], "unknown method"),
-                          (["--query-distributions", "zipf"], "use 'balanced' or 'dirichlet:A'"),
-                          (["--query-distributions", "dirichlet:0"], "concentration A > 0"),
-                          (["--query-modes", "alone"], "query_modes must be one of"),
-                          (["--open-set", "-1"], "open_set")):
+    for argv, message in (
+        (["--way", "20"], "20-way tasks but"),
+        (["--set", "methods=[knn]"], "methods must be one of"),
+        (["--preprocessing", "centre", "--dataset", features + "x"], "missing features file"),
+        (["--shot", "0"], "shots must be >= 1"),
+        (["--way", "1"], "ways must be >= 2"),
+        (["--tasks", str(10**12)], "tasks=1000000000000 is more than 10,000,000 tasks per cell"),
+        (["--set", "method_settings.internal.num_step=3"], "num_step"),
+        (["--set", "method_settings.tim.lr=-1"], "lr must be > 0"),
+        (["--set", "method_settings.knn.lr=1"], "unknown method"),
+        (["--query-distributions", "zipf"], "use 'balanced' or 'dirichlet:A'"),
+        (["--query-distributions", "dirichlet:0"], "concentration A > 0"),
+        (["--query-modes", "alone"], "query_modes must be one of"),
+        (["--open-set", "-1"], "open_set"),
+    ):
         code = main(["run", "few-shot", "--dataset", features, "--out", str(out), "--no-progress"] + argv)
         assert code == 2 and message in capsys.readouterr().err, argv
     assert not out.exists()
@@ -138,34 +179,67 @@ def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
 
     task = small(features, methods=[method], shots=[1], tasks=6, tasks_per_job=6)
     task.prepare()
-    spec = dataclasses.replace(task.jobs()[0], preprocessing=dataclasses.replace(task.jobs()[0].preprocessing,
-                                                                                 centre=True))
+    spec = dataclasses.replace(
+        task.jobs()[0], preprocessing=dataclasses.replace(task.jobs()[0].preprocessing, centre=True)
+    )
     assert_every_key_setting_matters(
-        FewShotTask.run_job, spec,
-        changes={"settings.init": "random", "settings.knn": 5, "settings.n_top": 6, "settings.num_steps": 3,
-                 "settings.epochs": 5, "settings.lr": 0.5, "settings.weight_decay": 0.1, "settings.temperature": 1.0,
-                 "settings.momentum": 0.0, "settings.lam": 2.0, "settings.mu": 0.5, "settings.alpha": 0.5,
-                 "settings.sigma_neighbor": 2, "settings.step_size": 0.9, "settings.iterations": 1,
-                 "distribution": "dirichlet:2", "open_set": 1, "query_mode": "one-at-a-time"},
-        skip={"device": "one device on a CPU-only machine",
-              "method": "each method has its own settings; the five are checked one by one",
-              "study": "the study a job belongs to (a table's name); its settings are checked",
-              "dataset": "the features file's display name; the data is the fingerprinted file",
-              "fingerprint": "identifies the features file, which is read from the non-key path",
-              "variable": "the studied value shown in the table; it is one of the settings checked",
-              "settings.separate_support": "no two support points are neighbours in the fixture's separated tasks; "
-                                           "tests/models/test_fewshot_reference.py checks the graph and the head",
-              **({"preprocessing.rectify": "jobs of a method that reads no prototypes carry it off "
-                                           "(Preprocessing.for_method); its own settings.rectify is checked"}
-                 if method == "diffusion" else {})},
-        ignore=("seconds", "seconds_per_task"))
+        FewShotTask.run_job,
+        spec,
+        changes={
+            "settings.init": "random",
+            "settings.knn": 5,
+            "settings.n_top": 6,
+            "settings.num_steps": 3,
+            "settings.epochs": 5,
+            "settings.lr": 0.5,
+            "settings.weight_decay": 0.1,
+            "settings.temperature": 1.0,
+            "settings.momentum": 0.0,
+            "settings.lam": 2.0,
+            "settings.mu": 0.5,
+            "settings.alpha": 0.5,
+            "settings.sigma_neighbor": 2,
+            "settings.step_size": 0.9,
+            "settings.iterations": 1,
+            "distribution": "dirichlet:2",
+            "open_set": 1,
+            "query_mode": "one-at-a-time",
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "method": "each method has its own settings; the five are checked one by one",
+            "study": "the study a job belongs to (a table's name); its settings are checked",
+            "dataset": "the features file's display name; the data is the fingerprinted file",
+            "fingerprint": "identifies the features file, which is read from the non-key path",
+            "variable": "the studied value shown in the table; it is one of the settings checked",
+            "settings.separate_support": "no two support points are neighbours in the fixture's separated "
+            "tasks; "
+            "tests/models/test_fewshot_reference.py checks the graph and the head",
+            **(
+                {
+                    "preprocessing.rectify": "jobs of a method that reads no prototypes carry it off "
+                    "(Preprocessing.for_method); its own settings.rectify is checked"
+                }
+                if method == "diffusion"
+                else {}
+            ),
+        },
+        ignore=("seconds", "seconds_per_task"),
+    )
 
 
 def test_every_query_set_shape_has_its_table_and_marks_broken_assumptions(features, tmp_path):
     out = tmp_path / "run"
-    task = small(features, methods=["prototype", "pt-map", "paddle"], shots=[1], tasks=20, queries=[3],
-                 query_distributions=["balanced", "dirichlet:2"], open_set=[0, 2],
-                 query_modes=["together", "one-at-a-time"])
+    task = small(
+        features,
+        methods=["prototype", "pt-map", "paddle"],
+        shots=[1],
+        tasks=20,
+        queries=[3],
+        query_distributions=["balanced", "dirichlet:2"],
+        open_set=[0, 2],
+        query_modes=["together", "one-at-a-time"],
+    )
     outcome = run_task(task, out=out, progress=False)
     shapes = outcome.results["shapes"]
     assert len(shapes) == 8 and sum(facts["balanced"] for facts in shapes.values()) == 1
@@ -175,8 +249,11 @@ def test_every_query_set_shape_has_its_table_and_marks_broken_assumptions(featur
     report = (out / "report.md").read_text()
     assert report.count("| PT-MAP † |") == 7 and "| PT-MAP |" in report and "| PADDLE † |" not in report
     assert "one query at a time" in report and "assumes balanced queries" in report
-    # one query at a time: the same tasks, every query its own task; PT-MAP falls back to its inductive counterpart
-    single = outcome.results["ablation"]["balanced, 3 queries per class, one query at a time"]["toy"]["5-way 1-shot"]
+    # one query at a time: the same tasks, every query its own task; PT-MAP falls back to its inductive
+    # counterpart
+    single = outcome.results["ablation"]["balanced, 3 queries per class, one query at a time"]["toy"][
+        "5-way 1-shot"
+    ]
     together = outcome.results["ablation"]["balanced, 3 queries per class"]["toy"]["5-way 1-shot"]
     assert single["prototype"]["mean"] == pytest.approx(together["prototype"]["mean"])
     assert single["pt-map"]["mean"] != together["pt-map"]["mean"]
@@ -199,11 +276,16 @@ def test_a_method_registered_after_import_is_accepted(features, tmp_path):
         settings_class = LateSettings
 
         def predict_proba(self, batch):
-            return torch.full(batch.query.shape[:2] + (batch.ways,), 1.0 / batch.ways, dtype=batch.query.dtype)
+            return torch.full(
+                batch.query.shape[:2] + (batch.ways,), 1.0 / batch.ways, dtype=batch.query.dtype
+            )
 
     try:
-        outcome = run_task(small(features, methods=["late-test"], shots=[1], tasks=5, tasks_per_job=5),
-                           out=tmp_path / "run", progress=False)
+        outcome = run_task(
+            small(features, methods=["late-test"], shots=[1], tasks=5, tasks_per_job=5),
+            out=tmp_path / "run",
+            progress=False,
+        )
         assert outcome.results["ablation"][BALANCED]["toy"]["5-way 1-shot"]["late-test"]["tasks"] == 5
     finally:
         METHOD_CLASSES.pop("late-test")

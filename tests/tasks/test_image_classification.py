@@ -11,14 +11,23 @@ from pdenets.cli import main
 from pdenets.experiments import ConfigError, run_task
 from pdenets.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
 
-TINY = dict(units=[1, 1], widths=[4, 8], resnet_depth=8, resnet_widths=[4, 8, 8], epochs=1, batch_size=50,
-            workers=1, flops_models=["resnet-44", "hamiltonian-74-fractional"])
+TINY = dict(
+    units=[1, 1],
+    widths=[4, 8],
+    resnet_depth=8,
+    resnet_widths=[4, 8, 8],
+    epochs=1,
+    batch_size=50,
+    workers=1,
+    flops_models=["resnet-44", "hamiltonian-74-fractional"],
+)
 
 
 @requires_data(*cifar10(0, 40, 50))
 def test_cifar_run_stores_resumes_and_reports(tmp_path):
-    config = ImageClassificationConfig(models=["resnet-44", "hamiltonian-74-fractional"], seeds=[0],
-                                       train_limit=100, test_limit=200, **TINY)
+    config = ImageClassificationConfig(
+        models=["resnet-44", "hamiltonian-74-fractional"], seeds=[0], train_limit=100, test_limit=200, **TINY
+    )
     outcome = run_task(ImageClassificationTask(config), out=tmp_path / "run", progress=False)
     assert outcome.stored == 2 and outcome.new == 2
     table = outcome.results["table"]["cifar10"]
@@ -36,9 +45,16 @@ def test_cifar_run_stores_resumes_and_reports(tmp_path):
 
 @requires_data(*MNIST)
 def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
-    config = ImageClassificationConfig(datasets=["canvas-segmentation"], models=["hamiltonian-74-diffusion"],
-                                       seeds=[0], canvas_train=50, canvas_test=20, canvas_size=40, min_distance=10.0,
-                                       **TINY)
+    config = ImageClassificationConfig(
+        datasets=["canvas-segmentation"],
+        models=["hamiltonian-74-diffusion"],
+        seeds=[0],
+        canvas_train=50,
+        canvas_test=20,
+        canvas_size=40,
+        min_distance=10.0,
+        **TINY,
+    )
     outcome = run_task(ImageClassificationTask(config), out=tmp_path / "run", progress=False)
     entry = outcome.results["table"]["canvas-segmentation"]["hamiltonian-74-diffusion"]
     assert 0 <= entry["test canvases mean_iou"]["median"] <= entry["test canvases accuracy"]["median"] <= 100
@@ -46,30 +62,44 @@ def test_canvas_segmentation_reports_pixel_accuracy_and_mean_iou(tmp_path):
 
 @requires_data(*MNIST)
 def test_same_label_canvases_train_a_two_class_head(tmp_path):
-    config = ImageClassificationConfig(datasets=["canvas"], models=["hamiltonian-74"], seeds=[0], canvas_train=50,
-                                       canvas_test=20, canvas_size=40, min_distance=10.0, canvas_label="same", **TINY)
+    config = ImageClassificationConfig(
+        datasets=["canvas"],
+        models=["hamiltonian-74"],
+        seeds=[0],
+        canvas_train=50,
+        canvas_test=20,
+        canvas_size=40,
+        min_distance=10.0,
+        canvas_label="same",
+        **TINY,
+    )
     task = ImageClassificationTask(config)
     assert task.jobs()[0].data.canvas_label == "same"
     default = ImageClassificationTask(ImageClassificationConfig(datasets=["canvas"], **TINY)).jobs()[0]
     assert default.data.canvas_label == "sum"
     assert task.jobs()[0].data.canvas_digits is None
-    pair = ImageClassificationTask(ImageClassificationConfig(datasets=["canvas"], canvas_digits=[1, 0], **TINY))
+    pair = ImageClassificationTask(
+        ImageClassificationConfig(datasets=["canvas"], canvas_digits=[1, 0], **TINY)
+    )
     assert pair.jobs()[0].data.canvas_digits == (0, 1)
     run_task(task, out=tmp_path / "run", progress=False)
     assert "test canvases" in (tmp_path / "run" / "report.md").read_text()
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(units=[1, 1], widths=[4]), "same length"),
-    (dict(widths=[4, 5, 8]), "even"),
-    (dict(resnet_depth=10), "6n \\+ 2"),
-    (dict(models=["hamiltonian-75"]), "models"),
-    (dict(datasets=["cifar100"]), "datasets"),
-    (dict(train_limit=10), "one batch"),
-    (dict(canvas_label="product"), "canvas_label"),
-    (dict(canvas_digits=[3, 3]), "two distinct digits"),
-    (dict(canvas_digits=[0, 10]), "two distinct digits"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(units=[1, 1], widths=[4]), "same length"),
+        (dict(widths=[4, 5, 8]), "even"),
+        (dict(resnet_depth=10), "6n \\+ 2"),
+        (dict(models=["hamiltonian-75"]), "models"),
+        (dict(datasets=["cifar100"]), "datasets"),
+        (dict(train_limit=10), "one batch"),
+        (dict(canvas_label="product"), "canvas_label"),
+        (dict(canvas_digits=[3, 3]), "two distinct digits"),
+        (dict(canvas_digits=[0, 10]), "two distinct digits"),
+    ],
+)
 def test_bad_configs_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):
         ImageClassificationTask(ImageClassificationConfig(**changes)).validate()
@@ -89,23 +119,47 @@ def test_every_setting_of_an_image_job_reaches_the_result(model):
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
-    config = ImageClassificationConfig(datasets=["canvas"], models=[model], seeds=[0], canvas_train=40,
-                                       canvas_test=10, canvas_size=40, min_distance=10.0,
-                                       **{**TINY, "batch_size": 20, "resnet_widths": [2, 4, 4],
-                                          "units": [2, 1]})  # two blocks in a unit: a smoothness penalty
+    config = ImageClassificationConfig(
+        datasets=["canvas"],
+        models=[model],
+        seeds=[0],
+        canvas_train=40,
+        canvas_test=10,
+        canvas_size=40,
+        min_distance=10.0,
+        **{**TINY, "batch_size": 20, "resnet_widths": [2, 4, 4], "units": [2, 1]},
+    )  # two blocks in a unit: a smoothness penalty
     spec = ImageClassificationTask(config).jobs()[0]
     assert spec.training.l2 == (config.l2_resnet if model == "resnet-44" else config.l2)
-    unused = {f"{group}.{name}": "not a setting of this network (None in its spec)"
-              for group in ("architecture", "training")
-              for name, value in dataclasses.asdict(getattr(spec, group)).items() if value is None}
+    unused = {
+        f"{group}.{name}": "not a setting of this network (None in its spec)"
+        for group in ("architecture", "training")
+        for name, value in dataclasses.asdict(getattr(spec, group)).items()
+        if value is None
+    }
     assert ("architecture.units" in unused) == (model == "resnet-44")
     assert_every_key_setting_matters(
-        run_image_job, spec,
-        changes={"dataset": "canvas-segmentation", "architecture.units": (1, 2), "architecture.widths": (4, 6),
-                 "architecture.resnet_widths": (2, 4, 6), "architecture.resnet_depth": 14,
-                 "architecture.subsample": 1, "training.batch_size": 10, "training.momentum": 0.5,
-                 "data.min_distance": 12.0, "data.canvas_size": 44, "training.l2": 0.5,
-                 "data.canvas_label": "same", "data.canvas_digits": (3, 8)},
-        skip={"device": "one device on a CPU-only machine",
-              "model": "each model has its own settings; two are checked one by one", **unused},
-        ignore=("seconds",))
+        run_image_job,
+        spec,
+        changes={
+            "dataset": "canvas-segmentation",
+            "architecture.units": (1, 2),
+            "architecture.widths": (4, 6),
+            "architecture.resnet_widths": (2, 4, 6),
+            "architecture.resnet_depth": 14,
+            "architecture.subsample": 1,
+            "training.batch_size": 10,
+            "training.momentum": 0.5,
+            "data.min_distance": 12.0,
+            "data.canvas_size": 44,
+            "training.l2": 0.5,
+            "data.canvas_label": "same",
+            "data.canvas_digits": (3, 8),
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "model": "each model has its own settings; two are checked one by one",
+            **unused,
+        },
+        ignore=("seconds",),
+    )

@@ -28,8 +28,17 @@ from pdenets.tasks.node_classification import (
 
 from ..graph_fixtures import write_sbm_npz
 
-SHORT = ["--set", "max_epochs=20", "--set", "patience=5", "--set", "train_per_class=10", "--set",
-         "val_per_class=10", "--no-progress"]
+SHORT = [
+    "--set",
+    "max_epochs=20",
+    "--set",
+    "patience=5",
+    "--set",
+    "train_per_class=10",
+    "--set",
+    "val_per_class=10",
+    "--no-progress",
+]
 
 
 @pytest.fixture()
@@ -38,8 +47,17 @@ def graph(tmp_path):
 
 
 def task(graph, **changes):
-    values = dict(datasets=[graph], models=["diff-resnet"], num_splits=1, num_inits=1, max_epochs=20, patience=5,
-                  train_per_class=10, val_per_class=10, workers=1)
+    values = dict(
+        datasets=[graph],
+        models=["diff-resnet"],
+        num_splits=1,
+        num_inits=1,
+        max_epochs=20,
+        patience=5,
+        train_per_class=10,
+        val_per_class=10,
+        workers=1,
+    )
     values.update(changes)
     return NodeClassificationTask(NodeClassificationConfig(**values))
 
@@ -63,9 +81,18 @@ def _reference_split(labels, seed, num_splits, num_inits, train_per_class, val_p
         picks = []
         for count in (train_per_class, val_per_class):
             forbidden = np.concatenate(picks) if picks else np.array([], dtype=int)
-            picks.append(np.concatenate([
-                stream.choice([i for i in range(len(labels)) if labels[i] == c and i not in forbidden], count,
-                              replace=False) for c in range(labels.max() + 1)]))
+            picks.append(
+                np.concatenate(
+                    [
+                        stream.choice(
+                            [i for i in range(len(labels)) if labels[i] == c and i not in forbidden],
+                            count,
+                            replace=False,
+                        )
+                        for c in range(labels.max() + 1)
+                    ]
+                )
+            )
         out.append((set(picks[0]), set(picks[1]), list(stream.randint(0, 1000000, num_inits))))
     return out
 
@@ -106,7 +133,9 @@ def test_protocol_graph_is_the_self_looped_symmetric_normalization(graph):
     # by hand: the file's directed edges made undirected, largest component, A + I, D^-1/2 (A+I) D^-1/2
     raw = load_npz(graph)
     n = raw.num_nodes
-    adjacency = sp.csr_matrix((np.ones(raw.edge_index.shape[1]), raw.edge_index.numpy()), shape=(n, n)).toarray()
+    adjacency = sp.csr_matrix(
+        (np.ones(raw.edge_index.shape[1]), raw.edge_index.numpy()), shape=(n, n)
+    ).toarray()
     adjacency = ((adjacency + adjacency.T) > 0).astype(float)
     np.fill_diagonal(adjacency, 0)
     _, component = sp.csgraph.connected_components(adjacency)
@@ -121,8 +150,10 @@ def test_protocol_graph_is_the_self_looped_symmetric_normalization(graph):
 
 
 def test_early_stopping_fires_and_restores_the_best_state(graph):
-    job = replace(first_job(graph, max_epochs=300, patience=7),
-                  hyperparameters=replace(first_job(graph).hyperparameters, lr=0.05))
+    job = replace(
+        first_job(graph, max_epochs=300, patience=7),
+        hyperparameters=replace(first_job(graph).hyperparameters, lr=0.05),
+    )
     model, fitted, record = train_node_classifier(job)
     assert fitted.epochs < 300, "this graph must make early stopping fire"
     assert record["epochs"] - record["best_epoch"] == 7 == job.patience
@@ -135,27 +166,50 @@ def test_early_stopping_fires_and_restores_the_best_state(graph):
 def test_store_key_follows_every_setting_that_changes_a_run(graph):
     job = first_job(graph)
     base = job_key("node-classification", job)
-    changes = {"experiment": "depth", "graph": "other.npz", "dataset": "other", "model": "gcn", "depth": 4,
-               "split": 1, "init": 1, "seed": 7, "train_per_class": 11, "val_per_class": 12, "max_epochs": 21,
-               "patience": 6, "device": "cuda", "missing_features": "degree", "partition": "metis"}
+    changes = {
+        "experiment": "depth",
+        "graph": "other.npz",
+        "dataset": "other",
+        "model": "gcn",
+        "depth": 4,
+        "split": 1,
+        "init": 1,
+        "seed": 7,
+        "train_per_class": 11,
+        "val_per_class": 12,
+        "max_epochs": 21,
+        "patience": 6,
+        "device": "cuda",
+        "missing_features": "degree",
+        "partition": "metis",
+    }
     assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
     for name, value in changes.items():
         assert job_key("node-classification", replace(job, **{name: value})) != base, name
     for name, value in dataclasses.asdict(job.hyperparameters).items():
-        other = not value if isinstance(value, bool) else ("after" if value == "before" else (value or 0) * 2 + 1)
+        other = (
+            not value if isinstance(value, bool) else ("after" if value == "before" else (value or 0) * 2 + 1)
+        )
         changed = replace(job, hyperparameters=replace(job.hyperparameters, **{name: other}))
         assert job_key("node-classification", changed) != base, name
     assert job_key("node-classification", replace(job, data_dir="/elsewhere")) == base
     assert job.partition == "contiguous"  # the default split keeps the single process's numbers and keys
     # end to end: a config setting reaches the key
-    for setting in ({"lr": 0.02}, {"weight_decay": 0.0}, {"dropout_position": "after"},
-                    {"check_stability": False}):
+    for setting in (
+        {"lr": 0.02},
+        {"weight_decay": 0.0},
+        {"dropout_position": "after"},
+        {"check_stability": False},
+    ):
         assert job_key("node-classification", first_job(graph, **setting)) != base, setting
     config = NodeClassificationConfig(datasets=[graph], models=["diff-resnet"], num_splits=1, num_inits=1)
     config.diffusion["default"].dropout = 0.5
     assert job_key("node-classification", NodeClassificationTask(config).jobs()[0]) != job_key(
-        "node-classification", NodeClassificationTask(NodeClassificationConfig(
-            datasets=[graph], models=["diff-resnet"], num_splits=1, num_inits=1)).jobs()[0])
+        "node-classification",
+        NodeClassificationTask(
+            NodeClassificationConfig(datasets=[graph], models=["diff-resnet"], num_splits=1, num_inits=1)
+        ).jobs()[0],
+    )
 
 
 def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
@@ -166,8 +220,9 @@ def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
     paper, hidden = first_job(graph), first_job(graph, diffuse_in="hidden", diffusion_width=8)
     assert paper.hyperparameters.hidden_features is None  # the paper's model diffuses in the input width
     assert job_key("node-classification", hidden) != job_key("node-classification", paper)
-    assert job_key("node-classification", first_job(graph, diffuse_in="hidden", diffusion_width=9)) != job_key(
-        "node-classification", hidden)
+    assert job_key(
+        "node-classification", first_job(graph, diffuse_in="hidden", diffusion_width=9)
+    ) != job_key("node-classification", hidden)
     prepared = prepared_graph(graph, None)
     model = _build_model(hidden, prepared)
     assert model.input_map.out_features == 8 and model.classifier.in_features == 8
@@ -182,8 +237,16 @@ def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
 
 def test_baselines_take_registry_defaults_and_overrides(graph):
     gat = task(graph, models=["gat"]).hyperparameters("gat", graph)
-    assert dataclasses.asdict(gat) == {"hidden": 8, "heads": 8, "dropout": 0.6, "lr": 0.005, "weight_decay": 5e-4}
-    config = NodeClassificationConfig(datasets=[graph], models=["gcn"], baselines={"gcn": BaselineSettings(hidden=32)})
+    assert dataclasses.asdict(gat) == {
+        "hidden": 8,
+        "heads": 8,
+        "dropout": 0.6,
+        "lr": 0.005,
+        "weight_decay": 5e-4,
+    }
+    config = NodeClassificationConfig(
+        datasets=[graph], models=["gcn"], baselines={"gcn": BaselineSettings(hidden=32)}
+    )
     assert NodeClassificationTask(config).hyperparameters("gcn", graph).hidden == 32
 
 
@@ -192,14 +255,25 @@ def test_baselines_take_registry_defaults_and_overrides(graph):
 
 
 def test_pinned_results_on_a_tiny_graph(graph, tmp_path):
-    outcome = run_task(task(graph, models=["diff-resnet", "no-diff-resnet", "gcn"], num_splits=2),
-                       out=tmp_path / "run", progress=False)
+    outcome = run_task(
+        task(graph, models=["diff-resnet", "no-diff-resnet", "gcn"], num_splits=2),
+        out=tmp_path / "run",
+        progress=False,
+    )
     table = outcome.results["table"]["sbm"]
-    rows = sqlite3.connect(tmp_path / "run" / "results.sqlite").execute(
-        "SELECT model, split, accuracy, epochs FROM runs ORDER BY model, split").fetchall()
+    rows = (
+        sqlite3.connect(tmp_path / "run" / "results.sqlite")
+        .execute("SELECT model, split, accuracy, epochs FROM runs ORDER BY model, split")
+        .fetchall()
+    )
     assert [(m, s, e) for m, s, _, e in rows] == [
-        ("diff-resnet", 0, 20), ("diff-resnet", 1, 20), ("gcn", 0, 20), ("gcn", 1, 20), ("no-diff-resnet", 0, 20),
-        ("no-diff-resnet", 1, 20)]
+        ("diff-resnet", 0, 20),
+        ("diff-resnet", 1, 20),
+        ("gcn", 0, 20),
+        ("gcn", 1, 20),
+        ("no-diff-resnet", 0, 20),
+        ("no-diff-resnet", 1, 20),
+    ]
     accuracies = {(m, s): a for m, s, a, _ in rows}
     assert accuracies == pytest.approx(PINNED, abs=1e-12)
     for model in ("diff-resnet", "no-diff-resnet", "gcn"):
@@ -209,14 +283,37 @@ def test_pinned_results_on_a_tiny_graph(graph, tmp_path):
 
 
 #: accuracies of the tiny protocol above (2 splits, 20 epochs), fixed by the seeds
-PINNED = {("diff-resnet", 0): 120 / 120, ("diff-resnet", 1): 80 / 120, ("gcn", 0): 118 / 120, ("gcn", 1): 120 / 120,
-          ("no-diff-resnet", 0): 69 / 120, ("no-diff-resnet", 1): 67 / 120}
+PINNED = {
+    ("diff-resnet", 0): 120 / 120,
+    ("diff-resnet", 1): 80 / 120,
+    ("gcn", 0): 118 / 120,
+    ("gcn", 1): 120 / 120,
+    ("no-diff-resnet", 0): 69 / 120,
+    ("no-diff-resnet", 1): 67 / 120,
+}
 
 
 def test_cli_on_a_user_graph(graph, tmp_path):
     out = tmp_path / "run"
-    code = main(["run", "node-classification", "--dataset", graph, "--model", "diff-resnet,no-diff-resnet,gcn",
-                 "--splits", "2", "--inits", "1", "--workers", "1", "--out", str(out)] + SHORT)
+    code = main(
+        [
+            "run",
+            "node-classification",
+            "--dataset",
+            graph,
+            "--model",
+            "diff-resnet,no-diff-resnet,gcn",
+            "--splits",
+            "2",
+            "--inits",
+            "1",
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+        ]
+        + SHORT
+    )
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     assert set(results["table"]["sbm"]) == {"diff-resnet", "no-diff-resnet", "gcn"}
@@ -231,16 +328,31 @@ def test_pool_gives_the_same_runs_as_inline(graph, tmp_path):
     run_task(task(graph, num_splits=2, workers=2, threads=1), out=tmp_path / "b", progress=False)
 
     def runs(path):
-        return sqlite3.connect(path / "results.sqlite").execute(
-            "SELECT key, accuracy, val_accuracy, epochs FROM runs ORDER BY key").fetchall()
+        return (
+            sqlite3.connect(path / "results.sqlite")
+            .execute("SELECT key, accuracy, val_accuracy, epochs FROM runs ORDER BY key")
+            .fetchall()
+        )
 
     assert runs(tmp_path / "a") == runs(tmp_path / "b") and len(runs(tmp_path / "a")) == 2
 
 
 def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
     out = tmp_path / "run"
-    base = ["run", "node-classification", "--dataset", graph, "--workers", "1", "--splits", "2", "--inits", "1",
-            "--out", str(out)]
+    base = [
+        "run",
+        "node-classification",
+        "--dataset",
+        graph,
+        "--workers",
+        "1",
+        "--splits",
+        "2",
+        "--inits",
+        "1",
+        "--out",
+        str(out),
+    ]
     assert main(base + ["--model", "no-diff-resnet"] + SHORT) == 0
     assert main(base + ["--model", "no-diff-resnet,gcn", "--report-only"] + SHORT) == 0
     assert sqlite3.connect(out / "results.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
@@ -253,8 +365,18 @@ def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
 
 def test_growing_the_protocol_keeps_the_stored_runs(graph, tmp_path):
     out = tmp_path / "run"
-    base = ["run", "node-classification", "--dataset", graph, "--model", "no-diff-resnet", "--workers", "1",
-            "--out", str(out)] + SHORT
+    base = [
+        "run",
+        "node-classification",
+        "--dataset",
+        graph,
+        "--model",
+        "no-diff-resnet",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+    ] + SHORT
     assert main(base + ["--splits", "2", "--inits", "1"]) == 0
     first = dict(sqlite3.connect(out / "results.sqlite").execute("SELECT key, accuracy FROM runs").fetchall())
     assert main(base + ["--splits", "3", "--inits", "2"]) == 0
@@ -266,17 +388,37 @@ def test_unknown_model_and_missing_dataset_fail_before_anything_is_written(graph
     out = tmp_path / "run"
     assert main(["run", "node-classification", "--dataset", graph, "--model", "mlp", "--out", str(out)]) == 2
     assert "unknown model(s) ['mlp']" in capsys.readouterr().err
-    assert main(["run", "node-classification", "--dataset", "cora", "--data-dir", str(tmp_path / "empty"), "--out",
-                 str(out), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "node-classification",
+                "--dataset",
+                "cora",
+                "--data-dir",
+                str(tmp_path / "empty"),
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "missing dataset file" in capsys.readouterr().err
     assert not out.exists()
 
 
 @requires_data(CORA_NPZ)
 def test_cora_graph_facts_and_a_short_run(tmp_path):
-    outcome = run_task(NodeClassificationTask(NodeClassificationConfig(
-        datasets=["cora"], models=["diff-resnet"], num_splits=1, num_inits=1, max_epochs=15, workers=1)),
-        out=tmp_path / "cora", progress=False)
+    outcome = run_task(
+        NodeClassificationTask(
+            NodeClassificationConfig(
+                datasets=["cora"], models=["diff-resnet"], num_splits=1, num_inits=1, max_epochs=15, workers=1
+            )
+        ),
+        out=tmp_path / "cora",
+        progress=False,
+    )
     facts = outcome.results["graphs"]["cora"]
     assert (facts["nodes"], facts["edges"], facts["features"], facts["classes"]) == (2485, 5069, 1433, 7)
     assert facts["spectral_bound"] == pytest.approx(0.346, abs=1e-3)
@@ -287,20 +429,35 @@ def test_cora_graph_facts_and_a_short_run(tmp_path):
 def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
-    # a hard graph: validation accuracy must not saturate, or no patience ever stops (ties count as improvements)
-    hard, other = (str(write_sbm_npz(tmp_path / f"{name}.npz", p_in=0.05, p_out=0.04, seed=seed))
-                   for name, seed in (("hard", 0), ("other", 1)))
+    # a hard graph: validation accuracy must not saturate, or no patience ever stops (ties count as
+    # improvements)
+    hard, other = (
+        str(write_sbm_npz(tmp_path / f"{name}.npz", p_in=0.05, p_out=0.04, seed=seed))
+        for name, seed in (("hard", 0), ("other", 1))
+    )
     spec = first_job(hard, models=[model], max_epochs=150, patience=3)
     assert_every_key_setting_matters(
-        lambda job: train_node_classifier(job)[2], spec,
-        changes={"graph": other, "max_epochs": 6, "patience": 1, "hyperparameters.dropout_position": "after",
-                 "hyperparameters.num_steps": 5, "hyperparameters.hidden_features": 8},
-        skip={"device": "one device on a CPU-only machine", "experiment": "the study a run belongs to (its name)",
-              "dataset": "the graph's name in tables, derived from graph", "model": "each model has its own settings",
-              "depth": "None in the protocol; the depth study is its own experiment",
-              "hyperparameters.check_stability": "a guard that refuses unstable steps, not arithmetic",
-              "hyperparameters.heads": "GAT's attention heads; the other baselines have none",
-              "missing_features": "only for graphs without node features",
-              "partition": "splits the graph over torchrun processes only (tests/tasks/"
-                           "test_node_classification_torchrun.py: other draws, other keys)"},
-        ignore=("seconds",))
+        lambda job: train_node_classifier(job)[2],
+        spec,
+        changes={
+            "graph": other,
+            "max_epochs": 6,
+            "patience": 1,
+            "hyperparameters.dropout_position": "after",
+            "hyperparameters.num_steps": 5,
+            "hyperparameters.hidden_features": 8,
+        },
+        skip={
+            "device": "one device on a CPU-only machine",
+            "experiment": "the study a run belongs to (its name)",
+            "dataset": "the graph's name in tables, derived from graph",
+            "model": "each model has its own settings",
+            "depth": "None in the protocol; the depth study is its own experiment",
+            "hyperparameters.check_stability": "a guard that refuses unstable steps, not arithmetic",
+            "hyperparameters.heads": "GAT's attention heads; the other baselines have none",
+            "missing_features": "only for graphs without node features",
+            "partition": "splits the graph over torchrun processes only (tests/tasks/"
+            "test_node_classification_torchrun.py: other draws, other keys)",
+        },
+        ignore=("seconds",),
+    )

@@ -9,7 +9,9 @@ from pdenets.experiments import job_key
 from pdenets.experiments.task import registered_tasks
 
 #: tasks whose jobs need ``prepare()`` first, and why it is not run here
-NEEDS_PREPARE = {"few-shot": "planning reads the features file, which --quick embeds from Omniglot first (~80 s)"}
+NEEDS_PREPARE = {
+    "few-shot": "planning reads the features file, which --quick embeds from Omniglot first (~80 s)"
+}
 BUILTIN = sorted(name for name, task in registered_tasks().items() if task.__module__.startswith("pdenets."))
 
 

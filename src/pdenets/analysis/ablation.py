@@ -35,8 +35,9 @@ from .tracks import select_blocks
 __all__ = ["important_units", "unit_ablation"]
 
 
-def important_units(representations: torch.Tensor, labels: torch.Tensor, num_classes: int, count: int
-                    ) -> torch.Tensor:
+def important_units(
+    representations: torch.Tensor, labels: torch.Tensor, num_classes: int, count: int
+) -> torch.Tensor:
     """``(num_classes, count)`` indices of the units with the largest class means (descending).
 
     For every class ``c``, the units are ranked by their class mean
@@ -70,14 +71,17 @@ def important_units(representations: torch.Tensor, labels: torch.Tensor, num_cla
                 [2, 1]])
     """
     if representations.dim() != 2 or labels.shape != representations.shape[:1]:
-        raise ValueError(f"representations must be (m, d) with labels (m,), got {tuple(representations.shape)} "
-                         f"and {tuple(labels.shape)}")
+        raise ValueError(
+            f"representations must be (m, d) with labels (m,), got {tuple(representations.shape)} "
+            f"and {tuple(labels.shape)}"
+        )
     if not 0 <= count <= representations.shape[1]:
         raise ValueError(f"count must lie in 0..{representations.shape[1]} (the width), got {count}")
     values = representations.to(torch.float64)
     overall = values.mean(0)
-    means = torch.stack([values[labels == c].mean(0) if bool((labels == c).any()) else overall
-                         for c in range(num_classes)])
+    means = torch.stack(
+        [values[labels == c].mean(0) if bool((labels == c).any()) else overall for c in range(num_classes)]
+    )
     return means.argsort(dim=1, descending=True, stable=True)[:, :count]
 
 
@@ -87,10 +91,20 @@ def _device(model: nn.Module) -> torch.device:
 
 
 @torch.no_grad()
-def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, reference_labels: torch.Tensor,
-                  inputs: torch.Tensor, labels: torch.Tensor, counts: Sequence[int], *,
-                  class_source: str = "predicted", batch_size: int = 500) -> Dict[str, Any]:
-    """Accuracy on ``(inputs, labels)`` with the ``k`` important units of ``block`` eliminated, for each ``k``.
+def unit_ablation(
+    model: nn.Module,
+    block: str,
+    reference_inputs: torch.Tensor,
+    reference_labels: torch.Tensor,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    counts: Sequence[int],
+    *,
+    class_source: str = "predicted",
+    batch_size: int = 500,
+) -> Dict[str, Any]:
+    """Accuracy on ``(inputs, labels)`` with the ``k`` important units of ``block`` eliminated, for each
+    ``k``.
 
     With ``x^{(l)} = f_l(x^{(l−1)})`` the block under study and ``U_c(k)`` the ``k`` important units of
     class ``c`` (:func:`important_units`, ranked on ``reference_inputs``), a point of class ``c`` runs
@@ -147,8 +161,10 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
     def hook(_, args, output):
         x_in = args[0]
         if x_in.shape != output.shape:
-            raise ValueError(f"block {name!r} changes the shape {tuple(x_in.shape)} → {tuple(output.shape)}; "
-                             "unit ablation needs a block that keeps it")
+            raise ValueError(
+                f"block {name!r} changes the shape {tuple(x_in.shape)} → {tuple(output.shape)}; "
+                "unit ablation needs a block that keeps it"
+            )
         if state["mode"] == "record":
             state["kept"].append(output.flatten(1).cpu())
             return None
@@ -160,7 +176,7 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
     handle = module.register_forward_hook(hook)
     try:
         for start in range(0, reference_inputs.shape[0], batch_size):
-            model(reference_inputs[start:start + batch_size].to(device))
+            model(reference_inputs[start : start + batch_size].to(device))
         kept = torch.cat(state["kept"])
         width = kept.shape[1]
         bad = [k for k in counts if not 0 <= int(k) <= width]
@@ -168,8 +184,12 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
             raise ValueError(f"counts must lie in 0..{width} (the width of block {name!r}), got {bad[0]}")
         num_classes = int(max(int(reference_labels.max()), int(labels.max()))) + 1
         handle.remove()
-        intact = torch.cat([model(inputs[start:start + batch_size].to(device)).argmax(1).cpu()
-                            for start in range(0, inputs.shape[0], batch_size)])
+        intact = torch.cat(
+            [
+                model(inputs[start : start + batch_size].to(device)).argmax(1).cpu()
+                for start in range(0, inputs.shape[0], batch_size)
+            ]
+        )
         num_classes = max(num_classes, int(intact.max()) + 1)
         classes = intact if class_source == "predicted" else labels
         handle = module.register_forward_hook(hook)
@@ -179,9 +199,9 @@ def unit_ablation(model: nn.Module, block: str, reference_inputs: torch.Tensor, 
             state["units"] = important_units(kept, reference_labels.cpu(), num_classes, int(count))
             correct = 0
             for start in range(0, inputs.shape[0], batch_size):
-                state["classes"] = classes[start:start + batch_size]
-                predicted = model(inputs[start:start + batch_size].to(device)).argmax(1).cpu()
-                correct += int((predicted == labels[start:start + batch_size].cpu()).sum())
+                state["classes"] = classes[start : start + batch_size]
+                predicted = model(inputs[start : start + batch_size].to(device)).argmax(1).cpu()
+                correct += int((predicted == labels[start : start + batch_size].cpu()).sum())
             accuracy.append(correct / inputs.shape[0])
     finally:
         handle.remove()

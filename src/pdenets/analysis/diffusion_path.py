@@ -24,7 +24,8 @@ __all__ = ["DiffusionPath", "diffusion_path", "ratio_path", "path_statistics", "
 
 @dataclass
 class DiffusionPath:
-    """Result of :func:`diffusion_path`: ``L`` and ``D`` after ``0, 1, …, steps`` steps, and points kept on the way.
+    """Result of :func:`diffusion_path`: ``L`` and ``D`` after ``0, 1, …, steps`` steps, and points kept on
+    the way.
 
     Args:
         distance: the smallest distance ``L`` between groups after each step (entry 0: the raw points).
@@ -42,11 +43,20 @@ class DiffusionPath:
     positions: Dict[int, np.ndarray] = field(default_factory=dict)
 
 
-def diffusion_path(points: torch.Tensor, groups: torch.Tensor, weights: torch.Tensor, step_size: float, steps: int,
-                   *, keep: Sequence[int] = ()) -> DiffusionPath:
-    """Diffuse ``points`` for ``steps`` explicit steps on ``weights``, measuring ``L`` and ``D`` after every step.
+def diffusion_path(
+    points: torch.Tensor,
+    groups: torch.Tensor,
+    weights: torch.Tensor,
+    step_size: float,
+    steps: int,
+    *,
+    keep: Sequence[int] = (),
+) -> DiffusionPath:
+    """Diffuse ``points`` for ``steps`` explicit steps on ``weights``, measuring ``L`` and ``D`` after every
+    step.
 
-    One step is ``X ← (I − γL) X`` with ``L = Λ − W`` (:class:`~pdenets.operators.diffusion.DiffusionOperator`).
+    One step is ``X ← (I − γL) X`` with ``L = Λ − W``
+    (:class:`~pdenets.operators.diffusion.DiffusionOperator`).
 
     Args:
         points: ``(N, d)`` floating-point coordinates (the measurement keeps their dtype).
@@ -101,8 +111,9 @@ def ratio_path(distance: Sequence[float], diameter: Sequence[float]) -> np.ndarr
     return np.asarray(distance) / np.maximum(diameter, 1e-300)
 
 
-def path_statistics(paths: Mapping[Any, Tuple[Sequence[float], Sequence[float]]], steps: Sequence[int]
-                    ) -> Dict[str, Dict[str, Any]]:
+def path_statistics(
+    paths: Mapping[Any, Tuple[Sequence[float], Sequence[float]]], steps: Sequence[int]
+) -> Dict[str, Dict[str, Any]]:
     """Medians over several paths of ``L/D``, ``D`` and ``L`` at chosen steps, and each path's ``L/D`` there.
 
     Args:

@@ -26,7 +26,8 @@ __all__ = ["DistanceDiameter", "distance_diameter"]
 
 @dataclass(frozen=True)
 class DistanceDiameter:
-    """Result of :func:`distance_diameter`: ``distance`` = L, ``diameter`` = D, ``ratio`` = L / D (inf when D = 0).
+    """Result of :func:`distance_diameter`: ``distance`` = L, ``diameter`` = D, ``ratio`` = L / D (inf when D
+    = 0).
 
     ``D = max_m max_{x, y ∈ S_m} ‖x − y‖`` is the largest diameter of a group ``S_m`` and
     ``L = min_{m ≠ m'} min_{x ∈ S_m, y ∈ S_{m'}} ‖x − y‖`` the smallest distance between two groups, as in
@@ -53,7 +54,9 @@ class DistanceDiameter:
         return self.distance / self.diameter
 
 
-def distance_diameter(points: torch.Tensor, groups: torch.Tensor, *, chunk_size: int = 2048) -> DistanceDiameter:
+def distance_diameter(
+    points: torch.Tensor, groups: torch.Tensor, *, chunk_size: int = 2048
+) -> DistanceDiameter:
     """Smallest distance between groups ``L`` and largest group diameter ``D``.
 
     ``D = max_m max_{x, y ∈ S_m} ‖x − y‖`` and ``L = min_{m ≠ m'} min_{x ∈ S_m, y ∈ S_{m'}} ‖x − y‖``,
@@ -91,9 +94,9 @@ def distance_diameter(points: torch.Tensor, groups: torch.Tensor, *, chunk_size:
     points = points.detach()
     smallest, largest = math.inf, 0.0
     for start in range(0, points.shape[0], chunk_size):
-        block = points[start:start + chunk_size]
+        block = points[start : start + chunk_size]
         distances = torch.cdist(block, points, compute_mode="donot_use_mm_for_euclid_dist")
-        same = groups[start:start + chunk_size, None] == groups[None, :]
+        same = groups[start : start + chunk_size, None] == groups[None, :]
         largest = max(largest, float(distances.masked_fill(~same, 0.0).max()))
         smallest = min(smallest, float(distances.masked_fill(same, math.inf).min()))
     return DistanceDiameter(distance=smallest, diameter=largest)

@@ -1,4 +1,5 @@
-"""The receptive field of a convolutional network, measured: which input pixels one output position depends on.
+"""The receptive field of a convolutional network, measured: which input pixels one output position depends
+on.
 
 For a network ``F`` that maps images ``(1, C, H, W)`` to feature maps ``(1, C', H', W')``, the
 receptive field of the output position ``(i, j)`` is the support of
@@ -29,9 +30,15 @@ from torch import nn
 __all__ = ["receptive_field", "receptive_field_mask"]
 
 
-def receptive_field_mask(model: nn.Module, input_shape: Sequence[int], *, position: Optional[Tuple[int, int]] = None,
-                         forward: Optional[Callable[[nn.Module, torch.Tensor], torch.Tensor]] = None,
-                         draws: int = 4, seed: int = 0) -> torch.Tensor:
+def receptive_field_mask(
+    model: nn.Module,
+    input_shape: Sequence[int],
+    *,
+    position: Optional[Tuple[int, int]] = None,
+    forward: Optional[Callable[[nn.Module, torch.Tensor], torch.Tensor]] = None,
+    draws: int = 4,
+    seed: int = 0,
+) -> torch.Tensor:
     """Boolean ``(H, W)`` mask of the input pixels that the output at ``position`` depends on.
 
     Args:
@@ -71,11 +78,15 @@ def receptive_field_mask(model: nn.Module, input_shape: Sequence[int], *, positi
         x = torch.randn(1, *input_shape, generator=generator, dtype=torch.float64).requires_grad_(True)
         out = forward(probe, x) if forward is not None else probe(x)
         if out.dim() != 4 or out.shape[0] != 1:
-            raise ValueError(f"the measured output must be a (1, C, H, W) feature map, got shape {tuple(out.shape)}; "
-                             "pass forward=... to measure an inner map (e.g. lambda m, x: m.features(x))")
+            raise ValueError(
+                f"the measured output must be a (1, C, H, W) feature map, got shape {tuple(out.shape)}; "
+                "pass forward=... to measure an inner map (e.g. lambda m, x: m.features(x))"
+            )
         row, col = position if position is not None else (out.shape[-2] // 2, out.shape[-1] // 2)
         if not (0 <= row < out.shape[-2] and 0 <= col < out.shape[-1]):
-            raise ValueError(f"position {(row, col)} is outside the {out.shape[-2]}x{out.shape[-1]} output map")
+            raise ValueError(
+                f"position {(row, col)} is outside the {out.shape[-2]}x{out.shape[-1]} output map"
+            )
         (gradient,) = torch.autograd.grad(out[0, :, row, col].sum(), x)
         support += gradient[0].abs().sum(0)
     return support > 0

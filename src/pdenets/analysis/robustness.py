@@ -64,8 +64,9 @@ def _level(value: float, name: str) -> float:
     return value
 
 
-def gaussian_noise(inputs: torch.Tensor, sigma: float, *, generator: Optional[torch.Generator] = None
-                   ) -> torch.Tensor:
+def gaussian_noise(
+    inputs: torch.Tensor, sigma: float, *, generator: Optional[torch.Generator] = None
+) -> torch.Tensor:
     """Random noise: ``x_r = x + σ·e`` with ``e ~ N(0, I)`` drawn from ``generator``.
 
     ``σ`` is the noise level and ``e`` has the shape of ``x``; the random perturbation of the robustness
@@ -98,9 +99,11 @@ def gaussian_noise(inputs: torch.Tensor, sigma: float, *, generator: Optional[to
     return inputs + sigma * noise.to(inputs.device)
 
 
-def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon: float, *,
-         batch_size: int = 500) -> torch.Tensor:
-    """Fast gradient sign method: ``x_a = x + ε · sign(∂L/∂x)``, ``L`` = cross entropy of ``model(x)`` and ``targets``.
+def fgsm(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon: float, *, batch_size: int = 500
+) -> torch.Tensor:
+    """Fast gradient sign method: ``x_a = x + ε · sign(∂L/∂x)``, ``L`` = cross entropy of ``model(x)`` and
+    ``targets``.
 
     ``ε`` is the attack size and ``L = Σ_i CE(model(x_i), y_i)`` is summed over the batch, so every point
     moves by ``ε`` in each coordinate in the direction that increases its own loss; the gradient is taken in
@@ -143,8 +146,8 @@ def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon:
     try:
         out = []
         for start in range(0, inputs.shape[0], batch_size):
-            x = inputs[start:start + batch_size].to(device).detach().requires_grad_(True)
-            loss = F.cross_entropy(model(x), targets[start:start + batch_size].to(device), reduction="sum")
+            x = inputs[start : start + batch_size].to(device).detach().requires_grad_(True)
+            loss = F.cross_entropy(model(x), targets[start : start + batch_size].to(device), reduction="sum")
             (gradient,) = torch.autograd.grad(loss, x)
             out.append((x + epsilon * gradient.sign()).detach().to(inputs.device))
     finally:
@@ -154,8 +157,14 @@ def fgsm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, epsilon:
     return torch.cat(out)
 
 
-def variation_rates(model: nn.Module, clean: torch.Tensor, perturbed: torch.Tensor, *, blocks: BlockSpec,
-                    batch_size: int = 256) -> List[float]:
+def variation_rates(
+    model: nn.Module,
+    clean: torch.Tensor,
+    perturbed: torch.Tensor,
+    *,
+    blocks: BlockSpec,
+    batch_size: int = 256,
+) -> List[float]:
     """Variation rate ``V(l)`` (eq. 49) for every point of the tracks through ``blocks``, stage after stage.
 
     ``V(l) = (1/|D|) Σ_{x ∈ D} ‖x^{(l)} − x̂^{(l)}‖₂ / ‖x^{(l)}‖₂``
@@ -197,19 +206,24 @@ def variation_rates(model: nn.Module, clean: torch.Tensor, perturbed: torch.Tens
     _check(clean)
     _check(perturbed)
     if clean.shape != perturbed.shape:
-        raise ValueError(f"clean and perturbed inputs differ in shape: {tuple(clean.shape)} vs "
-                         f"{tuple(perturbed.shape)}")
+        raise ValueError(
+            f"clean and perturbed inputs differ in shape: {tuple(clean.shape)} vs {tuple(perturbed.shape)}"
+        )
     sums: Optional[torch.Tensor] = None
     for start in range(0, clean.shape[0], batch_size):
         per_batch = []
-        stages = zip(record_tracks(model, clean[start:start + batch_size], blocks=blocks, batch_size=batch_size),
-                     record_tracks(model, perturbed[start:start + batch_size], blocks=blocks, batch_size=batch_size))
+        stages = zip(
+            record_tracks(model, clean[start : start + batch_size], blocks=blocks, batch_size=batch_size),
+            record_tracks(model, perturbed[start : start + batch_size], blocks=blocks, batch_size=batch_size),
+        )
         for reference, noisy in stages:
             norms = reference.tracks.to(torch.float64).norm(dim=-1)
             changes = (reference.tracks.to(torch.float64) - noisy.tracks.to(torch.float64)).norm(dim=-1)
-            ratio = torch.where(norms > 0, changes / torch.where(norms > 0, norms, torch.ones_like(norms)),
-                                torch.where(changes > 0, torch.full_like(norms, float("inf")),
-                                            torch.zeros_like(norms)))
+            ratio = torch.where(
+                norms > 0,
+                changes / torch.where(norms > 0, norms, torch.ones_like(norms)),
+                torch.where(changes > 0, torch.full_like(norms, float("inf")), torch.zeros_like(norms)),
+            )
             per_batch.append(ratio.sum(0))
         batch_sums = torch.cat(per_batch)
         sums = batch_sums if sums is None else sums + batch_sums
@@ -222,23 +236,38 @@ def _accuracy(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, bat
     training = model.training
     model.eval()
     try:
-        correct = sum(int((model(inputs[start:start + batch_size].to(device)).argmax(1).cpu()
-                           == targets[start:start + batch_size]).sum())
-                      for start in range(0, inputs.shape[0], batch_size))
+        correct = sum(
+            int(
+                (
+                    model(inputs[start : start + batch_size].to(device)).argmax(1).cpu()
+                    == targets[start : start + batch_size]
+                ).sum()
+            )
+            for start in range(0, inputs.shape[0], batch_size)
+        )
     finally:
         model.train(training)
     return correct / inputs.shape[0]
 
 
-def robustness_curve(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, levels: Sequence[float], *,
-                     attack: str = "gaussian", blocks: BlockSpec, seed: int = 0, batch_size: int = 256
-                     ) -> Dict[str, Any]:
+def robustness_curve(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    levels: Sequence[float],
+    *,
+    attack: str = "gaussian",
+    blocks: BlockSpec,
+    seed: int = 0,
+    batch_size: int = 256,
+) -> Dict[str, Any]:
     """Accuracy and variation rates per noise level: ``{"attack", "levels", "accuracy", "variation"}``.
 
     ``levels`` are ``σ`` (``attack="gaussian"``, :func:`gaussian_noise`) or ``ε`` (``"fgsm"``, :func:`fgsm`);
     ``variation[i]`` lists ``V(l)`` (:func:`variation_rates`) along the tracks at ``levels[i]``. The Gaussian
     noise of every level is drawn from ``seed``. This reproduces the robustness curves of
-    "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space" (appendix 7.2).
+    "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space" (appendix
+    7.2).
 
     Args:
         model: classifier mapping ``(m, ...)`` inputs to ``(m, C)`` logits.

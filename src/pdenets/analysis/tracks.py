@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import warnings
-
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
@@ -34,7 +33,9 @@ from torch import nn
 
 __all__ = ["record_tracks", "Stage", "select_blocks", "project_tracks"]
 
-BlockSpec = Union[Sequence[str], Type[nn.Module], Tuple[Type[nn.Module], ...], Callable[[str, nn.Module], bool]]
+BlockSpec = Union[
+    Sequence[str], Type[nn.Module], Tuple[Type[nn.Module], ...], Callable[[str, nn.Module], bool]
+]
 
 
 @dataclass
@@ -104,8 +105,10 @@ def select_blocks(model: nn.Module, blocks: BlockSpec) -> List[Tuple[str, nn.Mod
     elif callable(blocks):
         chosen = [(name, module) for name, module in named if blocks(name, module)]
     else:
-        raise TypeError("blocks must be a list of module names, a module type (or tuple of types) or a predicate "
-                        f"(name, module) -> bool, got {type(blocks).__name__}")
+        raise TypeError(
+            "blocks must be a list of module names, a module type (or tuple of types) or a predicate "
+            f"(name, module) -> bool, got {type(blocks).__name__}"
+        )
     if not chosen:
         raise ValueError("no module of the model matches the blocks asked for")
     return chosen
@@ -114,15 +117,23 @@ def select_blocks(model: nn.Module, blocks: BlockSpec) -> List[Tuple[str, nn.Mod
 def _batches(data, batch_size: int) -> Iterable[torch.Tensor]:
     if isinstance(data, torch.Tensor):
         for start in range(0, data.shape[0], batch_size):
-            yield data[start:start + batch_size]
+            yield data[start : start + batch_size]
         return
     for batch in data:  # a DataLoader or any iterable of tensors / (inputs, labels)
         yield batch[0] if isinstance(batch, (list, tuple)) else batch
 
 
-def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, blocks: BlockSpec, batch_size: int = 256,
-                  max_points: Optional[int] = None, subsample_seed: Optional[int] = None,
-                  max_bytes: int = 4 * 2**30, device: Union[str, torch.device, None] = None) -> List[Stage]:
+def record_tracks(
+    model: nn.Module,
+    data: Union[torch.Tensor, Iterable],
+    *,
+    blocks: BlockSpec,
+    batch_size: int = 256,
+    max_points: Optional[int] = None,
+    subsample_seed: Optional[int] = None,
+    max_bytes: int = 4 * 2**30,
+    device: Union[str, torch.device, None] = None,
+) -> List[Stage]:
     """Record the tracks of ``data`` through the chosen ``blocks`` of ``model``.
 
     Args:
@@ -142,8 +153,8 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
 
     Raises:
         ValueError: if a named block is missing or changes the width, no block keeps its width, a block does
-            not run exactly once per forward pass, ``max_points < 1``, ``subsample_seed`` is given with a loader,
-            or the data is empty.
+            not run exactly once per forward pass, ``max_points < 1``, ``subsample_seed`` is given with a
+            loader, or the data is empty.
         TypeError: if a chosen block does not take and return tensors.
         MemoryError: if the representations would exceed ``max_bytes``.
 
@@ -163,7 +174,9 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
         raise ValueError(f"max_points must be >= 1, got {max_points}")
     if subsample_seed is not None:
         if not isinstance(data, torch.Tensor):
-            raise ValueError("subsample_seed needs the data as one tensor; pass max_points alone for a loader")
+            raise ValueError(
+                "subsample_seed needs the data as one tensor; pass max_points alone for a loader"
+            )
         count = data.shape[0] if max_points is None else min(max_points, data.shape[0])
         order = torch.randperm(data.shape[0], generator=torch.Generator().manual_seed(subsample_seed))[:count]
         data = data[order.sort().values]
@@ -180,6 +193,7 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
                 raise TypeError(f"block {chosen[index][0]!r} must take and return tensors to be tracked")
             inputs[index].append(args[0].detach().flatten(1).to("cpu", torch.float32))
             outputs[index].append(output.detach().flatten(1).to("cpu", torch.float32))
+
         return capture
 
     handles = [module.register_forward_hook(hook(index)) for index, (_, module) in enumerate(chosen)]
@@ -191,7 +205,7 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
                 if max_points is not None and kept["points"] >= max_points:
                     break
                 if max_points is not None:
-                    batch = batch[:max_points - kept["points"]]
+                    batch = batch[: max_points - kept["points"]]
                 before = [len(o) for o in outputs]
                 model(batch.to(device))
                 if any(len(o) != b + 1 for o, b in zip(outputs, before)):
@@ -199,9 +213,11 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
                 kept["points"] += batch.shape[0]
                 kept["bytes"] += sum(o[-1].numel() * 4 for o in outputs) + inputs[0][-1].numel() * 4
                 if kept["bytes"] > max_bytes:
-                    raise MemoryError(f"the tracks of {kept['points']} points already take {kept['bytes'] / 2**30:.2f} "
-                                      f"GiB (max_bytes={max_bytes / 2**30:.2f} GiB): pass max_points or record fewer "
-                                      "blocks")
+                    raise MemoryError(
+                        f"the tracks of {kept['points']} points already take {kept['bytes'] / 2**30:.2f} "
+                        f"GiB (max_bytes={max_bytes / 2**30:.2f} GiB): pass max_points or record fewer "
+                        "blocks"
+                    )
     finally:
         for handle in handles:
             handle.remove()
@@ -212,32 +228,46 @@ def record_tracks(model: nn.Module, data: Union[torch.Tensor, Iterable], *, bloc
     skipped = []
     for index, (name, _) in enumerate(chosen):
         block_in, block_out = torch.cat(inputs[index]), torch.cat(outputs[index])
-        same_width = stages and stages[-1].width == block_out.shape[1] and block_in.shape[1] == block_out.shape[1]
+        same_width = (
+            stages and stages[-1].width == block_out.shape[1] and block_in.shape[1] == block_out.shape[1]
+        )
         if same_width:
-            stages[-1] = Stage(stages[-1].blocks + [name], torch.cat([stages[-1].tracks, block_out[:, None]], 1))
+            stages[-1] = Stage(
+                stages[-1].blocks + [name], torch.cat([stages[-1].tracks, block_out[:, None]], 1)
+            )
         elif block_in.shape[1] == block_out.shape[1]:
             stages.append(Stage([name], torch.stack([block_in, block_out], 1)))
         else:  # a projection between stages: it starts no track of its own
             skipped.append(f"{name} ({block_in.shape[1]} -> {block_out.shape[1]} features)")
-    named = isinstance(blocks, str) or (isinstance(blocks, (list, tuple)) and all(isinstance(b, str) for b in blocks))
+    named = isinstance(blocks, str) or (
+        isinstance(blocks, (list, tuple)) and all(isinstance(b, str) for b in blocks)
+    )
     if skipped and named and stages:
-        raise ValueError(f"block(s) {', '.join(skipped)} change the width: a track needs blocks whose input and "
-                         "output widths agree; leave them out of blocks=")
+        raise ValueError(
+            f"block(s) {', '.join(skipped)} change the width: a track needs blocks whose input and "
+            "output widths agree; leave them out of blocks="
+        )
     if skipped and stages:
-        warnings.warn(f"record_tracks: {len(skipped)} chosen block(s) change the width and start no track: "
-                      f"{', '.join(skipped)}", stacklevel=2)
+        warnings.warn(
+            f"record_tracks: {len(skipped)} chosen block(s) change the width and start no track: "
+            f"{', '.join(skipped)}",
+            stacklevel=2,
+        )
     if not stages:
-        raise ValueError("no chosen block keeps its width; tracks need blocks whose input and output widths agree")
+        raise ValueError(
+            "no chosen block keeps its width; tracks need blocks whose input and output widths agree"
+        )
     return stages
 
 
 def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torch.Tensor:
-    """Tracks ``(m, n + 1, d)`` seen through a random Gaussian matrix ``G (dim, d)``: ``(m, n + 1, dim)`` (Fig. 3).
+    """Tracks ``(m, n + 1, d)`` seen through a random Gaussian matrix ``G (dim, d)``: ``(m, n + 1, dim)``
+    (Fig. 3).
 
-    ``y_i^{(l)} = G x_i^{(l)}`` for every point ``i`` and track point ``l``, with ``G`` of i.i.d. standard normal
-    entries drawn from ``seed``, so two networks' tracks projected with the same seed are seen in the same
-    plane (the track pictures, Fig. 3, of "A Mathematical Principle of Deep Learning: Learn the Geodesic Curve
-    in the Wasserstein Space").
+    ``y_i^{(l)} = G x_i^{(l)}`` for every point ``i`` and track point ``l``, with ``G`` of i.i.d. standard
+    normal entries drawn from ``seed``, so two networks' tracks projected with the same seed are seen in the
+    same plane (the track pictures, Fig. 3, of "A Mathematical Principle of Deep Learning: Learn the Geodesic
+    Curve in the Wasserstein Space").
 
     Args:
         tracks: ``(m, n + 1, d)`` tracks, e.g. :attr:`Stage.tracks`.
@@ -257,8 +287,12 @@ def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torc
         (torch.Size([5, 3, 2]), torch.float64)
     """
     if not isinstance(tracks, torch.Tensor) or tracks.dim() != 3:
-        raise ValueError(f"tracks must be a tensor (m, n + 1, d), got {getattr(tracks, 'shape', type(tracks))}")
+        raise ValueError(
+            f"tracks must be a tensor (m, n + 1, d), got {getattr(tracks, 'shape', type(tracks))}"
+        )
     if not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    matrix = torch.randn(dim, tracks.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    matrix = torch.randn(
+        dim, tracks.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
     return tracks.to(torch.float64) @ matrix.T

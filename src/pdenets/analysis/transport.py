@@ -6,8 +6,8 @@ A *track* is the sequence of representations of one data point through ``n`` blo
 
 * **LSR** (eq. 42): ``Σ_l ‖x^{(l+1)} − x^{(l)}‖ / ‖x^{(n)} − x^{(0)}‖`` — length over displacement, ``≥ 1``.
 * **LSS** (eqs. 43–44): the same after every segment is scaled to unit length,
-  ``x̃^{(l)} = x̃^{(l−1)} + (x^{(l)} − x^{(l−1)}) / ‖x^{(l)} − x^{(l−1)}‖``, ``LSS = n / ‖x̃^{(n)} − x̃^{(0)}‖`` —
-  ``1`` exactly on a straight track, insensitive to one dominating segment.
+  ``x̃^{(l)} = x̃^{(l−1)} + (x^{(l)} − x^{(l−1)}) / ‖x^{(l)} − x^{(l−1)}‖``, ``LSS = n / ‖x̃^{(n)} −
+  x̃^{(0)}‖`` — ``1`` exactly on a straight track, insensitive to one dominating segment.
 * **OTS** (eqs. 45–47): the exact optimal assignment ``σ`` between the inputs ``x_i`` and the outputs
   ``ỹ_j = f(x_j)`` for the cost ``‖x_i − ỹ_j‖²``; ``OTS = #{i : σ(i) = i} / m``, the fraction of points the
   network sends where the optimal transport map does. ``W₂²`` of the two empirical measures is the
@@ -35,9 +35,19 @@ import torch
 
 from ..operators.knn import centred, pairwise_sq_distances
 
-__all__ = ["segment_lengths", "line_shape_ratio", "line_shape_score", "segment_proportions",
-           "optimal_assignment", "optimal_transport_score", "wasserstein2_squared", "track_distance",
-           "theorem1_lower_bound", "ASSIGNMENT_SOLVERS", "squared_distances"]
+__all__ = [
+    "segment_lengths",
+    "line_shape_ratio",
+    "line_shape_score",
+    "segment_proportions",
+    "optimal_assignment",
+    "optimal_transport_score",
+    "wasserstein2_squared",
+    "track_distance",
+    "theorem1_lower_bound",
+    "ASSIGNMENT_SOLVERS",
+    "squared_distances",
+]
 
 ASSIGNMENT_SOLVERS = ("auto", "scipy", "pot", "lapjv")
 
@@ -49,8 +59,10 @@ def _tracks(track, name: str = "tracks") -> torch.Tensor:
     if tensor.dim() == 2:
         tensor = tensor.unsqueeze(0)
     if tensor.dim() != 3 or tensor.shape[1] < 2 or tensor.shape[0] < 1:
-        raise ValueError(f"{name} must have shape (m, n + 1, d) with n >= 1 (at least two points per track), got "
-                         f"{tuple(tensor.shape)}")
+        raise ValueError(
+            f"{name} must have shape (m, n + 1, d) with n >= 1 (at least two points per track), got "
+            f"{tuple(tensor.shape)}"
+        )
     if not torch.isfinite(tensor).all():
         raise ValueError(f"{name} contain NaN or infinite values")
     return tensor.to(torch.float64)
@@ -152,7 +164,9 @@ def line_shape_score(track) -> torch.Tensor:
     lengths = steps.norm(dim=-1, keepdim=True)
     scale = tensor.abs().amax(dim=(1, 2), keepdim=True).clamp_min(1.0)
     moving = lengths > 1e-12 * scale
-    units = torch.where(moving, steps / torch.where(moving, lengths, torch.ones_like(lengths)), torch.zeros_like(steps))
+    units = torch.where(
+        moving, steps / torch.where(moving, lengths, torch.ones_like(lengths)), torch.zeros_like(steps)
+    )
     count = moving.squeeze(-1).sum(1).to(torch.float64)
     displacement = units.sum(1).norm(dim=-1)
     return _ratio(count, displacement)
@@ -191,7 +205,8 @@ def segment_proportions(track) -> torch.Tensor:
 
 
 def squared_distances(inputs: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
-    """``‖x_i − y_j‖²`` as an ``(m, m)`` float64 matrix, computed on centred points (no shared offset to cancel).
+    """``‖x_i − y_j‖²`` as an ``(m, m)`` float64 matrix, computed on centred points (no shared offset to
+    cancel).
 
     Entry ``(i, j)`` is the squared Euclidean distance between input ``x_i`` and output ``y_j``: the cost
     matrix of the optimal assignment behind :func:`optimal_transport_score` and :func:`wasserstein2_squared`.
@@ -246,6 +261,7 @@ def optimal_assignment(cost, solver: str = "auto") -> np.ndarray:
     if solver == "auto":
         try:
             import lap  # noqa: F401
+
             solver = "lapjv"
         except ImportError:
             solver = "scipy"
@@ -280,8 +296,10 @@ def _pair(inputs, outputs) -> Tuple[torch.Tensor, torch.Tensor]:
     x = x.reshape(x.shape[0], -1) if x.dim() > 1 else x[:, None]
     y = y.reshape(y.shape[0], -1) if y.dim() > 1 else y[:, None]
     if x.shape != y.shape:
-        raise ValueError(f"inputs and outputs must have the same shape (m, d) — one stage of equal width — got "
-                         f"{tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"inputs and outputs must have the same shape (m, d) — one stage of equal width — got "
+            f"{tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if x.shape[0] < 2:
         raise ValueError(f"an assignment score needs at least 2 points, got {x.shape[0]}")
     if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
@@ -290,9 +308,11 @@ def _pair(inputs, outputs) -> Tuple[torch.Tensor, torch.Tensor]:
 
     needed = 2 * 8 * x.shape[0] ** 2  # the m × m float64 cost matrix and the solver's copy of it
     if needed > memory_budget():
-        raise ValueError(f"an exact assignment of {x.shape[0]} points needs {format_bytes(needed)} for its m × m cost "
-                         f"matrices, more than the memory budget {format_bytes(memory_budget())}: subsample the "
-                         f"points (record_tracks(..., max_points=...)) or raise ${MEMORY_BUDGET_ENV_VAR}")
+        raise ValueError(
+            f"an exact assignment of {x.shape[0]} points needs {format_bytes(needed)} for its m × m cost "
+            f"matrices, more than the memory budget {format_bytes(memory_budget())}: subsample the "
+            f"points (record_tracks(..., max_points=...)) or raise ${MEMORY_BUDGET_ENV_VAR}"
+        )
     return x, y
 
 
@@ -319,7 +339,8 @@ def optimal_transport_score(inputs, outputs, *, solver: str = "auto", return_ass
 
     Raises:
         ValueError: if ``inputs`` and ``outputs`` differ in shape, hold fewer than two points or non-finite
-            values, or the ``m × m`` cost matrices exceed the memory budget; also as :func:`optimal_assignment`.
+            values, or the ``m × m`` cost matrices exceed the memory budget; also as
+            :func:`optimal_assignment`.
         ImportError: if the chosen solver's package is missing.
 
     Examples:
@@ -353,7 +374,8 @@ def wasserstein2_squared(inputs, outputs, *, solver: str = "auto") -> float:
 
     Raises:
         ValueError: if ``inputs`` and ``outputs`` differ in shape, hold fewer than two points or non-finite
-            values, or the ``m × m`` cost matrices exceed the memory budget; also as :func:`optimal_assignment`.
+            values, or the ``m × m`` cost matrices exceed the memory budget; also as
+            :func:`optimal_assignment`.
         ImportError: if the chosen solver's package is missing.
 
     Examples:
@@ -394,7 +416,9 @@ def track_distance(track_s, track_t) -> float:
     """
     s, t = _tracks(track_s, "track_s")[0], _tracks(track_t, "track_t")[0]
     if s.shape != t.shape:
-        raise ValueError(f"the two tracks must have the same shape, got {tuple(s.shape)} and {tuple(t.shape)}")
+        raise ValueError(
+            f"the two tracks must have the same shape, got {tuple(s.shape)} and {tuple(t.shape)}"
+        )
     return float((s - t).norm(dim=-1).min())
 
 
@@ -423,12 +447,16 @@ def theorem1_lower_bound(x_p, x_q, image_p, image_q) -> float:
         >>> theorem1_lower_bound([0., 0.], [3., 0.], [0., 0.], [0., 4.])   # 3 · 4 / 5
         2.4
     """
-    points = {name: torch.as_tensor(value, dtype=torch.float64) for name, value in
-              (("x_p", x_p), ("x_q", x_q), ("image_p", image_p), ("image_q", image_q))}
+    points = {
+        name: torch.as_tensor(value, dtype=torch.float64)
+        for name, value in (("x_p", x_p), ("x_q", x_q), ("image_p", image_p), ("image_q", image_q))
+    }
     for first, second in (("x_p", "x_q"), ("image_p", "image_q")):
         if points[first].shape != points[second].shape:
-            raise ValueError(f"{first} and {second} must have the same shape, got {tuple(points[first].shape)} and "
-                             f"{tuple(points[second].shape)}")
+            raise ValueError(
+                f"{first} and {second} must have the same shape, got {tuple(points[first].shape)} and "
+                f"{tuple(points[second].shape)}"
+            )
     bad = [name for name, value in points.items() if not bool(torch.isfinite(value).all())]
     if bad:
         raise ValueError(f"{', '.join(bad)} hold NaN or infinite values")

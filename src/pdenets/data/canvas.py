@@ -67,9 +67,16 @@ class Canvases:
         return int(self.labels.shape[0])
 
 
-def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_distance: float = 48.0,
-                       seed: int = 0, label: str = "sum",
-                       digit_classes: Optional[Sequence[int]] = None) -> Canvases:
+def two_digit_canvases(
+    digits: ImageData,
+    count: int,
+    *,
+    size: int = 96,
+    min_distance: float = 48.0,
+    seed: int = 0,
+    label: str = "sum",
+    digit_classes: Optional[Sequence[int]] = None,
+) -> Canvases:
     """``count`` canvases from the images of ``digits`` (drawn with replacement, seeded).
 
     ``label``: ``"sum"`` (of the two digits, mod 10) or ``"same"`` (1 if they are the same digit).
@@ -81,8 +88,10 @@ def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_dis
         present = set(digits.labels.unique().tolist())
         missing = [value for value in wanted if value not in present]
         if not wanted or missing:
-            raise ValueError(f"digit_classes {list(digit_classes)} name classes the digits do not have: "
-                             f"{missing or 'none given'} (present: {sorted(present)})")
+            raise ValueError(
+                f"digit_classes {list(digit_classes)} name classes the digits do not have: "
+                f"{missing or 'none given'} (present: {sorted(present)})"
+            )
         keep = torch.isin(digits.labels, torch.tensor(wanted, dtype=digits.labels.dtype))
         digits = ImageData(digits.images[keep], digits.labels[keep], digits.name)
     count = check_positive_int(count, "count")
@@ -92,7 +101,9 @@ def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_dis
     if room < 0:
         raise ValueError(f"a {size}x{size} canvas cannot hold {side}x{side} digits")
     if min_distance > math.hypot(room, room):
-        raise ValueError(f"min_distance={min_distance} is more than any two positions on a {size}x{size} canvas allow")
+        raise ValueError(
+            f"min_distance={min_distance} is more than any two positions on a {size}x{size} canvas allow"
+        )
     generator = np.random.default_rng(seed)
     chosen = generator.integers(0, len(digits), size=(count, 2))
     if label == "same":
@@ -120,7 +131,7 @@ def two_digit_canvases(digits: ImageData, count: int, *, size: int = 96, min_dis
         for slot in range(2):
             row, col = positions[index, slot]
             glyph = digits.images[chosen[index, slot], 0]
-            region = images[index, 0, row:row + side, col:col + side]
+            region = images[index, 0, row : row + side, col : col + side]
             torch.maximum(region, glyph, out=region)
-            masks[index, row:row + side, col:col + side][glyph > 0.5] = 1 + int(labels[index])
+            masks[index, row : row + side, col : col + side][glyph > 0.5] = 1 + int(labels[index])
     return Canvases(images, labels, masks, values, torch.from_numpy(positions))

@@ -28,8 +28,17 @@ from .errors import dataset_error
 from .limits import check_allocation
 from .paths import regular_file
 
-__all__ = ["read_csv_rows", "read_csv_table", "read_text_file", "parse_number", "parse_integer", "is_number",
-           "shown_value", "normalized_labels", "MAX_ID"]
+__all__ = [
+    "read_csv_rows",
+    "read_csv_table",
+    "read_text_file",
+    "parse_number",
+    "parse_integer",
+    "is_number",
+    "shown_value",
+    "normalized_labels",
+    "MAX_ID",
+]
 
 #: Largest id or count a reader accepts (the largest int64).
 MAX_ID = 2**63 - 1
@@ -40,7 +49,8 @@ _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", flags=re.IGNORECASE)
 
 
 def shown_value(value, limit: int = 40) -> str:
-    """A cell or a value as an error message shows it: text quoted, other values as Python writes them, long ones cut.
+    """A cell or a value as an error message shows it: text quoted, other values as Python writes them, long
+    ones cut.
 
     Examples:
         >>> shown_value("1_000"), shown_value(0.4), shown_value(10**50)
@@ -146,7 +156,9 @@ def read_text_file(path: Union[str, Path], what: str = "a text file") -> str:
     """
     path = regular_file(path)
     size = path.stat().st_size
-    check_allocation(size, 8, "reading the file", path)  # text and what is parsed from it: several bytes per byte
+    check_allocation(
+        size, 8, "reading the file", path
+    )  # text and what is parsed from it: several bytes per byte
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -162,7 +174,9 @@ def read_csv_table(path: Union[str, Path]) -> List[Tuple[int, List[str]]]:
     """
     path = regular_file(path)
     size = path.stat().st_size
-    check_allocation(size, 8, "reading the CSV file", path)  # rows of Python strings: several bytes per byte read
+    check_allocation(
+        size, 8, "reading the CSV file", path
+    )  # rows of Python strings: several bytes per byte read
     csv.field_size_limit(max(csv.field_size_limit(), size + 1))
     rows = []
     try:
@@ -183,7 +197,8 @@ def read_csv_table(path: Union[str, Path]) -> List[Tuple[int, List[str]]]:
 
 
 def read_csv_rows(path: Union[str, Path]) -> List[List[str]]:
-    """The rows of a UTF-8 CSV file that hold a non-blank cell, as lists of strings (see :func:`read_csv_table`)."""
+    """The rows of a UTF-8 CSV file that hold a non-blank cell, as lists of strings (see
+    :func:`read_csv_table`)."""
     return [row for _, row in read_csv_table(path)]
 
 

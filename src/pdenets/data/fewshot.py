@@ -45,8 +45,16 @@ from .graphs import read_npz_arrays
 from .limits import check_allocation, check_expanded
 from .paths import regular_file
 
-__all__ = ["FeatureSet", "load_features", "save_features", "EpisodeSampler", "Episodes", "QueryShape",
-           "mean_and_interval", "OPEN_SET_LABEL"]
+__all__ = [
+    "FeatureSet",
+    "load_features",
+    "save_features",
+    "EpisodeSampler",
+    "Episodes",
+    "QueryShape",
+    "mean_and_interval",
+    "OPEN_SET_LABEL",
+]
 
 #: the label of a query whose class is not in the task's support (open set).
 OPEN_SET_LABEL = -1
@@ -95,12 +103,16 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
     features = np.asarray(features)
     labels = np.asarray(labels)
     if class_names is not None and np.asarray(class_names, dtype=object).ndim != 1:
-        raise _fail(source, f"class_names must be a list of names, one per class, got {str(class_names)[:60]}")
+        raise _fail(
+            source, f"class_names must be a list of names, one per class, got {str(class_names)[:60]}"
+        )
     if features.ndim != 2 or features.shape[0] == 0 or features.shape[1] == 0:
         raise _fail(source, f"features must be a non-empty (N, M) matrix, got shape {features.shape}")
     if not np.issubdtype(features.dtype, np.floating) and not np.issubdtype(features.dtype, np.integer):
         raise _fail(source, f"features must be numbers, got dtype {features.dtype}")
-    check_allocation(features.size, 4, f"the {features.shape[0]} x {features.shape[1]} features in float32", source)
+    check_allocation(
+        features.size, 4, f"the {features.shape[0]} x {features.shape[1]} features in float32", source
+    )
     features = features.astype(np.float32, copy=False)
     bad = int((~np.isfinite(features)).sum())
     if bad:
@@ -111,13 +123,18 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
         if not np.issubdtype(labels.dtype, np.floating):
             raise _fail(source, f"labels must be integer class ids, got dtype {labels.dtype}")
         if not np.isfinite(labels).all():
-            raise _fail(source, f"labels hold a non-finite value ({labels[~np.isfinite(labels)][0]}); class ids are "
-                                "integers 0…K−1")
+            raise _fail(
+                source,
+                f"labels hold a non-finite value ({labels[~np.isfinite(labels)][0]}); class ids are "
+                "integers 0…K−1",
+            )
         if (labels != np.round(labels)).any():
             value = labels[labels != np.round(labels)][0]
             raise _fail(source, f"labels must be integer class ids, got the value {value}")
         if np.abs(labels).max() >= 2**62:
-            raise _fail(source, f"labels hold the class id {labels[np.abs(labels).argmax()]:g}; class ids are 0…K−1")
+            raise _fail(
+                source, f"labels hold the class id {labels[np.abs(labels).argmax()]:g}; class ids are 0…K−1"
+            )
         labels = labels.astype(np.int64)
     if labels.min() < 0:
         raise _fail(source, f"labels hold the negative class id {int(labels.min())}")
@@ -125,10 +142,13 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
     largest = int(labels.max())
     limit = max(labels.size, len(class_names) if class_names is not None else 0)
     if largest >= limit:
-        raise _fail(source, f"labels name the class id {largest} but the file has {labels.size} rows"
-                            + (f" and {len(class_names)} class names" if class_names is not None else "") +
-                            ": class ids must be 0…K−1 for K classes (relabel with np.unique(labels, "
-                            "return_inverse=True))")
+        raise _fail(
+            source,
+            f"labels name the class id {largest} but the file has {labels.size} rows"
+            + (f" and {len(class_names)} class names" if class_names is not None else "")
+            + ": class ids must be 0…K−1 for K classes (relabel with np.unique(labels, "
+            "return_inverse=True))",
+        )
     num_classes = largest + 1
     if class_names is None:
         class_names = [f"class{c}" for c in range(num_classes)]
@@ -138,8 +158,9 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
     splits = {}
     for name, ids in (("base_classes", base), ("val_classes", val), ("novel_classes", novel)):
         values = np.asarray(ids if ids is not None else [], dtype=object if ids is None else None).reshape(-1)
-        whole = values.dtype.kind in "iu" or (values.dtype.kind == "f" and np.isfinite(values).all() and
-                                               (values == np.round(values)).all())
+        whole = values.dtype.kind in "iu" or (
+            values.dtype.kind == "f" and np.isfinite(values).all() and (values == np.round(values)).all()
+        )
         if values.size and not whole:
             raise _fail(source, f"{name} must be integer class ids, got {values[:3].tolist()}")
         if values.size and (values.min() < 0 or values.max() >= len(class_names)):
@@ -155,10 +176,18 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
     if base_mean is not None:
         base_mean = np.asarray(base_mean, dtype=np.float32).reshape(-1)
         if base_mean.shape != (features.shape[1],) or not np.isfinite(base_mean).all():
-            raise _fail(source, f"base_mean must be {features.shape[1]} finite numbers, got shape {base_mean.shape}")
+            raise _fail(
+                source, f"base_mean must be {features.shape[1]} finite numbers, got shape {base_mean.shape}"
+            )
         base_mean = torch.from_numpy(base_mean)
-    return FeatureSet(torch.from_numpy(np.ascontiguousarray(features)), torch.from_numpy(labels.astype(np.int64)),
-                      class_names, base_mean=base_mean, source=str(source), **splits)
+    return FeatureSet(
+        torch.from_numpy(np.ascontiguousarray(features)),
+        torch.from_numpy(labels.astype(np.int64)),
+        class_names,
+        base_mean=base_mean,
+        source=str(source),
+        **splits,
+    )
 
 
 def _array(value, what: str, source) -> np.ndarray:
@@ -167,8 +196,12 @@ def _array(value, what: str, source) -> np.ndarray:
         shapes = {item.shape for item in value}
         if len(shapes) > 1:
             raise _fail(source, f"{what} is a list of arrays of different shapes {sorted(shapes)[:3]}")
-        check_allocation(len(value) * value[0].size, np.result_type(*value).itemsize,
-                         f"{what} stacked from {len(value)} arrays", source)
+        check_allocation(
+            len(value) * value[0].size,
+            np.result_type(*value).itemsize,
+            f"{what} stacked from {len(value)} arrays",
+            source,
+        )
         return np.stack(value)
     try:
         return np.asarray(value)
@@ -199,8 +232,11 @@ def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[s
     before it allocates.
     """
     if "features" in mapping and "labels" in mapping:
-        return (_array(mapping["features"], "features", source), _array(mapping["labels"], "labels", source),
-                mapping.get("class_names"))
+        return (
+            _array(mapping["features"], "features", source),
+            _array(mapping["labels"], "labels", source),
+            mapping.get("class_names"),
+        )
     keys = list(mapping)
     blocks, labels, names = [], [], []
     for index, position in enumerate(_class_order(keys, source)):
@@ -208,17 +244,26 @@ def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[s
         if isinstance(value, (list, tuple)):
             rows = [np.asarray(v).reshape(-1) for v in value]
             if len({row.size for row in rows}) > 1:
-                raise _fail(source, f"class {name!r} holds feature vectors of different lengths "
-                                    f"{sorted({row.size for row in rows})[:3]}")
+                raise _fail(
+                    source,
+                    f"class {name!r} holds feature vectors of different lengths "
+                    f"{sorted({row.size for row in rows})[:3]}",
+                )
             if rows:
-                check_allocation(len(rows) * rows[0].size, np.result_type(*rows).itemsize,
-                                 f"class {name!r} stacked from {len(rows)} vectors", source)
+                check_allocation(
+                    len(rows) * rows[0].size,
+                    np.result_type(*rows).itemsize,
+                    f"class {name!r} stacked from {len(rows)} vectors",
+                    source,
+                )
             value = np.stack(rows) if rows else np.zeros((0, 0))
         value = np.asarray(value)
         if value.ndim == 1:
             value = value[None, :]
         if value.ndim != 2:
-            raise _fail(source, f"class {name!r} holds an array of shape {value.shape}, expected (samples, M)")
+            raise _fail(
+                source, f"class {name!r} holds an array of shape {value.shape}, expected (samples, M)"
+            )
         blocks.append(value)
         labels.append(np.full(value.shape[0], index))
         names.append(str(name))
@@ -228,8 +273,12 @@ def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[s
     if len(widths) != 1:
         raise _fail(source, f"classes have features of different widths {sorted(widths)}")
     rows = sum(block.shape[0] for block in blocks)
-    check_allocation(rows * widths.pop(), np.result_type(*blocks).itemsize,
-                     f"the features of {len(blocks)} classes joined", source)
+    check_allocation(
+        rows * widths.pop(),
+        np.result_type(*blocks).itemsize,
+        f"the features of {len(blocks)} classes joined",
+        source,
+    )
     return np.concatenate(blocks), np.concatenate(labels), names
 
 
@@ -274,7 +323,9 @@ def _to_numpy(value):
     return done[id(value)]
 
 
-def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path, np.ndarray]] = None) -> FeatureSet:
+def load_features(
+    path: Union[str, Path], *, base_mean: Optional[Union[str, Path, np.ndarray]] = None
+) -> FeatureSet:
     """Read a features file (see the module docstring); problems raise :class:`DatasetError` naming the file.
 
     A pickle or ``torch.save`` file is refused when its data, with every reference to a shared
@@ -288,14 +339,27 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
         if "features" not in arrays or "labels" not in arrays:
             skipped = sorted({"features", "labels"} & set(arrays.skipped_objects))
             if skipped:
-                raise _fail(path, f"{' and '.join(skipped)} stored as object arrays (pickled Python objects), which "
-                                  "are never unpickled: save features as numbers and labels as integer class ids")
-            raise _fail(path, f"found arrays {sorted(arrays)}; the features format needs 'features' and 'labels' "
-                              "(see pdenets.data.fewshot)")
+                raise _fail(
+                    path,
+                    f"{' and '.join(skipped)} stored as object arrays (pickled Python objects), which "
+                    "are never unpickled: save features as numbers and labels as integer class ids",
+                )
+            raise _fail(
+                path,
+                f"found arrays {sorted(arrays)}; the features format needs 'features' and 'labels' "
+                "(see pdenets.data.fewshot)",
+            )
         names = arrays.get("class_names")
-        result = _validated(arrays["features"], arrays["labels"], None if names is None else names.tolist(),
-                            arrays.get("base_classes"), arrays.get("val_classes"), arrays.get("novel_classes"),
-                            arrays.get("base_mean"), path)
+        result = _validated(
+            arrays["features"],
+            arrays["labels"],
+            None if names is None else names.tolist(),
+            arrays.get("base_classes"),
+            arrays.get("val_classes"),
+            arrays.get("novel_classes"),
+            arrays.get("base_mean"),
+            path,
+        )
     elif suffix in (".pkl", ".plk", ".pickle"):
         from .safe_pickle import load_array_pickle  # builds on scipy's sparse classes
 
@@ -303,7 +367,9 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
         if isinstance(loaded, (list, tuple)) and len(loaded) == 2:
             loaded = {"features": loaded[0], "labels": loaded[1]}
         if not isinstance(loaded, dict):
-            raise _fail(path, f"expected a dict of class -> features or features/labels, got {type(loaded).__name__}")
+            raise _fail(
+                path, f"expected a dict of class -> features or features/labels, got {type(loaded).__name__}"
+            )
         result = _validated(*_from_mapping(loaded, path), None, None, None, None, path)
     elif suffix in (".pt", ".pth"):
         check_allocation(path.stat().st_size, 1, "the file", path)
@@ -323,13 +389,22 @@ def load_features(path: Union[str, Path], *, base_mean: Optional[Union[str, Path
         raise _fail(path, "unknown features file type; use .npz (the pdenets format), .pkl or .pt")
     if base_mean is not None:
         mean = load_features_mean(base_mean, result.dim)
-        result = FeatureSet(result.features, result.labels, result.class_names, result.base_classes,
-                            result.val_classes, result.novel_classes, mean, result.source)
+        result = FeatureSet(
+            result.features,
+            result.labels,
+            result.class_names,
+            result.base_classes,
+            result.val_classes,
+            result.novel_classes,
+            mean,
+            result.source,
+        )
     return result
 
 
 def load_features_mean(source: Union[str, Path, np.ndarray], dim: int) -> torch.Tensor:
-    """A base mean given as an array, a ``.npy`` file or a features file whose ``base_mean``/features it averages."""
+    """A base mean given as an array, a ``.npy`` file or a features file whose ``base_mean``/features it
+    averages."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         if path.suffix == ".npy":
@@ -354,11 +429,14 @@ def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bo
         raise ValueError(f"{path}: the features file name must end in .npz")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
-    arrays = {"features": features.features.numpy(), "labels": features.labels.numpy(),
-              "class_names": np.array(features.class_names, dtype=str),
-              "base_classes": np.array(features.base_classes, dtype=np.int64),
-              "val_classes": np.array(features.val_classes, dtype=np.int64),
-              "novel_classes": np.array(features.novel_classes, dtype=np.int64)}
+    arrays = {
+        "features": features.features.numpy(),
+        "labels": features.labels.numpy(),
+        "class_names": np.array(features.class_names, dtype=str),
+        "base_classes": np.array(features.base_classes, dtype=np.int64),
+        "val_classes": np.array(features.val_classes, dtype=np.int64),
+        "novel_classes": np.array(features.novel_classes, dtype=np.int64),
+    }
     if features.base_mean is not None:
         arrays["base_mean"] = features.base_mean.numpy()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -415,8 +493,10 @@ class QueryShape:
         except ValueError:
             concentration = math.nan
         if name != "dirichlet" or not (0 < concentration < math.inf):
-            raise ValueError(f"query distribution {self.distribution!r}: use 'balanced' or 'dirichlet:A' with a "
-                             "concentration A > 0 (e.g. dirichlet:2)")
+            raise ValueError(
+                f"query distribution {self.distribution!r}: use 'balanced' or 'dirichlet:A' with a "
+                "concentration A > 0 (e.g. dirichlet:2)"
+            )
         return concentration
 
     @property
@@ -425,13 +505,21 @@ class QueryShape:
         return self.distribution == "balanced" and self.open_set == 0
 
     def describe(self, ways: int, queries: int) -> str:
-        spread = f"{queries} queries per class" if self.distribution == "balanced" else \
-            f"Dirichlet({self.concentration:g}) proportions, {ways * queries} queries of the {ways} classes"
-        return spread + (f" + {self.open_set * queries} of {self.open_set} absent classes" if self.open_set else "")
+        spread = (
+            f"{queries} queries per class"
+            if self.distribution == "balanced"
+            else f"Dirichlet({self.concentration:g}) proportions, {ways * queries} queries of the {ways} "
+            "classes"
+        )
+        return spread + (
+            f" + {self.open_set * queries} of {self.open_set} absent classes" if self.open_set else ""
+        )
 
-    def counts(self, generator: np.random.Generator, ways: int, queries: int,
-               room: Optional[np.ndarray] = None) -> np.ndarray:
-        """The queries of each class of one task ``(C,)``, at most ``room`` of class ``c`` (default: no limit)."""
+    def counts(
+        self, generator: np.random.Generator, ways: int, queries: int, room: Optional[np.ndarray] = None
+    ) -> np.ndarray:
+        """The queries of each class of one task ``(C,)``, at most ``room`` of class ``c`` (default: no
+        limit)."""
         if self.distribution == "balanced":
             return np.full(ways, queries)
         total = ways * queries
@@ -441,14 +529,16 @@ class QueryShape:
         while counts.sum() < total:
             open_classes = counts < room
             if not open_classes.any():
-                raise ValueError(f"the {ways} classes hold {int(room.sum())} samples beside the support, fewer than "
-                                 f"the {total} queries asked; lower queries")
+                raise ValueError(
+                    f"the {ways} classes hold {int(room.sum())} samples beside the support, fewer than "
+                    f"the {total} queries asked; lower queries"
+                )
             weights = np.where(open_classes, proportions, 0.0)
             weights = weights / weights.sum() if weights.sum() > 0 else open_classes / open_classes.sum()
             missing = total - counts.sum()
             shares = weights * missing
             extra = np.floor(shares).astype(int)
-            extra[np.argsort(-(shares - extra), kind="stable")[:missing - extra.sum()]] += 1
+            extra[np.argsort(-(shares - extra), kind="stable")[: missing - extra.sum()]] += 1
             counts = np.minimum(counts + extra, room)
         return counts
 
@@ -487,7 +577,8 @@ class EpisodeSampler:
 
     Examples:
         >>> import torch
-        >>> sampler = EpisodeSampler(torch.arange(10).repeat_interleave(20), range(10), ways=5, shots=1, queries=15)
+        >>> labels = torch.arange(10).repeat_interleave(20)
+        >>> sampler = EpisodeSampler(labels, range(10), ways=5, shots=1, queries=15)
         >>> tasks = sampler.sample(range(3))
         >>> tuple(tasks.support.shape), tuple(tasks.query.shape)
         ((3, 5), (3, 75))
@@ -497,8 +588,17 @@ class EpisodeSampler:
         (3, 75)
     """
 
-    def __init__(self, labels: torch.Tensor, classes: Sequence[int], *, ways: int = 5, shots: int = 1,
-                 queries: int = 15, seed: int = 0, shape: QueryShape = QueryShape()):
+    def __init__(
+        self,
+        labels: torch.Tensor,
+        classes: Sequence[int],
+        *,
+        ways: int = 5,
+        shots: int = 1,
+        queries: int = 15,
+        seed: int = 0,
+        shape: QueryShape = QueryShape(),
+    ):
         self.ways = check_positive_int(ways, "ways")
         self.shots = check_positive_int(shots, "shots")
         self.queries = check_positive_int(queries, "queries")
@@ -514,24 +614,33 @@ class EpisodeSampler:
             raise ValueError("the episode classes hold duplicates")
         if self.ways + shape.open_set > len(classes):
             extra = f" + {shape.open_set} open-set classes" if shape.open_set else ""
-            raise ValueError(f"ways={self.ways}{extra} but only {len(classes)} classes are available for episodes")
+            raise ValueError(
+                f"ways={self.ways}{extra} but only {len(classes)} classes are available for episodes"
+            )
         self.members = {c: torch.nonzero(labels == c).squeeze(1).numpy() for c in classes}
-        # balanced: every class needs shots + queries samples; Dirichlet: shots (a class may give no query, and one
-        # with fewer samples than its share gives what it has); open set: queries
+        # balanced: every class needs shots + queries samples; Dirichlet: shots (a class may give no query,
+        # and one with fewer samples than its share gives what it has); open set: queries
         needed = self.shots + (self.queries if shape.distribution == "balanced" else 0)
         short = {c: len(m) for c, m in self.members.items() if len(m) < needed}
         if short:
             shown = dict(list(short.items())[:5])
-            raise ValueError(f"{len(short)} class(es) have fewer than shots + queries = {needed} samples "
-                             f"(class: samples {shown}); lower shots/queries or drop those classes")
-        if shape.open_set and sum(len(m) >= self.queries for m in self.members.values()) < self.ways + shape.open_set:
-            raise ValueError(f"open_set={shape.open_set} needs {self.ways + shape.open_set} classes of at least "
-                             f"queries={self.queries} samples")
+            raise ValueError(
+                f"{len(short)} class(es) have fewer than shots + queries = {needed} samples "
+                f"(class: samples {shown}); lower shots/queries or drop those classes"
+            )
+        if (
+            shape.open_set
+            and sum(len(m) >= self.queries for m in self.members.values()) < self.ways + shape.open_set
+        ):
+            raise ValueError(
+                f"open_set={shape.open_set} needs {self.ways + shape.open_set} classes of at least "
+                f"queries={self.queries} samples"
+            )
         self.classes = np.array(classes)
 
     def task(self, index: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Support indices ``(C·K,)``, query indices and labels ``(Q_all,)`` and the chosen classes ``(C,)`` of task
-        ``index``."""
+        """Support indices ``(C·K,)``, query indices and labels ``(Q_all,)`` and the chosen classes ``(C,)``
+        of task ``index``."""
         generator = np.random.default_rng([self.seed, int(index)])
         chosen = generator.choice(self.classes, self.ways, replace=False)
         room = np.array([len(self.members[int(c)]) - self.shots for c in chosen])
@@ -539,12 +648,17 @@ class EpisodeSampler:
         support, query, query_labels = [], [], []
         for label, (c, count) in enumerate(zip(chosen, counts)):
             picked = generator.choice(self.members[int(c)], self.shots + int(count), replace=False)
-            support.append(picked[:self.shots])
-            query.append(picked[self.shots:])
+            support.append(picked[: self.shots])
+            query.append(picked[self.shots :])
             query_labels.append(np.full(int(count), label))
         if self.shape.open_set:
-            rest = np.array([c for c in self.classes if c not in set(chosen.tolist())
-                             and len(self.members[int(c)]) >= self.queries])
+            rest = np.array(
+                [
+                    c
+                    for c in self.classes
+                    if c not in set(chosen.tolist()) and len(self.members[int(c)]) >= self.queries
+                ]
+            )
             for c in generator.choice(rest, self.shape.open_set, replace=False):
                 query.append(generator.choice(self.members[int(c)], self.queries, replace=False))
                 query_labels.append(np.full(self.queries, OPEN_SET_LABEL))
@@ -562,7 +676,8 @@ class EpisodeSampler:
 
 
 def mean_and_interval(accuracies: Sequence[float], *, confidence: float = 0.95) -> Tuple[float, float]:
-    """Mean accuracy and the half-width of its normal-approximation confidence interval (``1.96 σ/√n`` at 95 %)."""
+    """Mean accuracy and the half-width of its normal-approximation confidence interval (``1.96 σ/√n`` at 95
+    %)."""
     values = np.asarray(accuracies, dtype=float)
     if values.size == 0:
         return math.nan, math.nan

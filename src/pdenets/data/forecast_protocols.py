@@ -41,15 +41,33 @@ import torch
 
 from .temporal import TemporalGraphSeries, forecast_windows
 
-__all__ = ["PROTOCOLS", "TRANSFORMS", "ForecastSetup", "split_days", "protocol_windows", "pyg_scaled",
-           "region_scales", "CLOSED_FORM", "closed_form_forecast", "linear_forecast", "masked_mse", "forecast_metrics",
-           "first_horizon_forecasts", "diffuse_forecasts", "choose_diffusion", "block_gains", "DiffusionChoice",
-           "MIN_SELECTION_BLOCKS", "SELECTION_CONFIDENCE"]
+__all__ = [
+    "PROTOCOLS",
+    "TRANSFORMS",
+    "ForecastSetup",
+    "split_days",
+    "protocol_windows",
+    "pyg_scaled",
+    "region_scales",
+    "CLOSED_FORM",
+    "closed_form_forecast",
+    "linear_forecast",
+    "masked_mse",
+    "forecast_metrics",
+    "first_horizon_forecasts",
+    "diffuse_forecasts",
+    "choose_diffusion",
+    "block_gains",
+    "DiffusionChoice",
+    "MIN_SELECTION_BLOCKS",
+    "SELECTION_CONFIDENCE",
+]
 
 #: the transforms of count series before standardizing (our protocol): ``auto`` is ``log1p`` where the series'
 #: publisher's loader takes it (Twitter tennis), ``none`` otherwise
 TRANSFORMS = ("auto", "log1p", "none")
-#: the fewest blocks of selection days on which a gain of COIN's diffusion is judged (fewer: the model is kept)
+#: the fewest blocks of selection days on which a gain of COIN's diffusion is judged (fewer: the model is
+#: kept)
 MIN_SELECTION_BLOCKS = 5
 #: the one-sided confidence of the lower bound a diffusion's gain must clear
 SELECTION_CONFIDENCE = 0.95
@@ -87,20 +105,30 @@ class ForecastSetup:
             >>> ForecastSetup.of(SimpleNamespace(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1))
             ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1, transform='auto')
         """
-        return cls(**{item.name: getattr(settings, item.name) for item in fields(cls) if hasattr(settings, item.name)})
+        return cls(
+            **{
+                item.name: getattr(settings, item.name)
+                for item in fields(cls)
+                if hasattr(settings, item.name)
+            }
+        )
 
     def transform_of(self, series: TemporalGraphSeries) -> str:
-        """``"log1p"`` or ``"none"``: this setup's transform for ``series`` (``auto`` follows the series' loader)."""
+        """``"log1p"`` or ``"none"``: this setup's transform for ``series`` (``auto`` follows the series'
+        loader)."""
         if self.transform == "auto":
             return "log1p" if series.raw_counts and series.pyg_scaling == "log1p" else "none"
         if self.transform == "log1p" and not series.raw_counts:
-            raise ValueError(f"transform log1p is for count series; {series.name} holds values that are not counts")
+            raise ValueError(
+                f"transform log1p is for count series; {series.name} holds values that are not counts"
+            )
         return self.transform
 
 
 def region_scales(train_days: torch.Tensor, counts: bool) -> torch.Tensor:
-    """The standard deviation each region is measured in: its training days', at least 1 for counts, and the median
-    region's where its own is under a tenth of that (a region that barely moved before the test period).
+    """The standard deviation each region is measured in: its training days', at least 1 for counts, and the
+    median region's where its own is under a tenth of that (a region that barely moved before the test
+    period).
 
     Args:
         train_days: ``(T, N)`` the training values of every region.
@@ -145,12 +173,15 @@ def split_days(name: str, steps: int, setup: ForecastSetup) -> Tuple[int, int]:
     test_start = steps - max(1, round(setup.test_fraction * steps))
     val_start = test_start - max(1, round(setup.val_fraction * steps))
     if val_start <= lags:
-        raise ValueError(f"{name}: {steps} steps leave no training targets after {lags} lags with these fractions")
+        raise ValueError(
+            f"{name}: {steps} steps leave no training targets after {lags} lags with these fractions"
+        )
     return val_start, test_start
 
 
-def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
-                     ) -> Dict[str, Any]:
+def protocol_windows(
+    series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
+) -> Dict[str, Any]:
     """Windows, split masks, scaling and the graph days of one protocol.
 
     Args:
@@ -159,12 +190,12 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
         setup: the settings of ``"ours"`` (``"pyg-temporal"`` has none; default: ``None``).
 
     Returns:
-        A dict: the ``series``, ``inputs (S, N, L)``, ``targets (S, N, H)`` (scaled, ``0`` beyond the series), ``masks``
-        (``train``/``val``/``test``, ``(S, N, H)`` booleans), ``mean``/``std`` per region (to undo the
-        scaling), the ``origins`` and ``target_steps``, ``lags``, ``horizons``, the ``split`` (its days or
+        A dict: the ``series``, ``inputs (S, N, L)``, ``targets (S, N, H)`` (scaled, ``0`` beyond the series),
+        ``masks`` (``train``/``val``/``test``, ``(S, N, H)`` booleans), ``mean``/``std`` per region (to undo
+        the scaling), the ``origins`` and ``target_steps``, ``lags``, ``horizons``, the ``split`` (its days or
         snapshot counts), the ``raw`` values, the ``protocol``, and the graphs to diffuse on: ``graph_days``
-        (the distinct days whose graph some origin uses) and ``graph_ids`` (``(S,)``, each origin's index
-        into them).
+        (the distinct days whose graph some origin uses) and ``graph_ids`` (``(S,)``, each origin's index into
+        them).
 
     Raises:
         ValueError: our protocol's settings do not fit the series (:func:`split_days`).
@@ -183,8 +214,11 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
         windows = forecast_windows(scaled, lags, horizons)
         day = windows.target_steps[:, None, :].expand_as(windows.targets)
         valid = ~torch.isnan(windows.targets)
-        masks = {"train": valid & (day < val_start), "val": valid & (day >= val_start) & (day < test_start),
-                 "test": valid & (day >= test_start)}
+        masks = {
+            "train": valid & (day < val_start),
+            "val": valid & (day >= val_start) & (day < test_start),
+            "test": valid & (day >= test_start),
+        }
         split = {"val_start": val_start, "test_start": test_start}
     else:
         transform = "log1p" if series.pyg_scaling == "log1p" else "none"
@@ -192,24 +226,45 @@ def protocol_windows(series: TemporalGraphSeries, protocol: str, setup: Optional
         scaled, mean, std = pyg_scaled(series)
         windows = forecast_windows(scaled, lags, horizons)
         keep = ~torch.isnan(windows.targets).any(-1).any(-1)  # snapshots with their target inside the series
-        windows = type(windows)(windows.inputs[keep], windows.targets[keep], windows.origins[keep],
-                                windows.target_steps[keep])
+        windows = type(windows)(
+            windows.inputs[keep], windows.targets[keep], windows.origins[keep], windows.target_steps[keep]
+        )
         count = len(windows)
         train_count = int(0.2 * count)
         val_from = train_count - max(1, train_count // 5)
         index = torch.arange(count)[:, None, None].expand_as(windows.targets)
-        masks = {"train": index < val_from, "val": (index >= val_from) & (index < train_count),
-                 "test": index >= train_count}
-        split = {"train_snapshots": train_count, "val_snapshots": train_count - val_from,
-                 "test_snapshots": count - train_count}
-    # one graph per day: origin t diffuses on the graph of its last observed day t − 1 (the fixed graph if static)
+        masks = {
+            "train": index < val_from,
+            "val": (index >= val_from) & (index < train_count),
+            "test": index >= train_count,
+        }
+        split = {
+            "train_snapshots": train_count,
+            "val_snapshots": train_count - val_from,
+            "test_snapshots": count - train_count,
+        }
+    # one graph per day: origin t diffuses on the graph of its last observed day t − 1 (the fixed graph if
+    # static)
     days = (windows.origins - 1).clamp_min(0) if series.time_varying else torch.zeros_like(windows.origins)
     distinct, ids = torch.unique(days, return_inverse=True)
-    return {"series": series, "inputs": windows.inputs, "targets": torch.nan_to_num(windows.targets), "masks": masks,
-            "mean": mean, "std": std, "graph_days": distinct.tolist(), "graph_ids": ids, "origins": windows.origins,
-            "lags": lags, "horizons": horizons, "split": split, "raw": series.values,
-            "target_steps": windows.target_steps,
-            "protocol": protocol, "transform": transform}
+    return {
+        "series": series,
+        "inputs": windows.inputs,
+        "targets": torch.nan_to_num(windows.targets),
+        "masks": masks,
+        "mean": mean,
+        "std": std,
+        "graph_days": distinct.tolist(),
+        "graph_ids": ids,
+        "origins": windows.origins,
+        "lags": lags,
+        "horizons": horizons,
+        "split": split,
+        "raw": series.values,
+        "target_steps": windows.target_steps,
+        "protocol": protocol,
+        "transform": transform,
+    }
 
 
 def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -226,7 +281,10 @@ def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor,
         a linear scaling (``log1p`` is undone by neither: ``mean = 0``, ``std = 1`` and no raw-unit metrics).
     """
     values = series.values
-    ones, zeros = torch.ones(values.shape[1], dtype=values.dtype), torch.zeros(values.shape[1], dtype=values.dtype)
+    ones, zeros = (
+        torch.ones(values.shape[1], dtype=values.dtype),
+        torch.zeros(values.shape[1], dtype=values.dtype),
+    )
     if series.pyg_scaling == "log1p":
         return torch.log1p(values), zeros, ones
     if series.pyg_scaling == "none":
@@ -262,26 +320,33 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
         data: a protocol's windows (:func:`protocol_windows`).
 
     Returns:
-        ``mse``, ``mae`` and their lists per horizon ``mse_by_horizon``, ``mae_by_horizon`` on the test targets,
-        ``top5_share`` (the part of the squared error that the five worst regions hold);
-        for count data also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts (scaling and ``log1p`` undone).
+        ``mse``, ``mae`` and their lists per horizon ``mse_by_horizon``, ``mae_by_horizon`` on the test
+        targets, ``top5_share`` (the part of the squared error that the five worst regions hold); for count
+        data also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts (scaling and ``log1p`` undone).
     """
     targets, mask = data["targets"], data["masks"]["test"]
     error = prediction - targets
     out: Dict[str, Any] = {"mse": float(error[mask].square().mean()), "mae": float(error[mask].abs().mean())}
-    out["mse_by_horizon"] = [float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])]
-    out["mae_by_horizon"] = [float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])]
+    out["mse_by_horizon"] = [
+        float(error[..., h][mask[..., h]].square().mean()) for h in range(targets.shape[-1])
+    ]
+    out["mae_by_horizon"] = [
+        float(error[..., h][mask[..., h]].abs().mean()) for h in range(targets.shape[-1])
+    ]
     per_region = (error.square() * mask).sum((0, 2))
     top5 = per_region.topk(min(5, len(per_region))).values.sum()
     out["top5_share"] = float(top5 / per_region.sum().clamp_min(1e-300))
     if data["series"].raw_counts:  # in cases per region: the scaling (and a log1p) undone
+
         def counts(scaled: torch.Tensor) -> torch.Tensor:
             value = scaled * data["std"][None, :, None] + data["mean"][None, :, None]
             return torch.expm1(value) if data.get("transform") == "log1p" else value
 
         raw_error = (counts(prediction) - counts(targets)).abs()
         out["mae_raw"] = float(raw_error[mask].mean())
-        out["mae_raw_by_horizon"] = [float(raw_error[..., h][mask[..., h]].mean()) for h in range(targets.shape[-1])]
+        out["mae_raw_by_horizon"] = [
+            float(raw_error[..., h][mask[..., h]].mean()) for h in range(targets.shape[-1])
+        ]
     return out
 
 
@@ -293,11 +358,14 @@ def first_horizon_forecasts(prediction: torch.Tensor, data: Dict[str, Any]) -> D
         data: a protocol's windows (:func:`protocol_windows`).
 
     Returns:
-        ``steps``: the target steps; ``values``: the ``(steps, N)`` forecasts as nested lists, rounded to 5 decimals.
+        ``steps``: the target steps; ``values``: the ``(steps, N)`` forecasts as nested lists, rounded to 5
+        decimals.
     """
     test_rows = data["masks"]["test"][:, 0, 0].nonzero().squeeze(1)
-    return {"steps": data["target_steps"][test_rows, 0].tolist(),
-            "values": prediction[test_rows, :, 0].round(decimals=5).tolist()}
+    return {
+        "steps": data["target_steps"][test_rows, 0].tolist(),
+        "values": prediction[test_rows, :, 0].round(decimals=5).tolist(),
+    }
 
 
 def closed_form_forecast(model: str, data: Dict[str, Any]) -> torch.Tensor:
@@ -334,7 +402,8 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
     Examples:
         >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
         >>> targets = 2 * inputs[..., 1:] + 1
-        >>> linear_forecast(inputs, targets, torch.ones_like(targets, dtype=torch.bool)).flatten().round().tolist()
+        >>> observed = torch.ones_like(targets, dtype=torch.bool)
+        >>> linear_forecast(inputs, targets, observed).flatten().round().tolist()
         [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]
     """
     design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
@@ -346,7 +415,9 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
     return out
 
 
-def diffuse_forecasts(prediction: torch.Tensor, graphs: Any, step_size: float, num_steps: int) -> torch.Tensor:
+def diffuse_forecasts(
+    prediction: torch.Tensor, graphs: Any, step_size: float, num_steps: int
+) -> torch.Tensor:
     """``r`` explicit diffusion steps ``Y ← Y − γ L Y`` of forecasts, each origin on its own graph.
 
     Args:
@@ -367,8 +438,9 @@ def diffuse_forecasts(prediction: torch.Tensor, graphs: Any, step_size: float, n
 
 @dataclass(frozen=True)
 class DiffusionChoice:
-    """COIN's diffusion over a model's forecasts: ``(γ, r)`` (``γ = 0``: the model kept), the selection days' evidence
-    (mean block gain in MSE, its lower confidence bound, the number of blocks) and the selection-set MSE."""
+    """COIN's diffusion over a model's forecasts: ``(γ, r)`` (``γ = 0``: the model kept), the selection days'
+    evidence (mean block gain in MSE, its lower confidence bound, the number of blocks) and the selection-set
+    MSE."""
 
     step_size: float
     num_steps: int
@@ -379,9 +451,16 @@ class DiffusionChoice:
     forecasts: torch.Tensor = field(repr=False, compare=False)
 
 
-def block_gains(prediction: torch.Tensor, diffused: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-                target_steps: torch.Tensor, block_days: int) -> torch.Tensor:
-    """The gain of ``diffused`` over ``prediction`` in squared error, per block of ``block_days`` consecutive days.
+def block_gains(
+    prediction: torch.Tensor,
+    diffused: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    target_steps: torch.Tensor,
+    block_days: int,
+) -> torch.Tensor:
+    """The gain of ``diffused`` over ``prediction`` in squared error, per block of ``block_days`` consecutive
+    days.
 
     ``d = (prediction − target)² − (diffused − target)²`` for every entry of ``mask`` (positive: diffusion
     helped); the entries of one target day are averaged (they share the day's shocks), and consecutive
@@ -399,8 +478,10 @@ def block_gains(prediction: torch.Tensor, diffused: torch.Tensor, targets: torch
         ``(m,)`` block means, in the order of the days.
 
     Examples:
-        >>> p, d, y = torch.zeros(4, 1, 1), torch.ones(4, 1, 1), torch.tensor([2.0, 2.0, 0.0, 0.0]).view(4, 1, 1)
-        >>> block_gains(p, d, y, torch.ones(4, 1, 1, dtype=torch.bool), torch.arange(4).view(4, 1), 2).tolist()
+        >>> p, d = torch.zeros(4, 1, 1), torch.ones(4, 1, 1)
+        >>> y = torch.tensor([2.0, 2.0, 0.0, 0.0]).view(4, 1, 1)
+        >>> mask = torch.ones(4, 1, 1, dtype=torch.bool)
+        >>> block_gains(p, d, y, mask, torch.arange(4).view(4, 1), 2).tolist()
         [3.0, -1.0]
     """
     gains = (prediction - targets).square() - (diffused - targets).square()
@@ -410,13 +491,19 @@ def block_gains(prediction: torch.Tensor, diffused: torch.Tensor, targets: torch
     per_day = torch.zeros(len(distinct), dtype=values.dtype).index_add_(0, position, values)
     per_day = per_day / torch.bincount(position, minlength=len(distinct)).to(values.dtype)
     blocks = len(per_day) // block_days
-    return per_day[:blocks * block_days].reshape(blocks, block_days).mean(1)
+    return per_day[: blocks * block_days].reshape(blocks, block_days).mean(1)
 
 
-def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes: Sequence[float],
-                     num_steps: Sequence[int], *, selection: Optional[torch.Tensor] = None,
-                     confidence: float = SELECTION_CONFIDENCE, min_blocks: int = MIN_SELECTION_BLOCKS
-                     ) -> DiffusionChoice:
+def choose_diffusion(
+    prediction: torch.Tensor,
+    data: Dict[str, Any],
+    step_sizes: Sequence[float],
+    num_steps: Sequence[int],
+    *,
+    selection: Optional[torch.Tensor] = None,
+    confidence: float = SELECTION_CONFIDENCE,
+    min_blocks: int = MIN_SELECTION_BLOCKS,
+) -> DiffusionChoice:
     """COIN over any model: diffusion only where the selection days show a gain larger than their noise.
 
     For each ``(γ, r)`` of the grid the gain over the model is measured in blocks of ``H`` selection days
@@ -435,8 +522,9 @@ def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes:
             :func:`diffuse_forecasts`.
         step_sizes: the ``γ`` to try (``0`` is the model itself).
         num_steps: the ``r`` to try.
-        selection: ``(S, N, H)`` the entries to select on (default: the validation targets). Forecasts that saw no
-            target (the last value, the mean of the lags) can select on every target before the test period.
+        selection: ``(S, N, H)`` the entries to select on (default: the validation targets). Forecasts that
+            saw no target (the last value, the mean of the lags) can select on every target before the test
+            period.
         confidence: of the lower bound (default 0.95).
         min_blocks: the fewest blocks judged (default 5).
 
@@ -462,6 +550,7 @@ def choose_diffusion(prediction: torch.Tensor, data: Dict[str, Any], step_sizes:
             mean, spread = float(gains.mean()), float(gains.std())
             bound = mean - float(student.ppf(confidence, len(gains) - 1)) * spread / math.sqrt(len(gains))
             if bound > best.lower_bound:
-                best = DiffusionChoice(step_size, steps, mean, bound, len(gains),
-                                       masked_mse(out, targets, mask).item(), out)
+                best = DiffusionChoice(
+                    step_size, steps, mean, bound, len(gains), masked_mse(out, targets, mask).item(), out
+                )
     return best

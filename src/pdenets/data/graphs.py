@@ -50,13 +50,20 @@ from typing import TYPE_CHECKING, Dict, Iterable, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .._lazy import LazyModule
 from .._checks import check_labels
-from .csvfile import MAX_ID, is_number, parse_integer, parse_number, read_csv_table, read_text_file, shown_value
+from .._lazy import LazyModule
+from .csvfile import (
+    MAX_ID,
+    is_number,
+    parse_integer,
+    parse_number,
+    read_csv_table,
+    read_text_file,
+    shown_value,
+)
 from .errors import DatasetError, DatasetNotFoundError
 from .limits import MemoryBudgetError, check_allocation
 from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
-
 
 #: scipy.sparse, imported when a graph is read (not when pdenets starts)
 sp = LazyModule("scipy.sparse")
@@ -71,8 +78,18 @@ def _pyg_data(**values) -> "Data":
     return Data(**values)
 
 
-__all__ = ["DatasetError", "DatasetNotFoundError", "load_graph", "load_planetoid", "load_npz", "load_edge_list",
-           "save_graph_npz", "read_npz_arrays", "GRAPH_SOURCES", "MISSING_FEATURES"]
+__all__ = [
+    "DatasetError",
+    "DatasetNotFoundError",
+    "load_graph",
+    "load_planetoid",
+    "load_npz",
+    "load_edge_list",
+    "save_graph_npz",
+    "read_npz_arrays",
+    "GRAPH_SOURCES",
+    "MISSING_FEATURES",
+]
 
 PLANETOID_NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 PLANETOID_PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -81,15 +98,17 @@ MISSING_FEATURES = ("identity", "degree")
 GRAPH_SOURCES: Dict[str, str] = {
     "planetoid": "https://github.com/kimiyoung/planetoid (raw files also in github.com/tkipf/gcn, gcn/data/)",
     "npz": "https://github.com/shchur/gnn-benchmark (data/npz/); "
-           "also github.com/shwangtangjun/Diff-ResNet, graph/data/",
+    "also github.com/shwangtangjun/Diff-ResNet, graph/data/",
 }
 
 
 def _missing(path: Path, data_dir: Path, source: str, detail: str = "") -> DatasetNotFoundError:
     return DatasetNotFoundError(
         f"missing dataset file {path}{detail}. Searched data directory {data_dir} (set it with --data-dir or "
-        f"${DATA_ENV_VAR}). Get the file from {GRAPH_SOURCES[source]} and place it at that path; pdenets never "
-        "downloads data.")
+        f"${DATA_ENV_VAR}). Get the file from {GRAPH_SOURCES[source]} and place it at that path; pdenets "
+        "never "
+        "downloads data."
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -98,7 +117,9 @@ def _missing(path: Path, data_dir: Path, source: str, detail: str = "") -> Datas
 
 def _npy_header(stream) -> Tuple[Tuple[int, ...], np.dtype]:
     version = np.lib.format.read_magic(stream)
-    reader = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+    reader = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(
+        version
+    )
     if reader is None:
         raise ValueError(f"unsupported .npy version {version}")
     shape, _, dtype = reader(stream)
@@ -106,15 +127,17 @@ def _npy_header(stream) -> Tuple[Tuple[int, ...], np.dtype]:
 
 
 class NpzArrays(Dict[str, np.ndarray]):
-    """The numeric arrays of an ``.npz`` file by name; ``skipped_objects`` names the object arrays left unread."""
+    """The numeric arrays of an ``.npz`` file by name; ``skipped_objects`` names the object arrays left
+    unread."""
 
     skipped_objects: Tuple[str, ...] = ()
 
 
 def object_array_error(path: Path, name: str, advice: str) -> DatasetError:
     """The error for a needed array that the file stores as an object array (never unpickled)."""
-    return DatasetError(f"{path}: {name} is an object array (pickled Python objects) which is never unpickled; "
-                        f"{advice}")
+    return DatasetError(
+        f"{path}: {name} is an object array (pickled Python objects) which is never unpickled; {advice}"
+    )
 
 
 def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> NpzArrays:
@@ -145,12 +168,16 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Npz
                     if skip_objects:
                         skipped.append(info.filename[:-4])
                         continue
-                    raise DatasetError(f"{path}: {info.filename[:-4]} is an object array (pickled Python objects); "
-                                       "it is never unpickled")
+                    raise DatasetError(
+                        f"{path}: {info.filename[:-4]} is an object array (pickled Python objects); "
+                        "it is never unpickled"
+                    )
                 nbytes = math.prod(shape) * dtype.itemsize
                 if nbytes > info.file_size:
-                    raise DatasetError(f"{path}: member {info.filename[:-4]} declares shape {shape} of {dtype} "
-                                       f"({nbytes} bytes) but holds {info.file_size} bytes: the file is damaged")
+                    raise DatasetError(
+                        f"{path}: member {info.filename[:-4]} declares shape {shape} of {dtype} "
+                        f"({nbytes} bytes) but holds {info.file_size} bytes: the file is damaged"
+                    )
                 declared += nbytes
                 plan.append(info)
             check_allocation(declared, 1, "its arrays", path)
@@ -160,13 +187,16 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Npz
     except (DatasetError, MemoryBudgetError):  # ours, already naming the file or the setting
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as error:
-        raise DatasetError(f"{path}: not a readable .npz archive (truncated or corrupt: "
-                           f"{type(error).__name__}: {error})") from None
+        raise DatasetError(
+            f"{path}: not a readable .npz archive (truncated or corrupt: {type(error).__name__}: {error})"
+        ) from None
     arrays.skipped_objects = tuple(skipped)
     return arrays
 
 
-def _csr(arrays: Dict[str, np.ndarray], parts: Tuple[str, str, str, str], what: str, path: Path) -> sp.csr_matrix:
+def _csr(
+    arrays: Dict[str, np.ndarray], parts: Tuple[str, str, str, str], what: str, path: Path
+) -> sp.csr_matrix:
     data, indices, indptr, shape = (arrays[p] for p in parts)
     shape = tuple(int(s) for s in np.asarray(shape).reshape(-1))
     if len(shape) != 2 or min(shape) < 0:
@@ -183,9 +213,11 @@ def _csr(arrays: Dict[str, np.ndarray], parts: Tuple[str, str, str, str], what: 
 
 def _first_layout(keys: Iterable[str], name: str) -> Optional[Tuple[str, str, str, str]]:
     keys = set(keys)
-    for parts in ((f"{name}_data", f"{name}_indices", f"{name}_indptr", f"{name}_shape"),
-                  (f"{name}_matrix.data", f"{name}_matrix.indices", f"{name}_matrix.indptr", f"{name}_matrix.shape"),
-                  (f"{name}.data", f"{name}.indices", f"{name}.indptr", f"{name}.shape")):
+    for parts in (
+        (f"{name}_data", f"{name}_indices", f"{name}_indptr", f"{name}_shape"),
+        (f"{name}_matrix.data", f"{name}_matrix.indices", f"{name}_matrix.indptr", f"{name}_matrix.shape"),
+        (f"{name}.data", f"{name}.indices", f"{name}.indptr", f"{name}.shape"),
+    ):
         if set(parts) <= keys:
             return parts
     return None
@@ -200,7 +232,9 @@ def _dense_features(matrix, path: Path) -> torch.Tensor:
     features = dense.astype(np.float32, copy=False)
     bad = int((~np.isfinite(features)).sum())
     if bad:
-        raise DatasetError(f"{path}: the node features hold {bad} NaN/inf value(s); clean or impute them first")
+        raise DatasetError(
+            f"{path}: the node features hold {bad} NaN/inf value(s); clean or impute them first"
+        )
     return torch.from_numpy(np.ascontiguousarray(features))
 
 
@@ -211,13 +245,20 @@ def _labels(raw: np.ndarray, num_nodes: int, path: Path) -> torch.Tensor:
             raise DatasetError(f"{path}: the one-hot labels hold NaN/inf values")
         raw = np.where(raw.sum(1) > 0, raw.argmax(1), -1)
     if raw.ndim != 1:
-        raise DatasetError(f"{path}: labels must be a vector of class ids or one-hot rows, got shape {raw.shape}")
+        raise DatasetError(
+            f"{path}: labels must be a vector of class ids or one-hot rows, got shape {raw.shape}"
+        )
     if raw.shape[0] != num_nodes:
         raise DatasetError(f"{path}: {raw.shape[0]} labels for {num_nodes} nodes")
     if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.bool_)):
-        if not np.issubdtype(raw.dtype, np.floating) or not np.isfinite(raw).all() or (raw != np.round(raw)).any():
-            raise DatasetError(f"{path}: labels must be integer class ids, got {raw.dtype} values such as "
-                               f"{raw[:3].tolist()}")
+        if (
+            not np.issubdtype(raw.dtype, np.floating)
+            or not np.isfinite(raw).all()
+            or (raw != np.round(raw)).any()
+        ):
+            raise DatasetError(
+                f"{path}: labels must be integer class ids, got {raw.dtype} values such as {raw[:3].tolist()}"
+            )
     try:
         return check_labels(torch.from_numpy(raw.astype(np.int64)), "labels", allow_unlabelled=True)
     except ValueError as error:
@@ -226,7 +267,9 @@ def _labels(raw: np.ndarray, num_nodes: int, path: Path) -> torch.Tensor:
 
 def _edge_index(adjacency: sp.spmatrix, path: Path) -> torch.Tensor:
     if adjacency.shape[0] != adjacency.shape[1]:
-        raise DatasetError(f"{path}: the adjacency matrix is {adjacency.shape[0]} x {adjacency.shape[1]}, not square")
+        raise DatasetError(
+            f"{path}: the adjacency matrix is {adjacency.shape[0]} x {adjacency.shape[1]}, not square"
+        )
     coo = adjacency.tocoo()
     if coo.data.size and not np.isfinite(coo.data).all():
         raise DatasetError(f"{path}: the adjacency matrix holds NaN/inf entries")
@@ -237,16 +280,25 @@ def _missing_features(edge_index: torch.Tensor, num_nodes: int, rule: str, path:
     if rule not in MISSING_FEATURES:
         raise ValueError(f"missing_features must be one of {MISSING_FEATURES}, got {rule!r}")
     if rule == "identity":
-        check_allocation(num_nodes * num_nodes, 4, f"identity features for {num_nodes} nodes (use "
-                                                    "missing_features='degree')", path)
+        check_allocation(
+            num_nodes * num_nodes,
+            4,
+            f"identity features for {num_nodes} nodes (use missing_features='degree')",
+            path,
+        )
         return torch.eye(num_nodes, dtype=torch.float32)
     degree = torch.zeros(num_nodes, dtype=torch.float32)
     degree.index_add_(0, edge_index[0], torch.ones(edge_index.shape[1]))
     return degree[:, None]
 
 
-def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Optional[Path] = None,
-             missing_features: str = "identity") -> Data:
+def load_npz(
+    path: Union[str, Path],
+    *,
+    name: Optional[str] = None,
+    data_dir: Optional[Path] = None,
+    missing_features: str = "identity",
+) -> Data:
     """Read a gnn-benchmark ``.npz`` graph in either key layout (see the module docstring).
 
     The format of Shchur et al., *Pitfalls of Graph Neural Network Evaluation* (the
@@ -294,9 +346,11 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
     if "labels" in arrays.skipped_objects and _first_layout(arrays, "labels") is None:
         raise object_array_error(path, "labels", "save class ids as integers")
     if adjacency_parts is None or "labels" not in arrays and _first_layout(arrays, "labels") is None:
-        raise DatasetError(f"{path}: found arrays {sorted(arrays)}; expected the gnn-benchmark layout: adj_data/"
-                           "adj_indices/adj_indptr/adj_shape or adj_matrix.data/.indices/.indptr/.shape, optional "
-                           "attr_* / attr_matrix.* / attr_matrix, and labels")
+        raise DatasetError(
+            f"{path}: found arrays {sorted(arrays)}; expected the gnn-benchmark layout: adj_data/"
+            "adj_indices/adj_indptr/adj_shape or adj_matrix.data/.indices/.indptr/.shape, optional "
+            "attr_* / attr_matrix.* / attr_matrix, and labels"
+        )
     adjacency = _csr(arrays, adjacency_parts, "the adjacency matrix", path)
     edge_index = _edge_index(adjacency, path)
     num_nodes = adjacency.shape[0]
@@ -313,12 +367,20 @@ def load_npz(path: Union[str, Path], *, name: Optional[str] = None, data_dir: Op
     else:
         features = _missing_features(edge_index, num_nodes, missing_features, path)
     label_parts = _first_layout(arrays, "labels")
-    raw_labels = arrays["labels"] if "labels" in arrays else _csr(arrays, label_parts, "the labels", path).toarray()
+    raw_labels = (
+        arrays["labels"] if "labels" in arrays else _csr(arrays, label_parts, "the labels", path).toarray()
+    )
     labels = _labels(raw_labels, num_nodes, path)
     if features.shape[0] != num_nodes:
         raise DatasetError(f"{path}: {features.shape[0]} feature rows for {num_nodes} nodes (adjacency)")
-    return _pyg_data(x=features, edge_index=edge_index, y=labels, num_nodes=num_nodes, name=name or path.stem,
-                source=str(path))
+    return _pyg_data(
+        x=features,
+        edge_index=edge_index,
+        y=labels,
+        num_nodes=num_nodes,
+        name=name or path.stem,
+        source=str(path),
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -330,8 +392,10 @@ def _planetoid_matrix(value, part: str, path: Path):
         return sp.csr_matrix(value)
     array = np.asarray(value)
     if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
-        raise DatasetError(f"{path}: expected a 2-D numeric matrix for ind.*.{part}, got {type(value).__name__} "
-                           f"of shape {getattr(array, 'shape', '?')}")
+        raise DatasetError(
+            f"{path}: expected a 2-D numeric matrix for ind.*.{part}, got {type(value).__name__} "
+            f"of shape {getattr(array, 'shape', '?')}"
+        )
     return array
 
 
@@ -342,7 +406,9 @@ def _test_index(path: Path) -> np.ndarray:
     ids = []
     for token in tokens:
         if not re.fullmatch(r"-?[0-9]+", token):
-            raise DatasetError(f"{path}: {shown_value(token)} is not a node id (whole numbers >= 0, one per line)")
+            raise DatasetError(
+                f"{path}: {shown_value(token)} is not a node id (whole numbers >= 0, one per line)"
+            )
         try:
             ids.append(parse_integer(token, "node id"))
         except ValueError as error:
@@ -363,10 +429,13 @@ def _planetoid_edges(graph: dict, path: Path) -> torch.Tensor:
     problem = f"{path}: expected integer node ids and lists of integer neighbours"
     nodes, lengths, converted = [], [], {}
     for node, neighbours in graph.items():
-        if isinstance(node, bool) or not isinstance(node, (int, np.integer)) or not isinstance(
-                neighbours, (list, tuple, np.ndarray)):
+        if (
+            isinstance(node, bool)
+            or not isinstance(node, (int, np.integer))
+            or not isinstance(neighbours, (list, tuple, np.ndarray))
+        ):
             raise DatasetError(problem)
-        nodes.append(int(node) if -2**63 <= int(node) < 2**63 else -1)
+        nodes.append(int(node) if -(2**63) <= int(node) < 2**63 else -1)
         lengths.append(len(neighbours))
     count = sum(lengths)
     check_allocation(count, 4 * 8, f"the {count} edges of the graph (source and target ids, int64)", path)
@@ -431,8 +500,11 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     folder = root / "planetoid" / PLANETOID_NAMES[key] / "raw"
     paths = {part: folder / f"ind.{key}.{part}" for part in PLANETOID_PARTS}
     for part, path in paths.items():
-        detail = " (the features of 18,657 PubMed nodes live only in this file)" if (key, part) == (
-            "pubmed", "allx") else ""
+        detail = (
+            " (the features of 18,657 PubMed nodes live only in this file)"
+            if (key, part) == ("pubmed", "allx")
+            else ""
+        )
         regular_file(path, _missing(path, root, "planetoid", detail))
     from .safe_pickle import load_array_pickle  # scipy's sparse classes, imported with it
 
@@ -442,22 +514,34 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     ally, ty = (_planetoid_matrix(parts[p], p, paths[p]) for p in ("ally", "ty"))
     for features, labels, a, b in ((allx, ally, "allx", "ally"), (tx, ty, "tx", "ty")):
         if features.shape[0] != labels.shape[0]:
-            raise DatasetError(f"{folder}: ind.{key}.{a} has {features.shape[0]} rows but ind.{key}.{b} has "
-                               f"{labels.shape[0]}")
+            raise DatasetError(
+                f"{folder}: ind.{key}.{a} has {features.shape[0]} rows but ind.{key}.{b} has "
+                f"{labels.shape[0]}"
+            )
     if allx.shape[1] != tx.shape[1] or ally.shape[1] != ty.shape[1]:
-        raise DatasetError(f"{folder}: allx/tx ({allx.shape[1]}/{tx.shape[1]} features) or ally/ty "
-                           f"({ally.shape[1]}/{ty.shape[1]} classes) disagree")
+        raise DatasetError(
+            f"{folder}: allx/tx ({allx.shape[1]}/{tx.shape[1]} features) or ally/ty "
+            f"({ally.shape[1]}/{ty.shape[1]} classes) disagree"
+        )
     if test_index.size != tx.shape[0]:
-        raise DatasetError(f"{paths['test.index']}: lists {test_index.size} test nodes but ind.{key}.tx has "
-                           f"{tx.shape[0]} rows")
+        raise DatasetError(
+            f"{paths['test.index']}: lists {test_index.size} test nodes but ind.{key}.tx has "
+            f"{tx.shape[0]} rows"
+        )
     graph = parts["graph"]
     if not isinstance(graph, dict):
-        raise DatasetError(f"{paths['graph']}: expected a dict node -> neighbours, got {type(graph).__name__}")
+        raise DatasetError(
+            f"{paths['graph']}: expected a dict node -> neighbours, got {type(graph).__name__}"
+        )
     num_nodes = max(len(graph), int(test_index.max()) + 1, allx.shape[0] + tx.shape[0])
     blamed = paths["test.index"] if num_nodes == int(test_index.max()) + 1 else folder
-    check_allocation(num_nodes * (allx.shape[1] + ally.shape[1]), 4,
-                     f"{num_nodes} nodes x {allx.shape[1]} features (the largest id in test.index is "
-                     f"{int(test_index.max())})", blamed)
+    check_allocation(
+        num_nodes * (allx.shape[1] + ally.shape[1]),
+        4,
+        f"{num_nodes} nodes x {allx.shape[1]} features (the largest id in test.index is "
+        f"{int(test_index.max())})",
+        blamed,
+    )
     features = sp.lil_matrix((num_nodes, allx.shape[1]), dtype=np.float32)
     features[: allx.shape[0]] = allx
     features[test_index] = tx
@@ -468,8 +552,14 @@ def load_planetoid(name: str, data_dir: Optional[Union[str, Path]] = None) -> Da
     edge_index = _planetoid_edges(graph, paths["graph"])
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise DatasetError(f"{paths['graph']}: refers to node ids outside [0, {num_nodes})")
-    return _pyg_data(x=_dense_features(features, folder), edge_index=edge_index, y=labels, num_nodes=num_nodes,
-                name=f"planetoid/{key}", source=str(folder))
+    return _pyg_data(
+        x=_dense_features(features, folder),
+        edge_index=edge_index,
+        y=labels,
+        num_nodes=num_nodes,
+        name=f"planetoid/{key}",
+        source=str(folder),
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -485,8 +575,9 @@ def _table_columns(path: Path, width: int, columns: Optional[Tuple[str, ...]], h
         return
     named = f" ({', '.join(repr(name) for name in header)})" if header else ""
     extra = "; edge weights are not read" if columns == ("source", "target") and width > 2 else ""
-    raise DatasetError(f"{path}: expected {_COUNT_WORDS[len(columns)]} ({', '.join(columns)}), got {width}{named}"
-                       f"{extra}")
+    raise DatasetError(
+        f"{path}: expected {_COUNT_WORDS[len(columns)]} ({', '.join(columns)}), got {width}{named}{extra}"
+    )
 
 
 def _number_like(cell: str) -> bool:
@@ -499,7 +590,8 @@ def _number_like(cell: str) -> bool:
 
 
 def _csv_table(path: Path, integer: bool, columns: Optional[Tuple[str, ...]]) -> np.ndarray:
-    """A CSV table of numbers, an optional header line (a first row without anything like a number) skipped."""
+    """A CSV table of numbers, an optional header line (a first row without anything like a number)
+    skipped."""
     rows = read_csv_table(path)
     header = None
     if rows and not any(_number_like(cell) for cell in rows[0][1]):
@@ -510,8 +602,10 @@ def _csv_table(path: Path, integer: bool, columns: Optional[Tuple[str, ...]]) ->
     values = []
     for line, cells in rows:
         if len(cells) != width:
-            raise DatasetError(f"{path}: rows have different numbers of columns (line {line} has {len(cells)}, "
-                               f"{'the header' if header is not None else 'the first line'} {width})")
+            raise DatasetError(
+                f"{path}: rows have different numbers of columns (line {line} has {len(cells)}, "
+                f"{'the header' if header is not None else 'the first line'} {width})"
+            )
         row = []
         for column, cell in enumerate(cells):
             try:
@@ -551,9 +645,16 @@ def _read_table(path: Path, *, integer: bool, columns: Optional[Tuple[str, ...]]
         _table_columns(path, array.shape[1], columns, None)
     if integer and array.size:
         if not np.isfinite(array).all() or (array != np.round(array)).any():
-            raise DatasetError(f"{path}: expected whole numbers (node or class ids), found values such as "
-                               f"{array[np.isfinite(array) & (array != np.round(array))][:3].tolist()}")
-        if array.dtype.kind != "i" and (array > MAX_ID).any() or array.dtype.kind == "f" and (array < -MAX_ID).any():
+            raise DatasetError(
+                f"{path}: expected whole numbers (node or class ids), found values such as "
+                f"{array[np.isfinite(array) & (array != np.round(array))][:3].tolist()}"
+            )
+        if (
+            array.dtype.kind != "i"
+            and (array > MAX_ID).any()
+            or array.dtype.kind == "f"
+            and (array < -MAX_ID).any()
+        ):
             bad = array[(array > MAX_ID) | (array < -MAX_ID)][0]
             raise DatasetError(f"{path}: holds the id {bad:.6g}, too large for an id (at most 2^63 - 1)")
         array = array.astype(np.int64)
@@ -561,13 +662,18 @@ def _read_table(path: Path, *, integer: bool, columns: Optional[Tuple[str, ...]]
 
 
 def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]:
-    found = [folder / f"{stem}{suffix}" for suffix in (".npy", ".csv")
-             if (folder / f"{stem}{suffix}").exists() or (folder / f"{stem}{suffix}").is_symlink()]
+    found = [
+        folder / f"{stem}{suffix}"
+        for suffix in (".npy", ".csv")
+        if (folder / f"{stem}{suffix}").exists() or (folder / f"{stem}{suffix}").is_symlink()
+    ]
     if len(found) > 1:
         raise DatasetError(f"{folder}: both {found[0].name} and {found[1].name} exist; keep one")
     if not found and required:
-        raise DatasetNotFoundError(f"{folder}: missing {stem}.csv or {stem}.npy (an edge-list graph folder holds "
-                                   "edges.*, labels.* and optionally features.*)")
+        raise DatasetNotFoundError(
+            f"{folder}: missing {stem}.csv or {stem}.npy (an edge-list graph folder holds "
+            "edges.*, labels.* and optionally features.*)"
+        )
     return regular_file(found[0]) if found else None
 
 
@@ -628,19 +734,29 @@ def load_edge_list(folder: Union[str, Path], *, missing_features: str = "identit
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise DatasetError(f"{edges_path}: expected two columns (source, target), got shape {edges.shape}")
     if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
-        raise DatasetError(f"{edges_path}: node ids must lie in [0, {num_nodes}) ({num_nodes} labels), found "
-                           f"{int(edges.min())}..{int(edges.max())}")
+        raise DatasetError(
+            f"{edges_path}: node ids must lie in [0, {num_nodes}) ({num_nodes} labels), found "
+            f"{int(edges.min())}..{int(edges.max())}"
+        )
     edge_index = torch.from_numpy(np.ascontiguousarray(edges.T))
     features_path = _one_of(folder, "features", False)
     if features_path is not None:
         table = _read_table(features_path, integer=False)
         if table.ndim != 2 or table.shape[0] != num_nodes:
-            raise DatasetError(f"{features_path}: expected {num_nodes} rows (one per node), got shape {table.shape}")
+            raise DatasetError(
+                f"{features_path}: expected {num_nodes} rows (one per node), got shape {table.shape}"
+            )
         features = _dense_features(table, features_path)
     else:
         features = _missing_features(edge_index, num_nodes, missing_features, folder)
-    return _pyg_data(x=features, edge_index=edge_index, y=_labels(labels_table, num_nodes, labels_path),
-                num_nodes=num_nodes, name=folder.name, source=str(folder))
+    return _pyg_data(
+        x=features,
+        edge_index=edge_index,
+        y=_labels(labels_table, num_nodes, labels_path),
+        num_nodes=num_nodes,
+        name=folder.name,
+        source=str(folder),
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -689,22 +805,38 @@ def save_graph_npz(data: Data, path: Union[str, Path], *, overwrite: bool = Fals
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
     num_nodes = int(data.num_nodes)
     edge_index = data.edge_index.cpu().numpy()
-    adjacency = sp.csr_matrix((np.ones(edge_index.shape[1], dtype=np.float32), (edge_index[0], edge_index[1])),
-                              shape=(num_nodes, num_nodes))
+    adjacency = sp.csr_matrix(
+        (np.ones(edge_index.shape[1], dtype=np.float32), (edge_index[0], edge_index[1])),
+        shape=(num_nodes, num_nodes),
+    )
     x = data.x
-    attributes = sp.csr_matrix(x.to_dense().cpu().numpy() if x.layout != torch.strided else x.cpu().numpy(),
-                               dtype=np.float32)
-    labels = data.y.cpu().numpy().astype(np.int64) if getattr(data, "y", None) is not None else -np.ones(num_nodes,
-                                                                                                        np.int64)
-    arrays = {"adj_data": adjacency.data, "adj_indices": adjacency.indices, "adj_indptr": adjacency.indptr,
-              "adj_shape": np.array(adjacency.shape), "attr_data": attributes.data, "attr_indices": attributes.indices,
-              "attr_indptr": attributes.indptr, "attr_shape": np.array(attributes.shape), "labels": labels}
+    attributes = sp.csr_matrix(
+        x.to_dense().cpu().numpy() if x.layout != torch.strided else x.cpu().numpy(), dtype=np.float32
+    )
+    labels = (
+        data.y.cpu().numpy().astype(np.int64)
+        if getattr(data, "y", None) is not None
+        else -np.ones(num_nodes, np.int64)
+    )
+    arrays = {
+        "adj_data": adjacency.data,
+        "adj_indices": adjacency.indices,
+        "adj_indptr": adjacency.indptr,
+        "adj_shape": np.array(adjacency.shape),
+        "attr_data": attributes.data,
+        "attr_indices": attributes.indices,
+        "attr_indptr": attributes.indptr,
+        "attr_shape": np.array(attributes.shape),
+        "labels": labels,
+    }
     with atomic_write(path, "wb") as stream:
         np.savez(stream, **arrays)
     return path
 
 
-def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None, *, missing_features: str = "identity") -> Data:
+def load_graph(
+    spec: str, data_dir: Optional[Union[str, Path]] = None, *, missing_features: str = "identity"
+) -> Data:
     """Load a graph by specification (see the module docstring).
 
     Dispatches on ``spec``: a path ending in ``.npz`` → :func:`load_npz`;
@@ -733,7 +865,7 @@ def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None, *, missin
         >>> load_graph("no-such-graph")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz ...
+        ValueError: unknown graph 'no-such-graph': use cora, citeseer, pubmed, planetoid/<name>, a path ...
     """
     text = str(spec)
     lowered = text.lower()
@@ -746,5 +878,7 @@ def load_graph(spec: str, data_dir: Optional[Union[str, Path]] = None, *, missin
         return load_npz(root / "npz" / f"{lowered}.npz", name=lowered, data_dir=root)
     if Path(text).is_dir():
         return load_edge_list(text, missing_features=missing_features)
-    raise ValueError(f"unknown graph {spec!r}: use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz file "
-                     "or a folder with edges.csv and labels.csv")
+    raise ValueError(
+        f"unknown graph {spec!r}: use cora, citeseer, pubmed, planetoid/<name>, a path to a .npz file "
+        "or a folder with edges.csv and labels.csv"
+    )

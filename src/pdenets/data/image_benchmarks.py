@@ -82,7 +82,9 @@ class ImageBenchmark:
     segmentation: bool
 
 
-def load_image_benchmark(name: str, settings: Union[CifarSettings, CanvasSettings], data_dir=None) -> ImageBenchmark:
+def load_image_benchmark(
+    name: str, settings: Union[CifarSettings, CanvasSettings], data_dir=None
+) -> ImageBenchmark:
     """One data set of the image study, read from the local files.
 
     Args:
@@ -104,17 +106,28 @@ def load_image_benchmark(name: str, settings: Union[CifarSettings, CanvasSetting
     if not isinstance(settings, expected):
         raise ValueError(f"{name} is read with {expected.__name__}, got {type(settings).__name__}")
     if isinstance(settings, CifarSettings):
-        train, tests = load_cifar10_centred(data_dir, train_limit=settings.train_limit, test_limit=settings.test_limit)
+        train, tests = load_cifar10_centred(
+            data_dir, train_limit=settings.train_limit, test_limit=settings.test_limit
+        )
         return ImageBenchmark(train, tests, classes=10, channels=3, size=32, augment=True, segmentation=False)
     segmentation = name == "canvas-segmentation"
     train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
     label = settings.canvas_label
-    options = {"size": settings.canvas_size, "min_distance": settings.min_distance, "label": label,
-               "digit_classes": settings.canvas_digits}
+    options = {
+        "size": settings.canvas_size,
+        "min_distance": settings.min_distance,
+        "label": label,
+        "digit_classes": settings.canvas_digits,
+    }
     train = two_digit_canvases(train_digits, settings.canvas_train, seed=1, **options)
     test = two_digit_canvases(test_digits, settings.canvas_test, seed=2, **options)
     target = "masks" if segmentation else "labels"
-    return ImageBenchmark(ImageData(train.images, getattr(train, target), "canvas-train"),
-                          {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
-                          classes=canvas_classes(label, segmentation), channels=1, size=settings.canvas_size,
-                          augment=False, segmentation=segmentation)
+    return ImageBenchmark(
+        ImageData(train.images, getattr(train, target), "canvas-train"),
+        {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
+        classes=canvas_classes(label, segmentation),
+        channels=1,
+        size=settings.canvas_size,
+        augment=False,
+        segmentation=segmentation,
+    )

@@ -55,7 +55,9 @@ class ImageSet:
         return ImageSet(self.images[mask], remap[self.labels[mask]], tuple(wanted), self.source)
 
 
-def decode_image(data: bytes, *, size: int, channels: int = 1, invert: bool = False, name: str = "") -> torch.Tensor:
+def decode_image(
+    data: bytes, *, size: int, channels: int = 1, invert: bool = False, name: str = ""
+) -> torch.Tensor:
     """One encoded image → ``(channels, size, size)`` float32 in [0, 1]."""
     from PIL import Image, UnidentifiedImageError
 
@@ -93,9 +95,16 @@ def _entries(source: Path, prefix: Optional[str]) -> List[Tuple[str, str]]:
     return found
 
 
-def load_image_tree(sources: Union[str, Path, Sequence[Union[str, Path]]], *, size: int, channels: int = 1,
-                    invert: bool = False, classes: Optional[Iterable[str]] = None, root_in_zip: Optional[str] = None,
-                    progress: bool = False) -> ImageSet:
+def load_image_tree(
+    sources: Union[str, Path, Sequence[Union[str, Path]]],
+    *,
+    size: int,
+    channels: int = 1,
+    invert: bool = False,
+    classes: Optional[Iterable[str]] = None,
+    root_in_zip: Optional[str] = None,
+    progress: bool = False,
+) -> ImageSet:
     """Read every image under one or more folders/zips; each leaf folder is a class.
 
     Args:
@@ -126,15 +135,19 @@ def load_image_tree(sources: Union[str, Path, Sequence[Union[str, Path]]], *, si
                 prefix = next(iter(tops))
         seen_here = {}
         for class_name, member in _entries(source, prefix):
-            if prefixes is not None and not any(class_name == p or class_name.startswith(p + "/") for p in prefixes):
+            if prefixes is not None and not any(
+                class_name == p or class_name.startswith(p + "/") for p in prefixes
+            ):
                 continue
             if class_name in members and class_name not in seen_here:
                 continue  # already read from an earlier source
             seen_here[class_name] = True
             members.setdefault(class_name, []).append((source, member))
     if not members:
-        raise DatasetError(f"no images ({', '.join(IMAGE_SUFFIXES)}) found under {', '.join(map(str, sources))}"
-                           + (f" for classes {list(prefixes)[:5]}" if prefixes else ""))
+        raise DatasetError(
+            f"no images ({', '.join(IMAGE_SUFFIXES)}) found under {', '.join(map(str, sources))}"
+            + (f" for classes {list(prefixes)[:5]}" if prefixes else "")
+        )
     count = sum(len(v) for v in members.values())
     check_allocation(count * channels * size * size, 4, f"{count} images of {size}x{size}", sources[0])
     names = sorted(members)
@@ -153,8 +166,13 @@ def load_image_tree(sources: Union[str, Path, Sequence[Union[str, Path]]], *, si
                     if source not in archives:
                         archives[source] = zipfile.ZipFile(source)
                     data = archives[source].read(member)
-                images[position] = decode_image(data, size=size, channels=channels, invert=invert,
-                                                name=f"{source}:{member}" if source.is_file() else member)
+                images[position] = decode_image(
+                    data,
+                    size=size,
+                    channels=channels,
+                    invert=invert,
+                    name=f"{source}:{member}" if source.is_file() else member,
+                )
                 labels[position] = label
                 position += 1
     finally:
@@ -173,4 +191,6 @@ def random_shift(images: torch.Tensor, max_shift: int, generator: torch.Generato
     rows = offsets[:, 0, None] + torch.arange(height)[None, :]
     cols = offsets[:, 1, None] + torch.arange(width)[None, :]
     index = torch.arange(batch)[:, None, None]
-    return padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous()
+    return (
+        padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous()
+    )

@@ -24,8 +24,15 @@ import numpy as np
 
 from .errors import DatasetError
 
-__all__ = ["MEMORY_BUDGET_ENV_VAR", "MemoryBudgetError", "memory_budget", "check_allocation", "format_bytes",
-           "expanded_bytes", "check_expanded"]
+__all__ = [
+    "MEMORY_BUDGET_ENV_VAR",
+    "MemoryBudgetError",
+    "memory_budget",
+    "check_allocation",
+    "format_bytes",
+    "expanded_bytes",
+    "check_expanded",
+]
 
 MEMORY_BUDGET_ENV_VAR = "PDENETS_MEMORY_BUDGET"
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -92,8 +99,9 @@ def memory_budget() -> int:
     if text:
         match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", text, flags=re.IGNORECASE)
         if not match:
-            raise MemoryBudgetError(f"${MEMORY_BUDGET_ENV_VAR}={text!r} is not a size such as 4000000000, 512M or "
-                                    "16G")
+            raise MemoryBudgetError(
+                f"${MEMORY_BUDGET_ENV_VAR}={text!r} is not a size such as 4000000000, 512M or 16G"
+            )
         return int(Decimal(match.group(1)) * _UNITS[match.group(2).upper()])
     physical = _physical_memory()
     return min(8 * 2**30, physical // 2) if physical else 8 * 2**30
@@ -102,8 +110,9 @@ def memory_budget() -> int:
 _DECLARED = "a damaged or hostile file declares sizes it does not hold"
 
 
-def check_allocation(count: Union[int, float], itemsize: int, what: str, path: Union[str, Path], *,
-                     reason: str = _DECLARED) -> None:
+def check_allocation(
+    count: Union[int, float], itemsize: int, what: str, path: Union[str, Path], *, reason: str = _DECLARED
+) -> None:
     """Refuse allocating ``count`` items of ``itemsize`` bytes for ``what`` from ``path`` above the budget.
 
     ``count`` may be an integer of any size (a declared shape's product) or an infinite float;
@@ -116,9 +125,11 @@ def check_allocation(count: Union[int, float], itemsize: int, what: str, path: U
     else:
         needed = int(count) * int(itemsize)
     if needed > budget:
-        raise DatasetError(f"{path}: {what} would need {format_bytes(needed)}, more than the memory budget "
-                           f"{format_bytes(budget)}; {reason}. If the file is genuine, raise "
-                           f"${MEMORY_BUDGET_ENV_VAR} (e.g. 32G)")
+        raise DatasetError(
+            f"{path}: {what} would need {format_bytes(needed)}, more than the memory budget "
+            f"{format_bytes(budget)}; {reason}. If the file is genuine, raise "
+            f"${MEMORY_BUDGET_ENV_VAR} (e.g. 32G)"
+        )
 
 
 def _leaf_bytes(value: Any) -> Optional[int]:
@@ -224,7 +235,8 @@ def expanded_bytes(value: Any) -> int:
 
 
 def check_expanded(value: Any, what: str, path: Union[str, Path]) -> None:
-    """Refuse loaded data whose every reference, counted as a copy (:func:`expanded_bytes`), exceeds the budget.
+    """Refuse loaded data whose every reference, counted as a copy (:func:`expanded_bytes`), exceeds the
+    budget.
 
     Raises:
         DatasetError: the expanded size is above the memory budget, or the data refers to
@@ -233,8 +245,15 @@ def check_expanded(value: Any, what: str, path: Union[str, Path]) -> None:
     try:
         needed = expanded_bytes(value)
     except _Cycle:
-        raise DatasetError(f"{path}: {what} refers to itself (a cycle of references); a file of arrays, lists and "
-                           "dicts never needs one") from None
-    check_allocation(needed, 1, f"{what}, with every shared reference counted as a copy,", path,
-                     reason="a small file can refer to one array many times, and stacking or converting the data "
-                            "copies it once per reference")
+        raise DatasetError(
+            f"{path}: {what} refers to itself (a cycle of references); a file of arrays, lists and "
+            "dicts never needs one"
+        ) from None
+    check_allocation(
+        needed,
+        1,
+        f"{what}, with every shared reference counted as a copy,",
+        path,
+        reason="a small file can refer to one array many times, and stacking or converting the data "
+        "copies it once per reference",
+    )

@@ -25,15 +25,24 @@ from .errors import DatasetError, DatasetNotFoundError
 from .images import ImageSet, decode_image, load_image_tree
 from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
-__all__ = ["BASE_ALPHABETS", "NOVEL_ALPHABETS", "omniglot_images", "OneShotRun", "load_one_shot_runs",
-           "IMAGE_SIZE", "ZIPS"]
+__all__ = [
+    "BASE_ALPHABETS",
+    "NOVEL_ALPHABETS",
+    "omniglot_images",
+    "OneShotRun",
+    "load_one_shot_runs",
+    "IMAGE_SIZE",
+    "ZIPS",
+]
 
 BASE_ALPHABETS = ("Balinese", "Early_Aramaic", "Greek", "Korean", "Latin")
 NOVEL_ALPHABETS = ("Japanese_(katakana)", "Sanskrit", "Tagalog")
 ZIPS = ("images_background_small1.zip", "images_background_small2.zip")
 IMAGE_SIZE = 28
-SOURCE = "https://github.com/brendenlake/omniglot (python/images_background_small{1,2}.zip, " \
-         "python/one-shot-classification/all_runs.zip)"
+SOURCE = (
+    "https://github.com/brendenlake/omniglot (python/images_background_small{1,2}.zip, "
+    "python/one-shot-classification/all_runs.zip)"
+)
 
 
 def _folder(data_dir) -> Path:
@@ -41,14 +50,25 @@ def _folder(data_dir) -> Path:
 
 
 def _require(path: Path) -> Path:
-    return regular_file(path, DatasetNotFoundError(
-        f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get the file "
-        f"from {SOURCE}. pdenets never downloads data."))
+    return regular_file(
+        path,
+        DatasetNotFoundError(
+            f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get "
+            "the file "
+            f"from {SOURCE}. pdenets never downloads data."
+        ),
+    )
 
 
-def omniglot_images(alphabets: Optional[Tuple[str, ...]] = None, data_dir=None, *, size: int = IMAGE_SIZE,
-                    progress: bool = False) -> ImageSet:
-    """The characters of ``alphabets`` (default: all in the two small zips), classes ``Alphabet/characterNN``."""
+def omniglot_images(
+    alphabets: Optional[Tuple[str, ...]] = None,
+    data_dir=None,
+    *,
+    size: int = IMAGE_SIZE,
+    progress: bool = False,
+) -> ImageSet:
+    """The characters of ``alphabets`` (default: all in the two small zips), classes
+    ``Alphabet/characterNN``."""
     folder = _folder(data_dir)
     zips = [_require(folder / name) for name in ZIPS]
     return load_image_tree(zips, size=size, invert=True, classes=alphabets, progress=progress)
@@ -56,7 +76,8 @@ def omniglot_images(alphabets: Optional[Tuple[str, ...]] = None, data_dir=None, 
 
 @dataclass(frozen=True)
 class OneShotRun:
-    """One official run: 20 training images (one per class), 20 test images and the true class of each test."""
+    """One official run: 20 training images (one per class), 20 test images and the true class of each
+    test."""
 
     name: str
     training: torch.Tensor
@@ -73,17 +94,27 @@ def load_one_shot_runs(data_dir=None, *, size: int = IMAGE_SIZE) -> List[OneShot
             names = set(archive.namelist())
             for number in range(1, 21):
                 run = f"run{number:02d}"
-                pairs = [line.split() for line in archive.read(f"{run}/class_labels.txt").decode().splitlines()
-                         if line.strip()]
-                training_names = sorted(n for n in names if n.startswith(f"{run}/training/") and n.endswith(".png"))
+                pairs = [
+                    line.split()
+                    for line in archive.read(f"{run}/class_labels.txt").decode().splitlines()
+                    if line.strip()
+                ]
+                training_names = sorted(
+                    n for n in names if n.startswith(f"{run}/training/") and n.endswith(".png")
+                )
                 index = {name: i for i, name in enumerate(training_names)}
                 tests, answers = [], []
                 for test_name, train_name in pairs:
-                    tests.append(decode_image(archive.read(test_name), size=size, invert=True, name=test_name))
+                    tests.append(
+                        decode_image(archive.read(test_name), size=size, invert=True, name=test_name)
+                    )
                     answers.append(index[train_name])
-                training = [decode_image(archive.read(n), size=size, invert=True, name=n) for n in training_names]
+                training = [
+                    decode_image(archive.read(n), size=size, invert=True, name=n) for n in training_names
+                ]
                 runs.append(OneShotRun(run, torch.stack(training), torch.stack(tests), torch.tensor(answers)))
     except (KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise DatasetError(f"{path}: not the 20 one-shot runs of Lake et al. ({type(error).__name__}: {error})"
-                           ) from None
+        raise DatasetError(
+            f"{path}: not the 20 one-shot runs of Lake et al. ({type(error).__name__}: {error})"
+        ) from None
     return runs

@@ -56,8 +56,13 @@ def dataset_label(dataset: str, registered) -> str:
     return dataset if dataset in registered else Path(dataset).stem
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def regular_file(path: Union[str, Path], missing: Optional[Exception] = None) -> Path:
@@ -91,8 +96,9 @@ def regular_file(path: Union[str, Path], missing: Optional[Exception] = None) ->
         mode = path.stat().st_mode
     except FileNotFoundError:
         if path.is_symlink():
-            raise DatasetNotFoundError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist"
-                                       ) from None
+            raise DatasetNotFoundError(
+                f"{path}: a symbolic link to {os.readlink(path)}, which does not exist"
+            ) from None
         raise (missing if missing is not None else DatasetNotFoundError(f"missing file {path}")) from None
     except OSError as error:
         raise DatasetError(f"{path}: cannot be examined ({error.strerror or error})") from None

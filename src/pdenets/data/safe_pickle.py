@@ -76,8 +76,12 @@ def _guarded(cls):
     class Guarded(cls):
         def __init__(self, arg1, *args, **kwargs):
             shape = kwargs.get("shape", args[0] if args else None)
-            if shape is None and isinstance(arg1, tuple) and len(arg1) == 2 and all(
-                    isinstance(v, (int, np.integer)) for v in arg1):
+            if (
+                shape is None
+                and isinstance(arg1, tuple)
+                and len(arg1) == 2
+                and all(isinstance(v, (int, np.integer)) for v in arg1)
+            ):
                 shape = arg1
             if shape is not None:
                 _check_declared_shape(cls.__name__, shape)
@@ -96,25 +100,42 @@ def _check_declared_shape(kind: str, shape) -> None:
         raise UnsafePickleError(f"a {kind} with shape {shape!r} (not two integers)") from None
     if min(rows, cols) < 0 or max(rows, cols) > MAX_SPARSE_SIDE:
         raise UnsafePickleError(f"a {kind} with shape {(rows, cols)} (sides must lie in [0, 2^31))")
-    check_allocation(rows * cols, 4, f"a {kind} declared as {rows} x {cols} (densified in float32)", "<pickle>")
+    check_allocation(
+        rows * cols, 4, f"a {kind} declared as {rows} x {cols} (densified in float32)", "<pickle>"
+    )
 
 
-_SPARSE = {name: _guarded(cls) for name, cls in {
-    "csr_matrix": sp.csr_matrix, "csc_matrix": sp.csc_matrix, "coo_matrix": sp.coo_matrix,
-    "lil_matrix": sp.lil_matrix, "dok_matrix": sp.dok_matrix}.items()}
+_SPARSE = {
+    name: _guarded(cls)
+    for name, cls in {
+        "csr_matrix": sp.csr_matrix,
+        "csc_matrix": sp.csc_matrix,
+        "coo_matrix": sp.coo_matrix,
+        "lil_matrix": sp.lil_matrix,
+        "dok_matrix": sp.dok_matrix,
+    }.items()
+}
 _BASE_CLASS = {guarded: guarded.__mro__[1] for guarded in _SPARSE.values()}
 
+
 def _latin1_bytes(text, encoding="utf-8", errors="strict"):
-    """``_codecs.encode`` as protocol-2 pickles use it: a ``str`` to ``latin1`` bytes, one byte per character."""
-    if not isinstance(text, str) or not isinstance(encoding, str) or encoding.lower().replace("_", "-") not in (
-            "latin1", "latin-1", "iso-8859-1"):
-        raise UnsafePickleError(f"refusing _codecs.encode with encoding {encoding!r}: only latin1 (bytes written by "
-                                "Python 3) is allowed, other codecs compute new data")
+    """``_codecs.encode`` as protocol-2 pickles use it: a ``str`` to ``latin1`` bytes, one byte per
+    character."""
+    if (
+        not isinstance(text, str)
+        or not isinstance(encoding, str)
+        or encoding.lower().replace("_", "-") not in ("latin1", "latin-1", "iso-8859-1")
+    ):
+        raise UnsafePickleError(
+            f"refusing _codecs.encode with encoding {encoding!r}: only latin1 (bytes written by "
+            "Python 3) is allowed, other codecs compute new data"
+        )
     return text.encode("latin1")
 
 
 def _empty_bytes(*arguments):
-    """``bytes()`` as protocol-2 pickles write an empty ``bytes`` (an empty array's data); any argument is refused."""
+    """``bytes()`` as protocol-2 pickles write an empty ``bytes`` (an empty array's data); any argument is
+    refused."""
     if arguments:
         raise UnsafePickleError("refusing bytes(...) with arguments: only bytes() (empty bytes) is allowed")
     return b""
@@ -128,7 +149,9 @@ def _array_size(shape, dtype, what: str) -> Tuple[int, np.dtype]:
         sides = tuple(int(v) for v in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         dtype = np.dtype(dtype)
     except (TypeError, ValueError, OverflowError):
-        raise UnsafePickleError(f"{what} with shape {shape!r} and dtype {dtype!r} is not a numpy array") from None
+        raise UnsafePickleError(
+            f"{what} with shape {shape!r} and dtype {dtype!r} is not a numpy array"
+        ) from None
     if any(side < 0 for side in sides):
         raise UnsafePickleError(f"{what} with the negative shape {sides}")
     count = math.prod(sides)
@@ -137,7 +160,8 @@ def _array_size(shape, dtype, what: str) -> Tuple[int, np.dtype]:
 
 
 class _CheckedArray(np.ndarray):
-    """An array being unpickled: its state's shape is checked before numpy allocates it (made plain after loading)."""
+    """An array being unpickled: its state's shape is checked before numpy allocates it (made plain after
+    loading)."""
 
     def __setstate__(self, state):
         if not isinstance(state, tuple) or len(state) not in (4, 5):
@@ -145,14 +169,18 @@ class _CheckedArray(np.ndarray):
         shape, dtype, raw = state[-4], state[-3], state[-1]
         count, dtype = _array_size(shape, dtype, "an array")
         if isinstance(raw, (bytes, bytearray)) and not dtype.hasobject and len(raw) != count * dtype.itemsize:
-            raise DatasetError(f"<pickle>: an array of shape {tuple(shape)} ({dtype}) needs {count * dtype.itemsize} "
-                               f"bytes of data, the file holds {len(raw)}")
+            raise DatasetError(
+                f"<pickle>: an array of shape {tuple(shape)} ({dtype}) needs {count * dtype.itemsize} "
+                f"bytes of data, the file holds {len(raw)}"
+            )
         super().__setstate__(state)
 
 
 def _reconstruct(subtype, shape, dtype):
     if subtype is not np.ndarray:
-        raise UnsafePickleError(f"refusing to rebuild an array of type {getattr(subtype, '__name__', subtype)!r}")
+        raise UnsafePickleError(
+            f"refusing to rebuild an array of type {getattr(subtype, '__name__', subtype)!r}"
+        )
     _array_size(shape, dtype, "an array")
     return _MULTIARRAY._reconstruct(_CheckedArray, shape, dtype)
 
@@ -160,14 +188,17 @@ def _reconstruct(subtype, shape, dtype):
 def _scalar(dtype, data=None):
     count, dtype = _array_size((), dtype, "a scalar")
     if isinstance(data, (bytes, bytearray)) and not dtype.hasobject and len(data) != dtype.itemsize:
-        raise DatasetError(f"<pickle>: a {dtype} scalar needs {dtype.itemsize} bytes, the file holds {len(data)}")
+        raise DatasetError(
+            f"<pickle>: a {dtype} scalar needs {dtype.itemsize} bytes, the file holds {len(data)}"
+        )
     return _MULTIARRAY.scalar(dtype, data) if data is not None else _MULTIARRAY.scalar(dtype)
 
 
 def _walked(value: Any) -> bool:
     """Whether :func:`_plain` looks inside ``value`` (or replaces it)."""
     return isinstance(value, (_CheckedArray, list, dict, tuple)) or (
-        hasattr(value, "tocsr") and hasattr(value, "__dict__") and not isinstance(value, np.ndarray))
+        hasattr(value, "tocsr") and hasattr(value, "__dict__") and not isinstance(value, np.ndarray)
+    )
 
 
 def _inside(value: Any) -> List[Any]:
@@ -179,12 +210,15 @@ def _inside(value: Any) -> List[Any]:
     elif isinstance(value, (list, tuple)):
         children = list(value)
     else:  # a sparse matrix: its index and data arrays
-        children = [item for item in vars(value).values() if isinstance(item, (np.ndarray, list, dict, tuple))]
+        children = [
+            item for item in vars(value).values() if isinstance(item, (np.ndarray, list, dict, tuple))
+        ]
     return [child for child in children if _walked(child)]
 
 
 def _plain_one(value: Any, done: Dict[int, Any]) -> Any:
     """``value`` with its checked arrays made plain and its references replaced by their plain versions."""
+
     def swap(item):
         return done.get(id(item), item)
 
@@ -308,9 +342,19 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
     except DatasetError as error:  # a declared size over the memory budget
         raise DatasetError(str(error).replace("<pickle>", name)) from None
     except (EOFError, pickle.UnpicklingError) as error:
-        raise DatasetError(f"{name}: not a complete pickle (truncated or corrupt: {error or type(error).__name__})"
-                           ) from None
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError, MemoryError, UnicodeDecodeError,
-            OverflowError) as error:
-        raise DatasetError(f"{name}: the pickle does not describe valid arrays ({type(error).__name__}: {error})"
-                           ) from None
+        raise DatasetError(
+            f"{name}: not a complete pickle (truncated or corrupt: {error or type(error).__name__})"
+        ) from None
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        MemoryError,
+        UnicodeDecodeError,
+        OverflowError,
+    ) as error:
+        raise DatasetError(
+            f"{name}: the pickle does not describe valid arrays ({type(error).__name__}: {error})"
+        ) from None

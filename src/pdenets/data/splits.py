@@ -43,8 +43,9 @@ def _sample_per_class(random_state, labels: np.ndarray, count: int, forbidden: n
     return np.concatenate(chosen)
 
 
-def per_class_split(labels, train_per_class: int = 20, val_per_class: int = 30, *, seed: int = 0,
-                    random_state=None) -> Split:
+def per_class_split(
+    labels, train_per_class: int = 20, val_per_class: int = 30, *, seed: int = 0, random_state=None
+) -> Split:
     """Draw one split; nodes labelled ``-1`` belong to no set.
 
     Examples:
@@ -62,8 +63,10 @@ def per_class_split(labels, train_per_class: int = 20, val_per_class: int = 30, 
     labelled = np.flatnonzero(labels >= 0)
     test = np.setdiff1d(labelled, np.concatenate([train, val]))
     if test.size == 0:
-        raise ValueError(f"no labelled node is left for testing after {train_per_class} training and {val_per_class} "
-                         f"validation nodes per class ({labelled.size} labelled nodes); lower them")
+        raise ValueError(
+            f"no labelled node is left for testing after {train_per_class} training and {val_per_class} "
+            f"validation nodes per class ({labelled.size} labelled nodes); lower them"
+        )
     return Split(*(torch.from_numpy(np.sort(part).astype(np.int64)) for part in (train, val, test)))
 
 
@@ -73,8 +76,9 @@ def split_seeds(seed: int, num_splits: int) -> List[int]:
     return [int(s) for s in np.random.RandomState(seed).randint(0, 1_000_000, num_splits)]
 
 
-def split_and_init_seeds(labels, split_seed: int, num_inits: int, train_per_class: int = 20,
-                         val_per_class: int = 30):
+def split_and_init_seeds(
+    labels, split_seed: int, num_inits: int, train_per_class: int = 20, val_per_class: int = 30
+):
     """The split for ``split_seed`` and the ``num_inits`` torch seeds drawn from the same stream."""
     random_state = np.random.RandomState(split_seed)
     split = per_class_split(labels, train_per_class, val_per_class, random_state=random_state)

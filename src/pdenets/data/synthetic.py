@@ -20,8 +20,15 @@ import torch
 
 from .._checks import nearest_hint
 
-__all__ = ["SyntheticSet", "make_xor", "make_moons", "make_circles", "make_spirals", "SYNTHETIC_SETS",
-           "make_synthetic"]
+__all__ = [
+    "SyntheticSet",
+    "make_xor",
+    "make_moons",
+    "make_circles",
+    "make_spirals",
+    "SYNTHETIC_SETS",
+    "make_synthetic",
+]
 
 
 @dataclass
@@ -76,8 +83,12 @@ def _parameters(rng: np.random.Generator, count: int, low: float, high: float, g
 
 
 def _finish(points: np.ndarray, labels: np.ndarray, groups: np.ndarray, name: str) -> SyntheticSet:
-    return SyntheticSet(torch.from_numpy(points.astype(np.float64)), torch.from_numpy(labels.astype(np.int64)),
-                        torch.from_numpy(groups.astype(np.int64)), name)
+    return SyntheticSet(
+        torch.from_numpy(points.astype(np.float64)),
+        torch.from_numpy(labels.astype(np.int64)),
+        torch.from_numpy(groups.astype(np.int64)),
+        name,
+    )
 
 
 def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0, rng=None) -> SyntheticSet:
@@ -120,8 +131,9 @@ def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0,
     return _finish(points, labels, groups, "xor")
 
 
-def make_moons(points_per_class: int = 500, *, noise: float = 0.05, seed: int = 0, grid: bool = False,
-                 rng=None) -> SyntheticSet:
+def make_moons(
+    points_per_class: int = 500, *, noise: float = 0.05, seed: int = 0, grid: bool = False, rng=None
+) -> SyntheticSet:
     """Upper unit half-circle at (0, 0) and lower unit half-circle at (1, 0.5), + N(0, noise²).
 
     The moon set of *Diffusion Mechanism in Residual Neural Network: Theory and Applications*
@@ -165,8 +177,15 @@ def make_moons(points_per_class: int = 500, *, noise: float = 0.05, seed: int = 
     return _finish(points, labels, labels, "moon")
 
 
-def make_circles(points_per_class: int = 500, *, noise: float = 0.05, radii=(2.0, 1.0), seed: int = 0,
-                 grid: bool = False, rng=None) -> SyntheticSet:
+def make_circles(
+    points_per_class: int = 500,
+    *,
+    noise: float = 0.05,
+    radii=(2.0, 1.0),
+    seed: int = 0,
+    grid: bool = False,
+    rng=None,
+) -> SyntheticSet:
     """Two concentric circles (radius 2 = class 0, radius 1 = class 1), + N(0, noise²).
 
     The circle set of *Diffusion Mechanism in Residual Neural Network: Theory and
@@ -208,8 +227,9 @@ def make_circles(points_per_class: int = 500, *, noise: float = 0.05, radii=(2.0
     return _finish(points, labels, labels, "circle")
 
 
-def make_spirals(points_per_class: int = 500, *, noise: float = 0.1, seed: int = 0, grid: bool = False,
-                 rng=None) -> SyntheticSet:
+def make_spirals(
+    points_per_class: int = 500, *, noise: float = 0.1, seed: int = 0, grid: bool = False, rng=None
+) -> SyntheticSet:
     """Two spirals ``r = a + bθ``, θ ∈ [0, 2π], with ``a = b = 1`` and ``a = b = −1``, + N(0, noise²).
 
     The spiral set of *Diffusion Mechanism in Residual Neural Network: Theory and
@@ -290,8 +310,10 @@ def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, r
         torch.Size([20, 2])
     """
     if name not in SYNTHETIC_SETS:
-        raise ValueError(f"unknown synthetic set {name!r}{nearest_hint(name, list(SYNTHETIC_SETS))}; "
-                         f"choose from {sorted(SYNTHETIC_SETS)}")
+        raise ValueError(
+            f"unknown synthetic set {name!r}{nearest_hint(name, list(SYNTHETIC_SETS))}; "
+            f"choose from {sorted(SYNTHETIC_SETS)}"
+        )
     if name == "xor":
         return make_xor(size, seed=seed, rng=rng)
     return SYNTHETIC_SETS[name](size, seed=seed, grid=grid, rng=rng)

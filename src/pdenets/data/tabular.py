@@ -45,8 +45,13 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
         from sklearn.datasets import load_breast_cancer
 
         bunch = load_breast_cancer()
-        return TabularData("breast-cancer", bunch.data.astype(np.float64), bunch.target.astype(np.int64),
-                           [str(c) for c in bunch.target_names], [str(f) for f in bunch.feature_names])
+        return TabularData(
+            "breast-cancer",
+            bunch.data.astype(np.float64),
+            bunch.target.astype(np.int64),
+            [str(c) for c in bunch.target_names],
+            [str(f) for f in bunch.feature_names],
+        )
     path = Path(text).expanduser()
     if path.suffix.lower() != ".csv":
         raise DatasetError(f"unknown tabular dataset {text!r}: give breast-cancer or a path to a .csv file")
@@ -62,8 +67,11 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
     elif label_column in header:
         label_index = header.index(label_column)
     else:
-        raise dataset_error(path, f"no column named {label_column!r}{nearest_hint(label_column, header)}; columns: "
-                                  f"{', '.join(header[:10])}")
+        raise dataset_error(
+            path,
+            f"no column named {label_column!r}{nearest_hint(label_column, header)}; columns: "
+            f"{', '.join(header[:10])}",
+        )
     features, labels, lines = [], [], []
     for number, row in rows[1:]:
         if len(row) != len(header):
@@ -84,6 +92,13 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
         raise dataset_error(path, f"line {lines[empty]}: the label column {header[label_index]!r} is empty")
     names, ids = normalized_labels(labels)
     if len(names) < 2:
-        raise dataset_error(path, f"the label column {header[label_index]!r} has {len(names)} class(es); need >= 2")
-    return TabularData(path.stem, np.asarray(features, dtype=np.float64), np.asarray(ids, dtype=np.int64), names,
-                       [h for c, h in enumerate(header) if c != label_index])
+        raise dataset_error(
+            path, f"the label column {header[label_index]!r} has {len(names)} class(es); need >= 2"
+        )
+    return TabularData(
+        path.stem,
+        np.asarray(features, dtype=np.float64),
+        np.asarray(ids, dtype=np.int64),
+        names,
+        [h for c, h in enumerate(header) if c != label_index],
+    )

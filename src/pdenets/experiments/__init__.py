@@ -18,7 +18,7 @@ from .config import ConfigError, TaskConfig, check_fields, config_to_dict, resol
 from .report import Report
 from .rundir import RunDirectory, RunDirectoryError
 from .runner import JobFailedError, RunInterrupted, RunOutcome, run_task
-from .store import ResultsStore, StoreError, StoredRun
+from .store import ResultsStore, StoredRun, StoreError
 from .summary import PaperValue, Stats, format_mean_std, group_summary, paper_and_ours
 from .task import (
     Task,

@@ -1,4 +1,5 @@
-"""Open a run's ``report.html`` in headless Chromium: every image loads, every link resolves, nothing overflows.
+"""Open a run's ``report.html`` in headless Chromium: every image loads, every link resolves, nothing
+overflows.
 
 What a reader sees is checked, not the HTML text: the page is rendered by a real browser
 (Debian's ``chromium`` and ``chromium-driver`` packages, driven by ``selenium``; nothing is
@@ -70,11 +71,13 @@ class ReportCheck:
     screenshot: Optional[Path] = None
 
 
-def classify_target(report: Union[str, Path], target: Optional[str], *, image: bool = False) -> Tuple[str, str]:
+def classify_target(
+    report: Union[str, Path], target: Optional[str], *, image: bool = False
+) -> Tuple[str, str]:
     """What a link's ``href`` (or, with ``image``, an image's ``src``) in ``report`` points to.
 
-    ``target`` is resolved against the report's ``file:`` URL, as the browser resolves it. The run folder is the
-    report's folder.
+    ``target`` is resolved against the report's ``file:`` URL, as the browser resolves it. The run folder is
+    the report's folder.
 
     Args:
         report: the ``report.html`` file.
@@ -83,15 +86,16 @@ def classify_target(report: Union[str, Path], target: Optional[str], *, image: b
 
     Returns:
         ``(kind, detail)``: ``("anchor", id)`` for ``#id``; ``("external", url)`` for a link to another site;
-        ``("inline", "")`` for an image's ``data:`` URL; ``("file", path)`` for an existing file inside the run
-        folder; ``("problem", message)`` for anything else.
+        ``("inline", "")`` for an image's ``data:`` URL; ``("file", path)`` for an existing file inside the
+        run folder; ``("problem", message)`` for anything else.
 
     Examples:
         >>> import tempfile
         >>> folder = Path(tempfile.mkdtemp())
         >>> (folder / "runs.csv").write_text("a\\n")
         2
-        >>> classify_target(folder / "report.html", "runs.csv")[0], classify_target(folder / "report.html", "#top")
+        >>> page = folder / "report.html"
+        >>> classify_target(page, "runs.csv")[0], classify_target(page, "#top")
         ('file', ('anchor', 'top'))
         >>> classify_target(folder / "report.html", "../../etc/passwd")[1]
         "link '../../etc/passwd' leads outside the run folder"
@@ -111,8 +115,11 @@ def classify_target(report: Union[str, Path], target: Optional[str], *, image: b
         return "inline", ""
     if scheme != "file":
         kind = "another site's" if scheme in _EXTERNAL_SCHEMES else f"a {scheme}:"
-        return "problem", f"{what} {target!r} is {kind} URL; {'images' if image else 'links'} must name files of " \
-                          "the run folder" + ("" if image else " or web pages (http, https, mailto)")
+        return (
+            "problem",
+            f"{what} {target!r} is {kind} URL; {'images' if image else 'links'} must name files of "
+            "the run folder" + ("" if image else " or web pages (http, https, mailto)"),
+        )
     if url.netloc not in ("", "localhost"):
         return "problem", f"{what} {target!r} names a file on another machine ({url.netloc})"
     path = Path(url2pathname(unquote(url.path)))
@@ -142,8 +149,13 @@ def browser_available() -> Optional[str]:
     return None
 
 
-def check_report(report: Union[str, Path], *, screenshot: Union[str, Path, None] = None, width: int = 1280,
-                 timeout: float = 30.0) -> ReportCheck:
+def check_report(
+    report: Union[str, Path],
+    *,
+    screenshot: Union[str, Path, None] = None,
+    width: int = 1280,
+    timeout: float = 30.0,
+) -> ReportCheck:
     """Render ``report`` in headless Chromium at ``width`` pixels and check its images, links and widths.
 
     Args:
@@ -167,8 +179,14 @@ def check_report(report: Union[str, Path], *, screenshot: Union[str, Path, None]
 
     options = webdriver.ChromeOptions()
     options.binary_location = _which(_BROWSERS)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},900", "--hide-scrollbars"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},900",
+        "--hide-scrollbars",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(_which(_DRIVERS)), options=options)
     outcome = ReportCheck(report)
@@ -185,7 +203,9 @@ def check_report(report: Union[str, Path], *, screenshot: Union[str, Path, None]
             elif not loaded:
                 outcome.problems.append(f"image {source!r} did not load")
             elif min(natural_width, natural_height) < 50:
-                outcome.problems.append(f"image {source!r} is {natural_width}x{natural_height} pixels: unreadable")
+                outcome.problems.append(
+                    f"image {source!r} is {natural_width}x{natural_height} pixels: unreadable"
+                )
         for target in seen["links"]:
             kind, detail = classify_target(report, target)
             if kind == "anchor" and detail not in seen["ids"]:
@@ -195,8 +215,9 @@ def check_report(report: Union[str, Path], *, screenshot: Union[str, Path, None]
             elif kind == "problem":
                 outcome.problems.append(detail)
         for tag, element_width, first_line in seen["wide"]:
-            outcome.problems.append(f"a {tag} {element_width} px wide overflows the {seen['page']} px page "
-                                    f"({first_line!r})")
+            outcome.problems.append(
+                f"a {tag} {element_width} px wide overflows the {seen['page']} px page ({first_line!r})"
+            )
         if screenshot is not None:
             driver.set_window_size(width, min(int(seen["height"]) + 250, 30_000))
             outcome.screenshot = Path(screenshot)
@@ -212,16 +233,20 @@ def _main(argv=None) -> int:  # python -m pdenets.experiments.browser_check REPO
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m pdenets.experiments.browser_check REPORT.html [SCREENSHOT.png]", file=sys.stderr)
+        print(
+            "usage: python -m pdenets.experiments.browser_check REPORT.html [SCREENSHOT.png]", file=sys.stderr
+        )
         return 2
     missing = browser_available()
     if missing:
         print(f"skipped: {missing}")
         return 0
     outcome = check_report(argv[0], screenshot=argv[1] if len(argv) > 1 else None)
-    print(f"{outcome.report}: {outcome.images} images, {outcome.links} links "
-          f"({len(outcome.external_links)} to other sites), page {outcome.page_size[0]}x{outcome.page_size[1]} px"
-          + (f", screenshot {outcome.screenshot}" if outcome.screenshot else ""))
+    print(
+        f"{outcome.report}: {outcome.images} images, {outcome.links} links "
+        f"({len(outcome.external_links)} to other sites), page {outcome.page_size[0]}x{outcome.page_size[1]} "
+        "px" + (f", screenshot {outcome.screenshot}" if outcome.screenshot else "")
+    )
     for problem in outcome.problems:
         print(f"  problem: {problem}")
     return 1 if outcome.problems else 0

@@ -54,6 +54,7 @@ def process_cache(maxsize: int) -> Callable[[F], F]:
         >>> calls  # "a" was the least recently used of three: evicted, loaded again
         ['a', 'b', 'c', 'a']
     """
+
     def decorate(function: F) -> F:
         cached = functools.lru_cache(maxsize=maxsize)(function)
 

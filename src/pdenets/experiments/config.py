@@ -30,7 +30,7 @@ Example:
     >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7", "rate=1e-3"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pdenets.experiments.config.ConfigError: unknown config key 'rate'; valid keys: data_dir, device, epochs, ...
+    pdenets.experiments.config.ConfigError: unknown config key 'rate'; valid keys: data_dir, device, ...
     >>> config = resolve_config(Demo, overrides=["epochs=3", "seeds=7"])
     >>> config.epochs, config.seeds
     (3, [7])
@@ -97,7 +97,9 @@ def setting(default: Any, help: str = "", **metadata: Any) -> Any:
         (False, 'data seeds')
     """
     metadata = {"help": help, **metadata}
-    if isinstance(default, (list, dict, set)) or (dataclasses.is_dataclass(default) and not isinstance(default, type)):
+    if isinstance(default, (list, dict, set)) or (
+        dataclasses.is_dataclass(default) and not isinstance(default, type)
+    ):
         return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return field(default=default, metadata=metadata)
 
@@ -130,10 +132,13 @@ class TaskConfig:
     device: str = setting("cpu", "torch device: cpu, cuda, cuda:1, mps")
     seed: int = setting(0, "master seed; every random choice of the task derives from it")
     data_dir: Optional[str] = setting(None, "data directory (default: $PDENETS_DATA, else ~/.cache/pdenets)")
-    workers: int = setting(0, "worker processes for independent runs (0: one per CPU core; 1: in this process)")
+    workers: int = setting(
+        0, "worker processes for independent runs (0: one per CPU core; 1: in this process)"
+    )
     threads: int = setting(0, "torch threads per worker (0: CPU cores / workers)")
     ray_address: Optional[str] = setting(
-        None, "run on a Ray cluster ('auto', 'ray://host:10001'; pip install 'pdenets[distributed]')")
+        None, "run on a Ray cluster ('auto', 'ray://host:10001'; pip install 'pdenets[distributed]')"
+    )
 
     def validate(self) -> None:
         """Check values that types alone cannot (subclasses call ``super().validate()``)."""
@@ -143,10 +148,18 @@ class TaskConfig:
         check_device(self.device)
 
 
-def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_counts: Sequence[str] = (),
-                 positive: Sequence[str] = (), non_negative: Sequence[str] = (), probabilities: Sequence[str] = (),
-                 choices: Optional[Mapping[str, Sequence[Any]]] = None, non_empty: Sequence[str] = (),
-                 prefix: str = "") -> None:
+def check_fields(
+    settings: Any,
+    *,
+    counts: Sequence[str] = (),
+    non_negative_counts: Sequence[str] = (),
+    positive: Sequence[str] = (),
+    non_negative: Sequence[str] = (),
+    probabilities: Sequence[str] = (),
+    choices: Optional[Mapping[str, Sequence[Any]]] = None,
+    non_empty: Sequence[str] = (),
+    prefix: str = "",
+) -> None:
     """Value checks a type annotation cannot express, as :class:`ConfigError` naming the field.
 
     A list field is checked entry by entry. A mistyped choice is told the nearest allowed value.
@@ -160,7 +173,8 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
         probabilities: fields that must lie in [0, 1) (default: none).
         choices: field → the allowed values (default: none).
         non_empty: list fields that must hold at least one entry (default: none).
-        prefix: text put before the field name in the message, e.g. ``"hyperparameters.moon."`` (default: ``""``).
+        prefix: text put before the field name in the message, e.g. ``"hyperparameters.moon."`` (default:
+            ``""``).
 
     Raises:
         ConfigError: the first field that breaks its rule, named with its value.
@@ -183,8 +197,13 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
     for name in non_empty:
         if not getattr(settings, name):
             raise ConfigError(f"{prefix}{name} must not be empty")
-    for names, low, kind in ((counts, 1, "count"), (non_negative_counts, 0, "count"), (positive, 0, "positive"),
-                             (non_negative, 0, "non-negative"), (probabilities, 0, "probability")):
+    for names, low, kind in (
+        (counts, 1, "count"),
+        (non_negative_counts, 0, "count"),
+        (positive, 0, "positive"),
+        (non_negative, 0, "non-negative"),
+        (probabilities, 0, "probability"),
+    ):
         for name in names:
             for value in values(name):
                 bad = not math.isfinite(value) if isinstance(value, float) else False
@@ -197,14 +216,20 @@ def check_fields(settings: Any, *, counts: Sequence[str] = (), non_negative_coun
                 else:
                     bad = bad or value < 0
                 if bad:
-                    bound = {"count": f">= {low}", "positive": "> 0", "non-negative": ">= 0",
-                             "probability": "in [0, 1)"}[kind]
+                    bound = {
+                        "count": f">= {low}",
+                        "positive": "> 0",
+                        "non-negative": ">= 0",
+                        "probability": "in [0, 1)",
+                    }[kind]
                     raise ConfigError(f"{prefix}{name} must be {bound}, got {value}")
     for name, allowed in (choices or {}).items():
         for value in values(name):
             if value not in allowed:
-                raise ConfigError(f"{prefix}{name} must be one of {list(allowed)}, got {value!r}"
-                                  f"{nearest_hint(value, allowed)}")
+                raise ConfigError(
+                    f"{prefix}{name} must be one of {list(allowed)}, got {value!r}"
+                    f"{nearest_hint(value, allowed)}"
+                )
 
 
 def check_device(device: str) -> None:
@@ -214,16 +239,24 @@ def check_device(device: str) -> None:
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError) as error:
-        raise ConfigError(f"device {device!r} is not a torch device (use cpu, cuda, cuda:N or mps)") from error
+        raise ConfigError(
+            f"device {device!r} is not a torch device (use cpu, cuda, cuda:N or mps)"
+        ) from error
     if parsed.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError(f"device {device!r} asked for, but CUDA is not available on this machine (use cpu)")
+            raise ConfigError(
+                f"device {device!r} asked for, but CUDA is not available on this machine (use cpu)"
+            )
         if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise ConfigError(f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} "
-                              "CUDA device(s)")
+            raise ConfigError(
+                f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} "
+                "CUDA device(s)"
+            )
     elif parsed.type == "mps":
         if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-            raise ConfigError(f"device {device!r} asked for, but MPS is not available on this machine (use cpu)")
+            raise ConfigError(
+                f"device {device!r} asked for, but MPS is not available on this machine (use cpu)"
+            )
     elif parsed.type != "cpu":
         raise ConfigError(f"device {device!r} is not supported (use cpu, cuda, cuda:N or mps)")
 
@@ -237,12 +270,16 @@ def _refuse_tags_and_anchors(text: str, source: str) -> None:
         mark = getattr(event, "start_mark", None)
         where = f"{source}, line {mark.line + 1}" if mark is not None else source
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise ConfigError(f"{where}: YAML anchors and aliases (&name, *name) are not allowed in configs; "
-                              "write the values out")
+            raise ConfigError(
+                f"{where}: YAML anchors and aliases (&name, *name) are not allowed in configs; "
+                "write the values out"
+            )
         tag = getattr(event, "tag", None)
         if tag is not None:
-            raise ConfigError(f"{where}: YAML tags such as {tag!r} are not allowed in configs: a config holds "
-                              "plain values (numbers, strings, true/false, lists, mappings)")
+            raise ConfigError(
+                f"{where}: YAML tags such as {tag!r} are not allowed in configs: a config holds "
+                "plain values (numbers, strings, true/false, lists, mappings)"
+            )
 
 
 class PlainLoader(yaml.SafeLoader):
@@ -261,15 +298,20 @@ _RESOLVERS = (
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
-                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
 )
 for _tag, _pattern, _first in _RESOLVERS:
     PlainLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 
 
 def yaml12_int(text: str) -> int:
-    """A YAML 1.2 core-schema integer (``-12``, ``010`` = 10, ``0o17``, ``0x1F``); ``ValueError`` otherwise."""
+    """A YAML 1.2 core-schema integer (``-12``, ``010`` = 10, ``0o17``, ``0x1F``); ``ValueError``
+    otherwise."""
     if re.fullmatch(r"[-+]?[0-9]+", text):
         return int(text, 10)
     if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
@@ -278,7 +320,8 @@ def yaml12_int(text: str) -> int:
 
 
 def yaml12_float(text: str) -> float:
-    """A YAML 1.2 core-schema number (``1e-3``, ``.5``, ``-.inf``, ``.nan``, an integer); else ``ValueError``."""
+    """A YAML 1.2 core-schema number (``1e-3``, ``.5``, ``-.inf``, ``.nan``, an integer); else
+    ``ValueError``."""
     lowered = text.lower()
     if lowered in (".inf", "+.inf", "-.inf", ".nan"):
         return float(lowered.replace(".", ""))
@@ -287,14 +330,17 @@ def yaml12_float(text: str) -> float:
     return float(yaml12_int(text))
 
 
-PlainLoader.add_constructor("tag:yaml.org,2002:int", lambda loader, node: yaml12_int(loader.construct_scalar(node)))
-PlainLoader.add_constructor("tag:yaml.org,2002:float",
-                            lambda loader, node: yaml12_float(loader.construct_scalar(node)))
+PlainLoader.add_constructor(
+    "tag:yaml.org,2002:int", lambda loader, node: yaml12_int(loader.construct_scalar(node))
+)
+PlainLoader.add_constructor(
+    "tag:yaml.org,2002:float", lambda loader, node: yaml12_float(loader.construct_scalar(node))
+)
 
 
 def load_yaml(text: str, *, source: str = "<text>") -> Any:
-    """Parse YAML holding plain data (:class:`PlainLoader`: YAML 1.2 scalars); tags, anchors and syntax errors give
-    :class:`ConfigError`."""
+    """Parse YAML holding plain data (:class:`PlainLoader`: YAML 1.2 scalars); tags, anchors and syntax errors
+    give :class:`ConfigError`."""
     try:
         _refuse_tags_and_anchors(text, source)
         return yaml.load(text, Loader=PlainLoader)  # noqa: S506 - a SafeLoader subclass
@@ -321,7 +367,9 @@ def _read_config_file(path: Union[str, Path]) -> Dict[str, Any]:
     if document is None:
         return {}
     if not isinstance(document, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of config keys, got a {type(document).__name__}")
+        raise ConfigError(
+            f"config file {path} must hold a mapping of config keys, got a {type(document).__name__}"
+        )
     if set(document) >= {"task", "config"} and isinstance(document["config"], dict):
         document = document["config"]  # a run directory's config.yaml
     return document
@@ -374,7 +422,8 @@ def _type_name(annotation) -> str:
         name = annotation.__name__
     else:
         name = {bool: "true/false", int: "integer", float: "number", str: "string"}.get(
-            annotation, getattr(annotation, "__name__", str(annotation)))
+            annotation, getattr(annotation, "__name__", str(annotation))
+        )
     return f"{name} or null" if optional else name
 
 
@@ -383,8 +432,9 @@ def _unknown_key(key: str, path: str, valid: Iterable[str]) -> ConfigError:
     full = f"{path}.{key}" if path else key
     close = difflib.get_close_matches(key, valid, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ConfigError(f"unknown config key {full!r}{hint}; valid keys{' of ' + path if path else ''}: "
-                       f"{', '.join(valid)}")
+    return ConfigError(
+        f"unknown config key {full!r}{hint}; valid keys{' of ' + path if path else ''}: {', '.join(valid)}"
+    )
 
 
 def _check_mapping_against(cls, values: Mapping[str, Any], path: str) -> Dict[str, Any]:
@@ -425,21 +475,27 @@ def _check_value(value: Any, annotation, path: str) -> Any:
     if annotation in (int, float) and isinstance(value, bool):
         raise ConfigError(f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}")
     if annotation in (int, float) and isinstance(value, str):
-        # a quoted number is read by the YAML 1.2 rules, never by Python's int()/float(), which take 1_0 and " 7 "
+        # a quoted number is read by the YAML 1.2 rules, never by Python's int()/float(), which take 1_0 and "
+        # 7 "
         try:
             value = yaml12_int(value) if annotation is int else yaml12_float(value)
         except ValueError:
-            raise ConfigError(f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}"
-                              ) from None
+            raise ConfigError(
+                f"{path} expects a{'n integer' if annotation is int else ' number'}, got {value!r}"
+            ) from None
     if annotation is int and isinstance(value, float):
         if not value.is_integer():
             raise ConfigError(f"{path} expects an integer, got {value!r}")
         return int(value)
     if annotation is str and isinstance(value, (bool, list, dict)):
-        raise ConfigError(f"{path} expects a string, got {value!r}" +
-                          (" (true/false are booleans: quote the word)" if isinstance(value, bool) else ""))
+        raise ConfigError(
+            f"{path} expects a string, got {value!r}"
+            + (" (true/false are booleans: quote the word)" if isinstance(value, bool) else "")
+        )
     if annotation in (int, float, str) and isinstance(value, (list, dict)):
-        raise ConfigError(f"{path} expects a{'n' if annotation is int else ''} {_type_name(annotation)}, got {value!r}")
+        raise ConfigError(
+            f"{path} expects a{'n' if annotation is int else ''} {_type_name(annotation)}, got {value!r}"
+        )
     return value
 
 
@@ -459,8 +515,13 @@ def _omegaconf_message(error: Exception) -> str:
     return f"{key}: {message}" if key and key not in message else message
 
 
-def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Union[str, Path]] = (),
-                   overrides: Sequence[Union[str, Tuple[str, Any]]] = ()) -> C:
+def resolve_config(
+    cls: Type[C],
+    *,
+    base: Optional[C] = None,
+    files: Sequence[Union[str, Path]] = (),
+    overrides: Sequence[Union[str, Tuple[str, Any]]] = (),
+) -> C:
     """Defaults (or ``base``) ← YAML ``files`` ← ``overrides``, checked and converted to ``cls``.
 
     ``overrides`` are ``"key=value"`` strings (values parsed as YAML) or ``(key, value)`` pairs;
@@ -502,7 +563,7 @@ def resolve_config(cls: Type[C], *, base: Optional[C] = None, files: Sequence[Un
         >>> resolve_config(Demo, overrides=["epoch=3"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        pdenets.experiments.config.ConfigError: unknown config key 'epoch' (did you mean 'epochs'?); valid keys: ...
+        pdenets.experiments.config.ConfigError: unknown config key 'epoch' (did you mean 'epochs'?); ...
     """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a dataclass")
@@ -592,8 +653,19 @@ def config_fields(cls, base: Any = None) -> List[FieldInfo]:
     instance = base if base is not None else cls()
     out = []
     for item in dataclasses.fields(cls):
-        owner = next(k for k in cls.__mro__ if item.name in getattr(k, "__dataclass_fields__", {}) and
-                     item.name in k.__dict__.get("__annotations__", {}))
-        out.append(FieldInfo(item.name, hints[item.name], getattr(instance, item.name),
-                             item.metadata.get("help", ""), owner))
+        owner = next(
+            k
+            for k in cls.__mro__
+            if item.name in getattr(k, "__dataclass_fields__", {})
+            and item.name in k.__dict__.get("__annotations__", {})
+        )
+        out.append(
+            FieldInfo(
+                item.name,
+                hints[item.name],
+                getattr(instance, item.name),
+                item.metadata.get("help", ""),
+                owner,
+            )
+        )
     return out

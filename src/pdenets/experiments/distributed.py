@@ -48,10 +48,12 @@ class DistributedContext:
         if not self.active:
             return batch
         if batch.shape[0] % self.world_size:
-            raise ValueError(f"a global batch of {batch.shape[0]} does not split over {self.world_size} processes; "
-                             "choose a batch size (and data size) divisible by the number of processes")
+            raise ValueError(
+                f"a global batch of {batch.shape[0]} does not split over {self.world_size} processes; "
+                "choose a batch size (and data size) divisible by the number of processes"
+            )
         size = batch.shape[0] // self.world_size
-        return batch[self.rank * size:(self.rank + 1) * size]
+        return batch[self.rank * size : (self.rank + 1) * size]
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         """Sum over processes."""
@@ -94,9 +96,11 @@ def _environment_int(name: str, default=None, *, minimum: int = 0, maximum=None)
     value = environment_number(name, None, minimum_exclusive=minimum - 1, integer=True, maximum=maximum)
     if value is None:
         if default is None:
-            raise RendezvousError(f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun "
-                                  "(torchrun --nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and "
-                                  "MASTER_PORT")
+            raise RendezvousError(
+                f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun "
+                "(torchrun --nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and "
+                "MASTER_PORT"
+            )
         return default
     return value
 
@@ -124,7 +128,8 @@ def _within(seconds: float, function, *args, **kwargs) -> None:
     """Call ``function`` in a daemon thread; ``TimeoutError`` if it has not returned after ``seconds``.
 
     torch's store retries an address that takes connections but does not answer, with growing delays and
-    without end; the thread is left to torch (it dies with the process) and the caller gets its answer on time.
+    without end; the thread is left to torch (it dies with the process) and the caller gets its answer on
+    time.
     """
     outcome: dict = {}
 
@@ -164,7 +169,9 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
     if not dist.is_initialized():
         from datetime import timedelta
 
-        timeout = environment_number("PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S, maximum=_LONGEST_TIMEOUT_S)
+        timeout = environment_number(
+            "PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S, maximum=_LONGEST_TIMEOUT_S
+        )
         deadline = time.monotonic() + timeout
         host = os.environ.get("MASTER_ADDR")
         port = _environment_int("MASTER_PORT", 0, minimum=1, maximum=65535) or None
@@ -172,16 +179,24 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
 
         def failed(reason: str) -> RendezvousError:
             return RendezvousError(
-                f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} s "
+                f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} "
+                "s "
                 f"({reason[:120]}); WORLD_SIZE={world_size} is set without the other "
-                "processes? Start them together with torchrun --nproc-per-node N")
+                "processes? Start them together with torchrun --nproc-per-node N"
+            )
 
         try:
             if rank != 0 and host and port:
                 _wait_for_rank_zero(host, port, deadline)
             left = max(deadline - time.monotonic(), 1.0)
-            _within(left + _GRACE_S, dist.init_process_group, "nccl" if device.startswith("cuda") else "gloo",
-                    rank=rank, world_size=world_size, timeout=timedelta(seconds=left))
+            _within(
+                left + _GRACE_S,
+                dist.init_process_group,
+                "nccl" if device.startswith("cuda") else "gloo",
+                rank=rank,
+                world_size=world_size,
+                timeout=timedelta(seconds=left),
+            )
         except (RuntimeError, ValueError, TimeoutError) as error:
             raise failed(str(error).splitlines()[0]) from None
     return DistributedContext(rank, world_size)

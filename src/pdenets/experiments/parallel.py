@@ -34,8 +34,15 @@ import torch
 
 from .._checks import check_positive, environment_number
 
-__all__ = ["execute", "JobError", "default_workers", "resolve_parallelism", "check_ray_address", "PARENT_POLL_SECONDS",
-           "RAY_CONNECT_TIMEOUT_S"]
+__all__ = [
+    "execute",
+    "JobError",
+    "default_workers",
+    "resolve_parallelism",
+    "check_ray_address",
+    "PARENT_POLL_SECONDS",
+    "RAY_CONNECT_TIMEOUT_S",
+]
 
 #: How often a pool worker checks that its parent process is still alive.
 PARENT_POLL_SECONDS = 0.2
@@ -83,8 +90,14 @@ def _initialize_worker(threads: int, parent: int) -> None:
 Item = Tuple[Any, Any]  # (identifier, argument)
 
 
-def execute(items: Sequence[Item], function: Callable[[Any], Any], *, workers: int = 0, threads: int = 0,
-            ray_address: Optional[str] = None) -> Iterator[Tuple[Any, Any]]:
+def execute(
+    items: Sequence[Item],
+    function: Callable[[Any], Any],
+    *,
+    workers: int = 0,
+    threads: int = 0,
+    ray_address: Optional[str] = None,
+) -> Iterator[Tuple[Any, Any]]:
     """Yield ``(identifier, function(argument))`` for every item, in completion order.
 
     ``function`` must be importable by name (a module-level function or a static method):
@@ -125,8 +138,12 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 def _run_pool(items: Sequence[Item], function, plan: Parallelism) -> Iterator[Tuple[Any, Any]]:
     context = get_context("spawn")  # safe with torch's thread pools (fork after OpenMP can hang)
-    pool = ProcessPoolExecutor(max_workers=plan.workers, mp_context=context, initializer=_initialize_worker,
-                               initargs=(plan.threads, os.getpid()))
+    pool = ProcessPoolExecutor(
+        max_workers=plan.workers,
+        mp_context=context,
+        initializer=_initialize_worker,
+        initargs=(plan.threads, os.getpid()),
+    )
     finished_cleanly = False
     try:
         queue = iter(items)
@@ -219,14 +236,17 @@ def check_ray_address(address: str, timeout: Optional[float] = None) -> None:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"ray_address {address!r} is not 'auto', 'local', 'HOST:PORT' or 'ray://HOST:PORT'")
     if timeout is None:
-        timeout = environment_number("PDENETS_RAY_CONNECT_TIMEOUT", RAY_CONNECT_TIMEOUT_S,
-                                     maximum=_LONGEST_CONNECT_TIMEOUT_S)
+        timeout = environment_number(
+            "PDENETS_RAY_CONNECT_TIMEOUT", RAY_CONNECT_TIMEOUT_S, maximum=_LONGEST_CONNECT_TIMEOUT_S
+        )
     else:
         timeout = check_positive(timeout, "timeout")
     problem = _grpc_handshake(host.strip("[]"), int(port), timeout)
     if problem is not None:
-        raise ConnectionError(f"no Ray cluster answers at {address} ({problem}); start one with `ray start --head` "
-                              "and pass its address (or --ray-address auto on its head node)")
+        raise ConnectionError(
+            f"no Ray cluster answers at {address} ({problem}); start one with `ray start --head` "
+            "and pass its address (or --ray-address auto on its head node)"
+        )
 
 
 def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Iterator[Tuple[Any, Any]]:

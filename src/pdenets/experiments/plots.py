@@ -13,9 +13,15 @@ import numpy as np
 
 from .._lazy import LazyModule
 
-__all__ = ["plt", "CLASS_COLORS", "scatter_classes", "mean_band", "grouped_bars", "box_per_group",
-           "errorbar_lines"]
-
+__all__ = [
+    "plt",
+    "CLASS_COLORS",
+    "scatter_classes",
+    "mean_band",
+    "grouped_bars",
+    "box_per_group",
+    "errorbar_lines",
+]
 
 
 def _agg_backend() -> None:
@@ -47,19 +53,39 @@ def mean_band(ax, x, runs: np.ndarray, *, label: str, color=None, linestyle: str
     mean = np.nanmean(runs, axis=0)
     line = ax.plot(x, mean, label=label, color=color, linestyle=linestyle, linewidth=1.5)[0]
     if runs.shape[0] > 1:
-        ax.fill_between(x, np.nanmin(runs, axis=0), np.nanmax(runs, axis=0), color=line.get_color(), alpha=0.12,
-                        linewidth=0)
+        ax.fill_between(
+            x,
+            np.nanmin(runs, axis=0),
+            np.nanmax(runs, axis=0),
+            color=line.get_color(),
+            alpha=0.12,
+            linewidth=0,
+        )
 
 
-def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Tuple[Sequence[float], Sequence[float]]], *,
-                 colors: Optional[Mapping[str, str]] = None, ylabel: str = "", ylim=None) -> None:
+def grouped_bars(
+    ax,
+    groups: Sequence[str],
+    series: Mapping[str, Tuple[Sequence[float], Sequence[float]]],
+    *,
+    colors: Optional[Mapping[str, str]] = None,
+    ylabel: str = "",
+    ylim=None,
+) -> None:
     """Bars of ``mean ± std`` for each group, one bar per series side by side."""
     width = 0.8 / max(1, len(series))
     positions = np.arange(len(groups))
     for index, (label, (means, stds)) in enumerate(series.items()):
         offset = (index - (len(series) - 1) / 2) * width
-        ax.bar(positions + offset, means, width, yerr=stds, label=label, capsize=2,
-               color=(colors or {}).get(label))
+        ax.bar(
+            positions + offset,
+            means,
+            width,
+            yerr=stds,
+            label=label,
+            capsize=2,
+            color=(colors or {}).get(label),
+        )
     ax.set_xticks(positions, list(groups), fontsize=8)
     if ylim is not None:
         ax.set_ylim(*ylim)
@@ -68,8 +94,15 @@ def grouped_bars(ax, groups: Sequence[str], series: Mapping[str, Tuple[Sequence[
     ax.grid(axis="y", alpha=0.3)
 
 
-def box_per_group(ax, values: Mapping[str, Sequence[float]], *, reference: Optional[Mapping[str, float]] = None,
-                  reference_label: str = "reference", title: str = "", ylabel: str = "") -> None:
+def box_per_group(
+    ax,
+    values: Mapping[str, Sequence[float]],
+    *,
+    reference: Optional[Mapping[str, float]] = None,
+    reference_label: str = "reference",
+    title: str = "",
+    ylabel: str = "",
+) -> None:
     """One box plot per group of values; optional reference markers (e.g. a paper's means) as red stars."""
     names = list(values)
     ax.boxplot([list(values[name]) for name in names], showfliers=True)
@@ -77,8 +110,15 @@ def box_per_group(ax, values: Mapping[str, Sequence[float]], *, reference: Optio
     labelled = False
     for index, name in enumerate(names, start=1):
         if reference and name in reference:
-            ax.plot(index, reference[name], marker="*", color="#d62728", markersize=10, linestyle="none",
-                    label=None if labelled else reference_label)
+            ax.plot(
+                index,
+                reference[name],
+                marker="*",
+                color="#d62728",
+                markersize=10,
+                linestyle="none",
+                label=None if labelled else reference_label,
+            )
             labelled = True
     if labelled:
         ax.legend(fontsize=8, loc="lower right")
@@ -87,8 +127,15 @@ def box_per_group(ax, values: Mapping[str, Sequence[float]], *, reference: Optio
     ax.grid(axis="y", alpha=0.3)
 
 
-def errorbar_lines(ax, series: Mapping[str, Tuple[Sequence[float], Sequence[float], Sequence[float]]], *,
-                   xlabel: str = "", ylabel: str = "", title: str = "", log2_x: bool = False) -> None:
+def errorbar_lines(
+    ax,
+    series: Mapping[str, Tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    log2_x: bool = False,
+) -> None:
     """One ``x → mean ± std`` line per series (``{label: (x, means, stds)}``)."""
     for label, (x, means, stds) in series.items():
         ax.errorbar(list(x), list(means), yerr=list(stds), marker="o", capsize=3, label=label)

@@ -24,13 +24,11 @@ __all__ = ["Report", "format_number"]
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
-color:#222;line-height:1.5}
-table{border-collapse:collapse;margin:1em 0;font-size:.95em}
-th,td{border:1px solid #ccc;padding:.3em .7em;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #eee}
-figcaption{color:#555;font-size:.9em}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0
+1em; color:#222;line-height:1.5} table{border-collapse:collapse;margin:1em 0;font-size:.95em} th,td{border:1px
+solid #ccc;padding:.3em .7em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left} figure{margin:1.5em 0}figure
+img{max-width:100%;border:1px solid #eee} figcaption{color:#555;font-size:.9em}
 code,pre{background:#f6f8fa;border-radius:4px}pre{padding:.8em;overflow-x:auto}
 caption{caption-side:bottom;color:#555;font-size:.9em;padding-top:.3em}
 """
@@ -104,10 +102,15 @@ class Report:
     def bullets(self, items: Sequence[str]) -> None:
         self._blocks.append(("bullets", (list(items),)))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence], caption: Optional[str] = None,
-              align: Optional[str] = None) -> None:
-        """A table; ``align`` gives each column's alignment, ``"l"`` or ``"r"`` (default: the first column left,
-        the others right, as numbers read best)."""
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence],
+        caption: Optional[str] = None,
+        align: Optional[str] = None,
+    ) -> None:
+        """A table; ``align`` gives each column's alignment, ``"l"`` or ``"r"`` (default: the first column
+        left, the others right, as numbers read best)."""
         align = align or "l" + "r" * (len(headers) - 1)
         if len(align) != len(headers) or set(align) - {"l", "r"}:
             raise ValueError(f"align needs one 'l' or 'r' per column ({len(headers)}), got {align!r}")
@@ -115,13 +118,15 @@ class Report:
         self._blocks.append(("table", (list(headers), cells, caption, align)))
 
     def figure(self, filename: str, caption: str) -> None:
-        """Reference a PNG that lives in the report's directory (a file name, not a URL; checked against the folder
-        by :meth:`write`)."""
+        """Reference a PNG that lives in the report's directory (a file name, not a URL; checked against the
+        folder by :meth:`write`)."""
         if not isinstance(filename, str) or not filename:
             raise TypeError(f"a figure is the name of a file in the report's folder, got {filename!r}")
         if _URL_SCHEME.match(filename) or filename.startswith(("/", "\\")):
-            raise ValueError(f"figure {filename!r} is not a file name relative to the report's folder; save the "
-                             "figure into the run folder and give its name")
+            raise ValueError(
+                f"figure {filename!r} is not a file name relative to the report's folder; save the "
+                "figure into the run folder and give its name"
+            )
         self._blocks.append(("figure", (filename, caption)))
 
     def code(self, text: str) -> None:
@@ -164,11 +169,17 @@ class Report:
                 parts.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in args[0]) + "</ul>")
             elif kind == "table":
                 headers, rows, caption, align = args
-                side = ['' if (i == 0) == (a == "l") else f' style="text-align:{"left" if a == "l" else "right"}"'
-                        for i, a in enumerate(align)]
+                side = [
+                    "" if (i == 0) == (a == "l") else f' style="text-align:{"left" if a == "l" else "right"}"'
+                    for i, a in enumerate(align)
+                ]
                 head = "".join(f"<th{side[i]}>{_inline_html(h)}</th>" for i, h in enumerate(headers))
-                body = "".join("<tr>" + "".join(f"<td{side[i]}>{_inline_html(c)}</td>" for i, c in enumerate(row))
-                               + "</tr>" for row in rows)
+                body = "".join(
+                    "<tr>"
+                    + "".join(f"<td{side[i]}>{_inline_html(c)}</td>" for i, c in enumerate(row))
+                    + "</tr>"
+                    for row in rows
+                )
                 cap = f"<caption>{_inline_html(caption)}</caption>" if caption else ""
                 parts.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
             elif kind == "figure":
@@ -188,5 +199,10 @@ class Report:
         directory = target if isinstance(target, RunDirectory) else RunDirectory(target)
         for kind, args in self._blocks:
             if kind == "figure":
-                directory.file(args[0])  # a figure that leads outside the folder is refused before anything is written
-        return [directory.write_text("report.md", self.markdown()), directory.write_text("report.html", self.html())]
+                directory.file(
+                    args[0]
+                )  # a figure that leads outside the folder is refused before anything is written
+        return [
+            directory.write_text("report.md", self.markdown()),
+            directory.write_text("report.html", self.html()),
+        ]

@@ -46,8 +46,17 @@ try:  # POSIX advisory locks; elsewhere the lock is best effort (exclusive creat
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["RunDirectory", "RunDirectoryError", "to_plain", "atomic_write_text", "atomic_write",
-           "default_run_path", "resolve_inside", "MARKER", "LOCK"]
+__all__ = [
+    "RunDirectory",
+    "RunDirectoryError",
+    "to_plain",
+    "atomic_write_text",
+    "atomic_write",
+    "default_run_path",
+    "resolve_inside",
+    "MARKER",
+    "LOCK",
+]
 
 MARKER = ".pdenets-run"
 LOCK = ".pdenets-lock"
@@ -89,8 +98,8 @@ def to_plain(value: Any) -> Any:
 def resolve_inside(folder: Union[str, Path], name: Union[str, Path]) -> Path:
     """The path of the file ``name`` inside ``folder``, refused if it leads anywhere else.
 
-    ``name`` is relative to ``folder`` (an absolute one must lie inside it); ``..`` parts and symbolic links are
-    followed before the test, so ``../x`` or a link to ``/etc`` do not get out.
+    ``name`` is relative to ``folder`` (an absolute one must lie inside it); ``..`` parts and symbolic links
+    are followed before the test, so ``../x`` or a link to ``/etc`` do not get out.
 
     Args:
         folder: the folder (a run folder, a report's folder).
@@ -115,8 +124,10 @@ def resolve_inside(folder: Union[str, Path], name: Union[str, Path]) -> Path:
     base = Path(folder).resolve()
     target = (base / name).resolve()
     if target != base and base not in target.parents:
-        raise RunDirectoryError(f"{str(name)!r} leads outside the folder {folder} (to {target}); give the name of a "
-                                "file inside it")
+        raise RunDirectoryError(
+            f"{str(name)!r} leads outside the folder {folder} (to {target}); give the name of a "
+            "file inside it"
+        )
     return target
 
 
@@ -136,8 +147,10 @@ def _refuse_broken_symlink(path: Path, option: str) -> None:
         except (RuntimeError, OSError):  # RuntimeError: Python < 3.13 on a loop; OSError ELOOP after
             problem = "which loops (the links lead back to themselves)"
         where = f"{option} {path}" + (f": {candidate}" if candidate != path else "")
-        raise RunDirectoryError(f"{where} is a symlink to {os.readlink(candidate)}, {problem}; create the target "
-                                f"or choose another {option}")
+        raise RunDirectoryError(
+            f"{where} is a symlink to {os.readlink(candidate)}, {problem}; create the target "
+            f"or choose another {option}"
+        )
 
 
 def default_run_path(name: str, root: Union[str, Path] = "runs") -> Path:
@@ -242,19 +255,25 @@ class RunDirectory:
                 if not isinstance(previous, dict) or "task" not in previous:
                     raise ValueError
             except (ValueError, OSError, UnicodeDecodeError):
-                raise RunDirectoryError(f"{marker} is damaged; this folder cannot be resumed. Choose another --out "
-                                        "or pass --overwrite to start afresh in it") from None
+                raise RunDirectoryError(
+                    f"{marker} is damaged; this folder cannot be resumed. Choose another --out "
+                    "or pass --overwrite to start afresh in it"
+                ) from None
         if overwrite:
             return previous
         others = [n for n in names if n != MARKER]
         if previous is None and others:
             raise RunDirectoryError(
-                f"--out {path} is not empty and holds no pdenets run (found: {_listing(others)}); choose a new or "
-                "empty folder, or pass --overwrite to write into it (files of the same names are replaced)")
+                f"--out {path} is not empty and holds no pdenets run (found: {_listing(others)}); choose a "
+                "new or "
+                "empty folder, or pass --overwrite to write into it (files of the same names are replaced)"
+            )
         if previous is not None and previous["task"] != task:
             raise RunDirectoryError(
-                f"--out {path} holds a pdenets run of task {previous['task']!r}, not {task!r}; choose another "
-                "folder, or pass --overwrite to replace that run")
+                f"--out {path} holds a pdenets run of task {previous['task']!r}, not {task!r}; choose "
+                "another "
+                "folder, or pass --overwrite to replace that run"
+            )
         return previous
 
     def _acquire_lock(self) -> None:
@@ -267,12 +286,16 @@ class RunDirectory:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 handle.close()
-                raise RunDirectoryError(f"{self.path} is in use by another pdenets run ({holder}); wait for it to "
-                                        "finish or choose another --out") from None
+                raise RunDirectoryError(
+                    f"{self.path} is in use by another pdenets run ({holder}); wait for it to "
+                    "finish or choose another --out"
+                ) from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()} on {platform.node()}, task {self.task}, since "
-                     f"{datetime.now().strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.write(
+            f"pid {os.getpid()} on {platform.node()}, task {self.task}, since "
+            f"{datetime.now().strftime('%Y-%m-%d %H:%M:%S')}"
+        )
         handle.flush()
         self._lock_handle = handle
 
@@ -334,7 +357,9 @@ class RunDirectory:
         return self.write_text("config.yaml", yaml.safe_dump(document, sort_keys=False))
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
-        return self.write_text("results.json", json.dumps(to_plain(results), indent=2, allow_nan=False) + "\n")
+        return self.write_text(
+            "results.json", json.dumps(to_plain(results), indent=2, allow_nan=False) + "\n"
+        )
 
     def read_results(self) -> Dict[str, Any]:
         return json.loads(self.file("results.json").read_text(encoding="utf-8"))
@@ -355,7 +380,9 @@ class RunDirectory:
         target = self.file(name)
         try:
             with atomic_write(target, "wb") as stream:
-                figure.savefig(stream, dpi=dpi, bbox_inches="tight", format=target.suffix.lstrip(".") or "png")
+                figure.savefig(
+                    stream, dpi=dpi, bbox_inches="tight", format=target.suffix.lstrip(".") or "png"
+                )
         finally:
             plt.close(figure)
         self._wrote(target)

@@ -110,11 +110,14 @@ MAX_PLANNED_JOBS = 1_000_000
 
 def plan_jobs(task: Task) -> List[Tuple[str, Any]]:
     """``(key, spec)`` for every job of ``task``; refuses two jobs with the same key, or more than
-    :data:`MAX_PLANNED_JOBS` (a setting that multiplies the runs beyond any machine is refused before hashing)."""
+    :data:`MAX_PLANNED_JOBS` (a setting that multiplies the runs beyond any machine is refused before
+    hashing)."""
     specs = task.jobs()
     if hasattr(specs, "__len__") and len(specs) > MAX_PLANNED_JOBS:
-        raise ConfigError(f"task {task.name!r} plans {len(specs):,} runs, more than {MAX_PLANNED_JOBS:,}: reduce the "
-                          "settings that multiply them (seeds, sizes, repeats)")
+        raise ConfigError(
+            f"task {task.name!r} plans {len(specs):,} runs, more than {MAX_PLANNED_JOBS:,}: reduce the "
+            "settings that multiply them (seeds, sizes, repeats)"
+        )
     planned = [(job_key(task.name, spec), spec) for spec in specs]
     seen: Dict[str, Any] = {}
     for key, spec in planned:
@@ -139,10 +142,18 @@ def _as_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig]) -
     return cls(config if config is not None else cls.config_class())
 
 
-def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = None, *,
-             out: Optional[Union[str, Path]] = None, overwrite: bool = False, progress: bool = True,
-             report_only: bool = False, runs_root: Union[str, Path] = "runs", run_name: Optional[str] = None,
-             extra_config: Optional[Dict[str, Any]] = None) -> RunOutcome:
+def run_task(
+    task: Union[str, Type[Task], Task],
+    config: Optional[TaskConfig] = None,
+    *,
+    out: Optional[Union[str, Path]] = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    report_only: bool = False,
+    runs_root: Union[str, Path] = "runs",
+    run_name: Optional[str] = None,
+    extra_config: Optional[Dict[str, Any]] = None,
+) -> RunOutcome:
     """Run ``task`` with ``config`` into the run directory ``out`` (default ``runs/<task>-<time>``).
 
     The steps, in order (see the module docstring): validate and prepare the task, plan the
@@ -176,7 +187,8 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
         JobFailedError: a job raised; finished runs are stored.
 
     Examples:
-        >>> outcome = run_task("synthetic", get_task("synthetic").quick_config(), out="runs/demo")  # doctest: +SKIP
+        >>> config = get_task("synthetic").quick_config()
+        >>> outcome = run_task("synthetic", config, out="runs/demo")  # doctest: +SKIP
         >>> outcome.path.name, outcome.new == outcome.planned  # doctest: +SKIP
         ('demo', True)
     """
@@ -188,12 +200,16 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
     if report_only and (out is None or not Path(out).is_dir()):
         raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
     if report_only and not (Path(out) / STORE_FILENAME).is_file():
-        raise ValueError(f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first")
+        raise ValueError(
+            f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first"
+        )
     if task.config.ray_address and not report_only:
         check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
     context = distributed_context(task.config.device) if launched_by_torchrun() else DistributedContext()
-    if context.active and not context.is_main:  # a torchrun process beside rank 0: run its share, write nothing
+    if (
+        context.active and not context.is_main
+    ):  # a torchrun process beside rank 0: run its share, write nothing
         return _follow_rank_zero(task, planned, start)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
@@ -201,14 +217,18 @@ def run_task(task: Union[str, Type[Task], Task], config: Optional[TaskConfig] = 
             if context.active:  # the other processes run the same pending jobs, in the same order
                 pending = [] if report_only else [key for key, _ in planned if key not in store.keys()]
                 dist.broadcast_object_list([pending, str(path)], src=0)
-            new = 0 if report_only else _run_pending(task, planned, store, path, progress,
-                                                     inline=context.active)
+            new = (
+                0
+                if report_only
+                else _run_pending(task, planned, store, path, progress, inline=context.active)
+            )
             stored = store.rows([key for key, _ in planned])
         records = [run.flat() for run in stored]
         try:
             results = dict(task.summarize(records))
-            results.update(runs_planned=len(planned), runs_stored=len(records),
-                           wall_seconds=time.perf_counter() - start)
+            results.update(
+                runs_planned=len(planned), runs_stored=len(records), wall_seconds=time.perf_counter() - start
+            )
             if report_only:
                 results["report_only"] = True  # the wall time is the report's, not the runs'
             run_dir.write_results(results)
@@ -227,7 +247,8 @@ def launched_by_torchrun() -> bool:
 
 def _follow_rank_zero(task: Task, planned: Sequence[Tuple[str, Any]], start: float) -> RunOutcome:
     """A process other than rank 0 under ``torchrun``: run the jobs rank 0 runs (each is a collective: a graph
-    split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the report."""
+    split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the
+    report."""
     message: List[Any] = [None, None]
     dist.broadcast_object_list(message, src=0)
     pending, path = message
@@ -237,19 +258,37 @@ def _follow_rank_zero(task: Task, planned: Sequence[Tuple[str, Any]], start: flo
     return RunOutcome(Path(path), {}, len(planned), 0, len(pending), time.perf_counter() - start)
 
 
-def _run_pending(task: Task, planned: Sequence[Tuple[str, Any]], store: ResultsStore, path: Path,
-                 progress: bool, inline: bool = False) -> int:
+def _run_pending(
+    task: Task,
+    planned: Sequence[Tuple[str, Any]],
+    store: ResultsStore,
+    path: Path,
+    progress: bool,
+    inline: bool = False,
+) -> int:
     done = store.keys()
     pending = [(key, spec) for key, spec in planned if key not in done]
     if not pending:
         return 0
     specs = dict(pending)
     config = task.config
-    bar = tqdm(total=len(planned), initial=len(planned) - len(pending), desc=task.name, unit=task.unit.rstrip("s"),
-               disable=not progress, smoothing=0.05, dynamic_ncols=True)
+    bar = tqdm(
+        total=len(planned),
+        initial=len(planned) - len(pending),
+        desc=task.name,
+        unit=task.unit.rstrip("s"),
+        disable=not progress,
+        smoothing=0.05,
+        dynamic_ncols=True,
+    )
     new = 0
-    results = execute(pending, partial(_call_job, type(task).run_job), workers=1 if inline else config.workers,
-                      threads=config.threads, ray_address=None if inline else config.ray_address)
+    results = execute(
+        pending,
+        partial(_call_job, type(task).run_job),
+        workers=1 if inline else config.workers,
+        threads=config.threads,
+        ray_address=None if inline else config.ray_address,
+    )
     try:
         with closing(results):
             for key, (status, record, seconds) in results:
@@ -268,8 +307,9 @@ def _run_pending(task: Task, planned: Sequence[Tuple[str, Any]], store: ResultsS
         raise RunInterrupted(path, len(wanted & store.keys()), len(planned)) from None
     except JobError as error:
         cause = error.__cause__
-        raise JobFailedError(f"{task.name} job ({_describe(specs[error.identifier])}) failed: "
-                             f"{type(cause).__name__}: {cause}") from cause
+        raise JobFailedError(
+            f"{task.name} job ({_describe(specs[error.identifier])}) failed: {type(cause).__name__}: {cause}"
+        ) from cause
     finally:
         bar.close()
     return new

@@ -43,9 +43,15 @@ STORE_FILENAME = "results.sqlite"
 STORE_FORMAT = "pdenets-results"
 STORE_VERSION = 2
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_BASE_COLUMNS = {"key": "TEXT PRIMARY KEY", "task": "TEXT NOT NULL", "spec": "TEXT NOT NULL",
-                 "record": "TEXT NOT NULL", "status": "TEXT NOT NULL", "seconds": "REAL",
-                 "created": "TEXT DEFAULT CURRENT_TIMESTAMP"}
+_BASE_COLUMNS = {
+    "key": "TEXT PRIMARY KEY",
+    "task": "TEXT NOT NULL",
+    "spec": "TEXT NOT NULL",
+    "record": "TEXT NOT NULL",
+    "status": "TEXT NOT NULL",
+    "seconds": "REAL",
+    "created": "TEXT DEFAULT CURRENT_TIMESTAMP",
+}
 _COLUMN_TYPES = ("TEXT", "INTEGER", "REAL")
 
 
@@ -89,8 +95,10 @@ class StoredRun:
 
 def _check_identifier(name: str, kind: str) -> None:
     if not name.isidentifier() or name.lower() in _BASE_COLUMNS:
-        raise ValueError(f"{kind} {name!r} cannot be a store column (a Python identifier other than "
-                         f"{', '.join(_BASE_COLUMNS)})")
+        raise ValueError(
+            f"{kind} {name!r} cannot be a store column (a Python identifier other than "
+            f"{', '.join(_BASE_COLUMNS)})"
+        )
 
 
 def _refuse(path: Path, problem: str) -> StoreError:
@@ -117,14 +125,20 @@ def _inspect(path: Path, task: str) -> Dict[str, str]:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables or "runs" not in tables:
             found = ", ".join(sorted(tables)) or "none"
-            raise _refuse(path, f"is not a pdenets results store (tables: {found}; an older pdenets, or another "
-                                "program, wrote it)")
+            raise _refuse(
+                path,
+                f"is not a pdenets results store (tables: {found}; an older pdenets, or another "
+                "program, wrote it)",
+            )
         meta = dict(connection.execute("SELECT name, value FROM meta").fetchall())
         if meta.get("format") != STORE_FORMAT:
             raise _refuse(path, f"is not a pdenets results store (format {meta.get('format')!r})")
         if meta.get("version") != str(STORE_VERSION):
-            raise _refuse(path, f"is a pdenets results store of version {meta.get('version')}, this pdenets reads "
-                                f"version {STORE_VERSION}")
+            raise _refuse(
+                path,
+                f"is a pdenets results store of version {meta.get('version')}, this pdenets reads "
+                f"version {STORE_VERSION}",
+            )
         if meta.get("task") != task:
             raise _refuse(path, f"holds runs of task {meta.get('task')!r}, not {task!r}")
         columns = {row[1]: row[2] for row in connection.execute("PRAGMA table_info(runs)")}
@@ -147,9 +161,10 @@ def _create(path: Path, task: str, columns: Mapping[str, str]) -> None:
         definitions = ", ".join(f'"{name}" {kind}' for name, kind in {**_BASE_COLUMNS, **columns}.items())
         with connection:
             connection.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)")
-            connection.executemany("INSERT INTO meta VALUES (?, ?)", [("format", STORE_FORMAT),
-                                                                      ("version", str(STORE_VERSION)),
-                                                                      ("task", task)])
+            connection.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("format", STORE_FORMAT), ("version", str(STORE_VERSION)), ("task", task)],
+            )
             connection.execute(f"CREATE TABLE runs ({definitions})")
         connection.close()
         os.replace(temporary, path)
@@ -213,20 +228,34 @@ class ResultsStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def add(self, key: str, spec: Mapping[str, Any], record: Mapping[str, Any], *, status: str = "ok",
-            seconds: Optional[float] = None) -> bool:
+    def add(
+        self,
+        key: str,
+        spec: Mapping[str, Any],
+        record: Mapping[str, Any],
+        *,
+        status: str = "ok",
+        seconds: Optional[float] = None,
+    ) -> bool:
         """Store one finished run at once; ``False`` if its key is already stored."""
         values: Dict[str, Any] = {
-            "key": key, "task": self.task, "spec": json.dumps(spec, allow_nan=False),
-            "record": json.dumps(record, allow_nan=False), "status": status, "seconds": seconds,
+            "key": key,
+            "task": self.task,
+            "spec": json.dumps(spec, allow_nan=False),
+            "record": json.dumps(record, allow_nan=False),
+            "status": status,
+            "seconds": seconds,
         }
         for name in self.columns:
             value = record.get(name, spec.get(name))
-            values[name] = value if value is None or isinstance(value, (str, int, float)) else json.dumps(value)
+            values[name] = (
+                value if value is None or isinstance(value, (str, int, float)) else json.dumps(value)
+            )
         names = ", ".join(f'"{name}"' for name in values)
         marks = ", ".join("?" for _ in values)
-        cursor = self._connection.execute(f"INSERT OR IGNORE INTO runs ({names}) VALUES ({marks})",
-                                          list(values.values()))
+        cursor = self._connection.execute(
+            f"INSERT OR IGNORE INTO runs ({names}) VALUES ({marks})", list(values.values())
+        )
         return cursor.rowcount == 1
 
     def keys(self) -> Set[str]:
@@ -237,9 +266,13 @@ class ResultsStore:
 
     def rows(self, keys: Optional[Iterable[str]] = None) -> List[StoredRun]:
         """Stored runs in insertion order, or in the order of ``keys`` (missing keys skipped)."""
-        cursor = self._connection.execute("SELECT key, spec, record, status, seconds FROM runs ORDER BY rowid")
-        runs = {key: StoredRun(key, json.loads(spec), json.loads(record), status, seconds)
-                for key, spec, record, status, seconds in cursor}
+        cursor = self._connection.execute(
+            "SELECT key, spec, record, status, seconds FROM runs ORDER BY rowid"
+        )
+        runs = {
+            key: StoredRun(key, json.loads(spec), json.loads(record), status, seconds)
+            for key, spec, record, status, seconds in cursor
+        }
         if keys is None:
             return list(runs.values())
         return [runs[key] for key in keys if key in runs]

@@ -20,8 +20,9 @@ import numpy as np
 __all__ = ["Stats", "group_records", "group_summary", "format_mean_std", "PaperValue", "paper_and_ours"]
 
 
-def format_mean_std(mean: Optional[float], std: Optional[float] = None, digits: int = 3, *,
-                    count: Optional[int] = None) -> str:
+def format_mean_std(
+    mean: Optional[float], std: Optional[float] = None, digits: int = 3, *, count: Optional[int] = None
+) -> str:
     """``"0.962 ± 0.034"`` (``"—"`` when there is no value; ``(n=…)`` appended if ``count`` is given).
 
     A ``None`` or NaN ``std`` is left out, so a single value prints without ``±``.
@@ -93,8 +94,14 @@ class Stats:
         finite = array[np.isfinite(array)]
         if finite.size == 0:
             return cls(math.nan, math.nan, math.nan, math.nan, math.nan, 0)
-        return cls(float(np.mean(finite)), float(np.std(finite)), float(np.min(finite)), float(np.max(finite)),
-                   float(np.median(finite)), int(finite.size))
+        return cls(
+            float(np.mean(finite)),
+            float(np.std(finite)),
+            float(np.min(finite)),
+            float(np.max(finite)),
+            float(np.median(finite)),
+            int(finite.size),
+        )
 
     def format(self, digits: int = 3, *, count: bool = False) -> str:
         """``mean ± std`` with ``digits`` decimals (``"—"`` without values; see :func:`format_mean_std`).
@@ -103,8 +110,9 @@ class Stats:
             digits: decimals (default: ``3``).
             count: append ``(n=count)`` (default: ``False``).
         """
-        return format_mean_std(self.mean if self.count else None, self.std, digits,
-                               count=self.count if count else None)
+        return format_mean_std(
+            self.mean if self.count else None, self.std, digits, count=self.count if count else None
+        )
 
     def as_dict(self) -> Dict[str, float]:
         return asdict(self)
@@ -113,8 +121,12 @@ class Stats:
 Key = Union[Hashable, Tuple[Hashable, ...]]
 
 
-def group_records(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequence[str]],
-                  where: Optional[Callable[[Mapping[str, Any]], bool]] = None) -> Dict[Key, List[Mapping[str, Any]]]:
+def group_records(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    by: Union[str, Sequence[str]],
+    where: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+) -> Dict[Key, List[Mapping[str, Any]]]:
     """Records grouped by the value(s) of the ``by`` field(s), groups in order of first appearance.
 
     With one ``by`` name the keys are its values; with several, tuples. ``where`` filters first.
@@ -129,9 +141,16 @@ def group_records(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequen
     return groups
 
 
-def group_summary(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequence[str]], metric: str,
-                  scale: float = 1.0, where: Optional[Callable[[Mapping[str, Any]], bool]] = None) -> Dict[Key, Stats]:
-    """:class:`Stats` of ``metric`` per group of records sharing the ``by`` field(s) (see :func:`group_records`).
+def group_summary(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    by: Union[str, Sequence[str]],
+    metric: str,
+    scale: float = 1.0,
+    where: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+) -> Dict[Key, Stats]:
+    """:class:`Stats` of ``metric`` per group of records sharing the ``by`` field(s) (see
+    :func:`group_records`).
 
     Records without the metric (e.g. diverged runs) are left out of the statistics.
 
@@ -151,8 +170,10 @@ def group_summary(records: Sequence[Mapping[str, Any]], *, by: Union[str, Sequen
         >>> {key: stats.count for key, stats in group_summary(records, by="model", metric="acc").items()}
         {'a': 1, 'b': 1}
     """
-    return {key: Stats.of((r.get(metric) for r in members), scale=scale)
-            for key, members in group_records(records, by=by, where=where).items()}
+    return {
+        key: Stats.of((r.get(metric) for r in members), scale=scale)
+        for key, members in group_records(records, by=by, where=where).items()
+    }
 
 
 @dataclass(frozen=True)
@@ -182,8 +203,11 @@ class PaperValue:
         return format_mean_std(self.mean, self.std, digits)
 
 
-def paper_and_ours(ours: Optional[Union[Stats, Mapping[str, Any]]], paper: Optional[PaperValue], digits: int = 1,
-                   ) -> Tuple[str, str, str]:
+def paper_and_ours(
+    ours: Optional[Union[Stats, Mapping[str, Any]]],
+    paper: Optional[PaperValue],
+    digits: int = 1,
+) -> Tuple[str, str, str]:
     """Three table cells: ours (``mean ± std (n=…)``), the paper's, and ours minus the paper's.
 
     ``ours`` is a :class:`Stats` or a results mapping with ``mean``, ``std`` and ``runs``

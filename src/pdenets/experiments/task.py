@@ -36,10 +36,26 @@ from .config import TaskConfig, config_fields, config_to_dict
 from .report import Report
 from .rundir import RunDirectory
 
-__all__ = ["Task", "register_task", "get_task", "registered_tasks", "TASKS", "job_key", "spec_to_dict",
-           "Reproduction", "register_reproduction", "REPRODUCTIONS", "get_reproduction", "registered_reproductions",
-           "UnknownNameError", "unknown_name", "check_task_class", "check_reproduction", "ENGINE_OPTIONS",
-           "PluginWarning"]
+__all__ = [
+    "Task",
+    "register_task",
+    "get_task",
+    "registered_tasks",
+    "TASKS",
+    "job_key",
+    "spec_to_dict",
+    "Reproduction",
+    "register_reproduction",
+    "REPRODUCTIONS",
+    "get_reproduction",
+    "registered_reproductions",
+    "UnknownNameError",
+    "unknown_name",
+    "check_task_class",
+    "check_reproduction",
+    "ENGINE_OPTIONS",
+    "PluginWarning",
+]
 
 T = TypeVar("T", bound=Type["Task"])
 
@@ -89,8 +105,12 @@ def job_key(task: str, spec: Any) -> str:
         rule = item.metadata.get("key", True)
         if rule is False or (rule == "unless-default" and getattr(spec, item.name) == item.default):
             values.pop(item.name)
-    text = json.dumps({"task": task, "kind": type(spec).__name__, "spec": values}, sort_keys=True, allow_nan=False,
-                      default=str)
+    text = json.dumps(
+        {"task": task, "kind": type(spec).__name__, "spec": values},
+        sort_keys=True,
+        allow_nan=False,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -143,7 +163,9 @@ class Task(ABC):
 
     def __init__(self, config: TaskConfig):
         if not isinstance(config, self.config_class):
-            raise TypeError(f"task {self.name!r} needs a {self.config_class.__name__}, got {type(config).__name__}")
+            raise TypeError(
+                f"task {self.name!r} needs a {self.config_class.__name__}, got {type(config).__name__}"
+            )
         self.config = config
 
     @classmethod
@@ -206,14 +228,22 @@ class Task(ABC):
         if stored is not None and planned is not None and stored < planned:
             runs += f" ({planned - stored} missing)"
         wall = results.get("wall_seconds")
-        timing = ("; report rebuilt from the stored runs (`--report-only`)." if results.get("report_only") else
-                  f"; wall time {wall:.0f} s." if wall is not None else ".")
-        report.paragraph(f"`pdenets run {self.name}`: {runs}{timing}"
-                         " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`).")
+        timing = (
+            "; report rebuilt from the stored runs (`--report-only`)."
+            if results.get("report_only")
+            else f"; wall time {wall:.0f} s."
+            if wall is not None
+            else "."
+        )
+        report.paragraph(
+            f"`pdenets run {self.name}`: {runs}{timing}"
+            " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`)."
+        )
         return report
 
     def write_report(self, report: Report, run_dir: Union[str, Path, RunDirectory]) -> List[Path]:
-        """Append the *Settings* table (every field of the configuration, its value and meaning) and write the report.
+        """Append the *Settings* table (every field of the configuration, its value and meaning) and write the
+        report.
 
         Args:
             report: the report started with :meth:`new_report`.
@@ -230,11 +260,18 @@ class Task(ABC):
             True
         """
         values = config_to_dict(self.config)
-        rows = [[item.name, _setting_text(values.get(item.name)), item.metadata.get("help", "")]
-                for item in dataclasses.fields(self.config)]
+        rows = [
+            [item.name, _setting_text(values.get(item.name)), item.metadata.get("help", "")]
+            for item in dataclasses.fields(self.config)
+        ]
         report.heading("Settings")
-        report.table(["setting", "value", "meaning"], rows, align="lll", caption=f"The configuration of this run of "
-                     f"`{self.name}` (`config.yaml`); `pdenets run {self.name} --help` lists the defaults.")
+        report.table(
+            ["setting", "value", "meaning"],
+            rows,
+            align="lll",
+            caption=f"The configuration of this run of "
+            f"`{self.name}` (`config.yaml`); `pdenets run {self.name} --help` lists the defaults.",
+        )
         return report.write(run_dir)
 
 
@@ -249,10 +286,22 @@ def _setting_text(value: Any) -> str:
     return str(value)
 
 
-#: the run options of ``pdenets run`` / ``pdenets reproduce`` (as attribute names): no config field or shortcut may
-#: take their names
-ENGINE_OPTIONS = frozenset({"out", "overwrite", "quick", "config", "set", "report_only", "print_config",
-                            "no_progress", "debug", "help"})
+#: the run options of ``pdenets run`` / ``pdenets reproduce`` (as attribute names): no config field or
+#: shortcut may take their names
+ENGINE_OPTIONS = frozenset(
+    {
+        "out",
+        "overwrite",
+        "quick",
+        "config",
+        "set",
+        "report_only",
+        "print_config",
+        "no_progress",
+        "debug",
+        "help",
+    }
+)
 
 
 def check_task_class(cls: type) -> None:
@@ -282,19 +331,29 @@ def check_task_class(cls: type) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise TypeError(f"{label} is not a subclass of pdenets.experiments.Task")
     config_class = cls.config_class
-    if not (isinstance(config_class, type) and dataclasses.is_dataclass(config_class)
-            and issubclass(config_class, TaskConfig)):
-        raise TypeError(f"{label}: config_class {getattr(config_class, '__name__', config_class)!r} must be a "
-                        "@dataclass that subclasses pdenets.experiments.TaskConfig")
+    if not (
+        isinstance(config_class, type)
+        and dataclasses.is_dataclass(config_class)
+        and issubclass(config_class, TaskConfig)
+    ):
+        raise TypeError(
+            f"{label}: config_class {getattr(config_class, '__name__', config_class)!r} must be a "
+            "@dataclass that subclasses pdenets.experiments.TaskConfig"
+        )
     try:
         fields = config_fields(config_class)
     except Exception as error:  # noqa: BLE001 - any failure means the command line cannot show the defaults
-        raise TypeError(f"{label}: {config_class.__name__}() cannot be built from its defaults: "
-                        f"{type(error).__name__}: {error}") from None
+        raise TypeError(
+            f"{label}: {config_class.__name__}() cannot be built from its defaults: "
+            f"{type(error).__name__}: {error}"
+        ) from None
     shortcuts = cls.shortcuts
-    if not isinstance(shortcuts, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                      for k, v in shortcuts.items()):
-        raise TypeError(f"{label}: shortcuts must map option names to field names (strings), got {shortcuts!r}")
+    if not isinstance(shortcuts, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in shortcuts.items()
+    ):
+        raise TypeError(
+            f"{label}: shortcuts must map option names to field names (strings), got {shortcuts!r}"
+        )
     known = {info.name for info in fields}
     unknown = sorted(set(shortcuts.values()) - known)
     if unknown:
@@ -309,11 +368,15 @@ def check_task_class(cls: type) -> None:
             options |= {f"no_{n}" for n in options}
         for option in sorted(options):
             if option in ENGINE_OPTIONS:
-                raise TypeError(f"{label}: the option --{option.replace('_', '-')} of field {info.name!r} collides "
-                                "with a run option")
+                raise TypeError(
+                    f"{label}: the option --{option.replace('_', '-')} of field {info.name!r} collides "
+                    "with a run option"
+                )
             if owners.setdefault(option, info.name) != info.name:
-                raise TypeError(f"{label}: the option --{option.replace('_', '-')} is given to both field "
-                                f"{owners[option]!r} and field {info.name!r}")
+                raise TypeError(
+                    f"{label}: the option --{option.replace('_', '-')} is given to both field "
+                    f"{owners[option]!r} and field {info.name!r}"
+                )
 
 
 def check_reproduction(entry: "Reproduction") -> None:
@@ -336,8 +399,10 @@ def check_reproduction(entry: "Reproduction") -> None:
     config_class = TASKS[entry.task].config_class
     config = entry.full()
     if not isinstance(config, config_class):
-        raise TypeError(f"table {entry.name!r}: full() returned a {type(config).__name__}, not a "
-                        f"{config_class.__name__} of task {entry.task!r}")
+        raise TypeError(
+            f"table {entry.name!r}: full() returned a {type(config).__name__}, not a "
+            f"{config_class.__name__} of task {entry.task!r}"
+        )
 
 
 TASKS: Dict[str, Type[Task]] = {}
@@ -382,7 +447,10 @@ def register_task(cls: T) -> T:
         raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
     check_task_class(cls)
     previous = TASKS.get(name)
-    if previous is not None and (previous.__module__, previous.__qualname__) != (cls.__module__, cls.__qualname__):
+    if previous is not None and (previous.__module__, previous.__qualname__) != (
+        cls.__module__,
+        cls.__qualname__,
+    ):
         raise ValueError(f"a task named {name!r} is already registered ({TASKS[name].__module__})")
     TASKS[name] = cls
     return cls
@@ -438,8 +506,9 @@ class Reproduction:
 REPRODUCTIONS: Dict[str, Reproduction] = {}
 
 
-def register_reproduction(name: str, task: str, *, full: Callable[[], TaskConfig], quick: Callable[[], TaskConfig],
-                          description: str) -> Reproduction:
+def register_reproduction(
+    name: str, task: str, *, full: Callable[[], TaskConfig], quick: Callable[[], TaskConfig], description: str
+) -> Reproduction:
     """Make a paper table available to ``pdenets reproduce <name>``.
 
     The entry replaces any earlier one of the same name. ``task`` must be registered already, and
@@ -497,9 +566,10 @@ def get_reproduction(name: str) -> Reproduction:
 
 
 #: The entry-point group through which a package registers its tasks: importing the module an entry point
-#: names must register them (``@register_task``). pdenets' own tasks are the entry ``builtin = "pdenets.tasks"``;
-#: a user's package adds ``[project.entry-points."pdenets.tasks"] mine = "my_package.tasks"`` to its
-#: ``pyproject.toml`` and its tasks appear in ``pdenets tasks`` and ``pdenets run``.
+#: names must register them (``@register_task``). pdenets' own tasks are the entry ``builtin =
+#: "pdenets.tasks"``; a user's package adds ``[project.entry-points."pdenets.tasks"] mine =
+#: "my_package.tasks"`` to its ``pyproject.toml`` and its tasks appear in ``pdenets tasks`` and ``pdenets
+#: run``.
 TASK_ENTRY_POINTS = "pdenets.tasks"
 _DISCOVERED = False
 
@@ -509,9 +579,10 @@ def _load_builtin_tasks() -> None:
 
     The engine names no task module: the tasks come to it through the entry points. A source tree used without
     installing the package has no entry points; then the built-in tasks are imported by their module name. A
-    built-in task that fails its checks raises. A third-party entry whose import fails in any way (an exception,
-    ``SystemExit``, a task or table refused by :func:`check_task_class` / :func:`check_reproduction`) is left out:
-    whatever it registered is removed again, and a :class:`PluginWarning` names the entry and the error.
+    built-in task that fails its checks raises. A third-party entry whose import fails in any way (an
+    exception, ``SystemExit``, a task or table refused by :func:`check_task_class` /
+    :func:`check_reproduction`) is left out: whatever it registered is removed again, and a
+    :class:`PluginWarning` names the entry and the error.
     """
     global _DISCOVERED
     if _DISCOVERED:
@@ -546,8 +617,12 @@ def _load_plugin(entry) -> None:
         REPRODUCTIONS.clear()
         REPRODUCTIONS.update(reproductions)
         detail = " ".join(str(error).split()) or "(no message)"
-        warnings.warn(f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
-                      f"{type(error).__name__}: {detail}; they are left out", PluginWarning, stacklevel=4)
+        warnings.warn(
+            f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
+            f"{type(error).__name__}: {detail}; they are left out",
+            PluginWarning,
+            stacklevel=4,
+        )
 
 
 def registered_tasks() -> Dict[str, Type[Task]]:

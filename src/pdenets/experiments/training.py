@@ -34,8 +34,20 @@ from torch.nn import functional as F
 
 from .._checks import NonFiniteError, check_finite
 
-__all__ = ["accuracy", "EarlyStopping", "fit", "FitResult", "evaluation_mode", "parameters_finite", "batches",
-           "train_epoch", "evaluate_classifier", "mean_iou", "fit_steps", "StepFitResult"]
+__all__ = [
+    "accuracy",
+    "EarlyStopping",
+    "fit",
+    "FitResult",
+    "evaluation_mode",
+    "parameters_finite",
+    "batches",
+    "train_epoch",
+    "evaluate_classifier",
+    "mean_iou",
+    "fit_steps",
+    "StepFitResult",
+]
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -54,7 +66,8 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
     Examples:
         >>> import torch
-        >>> accuracy(torch.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1, 1, 1]))
+        >>> logits = torch.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.0], [0.0, 1.0]])
+        >>> accuracy(logits, torch.tensor([0, 1, 1, 1]))
         0.75
     """
     check_finite(logits, "the network's output")
@@ -149,8 +162,10 @@ class EarlyStopping:
         missing = [name for name in self.monitors if name not in metrics]
         if missing:
             raise KeyError(f"early stopping monitors {missing}, which the evaluation did not return")
-        improved = any(metrics[name] <= self.best[name] if mode == "min" else metrics[name] >= self.best[name]
-                       for name, mode in self.monitors.items())
+        improved = any(
+            metrics[name] <= self.best[name] if mode == "min" else metrics[name] >= self.best[name]
+            for name, mode in self.monitors.items()
+        )
         if improved:
             for name, mode in self.monitors.items():
                 self.best[name] = (min if mode == "min" else max)(self.best[name], metrics[name])
@@ -191,9 +206,16 @@ class FitResult:
     losses: List[float] = field(default_factory=list)
 
 
-def fit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable[[], torch.Tensor], *,
-        max_epochs: int, evaluate: Optional[Callable[[], Dict[str, Any]]] = None,
-        early_stopping: Optional[EarlyStopping] = None, restore_on_divergence: bool = False) -> FitResult:
+def fit(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss: Callable[[], torch.Tensor],
+    *,
+    max_epochs: int,
+    evaluate: Optional[Callable[[], Dict[str, Any]]] = None,
+    early_stopping: Optional[EarlyStopping] = None,
+    restore_on_divergence: bool = False,
+) -> FitResult:
     """Train for up to ``max_epochs`` full steps; see the module docstring.
 
     Each epoch puts ``model`` in training mode, calls ``optimizer.zero_grad()``, computes
@@ -278,7 +300,7 @@ def fit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable
 def batches(count: int, batch_size: int, generator: torch.Generator, *, shuffle: bool = True):
     """Index tensors of the global batches of one epoch (the last one may be smaller)."""
     order = torch.randperm(count, generator=generator) if shuffle else torch.arange(count)
-    return [order[start:start + batch_size] for start in range(0, count, batch_size)]
+    return [order[start : start + batch_size] for start in range(0, count, batch_size)]
 
 
 @dataclass
@@ -293,10 +315,20 @@ class StepFitResult:
     curve: List[Dict[str, Any]] = field(default_factory=list)
 
 
-def fit_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, items: torch.Tensor,
-              batch_loss: Callable[[torch.Tensor], torch.Tensor], validate: Callable[[], float], *, batch_size: int,
-              max_epochs: int, eval_steps: int, patience: int, min_improvement: float,
-              generator: torch.Generator) -> StepFitResult:
+def fit_steps(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    items: torch.Tensor,
+    batch_loss: Callable[[torch.Tensor], torch.Tensor],
+    validate: Callable[[], float],
+    *,
+    batch_size: int,
+    max_epochs: int,
+    eval_steps: int,
+    patience: int,
+    min_improvement: float,
+    generator: torch.Generator,
+) -> StepFitResult:
     """Mini-batch training whose early stopping counts optimizer steps, for data of any size.
 
     Each pass shuffles ``items`` (indices of training units, e.g. forecast origins) into batches of
@@ -327,8 +359,9 @@ def fit_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, items: t
             if result.steps % eval_steps and index < len(chunks) - 1:
                 continue
             value = validate()
-            result.curve.append({"step": result.steps, "epoch": epoch, "train": float(np.mean(running)),
-                                 "val": value})
+            result.curve.append(
+                {"step": result.steps, "epoch": epoch, "train": float(np.mean(running)), "val": value}
+            )
             result.epochs, running = epoch, []
             if value <= stopping.best["val"]:
                 result.best_epoch = epoch
@@ -347,12 +380,21 @@ def _finish(model: torch.nn.Module, stopping: EarlyStopping, result: StepFitResu
     return result
 
 
-def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, targets: torch.Tensor,
-                *, batch_size: int, generator: torch.Generator,
-                augment: Optional[Callable[[torch.Tensor, torch.Generator], torch.Tensor]] = None,
-                penalty: Optional[Callable[[], torch.Tensor]] = None, scheduler=None, device: str = "cpu",
-                shard: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-                reduce: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> Dict[str, float]:
+def train_epoch(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    batch_size: int,
+    generator: torch.Generator,
+    augment: Optional[Callable[[torch.Tensor, torch.Generator], torch.Tensor]] = None,
+    penalty: Optional[Callable[[], torch.Tensor]] = None,
+    scheduler=None,
+    device: str = "cpu",
+    shard: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    reduce: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+) -> Dict[str, float]:
     """One epoch of minibatch SGD with cross entropy (+ ``penalty()``); returns mean loss and accuracy.
 
     Every process draws the same global batches and augmentations from ``generator``;
@@ -380,25 +422,33 @@ def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs
         if scheduler is not None:
             scheduler.step()
         predictions = logits.detach().argmax(1)
-        totals += torch.tensor([float(loss.detach()) * y.numel(), float((predictions == y).sum()), y.numel()],
-                               dtype=torch.float64)
+        totals += torch.tensor(
+            [float(loss.detach()) * y.numel(), float((predictions == y).sum()), y.numel()],
+            dtype=torch.float64,
+        )
     if reduce is not None:
         totals = reduce(totals)
     return {"loss": float(totals[0] / totals[2]), "accuracy": float(totals[1] / totals[2])}
 
 
 @torch.no_grad()
-def evaluate_classifier(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, batch_size: int = 500,
-                        device: str = "cpu", transform: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
-                        ) -> Dict[str, Any]:
+def evaluate_classifier(
+    model: torch.nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    batch_size: int = 500,
+    device: str = "cpu",
+    transform: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+) -> Dict[str, Any]:
     """Loss, accuracy and predictions of ``model`` in evaluation mode (per pixel for segmentation targets)."""
     was_training = model.training
     model.eval()
     loss, correct, count, predictions = 0.0, 0, 0, []
     for start in range(0, len(targets), batch_size):
-        x = inputs[start:start + batch_size]
+        x = inputs[start : start + batch_size]
         x = transform(x) if transform is not None else x
-        y = targets[start:start + batch_size].to(device)
+        y = targets[start : start + batch_size].to(device)
         logits = model(x.to(device))
         loss += float(F.cross_entropy(logits, y, reduction="sum"))
         predicted = logits.argmax(1)
@@ -410,7 +460,8 @@ def evaluate_classifier(model: torch.nn.Module, inputs: torch.Tensor, targets: t
 
 
 def mean_iou(predictions: torch.Tensor, targets: torch.Tensor, num_classes: int) -> float:
-    """Mean over classes present in ``targets`` or ``predictions`` of ``|P ∩ T| / |P ∪ T|`` (per-class IoU)."""
+    """Mean over classes present in ``targets`` or ``predictions`` of ``|P ∩ T| / |P ∪ T|`` (per-class
+    IoU)."""
     ious = []
     for c in range(num_classes):
         predicted, actual = predictions == c, targets == c

@@ -1,4 +1,5 @@
-"""Features files built from raw data: a backbone trained on base classes embeds images; an encoder embeds text.
+"""Features files built from raw data: a backbone trained on base classes embeds images; an encoder embeds
+text.
 
 The few-shot task reads features files (:mod:`pdenets.data.fewshot`). For the offline data it
 builds them once and caches them under the features directory (``$PDENETS_FEATURES``, else
@@ -29,8 +30,17 @@ from ..data.fewshot import FeatureSet, load_features, save_features
 from ..data.images import ImageSet
 from ..models.backbones import BackboneTraining, Conv4, extract_features, train_backbone
 
-__all__ = ["features_dir", "cached_features", "omniglot_features", "official_runs_features", "image_features",
-           "train_image_backbone", "save_backbone", "load_backbone", "FEATURES_ENV_VAR"]
+__all__ = [
+    "features_dir",
+    "cached_features",
+    "omniglot_features",
+    "official_runs_features",
+    "image_features",
+    "train_image_backbone",
+    "save_backbone",
+    "load_backbone",
+    "FEATURES_ENV_VAR",
+]
 
 FEATURES_ENV_VAR = "PDENETS_FEATURES"
 
@@ -44,11 +54,18 @@ def features_dir(directory: Optional[Union[str, Path]] = None) -> Path:
 
 def _setting_tag(settings: BackboneTraining) -> str:
     values = asdict(settings)
-    return "e{epochs}-b{batch_size}-lr{lr:g}-r{r}-s{max_shift}-seed{seed}".format(r=int(values["rotations"]), **values)
+    return "e{epochs}-b{batch_size}-lr{lr:g}-r{r}-s{max_shift}-seed{seed}".format(
+        r=int(values["rotations"]), **values
+    )
 
 
-def cached_features(name: str, build: Callable[[], FeatureSet], directory: Optional[Union[str, Path]] = None,
-                    *, progress: bool = False) -> Tuple[Path, FeatureSet]:
+def cached_features(
+    name: str,
+    build: Callable[[], FeatureSet],
+    directory: Optional[Union[str, Path]] = None,
+    *,
+    progress: bool = False,
+) -> Tuple[Path, FeatureSet]:
     """``directory/name.npz`` if it exists, else built, written (atomically) and returned."""
     path = features_dir(directory) / f"{name}.npz"
     if path.is_file():
@@ -61,7 +78,9 @@ def cached_features(name: str, build: Callable[[], FeatureSet], directory: Optio
     return path, load_features(path)
 
 
-def train_image_backbone(images: ImageSet, settings: BackboneTraining, *, progress: bool = False, device: str = "cpu"):
+def train_image_backbone(
+    images: ImageSet, settings: BackboneTraining, *, progress: bool = False, device: str = "cpu"
+):
     """A :class:`Conv4` trained on ``images`` (with a progress bar); returns ``(model, history)``."""
     from tqdm.auto import tqdm
 
@@ -86,13 +105,24 @@ def image_features(model: Conv4, sets: Dict[str, ImageSet]) -> FeatureSet:
         labels.append(images.labels + offset)
         names += list(images.class_names)
         splits[split] = tuple(range(offset, len(names)))
-    return FeatureSet(torch.cat(blocks), torch.cat(labels), tuple(names), base_classes=splits["base"],
-                      val_classes=splits["val"], novel_classes=splits["novel"],
-                      source="images embedded by a Conv4 trained on the base classes")
+    return FeatureSet(
+        torch.cat(blocks),
+        torch.cat(labels),
+        tuple(names),
+        base_classes=splits["base"],
+        val_classes=splits["val"],
+        novel_classes=splits["novel"],
+        source="images embedded by a Conv4 trained on the base classes",
+    )
 
 
-def omniglot_features(data_dir=None, settings: BackboneTraining = BackboneTraining(), *,
-                      directory: Optional[Union[str, Path]] = None, progress: bool = False) -> Tuple[Path, FeatureSet]:
+def omniglot_features(
+    data_dir=None,
+    settings: BackboneTraining = BackboneTraining(),
+    *,
+    directory: Optional[Union[str, Path]] = None,
+    progress: bool = False,
+) -> Tuple[Path, FeatureSet]:
     """Base and novel Omniglot characters embedded by a Conv4 trained on the base alphabets (cached)."""
     from ..data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
 
@@ -105,9 +135,13 @@ def omniglot_features(data_dir=None, settings: BackboneTraining = BackboneTraini
     return cached_features(f"omniglot-conv4-{_setting_tag(settings)}", build, directory, progress=progress)
 
 
-def official_runs_features(data_dir=None, settings: BackboneTraining = BackboneTraining(), *,
-                           directory: Optional[Union[str, Path]] = None, progress: bool = False
-                           ) -> Tuple[Path, Dict[str, np.ndarray]]:
+def official_runs_features(
+    data_dir=None,
+    settings: BackboneTraining = BackboneTraining(),
+    *,
+    directory: Optional[Union[str, Path]] = None,
+    progress: bool = False,
+) -> Tuple[Path, Dict[str, np.ndarray]]:
     """The 20 one-shot runs embedded by a Conv4 trained on all 242 background characters (cached).
 
     Returns arrays ``training (20, 20, D)``, ``test (20, 20, D)``, ``answers (20, 20)`` and
@@ -122,24 +156,39 @@ def official_runs_features(data_dir=None, settings: BackboneTraining = BackboneT
         background = omniglot_images(None, data_dir, progress=progress)
         model, _ = train_image_backbone(background, settings, progress=progress)
         runs = load_one_shot_runs(data_dir)
-        arrays = {"training": np.stack([extract_features(model, r.training).numpy() for r in runs]),
-                  "test": np.stack([extract_features(model, r.test).numpy() for r in runs]),
-                  "answers": np.stack([r.answers.numpy() for r in runs]),
-                  "base_mean": extract_features(model, background.images).mean(0).numpy()}
+        arrays = {
+            "training": np.stack([extract_features(model, r.training).numpy() for r in runs]),
+            "test": np.stack([extract_features(model, r.test).numpy() for r in runs]),
+            "answers": np.stack([r.answers.numpy() for r in runs]),
+            "base_mean": extract_features(model, background.images).mean(0).numpy(),
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path, "wb") as stream:
             np.savez(stream, **arrays)
     return path, read_npz_arrays(path)
 
 
-def save_backbone(model: Conv4, path: Union[str, Path], *, classes: Sequence[str], settings: BackboneTraining,
-                  image_size: int, channels: int) -> Path:
-    """Weights and what is needed to rebuild the network, in one ``torch.save`` file of tensors and plain values."""
+def save_backbone(
+    model: Conv4,
+    path: Union[str, Path],
+    *,
+    classes: Sequence[str],
+    settings: BackboneTraining,
+    image_size: int,
+    channels: int,
+) -> Path:
+    """Weights and what is needed to rebuild the network, in one ``torch.save`` file of tensors and plain
+    values."""
     from .._io import atomic_write
 
-    document = {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                "classes": list(classes), "settings": asdict(settings), "image_size": image_size,
-                "channels": channels, "embedding_dim": model.embedding_dim}
+    document = {
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "classes": list(classes),
+        "settings": asdict(settings),
+        "image_size": image_size,
+        "channels": channels,
+        "embedding_dim": model.embedding_dim,
+    }
     with atomic_write(path, "wb") as stream:
         torch.save(document, stream)
     return Path(path)
@@ -160,16 +209,23 @@ def load_backbone(path: Union[str, Path]) -> Tuple[Conv4, Dict]:
     try:
         document = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for a bad or unsafe file
-        raise DatasetError(f"{path}: not a pdenets backbone file ({type(error).__name__}: "
-                           f"{(str(error).splitlines() or ['no message'])[0]})") from None
+        raise DatasetError(
+            f"{path}: not a pdenets backbone file ({type(error).__name__}: "
+            f"{(str(error).splitlines() or ['no message'])[0]})"
+        ) from None
     check_expanded(document, "its data", path)
     try:
         state = document["state_dict"]
-        model = Conv4(int(document["channels"]), state["head.weight"].shape[0] if "head.weight" in state else 0,
-                      image_size=int(document["image_size"]))
+        model = Conv4(
+            int(document["channels"]),
+            state["head.weight"].shape[0] if "head.weight" in state else 0,
+            image_size=int(document["image_size"]),
+        )
         model.load_state_dict(state)
     except Exception as error:  # a file of another layout
-        raise DatasetError(f"{path}: not a pdenets backbone file ({type(error).__name__}: "
-                           f"{(str(error).splitlines() or ['no message'])[0]})") from None
+        raise DatasetError(
+            f"{path}: not a pdenets backbone file ({type(error).__name__}: "
+            f"{(str(error).splitlines() or ['no message'])[0]})"
+        ) from None
     model.eval()
     return model, document

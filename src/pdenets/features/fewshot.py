@@ -1,4 +1,5 @@
-"""Few-shot experiments on features files: the files by dataset name, episodes drawn from them, what is measured.
+"""Few-shot experiments on features files: the files by dataset name, episodes drawn from them, what is
+measured.
 
 * **Files**: ``omniglot`` and ``clinc150`` name the offline data, built once and cached
   (:mod:`.embeddings`); any other name is the path of a features file (:mod:`pdenets.data.fewshot`).
@@ -24,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..data.fewshot import EpisodeSampler, Episodes, FeatureSet, QueryShape, load_features
+from ..data.fewshot import Episodes, EpisodeSampler, FeatureSet, QueryShape, load_features
 from ..data.graphs import read_npz_arrays
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError
@@ -34,14 +35,32 @@ from ..models.fewshot.heads import HeadSettings, task_graphs
 from ..operators.diffusion import BatchedDiffusion
 from .embeddings import cached_features, official_runs_features, omniglot_features
 
-__all__ = ["dataset_features", "episode_sources", "official_runs_source", "file_fingerprint", "features_file",
-           "episode_features", "task_points", "task_seeds", "official_runs_tensors", "episode_scores", "EpisodeScores",
-           "diffuse_on_task_graph", "principal_components", "clear_wins"]
+__all__ = [
+    "dataset_features",
+    "episode_sources",
+    "official_runs_source",
+    "file_fingerprint",
+    "features_file",
+    "episode_features",
+    "task_points",
+    "task_seeds",
+    "official_runs_tensors",
+    "episode_scores",
+    "EpisodeScores",
+    "diffuse_on_task_graph",
+    "principal_components",
+    "clear_wins",
+]
 
 
-def dataset_features(dataset: str, data_dir=None, training: BackboneTraining = BackboneTraining(), *,
-                     directory: Optional[Union[str, Path]] = None, progress: bool = False
-                     ) -> Tuple[str, Path, FeatureSet]:
+def dataset_features(
+    dataset: str,
+    data_dir=None,
+    training: BackboneTraining = BackboneTraining(),
+    *,
+    directory: Optional[Union[str, Path]] = None,
+    progress: bool = False,
+) -> Tuple[str, Path, FeatureSet]:
     """The features of a dataset name: Omniglot or CLINC150 (built once, then read from the cache) or a file.
 
     ``omniglot``: a Conv-4 backbone trained on the base alphabets embeds the novel ones (and the base
@@ -66,18 +85,27 @@ def dataset_features(dataset: str, data_dir=None, training: BackboneTraining = B
     elif label == "clinc150":
         from ..data.text import clinc150_features
 
-        path, features = cached_features("clinc150-minilm", lambda: clinc150_features(data_dir), directory,
-                                         progress=progress)
+        path, features = cached_features(
+            "clinc150-minilm", lambda: clinc150_features(data_dir), directory, progress=progress
+        )
     else:
         path, features = Path(dataset), load_features(dataset)
         label = path.stem
     return label, path, features
 
 
-def episode_sources(datasets: Sequence[str], data_dir=None, training: BackboneTraining = BackboneTraining(), *,
-                    directory: Optional[Union[str, Path]] = None, ways: Sequence[int] = (5,), centred: bool = False,
-                    progress: bool = False) -> Dict[str, Tuple[str, str, FeatureSet]]:
-    """Every dataset's features (built or read, see :func:`dataset_features`), checked for the episodes asked of it.
+def episode_sources(
+    datasets: Sequence[str],
+    data_dir=None,
+    training: BackboneTraining = BackboneTraining(),
+    *,
+    directory: Optional[Union[str, Path]] = None,
+    ways: Sequence[int] = (5,),
+    centred: bool = False,
+    progress: bool = False,
+) -> Dict[str, Tuple[str, str, FeatureSet]]:
+    """Every dataset's features (built or read, see :func:`dataset_features`), checked for the episodes asked
+    of it.
 
     Args:
         datasets: dataset names or features files.
@@ -96,19 +124,30 @@ def episode_sources(datasets: Sequence[str], data_dir=None, training: BackboneTr
     """
     sources = {}
     for dataset in datasets:
-        label, path, features = dataset_features(dataset, data_dir, training, directory=directory, progress=progress)
+        label, path, features = dataset_features(
+            dataset, data_dir, training, directory=directory, progress=progress
+        )
         if centred and features.mean_of_base() is None:
-            raise ConfigError(f"{path} has no base classes nor base_mean to centre with; use --preprocessing "
-                              "normalize or raw")
+            raise ConfigError(
+                f"{path} has no base classes nor base_mean to centre with; use --preprocessing "
+                "normalize or raw"
+            )
         for count in ways:
             if count > len(features.novel_classes):
-                raise ConfigError(f"{count}-way tasks but {path} has {len(features.novel_classes)} novel classes")
+                raise ConfigError(
+                    f"{count}-way tasks but {path} has {len(features.novel_classes)} novel classes"
+                )
         sources[label] = (str(path), file_fingerprint(path), features)
     return sources
 
 
-def official_runs_source(data_dir=None, training: BackboneTraining = BackboneTraining(), *,
-                         directory: Optional[Union[str, Path]] = None, progress: bool = False) -> Tuple[str, str]:
+def official_runs_source(
+    data_dir=None,
+    training: BackboneTraining = BackboneTraining(),
+    *,
+    directory: Optional[Union[str, Path]] = None,
+    progress: bool = False,
+) -> Tuple[str, str]:
     """The embedded official Omniglot one-shot runs (built or read, see
     :func:`~pdenets.features.official_runs_features`).
 
@@ -159,8 +198,15 @@ def features_file(path: str) -> FeatureSet:
     return load_features(path)
 
 
-def episode_features(features: FeatureSet, ways: int, shots: int, queries: int, seed: int, tasks: Sequence[int],
-                     shape: QueryShape = QueryShape()) -> Tuple[Episodes, torch.Tensor, torch.Tensor]:
+def episode_features(
+    features: FeatureSet,
+    ways: int,
+    shots: int,
+    queries: int,
+    seed: int,
+    tasks: Sequence[int],
+    shape: QueryShape = QueryShape(),
+) -> Tuple[Episodes, torch.Tensor, torch.Tensor]:
     """Tasks drawn from the novel classes of ``features``, with the features of their samples.
 
     Args:
@@ -176,14 +222,28 @@ def episode_features(features: FeatureSet, ways: int, shots: int, queries: int, 
         ``(episodes, support, query)``: the :class:`~pdenets.data.fewshot.Episodes` and the features of
         their support ``(T, ways·shots, M)`` and query ``(T, ways·queries, M)`` samples.
     """
-    sampler = EpisodeSampler(features.labels, features.novel_classes, ways=ways, shots=shots, queries=queries,
-                             seed=seed, shape=shape)
+    sampler = EpisodeSampler(
+        features.labels,
+        features.novel_classes,
+        ways=ways,
+        shots=shots,
+        queries=queries,
+        seed=seed,
+        shape=shape,
+    )
     episodes = sampler.sample(tasks)
     return episodes, features.features[episodes.support], features.features[episodes.query]
 
 
-def task_points(features: FeatureSet, ways: int, shots: int, queries: int, seed: int, preprocessing: Preprocessing,
-                task: int = 0) -> Tuple[torch.Tensor, torch.Tensor, int]:
+def task_points(
+    features: FeatureSet,
+    ways: int,
+    shots: int,
+    queries: int,
+    seed: int,
+    preprocessing: Preprocessing,
+    task: int = 0,
+) -> Tuple[torch.Tensor, torch.Tensor, int]:
     """One task's preprocessed features, support then queries, with their episode labels.
 
     Args:
@@ -222,8 +282,9 @@ def task_seeds(seed: int, tasks: Sequence[int]) -> List[int]:
     return [int(np.random.SeedSequence([seed, t]).generate_state(1)[0]) for t in tasks]
 
 
-def official_runs_tensors(path: Union[str, Path]
-                          ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def official_runs_tensors(
+    path: Union[str, Path],
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The embedded official one-shot runs that :func:`~pdenets.features.official_runs_features` writes.
 
     Args:
@@ -235,8 +296,9 @@ def official_runs_tensors(path: Union[str, Path]
         ``answers`` ``(R, C)`` the class of each test sample and ``base_mean`` ``(D,)``.
     """
     arrays = read_npz_arrays(path)
-    training, test, answers, base_mean = (torch.from_numpy(arrays[name])
-                                          for name in ("training", "test", "answers", "base_mean"))
+    training, test, answers, base_mean = (
+        torch.from_numpy(arrays[name]) for name in ("training", "test", "answers", "base_mean")
+    )
     labels = torch.arange(training.shape[1]).expand(training.shape[0], -1)
     return training, labels, test, answers, base_mean
 
@@ -300,8 +362,9 @@ def episode_scores(probabilities: torch.Tensor, query_labels: torch.Tensor) -> E
     return EpisodeScores(correct.tolist(), log_likelihoods.tolist(), auroc, open_rejected, known_rejected)
 
 
-def diffuse_on_task_graph(points: torch.Tensor, n_top: int, sigma_neighbor: int, step_size: float, steps: int
-                          ) -> torch.Tensor:
+def diffuse_on_task_graph(
+    points: torch.Tensor, n_top: int, sigma_neighbor: int, step_size: float, steps: int
+) -> torch.Tensor:
     """``(I − γL)^r X``: a task's points after ``r`` explicit diffusion steps on its Gaussian kNN graph.
 
     Args:
@@ -329,7 +392,8 @@ def principal_components(points: torch.Tensor, components: int = 2) -> torch.Ten
         ``(N, components)`` float32 coordinates.
 
     Examples:
-        >>> principal_components(torch.tensor([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]), 1).abs().flatten().tolist()
+        >>> points = torch.tensor([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]])
+        >>> principal_components(points, 1).abs().flatten().tolist()
         [2.0, 0.0, 2.0]
     """
     centred = points - points.mean(0)
@@ -337,8 +401,9 @@ def principal_components(points: torch.Tensor, components: int = 2) -> torch.Ten
     return (centred.double() @ directions[:components].T).float()
 
 
-def clear_wins(entries: Mapping[str, Mapping[str, float]], method: str, others: Sequence[str]
-               ) -> Dict[str, Dict[str, Any]]:
+def clear_wins(
+    entries: Mapping[str, Mapping[str, float]], method: str, others: Sequence[str]
+) -> Dict[str, Dict[str, Any]]:
     """How far ``method``'s mean lies above each of ``others``, and whether clearly so.
 
     Args:

@@ -26,14 +26,22 @@ __all__ = ["Conv4", "train_backbone", "extract_features", "BackboneTraining", "T
 
 
 def _block(in_channels: int, out_channels: int) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.BatchNorm2d(out_channels),
-                         nn.ReLU(inplace=True), nn.MaxPool2d(2))
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, 3, padding=1),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(2),
+    )
 
 
-@register_model("conv4", family="backbone",
-                example=lambda num_classes: ModelExample({"in_channels": 5, "image_size": 16},
-                                                         (torch.randn(6, 5, 16, 16),), (6, num_classes)),
-                description="Conv-4 few-shot backbone: 4 x (conv 64, BN, ReLU, pool)")
+@register_model(
+    "conv4",
+    family="backbone",
+    example=lambda num_classes: ModelExample(
+        {"in_channels": 5, "image_size": 16}, (torch.randn(6, 5, 16, 16),), (6, num_classes)
+    ),
+    description="Conv-4 few-shot backbone: 4 x (conv 64, BN, ReLU, pool)",
+)
 class Conv4(nn.Module):
     """Four conv blocks; :meth:`embed` gives the flattened features, :meth:`forward` the class logits.
 
@@ -58,8 +66,9 @@ class Conv4(nn.Module):
         in_channels = check_positive_int(in_channels, "in_channels")
         width = check_positive_int(width, "width")
         image_size = check_positive_int(image_size, "image_size", minimum=16)
-        self.encoder = nn.Sequential(_block(in_channels, width), _block(width, width), _block(width, width),
-                                     _block(width, width))
+        self.encoder = nn.Sequential(
+            _block(in_channels, width), _block(width, width), _block(width, width), _block(width, width)
+        )
         self.embedding_dim = width * (image_size // 16) ** 2
         self.image_size = image_size
         self.head = nn.Linear(self.embedding_dim, num_classes) if num_classes else None
@@ -101,9 +110,14 @@ def _rotated(images: torch.Tensor, labels: torch.Tensor, num_classes: int):
     return torch.cat(turns), torch.cat([labels + k * num_classes for k in range(4)]), 4 * num_classes
 
 
-def train_backbone(images: torch.Tensor, labels: torch.Tensor, settings: BackboneTraining = BackboneTraining(), *,
-                   progress: Optional[Callable[[int, Dict[str, float]], None]] = None,
-                   device: str = "cpu") -> tuple:
+def train_backbone(
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    settings: BackboneTraining = BackboneTraining(),
+    *,
+    progress: Optional[Callable[[int, Dict[str, float]], None]] = None,
+    device: str = "cpu",
+) -> tuple:
     """Train a :class:`Conv4` with a linear head on ``images (N, C, H, W)`` / ``labels (N,)``.
 
     A stratified ``validation_fraction`` of every class is held out to report accuracy.
@@ -119,23 +133,30 @@ def train_backbone(images: torch.Tensor, labels: torch.Tensor, settings: Backbon
     held = torch.zeros(len(labels), dtype=torch.bool)
     for c in range(num_classes):
         members = order[labels[order] == c]
-        held[members[:max(1, int(round(settings.validation_fraction * len(members))))]] = \
+        held[members[: max(1, int(round(settings.validation_fraction * len(members))))]] = (
             settings.validation_fraction > 0
+        )
     train_x, train_y, val_x, val_y = images[~held], labels[~held], images[held], labels[held]
     torch.manual_seed(settings.seed)
     model = Conv4(images.shape[1], num_classes, image_size=images.shape[-1]).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum,
-                                weight_decay=settings.weight_decay, nesterov=True)
+    optimizer = torch.optim.SGD(
+        model.parameters(),
+        lr=settings.lr,
+        momentum=settings.momentum,
+        weight_decay=settings.weight_decay,
+        nesterov=True,
+    )
     steps_per_epoch = math.ceil(len(train_y) / settings.batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=settings.lr, epochs=settings.epochs,
-                                                    steps_per_epoch=steps_per_epoch)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=settings.lr, epochs=settings.epochs, steps_per_epoch=steps_per_epoch
+    )
     history = TrainingHistory()
     for epoch in range(settings.epochs):
         model.train()
         permutation = torch.randperm(len(train_y), generator=generator)
         total, correct, loss_sum = 0, 0, 0.0
         for start in range(0, len(train_y), settings.batch_size):
-            batch = permutation[start:start + settings.batch_size]
+            batch = permutation[start : start + settings.batch_size]
             x = random_shift(train_x[batch], settings.max_shift, generator).to(device)
             y = train_y[batch].to(device)
             logits = model(x)
@@ -161,14 +182,23 @@ def _accuracy(model: Conv4, images: torch.Tensor, labels: torch.Tensor, device: 
     model.eval()
     correct = 0
     for start in range(0, len(labels), 512):
-        correct += int((model(images[start:start + 512].to(device)).argmax(1).cpu() == labels[start:start + 512]).sum())
+        correct += int(
+            (
+                model(images[start : start + 512].to(device)).argmax(1).cpu() == labels[start : start + 512]
+            ).sum()
+        )
     return correct / len(labels)
 
 
 @torch.no_grad()
-def extract_features(model: Conv4, images: torch.Tensor, *, batch_size: int = 512, device: str = "cpu"
-                     ) -> torch.Tensor:
+def extract_features(
+    model: Conv4, images: torch.Tensor, *, batch_size: int = 512, device: str = "cpu"
+) -> torch.Tensor:
     """Embeddings ``(N, D)`` of ``images (N, C, H, W)`` in evaluation mode."""
     model.eval()
-    return torch.cat([model.embed(images[start:start + batch_size].to(device)).cpu()
-                      for start in range(0, len(images), batch_size)])
+    return torch.cat(
+        [
+            model.embed(images[start : start + batch_size].to(device)).cpu()
+            for start in range(0, len(images), batch_size)
+        ]
+    )

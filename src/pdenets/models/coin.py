@@ -39,8 +39,9 @@ __all__ = ["COIN", "coin_mlp", "mlp", "block_diagonal_graph", "GraphArg"]
 GraphArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], List[GraphLike], SliceGraphs, None]
 
 
-def block_diagonal_graph(graphs: Sequence[GraphLike], num_nodes: int, *, dtype: Optional[torch.dtype] = None,
-                         device=None) -> torch.Tensor:
+def block_diagonal_graph(
+    graphs: Sequence[GraphLike], num_nodes: int, *, dtype: Optional[torch.dtype] = None, device=None
+) -> torch.Tensor:
     """The ``S·N × S·N`` sparse block-diagonal weights of ``S`` graphs on the same ``N`` nodes.
 
     ``W = diag(W_0, W_1, …, W_{S−1})``, i.e. ``W[s·N + i, s·N + j] = W_s[i, j]`` and ``0`` across blocks,
@@ -102,7 +103,8 @@ class COIN(nn.Module):
     non-negative sample weights ``W``, ``Λ`` their diagonal degree matrix, ``γ`` the step size, ``r`` the
     number of steps, ``T`` the final time. This is the COIN architecture of "Convection-Diffusion Equation: A
     Theoretically Certified Framework for Neural Networks": the network as the flow of
-    ``∂u/∂t = v(x, t) · ∇u + σ² Δu``, split into convection (the backbone) and diffusion (the last unit of time).
+    ``∂u/∂t = v(x, t) · ∇u + σ² Δu``, split into convection (the backbone) and diffusion (the last unit of
+    time).
 
     The graph of samples is, in order of precedence:
 
@@ -136,8 +138,8 @@ class COIN(nn.Module):
     Raises:
         TypeError: if ``backbone`` (or a given ``head``) is not an ``nn.Module``, or ``graph`` has an
             unsupported type.
-        ValueError: if ``graph_from``, ``laplacian`` or ``dropout`` is invalid, a fixed graph list is empty, or
-            a learned step size does not start in ``(0, max_step_size)``.
+        ValueError: if ``graph_from``, ``laplacian`` or ``dropout`` is invalid, a fixed graph list is empty,
+            or a learned step size does not start in ``(0, max_step_size)``.
 
     Shapes:
         - input: ``(N, ...)`` — the ``N`` samples of the graph; or ``(S, N, ...)`` with a list of
@@ -158,10 +160,21 @@ class COIN(nn.Module):
         torch.Size([3, 3])
     """
 
-    def __init__(self, backbone: nn.Module, *, step_size: float = 0.5, num_steps: int = 10, graph: GraphArg = None,
-                 head: Optional[nn.Module] = None, graph_from: str = "input", laplacian: str = "combinatorial",
-                 dropout: float = 0.0, check_stability: bool = True, learn_step_size: bool = False,
-                 max_step_size: float = 1.0):
+    def __init__(
+        self,
+        backbone: nn.Module,
+        *,
+        step_size: float = 0.5,
+        num_steps: int = 10,
+        graph: GraphArg = None,
+        head: Optional[nn.Module] = None,
+        graph_from: str = "input",
+        laplacian: str = "combinatorial",
+        dropout: float = 0.0,
+        check_stability: bool = True,
+        learn_step_size: bool = False,
+        max_step_size: float = 1.0,
+    ):
         super().__init__()
         if not isinstance(backbone, nn.Module):
             raise TypeError(f"backbone must be an nn.Module, got {type(backbone).__name__}")
@@ -178,15 +191,21 @@ class COIN(nn.Module):
             max_step_size = check_positive(max_step_size, "max_step_size")
             check_positive(step_size, "step_size")
             if step_size >= max_step_size:
-                raise ValueError(f"a learned step size starts below max_step_size={max_step_size:g}, got "
-                                 f"step_size={step_size:g}")
+                raise ValueError(
+                    f"a learned step size starts below max_step_size={max_step_size:g}, got "
+                    f"step_size={step_size:g}"
+                )
             ratio = step_size / max_step_size
             self.step_logit = nn.Parameter(torch.tensor(math.log(ratio / (1 - ratio))))
         self.max_step_size = float(max_step_size)
-        self.diffusion = DiffusionLayer(step_size=max_step_size if self.learn_step_size else step_size,
-                                        num_steps=num_steps, weights=builder,
-                                        dropout=check_probability(dropout, "dropout"), laplacian=laplacian,
-                                        check_stability=check_stability)
+        self.diffusion = DiffusionLayer(
+            step_size=max_step_size if self.learn_step_size else step_size,
+            num_steps=num_steps,
+            weights=builder,
+            dropout=check_probability(dropout, "dropout"),
+            laplacian=laplacian,
+            check_stability=check_stability,
+        )
         self._fixed: GraphArg = None
         if graph is not None and builder is None:
             self._fixed = self._check_graph(graph)
@@ -210,14 +229,18 @@ class COIN(nn.Module):
             return graph
         if isinstance(graph, (torch.Tensor, tuple, SliceGraphs)) or hasattr(graph, "tocoo"):
             return graph
-        raise TypeError("graph must be an adjacency (tensor, (edge_index, edge_weight), scipy), a list of them "
-                        f"(time-varying) or a builder such as KnnGaussianWeights, got {type(graph).__name__}")
+        raise TypeError(
+            "graph must be an adjacency (tensor, (edge_index, edge_weight), scipy), a list of them "
+            f"(time-varying) or a builder such as KnnGaussianWeights, got {type(graph).__name__}"
+        )
 
     def fix_graph(self, x: torch.Tensor) -> torch.Tensor:
-        """Build the graph once from ``x`` with the builder (through the backbone for ``graph_from="features"``)
-        and keep it fixed (the transductive setting); returns the weights."""
+        """Build the graph once from ``x`` with the builder (through the backbone for
+        ``graph_from="features"``) and keep it fixed (the transductive setting); returns the weights."""
         if self.diffusion.weight_builder is None:
-            raise ValueError("fix_graph needs a graph builder (graph=KnnGaussianWeights(...)) at construction")
+            raise ValueError(
+                "fix_graph needs a graph builder (graph=KnnGaussianWeights(...)) at construction"
+            )
         with torch.no_grad():
             points = x if self.graph_from == "input" else self.backbone(x)
             self._fixed = self.diffusion.weight_builder(points.detach())
@@ -231,11 +254,14 @@ class COIN(nn.Module):
         """The input with samples on one axis, the graph for it, and the leading shape to restore."""
         if isinstance(graph, list):
             if x.dim() < 2 or x.shape[0] != len(graph):
-                raise ValueError(f"a time-varying graph of {len(graph)} graphs needs input of shape "
-                                 f"({len(graph)}, N, ...), got {tuple(x.shape)}")
+                raise ValueError(
+                    f"a time-varying graph of {len(graph)} graphs needs input of shape "
+                    f"({len(graph)}, N, ...), got {tuple(x.shape)}"
+                )
             nodes = x.shape[1]
-            weights = block_diagonal_graph(graph, nodes, dtype=x.dtype if x.is_floating_point() else None,
-                                           device=x.device)
+            weights = block_diagonal_graph(
+                graph, nodes, dtype=x.dtype if x.is_floating_point() else None, device=x.device
+            )
             return x.reshape(x.shape[0] * nodes, *x.shape[2:]), weights, x.shape[:2]
         return x, graph, x.shape[:1]
 
@@ -247,18 +273,26 @@ class COIN(nn.Module):
         if isinstance(graph, SliceGraphs):
             return self._forward_slices(x, graph)
         flat, weights, leading = self._flat(x, graph)
-        if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0 \
-                and self.graph_from == "input":
+        if (
+            weights is None
+            and self.diffusion.weight_builder is not None
+            and self.num_steps > 0
+            and self.graph_from == "input"
+        ):
             weights = self.diffusion.weight_builder(flat.detach())
         features = self.backbone(flat)
         if not isinstance(features, torch.Tensor) or features.dim() < 1 or features.shape[0] != flat.shape[0]:
-            raise ValueError(f"the backbone must return one row per sample ({flat.shape[0]}), got "
-                             f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}")
+            raise ValueError(
+                f"the backbone must return one row per sample ({flat.shape[0]}), got "
+                f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}"
+            )
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:
             weights = self.diffusion.weight_builder(features.detach())
         if self.num_steps > 0 and weights is None:
-            raise ValueError("COIN has no graph of samples: pass graph= to forward, give a fixed graph or a builder "
-                             "(KnnGaussianWeights) at construction, or use num_steps=0")
+            raise ValueError(
+                "COIN has no graph of samples: pass graph= to forward, give a fixed graph or a builder "
+                "(KnnGaussianWeights) at construction, or use num_steps=0"
+            )
         if self.num_steps == 0:
             out = features
         elif self.step_logit is not None:
@@ -272,13 +306,21 @@ class COIN(nn.Module):
     def _forward_slices(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
         """Backbone on the ``S·N`` rows, then ``r`` steps ``X_s ← X_s − τ L_{g(s)} X_s`` slice by slice."""
         if x.dim() < 2 or x.shape[0] != graphs.num_slices or x.shape[1] != graphs.num_nodes:
-            raise ValueError(f"the graphs cover {graphs.num_slices} slices of {graphs.num_nodes} nodes; the input "
-                             f"has shape {tuple(x.shape)}")
+            raise ValueError(
+                f"the graphs cover {graphs.num_slices} slices of {graphs.num_nodes} nodes; the input "
+                f"has shape {tuple(x.shape)}"
+            )
         slices, nodes = x.shape[:2]
         features = self.backbone(x.reshape(slices * nodes, *x.shape[2:]))
-        if not isinstance(features, torch.Tensor) or features.dim() != 2 or features.shape[0] != slices * nodes:
-            raise ValueError(f"over SliceGraphs the backbone must return (S·N, C) = ({slices * nodes}, C), got "
-                             f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}")
+        if (
+            not isinstance(features, torch.Tensor)
+            or features.dim() != 2
+            or features.shape[0] != slices * nodes
+        ):
+            raise ValueError(
+                f"over SliceGraphs the backbone must return (S·N, C) = ({slices * nodes}, C), got "
+                f"{tuple(features.shape) if isinstance(features, torch.Tensor) else type(features)}"
+            )
         out = features.reshape(slices, nodes, -1)
         if self.num_steps > 0:
             if self.step_logit is not None:
@@ -289,14 +331,24 @@ class COIN(nn.Module):
                     for graph in graphs.graphs:
                         check_step_size(time_step, graph)
                 elif self.diffusion.check_stability and time_step > 1.0 + 1e-9:
-                    raise UnstableStepSizeError(f"step_size={time_step:g} exceeds 1, the stability bound of explicit "
-                                                "diffusion with the normalized Laplacian")
+                    raise UnstableStepSizeError(
+                        f"step_size={time_step:g} exceeds 1, the stability bound of explicit "
+                        "diffusion with the normalized Laplacian"
+                    )
             normalized = self.diffusion.laplacian == "normalized"
             for _ in range(self.num_steps):
-                if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "before":
+                if (
+                    self.diffusion.dropout > 0
+                    and self.training
+                    and self.diffusion.dropout_position == "before"
+                ):
                     out = torch.nn.functional.dropout(out, self.diffusion.dropout)
                 out = out - time_step * graphs.laplacian(out, normalized=normalized)
-                if self.diffusion.dropout > 0 and self.training and self.diffusion.dropout_position == "after":
+                if (
+                    self.diffusion.dropout > 0
+                    and self.training
+                    and self.diffusion.dropout_position == "after"
+                ):
                     out = torch.nn.functional.dropout(out, self.diffusion.dropout)
         if self.head is not None:
             out = self.head(out)
@@ -314,18 +366,31 @@ class COIN(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        fixed = "" if self._fixed is None else (f", fixed time-varying graph ({len(self._fixed)})"
-                                                if isinstance(self._fixed, list) else ", fixed graph")
-        learned = f", learned step size (now {self.step_size:.4g}, max {self.max_step_size:g})" \
-            if self.learn_step_size else ""
+        fixed = (
+            ""
+            if self._fixed is None
+            else (
+                f", fixed time-varying graph ({len(self._fixed)})"
+                if isinstance(self._fixed, list)
+                else ", fixed graph"
+            )
+        )
+        learned = (
+            f", learned step size (now {self.step_size:.4g}, max {self.max_step_size:g})"
+            if self.learn_step_size
+            else ""
+        )
         return f"graph_from={self.graph_from!r}{fixed}{learned}"
 
 
-def mlp(in_features: int, hidden: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0) -> nn.Module:
+def mlp(
+    in_features: int, hidden: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0
+) -> nn.Module:
     """``num_layers`` affine maps with ReLU (and dropout) between them: ``in → hidden → … → out``."""
-    in_features, hidden, out_features = (check_positive_int(v, name) for v, name in
-                                         ((in_features, "in_features"), (hidden, "hidden"),
-                                          (out_features, "out_features")))
+    in_features, hidden, out_features = (
+        check_positive_int(v, name)
+        for v, name in ((in_features, "in_features"), (hidden, "hidden"), (out_features, "out_features"))
+    )
     num_layers = check_positive_int(num_layers, "num_layers")
     dropout = check_probability(dropout, "dropout")
     sizes = [in_features] + [hidden] * (num_layers - 1) + [out_features]
@@ -345,13 +410,24 @@ def _sample_graph_example(num_classes: int) -> ModelExample:
     return ModelExample({"in_features": 5, "graph": ring + ring.T}, (torch.randn(6, 5),), (6, num_classes))
 
 
-@register_model("coin-mlp", family="coin", defaults={"hidden": 64, "num_layers": 2, "num_steps": 10,
-                                                     "step_size": 0.5},
-                graph_input="constructor", example=lambda num_classes: _sample_graph_example(num_classes),
-                description="COIN with an MLP backbone: MLP features, r diffusion steps on a sample graph, linear "
-                            "classifier")
-def coin_mlp(in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 2, dropout: float = 0.0,
-             **kwargs) -> COIN:
+@register_model(
+    "coin-mlp",
+    family="coin",
+    defaults={"hidden": 64, "num_layers": 2, "num_steps": 10, "step_size": 0.5},
+    graph_input="constructor",
+    example=lambda num_classes: _sample_graph_example(num_classes),
+    description="COIN with an MLP backbone: MLP features, r diffusion steps on a sample graph, linear "
+    "classifier",
+)
+def coin_mlp(
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    num_layers: int = 2,
+    dropout: float = 0.0,
+    **kwargs,
+) -> COIN:
     """COIN over an MLP (``in → hidden``, ``num_layers`` layers) with a linear head ``hidden → num_classes``.
 
     ``y = FC((I − γL)^r MLP(x))``: the convection is an MLP with ReLU between its ``num_layers`` affine maps,

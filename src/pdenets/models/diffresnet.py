@@ -18,14 +18,26 @@ from .registry import ModelExample, register_model
 def _example(num_classes: int) -> ModelExample:
     """Six samples on a ring graph, five features, two diffusion steps."""
     ring = torch.roll(torch.eye(6), 1, 0)
-    settings = {"in_features": 5, "block": "graph", "num_steps": 2, "step_size": 0.25, "weights": ring + ring.T}
+    settings = {
+        "in_features": 5,
+        "block": "graph",
+        "num_steps": 2,
+        "step_size": 0.25,
+        "weights": ring + ring.T,
+    }
     return ModelExample(settings, (torch.randn(6, 5),), (6, num_classes))
+
 
 __all__ = ["DiffResNet", "no_diff_resnet"]
 
 
-@register_model("diff-resnet", family="diffusion", graph_input="constructor", example=_example,
-                description="Diff-ResNet: residual blocks, each followed by r diffusion steps on a graph of samples")
+@register_model(
+    "diff-resnet",
+    family="diffusion",
+    graph_input="constructor",
+    example=_example,
+    description="Diff-ResNet: residual blocks, each followed by r diffusion steps on a graph of samples",
+)
 class DiffResNet(nn.Module):
     r"""Convection–diffusion network: ``s`` residual blocks, each followed by ``r`` diffusion steps.
 
@@ -39,9 +51,9 @@ class DiffResNet(nn.Module):
         y = \mathrm{FC}(x^s).
 
     Symbols: ``x^k`` the ``(N, width)`` features of all samples after block ``k``, ``f(·, θ^k)`` the residual
-    branch of block ``k``, ``L = Λ − W`` the graph Laplacian of the sample weights ``w_ij`` (``Λ`` their degree
-    matrix), ``γ`` the step size, ``r`` the diffusion steps per block, ``s`` the number of blocks and ``FC``
-    the linear classifier. With ``r = 0`` this is a plain ResNet ("No-Diff-ResNet").
+    branch of block ``k``, ``L = Λ − W`` the graph Laplacian of the sample weights ``w_ij`` (``Λ`` their
+    degree matrix), ``γ`` the step size, ``r`` the diffusion steps per block, ``s`` the number of blocks and
+    ``FC`` the linear classifier. With ``r = 0`` this is a plain ResNet ("No-Diff-ResNet").
 
     Args:
         in_features: input size ``d``.
@@ -85,10 +97,21 @@ class DiffResNet(nn.Module):
         torch.Size([100, 2])
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, num_blocks: int = 1, num_steps: int = 10,
-                 step_size: float = 0.5, hidden_features: Optional[int] = None, block: str = "mlp",
-                 dropout: float = 0.0, dropout_position: str = "after", weights: WeightsArg = None,
-                 check_stability: bool = True):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        num_blocks: int = 1,
+        num_steps: int = 10,
+        step_size: float = 0.5,
+        hidden_features: Optional[int] = None,
+        block: str = "mlp",
+        dropout: float = 0.0,
+        dropout_position: str = "after",
+        weights: WeightsArg = None,
+        check_stability: bool = True,
+    ):
         super().__init__()
         in_features = check_positive_int(in_features, "in_features")
         num_classes = check_positive_int(num_classes, "num_classes")
@@ -101,9 +124,14 @@ class DiffResNet(nn.Module):
         self.num_blocks = num_blocks
         self.input_map = nn.Linear(in_features, width) if hidden_features else None
         self.blocks = nn.ModuleList(ConvectionBlock(width, variant=block) for _ in range(num_blocks))
-        self.diffusion = DiffusionLayer(step_size=step_size, num_steps=num_steps, weights=weights,
-                                        dropout=dropout, dropout_position=dropout_position,
-                                        check_stability=check_stability)
+        self.diffusion = DiffusionLayer(
+            step_size=step_size,
+            num_steps=num_steps,
+            weights=weights,
+            dropout=dropout,
+            dropout_position=dropout_position,
+            check_stability=check_stability,
+        )
         self.classifier = nn.Linear(width, num_classes)
 
     @property
@@ -127,8 +155,10 @@ class DiffResNet(nn.Module):
         parameters = self.classifier.weight.dtype
         if x.dtype != parameters:  # both are float32 or float64 (check_floating)
             model_call, input_call = ("double", "float") if x.dtype == torch.float64 else ("float", "double")
-            raise TypeError(f"input to DiffResNet is {x.dtype} but the model's parameters are {parameters}: call "
-                            f"model.{model_call}() or pass x.{input_call}()")
+            raise TypeError(
+                f"input to DiffResNet is {x.dtype} but the model's parameters are {parameters}: call "
+                f"model.{model_call}() or pass x.{input_call}()"
+            )
         if weights is None and self.diffusion.weight_builder is not None and self.num_steps > 0:
             weights = self.diffusion.weight_builder(x.detach() if x.layout == torch.strided else x.to_dense())
         out = self.input_map(x) if self.input_map is not None else x
@@ -152,9 +182,14 @@ class DiffResNet(nn.Module):
         return f"num_blocks={self.num_blocks}, num_steps={self.num_steps}, step_size={self.step_size:g}"
 
 
-@register_model("no-diff-resnet", family="diffusion", graph_input="constructor", fixed={"num_steps": 0},
-                example=_example,
-                description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet")
+@register_model(
+    "no-diff-resnet",
+    family="diffusion",
+    graph_input="constructor",
+    fixed={"num_steps": 0},
+    example=_example,
+    description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet",
+)
 def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
     """The same network without diffusion (``r = 0``): the paper's "No-Diff-ResNet" / ResNet.
 

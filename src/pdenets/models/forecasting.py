@@ -36,13 +36,24 @@ from .registry import ModelExample, register_model
 
 
 def _example(num_classes: int) -> ModelExample:
-    """Two forecast origins of six regions with five lags; a ring graph per origin (the second one weighted)."""
+    """Two forecast origins of six regions with five lags; a ring graph per origin (the second one
+    weighted)."""
     ring = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0]])
-    return ModelExample({"in_features": 5}, (torch.randn(2, 6, 5), [(ring, None), (ring, torch.rand(6))]),
-                        (2, 6, num_classes))
+    return ModelExample(
+        {"in_features": 5}, (torch.randn(2, 6, 5), [(ring, None), (ring, torch.rand(6))]), (2, 6, num_classes)
+    )
 
-__all__ = ["WindowMLP", "WindowGCN", "GraphConvGRU", "PyGTGConvGRU", "GCNGraphConv", "ChebGraphConv", "coin_forecast",
-           "slice_graphs"]
+
+__all__ = [
+    "WindowMLP",
+    "WindowGCN",
+    "GraphConvGRU",
+    "PyGTGConvGRU",
+    "GCNGraphConv",
+    "ChebGraphConv",
+    "coin_forecast",
+    "slice_graphs",
+]
 
 GraphSequence = Union[GraphLike, List[GraphLike], SliceGraphs]
 
@@ -53,24 +64,31 @@ def slice_graphs(graph: GraphSequence, origins: int, nodes: int) -> SliceGraphs:
     One graph is shared by every origin; a list gives one per origin (repeated objects are stored once)."""
     if isinstance(graph, SliceGraphs):
         if graph.num_slices != origins or graph.num_nodes != nodes:
-            raise ValueError(f"the graphs cover {graph.num_slices} origins of {graph.num_nodes} regions, the input "
-                             f"{origins} origins of {nodes} regions")
+            raise ValueError(
+                f"the graphs cover {graph.num_slices} origins of {graph.num_nodes} regions, the input "
+                f"{origins} origins of {nodes} regions"
+            )
         return graph
     if isinstance(graph, list):
         if len(graph) != origins:
             raise ValueError(f"{len(graph)} graphs for {origins} forecast origins")
         return SliceGraphs(graph, nodes)
     if graph is None:
-        raise ValueError("this forecaster needs the region graph: pass graph= (one adjacency, a list per origin or "
-                         "a SliceGraphs)")
+        raise ValueError(
+            "this forecaster needs the region graph: pass graph= (one adjacency, a list per origin or "
+            "a SliceGraphs)"
+        )
     return SliceGraphs([graph], nodes, ids=torch.zeros(origins, dtype=torch.long))
 
 
 def _windows(x: torch.Tensor, graph: GraphSequence, lags: int, name: str):
-    """Windows ``(S, N, L)`` (rows ``(M, L)`` read as one origin of ``M`` regions), their graphs, the output shape."""
+    """Windows ``(S, N, L)`` (rows ``(M, L)`` read as one origin of ``M`` regions), their graphs, the output
+    shape."""
     check_floating(x, f"input to {name}")
     if x.dim() not in (2, 3) or x.shape[-1] != lags:
-        raise ValueError(f"{name} expects windows of shape (S, N, {lags}) or rows (M, {lags}), got {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} expects windows of shape (S, N, {lags}) or rows (M, {lags}), got {tuple(x.shape)}"
+        )
     windows = x if x.dim() == 3 else x.unsqueeze(0)
     return windows, slice_graphs(graph, windows.shape[0], windows.shape[1]), x.shape[:-1]
 
@@ -85,8 +103,11 @@ class GCNGraphConv(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, *, bias: bool = True):
         super().__init__()
-        self.linear = nn.Linear(check_positive_int(in_features, "in_features"),
-                                check_positive_int(out_features, "out_features"), bias=False)
+        self.linear = nn.Linear(
+            check_positive_int(in_features, "in_features"),
+            check_positive_int(out_features, "out_features"),
+            bias=False,
+        )
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
         nn.init.xavier_uniform_(self.linear.weight)
 
@@ -109,10 +130,14 @@ class ChebGraphConv(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, order: int = 2, *, bias: bool = True):
         super().__init__()
-        in_features, out_features = check_positive_int(in_features, "in_features"), check_positive_int(
-            out_features, "out_features")
-        self.lins = nn.ModuleList(nn.Linear(in_features, out_features, bias=False)
-                                  for _ in range(check_positive_int(order, "order")))
+        in_features, out_features = (
+            check_positive_int(in_features, "in_features"),
+            check_positive_int(out_features, "out_features"),
+        )
+        self.lins = nn.ModuleList(
+            nn.Linear(in_features, out_features, bias=False)
+            for _ in range(check_positive_int(order, "order"))
+        )
         for lin in self.lins:
             nn.init.xavier_uniform_(lin.weight)
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
@@ -139,7 +164,8 @@ class ChebGraphConv(nn.Module):
 
 
 class WindowMLP(nn.Module):
-    r"""Per-region forecaster with shared weights: ``ŷ = A x + b + MLP(x)`` for each region's window ``x ∈ R^L``.
+    r"""Per-region forecaster with shared weights: ``ŷ = A x + b + MLP(x)`` for each region's window ``x ∈
+    R^L``.
 
     Args:
         lags: ``L``; horizons: ``H``; hidden: MLP width (default 32); num_layers: MLP layers
@@ -153,7 +179,9 @@ class WindowMLP(nn.Module):
         torch.Size([3, 5, 2])
     """
 
-    def __init__(self, lags: int, horizons: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0):
+    def __init__(
+        self, lags: int, horizons: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0
+    ):
         super().__init__()
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
         self.linear = nn.Linear(self.lags, self.horizons)
@@ -169,7 +197,8 @@ class WindowMLP(nn.Module):
 class WindowGCN(nn.Module):
     r"""Two graph convolutions on the window features: ``P ReLU(P X Θ₁ + b₁) Θ₂ + b₂`` per origin's graph.
 
-    ``P`` is PyTorch Geometric's ``GCNConv`` normalization (:func:`~pdenets.operators.gcn_propagation_matrix`).
+    ``P`` is PyTorch Geometric's ``GCNConv`` normalization
+    (:func:`~pdenets.operators.gcn_propagation_matrix`).
 
     Examples:
         >>> import torch
@@ -192,7 +221,8 @@ class WindowGCN(nn.Module):
 
 
 class GraphConvGRU(nn.Module):
-    r"""GRU over the ``L`` lags whose gates are Chebyshev graph convolutions (GConvGRU), then ``Linear(hidden, H)``.
+    r"""GRU over the ``L`` lags whose gates are Chebyshev graph convolutions (GConvGRU), then ``Linear(hidden,
+    H)``.
 
     .. math::
 
@@ -237,7 +267,8 @@ class GraphConvGRU(nn.Module):
 
 
 class PyGTGConvGRU(nn.Module):
-    r"""PyTorch Geometric Temporal's ``GConvGRU`` as its documented chickenpox example runs it, for ``H`` horizons.
+    r"""PyTorch Geometric Temporal's ``GConvGRU`` as its documented chickenpox example runs it, for ``H``
+    horizons.
 
     The ``L`` lags of a region are its node features; one call of the GRU cell with a new hidden state
     ``h = 0`` (the example passes none), so with ``⋆`` a Chebyshev convolution of order ``K``:
@@ -278,40 +309,75 @@ class PyGTGConvGRU(nn.Module):
         return self.readout(torch.relu(state)).reshape(*leading, self.horizons)
 
 
-@register_model("window-mlp", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
-                description="per-region forecaster (linear in the lags + MLP correction), no graph")
+@register_model(
+    "window-mlp",
+    family="forecast",
+    defaults={"hidden": 32},
+    graph_input="forward",
+    example=_example,
+    description="per-region forecaster (linear in the lags + MLP correction), no graph",
+)
 def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
     """``in_features`` = lags, ``num_classes`` = horizons."""
     return WindowMLP(in_features, num_classes, **kwargs)
 
 
-@register_model("coin-forecast", family="forecast", defaults={"hidden": 32, "num_steps": 2, "step_size": 0.1,
-                                                             "learn_step_size": True},
-                graph_input="forward", example=_example,
-                description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
-                            "graph")
-def coin_forecast(in_features: int, num_classes: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0,
-                  **kwargs) -> COIN:
-    """COIN over :class:`WindowMLP` (``in_features`` = lags, ``num_classes`` = horizons); graph given at forward."""
+@register_model(
+    "coin-forecast",
+    family="forecast",
+    defaults={"hidden": 32, "num_steps": 2, "step_size": 0.1, "learn_step_size": True},
+    graph_input="forward",
+    example=_example,
+    description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
+    "graph",
+)
+def coin_forecast(
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 32,
+    num_layers: int = 2,
+    dropout: float = 0.0,
+    **kwargs,
+) -> COIN:
+    """COIN over :class:`WindowMLP` (``in_features`` = lags, ``num_classes`` = horizons); graph given at
+    forward."""
     backbone = WindowMLP(in_features, num_classes, hidden=hidden, num_layers=num_layers, dropout=dropout)
     return COIN(backbone, **kwargs)
 
 
-@register_model("window-gcn", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
-                description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features")
+@register_model(
+    "window-gcn",
+    family="forecast",
+    defaults={"hidden": 32},
+    graph_input="forward",
+    example=_example,
+    description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features",
+)
 def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
 
-@register_model("cheb-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward", example=_example,
-                description="our recurrent graph model: a GRU over the lags with K = 2 Chebyshev gates, linear "
-                            "read-out")
+@register_model(
+    "cheb-gru",
+    family="forecast",
+    defaults={"hidden": 32},
+    graph_input="forward",
+    example=_example,
+    description="our recurrent graph model: a GRU over the lags with K = 2 Chebyshev gates, linear read-out",
+)
 def cheb_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
     return GraphConvGRU(in_features, num_classes, **kwargs)
 
 
-@register_model("pygt-gconv-gru", family="forecast", defaults={"hidden": 32}, graph_input="forward",
-                example=_example, description="reference: PyTorch Geometric Temporal's GConvGRU as its documentation "
-                                              "runs it (K = 1, no recurrence, ReLU, linear read-out)")
+@register_model(
+    "pygt-gconv-gru",
+    family="forecast",
+    defaults={"hidden": 32},
+    graph_input="forward",
+    example=_example,
+    description="reference: PyTorch Geometric Temporal's GConvGRU as its documentation "
+    "runs it (K = 1, no recurrence, ReLU, linear read-out)",
+)
 def pygt_gconv_gru(in_features: int, num_classes: int, **kwargs) -> PyGTGConvGRU:
     return PyGTGConvGRU(in_features, num_classes, **kwargs)

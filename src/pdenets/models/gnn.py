@@ -37,10 +37,16 @@ def _example(num_classes: int) -> ModelExample:
     return ModelExample({"in_features": 5}, (torch.randn(6, 5), ring), (6, num_classes))
 
 
-def _check_sizes(in_features: int, num_classes: int, hidden: int, num_layers: int, dropout: float,
-                 heads: int = 1) -> None:
-    for value, name in ((in_features, "in_features"), (num_classes, "num_classes"), (hidden, "hidden"),
-                        (num_layers, "num_layers"), (heads, "heads")):
+def _check_sizes(
+    in_features: int, num_classes: int, hidden: int, num_layers: int, dropout: float, heads: int = 1
+) -> None:
+    for value, name in (
+        (in_features, "in_features"),
+        (num_classes, "num_classes"),
+        (hidden, "hidden"),
+        (num_layers, "num_layers"),
+        (heads, "heads"),
+    ):
         check_positive_int(value, name)
     check_probability(dropout, "dropout")
 
@@ -80,8 +86,15 @@ class GCN(_StackedConvolutions):
         torch.Size([4, 3])
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, hidden: int = 16, num_layers: int = 2,
-                 dropout: float = 0.5):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        hidden: int = 16,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+    ):
         _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
         sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
         super().__init__([GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
@@ -100,8 +113,16 @@ class GraphSAGE(_StackedConvolutions):
         torch.Size([4, 3])
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, aggregator: str = "mean", hidden: int = 64,
-                 num_layers: int = 2, dropout: float = 0.5):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        aggregator: str = "mean",
+        hidden: int = 64,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+    ):
         _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
         if aggregator not in ("mean", "maxpool"):
             raise ValueError(f"aggregator must be 'mean' or 'maxpool', got {aggregator!r}")
@@ -125,8 +146,16 @@ class GAT(_StackedConvolutions):
 
     activation = staticmethod(F.elu)
 
-    def __init__(self, in_features: int, num_classes: int, *, hidden: int = 8, heads: int = 8, num_layers: int = 2,
-                 dropout: float = 0.6):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        hidden: int = 8,
+        heads: int = 8,
+        num_layers: int = 2,
+        dropout: float = 0.6,
+    ):
         _check_sizes(in_features, num_classes, hidden, num_layers, dropout, heads)
         layers = []
         width = in_features
@@ -137,24 +166,49 @@ class GAT(_StackedConvolutions):
         super().__init__(layers, dropout)
 
 
-register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5}, training=_ADAM,
-               graph_input="forward", example=_example, description="GCN (Kipf & Welling 2017)")(GCN)
+register_model(
+    "gcn",
+    family="message-passing",
+    defaults={"hidden": 16, "dropout": 0.5},
+    training=_ADAM,
+    graph_input="forward",
+    example=_example,
+    description="GCN (Kipf & Welling 2017)",
+)(GCN)
 
 
-@register_model("sage-mean", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                graph_input="forward", example=_example,
-                description="GraphSAGE with mean aggregation (Hamilton et al. 2017)")
+@register_model(
+    "sage-mean",
+    family="message-passing",
+    defaults={"hidden": 64, "dropout": 0.5},
+    training=_ADAM,
+    graph_input="forward",
+    example=_example,
+    description="GraphSAGE with mean aggregation (Hamilton et al. 2017)",
+)
 def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="mean", **kwargs)
 
 
-@register_model("sage-maxpool", family="message-passing", defaults={"hidden": 64, "dropout": 0.5}, training=_ADAM,
-                graph_input="forward", example=_example,
-                description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)")
+@register_model(
+    "sage-maxpool",
+    family="message-passing",
+    defaults={"hidden": 64, "dropout": 0.5},
+    training=_ADAM,
+    graph_input="forward",
+    example=_example,
+    description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)",
+)
 def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="maxpool", **kwargs)
 
 
-register_model("gat", family="message-passing", defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
-               training={"lr": 0.005, "weight_decay": 5e-4},
-               graph_input="forward", example=_example, description="GAT (Velickovic et al. 2018)")(GAT)
+register_model(
+    "gat",
+    family="message-passing",
+    defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
+    training={"lr": 0.005, "weight_decay": 5e-4},
+    graph_input="forward",
+    example=_example,
+    description="GAT (Velickovic et al. 2018)",
+)(GAT)

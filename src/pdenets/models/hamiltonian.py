@@ -36,8 +36,10 @@ from .registry import ModelExample, register_model
 
 def _example(num_classes: int) -> ModelExample:
     """A two-stage network (2 and 1 units, widths 8 and 16) on six 16 × 16 RGB images."""
-    return ModelExample({"units": (2, 1), "widths": (8, 16), "image_size": 16}, (torch.randn(6, 3, 16, 16),),
-                        (6, num_classes))
+    return ModelExample(
+        {"units": (2, 1), "widths": (8, 16), "image_size": 16}, (torch.randn(6, 3, 16, 16),), (6, num_classes)
+    )
+
 
 __all__ = ["HamiltonianNet", "HEADS"]
 
@@ -62,11 +64,21 @@ class HamiltonianNet(nn.Module):
         batch_norm: batch normalization in the stem and the blocks (default ``True``).
     """
 
-    def __init__(self, in_channels: int = 3, num_classes: int = 10, *, units: Sequence[int] = (6, 6, 6),
-                 widths: Sequence[int] = (32, 64, 112), step_size: float = 0.06,
-                 nonlocal_operator: Optional[str] = None, nonlocal_after: int = 2,
-                 nonlocal_options: Optional[Dict[str, Any]] = None, head: str = "pool", image_size: int = 32,
-                 batch_norm: bool = True):
+    def __init__(
+        self,
+        in_channels: int = 3,
+        num_classes: int = 10,
+        *,
+        units: Sequence[int] = (6, 6, 6),
+        widths: Sequence[int] = (32, 64, 112),
+        step_size: float = 0.06,
+        nonlocal_operator: Optional[str] = None,
+        nonlocal_after: int = 2,
+        nonlocal_options: Optional[Dict[str, Any]] = None,
+        head: str = "pool",
+        image_size: int = 32,
+        batch_norm: bool = True,
+    ):
         super().__init__()
         units, widths = list(units), list(widths)
         if not units or len(units) != len(widths):
@@ -82,8 +94,11 @@ class HamiltonianNet(nn.Module):
         self.units_spec, self.widths = tuple(units), tuple(widths)
         self.nonlocal_operator = nonlocal_operator
         norm = nn.BatchNorm2d if batch_norm else (lambda channels: nn.Identity())
-        self.stem = nn.Sequential(nn.Conv2d(check_positive_int(in_channels, "in_channels"), widths[0], 3, padding=1),
-                                  norm(widths[0]), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(check_positive_int(in_channels, "in_channels"), widths[0], 3, padding=1),
+            norm(widths[0]),
+            nn.ReLU(),
+        )
         pool = head != "segmentation"
         self.units = nn.ModuleList()
         self.transitions = nn.ModuleList()
@@ -92,20 +107,37 @@ class HamiltonianNet(nn.Module):
             for block in range(count):
                 layers.append(HamiltonianBlock(width, step_size=step_size, batch_norm=batch_norm))
                 if nonlocal_operator is not None and block + 1 == min(nonlocal_after, count):
-                    layers.append(NonlocalBlock(width, operator=nonlocal_operator, step_size=step_size,
-                                                batch_norm=batch_norm, **(nonlocal_options or {})))
+                    layers.append(
+                        NonlocalBlock(
+                            width,
+                            operator=nonlocal_operator,
+                            step_size=step_size,
+                            batch_norm=batch_norm,
+                            **(nonlocal_options or {}),
+                        )
+                    )
             self.units.append(nn.Sequential(*layers))
             if index + 1 < len(units):
-                self.transitions.append(nn.Sequential(nn.AvgPool2d(2) if pool else nn.Identity(),
-                                                      nn.Conv2d(width, widths[index + 1], 1), nn.ReLU()))
+                self.transitions.append(
+                    nn.Sequential(
+                        nn.AvgPool2d(2) if pool else nn.Identity(),
+                        nn.Conv2d(width, widths[index + 1], 1),
+                        nn.ReLU(),
+                    )
+                )
         side = image_size // 2 ** (len(units) - 1) if pool else image_size
         if head == "pool":
             if side < 2:
-                raise ValueError(f"image_size={image_size} is too small for {len(units)} units and the pooling head")
-            self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(widths[-1] * (side // 2) ** 2,
-                                                                               num_classes))
+                raise ValueError(
+                    f"image_size={image_size} is too small for {len(units)} units and the pooling head"
+                )
+            self.head = nn.Sequential(
+                nn.AvgPool2d(2), nn.Flatten(), nn.Linear(widths[-1] * (side // 2) ** 2, num_classes)
+            )
         elif head == "global":
-            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(widths[-1], num_classes))
+            self.head = nn.Sequential(
+                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(widths[-1], num_classes)
+            )
         else:
             self.head = nn.Conv2d(widths[-1], num_classes, 1)
         for part in (self.stem, self.transitions, self.head):  # the blocks initialize themselves
@@ -138,8 +170,8 @@ class HamiltonianNet(nn.Module):
         return sum(m.weight.square().sum() for m in self.modules() if isinstance(m, nn.Conv2d))
 
     def smoothness_penalty(self) -> torch.Tensor:
-        """``(1/h) Σ_j Σ_k ‖K_{j,k} − K_{j+1,k}‖_F²`` over consecutive Hamiltonian blocks of each Unit (eq. 4.8
-        without ``α₂``; ``h Σ ‖ΔK/h‖² = Σ ‖ΔK‖²/h``)."""
+        """``(1/h) Σ_j Σ_k ‖K_{j,k} − K_{j+1,k}‖_F²`` over consecutive Hamiltonian blocks of each Unit (eq.
+        4.8 without ``α₂``; ``h Σ ‖ΔK/h‖² = Σ ‖ΔK‖²/h``)."""
         total = self.stem[0].weight.new_zeros(())
         for unit in self.units:
             blocks = [m for m in unit if isinstance(m, HamiltonianBlock)]
@@ -160,24 +192,46 @@ def _variant(operator: Optional[str], s: float = 0.5):
             options.setdefault("s", s)
         if operator is not None:
             options.setdefault("normalizer", "row-sum" if operator == "diffusion-gaussian" else "count")
-        return HamiltonianNet(in_channels, num_classes, nonlocal_operator=operator, nonlocal_options=options,
-                              **kwargs)
+        return HamiltonianNet(
+            in_channels, num_classes, nonlocal_operator=operator, nonlocal_options=options, **kwargs
+        )
 
     return factory
 
 
-register_model("hamiltonian-74", family="image", example=_example,
-               description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)")(
-    _variant(None))
-register_model("hamiltonian-74-diffusion", family="image", example=_example,
-               description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)")(_variant("diffusion-dot"))
-register_model("hamiltonian-74-gaussian", family="image", example=_example,
-               description="Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)")(
-    _variant("diffusion-gaussian"))
-register_model("hamiltonian-74-fractional", family="image", example=_example,
-               description="Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)")(_variant("fractional"))
-register_model("hamiltonian-74-inverse-fractional", family="image", example=_example,
-               description="Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)")(
-    _variant("inverse-fractional"))
-register_model("hamiltonian-74-log", family="image", example=_example,
-               description="Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2")(_variant("log"))
+register_model(
+    "hamiltonian-74",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)",
+)(_variant(None))
+register_model(
+    "hamiltonian-74-diffusion",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)",
+)(_variant("diffusion-dot"))
+register_model(
+    "hamiltonian-74-gaussian",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)",
+)(_variant("diffusion-gaussian"))
+register_model(
+    "hamiltonian-74-fractional",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)",
+)(_variant("fractional"))
+register_model(
+    "hamiltonian-74-inverse-fractional",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)",
+)(_variant("inverse-fractional"))
+register_model(
+    "hamiltonian-74-log",
+    family="image",
+    example=_example,
+    description="Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2",
+)(_variant("log"))

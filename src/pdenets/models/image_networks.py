@@ -12,7 +12,8 @@ blocks of widths 32/64/112; ResNet-44).
 Example:
     >>> import dataclasses, torch
     >>> small = dataclasses.replace(PAPER_ARCHITECTURE, units=(1, 1, 1))
-    >>> net = build_image_model("hamiltonian-74-diffusion", small, channels=3, classes=10, size=32, segmentation=False)
+    >>> shape = dict(channels=3, classes=10, size=32, segmentation=False)
+    >>> net = build_image_model("hamiltonian-74-diffusion", small, **shape)
     >>> net(torch.zeros(2, 3, 32, 32)).shape, len(nonlocal_spectra(net))
     (torch.Size([2, 10]), 6)
 """
@@ -27,8 +28,15 @@ import torch
 from ..nn.nonlocal_block import NonlocalBlock
 from .registry import create_model
 
-__all__ = ["ImageArchitecture", "PAPER_ARCHITECTURE", "model_architecture", "build_image_model", "count_flops",
-           "flops_table", "nonlocal_spectra"]
+__all__ = [
+    "ImageArchitecture",
+    "PAPER_ARCHITECTURE",
+    "model_architecture",
+    "build_image_model",
+    "count_flops",
+    "flops_table",
+    "nonlocal_spectra",
+]
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,17 @@ class ImageArchitecture:
 
 
 #: the architecture of the paper's full-scale networks (CIFAR-10, Table 4)
-PAPER_ARCHITECTURE = ImageArchitecture(units=(6, 6, 6), widths=(32, 64, 112), step_size=0.06, lam=0.1, s=0.5,
-                                       subsample=2, stages=2, resnet_depth=44, resnet_widths=(16, 32, 64))
+PAPER_ARCHITECTURE = ImageArchitecture(
+    units=(6, 6, 6),
+    widths=(32, 64, 112),
+    step_size=0.06,
+    lam=0.1,
+    s=0.5,
+    subsample=2,
+    stages=2,
+    resnet_depth=44,
+    resnet_widths=(16, 32, 64),
+)
 
 
 def model_architecture(name: str, architecture: ImageArchitecture) -> ImageArchitecture:
@@ -90,8 +107,16 @@ def model_architecture(name: str, architecture: ImageArchitecture) -> ImageArchi
     return ImageArchitecture(**{key: getattr(architecture, key) for key in used})
 
 
-def build_image_model(name: str, architecture: ImageArchitecture, *, channels: int, classes: int, size: int,
-                      segmentation: bool, head: str = "pool") -> torch.nn.Module:
+def build_image_model(
+    name: str,
+    architecture: ImageArchitecture,
+    *,
+    channels: int,
+    classes: int,
+    size: int,
+    segmentation: bool,
+    head: str = "pool",
+) -> torch.nn.Module:
     """A registered image model built with the settings of ``architecture`` it uses.
 
     Args:
@@ -108,20 +133,37 @@ def build_image_model(name: str, architecture: ImageArchitecture, *, channels: i
     """
     used = model_architecture(name, architecture)
     if name.startswith("hamiltonian"):
-        options = {key: getattr(used, key) for key in ("subsample", "stages", "lam", "s")
-                   if getattr(used, key) is not None}
-        return create_model(name, in_channels=channels, num_classes=classes, units=tuple(used.units),
-                            widths=tuple(used.widths), step_size=used.step_size,
-                            image_size=size, head="segmentation" if segmentation else head,
-                            nonlocal_options=options)
+        options = {
+            key: getattr(used, key)
+            for key in ("subsample", "stages", "lam", "s")
+            if getattr(used, key) is not None
+        }
+        return create_model(
+            name,
+            in_channels=channels,
+            num_classes=classes,
+            units=tuple(used.units),
+            widths=tuple(used.widths),
+            step_size=used.step_size,
+            image_size=size,
+            head="segmentation" if segmentation else head,
+            nonlocal_options=options,
+        )
     if name == "resnet-44":
-        return create_model(name, in_channels=channels, num_classes=classes, depth=used.resnet_depth,
-                            widths=tuple(used.resnet_widths), segmentation=segmentation)
+        return create_model(
+            name,
+            in_channels=channels,
+            num_classes=classes,
+            depth=used.resnet_depth,
+            widths=tuple(used.resnet_widths),
+            segmentation=segmentation,
+        )
     return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
 
 
 def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
-    """Multiply-adds of one forward pass at batch size 1 (``FlopCounterMode`` counts 2 flops per multiply-add).
+    """Multiply-adds of one forward pass at batch size 1 (``FlopCounterMode`` counts 2 flops per
+    multiply-add).
 
     Args:
         model: the network (put in evaluation mode).
@@ -156,10 +198,13 @@ def flops_table(models: Sequence[str], scales: Mapping[str, ImageArchitecture]) 
     out: Dict[str, Dict[str, Any]] = {}
     for label, architecture in scales.items():
         for model in models:
-            network = build_image_model(model, architecture, channels=3, classes=10, size=32, segmentation=False)
+            network = build_image_model(
+                model, architecture, channels=3, classes=10, size=32, segmentation=False
+            )
             out.setdefault(label, {})[model] = {
                 "mflops": count_flops(network, (3, 32, 32)) / 1e6,
-                "parameters": sum(p.numel() for p in network.parameters())}
+                "parameters": sum(p.numel() for p in network.parameters()),
+            }
     return out
 
 
@@ -180,8 +225,15 @@ def nonlocal_spectra(model: torch.nn.Module) -> List[Dict[str, Any]]:
             matrix = outer[0].weight.detach()[:, :, 0, 0].double()
             eigenvalues = torch.linalg.eigvals(matrix)
             symmetric = torch.linalg.eigvalsh((matrix + matrix.T) / 2)
-            out.append({"unit": unit + 1, "stage": stage + 1, "real": eigenvalues.real.tolist(),
-                        "imag": eigenvalues.imag.tolist(), "symmetric": symmetric.tolist(),
-                        "positive_fraction": float((eigenvalues.real > 0).double().mean()),
-                        "symmetric_positive_fraction": float((symmetric > 0).double().mean())})
+            out.append(
+                {
+                    "unit": unit + 1,
+                    "stage": stage + 1,
+                    "real": eigenvalues.real.tolist(),
+                    "imag": eigenvalues.imag.tolist(),
+                    "symmetric": symmetric.tolist(),
+                    "positive_fraction": float((eigenvalues.real > 0).double().mean()),
+                    "symmetric_positive_fraction": float((symmetric > 0).double().mean()),
+                }
+            )
     return out

@@ -1,5 +1,5 @@
-"""Node classification on one graph, full batch: the pieces of the protocol of Shchur et al. ("Pitfalls of Graph
-Neural Network Evaluation") as the Diff-ResNet code runs it.
+"""Node classification on one graph, full batch: the pieces of the protocol of Shchur et al. ("Pitfalls of
+Graph Neural Network Evaluation") as the Diff-ResNet code runs it.
 
 * :func:`prepared_graph` reads a graph (:func:`pdenets.data.load_graph`) once per worker process, applies the
   preprocessing (:func:`pdenets.data.transforms.preprocess_citation_graph`: undirected, no self-loops, largest
@@ -32,8 +32,16 @@ from ..experiments.training import EarlyStopping, FitResult, accuracy, evaluatio
 from ..operators.graph import gcn_normalize
 from ..operators.laplacian import stability_bound
 
-__all__ = ["PreparedGraph", "prepared_graph", "dataset_label", "graph_facts", "split_and_init_seed",
-           "DiffusionSettings", "MessagePassingSettings", "fit_node_classifier"]
+__all__ = [
+    "PreparedGraph",
+    "prepared_graph",
+    "dataset_label",
+    "graph_facts",
+    "split_and_init_seed",
+    "DiffusionSettings",
+    "MessagePassingSettings",
+    "fit_node_classifier",
+]
 
 
 @dataclass(frozen=True)
@@ -102,15 +110,23 @@ def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "
         >>> path = save_graph_npz(Data(x=torch.eye(4), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...                            y=torch.tensor([0, 1, 0, 1])), tempfile.mkdtemp() + "/path.npz")
         >>> graph = prepared_graph(str(path), None)
-        >>> graph.num_nodes, graph.num_edges, graph.num_features, graph.num_classes, tuple(graph.weights.shape)
-        (4, 3, 4, 2, (4, 4))
+        >>> graph.num_nodes, graph.num_edges, graph.num_features, graph.num_classes
+        (4, 3, 4, 2)
+        >>> tuple(graph.weights.shape)
+        (4, 4)
     """
     data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
     return PreparedGraph(
-        x=data.x, x_sparse=data.x.to_sparse_csr(), y=data.y, edge_index=data.edge_index,
-        weights=gcn_normalize((data.edge_index, None), data.num_nodes), num_nodes=int(data.num_nodes),
-        num_edges=int(data.edge_index.shape[1] // 2), num_features=int(data.x.shape[1]),
-        num_classes=int(data.y.max()) + 1)
+        x=data.x,
+        x_sparse=data.x.to_sparse_csr(),
+        y=data.y,
+        edge_index=data.edge_index,
+        weights=gcn_normalize((data.edge_index, None), data.num_nodes),
+        num_nodes=int(data.num_nodes),
+        num_edges=int(data.edge_index.shape[1] // 2),
+        num_features=int(data.x.shape[1]),
+        num_classes=int(data.y.max()) + 1,
+    )
 
 
 def graph_facts(graph: PreparedGraph) -> Dict[str, Any]:
@@ -123,13 +139,19 @@ def graph_facts(graph: PreparedGraph) -> Dict[str, Any]:
         ``nodes``, ``edges``, ``features``, ``classes``, and ``gershgorin_bound`` and ``spectral_bound``
         (:func:`pdenets.operators.laplacian.stability_bound` of ``graph.weights``).
     """
-    return {"nodes": graph.num_nodes, "edges": graph.num_edges, "features": graph.num_features,
-            "classes": graph.num_classes, "gershgorin_bound": stability_bound(graph.weights),
-            "spectral_bound": stability_bound(graph.weights, method="spectral")}
+    return {
+        "nodes": graph.num_nodes,
+        "edges": graph.num_edges,
+        "features": graph.num_features,
+        "classes": graph.num_classes,
+        "gershgorin_bound": stability_bound(graph.weights),
+        "spectral_bound": stability_bound(graph.weights, method="spectral"),
+    }
 
 
-def split_and_init_seed(labels: torch.Tensor, seed: int, split: int, init: int, train_per_class: int,
-                        val_per_class: int) -> Tuple[Split, int]:
+def split_and_init_seed(
+    labels: torch.Tensor, seed: int, split: int, init: int, train_per_class: int, val_per_class: int
+) -> Tuple[Split, int]:
     """Split number ``split`` of the master ``seed`` and the torch seed of its initialization number ``init``.
 
     Both come from prefixes of seeded streams (:func:`pdenets.data.splits.split_seeds`,
@@ -154,7 +176,8 @@ def split_and_init_seed(labels: torch.Tensor, seed: int, split: int, init: int, 
 
 @dataclass(frozen=True)
 class DiffusionSettings:
-    """One run's settings of a model of the ``diffusion`` family (Diff-ResNet's graph variant) and its optimizer.
+    """One run's settings of a model of the ``diffusion`` family (Diff-ResNet's graph variant) and its
+    optimizer.
 
     Args:
         lr: Adam's learning rate.
@@ -197,10 +220,19 @@ class MessagePassingSettings:
     dropout: Optional[float] = None
 
 
-def fit_node_classifier(model: torch.nn.Module, inputs: Sequence[torch.Tensor], labels: torch.Tensor, split: Split,
-                        *, lr: float, weight_decay: float, max_epochs: int, patience: int
-                        ) -> Tuple[FitResult, Dict[str, Any]]:
-    """Train ``model`` on a split's training nodes, full batch, and measure it on its validation and test nodes.
+def fit_node_classifier(
+    model: torch.nn.Module,
+    inputs: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    split: Split,
+    *,
+    lr: float,
+    weight_decay: float,
+    max_epochs: int,
+    patience: int,
+) -> Tuple[FitResult, Dict[str, Any]]:
+    """Train ``model`` on a split's training nodes, full batch, and measure it on its validation and test
+    nodes.
 
     Adam on the cross-entropy of the training nodes; after every epoch the validation loss and
     accuracy (in evaluation mode); :func:`~pdenets.experiments.training.fit` stops when neither has
@@ -226,16 +258,29 @@ def fit_node_classifier(model: torch.nn.Module, inputs: Sequence[torch.Tensor], 
     def validation() -> Dict[str, float]:
         with evaluation_mode(model):
             logits = model(*inputs)
-            return {"val_loss": float(F.cross_entropy(logits[val], labels[val])),
-                    "val_accuracy": accuracy(logits[val], labels[val])}
+            return {
+                "val_loss": float(F.cross_entropy(logits[val], labels[val])),
+                "val_accuracy": accuracy(logits[val], labels[val]),
+            }
 
     stopping = EarlyStopping(patience, monitors={"val_loss": "min", "val_accuracy": "max"})
-    result = fit(model, optimizer, lambda: F.cross_entropy(model(*inputs)[train], labels[train]),
-                 max_epochs=max_epochs, evaluate=validation, early_stopping=stopping)
+    result = fit(
+        model,
+        optimizer,
+        lambda: F.cross_entropy(model(*inputs)[train], labels[train]),
+        max_epochs=max_epochs,
+        evaluate=validation,
+        early_stopping=stopping,
+    )
     with evaluation_mode(model):
         logits = model(*inputs)
-        record = {"accuracy": accuracy(logits[test], labels[test]), "val_accuracy": accuracy(logits[val], labels[val]),
-                  "val_loss": float(F.cross_entropy(logits[val], labels[val])),
-                  "test_loss": float(F.cross_entropy(logits[test], labels[test])),
-                  "epochs": result.epochs, "best_epoch": result.best_epoch, "diverged_at_epoch": result.diverged_at}
+        record = {
+            "accuracy": accuracy(logits[test], labels[test]),
+            "val_accuracy": accuracy(logits[val], labels[val]),
+            "val_loss": float(F.cross_entropy(logits[val], labels[val])),
+            "test_loss": float(F.cross_entropy(logits[test], labels[test])),
+            "epochs": result.epochs,
+            "best_epoch": result.best_epoch,
+            "diverged_at_epoch": result.diverged_at,
+        }
     return result, record

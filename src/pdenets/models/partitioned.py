@@ -1,4 +1,5 @@
-r"""Training a Diff-ResNet on a graph split over processes: the loss, gradients and accuracy of the whole graph.
+r"""Training a Diff-ResNet on a graph split over processes: the loss, gradients and accuracy of the whole
+graph.
 
 Every layer of the graph Diff-ResNet but the diffusion acts on each node alone, so process ``k`` runs the
 network on its rows ``P_k`` (its part of a :func:`~pdenets.operators.partition_graph`) with a
@@ -27,19 +28,33 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-
 import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
 from ..experiments.training import EarlyStopping, FitResult, evaluation_mode, fit
-from ..operators.partition import (PARTITIONERS, GraphPartition, PartFile, load_partition, partition_graph,
-                                  scipy_graph)
+from ..operators.partition import (
+    PARTITIONERS,
+    GraphPartition,
+    PartFile,
+    load_partition,
+    partition_graph,
+    scipy_graph,
+)
 from ..operators.partitioned import PartitionedDiffusion
 from .diffresnet import DiffResNet
 
-__all__ = ["partitioned_cross_entropy", "all_reduce_gradients", "partitioned_accuracy", "partitioned_diff_resnet",
-           "global_count", "fit_partitioned_node_classifier", "rows_of_part", "local_nodes", "agreed_partition"]
+__all__ = [
+    "partitioned_cross_entropy",
+    "all_reduce_gradients",
+    "partitioned_accuracy",
+    "partitioned_diff_resnet",
+    "global_count",
+    "fit_partitioned_node_classifier",
+    "rows_of_part",
+    "local_nodes",
+    "agreed_partition",
+]
 
 
 def _active(group: Optional[Any] = None) -> bool:
@@ -55,8 +70,9 @@ def global_count(local: int, group: Optional[Any] = None) -> int:
     return int(tensor)
 
 
-def partitioned_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, total: int,
-                              group: Optional[Any] = None) -> torch.Tensor:
+def partitioned_cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, total: int, group: Optional[Any] = None
+) -> torch.Tensor:
     """The mean cross-entropy over the labelled nodes of all processes, from this process's share.
 
     Args:
@@ -71,8 +87,11 @@ def partitioned_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, nodes:
     """
     if total <= 0:
         raise ValueError("no labelled nodes on any process: the loss is undefined")
-    local = F.cross_entropy(logits[nodes], labels[nodes], reduction="sum") / total if nodes.numel() else \
-        logits.sum() * 0.0
+    local = (
+        F.cross_entropy(logits[nodes], labels[nodes], reduction="sum") / total
+        if nodes.numel()
+        else logits.sum() * 0.0
+    )
     if not _active(group):
         return local
     value = local.detach().clone()
@@ -90,20 +109,31 @@ def all_reduce_gradients(model: torch.nn.Module, group: Optional[Any] = None) ->
         dist.all_reduce(parameter.grad, group=group)
 
 
-def partitioned_accuracy(logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor,
-                         group: Optional[Any] = None) -> float:
+def partitioned_accuracy(
+    logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, group: Optional[Any] = None
+) -> float:
     """The accuracy over the given rows of all processes."""
-    counts = torch.tensor([int((logits[nodes].argmax(1) == labels[nodes]).sum()), int(nodes.numel())],
-                          dtype=torch.int64)
+    counts = torch.tensor(
+        [int((logits[nodes].argmax(1) == labels[nodes]).sum()), int(nodes.numel())], dtype=torch.int64
+    )
     if _active(group):
         dist.all_reduce(counts, group=group)
     return float(counts[0]) / max(int(counts[1]), 1)
 
 
-def partitioned_diff_resnet(part: PartFile, num_classes: int, *, step_size: float, num_steps: int,
-                            dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True,
-                            in_features: Optional[int] = None, group: Optional[Any] = None,
-                            **settings: Any) -> DiffResNet:
+def partitioned_diff_resnet(
+    part: PartFile,
+    num_classes: int,
+    *,
+    step_size: float,
+    num_steps: int,
+    dropout: float = 0.0,
+    dropout_position: str = "after",
+    check_stability: bool = True,
+    in_features: Optional[int] = None,
+    group: Optional[Any] = None,
+    **settings: Any,
+) -> DiffResNet:
     """A :class:`~pdenets.models.DiffResNet` on this process's part of a saved partition.
 
     Args:
@@ -125,11 +155,20 @@ def partitioned_diff_resnet(part: PartFile, num_classes: int, *, step_size: floa
         if part.features is None:
             raise ValueError("the part has no features saved: give in_features")
         in_features = int(part.features.shape[1])
-    operator = PartitionedDiffusion(part.weights, part.first, step_size, check_stability=check_stability,
-                                    group=group)
-    return DiffResNet(in_features, num_classes, num_steps=num_steps, step_size=step_size, dropout=dropout,
-                      dropout_position=dropout_position, weights=operator, check_stability=check_stability,
-                      **settings)
+    operator = PartitionedDiffusion(
+        part.weights, part.first, step_size, check_stability=check_stability, group=group
+    )
+    return DiffResNet(
+        in_features,
+        num_classes,
+        num_steps=num_steps,
+        step_size=step_size,
+        dropout=dropout,
+        dropout_position=dropout_position,
+        weights=operator,
+        check_stability=check_stability,
+        **settings,
+    )
 
 
 class _SummedGradients:
@@ -146,27 +185,43 @@ class _SummedGradients:
         self.optimizer.step()
 
 
-def fit_partitioned_node_classifier(model: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor,
-                                    train: torch.Tensor, val: torch.Tensor, test: torch.Tensor, *, lr: float,
-                                    weight_decay: float, max_epochs: int, patience: int, group: Optional[Any] = None
-                                    ) -> Tuple[FitResult, Dict[str, Any]]:
-    """:func:`~pdenets.models.node_training.fit_node_classifier` on this process's rows of a partitioned graph.
+def fit_partitioned_node_classifier(
+    model: torch.nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    train: torch.Tensor,
+    val: torch.Tensor,
+    test: torch.Tensor,
+    *,
+    lr: float,
+    weight_decay: float,
+    max_epochs: int,
+    patience: int,
+    group: Optional[Any] = None,
+) -> Tuple[FitResult, Dict[str, Any]]:
+    """:func:`~pdenets.models.node_training.fit_node_classifier` on this process's rows of a partitioned
+    graph.
 
     The same Adam steps, early stopping and record, with every loss and accuracy taken over the nodes of all
     processes (``train``, ``val``, ``test``: this process's rows of each set, local ids).
 
     Returns:
-        The fit history and the record (``accuracy``, ``val_accuracy``, ``val_loss``, ``test_loss``, ``epochs``,
-        ``best_epoch``, ``diverged_at_epoch``), equal on every process.
+        The fit history and the record (``accuracy``, ``val_accuracy``, ``val_loss``, ``test_loss``,
+        ``epochs``, ``best_epoch``, ``diverged_at_epoch``), equal on every process.
     """
-    totals = {name: global_count(nodes.numel(), group) for name, nodes in
-              (("train", train), ("val", val), ("test", test))}
-    optimizer = _SummedGradients(torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay), model,
-                                 group)
+    totals = {
+        name: global_count(nodes.numel(), group)
+        for name, nodes in (("train", train), ("val", val), ("test", test))
+    }
+    optimizer = _SummedGradients(
+        torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay), model, group
+    )
 
     def measured(logits: torch.Tensor, nodes: torch.Tensor, total: str) -> Tuple[float, float]:
-        return (float(partitioned_cross_entropy(logits, labels, nodes, totals[total], group)),
-                partitioned_accuracy(logits, labels, nodes, group))
+        return (
+            float(partitioned_cross_entropy(logits, labels, nodes, totals[total], group)),
+            partitioned_accuracy(logits, labels, nodes, group),
+        )
 
     def validation() -> Dict[str, float]:
         with evaluation_mode(model):
@@ -174,26 +229,43 @@ def fit_partitioned_node_classifier(model: torch.nn.Module, features: torch.Tens
         return {"val_loss": loss, "val_accuracy": accuracy}
 
     stopping = EarlyStopping(patience, monitors={"val_loss": "min", "val_accuracy": "max"})
-    result = fit(model, optimizer,  # type: ignore[arg-type]
-                 lambda: partitioned_cross_entropy(model(features), labels, train, totals["train"], group),
-                 max_epochs=max_epochs, evaluate=validation, early_stopping=stopping)
+    result = fit(
+        model,
+        optimizer,  # type: ignore[arg-type]
+        lambda: partitioned_cross_entropy(model(features), labels, train, totals["train"], group),
+        max_epochs=max_epochs,
+        evaluate=validation,
+        early_stopping=stopping,
+    )
     with evaluation_mode(model):
         logits = model(features)
         test_loss, test_accuracy = measured(logits, test, "test")
         val_loss, val_accuracy = measured(logits, val, "val")
-    record = {"accuracy": test_accuracy, "val_accuracy": val_accuracy, "val_loss": val_loss, "test_loss": test_loss,
-              "epochs": result.epochs, "best_epoch": result.best_epoch, "diverged_at_epoch": result.diverged_at}
+    record = {
+        "accuracy": test_accuracy,
+        "val_accuracy": val_accuracy,
+        "val_loss": val_loss,
+        "test_loss": test_loss,
+        "epochs": result.epochs,
+        "best_epoch": result.best_epoch,
+        "diverged_at_epoch": result.diverged_at,
+    }
     return result, record
 
 
 def rows_of_part(weights: torch.Tensor, partition: GraphPartition, part: int) -> torch.Tensor:
-    """Part ``part``'s rows of the ``(N, N)`` sparse weights, columns renumbered: a ``(n_k, N)`` CSR tensor."""
+    """Part ``part``'s rows of the ``(N, N)`` sparse weights, columns renumbered: a ``(n_k, N)`` CSR
+    tensor."""
     mine = scipy_graph(weights, partition.num_nodes)[partition.nodes(part).numpy()].tocsr()
     mine.indices = partition.new_ids().numpy()[mine.indices]
     mine.sort_indices()
-    return torch.sparse_csr_tensor(torch.from_numpy(mine.indptr.astype(np.int64)),
-                                   torch.from_numpy(mine.indices.astype(np.int64)), torch.from_numpy(mine.data),
-                                   mine.shape, check_invariants=False)
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(mine.indptr.astype(np.int64)),
+        torch.from_numpy(mine.indices.astype(np.int64)),
+        torch.from_numpy(mine.data),
+        mine.shape,
+        check_invariants=False,
+    )
 
 
 def local_nodes(nodes: torch.Tensor, partition: GraphPartition, part: int) -> torch.Tensor:
@@ -208,8 +280,9 @@ def agreed_partition(weights: torch.Tensor, spec: str, group: Optional[Any] = No
 
     Args:
         weights: the ``(N, N)`` weights (every process holds them).
-        spec: ``"metis"`` or ``"contiguous"`` (process 0 computes it and sends it to the others), or the folder
-            of a partition saved by :func:`~pdenets.operators.save_partition` / ``pdenets partition`` (read by all).
+        spec: ``"metis"`` or ``"contiguous"`` (process 0 computes it and sends it to the others), or the
+            folder of a partition saved by :func:`~pdenets.operators.save_partition` / ``pdenets partition``
+            (read by all).
         group: the process group (default: the default group).
 
     Raises:
@@ -219,8 +292,10 @@ def agreed_partition(weights: torch.Tensor, spec: str, group: Optional[Any] = No
     if spec not in PARTITIONERS:
         partition = load_partition(spec)
         if partition.num_parts != world or partition.num_nodes != int(weights.shape[0]):
-            raise ValueError(f"the partition in {spec} has {partition.num_parts} parts of a {partition.num_nodes}-node "
-                             f"graph; this run has {world} processes and a {int(weights.shape[0])}-node graph")
+            raise ValueError(
+                f"the partition in {spec} has {partition.num_parts} parts of a {partition.num_nodes}-node "
+                f"graph; this run has {world} processes and a {int(weights.shape[0])}-node graph"
+            )
         return partition
     message: List[Any] = [None]
     if not _active(group) or dist.get_rank(group) == 0:

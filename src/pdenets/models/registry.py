@@ -36,18 +36,27 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from torch import nn
 
-__all__ = ["register_model", "create_model", "list_models", "model_entry", "ModelEntry", "ModelExample",
-           "MODEL_REGISTRY", "GRAPH_INPUTS"]
+__all__ = [
+    "register_model",
+    "create_model",
+    "list_models",
+    "model_entry",
+    "ModelEntry",
+    "ModelExample",
+    "MODEL_REGISTRY",
+    "GRAPH_INPUTS",
+]
 
 #: How a registered model takes its graph: ``"none"`` (it has none), ``"constructor"`` (the factory takes the
-#: sample or node graph, e.g. ``weights=`` or ``graph=``; ``forward(x)``), ``"forward"`` (``forward(x, graph)``,
-#: e.g. an ``edge_index``).
+#: sample or node graph, e.g. ``weights=`` or ``graph=``; ``forward(x)``), ``"forward"`` (``forward(x,
+#: graph)``, e.g. an ``edge_index``).
 GRAPH_INPUTS = ("none", "constructor", "forward")
 
 
 @dataclass(frozen=True)
 class ModelExample:
-    """A small instance of a registered model and what it runs on: the registry's tests build every model from it.
+    """A small instance of a registered model and what it runs on: the registry's tests build every model from
+    it.
 
     Args:
         kwargs: keyword arguments of :func:`create_model` besides ``num_classes`` (small sizes).
@@ -57,7 +66,8 @@ class ModelExample:
     Examples:
         >>> import torch
         >>> example = model_entry("gcn").example(3)
-        >>> create_model("gcn", num_classes=3, **example.kwargs)(*example.inputs).shape == example.output_shape
+        >>> model = create_model("gcn", num_classes=3, **example.kwargs)
+        >>> model(*example.inputs).shape == example.output_shape
         True
     """
 
@@ -108,10 +118,17 @@ class ModelEntry:
 MODEL_REGISTRY: Dict[str, ModelEntry] = {}
 
 
-def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, Any]] = None,
-                   training: Optional[Mapping[str, Any]] = None, description: str = "", graph_input: str = "none",
-                   fixed: Optional[Mapping[str, Any]] = None,
-                   example: Optional[Callable[[int], ModelExample]] = None):
+def register_model(
+    name: str,
+    *,
+    family: str,
+    defaults: Optional[Mapping[str, Any]] = None,
+    training: Optional[Mapping[str, Any]] = None,
+    description: str = "",
+    graph_input: str = "none",
+    fixed: Optional[Mapping[str, Any]] = None,
+    example: Optional[Callable[[int], ModelExample]] = None,
+):
     """Decorator: register a factory ``(in_features, num_classes, **kwargs) -> nn.Module`` under ``name``.
 
     The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
@@ -121,13 +138,13 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
         name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
         family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
         defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
-        training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01, "weight_decay": 5e-4}``
-            (default: ``None``, none).
+        training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01, "weight_decay":
+            5e-4}`` (default: ``None``, none).
         description: one line for listings (default: ``""``: the first line of the factory's docstring).
         graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
         fixed: arguments that define the variant; they override the caller's (default: ``None``, none).
-        example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the registry's
-            tests (default: ``None``; every built-in model has one).
+        example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
+            registry's tests (default: ``None``; every built-in model has one).
 
     Returns:
         (Callable): The decorator, which registers the factory and returns it unchanged.
@@ -154,16 +171,63 @@ def register_model(name: str, *, family: str, defaults: Optional[Mapping[str, An
         if name in MODEL_REGISTRY and MODEL_REGISTRY[name].factory is not factory:
             raise ValueError(f"a model named {name!r} is already registered")
         text = description or ((factory.__doc__ or "").strip().splitlines() or [""])[0]
-        MODEL_REGISTRY[name] = ModelEntry(name, factory, family, dict(defaults or {}), dict(training or {}), text,
-                                          graph_input, dict(fixed or {}), example)
+        MODEL_REGISTRY[name] = ModelEntry(
+            name,
+            factory,
+            family,
+            dict(defaults or {}),
+            dict(training or {}),
+            text,
+            graph_input,
+            dict(fixed or {}),
+            example,
+        )
         return factory
 
     return decorator
 
 
+#: The entry-point group through which a package registers its models: importing the module an entry point
+#: names must register them (``@register_model``), e.g. ``[project.entry-points."pdenets.models"] mine =
+#: "my_package.models"``.
+MODEL_ENTRY_POINTS = "pdenets.models"
+_DISCOVERED = False
+
+
 def _load_builtin_models() -> None:
-    from . import (backbones, cifar_resnets, coin, diffresnet, forecasting, gnn, hamiltonian,  # noqa: F401
-                   transport_pairs)
+    """Import every module of :mod:`pdenets.models` and every ``pdenets.models`` entry point, once a process.
+
+    A model is registered where it is defined, so finding the models is importing the package's modules: the
+    registry names none of them. A third-party entry whose import fails is left out with a warning that names
+    it and the error (a built-in module that fails raises).
+    """
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    import importlib
+    import pkgutil
+    import warnings
+    from importlib.metadata import entry_points
+
+    package = importlib.import_module(__package__)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__package__}.{info.name}")
+    for entry in entry_points(group=MODEL_ENTRY_POINTS):
+        before = dict(MODEL_REGISTRY)
+        try:
+            entry.load()
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - one broken plug-in must not take the others down
+            MODEL_REGISTRY.clear()
+            MODEL_REGISTRY.update(before)
+            detail = " ".join(str(error).split()) or "(no message)"
+            warnings.warn(
+                f"the models of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
+                f"{type(error).__name__}: {detail}; they are left out",
+                UserWarning,
+                stacklevel=3,
+            )
 
 
 def list_models(family: Optional[str] = None) -> List[str]:
@@ -214,10 +278,11 @@ def model_entry(name: str) -> ModelEntry:
 
 
 def create_model(name: str, **kwargs: Any) -> nn.Module:
-    """Build the registered model ``name``: its defaults, overridden by ``kwargs`` (its ``fixed`` arguments win).
+    """Build the registered model ``name``: its defaults, overridden by ``kwargs`` (its ``fixed`` arguments
+    win).
 
-    Calls ``factory(**{**defaults, **kwargs, **fixed})`` of :func:`model_entry` ``(name)``; the keyword arguments
-    (``in_features``, ``num_classes`` and the model's own options) are passed to the factory.
+    Calls ``factory(**{**defaults, **kwargs, **fixed})`` of :func:`model_entry` ``(name)``; the keyword
+    arguments (``in_features``, ``num_classes`` and the model's own options) are passed to the factory.
 
     Args:
         name: a registered model name (see :func:`list_models`).

@@ -63,7 +63,8 @@ _MODEL = {"resnet": "no-diff-resnet", "diff-resnet": "diff-resnet"}
 
 
 def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -> nn.Module:
-    """The 18-parameter network of ``variant``; only Diff-ResNet takes the diffusion steps of ``hyperparameters``.
+    """The 18-parameter network of ``variant``; only Diff-ResNet takes the diffusion steps of
+    ``hyperparameters``.
 
     Args:
         variant: ``"resnet"`` (no diffusion) or ``"diff-resnet"`` (one of :data:`VARIANTS`).
@@ -78,5 +79,10 @@ def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -
         (18, 60)
     """
     num_steps = hyperparameters.num_steps if variant == "diff-resnet" else 0
-    return create_model(_MODEL[variant], in_features=2, num_classes=2, num_steps=num_steps,
-                        step_size=hyperparameters.step_size)
+    return create_model(
+        _MODEL[variant],
+        in_features=2,
+        num_classes=2,
+        num_steps=num_steps,
+        step_size=hyperparameters.step_size,
+    )

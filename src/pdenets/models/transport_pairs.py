@@ -1,5 +1,5 @@
-r"""Plain networks and ResNets that differ only by the identity (“A Mathematical Principle of Deep Learning: Learn
-the Geodesic Curve in the Wasserstein Space”): the geodesic-analysis pairs.
+r"""Plain networks and ResNets that differ only by the identity (“A Mathematical Principle of Deep Learning:
+Learn the Geodesic Curve in the Wasserstein Space”): the geodesic-analysis pairs.
 
 Every block computes ``v(x) = W₂ σ(W₁ σ(x))`` (affine maps or 3×3 convolutions); the ResNet block returns
 ``x + v(x)``, the plain block ``v(x)``. The two networks of a pair have the same parameters, so a
@@ -40,15 +40,22 @@ from .registry import ModelExample, register_model
 
 def _mlp_example(num_classes: int) -> ModelExample:
     """A pair member of width 7 with two blocks on six points of R^5."""
-    return ModelExample({"in_features": 5, "width": 7, "num_blocks": 2}, (torch.randn(6, 5),), (6, num_classes))
+    return ModelExample(
+        {"in_features": 5, "width": 7, "num_blocks": 2}, (torch.randn(6, 5),), (6, num_classes)
+    )
 
 
 def _cnn_example(widths):
     def example(num_classes: int) -> ModelExample:
         """A small CNN pair member (two blocks per stage) on six 8 × 8 RGB images."""
-        return ModelExample({"in_features": 3, "widths": widths, "blocks": 2, "image_size": 8},
-                            (torch.randn(6, 3, 8, 8),), (6, num_classes))
+        return ModelExample(
+            {"in_features": 3, "widths": widths, "blocks": 2, "image_size": 8},
+            (torch.randn(6, 3, 8, 8),),
+            (6, num_classes),
+        )
+
     return example
+
 
 __all__ = ["TransportBlock", "TransportMLP", "TransportCNN", "INITS", "initialize"]
 
@@ -57,7 +64,7 @@ INITS = ("auto", "kaiming", "torch")
 
 def initialize(model: nn.Module, init: str, *, residual: bool) -> nn.Module:
     """Re-draw the weights of every linear and convolutional layer: ``"auto"``, ``"kaiming"`` or ``"torch"``;
-        head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width)."""
+    head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width)."""
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     if init == "auto":
@@ -71,7 +78,8 @@ def initialize(model: nn.Module, init: str, *, residual: bool) -> nn.Module:
 
 
 class TransportBlock(nn.Module):
-    r"""``x + W₂ σ(W₁ σ(x))`` (``residual=True``) or ``W₂ σ(W₁ σ(x))``; affine (``(N, d)``) or 3×3 convolutions.
+    r"""``x + W₂ σ(W₁ σ(x))`` (``residual=True``) or ``W₂ σ(W₁ σ(x))``; affine (``(N, d)``) or 3×3
+    convolutions.
 
     Examples:
         >>> import torch
@@ -106,14 +114,29 @@ class TransportBlock(nn.Module):
 
 
 class TransportMLP(nn.Module):
-    """``in → width``, ``num_blocks`` blocks in ``R^width``, ``→ num_classes`` (paper: 784 → 1000, 5 blocks, → 10)."""
+    """``in → width``, ``num_blocks`` blocks in ``R^width``, ``→ num_classes`` (paper: 784 → 1000, 5 blocks,
+    → 10)."""
 
-    def __init__(self, in_features: int = 784, num_classes: int = 10, *, width: int = 1000, num_blocks: int = 5,
-                 residual: bool = True, init: str = "auto"):
+    def __init__(
+        self,
+        in_features: int = 784,
+        num_classes: int = 10,
+        *,
+        width: int = 1000,
+        num_blocks: int = 5,
+        residual: bool = True,
+        init: str = "auto",
+    ):
         super().__init__()
-        self.input = nn.Linear(check_positive_int(in_features, "in_features"), check_positive_int(width, "width"))
-        self.blocks = nn.Sequential(*(TransportBlock(width, residual=residual)
-                                      for _ in range(check_positive_int(num_blocks, "num_blocks"))))
+        self.input = nn.Linear(
+            check_positive_int(in_features, "in_features"), check_positive_int(width, "width")
+        )
+        self.blocks = nn.Sequential(
+            *(
+                TransportBlock(width, residual=residual)
+                for _ in range(check_positive_int(num_blocks, "num_blocks"))
+            )
+        )
         self.head = nn.Linear(width, check_positive_int(num_classes, "num_classes"))
         initialize(self, init, residual=residual)
 
@@ -122,7 +145,8 @@ class TransportMLP(nn.Module):
 
 
 class TransportCNN(nn.Module):
-    """Stages of convolutional blocks with stride-2 1×1 projections between them, global pooling, a linear head.
+    """Stages of convolutional blocks with stride-2 1×1 projections between them, global pooling, a linear
+    head.
 
     Args:
         widths: channels per stage (``K = len(widths)``); blocks: blocks per stage; stem_stride: stride of the
@@ -131,16 +155,31 @@ class TransportCNN(nn.Module):
         head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width).
     """
 
-    def __init__(self, in_channels: int = 3, num_classes: int = 10, *, widths: Sequence[int] = (32,),
-                 blocks: int = 10, stem_stride: int = 2, residual: bool = True, init: str = "auto",
-                 head: str = "flatten", image_size: int = 32):
+    def __init__(
+        self,
+        in_channels: int = 3,
+        num_classes: int = 10,
+        *,
+        widths: Sequence[int] = (32,),
+        blocks: int = 10,
+        stem_stride: int = 2,
+        residual: bool = True,
+        init: str = "auto",
+        head: str = "flatten",
+        image_size: int = 32,
+    ):
         super().__init__()
         widths = [check_positive_int(w, "widths") for w in widths]
         if not widths:
             raise ValueError("widths must name at least one stage")
         blocks = check_positive_int(blocks, "blocks")
-        self.stem = nn.Conv2d(check_positive_int(in_channels, "in_channels"), widths[0], 3,
-                              stride=check_positive_int(stem_stride, "stem_stride"), padding=1)
+        self.stem = nn.Conv2d(
+            check_positive_int(in_channels, "in_channels"),
+            widths[0],
+            3,
+            stride=check_positive_int(stem_stride, "stem_stride"),
+            padding=1,
+        )
         layers = []
         for index, width in enumerate(widths):
             if index:
@@ -165,6 +204,7 @@ class TransportCNN(nn.Module):
 def _mlp(residual):
     def factory(in_features: int = 784, num_classes: int = 10, **kwargs) -> TransportMLP:
         return TransportMLP(in_features, num_classes, residual=residual, **kwargs)
+
     return factory
 
 
@@ -172,16 +212,26 @@ def _cnn(residual, widths, blocks, stem_stride):
     def factory(in_features: int = 3, num_classes: int = 10, **kwargs) -> TransportCNN:
         options = {"widths": widths, "blocks": blocks, "stem_stride": stem_stride, **kwargs}
         return TransportCNN(in_features, num_classes, residual=residual, **options)
+
     return factory
 
 
 for _residual, _prefix in ((True, "resnet"), (False, "plain")):
-    register_model(f"{_prefix}-mlp", family="transport", example=_mlp_example,
-                   description=f"{_prefix} MLP pair member: 784 → 1000, 5 "
-                   "blocks, → 10 (geodesic analysis)")(_mlp(_residual))
-    register_model(f"{_prefix}-cnn-k1", family="transport", example=_cnn_example((4,)),
-                   description=f"{_prefix} CNN pair member, K = 1: "
-                   "32×16×16, 10 blocks")(_cnn(_residual, (32,), 10, 2))
-    register_model(f"{_prefix}-cnn-k4", family="transport", example=_cnn_example((4, 8)),
-                   description=f"{_prefix} CNN pair member, K = 4: "
-                   "64/128/256/512 stages of 5 blocks")(_cnn(_residual, (64, 128, 256, 512), 5, 1))
+    register_model(
+        f"{_prefix}-mlp",
+        family="transport",
+        example=_mlp_example,
+        description=f"{_prefix} MLP pair member: 784 → 1000, 5 blocks, → 10 (geodesic analysis)",
+    )(_mlp(_residual))
+    register_model(
+        f"{_prefix}-cnn-k1",
+        family="transport",
+        example=_cnn_example((4,)),
+        description=f"{_prefix} CNN pair member, K = 1: 32×16×16, 10 blocks",
+    )(_cnn(_residual, (32,), 10, 2))
+    register_model(
+        f"{_prefix}-cnn-k4",
+        family="transport",
+        example=_cnn_example((4, 8)),
+        description=f"{_prefix} CNN pair member, K = 4: 64/128/256/512 stages of 5 blocks",
+    )(_cnn(_residual, (64, 128, 256, 512), 5, 1))

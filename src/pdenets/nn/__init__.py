@@ -2,11 +2,25 @@
 
 from .convection import ConvectionBlock
 from .diffusion import DiffusionLayer
-from .dropout_diffusion import dropout_diffusion_coefficients, dropout_readout_variance, dropout_second_order_mean
+from .dropout_diffusion import (
+    dropout_diffusion_coefficients,
+    dropout_readout_variance,
+    dropout_second_order_mean,
+)
 from .hamiltonian import HamiltonianBlock
 from .nonlocal_block import NonlocalBlock
 from .smoothing import RandomizedSmoothing, SmoothedEstimate, gaussian_smoothing, sine_heat_solution
 
-__all__ = ["ConvectionBlock", "DiffusionLayer", "HamiltonianBlock", "NonlocalBlock", "RandomizedSmoothing",
-           "SmoothedEstimate", "gaussian_smoothing", "sine_heat_solution", "dropout_diffusion_coefficients",
-           "dropout_readout_variance", "dropout_second_order_mean"]
+__all__ = [
+    "ConvectionBlock",
+    "DiffusionLayer",
+    "HamiltonianBlock",
+    "NonlocalBlock",
+    "RandomizedSmoothing",
+    "SmoothedEstimate",
+    "gaussian_smoothing",
+    "sine_heat_solution",
+    "dropout_diffusion_coefficients",
+    "dropout_readout_variance",
+    "dropout_second_order_mean",
+]

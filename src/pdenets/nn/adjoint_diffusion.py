@@ -53,8 +53,10 @@ __all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
 Operator = Union[DiffusionOperator, PartitionedDiffusion]
 
 #: the error of a backward pass asked to build a graph for a second derivative
-SECOND_ORDER_MESSAGE = ("the adjoint diffusion backward is first order only and cannot build a graph for a second "
-                        "derivative (create_graph=True): build the layer with backward=\"autograd\"")
+SECOND_ORDER_MESSAGE = (
+    "the adjoint diffusion backward is first order only and cannot build a graph for a second "
+    'derivative (create_graph=True): build the layer with backward="autograd"'
+)
 
 #: entries of one mask chunk (its bytes and its float copy are the only mask memory)
 MASK_CHUNK_ENTRIES = 1 << 22
@@ -91,12 +93,15 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
     if first_byte >= 8:
         generator.advance(first_byte // 8)
     for start in range(0, rows, rows_per_chunk):
-        block = features[start:start + rows_per_chunk]
+        block = features[start : start + rows_per_chunk]
         count = block.numel()
         words = generator.random_raw((skip + count * itemsize + 7) // 8)
-        keep_mask = np.less(words.view(dtype)[skip // itemsize:skip // itemsize + count].reshape(block.shape),
-                            threshold)
-        block.mul_(torch.from_numpy(np.multiply(keep_mask, value_type(scale), dtype=value_type)).to(block.dtype))
+        keep_mask = np.less(
+            words.view(dtype)[skip // itemsize : skip // itemsize + count].reshape(block.shape), threshold
+        )
+        block.mul_(
+            torch.from_numpy(np.multiply(keep_mask, value_type(scale), dtype=value_type)).to(block.dtype)
+        )
         if skip:  # the next chunk starts where this one's bytes end, inside the last word drawn
             used = skip + count * itemsize
             skip = used % 8
@@ -105,8 +110,9 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
     return features
 
 
-def _steps(operator: Operator, features: torch.Tensor, seeds: List[int], p: float, before: bool,
-           transpose: bool) -> torch.Tensor:
+def _steps(
+    operator: Operator, features: torch.Tensor, seeds: List[int], p: float, before: bool, transpose: bool
+) -> torch.Tensor:
     """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
     order = reversed(seeds) if transpose else seeds
     mask_first = before != transpose  # forward-before and adjoint-after mask the step's input
@@ -128,15 +134,23 @@ class _AdjointDiffusion(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        if torch.is_grad_enabled():  # create_graph=True: the adjoint steps run outside autograd, refuse at once
+        if (
+            torch.is_grad_enabled()
+        ):  # create_graph=True: the adjoint steps run outside autograd, refuse at once
             raise RuntimeError(SECOND_ORDER_MESSAGE)
         grad = _steps(ctx.operator, grad_output.contiguous(), ctx.seeds, ctx.p, ctx.before, transpose=True)
         return grad, None, None, None, None
 
 
-def adjoint_diffusion(operator: Operator, features: torch.Tensor, num_steps: int, *,
-                      dropout: float = 0.0, dropout_position: str = "after",
-                      seeds: Optional[List[int]] = None) -> torch.Tensor:
+def adjoint_diffusion(
+    operator: Operator,
+    features: torch.Tensor,
+    num_steps: int,
+    *,
+    dropout: float = 0.0,
+    dropout_position: str = "after",
+    seeds: Optional[List[int]] = None,
+) -> torch.Tensor:
     """``r`` diffusion steps with dropout, differentiable in ``features``, storing no activations.
 
     Args:
@@ -158,7 +172,9 @@ def adjoint_diffusion(operator: Operator, features: torch.Tensor, num_steps: int
     p = check_probability(dropout, "dropout")
     before = check_choice(dropout_position, "dropout_position", ("after", "before")) == "before"
     if features.shape[0] != operator.num_nodes:
-        raise ValueError(f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes")
+        raise ValueError(
+            f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes"
+        )
     if seeds is None:
         seeds = [int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)]
         if isinstance(operator, PartitionedDiffusion):

@@ -60,12 +60,15 @@ class ConvectionBlock(nn.Module):
         torch.Size([5, 2])
     """
 
-    def __init__(self, features: int, *, hidden_features: Optional[int] = None, variant: str = "mlp",
-                 bias: bool = True):
+    def __init__(
+        self, features: int, *, hidden_features: Optional[int] = None, variant: str = "mlp", bias: bool = True
+    ):
         super().__init__()
         check_choice(variant, "variant", CONVECTION_VARIANTS)
         features = check_positive_int(features, "features")
-        hidden = features if hidden_features is None else check_positive_int(hidden_features, "hidden_features")
+        hidden = (
+            features if hidden_features is None else check_positive_int(hidden_features, "hidden_features")
+        )
         if variant == "graph" and hidden != features:
             raise ValueError("the graph variant x + ReLU(FC1 x) needs hidden_features == features")
         self.features = features
@@ -81,7 +84,8 @@ class ConvectionBlock(nn.Module):
             self.fc2.reset_parameters()
 
     def _sparse_matrix(self, x: torch.Tensor) -> SparseMatrix:
-        """The constant sparse input as a :class:`SparseMatrix`, built once while the same tensor comes back."""
+        """The constant sparse input as a :class:`SparseMatrix`, built once while the same tensor comes
+        back."""
         cache = self._sparse_cache
         if cache is not None and cache[0] is x and cache[1] == x._version:
             return cache[2]

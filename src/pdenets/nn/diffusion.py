@@ -7,8 +7,15 @@ from typing import Callable, Optional, Union
 import torch
 from torch import nn
 
-from .._checks import (check_choice, check_dense, check_features, check_floating, check_positive, check_positive_int,
-                       check_probability)
+from .._checks import (
+    check_choice,
+    check_dense,
+    check_features,
+    check_floating,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
 from ..operators.partitioned import PartitionedDiffusion
@@ -17,7 +24,9 @@ from .dropout import fast_dropout
 
 __all__ = ["DiffusionLayer"]
 
-WeightsArg = Union[GraphLike, Callable[[torch.Tensor], torch.Tensor], DiffusionOperator, PartitionedDiffusion, None]
+WeightsArg = Union[
+    GraphLike, Callable[[torch.Tensor], torch.Tensor], DiffusionOperator, PartitionedDiffusion, None
+]
 
 
 class DiffusionLayer(nn.Module):
@@ -88,9 +97,18 @@ class DiffusionLayer(nn.Module):
         torch.Size([64, 16])
     """
 
-    def __init__(self, *, step_size: float, num_steps: int = 1, weights: WeightsArg = None,
-                 dropout: float = 0.0, dropout_position: str = "after", check_stability: bool = True,
-                 laplacian: str = "combinatorial", backward: str = "adjoint"):
+    def __init__(
+        self,
+        *,
+        step_size: float,
+        num_steps: int = 1,
+        weights: WeightsArg = None,
+        dropout: float = 0.0,
+        dropout_position: str = "after",
+        check_stability: bool = True,
+        laplacian: str = "combinatorial",
+        backward: str = "adjoint",
+    ):
         super().__init__()
         self.backward = check_choice(backward, "backward", ("adjoint", "autograd"))
         self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
@@ -103,10 +121,15 @@ class DiffusionLayer(nn.Module):
         self._fixed: Optional[Union[DiffusionOperator, PartitionedDiffusion]] = None
         self._recent: Optional[tuple] = None  # (weights tensor, version, operator)
         if isinstance(weights, (DiffusionOperator, PartitionedDiffusion)):  # an operator built by the caller
-            if abs(weights.step_size - self.step_size) > 1e-12 * self.step_size or weights.laplacian != self.laplacian:
-                raise ValueError(f"the operator given as weights has step_size={weights.step_size:g} and a "
-                                 f"{weights.laplacian} Laplacian, the layer step_size={self.step_size:g} and a "
-                                 f"{self.laplacian} one: build them alike")
+            if (
+                abs(weights.step_size - self.step_size) > 1e-12 * self.step_size
+                or weights.laplacian != self.laplacian
+            ):
+                raise ValueError(
+                    f"the operator given as weights has step_size={weights.step_size:g} and a "
+                    f"{weights.laplacian} Laplacian, the layer step_size={self.step_size:g} and a "
+                    f"{self.laplacian} one: build them alike"
+                )
             self._fixed = weights
         elif callable(weights) and not isinstance(weights, torch.Tensor):
             self.weight_builder = weights
@@ -114,16 +137,17 @@ class DiffusionLayer(nn.Module):
             self._fixed = self._build(weights)
 
     def _build(self, weights: GraphLike) -> DiffusionOperator:
-        return DiffusionOperator(weights, self.step_size, check_stability=self.check_stability,
-                                 laplacian=self.laplacian)
+        return DiffusionOperator(
+            weights, self.step_size, check_stability=self.check_stability, laplacian=self.laplacian
+        )
 
     def operator_for(self, x: torch.Tensor, weights: WeightsArg = None) -> DiffusionOperator:
-        """The diffusion operator ``A = I − γL`` this layer applies to ``x``: of ``weights`` when given, else of the
-        layer's fixed graph, else of the graph its builder makes from the detached ``x``.
+        """The diffusion operator ``A = I − γL`` this layer applies to ``x``: of ``weights`` when given, else
+        of the layer's fixed graph, else of the graph its builder makes from the detached ``x``.
 
-        A layer that keeps composing its own steps from ``A`` (e.g. COIN's learned diffusion time) builds it with
-        the layer's step size, Laplacian and stability check. A weights tensor passed again unchanged reuses the
-        operator built last time.
+        A layer that keeps composing its own steps from ``A`` (e.g. COIN's learned diffusion time) builds it
+        with the layer's step size, Laplacian and stability check. A weights tensor passed again unchanged
+        reuses the operator built last time.
 
         Args:
             x: the features ``(N, *)`` (used only by a per-batch graph builder).
@@ -170,15 +194,24 @@ class DiffusionLayer(nn.Module):
         dropout = self.dropout if self.training else 0.0
         partitioned_dropout = isinstance(operator, PartitionedDiffusion) and dropout > 0
         if partitioned_dropout and self.backward == "autograd":
-            raise ValueError("a partitioned graph's dropout masks are drawn by the adjoint steps: build the layer "
-                             "with backward=\"adjoint\" (the default)")
-        if partitioned_dropout or (self.backward == "adjoint" and x.requires_grad and torch.is_grad_enabled()
-                                   and not operator.requires_grad):
-            return adjoint_diffusion(operator, x, self.num_steps, dropout=dropout,
-                                     dropout_position=self.dropout_position)
+            raise ValueError(
+                "a partitioned graph's dropout masks are drawn by the adjoint steps: build the layer "
+                'with backward="adjoint" (the default)'
+            )
+        if partitioned_dropout or (
+            self.backward == "adjoint"
+            and x.requires_grad
+            and torch.is_grad_enabled()
+            and not operator.requires_grad
+        ):
+            return adjoint_diffusion(
+                operator, x, self.num_steps, dropout=dropout, dropout_position=self.dropout_position
+            )
         if self.dropout > 0 and self.training:
+
             def drop(features):
                 return fast_dropout(features, self.dropout, training=True)
+
             hook = {f"{self.dropout_position}_step": drop}
         else:
             hook = {}

@@ -13,8 +13,8 @@ Keep probabilities are multiples of 1/256 when ``p · 256`` is an integer (e.g. 
 exact) and otherwise multiples of 1/65536 (two bytes per entry; e.g. ``p = 0.35`` keeps
 with probability 42598/65536 = 0.6499939), or of 2⁻³² for ``p > 0.996`` (four bytes). The
 output is scaled by the inverse of the keep probability actually used, so ``E[dropout(x)] = x``
-exactly. The generator is seeded from torch's default generator, so ``torch.manual_seed`` makes masks reproducible.
-Other devices use ``torch.nn.functional.dropout``.
+exactly. The generator is seeded from torch's default generator, so ``torch.manual_seed`` makes masks
+reproducible. Other devices use ``torch.nn.functional.dropout``.
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def keep_threshold(p: float):
         return np.uint16, threshold, threshold / 65536
     threshold = int(round(keep * 2**32))
     if threshold == 0:
-        raise ValueError(f"dropout p={p!r} keeps a fraction {keep:.3g} of the entries, below the 2^-32 resolution "
-                         "of the masks; such a layer would output (almost) nothing but zeros")
+        raise ValueError(
+            f"dropout p={p!r} keeps a fraction {keep:.3g} of the entries, below the 2^-32 resolution "
+            "of the masks; such a layer would output (almost) nothing but zeros"
+        )
     return np.uint32, threshold, threshold / 2**32
 
 

@@ -51,7 +51,8 @@ def _check(hidden: torch.Tensor, p: float) -> float:
 
 
 def dropout_diffusion_coefficients(hidden: torch.Tensor, p: float) -> torch.Tensor:
-    r"""``a_i(h) = p/(1−p) · h_i²``: the variance dropout adds to each hidden unit (the diffusion coefficient).
+    r"""``a_i(h) = p/(1−p) · h_i²``: the variance dropout adds to each hidden unit (the diffusion
+    coefficient).
 
     ``a_i(h) = Var ξ_i = p / (1 − p) · h_i²``,  ``h̃ = h ⊙ b / (1 − p) = h + ξ``,
 
@@ -113,8 +114,9 @@ def dropout_readout_variance(hidden: torch.Tensor, weight: torch.Tensor, p: floa
     return dropout_diffusion_coefficients(hidden, p) @ weight.square().T
 
 
-def dropout_second_order_mean(function: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor,
-                              p: float) -> torch.Tensor:
+def dropout_second_order_mean(
+    function: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor, p: float
+) -> torch.Tensor:
     r"""``f(h) + ½ Σ_i a_i(h) ∂_ii f(h)``: the diffusion (second-order) prediction of ``E f(dropout(h))``.
 
     ``E f(h̃) ≈ f(h) + ½ Σ_i a_i(h) ∂_ii f(h)``,  ``a_i(h) = p/(1 − p) · h_i²``,

@@ -51,7 +51,8 @@ __all__ = ["HamiltonianBlock"]
 
 
 class HamiltonianBlock(nn.Module):
-    """One Verlet (leapfrog) step of a Hamiltonian system on the two channel halves: a reversible residual block.
+    """One Verlet (leapfrog) step of a Hamiltonian system on the two channel halves: a reversible residual
+    block.
 
     ``Y ← Y + h K_1ᵀ σ(K_1 Z + b_1)``,  ``Z ← Z − h K_2ᵀ σ(K_2 Y + b_2)``  (``Y`` already updated),
 

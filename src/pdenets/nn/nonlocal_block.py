@@ -102,9 +102,22 @@ class NonlocalBlock(nn.Module):
         (2, 8, 6, 6)
     """
 
-    def __init__(self, channels: int, *, operator: str = "diffusion-dot", stages: int = 2, step_size: float = 0.06,
-                 lam: float = 0.1, s: float = 0.5, n: int = 2, subsample: int = 2, normalizer: str = "count",
-                 path: str = "fast", embed_channels: Optional[int] = None, batch_norm: bool = True):
+    def __init__(
+        self,
+        channels: int,
+        *,
+        operator: str = "diffusion-dot",
+        stages: int = 2,
+        step_size: float = 0.06,
+        lam: float = 0.1,
+        s: float = 0.5,
+        n: int = 2,
+        subsample: int = 2,
+        normalizer: str = "count",
+        path: str = "fast",
+        embed_channels: Optional[int] = None,
+        batch_norm: bool = True,
+    ):
         super().__init__()
         self.channels = check_positive_int(channels, "channels")
         self.operator = check_choice(operator, "operator", NONLOCAL_OPERATORS)
@@ -123,9 +136,14 @@ class NonlocalBlock(nn.Module):
         embed = embed_channels or max(1, channels // 2)
         self.theta = nn.Conv2d(channels, embed, 1)
         self.phi = nn.Conv2d(channels, embed, 1)
-        self.outer = nn.ModuleList(nn.Sequential(nn.Conv2d(channels, channels, 1),
-                                                 nn.BatchNorm2d(channels) if batch_norm else nn.Identity(), nn.ReLU())
-                                   for _ in range(self.stages))
+        self.outer = nn.ModuleList(
+            nn.Sequential(
+                nn.Conv2d(channels, channels, 1),
+                nn.BatchNorm2d(channels) if batch_norm else nn.Identity(),
+                nn.ReLU(),
+            )
+            for _ in range(self.stages)
+        )
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -147,8 +165,18 @@ class NonlocalBlock(nn.Module):
     def term(self, theta: torch.Tensor, phi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``T(x)`` of one stage, shape ``(B, C, H, W)``."""
         batch, channels, height, width = x.shape
-        out = nonlocal_apply(theta, phi, self._strips(self._pool(x)), self._strips(x), self.operator, lam=self.lam,
-                             s=self.s, n=self.n, normalizer=self.normalizer, path=self.path)
+        out = nonlocal_apply(
+            theta,
+            phi,
+            self._strips(self._pool(x)),
+            self._strips(x),
+            self.operator,
+            lam=self.lam,
+            s=self.s,
+            n=self.n,
+            normalizer=self.normalizer,
+            path=self.path,
+        )
         return out.transpose(1, 2).reshape(batch, channels, height, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -156,7 +184,9 @@ class NonlocalBlock(nn.Module):
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(f"NonlocalBlock expects (B, {self.channels}, H, W), got {tuple(x.shape)}")
         if x.shape[-1] < self.subsample or x.shape[-2] < self.subsample:
-            raise ValueError(f"a {x.shape[-2]}x{x.shape[-1]} map is smaller than the subsampling {self.subsample}")
+            raise ValueError(
+                f"a {x.shape[-2]}x{x.shape[-1]} map is smaller than the subsampling {self.subsample}"
+            )
         theta = self._strips(self.theta(x))
         phi = self._strips(self._pool(self.phi(x)))
         out = x
@@ -165,6 +195,8 @@ class NonlocalBlock(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        return (f"channels={self.channels}, operator={self.operator!r}, stages={self.stages}, "
-                f"step_size={self.step_size:g}, lam={self.lam:g}, s={self.s:g}, subsample={self.subsample}, "
-                f"path={self.path!r}")
+        return (
+            f"channels={self.channels}, operator={self.operator!r}, stages={self.stages}, "
+            f"step_size={self.step_size:g}, lam={self.lam:g}, s={self.s:g}, subsample={self.subsample}, "
+            f"path={self.path!r}"
+        )

@@ -71,11 +71,19 @@ class SmoothedEstimate:
     confidence: float
 
 
-def gaussian_smoothing(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, *, sigma: float,
-                       num_samples: int = 1000, batch_size: int = 1000, confidence: float = 0.99,
-                       bounds: Optional[Tuple[float, float]] = None,
-                       generator: Optional[torch.Generator] = None) -> SmoothedEstimate:
-    r"""Monte Carlo ``g_σ(x) = E f(x + σε)`` for every row of ``x`` (shape ``(B, ...)``), with a confidence bound.
+def gaussian_smoothing(
+    function: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    *,
+    sigma: float,
+    num_samples: int = 1000,
+    batch_size: int = 1000,
+    confidence: float = 0.99,
+    bounds: Optional[Tuple[float, float]] = None,
+    generator: Optional[torch.Generator] = None,
+) -> SmoothedEstimate:
+    r"""Monte Carlo ``g_σ(x) = E f(x + σε)`` for every row of ``x`` (shape ``(B, ...)``), with a confidence
+    bound.
 
     ``g_σ(x) = E_{ε∼N(0, I)} f(x + σε) ≈ (1/n) Σ_{k=1}^n f(x + σε_k)``,
 
@@ -133,8 +141,10 @@ def gaussian_smoothing(function: Callable[[torch.Tensor], torch.Tensor], x: torc
             noise = torch.randn((count, *row.shape), dtype=x.dtype, device=x.device, generator=generator)
             values = function(row.unsqueeze(0) + sigma * noise)
             if not isinstance(values, torch.Tensor) or values.shape[:1] != (count,):
-                raise ValueError(f"the function must return one output row per input row ({count}), got "
-                                 f"{tuple(values.shape) if isinstance(values, torch.Tensor) else type(values)}")
+                raise ValueError(
+                    f"the function must return one output row per input row ({count}), got "
+                    f"{tuple(values.shape) if isinstance(values, torch.Tensor) else type(values)}"
+                )
             values = values.to(torch.float64)
             if not torch.isfinite(values).all():
                 raise ValueError("the function returned non-finite values on noisy inputs")
@@ -143,18 +153,23 @@ def gaussian_smoothing(function: Callable[[torch.Tensor], torch.Tensor], x: torc
             done += count
         mean = total / num_samples
         if bounds is not None:
-            half = torch.full_like(mean, (high - low) * math.sqrt(math.log(2 / (1 - confidence)) / (2 * num_samples)))
+            half = torch.full_like(
+                mean, (high - low) * math.sqrt(math.log(2 / (1 - confidence)) / (2 * num_samples))
+            )
         else:
             variance = ((total_sq - num_samples * mean.square()) / (num_samples - 1)).clamp_min(0)
             quantile = NormalDist().inv_cdf(0.5 + confidence / 2)
             half = quantile * variance.sqrt() / math.sqrt(num_samples)
         means.append(mean)
         half_widths.append(half)
-    return SmoothedEstimate(torch.stack(means).to(x.dtype), torch.stack(half_widths).to(x.dtype), num_samples,
-                            confidence)
+    return SmoothedEstimate(
+        torch.stack(means).to(x.dtype), torch.stack(half_widths).to(x.dtype), num_samples, confidence
+    )
 
 
-def sine_heat_solution(x: torch.Tensor, omega: torch.Tensor, time: Union[float, torch.Tensor]) -> torch.Tensor:
+def sine_heat_solution(
+    x: torch.Tensor, omega: torch.Tensor, time: Union[float, torch.Tensor]
+) -> torch.Tensor:
     r"""``u(x, t) = e^{−‖ω‖² t / 2} sin(ωᵀx)``: the solution of ``u_t = ½Δu`` from ``u(·, 0) = sin(ωᵀ·)``.
 
     ``u(x, t) = e^{−‖ω‖² t / 2} sin(ωᵀx)``,
@@ -181,7 +196,8 @@ def sine_heat_solution(x: torch.Tensor, omega: torch.Tensor, time: Union[float, 
 
 
 class RandomizedSmoothing(nn.Module):
-    r"""``g_σ(x) = E_ε f(x + σε)``: a model smoothed by Gaussian noise, i.e. its output diffused for ``t = σ²``.
+    r"""``g_σ(x) = E_ε f(x + σε)``: a model smoothed by Gaussian noise, i.e. its output diffused for ``t =
+    σ²``.
 
     ``g_σ(x) = E_{ε∼N(0, I)} f(x + σε) = u(x, σ²)``,  ``∂_t u = ½Δu``,  ``u(·, 0) = f``,
 
@@ -223,8 +239,16 @@ class RandomizedSmoothing(nn.Module):
         torch.Size([5, 2])
     """
 
-    def __init__(self, model: nn.Module, *, sigma: float, num_samples: int = 100, batch_size: int = 1000,
-                 output: str = "scores", confidence: float = 0.99):
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        sigma: float,
+        num_samples: int = 100,
+        batch_size: int = 1000,
+        output: str = "scores",
+        confidence: float = 0.99,
+    ):
         super().__init__()
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
@@ -240,7 +264,7 @@ class RandomizedSmoothing(nn.Module):
     @property
     def diffusion_time(self) -> float:
         """``t = σ²``, the time of ``u_t = ½Δu`` that the smoothing runs."""
-        return self.sigma ** 2
+        return self.sigma**2
 
     def _function(self, inputs: torch.Tensor) -> torch.Tensor:
         out = self.model(inputs)
@@ -253,10 +277,16 @@ class RandomizedSmoothing(nn.Module):
                 out = self._function(x)
             return SmoothedEstimate(out, torch.zeros_like(out), 1, self.confidence)
         with torch.no_grad():
-            return gaussian_smoothing(self._function, x, sigma=self.sigma, num_samples=self.num_samples,
-                                      batch_size=self.batch_size, confidence=self.confidence,
-                                      bounds=(0.0, 1.0) if self.output == "probabilities" else None,
-                                      generator=generator)
+            return gaussian_smoothing(
+                self._function,
+                x,
+                sigma=self.sigma,
+                num_samples=self.num_samples,
+                batch_size=self.batch_size,
+                confidence=self.confidence,
+                bounds=(0.0, 1.0) if self.output == "probabilities" else None,
+                generator=generator,
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_floating(x, "input to RandomizedSmoothing")
@@ -265,5 +295,7 @@ class RandomizedSmoothing(nn.Module):
         return self.estimate(x).mean
 
     def extra_repr(self) -> str:
-        return (f"sigma={self.sigma:g} (diffusion time {self.diffusion_time:g}), num_samples={self.num_samples}, "
-                f"output={self.output!r}")
+        return (
+            f"sigma={self.sigma:g} (diffusion time {self.diffusion_time:g}), num_samples={self.num_samples}, "
+            f"output={self.output!r}"
+        )

@@ -29,10 +29,26 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .._checks import (check_choice, check_dense, check_features, check_floating, check_num_nodes, check_positive,
-                       check_positive_int, check_scalar_entries, check_square)
-from .graph import (GraphLike, as_weight_matrix, check_weight_values, is_dense, real_floating_weights, row_sums,
-                    symmetric_normalize)
+from .._checks import (
+    check_choice,
+    check_dense,
+    check_features,
+    check_floating,
+    check_num_nodes,
+    check_positive,
+    check_positive_int,
+    check_scalar_entries,
+    check_square,
+)
+from .graph import (
+    GraphLike,
+    as_weight_matrix,
+    check_weight_values,
+    is_dense,
+    real_floating_weights,
+    row_sums,
+    symmetric_normalize,
+)
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .sparse import SparseMatrix
 
@@ -50,7 +66,8 @@ def _check_has_nodes(num_nodes: int) -> int:
 
 
 class DiffusionOperator:
-    r"""The explicit diffusion operator ``A = I − γL`` of a fixed graph, applied to features of shape ``(N, *)``.
+    r"""The explicit diffusion operator ``A = I − γL`` of a fixed graph, applied to features of shape ``(N,
+    *)``.
 
     One application of ``A`` is one explicit Euler step of the graph heat equation ``dX/dt = −L X``
     ("Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. 7):
@@ -92,13 +109,26 @@ class DiffusionOperator:
     #: the id of the first row (a whole graph: 0; one process's rows of a partitioned graph start elsewhere)
     row_offset = 0
 
-    def __init__(self, weights: GraphLike, step_size: float, *, check_stability: bool = True,
-                 num_nodes: Optional[int] = None, laplacian: str = "combinatorial"):
+    def __init__(
+        self,
+        weights: GraphLike,
+        step_size: float,
+        *,
+        check_stability: bool = True,
+        num_nodes: Optional[int] = None,
+        laplacian: str = "combinatorial",
+    ):
         self.step_size = check_positive(step_size, "step_size")
         self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
-        if (isinstance(weights, torch.Tensor) and weights.layout == torch.sparse_csr and weights.device.type == "cpu"
-                and self.laplacian == "combinatorial" and not weights.requires_grad
-                and num_nodes in (None, weights.shape[-1]) and self._from_csr(weights, check_stability)):
+        if (
+            isinstance(weights, torch.Tensor)
+            and weights.layout == torch.sparse_csr
+            and weights.device.type == "cpu"
+            and self.laplacian == "combinatorial"
+            and not weights.requires_grad
+            and num_nodes in (None, weights.shape[-1])
+            and self._from_csr(weights, check_stability)
+        ):
             return
         weights = as_weight_matrix(weights, num_nodes)
         self.num_nodes = _check_has_nodes(int(weights.shape[0]))
@@ -108,17 +138,25 @@ class DiffusionOperator:
             if check_stability and step_size > 1.0 + 1e-9:
                 raise UnstableStepSizeError(
                     f"step_size={step_size:g} exceeds 1, the stability bound of explicit diffusion with the "
-                    "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1")
+                    "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1"
+                )
         else:
             # the graph was checked once above: the bounds reuse it
-            self.bound = (_check_step_size_of_checked(self.step_size, weights) if check_stability
-                          else _bound_of_checked(weights))
+            self.bound = (
+                _check_step_size_of_checked(self.step_size, weights)
+                if check_stability
+                else _bound_of_checked(weights)
+            )
         self._warn_if_edgeless()
         self.dense = is_dense(weights)
-        #: whether ``A`` depends on parameters (weights that require grad): then autograd must see the products
+        #: whether ``A`` depends on parameters (weights that require grad): then autograd must see the
+        #: products
         self.requires_grad = bool(weights.requires_grad)
-        degrees = row_sums(weights) if self.laplacian == "combinatorial" else torch.ones(
-            self.num_nodes, dtype=weights.dtype, device=weights.device)
+        degrees = (
+            row_sums(weights)
+            if self.laplacian == "combinatorial"
+            else torch.ones(self.num_nodes, dtype=weights.dtype, device=weights.device)
+        )
         diagonal = 1.0 - self.step_size * degrees
         if self.dense:
             matrix = self.step_size * weights + torch.diag(diagonal)
@@ -132,8 +170,12 @@ class DiffusionOperator:
 
     def _warn_if_edgeless(self) -> None:
         if math.isinf(self.bound) and self.num_nodes > 1:
-            warnings.warn(f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
-                          "is 0): diffusion leaves the features unchanged", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"the graph of {self.num_nodes} nodes has no edges (every weight between distinct nodes "
+                "is 0): diffusion leaves the features unchanged",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _from_csr(self, weights: torch.Tensor, check_stability: bool) -> bool:
         """Build ``A`` from CPU CSR weights in CSR, with no COO copy (a large graph's memory is its edges).
@@ -143,29 +185,49 @@ class DiffusionOperator:
         import scipy.sparse as sp
 
         check_scalar_entries(weights, "weight matrix")
-        size = _check_has_nodes(check_num_nodes(check_square(weights, "weight matrix"),
-                                                f"weight matrix of shape {tuple(weights.shape)}"))
+        size = _check_has_nodes(
+            check_num_nodes(
+                check_square(weights, "weight matrix"), f"weight matrix of shape {tuple(weights.shape)}"
+            )
+        )
         values = real_floating_weights(weights.values().detach())
         check_weight_values(values)
-        graph = sp.csr_matrix((values.numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
-                              shape=(size, size))
+        graph = sp.csr_matrix(
+            (values.numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
+            shape=(size, size),
+        )
         degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
         largest = float((degrees - graph.diagonal()).max()) if size else 0.0
         bound = math.inf if largest <= 0 else 1.0 / largest
         if check_stability and self.step_size > bound * (1 + 1e-6):
             return False
-        matrix = (graph * graph.dtype.type(self.step_size) + sp.diags(1 - self.step_size * degrees, format="csr",
-                                                                     dtype=graph.dtype)).tocsr()
+        matrix = (
+            graph * graph.dtype.type(self.step_size)
+            + sp.diags(1 - self.step_size * degrees, format="csr", dtype=graph.dtype)
+        ).tocsr()
         matrix.sort_indices()
-        self.num_nodes, self.bound, self.dense, self.requires_grad, self._matrix = size, bound, False, False, None
+        self.num_nodes, self.bound, self.dense, self.requires_grad, self._matrix = (
+            size,
+            bound,
+            False,
+            False,
+            None,
+        )
         self._warn_if_edgeless()
-        self.propagation = SparseMatrix(torch.sparse_csr_tensor(
-            torch.from_numpy(matrix.indptr), torch.from_numpy(matrix.indices), torch.from_numpy(matrix.data),
-            (size, size), check_invariants=False))
+        self.propagation = SparseMatrix(
+            torch.sparse_csr_tensor(
+                torch.from_numpy(matrix.indptr),
+                torch.from_numpy(matrix.indices),
+                torch.from_numpy(matrix.data),
+                (size, size),
+                check_invariants=False,
+            )
+        )
         return True
 
     def matrix(self) -> torch.Tensor:
-        """``A = I − γL`` (dense tensor or coalesced sparse COO; a sparse one is rebuilt from the stored CSR)."""
+        """``A = I − γL`` (dense tensor or coalesced sparse COO; a sparse one is rebuilt from the stored
+        CSR)."""
         return self._matrix if self._matrix is not None else self.propagation.to_coo()
 
     def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
@@ -179,9 +241,14 @@ class DiffusionOperator:
             return (matrix.T if transpose else matrix) @ features
         return (self.propagation.T if transpose else self.propagation).product(features)
 
-    def apply(self, features: torch.Tensor, num_steps: int = 1, *,
-              before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-              after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> torch.Tensor:
+    def apply(
+        self,
+        features: torch.Tensor,
+        num_steps: int = 1,
+        *,
+        before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+        after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    ) -> torch.Tensor:
         """Apply ``r = num_steps`` explicit steps to ``features`` of shape ``(N, *)``.
 
         ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result of
@@ -204,7 +271,9 @@ class DiffusionOperator:
                 flat = before_step(flat)
             if dense is not None:
                 flat = dense @ flat
-            elif self._matrix is not None:  # A depends on parameters: torch's own sparse product carries its gradient
+            elif (
+                self._matrix is not None
+            ):  # A depends on parameters: torch's own sparse product carries its gradient
                 flat = torch.sparse.mm(self._matrix, flat)
             else:
                 flat = self.propagation.matmul(flat)
@@ -215,8 +284,10 @@ class DiffusionOperator:
     def __repr__(self) -> str:
         kind = "dense" if self.dense else f"sparse, nnz={self.propagation.nnz}"
         laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
-        return (f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
-                f"{kind}{laplacian})")
+        return (
+            f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
+            f"{kind}{laplacian})"
+        )
 
 
 class BatchedDiffusion:
@@ -255,7 +326,9 @@ class BatchedDiffusion:
         if weights.dim() != 3 or weights.shape[1] != weights.shape[2]:
             raise ValueError(f"weights must be (T, N, N) dense graphs, got shape {tuple(weights.shape)}")
         if weights.layout != torch.strided:
-            raise ValueError("BatchedDiffusion takes dense (T, N, N) weights; use DiffusionOperator for a sparse graph")
+            raise ValueError(
+                "BatchedDiffusion takes dense (T, N, N) weights; use DiffusionOperator for a sparse graph"
+            )
         check_weight_values(weights)
         self.step_size = check_positive(step_size, "step_size")
         degrees = weights.sum(2)
@@ -267,7 +340,8 @@ class BatchedDiffusion:
                 if largest > 0 and self.step_size > 2.0 / largest * (1 + 1e-6):
                     raise UnstableStepSizeError(
                         f"step_size={self.step_size:g} exceeds the stability bound 2/lambda_max(L) = "
-                        f"{2.0 / largest:.4g} of at least one of the {weights.shape[0]} graphs; lower it")
+                        f"{2.0 / largest:.4g} of at least one of the {weights.shape[0]} graphs; lower it"
+                    )
         eye = torch.eye(weights.shape[1], dtype=weights.dtype, device=weights.device)
         self.step = eye - self.step_size * self.laplacian  # (T, N, N), A_t
 
@@ -275,15 +349,17 @@ class BatchedDiffusion:
         """``A_t^r X_t`` for features ``(T, N, F)``: ``r`` batched products."""
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         if features.dim() != 3 or features.shape[:2] != self.step.shape[:2]:
-            raise ValueError(f"features must be (T, N, F) = ({self.step.shape[0]}, {self.step.shape[1]}, F), got "
-                             f"{tuple(features.shape)}")
+            raise ValueError(
+                f"features must be (T, N, F) = ({self.step.shape[0]}, {self.step.shape[1]}, F), got "
+                f"{tuple(features.shape)}"
+            )
         for _ in range(num_steps):
             features = torch.bmm(self.step, features)
         return features
 
     def matrix(self, num_steps: int, rows: Optional[slice] = None) -> torch.Tensor:
-        """The rows ``rows`` (default all) of ``A_t^r``: ``(T, R, N)``. A few rows cost ``r`` products of ``R × N``
-        by ``N × N``; all of them a matrix power."""
+        """The rows ``rows`` (default all) of ``A_t^r``: ``(T, R, N)``. A few rows cost ``r`` products of ``R
+        × N`` by ``N × N``; all of them a matrix power."""
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         if rows is None:
             return torch.linalg.matrix_power(self.step, num_steps)
@@ -294,12 +370,21 @@ class BatchedDiffusion:
         return selected
 
     def __repr__(self) -> str:
-        return f"BatchedDiffusion(T={self.step.shape[0]}, N={self.step.shape[1]}, step_size={self.step_size:g})"
+        return (
+            f"BatchedDiffusion(T={self.step.shape[0]}, N={self.step.shape[1]}, step_size={self.step_size:g})"
+        )
 
 
-def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num_steps: int = 1,
-            check_stability: bool = True, num_nodes: Optional[int] = None,
-            laplacian: str = "combinatorial") -> torch.Tensor:
+def diffuse(
+    features: torch.Tensor,
+    weights: GraphLike,
+    *,
+    step_size: float,
+    num_steps: int = 1,
+    check_stability: bool = True,
+    num_nodes: Optional[int] = None,
+    laplacian: str = "combinatorial",
+) -> torch.Tensor:
     r"""``r`` explicit diffusion steps of ``features`` on the graph ``weights``.
 
     ``X ← (I − γL)^r X``,  ``L = Λ − W``,
@@ -336,8 +421,9 @@ def diffuse(features: torch.Tensor, weights: GraphLike, *, step_size: float, num
                 [1.]])
     """
     check_features(features, "features")
-    operator = DiffusionOperator(weights, step_size, check_stability=check_stability, num_nodes=num_nodes,
-                                 laplacian=laplacian)
+    operator = DiffusionOperator(
+        weights, step_size, check_stability=check_stability, num_nodes=num_nodes, laplacian=laplacian
+    )
     return operator.apply(features, num_steps)
 
 
@@ -353,7 +439,8 @@ def heat_semigroup(features: torch.Tensor, weights: GraphLike, time: float) -> t
 
     Args:
         features: initial features ``X(0)`` of shape ``(N, *)``.
-        weights: symmetric ``(N, N)`` weights ``W`` (any form accepted by :func:`~pdenets.operators.as_weight_matrix`).
+        weights: symmetric ``(N, N)`` weights ``W`` (any form accepted by
+            :func:`~pdenets.operators.as_weight_matrix`).
         time: diffusion time ``t ≥ 0``.
 
     Returns:

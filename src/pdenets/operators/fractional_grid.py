@@ -1,4 +1,5 @@
-r"""The fractional Laplacian on a 2-D grid: the spatial operator behind the PIDE blocks, with two discretizations.
+r"""The fractional Laplacian on a 2-D grid: the spatial operator behind the PIDE blocks, with two
+discretizations.
 
 For :math:`0 < s < 1` and :math:`n = 2` (Bohn, Griebel & Kannan, eq. 3.5),
 
@@ -33,8 +34,13 @@ from scipy import special
 
 from .nonlocal_ops import fractional_constant
 
-__all__ = ["fractional_laplacian_grid", "spectral_fractional_laplacian", "gaussian_fractional_laplacian",
-           "five_point_laplacian", "lattice_zeta"]
+__all__ = [
+    "fractional_laplacian_grid",
+    "spectral_fractional_laplacian",
+    "gaussian_fractional_laplacian",
+    "five_point_laplacian",
+    "lattice_zeta",
+]
 
 
 def lattice_zeta(exponent: float) -> float:
@@ -46,12 +52,18 @@ def lattice_zeta(exponent: float) -> float:
 def five_point_laplacian(values: torch.Tensor, spacing: float = 1.0) -> torch.Tensor:
     """``Δ_h v`` with ``v = 0`` outside the grid, shape ``(..., H, W)``."""
     padded = torch.nn.functional.pad(values, (1, 1, 1, 1))
-    return (padded[..., :-2, 1:-1] + padded[..., 2:, 1:-1] + padded[..., 1:-1, :-2] + padded[..., 1:-1, 2:]
-            - 4 * values) / spacing ** 2
+    return (
+        padded[..., :-2, 1:-1]
+        + padded[..., 2:, 1:-1]
+        + padded[..., 1:-1, :-2]
+        + padded[..., 1:-1, 2:]
+        - 4 * values
+    ) / spacing**2
 
 
 def fractional_laplacian_grid(values: torch.Tensor, s: float, spacing: float = 1.0) -> torch.Tensor:
-    """The lattice-sum discretization of the module docstring, ``(..., H, W) → (..., H, W)`` (FFT convolution)."""
+    """The lattice-sum discretization of the module docstring, ``(..., H, W) → (..., H, W)`` (FFT
+    convolution)."""
     constant = fractional_constant(2, s)
     height, width = values.shape[-2:]
     rows = torch.arange(-(height - 1), height, dtype=values.dtype)
@@ -62,7 +74,7 @@ def fractional_laplacian_grid(values: torch.Tensor, s: float, spacing: float = 1
     # Σ_j v_j K(x_i − x_j) over the grid, as a linear (zero-padded) convolution
     shape = (2 * height - 1 + height - 1, 2 * width - 1 + width - 1)
     convolved = torch.fft.irfft2(torch.fft.rfft2(values, s=shape) * torch.fft.rfft2(kernel, s=shape), s=shape)
-    neighbours = convolved[..., height - 1:2 * height - 1, width - 1:2 * width - 1]
+    neighbours = convolved[..., height - 1 : 2 * height - 1, width - 1 : 2 * width - 1]
     total = lattice_zeta(1 + s) * spacing ** (-2 * s)  # Σ over every lattice vector (v = 0 beyond the grid)
     radius = spacing / math.sqrt(math.pi)
     own_cell = -five_point_laplacian(values, spacing) * (math.pi / 2) * radius ** (2 - 2 * s) / (2 - 2 * s)
@@ -81,4 +93,4 @@ def spectral_fractional_laplacian(values: torch.Tensor, s: float, spacing: float
 def gaussian_fractional_laplacian(points: torch.Tensor, s: float) -> torch.Tensor:
     """Exact ``(−Δ)^s exp(−|x|²/2)`` in 2-D at ``points (..., 2)``: ``2^s Γ(1+s) ₁F₁(1+s; 1; −|x|²/2)``."""
     radius = (points.double() ** 2).sum(-1).numpy()
-    return torch.from_numpy(2.0 ** s * math.gamma(1 + s) * special.hyp1f1(1 + s, 1.0, -radius / 2))
+    return torch.from_numpy(2.0**s * math.gamma(1 + s) * special.hyp1f1(1 + s, 1.0, -radius / 2))

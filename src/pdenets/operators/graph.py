@@ -24,8 +24,14 @@ from typing import TYPE_CHECKING, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .._checks import (check_finite, check_index_tensor, check_num_nodes, check_positive_int, check_scalar_entries,
-                       check_square)
+from .._checks import (
+    check_finite,
+    check_index_tensor,
+    check_num_nodes,
+    check_positive_int,
+    check_scalar_entries,
+    check_square,
+)
 
 if TYPE_CHECKING:  # scipy is imported only where a scipy matrix is converted
     import scipy.sparse
@@ -68,8 +74,9 @@ def _from_scipy(matrix) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, coo.shape).coalesce()
 
 
-def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
-                     dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def as_weight_matrix(
+    graph: GraphLike, num_nodes: Optional[int] = None, *, dtype: Optional[torch.dtype] = None
+) -> torch.Tensor:
     """Return ``graph`` as a square weight matrix (dense tensor or coalesced sparse COO).
 
     Dense input stays dense; sparse tensors, edge lists and scipy matrices become a coalesced
@@ -103,15 +110,19 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
             raise ValueError("an edge list must be given as (edge_index, edge_weight)")
         edge_index, edge_weight = graph
         if num_nodes is not None:
-            num_nodes = check_num_nodes(check_positive_int(num_nodes, "num_nodes", minimum=0),
-                                        f"num_nodes={num_nodes}")
+            num_nodes = check_num_nodes(
+                check_positive_int(num_nodes, "num_nodes", minimum=0), f"num_nodes={num_nodes}"
+            )
         edge_index = check_index_tensor(edge_index, "edge_index", shape=(2, None), size=num_nodes)
         if num_nodes is None and edge_index.numel():
             largest = int(edge_index.max())
-            check_num_nodes(largest + 1, f"edge_index refers to node {largest}", hint="renumber or pass num_nodes")
+            check_num_nodes(
+                largest + 1, f"edge_index refers to node {largest}", hint="renumber or pass num_nodes"
+            )
         if edge_weight is None:
-            edge_weight = torch.ones(edge_index.shape[1], dtype=dtype or torch.get_default_dtype(),
-                                     device=edge_index.device)
+            edge_weight = torch.ones(
+                edge_index.shape[1], dtype=dtype or torch.get_default_dtype(), device=edge_index.device
+            )
         if not isinstance(edge_weight, torch.Tensor):
             raise TypeError(f"edge_weight must be a tensor of shape (E,), got {type(edge_weight).__name__}")
         if edge_weight.shape != (edge_index.shape[1],):
@@ -136,7 +147,9 @@ def as_weight_matrix(graph: GraphLike, num_nodes: Optional[int] = None, *,
             "graph must be a dense/sparse torch.Tensor, an (edge_index, edge_weight) pair "
             f"or a scipy.sparse matrix, got {type(graph).__name__}"
         )
-    size = check_num_nodes(check_square(matrix, "weight matrix"), f"weight matrix of shape {tuple(matrix.shape)}")
+    size = check_num_nodes(
+        check_square(matrix, "weight matrix"), f"weight matrix of shape {tuple(matrix.shape)}"
+    )
     if num_nodes is not None and size != num_nodes:
         raise ValueError(f"weight matrix is {size}x{size} but num_nodes={num_nodes}")
     if dtype is not None:
@@ -294,7 +307,9 @@ def remove_self_loops(weights: torch.Tensor) -> torch.Tensor:
     weights = weights.coalesce()
     row, col = weights.indices()
     keep = row != col
-    return torch.sparse_coo_tensor(weights.indices()[:, keep], weights.values()[keep], weights.shape).coalesce()
+    return torch.sparse_coo_tensor(
+        weights.indices()[:, keep], weights.values()[keep], weights.shape
+    ).coalesce()
 
 
 def add_self_loops(weights: torch.Tensor, fill_value: float = 1.0) -> torch.Tensor:
@@ -328,8 +343,9 @@ def add_self_loops(weights: torch.Tensor, fill_value: float = 1.0) -> torch.Tens
     return (weights.coalesce() + eye).coalesce()
 
 
-def gcn_normalize(adjacency: GraphLike, num_nodes: Optional[int] = None, *, self_loops: bool = True,
-                  dtype=None) -> torch.Tensor:
+def gcn_normalize(
+    adjacency: GraphLike, num_nodes: Optional[int] = None, *, self_loops: bool = True, dtype=None
+) -> torch.Tensor:
     """GCN-style normalization ``D̃^{-1/2} (A + I) D̃^{-1/2}`` with ``D̃`` the degrees of ``A + I``.
 
     ``Â = D̃^{-1/2} (A + I) D̃^{-1/2}``,  ``D̃ = diag(Σ_j (A + I)_ij)``,

@@ -85,7 +85,9 @@ class Neighbors:
     @property
     def num_neighbors(self) -> int:
         """Deprecated name of :attr:`n_top`."""
-        warnings.warn("Neighbors.num_neighbors is deprecated; use Neighbors.n_top", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Neighbors.num_neighbors is deprecated; use Neighbors.n_top", DeprecationWarning, stacklevel=2
+        )
         return self.n_top
 
 
@@ -133,7 +135,8 @@ def pairwise_sq_distances(queries: torch.Tensor, points: torch.Tensor) -> torch.
 
 
 def centred(points: torch.Tensor, queries: torch.Tensor):
-    """Points and queries minus the points' mean (accumulated in float64): same distances, fewer shared digits."""
+    """Points and queries minus the points' mean (accumulated in float64): same distances, fewer shared
+    digits."""
     centre = points.mean(0, dtype=torch.float64).to(points.dtype)
     shifted = points - centre
     return shifted, (shifted if queries is points else queries - centre)
@@ -145,8 +148,9 @@ def exact_sq_distances(queries: torch.Tensor, points: torch.Tensor, indices: tor
     return gathered.sub_(queries.unsqueeze(1)).square_().sum(-1)
 
 
-def check_sq_distances(sq_distances: torch.Tensor, *clouds: torch.Tensor, found: Optional[torch.Tensor] = None
-                       ) -> None:
+def check_sq_distances(
+    sq_distances: torch.Tensor, *clouds: torch.Tensor, found: Optional[torch.Tensor] = None
+) -> None:
     """Refuse squared distances that overflow the dtype of finite points (``(2e20)² = inf`` in float32).
 
     An infinite squared distance between finite points means the coordinates are too large for
@@ -169,10 +173,14 @@ def check_sq_distances(sq_distances: torch.Tensor, *clouds: torch.Tensor, found:
     dtype = clouds[0].dtype
     largest = max(float(cloud.detach().abs().max()) for cloud in clouds if cloud.numel())
     name = str(dtype).replace("torch.", "")
-    advice = "rescale the points (e.g. standardize them)" + ("" if dtype == torch.float64 else " or use float64")
-    raise ValueError(f"the squared distances between points overflow {name} (coordinates reach {largest:.3g}, "
-                     f"{name} holds at most {torch.finfo(dtype).max:.3g}): the coordinates are too large for the "
-                     f"dtype; {advice}")
+    advice = "rescale the points (e.g. standardize them)" + (
+        "" if dtype == torch.float64 else " or use float64"
+    )
+    raise ValueError(
+        f"the squared distances between points overflow {name} (coordinates reach {largest:.3g}, "
+        f"{name} holds at most {torch.finfo(dtype).max:.3g}): the coordinates are too large for the "
+        f"dtype; {advice}"
+    )
 
 
 def _sorted_rows(indices: torch.Tensor, distances: torch.Tensor):
@@ -187,7 +195,8 @@ def _sorted_rows(indices: torch.Tensor, distances: torch.Tensor):
 
 
 def _exact_search(points, k, queries, exclude_self, chunk_size):
-    """Select on centred coordinates; return distances from the original ones (one rounding per difference)."""
+    """Select on centred coordinates; return distances from the original ones (one rounding per
+    difference)."""
     centred_points, centred_queries = centred(points, queries)
     num_queries = queries.shape[0]
     if chunk_size is None:
@@ -195,13 +204,14 @@ def _exact_search(points, k, queries, exclude_self, chunk_size):
     chunk_size = min(chunk_size, num_queries)
     all_indices, all_distances = [], []
     for start in range(0, num_queries, chunk_size):
-        sq = pairwise_sq_distances(centred_queries[start:start + chunk_size], centred_points)
+        sq = pairwise_sq_distances(centred_queries[start : start + chunk_size], centred_points)
         if exclude_self:
             rows = torch.arange(sq.shape[0], device=sq.device)
             sq[rows, rows + start] = math.inf
         indices = torch.topk(sq, k, dim=1, largest=False, sorted=True).indices
-        indices, distances = _sorted_rows(indices, exact_sq_distances(queries[start:start + chunk_size], points,
-                                                                       indices))
+        indices, distances = _sorted_rows(
+            indices, exact_sq_distances(queries[start : start + chunk_size], points, indices)
+        )
         all_indices.append(indices)
         all_distances.append(distances)
     return torch.cat(all_indices), torch.cat(all_distances)
@@ -232,7 +242,9 @@ def _faiss_search(points, k, queries, exclude_self):
     distances = distances.masked_fill(indices < 0, math.inf)
     order = torch.argsort(distances, dim=1, stable=True)[:, :k]
     indices = torch.gather(indices, 1, order).to(points.device)
-    exact = exact_sq_distances(queries, points, indices.clamp_min(0))  # the index's float32 distances, recomputed
+    exact = exact_sq_distances(
+        queries, points, indices.clamp_min(0)
+    )  # the index's float32 distances, recomputed
     return _sorted_rows(indices, torch.where(indices >= 0, exact, torch.full_like(exact, math.inf)))
 
 
@@ -284,7 +296,9 @@ def knn_search(
     if num_neighbors is not None:
         if n_top is not None:
             raise TypeError("give n_top, not both n_top and its deprecated name num_neighbors")
-        warnings.warn("knn_search(num_neighbors=...) is deprecated; use n_top=", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "knn_search(num_neighbors=...) is deprecated; use n_top=", DeprecationWarning, stacklevel=2
+        )
         n_top = num_neighbors
     if n_top is None:
         raise TypeError("knn_search() needs n_top, the neighbours per query")
@@ -314,8 +328,10 @@ def knn_search(
             backend = "chunked"
     if backend not in ("brute", "chunked", "faiss"):
         backends = ("auto", "brute", "chunked", "faiss")
-        raise ValueError(f"unknown knn backend {backend!r}{nearest_hint(backend, backends)}; "
-                         "choose auto, brute, chunked or faiss")
+        raise ValueError(
+            f"unknown knn backend {backend!r}{nearest_hint(backend, backends)}; "
+            "choose auto, brute, chunked or faiss"
+        )
 
     if k == 0:
         indices = torch.zeros(queries.shape[0], 0, dtype=torch.long, device=points.device)

@@ -66,8 +66,10 @@ def graph_laplacian(weights: GraphLike, num_nodes=None, *, sparse: bool = True) 
     with ``W`` the weights and ``d_i`` the degrees.
 
     Args:
-        weights: ``(N, N)`` weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)`` pair or scipy).
-        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        weights: ``(N, N)`` weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)`` pair or
+            scipy).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``,
+            inferred).
         sparse: return a coalesced sparse COO tensor; ``False`` returns a dense one (default: ``True``).
 
     Returns:
@@ -113,7 +115,9 @@ def is_symmetric(weights: torch.Tensor, rtol: float = 1e-6) -> bool:
     if not torch.equal(weights.indices(), transposed.indices()):
         return False
     scale = float(weights.values().abs().max()) if weights._nnz() else 0.0
-    return bool(torch.allclose(weights.values(), transposed.values(), rtol=0.0, atol=rtol * max(scale, 1e-300)))
+    return bool(
+        torch.allclose(weights.values(), transposed.values(), rtol=0.0, atol=rtol * max(scale, 1e-300))
+    )
 
 
 def largest_laplacian_eigenvalue(weights: GraphLike, num_nodes=None) -> float:
@@ -123,10 +127,9 @@ def largest_laplacian_eigenvalue(weights: GraphLike, num_nodes=None) -> float:
     size = laplacian.shape[0]
     if size <= 2000:
         return float(torch.linalg.eigvalsh(laplacian.to_dense()).max())
+    import numpy as np
     import scipy.sparse as sp
     from scipy.sparse.linalg import eigsh
-
-    import numpy as np
 
     row, col = laplacian.indices().numpy()
     matrix = sp.csr_matrix((laplacian.values().numpy(), (row, col)), shape=(size, size))
@@ -154,7 +157,8 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
     Args:
         weights: ``(N, N)`` non-negative weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)``
             pair or scipy).
-        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``,
+            inferred).
         method: ``"gershgorin"`` (any ``W``) or ``"spectral"`` (symmetric ``W``) (default: ``"gershgorin"``).
 
     Returns:
@@ -175,13 +179,16 @@ def stability_bound(weights: GraphLike, num_nodes=None, *, method: str = "gershg
 
 
 def _bound_of_checked(weights: torch.Tensor, method: str = "gershgorin") -> float:
-    """:func:`stability_bound` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already checked."""
+    """:func:`stability_bound` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already
+    checked."""
     if method == "gershgorin":
         largest = float(_off_diagonal_row_sums(weights.detach()).max()) if weights.shape[0] else 0.0
         return math.inf if largest <= 0 else 1.0 / largest
     if method == "spectral":
         if not is_symmetric(weights):
-            raise ValueError("the spectral stability bound needs a symmetric weight matrix; use method='gershgorin'")
+            raise ValueError(
+                "the spectral stability bound needs a symmetric weight matrix; use method='gershgorin'"
+            )
         largest = largest_laplacian_eigenvalue(weights)
         return math.inf if largest <= 0 else 2.0 / largest
     raise ValueError(f"method must be 'gershgorin' or 'spectral', got {method!r}")
@@ -190,7 +197,7 @@ def _bound_of_checked(weights: torch.Tensor, method: str = "gershgorin") -> floa
 def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rtol: float = 1e-6) -> float:
     """Raise :class:`UnstableStepSizeError` if explicit diffusion with ``step_size`` can grow.
 
-    ``γ ≤ (1 + rtol) · γ_max``,  ``γ_max = 1 / max_i Σ_{j≠i} w_ij``  or, for symmetric ``W``,  ``2 / λ_max(L)``,
+    ``γ ≤ (1 + rtol) · γ_max``, ``γ_max = 1 / max_i Σ_{j≠i} w_ij`` or, for symmetric ``W``, ``2 / λ_max(L)``,
 
     with ``γ`` the step size of ``X ← (I − γL) X`` and ``L = Λ − W``. Accepts ``γ`` up to the
     Gershgorin bound; for symmetric ``W`` a larger ``γ`` is accepted up to the exact spectral bound
@@ -201,7 +208,8 @@ def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rto
         step_size: the step size ``γ > 0``.
         weights: ``(N, N)`` non-negative weights ``W`` (dense or sparse tensor, ``(edge_index, edge_weight)``
             pair or scipy).
-        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``, inferred).
+        num_nodes (int | None): number of nodes ``N`` when ``weights`` is an edge list (default: ``None``,
+            inferred).
         rtol: relative tolerance on the bound (default: ``1e-6``).
 
     Returns:
@@ -219,13 +227,14 @@ def check_step_size(step_size: float, weights: GraphLike, *, num_nodes=None, rto
         >>> round(check_step_size(1.2, w), 6)        # beyond it, within the spectral bound 2/1.5
         1.333333
     """
-    return _check_step_size_of_checked(check_positive(step_size, "step_size"), as_weight_matrix(weights, num_nodes),
-                                       rtol)
+    return _check_step_size_of_checked(
+        check_positive(step_size, "step_size"), as_weight_matrix(weights, num_nodes), rtol
+    )
 
 
 def _check_step_size_of_checked(step_size: float, weights: torch.Tensor, rtol: float = 1e-6) -> float:
-    """:func:`check_step_size` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already checked
-    (a diffusion operator checks its graph once, not once per bound)."""
+    """:func:`check_step_size` of weights :func:`~pdenets.operators.graph.as_weight_matrix` has already
+    checked (a diffusion operator checks its graph once, not once per bound)."""
     bound = _bound_of_checked(weights)
     if step_size <= bound * (1 + rtol):
         return bound
@@ -233,8 +242,11 @@ def _check_step_size_of_checked(step_size: float, weights: torch.Tensor, rtol: f
     if spectral is not None and step_size <= spectral * (1 + rtol):
         return spectral
     limit = spectral if spectral is not None else bound
-    detail = (f"2/lambda_max(L) = {spectral:.6g}" if spectral is not None
-              else f"1/max_i sum_(j!=i) w_ij = {bound:.6g} (W is not symmetric)")
+    detail = (
+        f"2/lambda_max(L) = {spectral:.6g}"
+        if spectral is not None
+        else f"1/max_i sum_(j!=i) w_ij = {bound:.6g} (W is not symmetric)"
+    )
     raise UnstableStepSizeError(
         f"step_size={step_size:g} exceeds the stability bound {detail} of explicit diffusion "
         "(Diff-ResNet paper, Prop. 2): features would grow without bound. "

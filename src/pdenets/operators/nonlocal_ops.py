@@ -39,13 +39,22 @@ from functools import partial
 from typing import Optional
 
 import torch
-from torch.nn import functional as F
 from torch.autograd.function import once_differentiable
+from torch.nn import functional as F
 
 from .._checks import check_choice, check_floating
 
-__all__ = ["NONLOCAL_OPERATORS", "NORMALIZERS", "fractional_constant", "inverse_fractional_constant",
-           "log_constant", "nonlocal_kernel", "nonlocal_apply", "EULER_GAMMA", "operator_constant"]
+__all__ = [
+    "NONLOCAL_OPERATORS",
+    "NORMALIZERS",
+    "fractional_constant",
+    "inverse_fractional_constant",
+    "log_constant",
+    "nonlocal_kernel",
+    "nonlocal_apply",
+    "EULER_GAMMA",
+    "operator_constant",
+]
 
 NONLOCAL_OPERATORS = ("diffusion-dot", "diffusion-gaussian", "fractional", "inverse-fractional", "log")
 NORMALIZERS = ("count", "row-sum")
@@ -64,15 +73,17 @@ def fractional_constant(n: int, s: float) -> float:
     """
     if not 0 < s < 1:
         raise ValueError(f"the fractional Laplacian needs 0 < s < 1, got s={s}")
-    return 4 ** s * math.gamma(n / 2 + s) / (math.pi ** (n / 2) * abs(math.gamma(-s)))
+    return 4**s * math.gamma(n / 2 + s) / (math.pi ** (n / 2) * abs(math.gamma(-s)))
 
 
 def inverse_fractional_constant(n: int, s: float) -> float:
     """:math:`c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))`, ``0 < s < n/2``."""
     if not 0 < s < n / 2:
-        raise ValueError(f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the "
-                         "log kernel)")
-    return math.gamma(n / 2 - s) / (4 ** s * math.pi ** (n / 2) * math.gamma(s))
+        raise ValueError(
+            f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the "
+            "log kernel)"
+        )
+    return math.gamma(n / 2 - s) / (4**s * math.pi ** (n / 2) * math.gamma(s))
 
 
 def log_constant(n: int) -> float:
@@ -101,8 +112,9 @@ def _distances(theta: torch.Tensor, phi: torch.Tensor) -> tuple[torch.Tensor, to
     return squared, squared <= norms * (64 * torch.finfo(squared.dtype).eps)
 
 
-def nonlocal_kernel(theta: torch.Tensor, phi: torch.Tensor, operator: str, *, lam: float = 0.1, s: float = 0.5,
-                    n: int = 2) -> torch.Tensor:
+def nonlocal_kernel(
+    theta: torch.Tensor, phi: torch.Tensor, operator: str, *, lam: float = 0.1, s: float = 0.5, n: int = 2
+) -> torch.Tensor:
     """The kernel ``ω`` of the module table, ``(B, N, M)``; singular entries (zero distance) are 0."""
     check_choice(operator, "operator", NONLOCAL_OPERATORS)
     if operator in ("diffusion-dot", "diffusion-gaussian"):
@@ -148,18 +160,29 @@ class _HalfIntegerPower(torch.autograd.Function):
         return grad_output * out / base * ctx.exponent, None
 
 
-def _combine(kernel: torch.Tensor, values: torch.Tensor, centres: torch.Tensor, operator: str, normalizer: str,
-             count: int, constant: float) -> torch.Tensor:
+def _combine(
+    kernel: torch.Tensor,
+    values: torch.Tensor,
+    centres: torch.Tensor,
+    operator: str,
+    normalizer: str,
+    count: int,
+    constant: float,
+) -> torch.Tensor:
     """``T_i`` from a block of kernel rows ``(B, n, M)``, the values ``(B, M, C)`` and the rows' centres
     ``(B, n, C)``."""
     weighted = torch.matmul(kernel, values)  # Σ_j ω_ij V_j
     if normalizer == "row-sum":
         sums = kernel.sum(-1, keepdim=True)
-        scale = torch.where(sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)),
-                            torch.zeros_like(sums))
+        scale = torch.where(
+            sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)), torch.zeros_like(sums)
+        )
     else:
-        sums = kernel.sum(-1, keepdim=True) if operator in ("diffusion-dot", "diffusion-gaussian", "fractional") \
+        sums = (
+            kernel.sum(-1, keepdim=True)
+            if operator in ("diffusion-dot", "diffusion-gaussian", "fractional")
             else None
+        )
         scale = 1.0 / count
     if operator in ("diffusion-dot", "diffusion-gaussian"):
         return scale * (weighted - centres * sums)
@@ -173,9 +196,20 @@ def _rows(theta, phi, values, centres, operator, normalizer, count, constant, la
     return _combine(kernel, values, centres, operator, normalizer, count, constant)
 
 
-def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, centres: torch.Tensor,
-                   operator: str, *, lam: float = 0.1, s: float = 0.5, n: int = 2, normalizer: str = "count",
-                   path: str = "fast", chunk_rows: Optional[int] = None) -> torch.Tensor:
+def nonlocal_apply(
+    theta: torch.Tensor,
+    phi: torch.Tensor,
+    values: torch.Tensor,
+    centres: torch.Tensor,
+    operator: str,
+    *,
+    lam: float = 0.1,
+    s: float = 0.5,
+    n: int = 2,
+    normalizer: str = "count",
+    path: str = "fast",
+    chunk_rows: Optional[int] = None,
+) -> torch.Tensor:
     """The term ``T`` of the module table for every query strip.
 
     Shapes:
@@ -196,10 +230,16 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
     check_choice(path, "path", ("naive", "fast"))
     for tensor, name in ((theta, "theta"), (phi, "phi"), (values, "values"), (centres, "centres")):
         check_floating(tensor, name)
-    if theta.shape[-1] != phi.shape[-1] or values.shape[-2] != phi.shape[-2] or centres.shape[-2] != theta.shape[-2] \
-            or values.shape[-1] != centres.shape[-1]:
-        raise ValueError(f"shapes do not fit: theta {tuple(theta.shape)}, phi {tuple(phi.shape)}, values "
-                         f"{tuple(values.shape)}, centres {tuple(centres.shape)}")
+    if (
+        theta.shape[-1] != phi.shape[-1]
+        or values.shape[-2] != phi.shape[-2]
+        or centres.shape[-2] != theta.shape[-2]
+        or values.shape[-1] != centres.shape[-1]
+    ):
+        raise ValueError(
+            f"shapes do not fit: theta {tuple(theta.shape)}, phi {tuple(phi.shape)}, values "
+            f"{tuple(values.shape)}, centres {tuple(centres.shape)}"
+        )
     constant = operator_constant(operator, s=s, n=n)
     count = phi.shape[-2]
     if path == "naive":
@@ -212,8 +252,9 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
         sums = lam * torch.matmul(theta, phi.sum(-2, keepdim=True).transpose(-1, -2))  # (B, N, 1)
         if normalizer == "count":
             return (weighted - centres * sums) / count
-        scale = torch.where(sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)),
-                            torch.zeros_like(sums))
+        scale = torch.where(
+            sums != 0, 1.0 / torch.where(sums != 0, sums, torch.ones_like(sums)), torch.zeros_like(sums)
+        )
         return scale * (weighted - centres * sums)
     if operator == "diffusion-gaussian" and normalizer == "row-sum":
         return _attention(theta, phi, values, lam) - centres
@@ -223,8 +264,9 @@ def nonlocal_apply(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor,
         # the whole kernel fits one block: plain autograd is faster and stores a few block-sized tensors
         return _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n)
     rows = chunk_rows or max(1, CHUNK_ELEMENTS // max(1, batch * count))
-    block = partial(_rows, operator=operator, normalizer=normalizer, count=count, constant=constant, lam=lam, s=s,
-                    n=n)
+    block = partial(
+        _rows, operator=operator, normalizer=normalizer, count=count, constant=constant, lam=lam, s=s, n=n
+    )
     return _ChunkedRows.apply(theta, phi, values, centres, block, rows)
 
 
@@ -259,8 +301,9 @@ class _DotCount(torch.autograd.Function):
         if needs[0] or needs[1]:
             batch, rows, channels = grad.shape
             # r_i = G_iᵀ X_i as a batch of 1×C by C×1 products: no N × C temporary
-            dots = torch.bmm(grad.reshape(-1, 1, channels),
-                             centres.contiguous().reshape(-1, channels, 1)).reshape(batch, rows, 1)
+            dots = torch.bmm(
+                grad.reshape(-1, 1, channels), centres.contiguous().reshape(-1, channels, 1)
+            ).reshape(batch, rows, 1)
         if needs[0]:
             grad_theta = torch.bmm(grad, summary.transpose(1, 2))
             grad_theta.baddbmm_(dots, column.transpose(1, 2), alpha=-1.0)
@@ -268,7 +311,9 @@ class _DotCount(torch.autograd.Function):
             moment = torch.bmm(theta.transpose(1, 2), grad)  # θᵀG (B, d, C)
             if needs[1]:
                 grad_phi = ctx.scale * torch.bmm(values, moment.transpose(1, 2))
-                grad_phi -= ctx.scale * torch.bmm(theta.transpose(1, 2), dots).transpose(1, 2)  # broadcast over M
+                grad_phi -= ctx.scale * torch.bmm(theta.transpose(1, 2), dots).transpose(
+                    1, 2
+                )  # broadcast over M
             if needs[2]:
                 grad_values = ctx.scale * torch.bmm(phi, moment)
         if needs[3]:
@@ -287,8 +332,10 @@ def _attention(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, lam
     theta, phi = (F.pad(t, (0, width - t.shape[-1])) for t in (theta, phi))
     padded_values = F.pad(values, (0, width - values.shape[-1]))
     shape = theta.shape[:-2]
-    flat = [t.reshape(-1, 1, *t.shape[-2:]).contiguous() for t in (theta, phi, padded_values)]  # fused: stride 1
-    out = F.scaled_dot_product_attention(*flat, scale=lam)[:, 0, :, :values.shape[-1]]
+    flat = [
+        t.reshape(-1, 1, *t.shape[-2:]).contiguous() for t in (theta, phi, padded_values)
+    ]  # fused: stride 1
+    out = F.scaled_dot_product_attention(*flat, scale=lam)[:, 0, :, : values.shape[-1]]
     return out.reshape(*shape, *out.shape[-2:])
 
 
@@ -304,26 +351,39 @@ class _ChunkedRows(torch.autograd.Function):
     def forward(ctx, theta, phi, values, centres, block, rows):
         ctx.block, ctx.rows = block, rows
         ctx.save_for_backward(theta, phi, values, centres)
-        return torch.cat([block(theta[..., start:start + rows, :], phi, values, centres[..., start:start + rows, :])
-                          for start in range(0, theta.shape[-2], rows)], dim=-2)
+        return torch.cat(
+            [
+                block(theta[..., start : start + rows, :], phi, values, centres[..., start : start + rows, :])
+                for start in range(0, theta.shape[-2], rows)
+            ],
+            dim=-2,
+        )
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output):
         theta, phi, values, centres = ctx.saved_tensors
         needs = ctx.needs_input_grad[:4]
-        grads = [torch.zeros_like(t) if need else None for t, need in zip((theta, phi, values, centres), needs)]
-        phi_leaf, values_leaf = phi.detach().requires_grad_(needs[1]), values.detach().requires_grad_(needs[2])
+        grads = [
+            torch.zeros_like(t) if need else None for t, need in zip((theta, phi, values, centres), needs)
+        ]
+        phi_leaf, values_leaf = (
+            phi.detach().requires_grad_(needs[1]),
+            values.detach().requires_grad_(needs[2]),
+        )
         rows, used = ctx.rows, [False] * 4
         for start in range(0, theta.shape[-2], rows):
-            rows_theta = theta[..., start:start + rows, :].detach().requires_grad_(needs[0])
-            rows_centres = centres[..., start:start + rows, :].detach().requires_grad_(needs[3])
+            rows_theta = theta[..., start : start + rows, :].detach().requires_grad_(needs[0])
+            rows_centres = centres[..., start : start + rows, :].detach().requires_grad_(needs[3])
             leaves = (rows_theta, phi_leaf, values_leaf, rows_centres)
             with torch.enable_grad():
                 out = ctx.block(*leaves)
                 wanted = [leaf for leaf, need in zip(leaves, needs) if need]
-                pieces = iter(torch.autograd.grad(out, wanted, grad_output[..., start:start + rows, :],
-                                                  allow_unused=True))
+                pieces = iter(
+                    torch.autograd.grad(
+                        out, wanted, grad_output[..., start : start + rows, :], allow_unused=True
+                    )
+                )
             for index, need in enumerate(needs):
                 if not need:
                     continue
@@ -332,7 +392,7 @@ class _ChunkedRows(torch.autograd.Function):
                     continue
                 used[index] = True
                 if index in (0, 3):
-                    grads[index][..., start:start + rows, :] += piece
+                    grads[index][..., start : start + rows, :] += piece
                 else:
                     grads[index] += piece
         return (*(g if u else None for g, u in zip(grads, used)), None, None)

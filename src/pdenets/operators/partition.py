@@ -37,8 +37,15 @@ import torch
 from .._checks import check_choice, check_positive_int
 from .graph import GraphLike, as_weight_matrix
 
-__all__ = ["GraphPartition", "partition_graph", "save_partition", "load_part", "load_partition", "PartFile",
-           "PARTITIONERS"]
+__all__ = [
+    "GraphPartition",
+    "partition_graph",
+    "save_partition",
+    "load_part",
+    "load_partition",
+    "PartFile",
+    "PARTITIONERS",
+]
 
 PARTITIONERS = ("metis", "contiguous")
 _FORMAT = "pdenets-partition-1"
@@ -101,13 +108,21 @@ def scipy_graph(weights: GraphLike, num_nodes: Optional[int]):
     matrix = as_weight_matrix(weights, num_nodes)
     if matrix.layout == torch.strided:
         return sp.csr_matrix(matrix.detach().numpy())
-    matrix = matrix.detach().coalesce() if matrix.layout == torch.sparse_coo else matrix.detach().to_sparse_coo()
+    matrix = (
+        matrix.detach().coalesce() if matrix.layout == torch.sparse_coo else matrix.detach().to_sparse_coo()
+    )
     rows, cols = matrix.indices().numpy()
     return sp.csr_matrix((matrix.values().numpy(), (rows, cols)), shape=tuple(matrix.shape))
 
 
-def partition_graph(weights: GraphLike, num_parts: int, *, method: str = "metis", num_nodes: Optional[int] = None,
-                    seed: int = 0) -> GraphPartition:
+def partition_graph(
+    weights: GraphLike,
+    num_parts: int,
+    *,
+    method: str = "metis",
+    num_nodes: Optional[int] = None,
+    seed: int = 0,
+) -> GraphPartition:
     """Split the nodes of ``W`` into ``num_parts`` contiguous parts of a new numbering.
 
     Args:
@@ -136,15 +151,18 @@ def partition_graph(weights: GraphLike, num_parts: int, *, method: str = "metis"
     size = graph.shape[0]
     num_parts = check_positive_int(num_parts, "num_parts")
     if num_parts > size:
-        raise ValueError(f"cannot split a graph of {size} nodes into {num_parts} parts (at most one part per node)")
+        raise ValueError(
+            f"cannot split a graph of {size} nodes into {num_parts} parts (at most one part per node)"
+        )
     if method == "contiguous" or num_parts == 1:
         assignment = (np.arange(size, dtype=np.int64) * num_parts) // size
     else:
         try:
             import pymetis
         except ImportError as error:
-            raise ImportError("method=\"metis\" needs pymetis (pip install pymetis); or use method=\"contiguous\"") \
-                from error
+            raise ImportError(
+                'method="metis" needs pymetis (pip install pymetis); or use method="contiguous"'
+            ) from error
         symmetric = (graph + graph.T).tocsr()
         symmetric.setdiag(0)
         symmetric.eliminate_zeros()
@@ -161,7 +179,11 @@ def partition_graph(weights: GraphLike, num_parts: int, *, method: str = "metis"
     offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=num_parts))])
     coo = graph.tocoo()
     off_diagonal = coo.row != coo.col
-    cut = float((assignment[coo.row] != assignment[coo.col])[off_diagonal].mean()) if off_diagonal.any() else 0.0
+    cut = (
+        float((assignment[coo.row] != assignment[coo.col])[off_diagonal].mean())
+        if off_diagonal.any()
+        else 0.0
+    )
     return GraphPartition(torch.from_numpy(order), torch.from_numpy(offsets.astype(np.int64)), method, cut)
 
 
@@ -182,7 +204,8 @@ class PartFile:
     Examples:
         >>> import tempfile, torch
         >>> ring = torch.roll(torch.eye(4), 1, 0); ring = ring + ring.T
-        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(ring, 2, method="contiguous"), ring)
+        >>> parts = partition_graph(ring, 2, method="contiguous")
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", parts, ring)
         >>> part = load_part(folder, 1)
         >>> part.first, part.weights.to_dense().tolist()
         (2, [[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0]])
@@ -198,8 +221,14 @@ class PartFile:
     labels: Optional[torch.Tensor] = None
 
 
-def save_partition(directory: os.PathLike, partition: GraphPartition, weights: GraphLike, *,
-                   features: Optional[torch.Tensor] = None, labels: Optional[torch.Tensor] = None) -> Path:
+def save_partition(
+    directory: os.PathLike,
+    partition: GraphPartition,
+    weights: GraphLike,
+    *,
+    features: Optional[torch.Tensor] = None,
+    labels: Optional[torch.Tensor] = None,
+) -> Path:
     """Write ``partition.json`` and one ``part-k.pt`` per part into ``directory`` (a new or empty folder).
 
     Args:
@@ -219,20 +248,26 @@ def save_partition(directory: os.PathLike, partition: GraphPartition, weights: G
     Examples:
         >>> import tempfile, torch
         >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
-        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path,
-        ...                         labels=torch.tensor([0, 0, 1, 1]))
+        >>> parts = partition_graph(path, 2, method="contiguous")
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", parts, path, labels=torch.tensor([0, 0, 1, 1]))
         >>> sorted(name.name for name in folder.iterdir())
         ['order.pt', 'part-0.pt', 'part-1.pt', 'partition.json']
     """
     graph = scipy_graph(weights, partition.num_nodes)
     if graph.shape[0] != partition.num_nodes:
-        raise ValueError(f"the partition is of {partition.num_nodes} nodes but the graph has {graph.shape[0]}")
+        raise ValueError(
+            f"the partition is of {partition.num_nodes} nodes but the graph has {graph.shape[0]}"
+        )
     for name, tensor in (("features", features), ("labels", labels)):
         if tensor is not None and tensor.shape[0] != partition.num_nodes:
-            raise ValueError(f"{name} have {tensor.shape[0]} rows but the graph has {partition.num_nodes} nodes")
+            raise ValueError(
+                f"{name} have {tensor.shape[0]} rows but the graph has {partition.num_nodes} nodes"
+            )
     folder = Path(directory)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise FileExistsError(f"{folder} exists and is not an empty folder: give a new folder for the partition")
+        raise FileExistsError(
+            f"{folder} exists and is not an empty folder: give a new folder for the partition"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     order = partition.order.numpy()
     renumbered = graph[order][:, order].tocsr()
@@ -244,18 +279,38 @@ def save_partition(directory: os.PathLike, partition: GraphPartition, weights: G
         first, end = partition.rows(part)
         rows = renumbered[first:end]
         nodes = partition.order[first:end]
-        torch.save({"format": _FORMAT, "part": part, "num_parts": partition.num_parts,
-                    "num_nodes": partition.num_nodes, "first": first,
-                    "indptr": torch.from_numpy(rows.indptr.astype(np.int64)),
-                    "indices": torch.from_numpy(rows.indices.astype(np.int64)),
-                    "values": torch.from_numpy(rows.data), "nodes": nodes.clone(),
-                    "features": None if dense_features is None else dense_features[nodes].clone(),
-                    "labels": None if labels is None else labels[nodes].clone()}, folder / f"part-{part}.pt")
+        torch.save(
+            {
+                "format": _FORMAT,
+                "part": part,
+                "num_parts": partition.num_parts,
+                "num_nodes": partition.num_nodes,
+                "first": first,
+                "indptr": torch.from_numpy(rows.indptr.astype(np.int64)),
+                "indices": torch.from_numpy(rows.indices.astype(np.int64)),
+                "values": torch.from_numpy(rows.data),
+                "nodes": nodes.clone(),
+                "features": None if dense_features is None else dense_features[nodes].clone(),
+                "labels": None if labels is None else labels[nodes].clone(),
+            },
+            folder / f"part-{part}.pt",
+        )
     torch.save(partition.order.clone(), folder / "order.pt")
-    (folder / "partition.json").write_text(json.dumps({
-        "format": _FORMAT, "num_parts": partition.num_parts, "num_nodes": partition.num_nodes,
-        "offsets": partition.offsets.tolist(), "method": partition.method,
-        "cut_fraction": partition.cut_fraction}, indent=2) + "\n", encoding="utf-8")
+    (folder / "partition.json").write_text(
+        json.dumps(
+            {
+                "format": _FORMAT,
+                "num_parts": partition.num_parts,
+                "num_nodes": partition.num_nodes,
+                "offsets": partition.offsets.tolist(),
+                "method": partition.method,
+                "cut_fraction": partition.cut_fraction,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -263,8 +318,10 @@ def _manifest(directory: os.PathLike) -> dict:
     folder = Path(directory)
     manifest = folder / "partition.json"
     if not manifest.is_file():
-        raise FileNotFoundError(f"{folder} holds no partition.json: write one with pdenets.operators.save_partition "
-                                "(or `pdenets partition`)")
+        raise FileNotFoundError(
+            f"{folder} holds no partition.json: write one with pdenets.operators.save_partition "
+            "(or `pdenets partition`)"
+        )
     facts = json.loads(manifest.read_text(encoding="utf-8"))
     if not isinstance(facts, dict) or facts.get("format") != _FORMAT:
         raise ValueError(f"{manifest} is not a pdenets partition (format {_FORMAT})")
@@ -272,7 +329,8 @@ def _manifest(directory: os.PathLike) -> dict:
 
 
 def load_partition(directory: os.PathLike) -> GraphPartition:
-    """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets only).
+    """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets
+    only).
 
     Args:
         directory: the folder :func:`save_partition` wrote.
@@ -287,7 +345,8 @@ def load_partition(directory: os.PathLike) -> GraphPartition:
     Examples:
         >>> import tempfile, torch
         >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
-        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path)
+        >>> parts = partition_graph(path, 2, method="contiguous")
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", parts, path)
         >>> load_partition(folder).offsets.tolist()
         [0, 2, 4]
     """
@@ -295,8 +354,10 @@ def load_partition(directory: os.PathLike) -> GraphPartition:
     order = torch.load(Path(directory) / "order.pt", weights_only=True)
     offsets = torch.tensor(facts["offsets"], dtype=torch.int64)
     if order.numel() != facts["num_nodes"] or int(offsets[-1]) != facts["num_nodes"]:
-        raise ValueError(f"the partition in {directory} is inconsistent: order of {order.numel()} nodes, "
-                         f"{facts['num_nodes']} declared")
+        raise ValueError(
+            f"the partition in {directory} is inconsistent: order of {order.numel()} nodes, "
+            f"{facts['num_nodes']} declared"
+        )
     return GraphPartition(order, offsets, str(facts["method"]), float(facts["cut_fraction"]))
 
 
@@ -317,17 +378,33 @@ def load_part(directory: os.PathLike, part: int) -> PartFile:
     Examples:
         >>> import tempfile, torch
         >>> path = torch.diag(torch.ones(3), 1); path = path + path.T
-        >>> folder = save_partition(tempfile.mkdtemp() + "/p", partition_graph(path, 2, method="contiguous"), path)
+        >>> parts = partition_graph(path, 2, method="contiguous")
+        >>> folder = save_partition(tempfile.mkdtemp() + "/p", parts, path)
         >>> load_part(folder, 0).weights.shape
         torch.Size([2, 4])
     """
     folder = Path(directory)
     facts = _manifest(folder)
     if not 0 <= part < facts["num_parts"]:
-        raise ValueError(f"part {part} does not exist: the partition in {folder} has {facts['num_parts']} parts")
+        raise ValueError(
+            f"part {part} does not exist: the partition in {folder} has {facts['num_parts']} parts"
+        )
     stored = torch.load(folder / f"part-{part}.pt", weights_only=True)
     rows = stored["indptr"].numel() - 1
-    weights = torch.sparse_csr_tensor(stored["indptr"], stored["indices"], stored["values"],
-                                      (rows, stored["num_nodes"]), check_invariants=True)
-    return PartFile(part, stored["num_parts"], stored["num_nodes"], stored["first"], weights, stored["nodes"],
-                    stored["features"], stored["labels"])
+    weights = torch.sparse_csr_tensor(
+        stored["indptr"],
+        stored["indices"],
+        stored["values"],
+        (rows, stored["num_nodes"]),
+        check_invariants=True,
+    )
+    return PartFile(
+        part,
+        stored["num_parts"],
+        stored["num_nodes"],
+        stored["first"],
+        weights,
+        stored["nodes"],
+        stored["features"],
+        stored["labels"],
+    )

@@ -92,8 +92,15 @@ class PartitionedDiffusion:
     requires_grad = False
     laplacian = "combinatorial"
 
-    def __init__(self, rows: torch.Tensor, first: int, step_size: float, *, check_stability: bool = True,
-                 group: Optional[Any] = None):
+    def __init__(
+        self,
+        rows: torch.Tensor,
+        first: int,
+        step_size: float,
+        *,
+        check_stability: bool = True,
+        group: Optional[Any] = None,
+    ):
         import scipy.sparse as sp
 
         self.step_size = check_positive(step_size, "step_size")
@@ -110,8 +117,9 @@ class PartitionedDiffusion:
         self.row_offset = check_positive_int(first, "first", minimum=0)
         values = real_floating_weights(rows.values())
         check_weight_values(values)
-        graph = sp.csr_matrix((values.numpy(), rows.col_indices().numpy(), rows.crow_indices().numpy()),
-                              shape=(count, total))
+        graph = sp.csr_matrix(
+            (values.numpy(), rows.col_indices().numpy(), rows.crow_indices().numpy()), shape=(count, total)
+        )
         self._check_tiling()
         own = slice(self.row_offset, self.row_offset + count)
         degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
@@ -119,10 +127,15 @@ class PartitionedDiffusion:
         largest = self._max(float((degrees - self_weights).max()))
         self.bound = float("inf") if largest <= 0 else 1.0 / largest
         if check_stability and self.step_size > self.bound * (1 + 1e-6):
-            raise UnstableStepSizeError(f"step_size={step_size:g} exceeds the stability bound {self.bound:.4g} "
-                                        "(1 / the largest weighted degree over all processes)")
-        diagonal = sp.csr_matrix((1 - self.step_size * degrees, (np.arange(count), np.arange(count) + own.start)),
-                                 shape=(count, total), dtype=graph.dtype)
+            raise UnstableStepSizeError(
+                f"step_size={step_size:g} exceeds the stability bound {self.bound:.4g} "
+                "(1 / the largest weighted degree over all processes)"
+            )
+        diagonal = sp.csr_matrix(
+            (1 - self.step_size * degrees, (np.arange(count), np.arange(count) + own.start)),
+            shape=(count, total),
+            dtype=graph.dtype,
+        )
         matrix = (graph * graph.dtype.type(self.step_size) + diagonal).tocsr()
         matrix.sort_indices()
         columns = matrix.indices.astype(np.int64)
@@ -130,9 +143,15 @@ class PartitionedDiffusion:
         self.halo = np.unique(columns[~mine])  # sorted: the rows of each owner are one segment
         local = np.where(mine, columns - own.start, count + np.searchsorted(self.halo, columns))
         self.halo_size = int(self.halo.size)
-        self.matrix = SparseMatrix(torch.sparse_csr_tensor(
-            torch.from_numpy(matrix.indptr.astype(np.int64)), torch.from_numpy(local),
-            torch.from_numpy(matrix.data), (count, count + self.halo_size), check_invariants=False))
+        self.matrix = SparseMatrix(
+            torch.sparse_csr_tensor(
+                torch.from_numpy(matrix.indptr.astype(np.int64)),
+                torch.from_numpy(local),
+                torch.from_numpy(matrix.data),
+                (count, count + self.halo_size),
+                check_invariants=False,
+            )
+        )
         self._plan_exchange()
 
     # -- set-up ---------------------------------------------------------------------------------------------
@@ -159,9 +178,11 @@ class PartitionedDiffusion:
         ends = ranges[:, 0] + ranges[:, 1]
         starts = torch.cat([torch.zeros(1, dtype=torch.int64), ends[:-1]])
         if not torch.equal(ranges[:, 0], starts) or int(ends[-1]) != self.total_nodes:
-            raise ValueError("the processes' rows must tile the graph in rank order (process k holds "
-                             f"first_k : first_k + n_k, first_0 = 0, ending at N = {self.total_nodes}); got starts "
-                             f"{ranges[:, 0].tolist()} and sizes {ranges[:, 1].tolist()}")
+            raise ValueError(
+                "the processes' rows must tile the graph in rank order (process k holds "
+                f"first_k : first_k + n_k, first_0 = 0, ending at N = {self.total_nodes}); got starts "
+                f"{ranges[:, 0].tolist()} and sizes {ranges[:, 1].tolist()}"
+            )
         self.offsets = torch.cat([starts, ends[-1:]])
 
     def _plan_exchange(self) -> None:
@@ -181,8 +202,9 @@ class PartitionedDiffusion:
                 operations.append(dist.P2POp(dist.irecv, self._send[peer], peer, self.group))
             piece = self._receive[peer]
             if piece.stop > piece.start:
-                operations.append(dist.P2POp(dist.isend, torch.from_numpy(self.halo[piece].copy()), peer,
-                                             self.group))
+                operations.append(
+                    dist.P2POp(dist.isend, torch.from_numpy(self.halo[piece].copy()), peer, self.group)
+                )
         self._wait(operations)
         for peer, ids in enumerate(self._send):
             if ids is not None:
@@ -243,29 +265,40 @@ class PartitionedDiffusion:
                 return self.matrix.product(features)
             return self.matrix.product(torch.cat([features, self.exchange(features)]))
         extended = self.matrix.T.product(features)
-        return self.return_halo(extended[:self.num_nodes].contiguous(), extended[self.num_nodes:])
+        return self.return_halo(extended[: self.num_nodes].contiguous(), extended[self.num_nodes :])
 
     def agree_seeds(self, seeds: List[Optional[int]]) -> List[Optional[int]]:
         """Process 0's dropout seeds on every process (the masks of one step must be one mask)."""
         if not self.distributed or not seeds or seeds[0] is None:
             return seeds
         tensor = torch.tensor(seeds, dtype=torch.int64)
-        dist.broadcast(tensor, src=int(dist.get_global_rank(self.group, 0)) if self.group is not None else 0,
-                       group=self.group)
+        dist.broadcast(
+            tensor,
+            src=int(dist.get_global_rank(self.group, 0)) if self.group is not None else 0,
+            group=self.group,
+        )
         return [int(seed) for seed in tensor.tolist()]
 
-    def apply(self, features: torch.Tensor, num_steps: int = 1, *,
-              before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-              after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> torch.Tensor:
-        """``r`` steps on this process's rows ``(n_k, *)``, differentiable (each step's backward is its transpose).
+    def apply(
+        self,
+        features: torch.Tensor,
+        num_steps: int = 1,
+        *,
+        before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+        after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    ) -> torch.Tensor:
+        """``r`` steps on this process's rows ``(n_k, *)``, differentiable (each step's backward is its
+        transpose).
 
         Every process must call it with the same ``num_steps`` (each step is an exchange).
         """
         check_floating(features, "features")
         check_dense(features, "features", "PartitionedDiffusion.apply")
         if features.dim() < 1 or features.shape[0] != self.num_nodes:
-            raise ValueError(f"features have {features.shape[0] if features.dim() else 0} rows but this process "
-                             f"holds {self.num_nodes} nodes")
+            raise ValueError(
+                f"features have {features.shape[0] if features.dim() else 0} rows but this process "
+                f"holds {self.num_nodes} nodes"
+            )
         shape = features.shape
         flat = features.reshape(shape[0], -1)
         for _ in range(check_positive_int(num_steps, "num_steps", minimum=0)):
@@ -277,9 +310,11 @@ class PartitionedDiffusion:
         return flat.reshape(shape)
 
     def __repr__(self) -> str:
-        return (f"PartitionedDiffusion(rank {self.rank} of {self.world_size}, rows {self.row_offset}:"
-                f"{self.row_offset + self.num_nodes} of N={self.total_nodes}, halo={self.halo_size}, "
-                f"step_size={self.step_size:g}, nnz={self.matrix.nnz})")
+        return (
+            f"PartitionedDiffusion(rank {self.rank} of {self.world_size}, rows {self.row_offset}:"
+            f"{self.row_offset + self.num_nodes} of N={self.total_nodes}, halo={self.halo_size}, "
+            f"step_size={self.step_size:g}, nnz={self.matrix.nnz})"
+        )
 
 
 class _PartitionedStep(torch.autograd.Function):

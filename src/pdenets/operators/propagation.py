@@ -40,8 +40,9 @@ from .graph import GraphLike, add_self_loops, as_weight_matrix, remove_self_loop
 __all__ = ["gcn_diffusion_operator", "gcn_propagate", "sgc_propagate", "appnp_propagate"]
 
 
-def gcn_diffusion_operator(adjacency: GraphLike, num_nodes: Optional[int] = None, *,
-                           dtype: Optional[torch.dtype] = None) -> DiffusionOperator:
+def gcn_diffusion_operator(
+    adjacency: GraphLike, num_nodes: Optional[int] = None, *, dtype: Optional[torch.dtype] = None
+) -> DiffusionOperator:
     """The diffusion operator ``I − L̃ = Â`` with ``γ = 1`` on the self-looped graph (normalized Laplacian).
 
     ``Â = D̃^{-1/2} W̃ D̃^{-1/2}``,  ``W̃ = W + I``,  ``L̃ = I − Â``,
@@ -72,7 +73,9 @@ def gcn_diffusion_operator(adjacency: GraphLike, num_nodes: Optional[int] = None
     return DiffusionOperator(add_self_loops(remove_self_loops(weights)), 1.0, laplacian="normalized")
 
 
-def gcn_propagate(features: torch.Tensor, adjacency: GraphLike, num_nodes: Optional[int] = None) -> torch.Tensor:
+def gcn_propagate(
+    features: torch.Tensor, adjacency: GraphLike, num_nodes: Optional[int] = None
+) -> torch.Tensor:
     r"""GCN's propagation ``Â X`` as one diffusion step with ``γ = 1``.
 
     ``X ← Â X = (I − L̃) X``,  ``Â = D̃^{-1/2} (W + I) D̃^{-1/2}``,
@@ -102,8 +105,9 @@ def gcn_propagate(features: torch.Tensor, adjacency: GraphLike, num_nodes: Optio
     return gcn_diffusion_operator(adjacency, num_nodes, dtype=features.dtype).apply(features, 1)
 
 
-def sgc_propagate(features: torch.Tensor, adjacency: GraphLike, num_steps: int = 2,
-                  num_nodes: Optional[int] = None) -> torch.Tensor:
+def sgc_propagate(
+    features: torch.Tensor, adjacency: GraphLike, num_steps: int = 2, num_nodes: Optional[int] = None
+) -> torch.Tensor:
     """SGC's propagation ``Â^K X``: ``K = num_steps`` diffusion steps with ``γ = 1``.
 
     ``X ← Â^K X``,  ``Â = D̃^{-1/2} (W + I) D̃^{-1/2}``,
@@ -135,8 +139,13 @@ def sgc_propagate(features: torch.Tensor, adjacency: GraphLike, num_steps: int =
     return gcn_diffusion_operator(adjacency, num_nodes, dtype=features.dtype).apply(features, num_steps)
 
 
-def appnp_propagate(features: torch.Tensor, adjacency: GraphLike, num_steps: int = 10, alpha: float = 0.1,
-                    num_nodes: Optional[int] = None) -> torch.Tensor:
+def appnp_propagate(
+    features: torch.Tensor,
+    adjacency: GraphLike,
+    num_steps: int = 10,
+    alpha: float = 0.1,
+    num_nodes: Optional[int] = None,
+) -> torch.Tensor:
     r"""APPNP's propagation: ``K`` diffusion steps with ``γ = 1``, each relaxed towards the input.
 
     ``X^{k+1} = (1 − α) Â X^k + α X^0``,  ``k = 0, …, K − 1``,

@@ -111,8 +111,15 @@ class SliceGraphs:
         tensor([1., 1., 2.])
     """
 
-    def __init__(self, graphs: Sequence[GraphLike], num_nodes: int, *, ids: Optional[torch.Tensor] = None,
-                 dtype: torch.dtype = torch.float64, _shared: Optional[_Shared] = None):
+    def __init__(
+        self,
+        graphs: Sequence[GraphLike],
+        num_nodes: int,
+        *,
+        ids: Optional[torch.Tensor] = None,
+        dtype: torch.dtype = torch.float64,
+        _shared: Optional[_Shared] = None,
+    ):
         self.num_nodes = check_positive_int(num_nodes, "num_nodes")
         if _shared is None:
             if len(graphs) == 0:
@@ -136,10 +143,14 @@ class SliceGraphs:
             _shared = _Shared(matrices)
         ids = torch.as_tensor(ids)
         if ids.dim() != 1 or ids.dtype not in (torch.int32, torch.int64) or ids.numel() == 0:
-            raise ValueError(f"ids must be a non-empty 1-D integer tensor, got {tuple(ids.shape)} {ids.dtype}")
+            raise ValueError(
+                f"ids must be a non-empty 1-D integer tensor, got {tuple(ids.shape)} {ids.dtype}"
+            )
         if int(ids.min()) < 0 or int(ids.max()) >= len(_shared.graphs):
-            raise ValueError(f"ids must lie in 0…{len(_shared.graphs) - 1} (one per distinct graph), got "
-                             f"{int(ids.min())}…{int(ids.max())}")
+            raise ValueError(
+                f"ids must lie in 0…{len(_shared.graphs) - 1} (one per distinct graph), got "
+                f"{int(ids.min())}…{int(ids.max())}"
+            )
         self.ids = ids.long()
         self._shared = _shared
         self._block: Optional[SparseMatrix] = None
@@ -168,15 +179,20 @@ class SliceGraphs:
 
     def subset(self, slices: torch.Tensor) -> "SliceGraphs":
         """The slices ``slices`` (indices into this collection), sharing graphs and normalizations."""
-        return SliceGraphs((), self.num_nodes, ids=self.ids[torch.as_tensor(slices, dtype=torch.long)],
-                           _shared=self._shared)
+        return SliceGraphs(
+            (), self.num_nodes, ids=self.ids[torch.as_tensor(slices, dtype=torch.long)], _shared=self._shared
+        )
 
     def normalized(self, name: str, function: Callable[[torch.Tensor], torch.Tensor]) -> "SliceGraphs":
         """The same slices on ``function(graph)`` for every distinct graph, computed once under ``name``."""
         if name not in self._views:
             if name not in self._shared.derived:
-                self._shared.derived[name] = _Shared([function(graph).coalesce() for graph in self._shared.graphs])
-            self._views[name] = SliceGraphs((), self.num_nodes, ids=self.ids, _shared=self._shared.derived[name])
+                self._shared.derived[name] = _Shared(
+                    [function(graph).coalesce() for graph in self._shared.graphs]
+                )
+            self._views[name] = SliceGraphs(
+                (), self.num_nodes, ids=self.ids, _shared=self._shared.derived[name]
+            )
         return self._views[name]
 
     def row_sums(self) -> torch.Tensor:
@@ -202,26 +218,38 @@ class SliceGraphs:
             shift = slot * self.num_nodes
             size = self.num_slices * self.num_nodes
             # each graph's entries are sorted and the blocks follow the slices: already coalesced
-            self._block = SparseMatrix(torch.sparse_coo_tensor(
-                torch.stack([rows[entry] + shift, cols[entry] + shift]), values[entry], (size, size),
-                is_coalesced=True))
+            self._block = SparseMatrix(
+                torch.sparse_coo_tensor(
+                    torch.stack([rows[entry] + shift, cols[entry] + shift]),
+                    values[entry],
+                    (size, size),
+                    is_coalesced=True,
+                )
+            )
         return self._block
 
     def propagate(self, x: torch.Tensor) -> torch.Tensor:
         """``Y[s] = M_{g(s)} X[s]`` for ``x (S, N, C)``; differentiable with respect to ``x``."""
         if x.dim() != 3 or x.shape[0] != self.num_slices or x.shape[1] != self.num_nodes:
-            raise ValueError(f"expected input of shape ({self.num_slices}, {self.num_nodes}, C) for {self.num_slices} "
-                             f"slices of {self.num_nodes} nodes, got {tuple(x.shape)}")
+            raise ValueError(
+                f"expected input of shape ({self.num_slices}, {self.num_nodes}, C) for {self.num_slices} "
+                f"slices of {self.num_nodes} nodes, got {tuple(x.shape)}"
+            )
         slices, nodes, channels = x.shape
         first = int(self.ids[0])
         if bool((self.ids == first).all()):
             flat = x.permute(1, 0, 2).reshape(nodes, slices * channels)
             out = self._shared.matrix(first).matmul(flat)
             return out.reshape(nodes, slices, channels).permute(1, 0, 2)
-        return self.block_diagonal().matmul(x.reshape(slices * nodes, channels)).reshape(slices, nodes, channels)
+        return (
+            self.block_diagonal().matmul(x.reshape(slices * nodes, channels)).reshape(slices, nodes, channels)
+        )
 
     def __repr__(self) -> str:
-        return f"SliceGraphs(slices={self.num_slices}, nodes={self.num_nodes}, distinct graphs={self.num_graphs})"
+        return (
+            f"SliceGraphs(slices={self.num_slices}, nodes={self.num_nodes}, "
+            f"distinct graphs={self.num_graphs})"
+        )
 
 
 def gcn_propagation_matrix(weights: torch.Tensor) -> torch.Tensor:
@@ -298,6 +326,10 @@ def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0)
     rows, cols = weights.indices()
     diagonal = torch.arange(nodes)
     indices = torch.cat([torch.stack([cols, rows]), torch.stack([diagonal, diagonal])], 1)
-    values = torch.cat([-factor * scale[cols] * weights.values() * scale[rows],
-                        torch.full((nodes,), factor - 1.0, dtype=weights.dtype)])
+    values = torch.cat(
+        [
+            -factor * scale[cols] * weights.values() * scale[rows],
+            torch.full((nodes,), factor - 1.0, dtype=weights.dtype),
+        ]
+    )
     return torch.sparse_coo_tensor(indices, values, (nodes, nodes)).coalesce()

@@ -47,7 +47,8 @@ SCIPY_MIN_COLUMNS = 256
 #: the largest graph a training epoch fits in.
 SCIPY_MIN_OUTPUT = 1 << 24
 #: Widest operand of the compiled product (:mod:`~pdenets.operators.spmm_kernel`, with ``numba``), which takes
-#: the large CPU products in SciPy's place: 2.6× faster than torch's kernel and 8× SciPy's on a 22 M-entry graph.
+#: the large CPU products in SciPy's place: 2.6× faster than torch's kernel and 8× SciPy's on a 22 M-entry
+#: graph.
 COMPILED_MAX_COLUMNS = 256
 _SCIPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
@@ -90,7 +91,9 @@ class SparseMatrix:
 
     def __init__(self, matrix: torch.Tensor, *, _transpose_of: "SparseMatrix" = None):
         if not isinstance(matrix, torch.Tensor):
-            raise TypeError(f"SparseMatrix needs a torch sparse COO or CSR tensor, got {type(matrix).__name__}")
+            raise TypeError(
+                f"SparseMatrix needs a torch sparse COO or CSR tensor, got {type(matrix).__name__}"
+            )
         check_scalar_entries(matrix, "the matrix of SparseMatrix")
         if matrix.dim() != 2:
             raise ValueError(f"SparseMatrix needs a 2-D matrix, got shape {tuple(matrix.shape)}")
@@ -120,11 +123,20 @@ class SparseMatrix:
             crow, col, values = self._parts()
             flipped = sp.csr_matrix((values, col, crow), shape=self.shape).T.tocsr()
             flipped.sort_indices()
-            if (self.shape[0] == self.shape[1] and np.array_equal(flipped.indptr, crow)
-                    and np.array_equal(flipped.indices, col) and np.array_equal(flipped.data, values)):
+            if (
+                self.shape[0] == self.shape[1]
+                and np.array_equal(flipped.indptr, crow)
+                and np.array_equal(flipped.indices, col)
+                and np.array_equal(flipped.data, values)
+            ):
                 return self
-            transposed = torch.sparse_csr_tensor(torch.from_numpy(flipped.indptr), torch.from_numpy(flipped.indices),
-                                                 torch.from_numpy(flipped.data), flipped.shape, check_invariants=False)
+            transposed = torch.sparse_csr_tensor(
+                torch.from_numpy(flipped.indptr),
+                torch.from_numpy(flipped.indices),
+                torch.from_numpy(flipped.data),
+                flipped.shape,
+                check_invariants=False,
+            )
         else:
             transposed = self._csr.to_sparse_coo().transpose(0, 1).coalesce().to_sparse_csr()
         return SparseMatrix(transposed, _transpose_of=self)
@@ -145,14 +157,21 @@ class SparseMatrix:
         return self._csr.to_sparse_coo().coalesce()
 
     def scipy(self, dtype=np.float32) -> sp.csr_matrix:
-        """``M`` as a SciPy CSR matrix of ``dtype``, sharing the stored indices (and values, if of that dtype)."""
+        """``M`` as a SciPy CSR matrix of ``dtype``, sharing the stored indices (and values, if of that
+        dtype)."""
         key = np.dtype(dtype)
         if key not in self._scipy:
             import scipy.sparse as sp
 
-            crow, col, values = self._parts() if self._csr.device.type == "cpu" else (
-                self._csr.crow_indices().cpu().numpy(), self._csr.col_indices().cpu().numpy(),
-                self._csr.values().cpu().numpy())
+            crow, col, values = (
+                self._parts()
+                if self._csr.device.type == "cpu"
+                else (
+                    self._csr.crow_indices().cpu().numpy(),
+                    self._csr.col_indices().cpu().numpy(),
+                    self._csr.values().cpu().numpy(),
+                )
+            )
             matrix = sp.csr_matrix(self.shape, dtype=key)  # assembled by hand: no index copies or checks
             matrix.indptr, matrix.indices, matrix.data = crow, col, values.astype(key, copy=False)
             self._scipy[key] = matrix
@@ -169,7 +188,9 @@ class SparseMatrix:
         """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward."""
         check_floating(dense, "the dense operand of SparseMatrix.product")
         wide = dense.shape[1] >= SCIPY_MIN_COLUMNS and torch.get_num_threads() == 1
-        large = self.shape[0] * dense.shape[1] >= SCIPY_MIN_OUTPUT  # torch's kernel would hold a second output
+        large = (
+            self.shape[0] * dense.shape[1] >= SCIPY_MIN_OUTPUT
+        )  # torch's kernel would hold a second output
         if dense.device.type == "cpu" and dense.dtype in _SCIPY_DTYPES and (wide or large):
             array = dense.detach().contiguous().numpy()
             if large and dense.shape[1] <= COMPILED_MAX_COLUMNS and spmm_kernel.available():
@@ -204,5 +225,10 @@ def _compact_csr(matrix: torch.Tensor) -> torch.Tensor:
     """A CSR tensor with 32-bit row pointers and column indices where every index fits in them."""
     if matrix.crow_indices().dtype == torch.int32 or max(matrix._nnz(), *matrix.shape) >= 2**31:
         return matrix
-    return torch.sparse_csr_tensor(matrix.crow_indices().to(torch.int32), matrix.col_indices().to(torch.int32),
-                                   matrix.values(), matrix.shape, check_invariants=False)
+    return torch.sparse_csr_tensor(
+        matrix.crow_indices().to(torch.int32),
+        matrix.col_indices().to(torch.int32),
+        matrix.values(),
+        matrix.shape,
+        check_invariants=False,
+    )

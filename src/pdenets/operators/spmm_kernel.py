@@ -74,12 +74,18 @@ def _kernel(width: int) -> Callable:
 
 
 def available() -> bool:
-    """Whether the compiled product can run here: ``numba`` importable and ``$PDENETS_COMPILED_SPMM`` not ``0``."""
+    """Whether the compiled product can run here: ``numba`` importable and ``$PDENETS_COMPILED_SPMM`` not
+    ``0``."""
     return os.environ.get("PDENETS_COMPILED_SPMM", "1").strip() != "0" and _numba() is not None
 
 
-def csr_product(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, dense: np.ndarray,
-                threads: Optional[int] = None) -> np.ndarray:
+def csr_product(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    dense: np.ndarray,
+    threads: Optional[int] = None,
+) -> np.ndarray:
     """``M @ dense`` for ``M`` given by its CSR arrays; a new C-contiguous array of ``dense``'s dtype.
 
     Args:

@@ -35,8 +35,13 @@ from .._checks import check_choice, check_floating, check_points, check_positive
 from .graph import row_normalize, symmetric_normalize, symmetrize
 from .knn import check_sq_distances, knn_search
 
-__all__ = ["gaussian_kernel", "knn_gaussian_weights", "batched_knn_gaussian_weights", "KnnGaussianWeights",
-           "NORMALIZATIONS"]
+__all__ = [
+    "gaussian_kernel",
+    "knn_gaussian_weights",
+    "batched_knn_gaussian_weights",
+    "KnnGaussianWeights",
+    "NORMALIZATIONS",
+]
 
 NORMALIZATIONS = ("symmetric", "row", "none")
 
@@ -144,7 +149,7 @@ def knn_gaussian_weights(
     neighbors = knn_search(points, search_k, include_self=include_self, backend=backend)
     sq = neighbors.sq_distances
     if sigma_neighbor is not None:
-        bandwidth = sq[:, sigma_neighbor - 1:sigma_neighbor].sqrt()
+        bandwidth = sq[:, sigma_neighbor - 1 : sigma_neighbor].sqrt()
         values = gaussian_kernel(sq[:, :n_top], bandwidth)
     else:
         values = gaussian_kernel(sq[:, :n_top], sigma)
@@ -173,7 +178,8 @@ def batched_knn_gaussian_weights(
     normalization: str = "symmetric",
     symmetrize_weights: bool = False,
 ) -> torch.Tensor:
-    r""":func:`knn_gaussian_weights` for a batch of small point clouds at once, as dense ``(T, N, N)`` matrices.
+    r""":func:`knn_gaussian_weights` for a batch of small point clouds at once, as dense ``(T, N, N)``
+    matrices.
 
     Few-shot episodes hold tens to a few hundred points each; one dense batched computation
     for many episodes beats a sparse graph per episode. Same options, same weights as
@@ -223,24 +229,33 @@ def batched_knn_gaussian_weights(
         >>> single = knn_gaussian_weights(clouds[1], 5, sigma_neighbor=3, include_self=True).to_dense()
         >>> torch.allclose(batched[1], single)
         True
-        >>> mixed = batched_knn_gaussian_weights(clouds, [5, 3, 5], sigma_neighbor=[3, 2, 3], include_self=True)
-        >>> torch.allclose(mixed[1], knn_gaussian_weights(clouds[1], 3, sigma_neighbor=2, include_self=True).to_dense())
+        >>> mixed = batched_knn_gaussian_weights(
+        ...     clouds, [5, 3, 5], sigma_neighbor=[3, 2, 3], include_self=True
+        ... )
+        >>> single = knn_gaussian_weights(clouds[1], 3, sigma_neighbor=2, include_self=True)
+        >>> torch.allclose(mixed[1], single.to_dense())
         True
     """
     if not isinstance(points, torch.Tensor) or points.dim() != 3:
-        raise ValueError(f"points must be a (T, N, D) tensor, got {getattr(points, 'shape', type(points).__name__)}")
+        raise ValueError(
+            f"points must be a (T, N, D) tensor, got {getattr(points, 'shape', type(points).__name__)}"
+        )
     check_points(points.reshape(-1, points.shape[-1]) if points.numel() else points.reshape(0, 1), "points")
     if (sigma is None) == (sigma_neighbor is None):
         raise ValueError("give exactly one of sigma (fixed bandwidth) or sigma_neighbor (adaptive)")
     check_choice(normalization, "normalization", NORMALIZATIONS)
     tasks, num_points, _ = points.shape
     counts = _per_cloud(n_top, "n_top", tasks, points.device)
-    widths = None if sigma_neighbor is None else _per_cloud(sigma_neighbor, "sigma_neighbor", tasks, points.device)
+    widths = (
+        None if sigma_neighbor is None else _per_cloud(sigma_neighbor, "sigma_neighbor", tasks, points.device)
+    )
     search_k = int(counts.max()) if widths is None else int(torch.maximum(counts, widths).max())
     available = num_points if include_self else num_points - 1
     if search_k > available:
-        raise ValueError(f"n_top/sigma_neighbor={search_k} neighbours requested but each cloud has only {available} "
-                         f"{'points' if include_self else 'other points'} (N={num_points})")
+        raise ValueError(
+            f"n_top/sigma_neighbor={search_k} neighbours requested but each cloud has only {available} "
+            f"{'points' if include_self else 'other points'} (N={num_points})"
+        )
     points = points.detach()
     centred = points - points.mean(1, keepdim=True)
     norms = centred.square().sum(2)
@@ -248,12 +263,14 @@ def batched_knn_gaussian_weights(
     diagonal = torch.arange(num_points, device=points.device)
     sq[:, diagonal, diagonal] = -1.0 if include_self else math.inf  # self first, or never
     order = torch.topk(sq, search_k, dim=2, largest=False, sorted=True).indices
-    # the selected distances in the difference form (no cancellation), rows re-sorted where round-off swapped a pair
-    # (a stable sort: self, ranked first, stays first among points at distance 0)
+    # the selected distances in the difference form (no cancellation), rows re-sorted where round-off swapped
+    # a pair (a stable sort: self, ranked first, stays first among points at distance 0)
     offsets = num_points * torch.arange(tasks, device=points.device)[:, None, None]
     flat = points.reshape(tasks * num_points, -1)
     neighbours = flat.index_select(0, (order + offsets).reshape(-1)).view(tasks, num_points, search_k, -1)
-    sorted_sq, resort = torch.sort(neighbours.sub_(points[:, :, None, :]).square_().sum(3), dim=2, stable=True)
+    sorted_sq, resort = torch.sort(
+        neighbours.sub_(points[:, :, None, :]).square_().sum(3), dim=2, stable=True
+    )
     order = torch.gather(order, 2, resort)
     check_sq_distances(sorted_sq, points)
     keep = torch.arange(search_k, device=points.device)[None, None, :] < counts[:, None, None]  # (T, 1, k)
@@ -266,8 +283,12 @@ def batched_knn_gaussian_weights(
     flat_values, flat_sq = values.reshape(-1, search_k), sorted_sq.reshape(-1, search_k)
     flat_keep = keep.expand(-1, num_points, -1).reshape(-1, search_k)
     flat_order = (order + offsets).reshape(-1, search_k)
-    _check_not_empty(flat_values, torch.where(flat_keep, flat_order, torch.arange(
-        flat_order.shape[0], device=points.device)[:, None]), flat_sq, sigma)
+    _check_not_empty(
+        flat_values,
+        torch.where(flat_keep, flat_order, torch.arange(flat_order.shape[0], device=points.device)[:, None]),
+        flat_sq,
+        sigma,
+    )
     weights = torch.zeros(tasks, num_points, num_points, dtype=points.dtype, device=points.device)
     weights.scatter_add_(2, order, values)
     if normalization != "none":
@@ -294,7 +315,8 @@ def _per_cloud(value, name: str, tasks: int, device) -> torch.Tensor:
 
 
 def _check_not_empty(values: torch.Tensor, indices: torch.Tensor, sq: torch.Tensor, sigma) -> None:
-    """Refuse a kernel width under which every weight between distinct points is 0; warn if some points are cut off."""
+    """Refuse a kernel width under which every weight between distinct points is 0; warn if some points are
+    cut off."""
     others = indices != torch.arange(indices.shape[0], device=indices.device)[:, None]
     if not bool(others.any()):
         return  # only self entries were asked for (n_top = 1 with include_self)
@@ -305,14 +327,20 @@ def _check_not_empty(values: torch.Tensor, indices: torch.Tensor, sq: torch.Tens
     width = f"sigma={sigma:g}" if sigma is not None else "the adaptive sigma"
     if not bool(connected.any()):
         raise ValueError(
-            f"{width} is so small that every weight exp(-d^2/sigma^2) between distinct points underflows to 0 "
-            f"(neighbour distances {float(distances.min()):.3g} to {float(distances.max()):.3g}): the graph has no "
+            f"{width} is so small that every weight exp(-d^2/sigma^2) between distinct points underflows to "
+            "0 "
+            f"(neighbour distances {float(distances.min()):.3g} to {float(distances.max()):.3g}): the graph "
+            "has no "
             f"edges and diffusion would do nothing. Use sigma near the neighbour distances (e.g. "
-            f"{float(distances.median()):.3g}) or an adaptive width (sigma_neighbor=...)")
+            f"{float(distances.median()):.3g}) or an adaptive width (sigma_neighbor=...)"
+        )
     warnings.warn(
-        f"{int((~connected).sum())} of {connected.numel()} points have no neighbour with a non-zero weight under "
-        f"{width}: they are cut off from the graph and diffusion leaves them unchanged", RuntimeWarning,
-        stacklevel=3)
+        f"{int((~connected).sum())} of {connected.numel()} points have no neighbour with a non-zero weight "
+        "under "
+        f"{width}: they are cut off from the graph and diffusion leaves them unchanged",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass

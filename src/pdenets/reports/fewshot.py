@@ -1,5 +1,5 @@
-"""The report of ``pdenets run few-shot``: the ablation tables, the official Omniglot runs, the sweeps' tables and
-figures (Figs. 6–10 of the Diff-ResNet paper), with the paper's and the published numbers for context.
+"""The report of ``pdenets run few-shot``: the ablation tables, the official Omniglot runs, the sweeps' tables
+and figures (Figs. 6–10 of the Diff-ResNet paper), with the paper's and the published numbers for context.
 
 :func:`add_sections` takes the task's configuration, results and records and adds its sections to a
 :class:`~pdenets.experiments.report.Report` the task started (the task writes it).
@@ -16,44 +16,74 @@ from ..experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_class
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue, format_mean_std
 
-__all__ = ["add_sections", "shape_label", "METHOD_NAMES", "PAPER_METHODS", "PAPER_TABLE2", "PUBLISHED_RUN_ERRORS"]
+__all__ = [
+    "add_sections",
+    "shape_label",
+    "METHOD_NAMES",
+    "PAPER_METHODS",
+    "PAPER_TABLE2",
+    "PUBLISHED_RUN_ERRORS",
+]
 
 #: the methods' names in tables
-METHOD_NAMES = {"prototype": "Nearest prototype", "diffusion": "Diffusion (LaplacianShot)",
-                "convection": "Convection", "external": "External convection-diffusion",
-                "internal": "Internal convection-diffusion (Diff-ResNet)", "bd-cspn": "BD-CSPN",
-                "pt-map": "PT-MAP", "tim": "TIM-GD", "alpha-tim": "α-TIM", "paddle": "PADDLE"}
+METHOD_NAMES = {
+    "prototype": "Nearest prototype",
+    "diffusion": "Diffusion (LaplacianShot)",
+    "convection": "Convection",
+    "external": "External convection-diffusion",
+    "internal": "Internal convection-diffusion (Diff-ResNet)",
+    "bd-cspn": "BD-CSPN",
+    "pt-map": "PT-MAP",
+    "tim": "TIM-GD",
+    "alpha-tim": "α-TIM",
+    "paddle": "PADDLE",
+}
 #: the mark of a result whose method assumes balanced queries, on a query set that is not balanced
 ASSUMPTION_MARK = "†"
 
 
 def shape_label(queries: int, distribution: str, open_set: int, mode: str) -> str:
-    """The name of a query-set shape in tables, e.g. ``"dirichlet:2, 15 queries per class + 2 open-set classes"``."""
+    """The name of a query-set shape in tables, e.g. ``"dirichlet:2, 15 queries per class + 2 open-set
+    classes"``."""
     label = f"{distribution}, {queries} quer{'y' if queries == 1 else 'ies'} per class"
     if open_set:
         label += f" + {open_set} open-set class{'' if open_set == 1 else 'es'}"
     return label + (", one query at a time" if mode == "one-at-a-time" else "")
+
+
 PAPER_METHODS = ("prototype", "diffusion", "convection", "external", "internal")
 _SOURCE = "Diff-ResNet paper, Table 2 (miniImageNet, ResNet-18, 5-way, 1,000 tasks)"
-#: Table 2, miniImageNet with a ResNet-18 backbone: the paper's numbers for context (other data, other backbone).
-PAPER_TABLE2 = {("prototype", 1): PaperValue(57.09, None, _SOURCE), ("prototype", 5): PaperValue(79.30, None, _SOURCE),
-                ("diffusion", 1): PaperValue(57.81, None, _SOURCE), ("diffusion", 5): PaperValue(79.54, None, _SOURCE),
-                ("convection", 1): PaperValue(53.04, None, _SOURCE),
-                ("convection", 5): PaperValue(79.58, None, _SOURCE),
-                ("external", 1): PaperValue(55.30, None, _SOURCE), ("external", 5): PaperValue(79.55, None, _SOURCE),
-                ("internal", 1): PaperValue(68.47, None, _SOURCE), ("internal", 5): PaperValue(80.02, None, _SOURCE)}
+#: Table 2, miniImageNet with a ResNet-18 backbone: the paper's numbers for context (other data, other
+#: backbone).
+PAPER_TABLE2 = {
+    ("prototype", 1): PaperValue(57.09, None, _SOURCE),
+    ("prototype", 5): PaperValue(79.30, None, _SOURCE),
+    ("diffusion", 1): PaperValue(57.81, None, _SOURCE),
+    ("diffusion", 5): PaperValue(79.54, None, _SOURCE),
+    ("convection", 1): PaperValue(53.04, None, _SOURCE),
+    ("convection", 5): PaperValue(79.58, None, _SOURCE),
+    ("external", 1): PaperValue(55.30, None, _SOURCE),
+    ("external", 5): PaperValue(79.55, None, _SOURCE),
+    ("internal", 1): PaperValue(68.47, None, _SOURCE),
+    ("internal", 5): PaperValue(80.02, None, _SOURCE),
+}
 _LAKE = "Lake et al., Science 2015 (20 one-shot runs)"
 _KOCH = "Koch et al., ICML DL workshop 2015"
 #: Published error rates (%) on the 20 official Omniglot one-shot runs.
-PUBLISHED_RUN_ERRORS = {"Modified Hausdorff distance": PaperValue(38.8, None, _LAKE),
-                        "Siamese ConvNet (Koch et al. 2015)": PaperValue(8.0, None, _KOCH),
-                        "People": PaperValue(4.5, None, _LAKE),
-                        "Bayesian program learning": PaperValue(3.3, None, _LAKE)}
+PUBLISHED_RUN_ERRORS = {
+    "Modified Hausdorff distance": PaperValue(38.8, None, _LAKE),
+    "Siamese ConvNet (Koch et al. 2015)": PaperValue(8.0, None, _KOCH),
+    "People": PaperValue(4.5, None, _LAKE),
+    "Bayesian program learning": PaperValue(3.3, None, _LAKE),
+}
 
 
-def add_sections(report: Report, config, results: Dict[str, Any], records: List[Mapping[str, Any]], run_dir) -> None:
-    """Add the few-shot sections to ``report``: the methods' settings, the ablation tables and the paper's claim,
-    the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each when run).
+def add_sections(
+    report: Report, config, results: Dict[str, Any], records: List[Mapping[str, Any]], run_dir
+) -> None:
+    """Add the few-shot sections to ``report``: the methods' settings, the ablation tables and the paper's
+    claim, the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each
+    when run).
 
     The figures are written into ``run_dir`` and their file names added to ``results["figures"]``.
 
@@ -70,10 +100,16 @@ def add_sections(report: Report, config, results: Dict[str, Any], records: List[
     """
     figures = results.setdefault("figures", {})
     report.paragraph(
-        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean ± 95 % "
-        "confidence interval (1.96 σ/√n) over tasks. Settings per method:")
-    report.bullets([f"**{METHOD_NAMES.get(name, name)}**: {_describe(config.method(name).settings)}"
-                    for name in config.methods])
+        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean "
+        "± 95 % "
+        "confidence interval (1.96 σ/√n) over tasks. Settings per method:"
+    )
+    report.bullets(
+        [
+            f"**{METHOD_NAMES.get(name, name)}**: {_describe(config.method(name).settings)}"
+            for name in config.methods
+        ]
+    )
     if results["ablation"]:
         _ablation_section(report, results, config)
     if results["official_runs"]:
@@ -81,28 +117,50 @@ def add_sections(report: Report, config, results: Dict[str, Any], records: List[
     if results["sensitivity"]:
         figures["sensitivity"] = _sensitivity_figure(results["sensitivity"], run_dir)
         report.heading("Sensitivity (Figs. 7–9): internal convection-diffusion, 5-way 1-shot")
-        rows = [[study, format_mean_std(point["value"], digits=2), f"{point['mean']:.2f} ± {point['ci95']:.2f}",
-                 point["tasks"]] for study, points in results["sensitivity"].items() for point in points]
-        report.table(["sweep", "value", "accuracy (%)", "tasks"], rows,
-                     caption="n_top in paper units (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); strength = "
-                             "r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).")
-        report.figure(figures["sensitivity"], "Accuracy against n_top, total strength rγ and the number of steps r "
-                                              "at fixed rγ (error bars: 95 % CI).")
+        rows = [
+            [
+                study,
+                format_mean_std(point["value"], digits=2),
+                f"{point['mean']:.2f} ± {point['ci95']:.2f}",
+                point["tasks"],
+            ]
+            for study, points in results["sensitivity"].items()
+            for point in points
+        ]
+        report.table(
+            ["sweep", "value", "accuracy (%)", "tasks"],
+            rows,
+            caption="n_top in paper units (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); strength = "
+            "r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).",
+        )
+        report.figure(
+            figures["sensitivity"],
+            "Accuracy against n_top, total strength rγ and the number of steps r "
+            "at fixed rγ (error bars: 95 % CI).",
+        )
     if results["timing"]:
         figures["timing"] = _timing_figure(results["timing"], run_dir)
         report.heading("Time per task against diffusion layers (Fig. 10)")
-        rows = [[p["layers"], f"{1000 * p['seconds_per_task']:.2f}", f"{p['mean']:.2f} ± {p['ci95']:.2f}"]
-                for p in sorted(results["timing"], key=lambda p: p["layers"])]
-        report.table(["diffusion layers r", "ms per task (batched)", "accuracy (%)"], rows,
-                     caption="rγ = 2 (γ = 1 for r = 1); tasks trained together in batches; measured inside a worker "
-                             "process, so other jobs may share the machine.")
+        rows = [
+            [p["layers"], f"{1000 * p['seconds_per_task']:.2f}", f"{p['mean']:.2f} ± {p['ci95']:.2f}"]
+            for p in sorted(results["timing"], key=lambda p: p["layers"])
+        ]
+        report.table(
+            ["diffusion layers r", "ms per task (batched)", "accuracy (%)"],
+            rows,
+            caption="rγ = 2 (γ = 1 for r = 1); tasks trained together in batches; measured inside a worker "
+            "process, so other jobs may share the machine.",
+        )
         report.figure(figures["timing"], "Time per task and accuracy against the number of diffusion layers.")
     pictures = [r for r in records if "before" in r]
     if pictures:
         figures["picture"] = _picture_figure(pictures, run_dir)
         report.heading("One task before and after diffusion (Fig. 6)")
-        report.figure(figures["picture"], "2-D PCA of one 5-way task's features before and after r diffusion steps "
-                                          "on its graph (stars: support, dots: queries; colours: classes).")
+        report.figure(
+            figures["picture"],
+            "2-D PCA of one 5-way task's features before and after r diffusion steps "
+            "on its graph (stars: support, dots: queries; colours: classes).",
+        )
 
 
 def _describe(settings) -> str:
@@ -122,74 +180,125 @@ def _ablation_section(report: Report, results, config) -> None:
             columns = list(cells)
             rows = []
             for method in config.methods:
-                breaks = not facts["balanced"] and method in METHOD_CLASSES and \
-                    METHOD_CLASSES[method].assumes_balanced_queries
+                breaks = (
+                    not facts["balanced"]
+                    and method in METHOD_CLASSES
+                    and METHOD_CLASSES[method].assumes_balanced_queries
+                )
                 marked = marked or breaks
                 row = [METHOD_NAMES.get(method, method) + (f" {ASSUMPTION_MARK}" if breaks else "")]
                 for cell in columns:
                     entry = cells[cell].get(method)
                     text = f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—"
-                    if entry and entry["tasks"] != config.tasks:  # a partial run says how many tasks it has so far
+                    if (
+                        entry and entry["tasks"] != config.tasks
+                    ):  # a partial run says how many tasks it has so far
                         text += f" ({entry['tasks']} tasks)"
                     if entry and "open_auroc" in entry:
                         text += f", AUROC {entry['open_auroc']:.2f}"
                     row.append(text)
                 rows.append(row)
-            caption = (f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet.")
+            caption = (
+                f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet."
+            )
             if facts["open_set"]:
-                caption += (" Accuracy counts the queries of the support's classes; AUROC: how well the top "
-                            "probability tells them from the open-set queries (0.5: not at all).")
+                caption += (
+                    " Accuracy counts the queries of the support's classes; AUROC: how well the top "
+                    "probability tells them from the open-set queries (0.5: not at all)."
+                )
             report.table([dataset] + columns, rows, caption=caption)
     if marked:
-        report.paragraph(f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
-                         "none from elsewhere) and the query sets of this table are not: its result shows what the "
-                         "assumption costs, not what the method does on the query sets it was made for.")
-    timing = [(shape, dataset, cell, method, entry["seconds_per_1000_tasks"])
-              for shape, tables in results["ablation"].items() for dataset, cells in tables.items()
-              for cell, methods in cells.items() for method, entry in methods.items()]
+        report.paragraph(
+            f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
+            "none from elsewhere) and the query sets of this table are not: its result shows what the "
+            "assumption costs, not what the method does on the query sets it was made for."
+        )
+    timing = [
+        (shape, dataset, cell, method, entry["seconds_per_1000_tasks"])
+        for shape, tables in results["ablation"].items()
+        for dataset, cells in tables.items()
+        for cell, methods in cells.items()
+        for method, entry in methods.items()
+    ]
     if timing:
         first = timing[0][:3]
-        rows = [[METHOD_NAMES.get(method, method), f"{seconds:.2f}"] for shape, dataset, cell, method, seconds in timing
-                if (shape, dataset, cell) == first]
-        report.table(["method", "s per 1,000 tasks"], rows,
-                     caption=f"{first[1]}, {first[2]}, {first[0]}: time of the method alone (batched), measured in a "
-                             f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
-                             "shared the machine (benchmarks/fewshot_peers.py measures alone).")
+        rows = [
+            [METHOD_NAMES.get(method, method), f"{seconds:.2f}"]
+            for shape, dataset, cell, method, seconds in timing
+            if (shape, dataset, cell) == first
+        ]
+        report.table(
+            ["method", "s per 1,000 tasks"],
+            rows,
+            caption=f"{first[1]}, {first[2]}, {first[0]}: time of the method alone (batched), measured in a "
+            f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
+            "shared the machine (benchmarks/fewshot_peers.py measures alone).",
+        )
     report.paragraph(
         "For context, the paper's Table 2 on miniImageNet with a ResNet-18 (raw features, 5-way): "
-        + "; ".join(f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / {PAPER_TABLE2[(m, 5)].format(2)} "
-                    f"(5-shot)" for m in PAPER_METHODS) + ". Other data and backbone: compare orderings, not values.")
+        + "; ".join(
+            f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / {PAPER_TABLE2[(m, 5)].format(2)} "
+            f"(5-shot)"
+            for m in PAPER_METHODS
+        )
+        + ". Other data and backbone: compare orderings, not values."
+    )
     verdicts = results["claim"]
     if verdicts:
         lines = []
         for table, beats in verdicts.items():
-            parts = [f"{other} {v['difference']:+.2f} points ({'clearly' if v['clearly'] else 'not clearly'})"
-                     for other, v in beats.items()]
+            parts = [
+                f"{other} {v['difference']:+.2f} points ({'clearly' if v['clearly'] else 'not clearly'})"
+                for other, v in beats.items()
+            ]
             lines.append(f"{table}: internal vs " + ", ".join(parts))
-        report.paragraph("The paper's 1-shot claim — internal convection-diffusion clearly beats convection, external "
-                         "and nearest prototype ('clearly': the gap exceeds the sum of the two 95 % half-widths):")
+        report.paragraph(
+            "The paper's 1-shot claim — internal convection-diffusion clearly beats convection, external "
+            "and nearest prototype ('clearly': the gap exceeds the sum of the two 95 % half-widths):"
+        )
         report.bullets(lines)
 
 
 def _official_section(report: Report, results) -> None:
     report.heading("Omniglot: the 20 official one-shot runs (Lake et al. 2015)")
-    rows = [[f"pdenets: {METHOD_NAMES.get(m, m)}", f"{e['error_rate']:.1f}"]
-            for m, e in results["official_runs"].items()]
+    rows = [
+        [f"pdenets: {METHOD_NAMES.get(m, m)}", f"{e['error_rate']:.1f}"]
+        for m, e in results["official_runs"].items()
+    ]
     rows += [[f"published: {name}", value.format(1)] for name, value in PUBLISHED_RUN_ERRORS.items()]
-    report.table(["method", "error rate (%)"], rows,
-                 caption="20-way 1-shot from the evaluation alphabets, never seen in training; the backbone was "
-                         "trained on every background character of the two small zips (242).")
+    report.table(
+        ["method", "error rate (%)"],
+        rows,
+        caption="20-way 1-shot from the evaluation alphabets, never seen in training; the backbone was "
+        "trained on every background character of the two small zips (242).",
+    )
 
 
 def _sensitivity_figure(sensitivity, run_dir) -> str:
-    titles = {"n_top": "n_top (paper units)", "strength": "total strength rγ (γ = 0.5)", "steps": "steps r (rγ = 5)"}
+    titles = {
+        "n_top": "n_top (paper units)",
+        "strength": "total strength rγ (γ = 0.5)",
+        "steps": "steps r (rγ = 5)",
+    }
     studies = [s for s in ("n_top", "strength", "steps") if s in sensitivity]
-    fig, axes = plt.subplots(1, len(studies), figsize=(4.2 * len(studies), 3.3), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        1, len(studies), figsize=(4.2 * len(studies), 3.3), squeeze=False, layout="constrained"
+    )
     for ax, study in zip(axes[0], studies):
         points = sorted(sensitivity[study], key=lambda p: p["value"])
-        errorbar_lines(ax, {"internal": ([p["value"] for p in points], [p["mean"] for p in points],
-                                         [p["ci95"] for p in points])}, xlabel=titles[study], ylabel="accuracy (%)",
-                       title=titles[study])
+        errorbar_lines(
+            ax,
+            {
+                "internal": (
+                    [p["value"] for p in points],
+                    [p["mean"] for p in points],
+                    [p["ci95"] for p in points],
+                )
+            },
+            xlabel=titles[study],
+            ylabel="accuracy (%)",
+            title=titles[study],
+        )
     return run_dir.save_figure(fig, "sensitivity.png")
 
 
@@ -197,26 +306,44 @@ def _timing_figure(timing, run_dir) -> str:
     points = sorted(timing, key=lambda p: p["layers"])
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
     layers = [p["layers"] for p in points]
-    ax.plot(layers, [1000 * p["seconds_per_task"] for p in points], "o-", color="#d62728", label="ms per task")
+    ax.plot(
+        layers, [1000 * p["seconds_per_task"] for p in points], "o-", color="#d62728", label="ms per task"
+    )
     ax.set_xlabel("diffusion layers r")
     ax.set_ylabel("ms per task", color="#d62728")
     twin = ax.twinx()
-    twin.errorbar(layers, [p["mean"] for p in points], yerr=[p["ci95"] for p in points], fmt="s--", color="#1f77b4",
-                  capsize=3)
+    twin.errorbar(
+        layers,
+        [p["mean"] for p in points],
+        yerr=[p["ci95"] for p in points],
+        fmt="s--",
+        color="#1f77b4",
+        capsize=3,
+    )
     twin.set_ylabel("accuracy (%)", color="#1f77b4")
     ax.grid(alpha=0.3)
     return run_dir.save_figure(fig, "timing.png")
 
 
 def _picture_figure(pictures, run_dir) -> str:
-    fig, axes = plt.subplots(len(pictures), 2, figsize=(7, 3.4 * len(pictures)), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        len(pictures), 2, figsize=(7, 3.4 * len(pictures)), squeeze=False, layout="constrained"
+    )
     for row, picture in zip(axes, pictures):
         labels = np.asarray(picture["labels"])
         support = picture["support"]
         for ax, key, title in ((row[0], "before", "before diffusion"), (row[1], "after", "after diffusion")):
             points = np.asarray(picture[key])
-            scatter_classes(ax, points[support:], labels[support:], title=f"{picture['shots']}-shot, {title}",
-                            size=10)
-            ax.scatter(points[:support, 0], points[:support, 1], marker="*", s=160, edgecolors="k",
-                       c=CLASS_COLORS[labels[:support] % len(CLASS_COLORS)], linewidths=0.6)
+            scatter_classes(
+                ax, points[support:], labels[support:], title=f"{picture['shots']}-shot, {title}", size=10
+            )
+            ax.scatter(
+                points[:support, 0],
+                points[:support, 1],
+                marker="*",
+                s=160,
+                edgecolors="k",
+                c=CLASS_COLORS[labels[:support] % len(CLASS_COLORS)],
+                linewidths=0.6,
+            )
     return run_dir.save_figure(fig, "picture.png")

@@ -14,8 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..data.paths import dataset_label
 from ..data.forecast_protocols import ForecastSetup, protocol_windows
+from ..data.paths import dataset_label
 from ..data.temporal import TEMPORAL_DATASETS, load_temporal
 from ..experiments.report import Report
 from ..experiments.summary import PaperValue
@@ -24,19 +24,32 @@ from .forecast_figures import forecast_figure, graph_figure, horizon_figure
 __all__ = ["add_sections", "verdicts", "PAPER_PYG"]
 
 #: published figures of the PyTorch Geometric Temporal protocol, per dataset and model
-PAPER_PYG = {("chickenpox", "linear"): PaperValue(0.704, None, "PyTorch Geometric Temporal protocol, chickenpox: "
-                                                              "linear regression on the 4 lags")}
+PAPER_PYG = {
+    ("chickenpox", "linear"): PaperValue(
+        0.704, None, "PyTorch Geometric Temporal protocol, chickenpox: linear regression on the 4 lags"
+    )
+}
 #: figures of PyTorch Geometric Temporal's own models, per dataset: what they are and how they were obtained
 PEER_NOTES = {
-    "chickenpox": "PyTorch Geometric Temporal's own GConvGRU (K = 1) trained by its documented loop (per-node loss, "
-                  "200 epochs, all 20 % training snapshots) reaches 0.733–0.738 over 3 seeds and its DCRNN "
-                  "0.724–0.750 (`python benchmarks/forecast.py --peer pyg-temporal`); the example scripts shipped in "
-                  "its repository subtract (N, 1) from (N,) predictions, train every county towards the week's mean "
-                  "and reach 1.02–1.09."}
+    "chickenpox": "PyTorch Geometric Temporal's own GConvGRU (K = 1) trained by its documented loop "
+    "(per-node loss, "
+    "200 epochs, all 20 % training snapshots) reaches 0.733–0.738 over 3 seeds and its DCRNN "
+    "0.724–0.750 (`python benchmarks/forecast.py --peer pyg-temporal`); the example scripts shipped in "
+    "its repository subtract (N, 1) from (N,) predictions, train every county towards the week's mean "
+    "and reach 1.02–1.09."
+}
 
 
-def add_sections(report: Report, config: Any, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir, *,
-                 models: Sequence[str], diffusion_graph: Callable[[Any, int], torch.Tensor]) -> None:
+def add_sections(
+    report: Report,
+    config: Any,
+    results: Dict[str, Any],
+    records: List[Dict[str, Any]],
+    run_dir,
+    *,
+    models: Sequence[str],
+    diffusion_graph: Callable[[Any, int], torch.Tensor],
+) -> None:
     """Add the setting, then per dataset and protocol its table, verdicts and figures, to ``report``.
 
     The figures' names go into ``results["figures"]``.
@@ -54,16 +67,26 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
     figures = results.setdefault("figures", {})
     report.paragraph(
         "The COIN paper's COVID-19 case data is not available offline; this runs its setting — a per-region "
-        "temporal model (convection, shared weights) followed by diffusion of the forecasts on the region graph — on "
-        "the offline series `england_covid` (daily cases, a mobility graph per day) and `chickenpox` (weekly, "
+        "temporal model (convection, shared weights) followed by diffusion of the forecasts on the region "
+        "graph — on "
+        "the offline series `england_covid` (daily cases, a mobility graph per day) and `chickenpox` "
+        "(weekly, "
         f"standardized as stored). Our protocol: {config.lags} lags, horizons 1–{config.horizons}, the last "
-        f"{config.test_fraction:.0%} of the days are the test period and the {config.val_fraction:.0%} before it "
-        "validation (early stopping); every (origin, horizon) pair belongs to the split of its target day. COIN: "
-        f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. Learned "
-        f"models: hidden {config.hidden}, float32, Adam on mini-batches of whole origins ({config.batch_rows} windows; "
-        f"lr {config.lr}, weight decay {config.weight_decay}), at most {config.epochs} passes, validation every "
-        f"{config.eval_steps} steps and after every pass, early stopping after {config.patience} steps without a "
-        f"better validation MSE; mean ± std over seeds {config.seeds} (the closed-form baselines are deterministic).")
+        f"{config.test_fraction:.0%} of the days are the test period and the {config.val_fraction:.0%} "
+        "before it "
+        "validation (early stopping); every (origin, horizon) pair belongs to the split of its target day. "
+        "COIN: "
+        f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. "
+        "Learned "
+        f"models: hidden {config.hidden}, float32, Adam on mini-batches of whole origins "
+        f"({config.batch_rows} windows; "
+        f"lr {config.lr}, weight decay {config.weight_decay}), at most {config.epochs} passes, validation "
+        "every "
+        f"{config.eval_steps} steps and after every pass, early stopping after {config.patience} steps "
+        "without a "
+        f"better validation MSE; mean ± std over seeds {config.seeds} (the closed-form baselines are "
+        "deterministic)."
+    )
     order = [model for model in models if model in config.models]
     for dataset, protocols in results["table"].items():
         for protocol, entries in protocols.items():
@@ -73,24 +96,34 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
             _verdict_paragraphs(report, results, f"{dataset}/{protocol}")
             if protocol == "ours":
                 key = "mae_raw_by_horizon" if raw else "mae_by_horizon"
-                figures[f"{dataset}-horizons"] = horizon_figure(entries, order, key, dataset, run_dir,
-                                                                f"{dataset}-horizons.png")
-                report.figure(figures[f"{dataset}-horizons"],
-                              f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
-                              "mean over seeds.")
-            forecast, graph = _series_figures(config, records, dataset, protocol, order, run_dir, sources,
-                                              diffusion_graph)
+                figures[f"{dataset}-horizons"] = horizon_figure(
+                    entries, order, key, dataset, run_dir, f"{dataset}-horizons.png"
+                )
+                report.figure(
+                    figures[f"{dataset}-horizons"],
+                    f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
+                    "mean over seeds.",
+                )
+            forecast, graph = _series_figures(
+                config, records, dataset, protocol, order, run_dir, sources, diffusion_graph
+            )
             if forecast:
                 figures[f"{dataset}-{protocol}-forecasts"] = forecast
-                report.figure(forecast, f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
-                                        "four regions with the most cases, truth in black (seed 0 of each model).")
+                report.figure(
+                    forecast,
+                    f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
+                    "four regions with the most cases, truth in black (seed 0 of each model).",
+                )
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
-                report.figure(graph, f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
-                                     "colour = mean |COIN − convection alone| of the horizon-1 test forecasts "
-                                     "(seed 0), size = degree, edges = diffusion weights averaged over the days "
-                                     "(those above 0.02 where the graph varies). Where diffusion changes the "
-                                     "forecasts most.")
+                report.figure(
+                    graph,
+                    f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
+                    "colour = mean |COIN − convection alone| of the horizon-1 test forecasts "
+                    "(seed 0), size = degree, edges = diffusion weights averaged over the days "
+                    "(those above 0.02 where the graph varies). Where diffusion changes the "
+                    "forecasts most.",
+                )
 
 
 def verdicts(table: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
@@ -101,9 +134,9 @@ def verdicts(table: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str,
             ``coin-over-MODEL`` entries are COIN over ``MODEL``.
 
     Returns:
-        ``coin_vs_linear``: where ``coin-forecast`` and ``linear`` both ran, COIN's MSE against linear regression's
-        (``coin_beats_linear``; ``clearly``: by more than one std); ``diffusion_check``: COIN over each model
-        against the model (``over``), and the best COIN variant against the best other model.
+        ``coin_vs_linear``: where ``coin-forecast`` and ``linear`` both ran, COIN's MSE against linear
+        regression's (``coin_beats_linear``; ``clearly``: by more than one std); ``diffusion_check``: COIN
+        over each model against the model (``over``), and the best COIN variant against the best other model.
     """
     against_linear, checks = {}, {}
     for dataset, protocols in table.items():
@@ -111,20 +144,36 @@ def verdicts(table: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str,
             if "coin-forecast" in models and "linear" in models:
                 coin, linear = models["coin-forecast"]["mse"], models["linear"]["mse"]["mean"]
                 against_linear[f"{dataset}/{protocol}"] = {
-                    "coin_mse": coin["mean"], "coin_std": coin["std"], "linear_mse": linear,
+                    "coin_mse": coin["mean"],
+                    "coin_std": coin["std"],
+                    "linear_mse": linear,
                     "coin_beats_linear": bool(coin["mean"] < linear),
-                    "clearly": bool(coin["mean"] + coin["std"] < linear)}
-            plain = {m: e["mse"]["mean"] for m, e in models.items() if not m.startswith("coin") and "mse" in e}
+                    "clearly": bool(coin["mean"] + coin["std"] < linear),
+                }
+            plain = {
+                m: e["mse"]["mean"] for m, e in models.items() if not m.startswith("coin") and "mse" in e
+            }
             coins = {m: e["mse"]["mean"] for m, e in models.items() if m.startswith("coin") and "mse" in e}
             if not plain or not coins:
                 continue
-            over = {m[len("coin-over-"):]: {"mse": plain[m[len("coin-over-"):]], "coin_mse": mse,
-                                            "coin_not_worse": bool(mse <= plain[m[len("coin-over-"):]] + 1e-12)}
-                    for m, mse in coins.items() if m.startswith("coin-over-")}
+            over = {
+                m[len("coin-over-") :]: {
+                    "mse": plain[m[len("coin-over-") :]],
+                    "coin_mse": mse,
+                    "coin_not_worse": bool(mse <= plain[m[len("coin-over-") :]] + 1e-12),
+                }
+                for m, mse in coins.items()
+                if m.startswith("coin-over-")
+            }
             best_plain, best_coin = min(plain, key=plain.get), min(coins, key=coins.get)
             checks[f"{dataset}/{protocol}"] = {
-                "over": over, "best_model": best_plain, "best_model_mse": plain[best_plain], "best_coin": best_coin,
-                "best_coin_mse": coins[best_coin], "best_coin_not_worse": bool(coins[best_coin] <= plain[best_plain])}
+                "over": over,
+                "best_model": best_plain,
+                "best_model_mse": plain[best_plain],
+                "best_coin": best_coin,
+                "best_coin_mse": coins[best_coin],
+                "best_coin_not_worse": bool(coins[best_coin] <= plain[best_plain]),
+            }
     return {"coin_vs_linear": against_linear, "diffusion_check": checks}
 
 
@@ -137,27 +186,39 @@ def _fmt(stats: Optional[Dict[str, float]], digits: int = 3) -> str:
 def _table(report: Report, dataset: str, protocol: str, entries: Dict[str, Any], order: List[str]) -> bool:
     """The table of one dataset and protocol: each model, then COIN over it; whether it has raw-unit MAE."""
     raw = any("mae_raw" in entry for entry in entries.values())
-    headers = ["model", "test MSE", "test MAE"] + (["MAE (cases per region)"] if raw else []) + \
-              (["paper / reference"] if protocol == "pyg-temporal" else []) + \
-              ["γ, r chosen on validation", "runs", "s per run"]
+    headers = (
+        ["model", "test MSE", "test MAE"]
+        + (["MAE (cases per region)"] if raw else [])
+        + (["paper / reference"] if protocol == "pyg-temporal" else [])
+        + ["γ, r chosen on validation", "runs", "s per run"]
+    )
     rows = []
     for model in [name for m in order for name in (m, f"coin-over-{m}")]:
         if model not in entries:
             continue
         entry = entries[model]
         name = f"↳ COIN over {entry['over']}" if "over" in entry else model
-        row = [f"**{name}**" if model.startswith("coin") else name, _fmt(entry.get("mse")), _fmt(entry.get("mae"))]
+        row = [
+            f"**{name}**" if model.startswith("coin") else name,
+            _fmt(entry.get("mse")),
+            _fmt(entry.get("mae")),
+        ]
         if raw:
             row.append(_fmt(entry.get("mae_raw"), 2))
         if protocol == "pyg-temporal":
             reference = PAPER_PYG.get((dataset, model))
             row.append(reference.format(3) if reference else "—")
-        chosen = ", ".join(f"{g:g}/{r}" if g else "0" for g, r in entry["chosen"]) if "chosen" in entry else ""
+        chosen = (
+            ", ".join(f"{g:g}/{r}" if g else "0" for g, r in entry["chosen"]) if "chosen" in entry else ""
+        )
         rows.append(row + [chosen, entry["runs"], f"{entry['seconds_per_run']:.1f}"])
-    caption = ("Scaled units (each region standardized on its training days; bursty counts after log(1 + y))" +
-               ("; MAE in cases per region on the raw counts." if raw else ".") if protocol == "ours" else
-               "MSE on the series as PyTorch Geometric Temporal's loader gives it." +
-               (" " + PEER_NOTES[dataset] if dataset in PEER_NOTES else ""))
+    caption = (
+        "Scaled units (each region standardized on its training days; bursty counts after log(1 + y))"
+        + ("; MAE in cases per region on the raw counts." if raw else ".")
+        if protocol == "ours"
+        else "MSE on the series as PyTorch Geometric Temporal's loader gives it."
+        + (" " + PEER_NOTES[dataset] if dataset in PEER_NOTES else "")
+    )
     report.table(headers, rows, caption=caption)
     return raw
 
@@ -167,10 +228,13 @@ def _concentration(report: Report, entries: Dict[str, Any], order: List[str]) ->
     shares = [entries[m]["top5_share"]["mean"] for m in order if m in entries and "top5_share" in entries[m]]
     if shares and min(shares) > 0.5:
         report.paragraph(
-            f"Five regions hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every model's test squared error: "
+            f"Five regions hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every model's test "
+            "squared error: "
             "series whose counts burst in the test period far beyond anything in the training days (Twitter "
-            "mentions of a few users in a tournament's final days), which no scale taken from the training days "
-            "anticipates. Compare models on this table with that in mind, or on the MAE.")
+            "mentions of a few users in a tournament's final days), which no scale taken from the training "
+            "days "
+            "anticipates. Compare models on this table with that in mind, or on the MAE."
+        )
 
 
 def _verdict_paragraphs(report: Report, results: Dict[str, Any], name: str) -> None:
@@ -179,24 +243,37 @@ def _verdict_paragraphs(report: Report, results: Dict[str, Any], name: str) -> N
     if check:
         worse = [m for m, c in check["over"].items() if not c["coin_not_worse"]]
         report.paragraph(
-            "COIN over a model diffuses its forecasts on the region graph with the (γ, r) whose gain in squared "
-            "error over the model clears its noise on the selection days (the one-sided 95 % lower bound of the "
-            "mean gain over blocks of H days is positive; validation days, or every day before the test period "
-            "for the last value and the moving average, which read no target); otherwise, and whenever fewer than "
-            "5 blocks of days can be judged, it keeps the model (γ = 0). " +
-            ("It is not worse than its model on the test period for any model. " if not worse else
-             f"On the test period it is worse than its model for {', '.join(worse)} (chosen before the test "
-             "period, so this can happen). ") +
-            f"Best COIN variant: {check['best_coin']} ({check['best_coin_mse']:.3f}); best other model: "
-            f"{check['best_model']} ({check['best_model_mse']:.3f}).")
+            "COIN over a model diffuses its forecasts on the region graph with the (γ, r) whose gain in "
+            "squared "
+            "error over the model clears its noise on the selection days (the one-sided 95 % lower bound of "
+            "the "
+            "mean gain over blocks of H days is positive; validation days, or every day before the test "
+            "period "
+            "for the last value and the moving average, which read no target); otherwise, and whenever fewer "
+            "than "
+            "5 blocks of days can be judged, it keeps the model (γ = 0). "
+            + (
+                "It is not worse than its model on the test period for any model. "
+                if not worse
+                else f"On the test period it is worse than its model for {', '.join(worse)} (chosen before "
+                "the test "
+                "period, so this can happen). "
+            )
+            + f"Best COIN variant: {check['best_coin']} ({check['best_coin_mse']:.3f}); best other model: "
+            f"{check['best_model']} ({check['best_model_mse']:.3f})."
+        )
     verdict = results["coin_vs_linear"].get(name)
     if verdict:
-        report.paragraph(f"COIN {'beats' if verdict['coin_beats_linear'] else 'does not beat'} linear "
-                         f"regression here: MSE {verdict['coin_mse']:.3f} ± {verdict['coin_std']:.3f} vs "
-                         f"{verdict['linear_mse']:.3f}" + (" (by more than one std)." if verdict["clearly"] else "."))
+        report.paragraph(
+            f"COIN {'beats' if verdict['coin_beats_linear'] else 'does not beat'} linear "
+            f"regression here: MSE {verdict['coin_mse']:.3f} ± {verdict['coin_std']:.3f} vs "
+            f"{verdict['linear_mse']:.3f}" + (" (by more than one std)." if verdict["clearly"] else ".")
+        )
 
 
-def _series_for(config: Any, dataset: str, protocol: str, sources: Dict[str, str]) -> Optional[Dict[str, Any]]:
+def _series_for(
+    config: Any, dataset: str, protocol: str, sources: Dict[str, str]
+) -> Optional[Dict[str, Any]]:
     """The series of a table's dataset and its protocol's scaling; ``None`` where it cannot be read."""
     dataset = sources.get(dataset, dataset)
     setup = ForecastSetup.of(config) if protocol == "ours" else None
@@ -207,32 +284,52 @@ def _series_for(config: Any, dataset: str, protocol: str, sources: Dict[str, str
         return None
 
 
-def _seed_zero(records: List[Dict[str, Any]], dataset: str, protocol: str, model: str) -> Optional[Dict[str, Any]]:
-    found = [r for r in records if dataset_label(r["dataset"], TEMPORAL_DATASETS) == dataset
-             and r["protocol"] == protocol and r["model"] == model]
+def _seed_zero(
+    records: List[Dict[str, Any]], dataset: str, protocol: str, model: str
+) -> Optional[Dict[str, Any]]:
+    found = [
+        r
+        for r in records
+        if dataset_label(r["dataset"], TEMPORAL_DATASETS) == dataset
+        and r["protocol"] == protocol
+        and r["model"] == model
+    ]
     found.sort(key=lambda r: r["seed"])
     return found[0] if found else None
 
 
-def _series_figures(config, records, dataset, protocol, order, run_dir, sources, diffusion_graph
-                    ) -> Tuple[Optional[str], Optional[str]]:
+def _series_figures(
+    config, records, dataset, protocol, order, run_dir, sources, diffusion_graph
+) -> Tuple[Optional[str], Optional[str]]:
     """The forecasts figure and the graph figure of one dataset and protocol (the protocol prepared once)."""
     data = _series_for(config, dataset, protocol, sources)
     if data is None:
         return None, None
     series = data["series"]
-    forecasts = {model: record["test_forecast"] for model in order
-                 if (record := _seed_zero(records, dataset, protocol, model)) and record["test_forecast"]["steps"]}
-    forecast = forecast_figure(series, data["mean"], data["std"], forecasts, run_dir,
-                               f"{dataset}-{protocol}-forecasts.png")
+    forecasts = {
+        model: record["test_forecast"]
+        for model in order
+        if (record := _seed_zero(records, dataset, protocol, model)) and record["test_forecast"]["steps"]
+    }
+    forecast = forecast_figure(
+        series, data["mean"], data["std"], forecasts, run_dir, f"{dataset}-{protocol}-forecasts.png"
+    )
     if "coin-forecast" not in forecasts or "window-mlp" not in forecasts:
         return forecast, None
     change = np.asarray(forecasts["coin-forecast"]["values"]) - np.asarray(forecasts["window-mlp"]["values"])
     change = np.abs(change * data["std"].numpy()[None, :]).mean(0)
     steps = range(series.num_steps) if series.time_varying else [0]
-    dense = sum(diffusion_graph(series.graph_at(step), series.num_nodes).to_dense() for step in steps) / len(steps)
+    dense = sum(diffusion_graph(series.graph_at(step), series.num_nodes).to_dense() for step in steps) / len(
+        steps
+    )
     dense = ((dense + dense.T) / 2).numpy()  # the diffusion weights (rows sum to 1), averaged over the days
-    graph = graph_figure(dense, change, 0.02 if series.time_varying else 0.0, run_dir,
-                         f"{dataset}-{protocol}-graph.png", title=f"{dataset}: where diffusion changes the forecasts",
-                         label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""))
+    graph = graph_figure(
+        dense,
+        change,
+        0.02 if series.time_varying else 0.0,
+        run_dir,
+        f"{dataset}-{protocol}-graph.png",
+        title=f"{dataset}: where diffusion changes the forecasts",
+        label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""),
+    )
     return forecast, graph

@@ -16,14 +16,27 @@ from ..experiments.plots import plt
 __all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure"]
 
 #: one colour per forecaster, the same in every figure
-FORECAST_COLORS = {"last-value": "#999999", "moving-average": "#bbbb55", "linear": "#1f77b4",
-                   "window-mlp": "#ff7f0e", "coin-forecast": "#d62728", "window-gcn": "#2ca02c",
-                   "cheb-gru": "#9467bd", "pygt-gconv-gru": "#8c564b"}
+FORECAST_COLORS = {
+    "last-value": "#999999",
+    "moving-average": "#bbbb55",
+    "linear": "#1f77b4",
+    "window-mlp": "#ff7f0e",
+    "coin-forecast": "#d62728",
+    "window-gcn": "#2ca02c",
+    "cheb-gru": "#9467bd",
+    "pygt-gconv-gru": "#8c564b",
+}
 _HIGHLIGHT = "coin-forecast"
 
 
-def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str], key: str, title: str, run_dir,
-                   filename: str) -> str:
+def horizon_figure(
+    models: Mapping[str, Mapping[str, Any]],
+    order: Sequence[str],
+    key: str,
+    title: str,
+    run_dir,
+    filename: str,
+) -> str:
     """Test error per horizon of every model in ``order``, one line each (COIN's thicker).
 
     Args:
@@ -41,19 +54,33 @@ def horizon_figure(models: Mapping[str, Mapping[str, Any]], order: Sequence[str]
     for model in order:
         if model in models and key in models[model]:
             values = models[model][key]
-            ax.plot(range(1, len(values) + 1), values, "o-", label=model, color=FORECAST_COLORS.get(model),
-                    linewidth=2.5 if model == _HIGHLIGHT else 1.2)
+            ax.plot(
+                range(1, len(values) + 1),
+                values,
+                "o-",
+                label=model,
+                color=FORECAST_COLORS.get(model),
+                linewidth=2.5 if model == _HIGHLIGHT else 1.2,
+            )
     ax.set_xlabel("horizon")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # horizons are whole steps
     ax.set_ylabel("test MAE")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside, not on, the lines
+    ax.legend(
+        fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0
+    )  # beside, not on, the lines
     return run_dir.save_figure(fig, filename)
 
 
-def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Dict[str, Dict[str, Any]], run_dir,
-                    filename: str) -> str:
+def forecast_figure(
+    series,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    forecasts: Dict[str, Dict[str, Any]],
+    run_dir,
+    filename: str,
+) -> str:
     """Horizon-1 forecasts of the four regions with the most cases, unscaled, beside the truth of ``series``.
 
     Args:
@@ -68,15 +95,23 @@ def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Di
         The file name of the saved figure.
     """
     regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
-    fig, axes = plt.subplots(1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False
+    )
     for column, region in enumerate(regions):
         ax = axes[0][column]
         shown = False
         for model, forecast in forecasts.items():
             steps = forecast["steps"]
             values = np.asarray(forecast["values"])[:, region] * float(std[region]) + float(mean[region])
-            ax.plot(steps, values, color=FORECAST_COLORS.get(model), label=model,
-                    linewidth=2.2 if model == _HIGHLIGHT else 1.0, alpha=0.9)
+            ax.plot(
+                steps,
+                values,
+                color=FORECAST_COLORS.get(model),
+                label=model,
+                linewidth=2.2 if model == _HIGHLIGHT else 1.0,
+                alpha=0.9,
+            )
             if not shown:
                 ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
                 shown = True
@@ -89,8 +124,16 @@ def forecast_figure(series, mean: torch.Tensor, std: torch.Tensor, forecasts: Di
     return run_dir.save_figure(fig, filename)
 
 
-def graph_figure(weights: np.ndarray, colour: np.ndarray, threshold: float, run_dir, filename: str, *, title: str,
-                 label: str) -> str:
+def graph_figure(
+    weights: np.ndarray,
+    colour: np.ndarray,
+    threshold: float,
+    run_dir,
+    filename: str,
+    *,
+    title: str,
+    label: str,
+) -> str:
     """A force-directed drawing of a region graph, nodes coloured by a value and sized by degree.
 
     Args:
@@ -116,11 +159,24 @@ def graph_figure(weights: np.ndarray, colour: np.ndarray, threshold: float, run_
     position = np.asarray([layout[node] for node in range(nodes)])
     fig, ax = plt.subplots(figsize=(6, 5), layout="constrained")
     for i, j in zip(rows, cols):
-        ax.plot(position[[i, j], 0], position[[i, j], 1], color="#cccccc", linewidth=0.3 + 3 * weights[i, j],
-                zorder=1)
+        ax.plot(
+            position[[i, j], 0],
+            position[[i, j], 1],
+            color="#cccccc",
+            linewidth=0.3 + 3 * weights[i, j],
+            zorder=1,
+        )
     degree = np.asarray([graph.degree(node) for node in range(nodes)])
-    points = ax.scatter(position[:, 0], position[:, 1], c=colour, s=15 + 4 * degree, cmap="viridis", zorder=2,
-                        edgecolors="k", linewidths=0.3)
+    points = ax.scatter(
+        position[:, 0],
+        position[:, 1],
+        c=colour,
+        s=15 + 4 * degree,
+        cmap="viridis",
+        zorder=2,
+        edgecolors="k",
+        linewidths=0.3,
+    )
     fig.colorbar(points, ax=ax, label=label)
     ax.set_xticks([]), ax.set_yticks([])
     ax.set_title(title)

@@ -1,4 +1,5 @@
-"""The report sections of ``pdenets run geodesic``: tables in the papers' layout (ours beside theirs) and figures.
+"""The report sections of ``pdenets run geodesic``: tables in the papers' layout (ours beside theirs) and
+figures.
 
 One section per dataset and network: the plain/ResNet table per weight decay (accuracies, OTS, LSR, LSS and
 the paper's values), the per-stage scores, the LSS after every epoch (Fig. 2 layout), and at the weight decay
@@ -34,40 +35,58 @@ def _paper_rows(source: str, names: Tuple[str, ...], rows: Dict[float, Tuple[flo
     table: Dict[Tuple[str, float], Dict[str, PaperValue]] = {}
     for gamma, values in rows.items():
         for offset, kind in enumerate(PAPER_PAIR):
-            table[(kind, gamma)] = {name: PaperValue(values[2 * i + offset], None, source)
-                                    for i, name in enumerate(names)}
+            table[(kind, gamma)] = {
+                name: PaperValue(values[2 * i + offset], None, source) for i, name in enumerate(names)
+            }
     return table
 
 
 #: The papers' numbers: MNIST (text of §5.2), CIFAR-10 K = 1 (Table 4), CIFAR-10 K = 4 (Table 6; means over
 #: the four stages). Table 4's last row is printed as γ = 2·10⁻² after 10⁻¹; it is read here as 2·10⁻¹.
 PAPER: Dict[Tuple[str, str], Dict[Tuple[str, float], Dict[str, PaperValue]]] = {
-    ("mnist", "mlp"): {("resnet", 5e-4): {"lss": PaperValue(1.12, None, "geodesic paper §5.2"),
-                                          "ots": PaperValue(0.96, None, "geodesic paper §5.2")}},
-    ("cifar10", "k1"): _paper_rows("geodesic paper, Table 4", ("train_accuracy", "test_accuracy", *SCORES), {
-        0.0: (52.1, 63.0, 53.5, 66.3, 9.0e-4, 0.681, 78.5, 3.71, 20.2, 3.79),
-        1e-4: (53.0, 64.6, 54.9, 67.5, 2.3e-3, 0.329, 67.9, 3.30, 19.1, 3.60),
-        5e-4: (55.6, 64.9, 57.0, 67.7, 2.1e-3, 0.753, 51.2, 3.57, 18.9, 3.68),
-        1e-3: (55.6, 67.5, 57.0, 70.3, 1.0e-3, 0.826, 28.8, 3.81, 15.4, 3.90),
-        5e-3: (86.2, 85.9, 82.4, 82.9, 8.0e-4, 0.0242, 2.26, 2.07, 7.26, 2.70),
-        1e-2: (97.2, 96.6, 88.9, 88.5, 9.0e-4, 0.0119, 1.27, 1.24, 6.71, 2.25),
-        5e-2: (86.6, 93.7, 81.9, 88.1, 1.1e-3, 0.0155, 1.07, 1.19, 7.94, 2.28),
-        1e-1: (92.1, 89.1, 88.0, 86.1, 5.0e-4, 0.0272, 1.04, 1.22, 5.77, 2.66),
-        2e-1: (81.0, 78.8, 79.0, 78.2, 2.4e-3, 0.009, 1.04, 1.17, 5.08, 3.15)}),
-    ("cifar10", "k4"): _paper_rows("geodesic paper, Table 6", ("test_accuracy", *SCORES), {
-        0.0: (89.3, 94.1, 5.5e-3, 1.0, 3.40, 1.30, 4.66, 1.40),
-        5e-4: (92.6, 95.2, 1.75e-3, 1.0, 3.33, 1.17, 3.87, 1.21),
-        1e-3: (94.0, 95.4, 0.0, 0.813, 2.55, 1.16, 3.62, 1.18),
-        5e-3: (92.2, 95.5, 1.25e-3, 0.760, 2.13, 1.49, 3.36, 1.70),
-        1e-2: (91.2, 95.0, 0.0188, 0.950, 1.88, 1.56, 3.63, 1.87)}),
+    ("mnist", "mlp"): {
+        ("resnet", 5e-4): {
+            "lss": PaperValue(1.12, None, "geodesic paper §5.2"),
+            "ots": PaperValue(0.96, None, "geodesic paper §5.2"),
+        }
+    },
+    ("cifar10", "k1"): _paper_rows(
+        "geodesic paper, Table 4",
+        ("train_accuracy", "test_accuracy", *SCORES),
+        {
+            0.0: (52.1, 63.0, 53.5, 66.3, 9.0e-4, 0.681, 78.5, 3.71, 20.2, 3.79),
+            1e-4: (53.0, 64.6, 54.9, 67.5, 2.3e-3, 0.329, 67.9, 3.30, 19.1, 3.60),
+            5e-4: (55.6, 64.9, 57.0, 67.7, 2.1e-3, 0.753, 51.2, 3.57, 18.9, 3.68),
+            1e-3: (55.6, 67.5, 57.0, 70.3, 1.0e-3, 0.826, 28.8, 3.81, 15.4, 3.90),
+            5e-3: (86.2, 85.9, 82.4, 82.9, 8.0e-4, 0.0242, 2.26, 2.07, 7.26, 2.70),
+            1e-2: (97.2, 96.6, 88.9, 88.5, 9.0e-4, 0.0119, 1.27, 1.24, 6.71, 2.25),
+            5e-2: (86.6, 93.7, 81.9, 88.1, 1.1e-3, 0.0155, 1.07, 1.19, 7.94, 2.28),
+            1e-1: (92.1, 89.1, 88.0, 86.1, 5.0e-4, 0.0272, 1.04, 1.22, 5.77, 2.66),
+            2e-1: (81.0, 78.8, 79.0, 78.2, 2.4e-3, 0.009, 1.04, 1.17, 5.08, 3.15),
+        },
+    ),
+    ("cifar10", "k4"): _paper_rows(
+        "geodesic paper, Table 6",
+        ("test_accuracy", *SCORES),
+        {
+            0.0: (89.3, 94.1, 5.5e-3, 1.0, 3.40, 1.30, 4.66, 1.40),
+            5e-4: (92.6, 95.2, 1.75e-3, 1.0, 3.33, 1.17, 3.87, 1.21),
+            1e-3: (94.0, 95.4, 0.0, 0.813, 2.55, 1.16, 3.62, 1.18),
+            5e-3: (92.2, 95.5, 1.25e-3, 0.760, 2.13, 1.49, 3.36, 1.70),
+            1e-2: (91.2, 95.0, 0.0188, 0.950, 1.88, 1.56, 3.63, 1.87),
+        },
+    ),
 }
 
 
 _ARCHITECTURE_TEXT = {
     "mlp": "MLP 784 → {width}, {blocks} blocks v(x) = W₂σ(W₁σ(x)) (ResNet: x + v(x)), → 10",
-    "k1": ("CNN K = 1: stride-2 3×3 stem 3×32×32 → 32×16×16, 10 blocks of two 3×3 convolutions, global pool, "
-           "→ 10"),
-    "k4": "CNN K = 4: stages {k4} channels at 32², 16², 8², 4², 5 blocks each, stride-2 1×1 projections, → 10",
+    "k1": (
+        "CNN K = 1: stride-2 3×3 stem 3×32×32 → 32×16×16, 10 blocks of two 3×3 convolutions, global pool, "
+        "→ 10"
+    ),
+    "k4": "CNN K = 4: stages {k4} channels at 32², 16², 8², 4², 5 blocks each, stride-2 1×1 projections, → "
+    "10",
 }
 
 
@@ -77,7 +96,9 @@ def _cell(entry: Dict[str, Any], metric: str, percent: bool) -> str:
         return "—"
     value = stats["mean"] * (100 if percent else 1)
     text = f"{value:.1f}" if percent else (f"{value:.3g}" if metric == "ots" else f"{value:.2f}")
-    return text + (f" ± {stats['std'] * (100 if percent else 1):.1f}" if percent and stats["count"] > 1 else "")
+    return text + (
+        f" ± {stats['std'] * (100 if percent else 1):.1f}" if percent and stats["count"] > 1 else ""
+    )
 
 
 def _paper_cell(paper: Dict[str, PaperValue]) -> str:
@@ -89,8 +110,15 @@ def _nearest(values: List[float], target: float) -> float:
     return min(values, key=lambda value: (abs(np.log10(value + 1e-12) - np.log10(target + 1e-12)), value))
 
 
-def add_sections(report: Report, config: Any, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir, *,
-                 kind_order: Sequence[str]) -> None:
+def add_sections(
+    report: Report,
+    config: Any,
+    results: Dict[str, Any],
+    records: List[Dict[str, Any]],
+    run_dir,
+    *,
+    kind_order: Sequence[str],
+) -> None:
     """Add the geodesic study's prose, tables and figures to ``report``; the figures' file names go into
     ``results["figures"]``.
 
@@ -108,17 +136,27 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
         f"weight decay γ, {config.init} initialization; {config.train_limit or 'all'} training images"
         f"{' (CIFAR-10: pad-4 crop + flip)' if config.augment and 'cifar10' in config.datasets else ''}. "
         f"Scores on the tracks of {config.track_points} fixed training images through the blocks (OTS: exact "
-        f"assignment between a stage's input and output; K = 4: means over the four stages). Seeds {config.seeds}.")
+        "assignment between a stage's input and output; K = 4: means over the four stages). Seeds "
+        f"{config.seeds}."
+    )
     if "cifar10" in config.datasets:
-        report.paragraph("CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
-                         "images, held out**; 'official' = the 1,000 official test images available.")
+        report.paragraph(
+            "CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
+            "images, held out**; 'official' = the 1,000 official test images available."
+        )
     figures = results.setdefault("figures", {})
     for group, gammas in results["table"].items():
         dataset, architecture = group.split("/")
-        report.heading(f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
-                       "weight decay")
-        report.paragraph(_ARCHITECTURE_TEXT[architecture].format(width=config.width, blocks=config.blocks,
-                                                                 k4="/".join(map(str, config.k4_widths))) + ".")
+        report.heading(
+            f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
+            "weight decay"
+        )
+        report.paragraph(
+            _ARCHITECTURE_TEXT[architecture].format(
+                width=config.width, blocks=config.blocks, k4="/".join(map(str, config.k4_widths))
+            )
+            + "."
+        )
         paper = PAPER.get((dataset, architecture), {})
         accuracies = ACCURACIES if dataset == "cifar10" else ACCURACIES[:2]
         rows = []
@@ -126,58 +164,99 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
             for kind in kind_order:
                 if kind in kinds:
                     e = kinds[kind]
-                    rows.append([gamma, kind] + [_cell(e, m, True) for m in accuracies] +
-                                [_cell(e, m, False) for m in SCORES] +
-                                [_paper_cell(paper.get((kind, float(gamma)), {})),
-                                 f"{e['runs'] - e['diverged']}/{e['runs']}"])
-        report.table(["γ", "network", "train acc (%)", "test acc (%)"] +
-                     (["official test (%)"] if dataset == "cifar10" else []) +
-                     ["OTS", "LSR", "LSS", "paper", "runs finished"], rows)
-        stage_rows = [[gamma, kind, stage["width"]] + [f"{stage[m]['mean']:.3g}" for m in ("ots", "lsr", "lss")]
-                      for gamma, kinds in gammas.items() for kind in kind_order if kind in kinds
-                      for stage in kinds[kind].get("stages", [])]
+                    rows.append(
+                        [gamma, kind]
+                        + [_cell(e, m, True) for m in accuracies]
+                        + [_cell(e, m, False) for m in SCORES]
+                        + [
+                            _paper_cell(paper.get((kind, float(gamma)), {})),
+                            f"{e['runs'] - e['diverged']}/{e['runs']}",
+                        ]
+                    )
+        report.table(
+            ["γ", "network", "train acc (%)", "test acc (%)"]
+            + (["official test (%)"] if dataset == "cifar10" else [])
+            + ["OTS", "LSR", "LSS", "paper", "runs finished"],
+            rows,
+        )
+        stage_rows = [
+            [gamma, kind, stage["width"]] + [f"{stage[m]['mean']:.3g}" for m in ("ots", "lsr", "lss")]
+            for gamma, kinds in gammas.items()
+            for kind in kind_order
+            if kind in kinds
+            for stage in kinds[kind].get("stages", [])
+        ]
         if stage_rows:
-            report.table(["γ", "network", "stage width", "OTS", "LSR", "LSS"], stage_rows,
-                         caption="Per stage (Fig. 5–6 layout).")
+            report.table(
+                ["γ", "network", "stage width", "OTS", "LSR", "LSS"],
+                stage_rows,
+                caption="Per stage (Fig. 5–6 layout).",
+            )
         members = [r for r in records if r["dataset"] == dataset and r["architecture"] == architecture]
         name = f"{dataset}-{architecture}"
         figures[f"{name}-lss"] = _lss_figure(members, run_dir, f"{name}-lss.png")
-        report.figure(figures[f"{name}-lss"], "Mean LSS of the tracked training images after every epoch (Fig. 2 "
-                                              "layout), one line per weight decay; solid ResNet, dashed plain.")
+        report.figure(
+            figures[f"{name}-lss"],
+            "Mean LSS of the tracked training images after every epoch (Fig. 2 "
+            "layout), one line per weight decay; solid ResNet, dashed plain.",
+        )
         done = [r for r in members if not r["diverged"]]
         if not done:
             continue
         gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
-        chosen = {kind: next((r for r in done if r["weight_decay"] == gamma and r["kind"] == kind), None)
-                  for kind in kind_order}
+        chosen = {
+            kind: next((r for r in done if r["weight_decay"] == gamma and r["kind"] == kind), None)
+            for kind in kind_order
+        }
         chosen = {kind: r for kind, r in chosen.items() if r is not None}
-        report.heading(f"Robustness, unit ablation, tracks (γ = {gamma:g}, seed {min(r['seed'] for r in done)})", 3)
-        proportion_rows = [[kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]
-                           for kind, r in chosen.items() for stage_index, stage in enumerate(r["stages"])]
+        report.heading(
+            f"Robustness, unit ablation, tracks (γ = {gamma:g}, seed {min(r['seed'] for r in done)})", 3
+        )
+        proportion_rows = [
+            [kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]
+            for kind, r in chosen.items()
+            for stage_index, stage in enumerate(r["stages"])
+        ]
         width = max(len(row) for row in proportion_rows) - 2
-        report.table(["network", "stage"] + [f"segment {i + 1}" for i in range(width)],
-                     [row + [""] * (width + 2 - len(row)) for row in proportion_rows],
-                     caption="Mean share of each segment in its track's length (Tables 2–3 layout).")
+        report.table(
+            ["network", "stage"] + [f"segment {i + 1}" for i in range(width)],
+            [row + [""] * (width + 2 - len(row)) for row in proportion_rows],
+            caption="Mean share of each segment in its track's length (Tables 2–3 layout).",
+        )
         figures[f"{name}-robustness"] = _robustness_figure(chosen, run_dir, f"{name}-robustness.png")
-        report.figure(figures[f"{name}-robustness"],
-                      "Accuracy on test images with Gaussian noise σ and FGSM ε (top), and the variation rate of the "
-                      "last block's output V(n) (bottom; eq. 49, appendix 7.2, Fig. 8 layout).")
+        report.figure(
+            figures[f"{name}-robustness"],
+            "Accuracy on test images with Gaussian noise σ and FGSM ε (top), and the variation rate of the "
+            "last block's output V(n) (bottom; eq. 49, appendix 7.2, Fig. 8 layout).",
+        )
         figures[f"{name}-variation"] = _variation_figure(chosen, run_dir, f"{name}-variation.png")
-        report.figure(figures[f"{name}-variation"], "Variation rate along the tracks (l = 0 is the first block's "
-                                                    "input) at the largest noise level of each attack.")
+        report.figure(
+            figures[f"{name}-variation"],
+            "Variation rate along the tracks (l = 0 is the first block's "
+            "input) at the largest noise level of each attack.",
+        )
         ablation = {kind: r["ablation"] for kind, r in chosen.items()}
         figures[f"{name}-ablation"] = _ablation_figure(ablation, run_dir, f"{name}-ablation.png")
-        report.figure(figures[f"{name}-ablation"],
-                      f"Unit ablation of block {config.ablation_block} (appendix 7.1, Fig. 7 layout): test accuracy "
-                      "when the k most important units of each class (largest class means) are set back to their "
-                      "values before the block; the class of a point is the intact network's prediction.")
-        report.table(["k eliminated"] + list(ablation),
-                     [[k] + [f"{100 * ablation[kind]['accuracy'][i]:.1f}" for kind in ablation]
-                      for i, k in enumerate(next(iter(ablation.values()))["counts"])])
+        report.figure(
+            figures[f"{name}-ablation"],
+            f"Unit ablation of block {config.ablation_block} (appendix 7.1, Fig. 7 layout): test accuracy "
+            "when the k most important units of each class (largest class means) are set back to their "
+            "values before the block; the class of a point is the intact network's prediction.",
+        )
+        report.table(
+            ["k eliminated"] + list(ablation),
+            [
+                [k] + [f"{100 * ablation[kind]['accuracy'][i]:.1f}" for kind in ablation]
+                for i, k in enumerate(next(iter(ablation.values()))["counts"])
+            ],
+        )
         figures[f"{name}-tracks"] = _tracks_figure(chosen, run_dir, f"{name}-tracks.png")
-        report.figure(figures[f"{name}-tracks"], "Tracks of test images through the first stage, projected to 2-D by "
-                                                 "one random Gaussian matrix (Fig. 3 layout); colour = class, "
-                                                 "dot = input of the first block.")
+        report.figure(
+            figures[f"{name}-tracks"],
+            "Tracks of test images through the first stage, projected to 2-D by "
+            "one random Gaussian matrix (Fig. 3 layout); colour = class, "
+            "dot = input of the first block.",
+        )
 
 
 def _lss_figure(records, run_dir, filename: str) -> str:
@@ -190,12 +269,21 @@ def _lss_figure(records, run_dir, filename: str) -> str:
             continue
         color = colors[gammas.index(record["weight_decay"])]
         epochs = [point["epoch"] for point in record["curve"]]
-        ax.plot(epochs, [point["lss"] for point in record["curve"]], "-" if record["kind"] == "resnet" else "--",
-                color=color, marker="o", markersize=3, label=f"{record['kind']} γ={record['weight_decay']:g}")
+        ax.plot(
+            epochs,
+            [point["lss"] for point in record["curve"]],
+            "-" if record["kind"] == "resnet" else "--",
+            color=color,
+            marker="o",
+            markersize=3,
+            label=f"{record['kind']} γ={record['weight_decay']:g}",
+        )
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.set_ylabel("LSS")
-    ax.set_yscale("log")  # LSS ≥ 1 spans orders of magnitude across weight decays; ticks read as plain numbers
+    ax.set_yscale(
+        "log"
+    )  # LSS ≥ 1 spans orders of magnitude across weight decays; ticks read as plain numbers
     from matplotlib.ticker import FuncFormatter
 
     plain_numbers = FuncFormatter(lambda value, _: f"{value:g}")
@@ -215,10 +303,22 @@ def _robustness_figure(chosen, run_dir, filename: str) -> str:
         for kind, record in chosen.items():
             curve = record["robustness"][attack]
             color, style = _STYLE[kind]
-            axes[0, column].plot(curve["levels"], [100 * a for a in curve["accuracy"]], style, color=color,
-                                 marker="o", label=kind)
-            axes[1, column].plot(curve["levels"], [v[-1] for v in curve["variation"]], style, color=color,
-                                 marker="o", label=kind)
+            axes[0, column].plot(
+                curve["levels"],
+                [100 * a for a in curve["accuracy"]],
+                style,
+                color=color,
+                marker="o",
+                label=kind,
+            )
+            axes[1, column].plot(
+                curve["levels"],
+                [v[-1] for v in curve["variation"]],
+                style,
+                color=color,
+                marker="o",
+                label=kind,
+            )
         axes[0, column].set_ylabel("test accuracy (%)")
         axes[1, column].set_ylabel("variation rate V(n)")
         axes[1, column].set_xlabel(label)
@@ -235,8 +335,14 @@ def _variation_figure(chosen, run_dir, filename: str) -> str:
             curve = record["robustness"][attack]
             color, style = _STYLE[kind]
             rates = curve["variation"][-1]
-            ax.plot(range(len(rates)), rates, style, color=color, marker="o",
-                    label=f"{kind}, {label} = {curve['levels'][-1]:g}")
+            ax.plot(
+                range(len(rates)),
+                rates,
+                style,
+                color=color,
+                marker="o",
+                label=f"{kind}, {label} = {curve['levels'][-1]:g}",
+            )
         ax.set_xlabel("layer l along the tracks")
         ax.set_ylabel("variation rate")
         ax.grid(alpha=0.3)
@@ -248,7 +354,9 @@ def _ablation_figure(ablation, run_dir, filename: str) -> str:
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
     for kind, curve in ablation.items():
         color, style = _STYLE[kind]
-        ax.plot(curve["counts"], [100 * a for a in curve["accuracy"]], style, color=color, marker="o", label=kind)
+        ax.plot(
+            curve["counts"], [100 * a for a in curve["accuracy"]], style, color=color, marker="o", label=kind
+        )
     ax.set_xlabel(f"eliminated units of {next(iter(ablation.values()))['block']}")
     ax.set_ylabel("test accuracy (%)")
     ax.grid(alpha=0.3)
@@ -257,7 +365,9 @@ def _ablation_figure(ablation, run_dir, filename: str) -> str:
 
 
 def _tracks_figure(chosen, run_dir, filename: str) -> str:
-    fig, axes = plt.subplots(1, len(chosen), figsize=(4.2 * len(chosen), 4), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(chosen), figsize=(4.2 * len(chosen), 4), layout="constrained", squeeze=False
+    )
     colors = plt.cm.tab10(np.arange(10))
     for ax, (kind, record) in zip(axes[0], chosen.items()):
         points = np.asarray(record["projection"]["points"])

@@ -15,8 +15,14 @@ from ..models.node_training import dataset_label
 __all__ = ["add_sections"]
 
 
-def add_sections(report: Report, config: Any, results: Dict[str, Any], records: Sequence[Mapping[str, Any]],
-                 run_dir: Any, paper: Mapping[str, Mapping[str, PaperValue]]) -> None:
+def add_sections(
+    report: Report,
+    config: Any,
+    results: Dict[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    run_dir: Any,
+    paper: Mapping[str, Mapping[str, PaperValue]],
+) -> None:
     """Add the protocol, the accuracy table and every other section of the node-classification report.
 
     Draws ``accuracy.png`` (when there are protocol runs) and ``depth.png`` (when there is a depth
@@ -39,11 +45,19 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
         figures["depth"] = _depth_figure(results["depth"], run_dir)
     report.paragraph(
         f"{config.num_splits} splits × {config.num_inits} initializations per model and dataset "
-        f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for training/validation), "
-        f"Adam lr {config.lr}, weight decay {config.weight_decay}, early stopping patience {config.patience}, at "
+        f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for "
+        "training/validation), "
+        f"Adam lr {config.lr}, weight decay {config.weight_decay}, early stopping patience "
+        f"{config.patience}, at "
         f"most {config.max_epochs} epochs."
-        + (f" Diff-ResNet diffuses in a learned {config.diffusion_width}-wide space (`--diffuse-in hidden`), not "
-           "in the input features as in the paper." if config.diffuse_in == "hidden" else ""))
+        + (
+            f" Diff-ResNet diffuses in a learned {config.diffusion_width}-wide space (`--diffuse-in "
+            "hidden`), not "
+            "in the input features as in the paper."
+            if config.diffuse_in == "hidden"
+            else ""
+        )
+    )
     report.heading("Accuracy (%), mean ± std over all runs, next to the paper")
     headers, rows = ["model"], []
     for dataset in datasets:
@@ -51,7 +65,9 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
     for model in config.models:
         cells = [model]
         for dataset in datasets:
-            cells += paper_and_ours(results["table"].get(dataset, {}).get(model), paper.get(model, {}).get(dataset))
+            cells += paper_and_ours(
+                results["table"].get(dataset, {}).get(model), paper.get(model, {}).get(dataset)
+            )
         rows.append(cells)
     report.table(headers, rows, caption="Difference: pdenets mean minus the paper's mean (points).")
     if "accuracy" in figures:
@@ -60,71 +76,139 @@ def add_sections(report: Report, config: Any, results: Dict[str, Any], records: 
     _graph_section(report, results)
     if results["depth"]:
         report.heading("Depth study (Fig. 5)")
-        rows = [[dataset, model] + [f"{points[str(d)]['mean']:.1f} ± {points[str(d)]['std']:.1f}"
-                                    if str(d) in points else "—" for d in config.depths]
-                for dataset, by_model in results["depth"].items() for model, points in by_model.items()]
+        rows = [
+            [dataset, model]
+            + [
+                f"{points[str(d)]['mean']:.1f} ± {points[str(d)]['std']:.1f}" if str(d) in points else "—"
+                for d in config.depths
+            ]
+            for dataset, by_model in results["depth"].items()
+            for model, points in by_model.items()
+        ]
         report.table(["dataset", "model"] + [f"{d} layers" for d in config.depths], rows)
         report.figure(figures["depth"], "Accuracy against depth.")
     report.heading("Choices")
-    report.bullets([
-        "Graphs: the gnn-benchmark .npz files the paper's code reads; largest connected component without "
-        "self-loops (Cora 2,485 nodes, CiteSeer 2,110), as that code keeps them.",
-        "Diff-ResNet diffuses with W = D̃^-1/2 (A+I) D̃^-1/2 and L = diag(W1) − W, the paper code's operator; "
-        f"dropout is applied `{config.dropout_position}` each diffusion step (the paper's code drops before each "
-        "step, its text after).",
-        "No-Diff-ResNet is the same network with r = 0, hence without dropout (dropout lives in the diffusion "
-        "steps).",
-        "Baselines: PyG layers with the original papers' settings (GCN 16 hidden, dropout 0.5; GraphSAGE 64 "
-        "hidden; GAT 8 heads × 8, dropout 0.6, lr 0.005), trained in the same protocol.",
-        "Early stopping: an epoch counts as an improvement when the validation loss does not increase or the "
-        "validation accuracy does not decrease; the state of the last improvement is restored.",
-    ])
+    report.bullets(
+        [
+            "Graphs: the gnn-benchmark .npz files the paper's code reads; largest connected component "
+            "without "
+            "self-loops (Cora 2,485 nodes, CiteSeer 2,110), as that code keeps them.",
+            "Diff-ResNet diffuses with W = D̃^-1/2 (A+I) D̃^-1/2 and L = diag(W1) − W, the paper code's "
+            "operator; "
+            f"dropout is applied `{config.dropout_position}` each diffusion step (the paper's code drops "
+            "before each "
+            "step, its text after).",
+            "No-Diff-ResNet is the same network with r = 0, hence without dropout (dropout lives in the "
+            "diffusion "
+            "steps).",
+            "Baselines: PyG layers with the original papers' settings (GCN 16 hidden, dropout 0.5; GraphSAGE "
+            "64 "
+            "hidden; GAT 8 heads × 8, dropout 0.6, lr 0.005), trained in the same protocol.",
+            "Early stopping: an epoch counts as an improvement when the validation loss does not increase or "
+            "the "
+            "validation accuracy does not decrease; the state of the last improvement is restored.",
+        ]
+    )
 
 
-def _accuracy_figure(protocol: Sequence[Mapping[str, Any]], datasets: Sequence[str], models: Sequence[str],
-                     paper: Mapping[str, Mapping[str, PaperValue]], run_dir) -> str:
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False,
-                             layout="constrained")
+def _accuracy_figure(
+    protocol: Sequence[Mapping[str, Any]],
+    datasets: Sequence[str],
+    models: Sequence[str],
+    paper: Mapping[str, Mapping[str, PaperValue]],
+    run_dir,
+) -> str:
+    fig, axes = plt.subplots(
+        1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False, layout="constrained"
+    )
     for ax, dataset in zip(axes[0], datasets):
-        values = {model: [100 * r["accuracy"] for r in protocol if r["dataset"] == dataset and r["model"] == model]
-                  for model in models}
+        values = {
+            model: [100 * r["accuracy"] for r in protocol if r["dataset"] == dataset and r["model"] == model]
+            for model in models
+        }
         values = {model: v for model, v in values.items() if v}
         reference = {model: paper[model][dataset].mean for model in values if dataset in paper.get(model, {})}
-        box_per_group(ax, values, reference=reference, reference_label="paper",
-                      title=f"{dataset}: test accuracy per run (red star: paper mean)", ylabel="accuracy (%)")
+        box_per_group(
+            ax,
+            values,
+            reference=reference,
+            reference_label="paper",
+            title=f"{dataset}: test accuracy per run (red star: paper mean)",
+            ylabel="accuracy (%)",
+        )
     return run_dir.save_figure(fig, "accuracy.png")
 
 
 def _depth_figure(depth: Dict[str, Dict[str, Dict[str, Dict[str, float]]]], run_dir) -> str:
-    fig, axes = plt.subplots(1, len(depth), figsize=(4.5 * len(depth), 3.4), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        1, len(depth), figsize=(4.5 * len(depth), 3.4), squeeze=False, layout="constrained"
+    )
     for ax, (dataset, by_model) in zip(axes[0], depth.items()):
         series = {}
         for model, points in by_model.items():
             xs = sorted(int(d) for d in points)
             series[model] = (xs, [points[str(d)]["mean"] for d in xs], [points[str(d)]["std"] for d in xs])
-        errorbar_lines(ax, series, xlabel="layers (GCN: graph convolutions; Diff-ResNet: diffusion layers r)",
-                       ylabel="test accuracy (%)", title=f"depth study, {dataset}", log2_x=True)
+        errorbar_lines(
+            ax,
+            series,
+            xlabel="layers (GCN: graph convolutions; Diff-ResNet: diffusion layers r)",
+            ylabel="test accuracy (%)",
+            title=f"depth study, {dataset}",
+            log2_x=True,
+        )
     return run_dir.save_figure(fig, "depth.png")
 
 
-def _time_section(report: Report, results: Mapping[str, Any], datasets: Sequence[str], models: Sequence[str]) -> None:
+def _time_section(
+    report: Report, results: Mapping[str, Any], datasets: Sequence[str], models: Sequence[str]
+) -> None:
     report.heading("Time per run")
     rows = []
     for dataset in datasets:
         for model in models:
             entry = results["table"].get(dataset, {}).get(model)
             if entry:
-                rows.append([dataset, model, f"{entry['seconds_per_run']:.2f}", f"{entry['epochs_mean']:.0f}",
-                             f"{1000 * entry['seconds_per_run'] / max(entry['epochs_mean'], 1):.1f}"])
-    report.table(["dataset", "model", "seconds per run", "epochs per run", "ms per epoch"], rows,
-                 caption="One worker process per run; epochs include the validation pass.")
+                rows.append(
+                    [
+                        dataset,
+                        model,
+                        f"{entry['seconds_per_run']:.2f}",
+                        f"{entry['epochs_mean']:.0f}",
+                        f"{1000 * entry['seconds_per_run'] / max(entry['epochs_mean'], 1):.1f}",
+                    ]
+                )
+    report.table(
+        ["dataset", "model", "seconds per run", "epochs per run", "ms per epoch"],
+        rows,
+        caption="One worker process per run; epochs include the validation pass.",
+    )
 
 
 def _graph_section(report: Report, results: Mapping[str, Any]) -> None:
     report.heading("Graphs and stability")
-    rows = [[name, f["nodes"], f["edges"], f["features"], f["classes"], f"{f['gershgorin_bound']:.3f}",
-             f"{f['spectral_bound']:.3f}"] for name, f in results["graphs"].items()]
-    report.table(["graph", "nodes (LCC)", "edges", "features", "classes", "gamma bound (Gershgorin)",
-                  "gamma bound (2/lambda_max)"], rows,
-                 caption="Explicit diffusion with W = D^-1/2 (A+I) D^-1/2 and L = diag(W1) - W is stable for "
-                         "gamma up to 2/lambda_max(L); Table 6's gamma must stay below it.")
+    rows = [
+        [
+            name,
+            f["nodes"],
+            f["edges"],
+            f["features"],
+            f["classes"],
+            f"{f['gershgorin_bound']:.3f}",
+            f"{f['spectral_bound']:.3f}",
+        ]
+        for name, f in results["graphs"].items()
+    ]
+    report.table(
+        [
+            "graph",
+            "nodes (LCC)",
+            "edges",
+            "features",
+            "classes",
+            "gamma bound (Gershgorin)",
+            "gamma bound (2/lambda_max)",
+        ],
+        rows,
+        caption="Explicit diffusion with W = D^-1/2 (A+I) D^-1/2 and L = diag(W1) - W is stable for "
+        "gamma up to 2/lambda_max(L); Table 6's gamma must stay below it.",
+    )

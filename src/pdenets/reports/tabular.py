@@ -1,4 +1,5 @@
-"""The report of ``pdenets run coin-tabular``: accuracy tables per dataset, the paired COIN-vs-MLP count, a plot."""
+"""The report of ``pdenets run coin-tabular``: accuracy tables per dataset, the paired COIN-vs-MLP count, a
+plot."""
 
 from __future__ import annotations
 
@@ -12,25 +13,32 @@ from ..experiments.report import Report
 __all__ = ["add_sections", "accuracy_figure"]
 
 
-def add_sections(report: Report, config, results: Dict[str, Any], models_in_order: Sequence[str], run_dir) -> None:
+def add_sections(
+    report: Report, config, results: Dict[str, Any], models_in_order: Sequence[str], run_dir
+) -> None:
     """Add the setting, one accuracy table and one figure per dataset to ``report``.
 
     Args:
         report: the report started by the task.
         config: the task's ``CoinTabularConfig``.
-        results: the task's results (``table``, ``coin_vs_mlp``); the figure names are added under ``figures``.
+        results: the task's results (``table``, ``coin_vs_mlp``); the figure names are added under
+            ``figures``.
         models_in_order: the models in the order of the table's columns.
         run_dir: the run folder the figures are saved in.
     """
     report.paragraph(
-        "The COIN paper's prostate-cancer data is not available offline; this is its setting on scikit-learn's "
+        "The COIN paper's prostate-cancer data is not available offline; this is its setting on "
+        "scikit-learn's "
         "bundled breast-cancer set (or the CSV given). Per split, k labelled samples per class, the rest "
-        f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden}, dropout {config.dropout}; "
+        f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden}, dropout "
+        f"{config.dropout}; "
         f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "
         f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "
-        f"{config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} epochs of Adam "
+        f"{config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} epochs of "
+        "Adam "
         f"(lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, {config.n_top} "
-        f"neighbours, α = {config.spreading_alpha}.")
+        f"neighbours, α = {config.spreading_alpha}."
+    )
     figures = results.setdefault("figures", {})
     for dataset, settings in results["table"].items():
         report.heading(f"{dataset}: accuracy on the unlabelled samples (%), mean ± std over splits")
@@ -45,9 +53,12 @@ def add_sections(report: Report, config, results: Dict[str, Any], models_in_orde
             row.append(f"{paired['wins']}/{paired['pairs']} ({paired['mean_gain']:+.2f})" if paired else "—")
             row.append(min(entry["splits"] for entry in entries.values()))
             rows.append(row)
-        report.table(["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"], rows,
-                     caption="The same splits for every model; the paired column counts splits where COIN is "
-                             "more accurate than the MLP alone.")
+        report.table(
+            ["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"],
+            rows,
+            caption="The same splits for every model; the paired column counts splits where COIN is "
+            "more accurate than the MLP alone.",
+        )
         figures[dataset] = accuracy_figure(settings, models, dataset, run_dir)
         report.figure(figures[dataset], f"{dataset}: accuracy vs labels per class (mean ± std over splits).")
 
@@ -59,8 +70,15 @@ def accuracy_figure(settings, models, dataset, run_dir) -> str:
     for model in models:
         means = [settings[str(k)].get(model, {}).get("mean", np.nan) for k in counts]
         stds = [settings[str(k)].get(model, {}).get("std", np.nan) for k in counts]
-        ax.errorbar(counts, means, yerr=stds, marker="o", capsize=3, label=model,
-                    linewidth=2.2 if model == "coin" else 1.2)
+        ax.errorbar(
+            counts,
+            means,
+            yerr=stds,
+            marker="o",
+            capsize=3,
+            label=model,
+            linewidth=2.2 if model == "coin" else 1.2,
+        )
     ax.set_xlabel("labelled samples per class")
     ax.set_ylabel("accuracy on unlabelled (%)")
     ax.set_xticks(counts)

@@ -9,8 +9,8 @@ Three checks (each also a unit test; the derivations are in ``docs/coin.md``):
 * **dropout** — the read-out variance ``p/(1−p) Σ_i W_ki² h_i²`` and the second-order (diffusion) mean of a
   quadratic against Monte Carlo over dropout masks;
 * **propagation** — ``gcn_propagate`` / ``sgc_propagate`` / ``appnp_propagate`` (diffusion steps with the
-  normalized Laplacian) against PyTorch Geometric's ``GCNConv``, ``SGConv``, ``APPNP`` on a random graph and on
-  Cora when the data is there (largest absolute difference, float64).
+  normalized Laplacian) against PyTorch Geometric's ``GCNConv``, ``SGConv``, ``APPNP`` on a random graph and
+  on Cora when the data is there (largest absolute difference, float64).
 """
 
 from __future__ import annotations
@@ -47,8 +47,14 @@ class CoinClaimsConfig(TaskConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_fields(self, non_empty=("checks", "sigmas", "drop_rates"), choices={"checks": CHECKS},
-                     counts=("samples",), positive=("sigmas",), probabilities=("drop_rates",))
+        check_fields(
+            self,
+            non_empty=("checks", "sigmas", "drop_rates"),
+            choices={"checks": CHECKS},
+            counts=("samples",),
+            positive=("sigmas",),
+            probabilities=("drop_rates",),
+        )
 
 
 @dataclass(frozen=True)
@@ -67,17 +73,30 @@ def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
     points = torch.randn(8, 3, dtype=torch.float64, generator=generator)
     rows = []
     for sigma in spec.sigmas:
-        estimate = gaussian_smoothing(lambda z: torch.sin(z @ omega).unsqueeze(-1), points, sigma=sigma,
-                                      num_samples=spec.samples, confidence=0.99, generator=generator)
-        exact = sine_heat_solution(points, omega, sigma ** 2).unsqueeze(-1)
+        estimate = gaussian_smoothing(
+            lambda z: torch.sin(z @ omega).unsqueeze(-1),
+            points,
+            sigma=sigma,
+            num_samples=spec.samples,
+            confidence=0.99,
+            generator=generator,
+        )
+        exact = sine_heat_solution(points, omega, sigma**2).unsqueeze(-1)
         wrong = sine_heat_solution(points, omega, sigma).unsqueeze(-1)
         error = (estimate.mean - exact).abs()
-        rows.append({"sigma": sigma, "max_error": float(error.max()),
-                     "max_half_width": float(estimate.half_width.max()),
-                     "inside": int((error <= estimate.half_width).sum()), "points": int(error.numel()),
-                     "max_error_wrong_time": float((estimate.mean - wrong).abs().max()),
-                     "estimates": estimate.mean[:, 0].tolist(), "exact": exact[:, 0].tolist(),
-                     "half_widths": estimate.half_width[:, 0].tolist()})
+        rows.append(
+            {
+                "sigma": sigma,
+                "max_error": float(error.max()),
+                "max_half_width": float(estimate.half_width.max()),
+                "inside": int((error <= estimate.half_width).sum()),
+                "points": int(error.numel()),
+                "max_error_wrong_time": float((estimate.mean - wrong).abs().max()),
+                "estimates": estimate.mean[:, 0].tolist(),
+                "exact": exact[:, 0].tolist(),
+                "half_widths": estimate.half_width[:, 0].tolist(),
+            }
+        )
     return {"rows": rows, "norm_omega_sq": float(omega.square().sum())}
 
 
@@ -94,12 +113,18 @@ def _dropout(spec: ClaimJob) -> Dict[str, Any]:
         quadratic = torch.einsum("bi,ij,bj->b", masked, matrix, masked)
         predicted = dropout_readout_variance(hidden, weight, p)
         mean = dropout_second_order_mean(lambda v: v @ matrix @ v, hidden, p)
-        rows.append({"p": p, "variance_predicted": predicted.tolist(), "variance_monte_carlo": outputs.var(0).tolist(),
-                     "max_relative_error": float(((outputs.var(0) - predicted) / predicted).abs().max()),
-                     "quadratic_mean_predicted": float(mean.detach()),
-                     "quadratic_mean_monte_carlo": float(quadratic.mean()),
-                     "quadratic_standard_error": float(quadratic.std() / math.sqrt(quadratic.numel())),
-                     "quadratic_without_diffusion": float(hidden @ matrix @ hidden)})
+        rows.append(
+            {
+                "p": p,
+                "variance_predicted": predicted.tolist(),
+                "variance_monte_carlo": outputs.var(0).tolist(),
+                "max_relative_error": float(((outputs.var(0) - predicted) / predicted).abs().max()),
+                "quadratic_mean_predicted": float(mean.detach()),
+                "quadratic_mean_monte_carlo": float(quadratic.mean()),
+                "quadratic_standard_error": float(quadratic.std() / math.sqrt(quadratic.numel())),
+                "quadratic_without_diffusion": float(hidden @ matrix @ hidden),
+            }
+        )
     return {"rows": rows, "masks": spec.samples * 10}
 
 
@@ -113,9 +138,9 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
     dense = dense + dense.T
     graphs["random (200 nodes)"] = (dense.nonzero().T, None, 200)
     try:
-        from ..data.graphs import load_graph
-
         from torch_geometric.utils import to_undirected
+
+        from ..data.graphs import load_graph
 
         cora = load_graph("cora", spec.data_dir)
         graphs["cora (undirected)"] = (to_undirected(cora.edge_index), None, int(cora.num_nodes))
@@ -128,8 +153,10 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
         # W[i, j] = weight of edge (i, j) and row i diffuses from its columns; PyG's layers send messages from
         # source to target, so a directed edge list is the same graph with its edges reversed
         ours = edge_index.flip(0) if "directed, as stored" in name else edge_index
-        graph = (ours, torch.ones(edge_index.shape[1], dtype=torch.float64) if edge_weight is None
-                 else edge_weight)
+        graph = (
+            ours,
+            torch.ones(edge_index.shape[1], dtype=torch.float64) if edge_weight is None else edge_weight,
+        )
         conv = GCNConv(16, 16, bias=False).double()
         sgc = SGConv(16, 16, K=2, bias=False).double()
         with torch.no_grad():
@@ -139,11 +166,20 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
             differences = {
                 "GCN = 1 step, γ = 1": (gcn_propagate(x, graph, nodes), conv(x, edge_index)),
                 "SGC (K = 2) = 2 steps": (sgc_propagate(x, graph, 2, nodes), sgc(x, edge_index)),
-                "APPNP (K = 10, α = 0.1)": (appnp_propagate(x, graph, 10, 0.1, nodes), APPNP(10, 0.1)(x, edge_index)),
+                "APPNP (K = 10, α = 0.1)": (
+                    appnp_propagate(x, graph, 10, 0.1, nodes),
+                    APPNP(10, 0.1)(x, edge_index),
+                ),
             }
         for label, (ours, theirs) in differences.items():
-            rows.append({"graph": name, "propagation": label, "max_abs_difference": float((ours - theirs).abs().max()),
-                         "scale": float(theirs.abs().max())})
+            rows.append(
+                {
+                    "graph": name,
+                    "propagation": label,
+                    "max_abs_difference": float((ours - theirs).abs().max()),
+                    "scale": float(theirs.abs().max()),
+                }
+            )
     return {"rows": rows}
 
 
@@ -157,8 +193,10 @@ def run_claim(spec: ClaimJob) -> Dict[str, Any]:
 @register_task
 class CoinClaimsTask(Task):
     name = "coin-claims"
-    description = ("COIN's unifying claims measured: noise injection = heat equation, dropout = diffusion, "
-                   "GNN = diffusion")
+    description = (
+        "COIN's unifying claims measured: noise injection = heat equation, dropout = diffusion, "
+        "GNN = diffusion"
+    )
     config_class = CoinClaimsConfig
     shortcuts = {"check": "checks"}
     columns = {"check": "TEXT"}
@@ -172,66 +210,128 @@ class CoinClaimsTask(Task):
         # a job holds the settings its check computes with (the others empty), so that changing the dropout
         # rates leaves the stored smoothing run valid
         uses = {"smoothing": ("sigmas", "samples"), "dropout": ("drop_rates", "samples"), "propagation": ()}
-        return [ClaimJob(check, tuple(config.sigmas) if "sigmas" in uses[check] else (),
-                         config.samples if "samples" in uses[check] else 0,
-                         tuple(config.drop_rates) if "drop_rates" in uses[check] else (), config.seed,
-                         config.data_dir) for check in config.checks]
+        return [
+            ClaimJob(
+                check,
+                tuple(config.sigmas) if "sigmas" in uses[check] else (),
+                config.samples if "samples" in uses[check] else 0,
+                tuple(config.drop_rates) if "drop_rates" in uses[check] else (),
+                config.seed,
+                config.data_dir,
+            )
+            for check in config.checks
+        ]
 
     @staticmethod
     def run_job(spec: ClaimJob) -> Dict[str, Any]:
         return run_claim(spec)
 
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        return {record["check"]: {k: v for k, v in record.items() if k not in ("check", "sigmas", "samples",
-                                                                               "drop_rates", "seed", "data_dir")}
-                for record in records}
+        return {
+            record["check"]: {
+                k: v
+                for k, v in record.items()
+                if k not in ("check", "sigmas", "samples", "drop_rates", "seed", "data_dir")
+            }
+            for record in records
+        }
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN's claims, measured")
-        report.paragraph("Each claim is a unit test too (tests/nn/test_smoothing_and_dropout_diffusion.py, "
-                         "tests/operators/test_propagation.py); the derivations are in docs/coin.md.")
+        report.paragraph(
+            "Each claim is a unit test too (tests/nn/test_smoothing_and_dropout_diffusion.py, "
+            "tests/operators/test_propagation.py); the derivations are in docs/coin.md."
+        )
         figures = results.setdefault("figures", {})
         if "smoothing" in results:
             smoothing = results["smoothing"]
             report.heading("Randomized smoothing is the heat equation u_t = ½Δu at t = σ²")
-            report.paragraph(f"f(x) = sin(ωᵀx), ‖ω‖² = {smoothing['norm_omega_sq']:g}, 8 points, "
-                             f"{self.config.samples:,} Monte Carlo samples each, 99 % normal-approximation intervals.")
-            rows = [[f"{r['sigma']:g}", f"{r['max_error']:.2e}", f"{r['max_half_width']:.2e}",
-                     f"{r['inside']}/{r['points']}", f"{r['max_error_wrong_time']:.2e}"] for r in smoothing["rows"]]
-            report.table(["σ", "largest error against e^{−‖ω‖²σ²/2} sin(ωᵀx)", "largest half-width",
-                          "inside the interval", "largest error against t = σ (wrong time)"], rows)
+            report.paragraph(
+                f"f(x) = sin(ωᵀx), ‖ω‖² = {smoothing['norm_omega_sq']:g}, 8 points, "
+                f"{self.config.samples:,} Monte Carlo samples each, 99 % normal-approximation intervals."
+            )
+            rows = [
+                [
+                    f"{r['sigma']:g}",
+                    f"{r['max_error']:.2e}",
+                    f"{r['max_half_width']:.2e}",
+                    f"{r['inside']}/{r['points']}",
+                    f"{r['max_error_wrong_time']:.2e}",
+                ]
+                for r in smoothing["rows"]
+            ]
+            report.table(
+                [
+                    "σ",
+                    "largest error against e^{−‖ω‖²σ²/2} sin(ωᵀx)",
+                    "largest half-width",
+                    "inside the interval",
+                    "largest error against t = σ (wrong time)",
+                ],
+                rows,
+            )
             figures["smoothing"] = _smoothing_figure(smoothing, run_dir)
-            report.figure(figures["smoothing"], "Monte Carlo estimates (points with 99 % intervals) against the heat "
-                                                "semigroup at t = σ² (line), one panel per σ.")
+            report.figure(
+                figures["smoothing"],
+                "Monte Carlo estimates (points with 99 % intervals) against the heat "
+                "semigroup at t = σ² (line), one panel per σ.",
+            )
         if "dropout" in results:
             dropout = results["dropout"]
             report.heading("Dropout is a diffusion term with coefficient p/(1−p)·h²")
-            rows = [[f"{r['p']:g}", f"{r['max_relative_error']:.2%}", f"{r['quadratic_mean_predicted']:.4f}",
-                     f"{r['quadratic_mean_monte_carlo']:.4f} ± {r['quadratic_standard_error']:.4f}",
-                     f"{r['quadratic_without_diffusion']:.4f}"] for r in dropout["rows"]]
-            report.table(["p", "read-out variance: largest relative error vs Monte Carlo",
-                          "E hᵀAh predicted (diffusion)",
-                          "Monte Carlo (± s.e.)", "without the diffusion term"], rows,
-                         caption=f"{dropout['masks']:,} dropout masks per rate.")
+            rows = [
+                [
+                    f"{r['p']:g}",
+                    f"{r['max_relative_error']:.2%}",
+                    f"{r['quadratic_mean_predicted']:.4f}",
+                    f"{r['quadratic_mean_monte_carlo']:.4f} ± {r['quadratic_standard_error']:.4f}",
+                    f"{r['quadratic_without_diffusion']:.4f}",
+                ]
+                for r in dropout["rows"]
+            ]
+            report.table(
+                [
+                    "p",
+                    "read-out variance: largest relative error vs Monte Carlo",
+                    "E hᵀAh predicted (diffusion)",
+                    "Monte Carlo (± s.e.)",
+                    "without the diffusion term",
+                ],
+                rows,
+                caption=f"{dropout['masks']:,} dropout masks per rate.",
+            )
         if "propagation" in results:
             report.heading("GNN propagation is diffusion (normalized Laplacian of the self-looped graph)")
-            rows = [[r["graph"], r["propagation"], f"{r['max_abs_difference']:.1e}", f"{r['scale']:.2f}"]
-                    for r in results["propagation"]["rows"]]
-            report.table(["graph", "identity", "largest difference pdenets − PyG (float64)", "largest output"], rows,
-                         caption="Directed edge lists: PyG's layers send messages from source to target, pdenets' "
-                                 "W[i, j] lets row i diffuse from column j, so the stored Cora edges enter reversed.")
+            rows = [
+                [r["graph"], r["propagation"], f"{r['max_abs_difference']:.1e}", f"{r['scale']:.2f}"]
+                for r in results["propagation"]["rows"]
+            ]
+            report.table(
+                ["graph", "identity", "largest difference pdenets − PyG (float64)", "largest output"],
+                rows,
+                caption="Directed edge lists: PyG's layers send messages from source to target, pdenets' "
+                "W[i, j] lets row i diffuse from column j, so the stored Cora edges enter reversed.",
+            )
         self.write_report(report, run_dir)
 
 
 def _smoothing_figure(smoothing, run_dir) -> str:
     rows = smoothing["rows"]
-    fig, axes = plt.subplots(1, len(rows), figsize=(2.6 * len(rows), 2.8), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(rows), figsize=(2.6 * len(rows), 2.8), layout="constrained", squeeze=False
+    )
     for ax, row in zip(axes[0], rows):
         order = np.argsort(row["exact"])
         exact = np.asarray(row["exact"])[order]
         ax.plot(exact, exact, "k-", linewidth=0.8)
-        ax.errorbar(exact, np.asarray(row["estimates"])[order], yerr=np.asarray(row["half_widths"])[order], fmt="o",
-                    markersize=3, capsize=2)
+        ax.errorbar(
+            exact,
+            np.asarray(row["estimates"])[order],
+            yerr=np.asarray(row["half_widths"])[order],
+            fmt="o",
+            markersize=3,
+            capsize=2,
+        )
         ax.set_title(f"σ = {row['sigma']:g}", fontsize=9)
         ax.set_xlabel("closed form")
         ax.grid(alpha=0.3)

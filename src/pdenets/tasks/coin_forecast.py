@@ -1,14 +1,15 @@
 """Epidemic forecasting with convection–diffusion: COIN's case-prediction setting on the offline series.
 
-The COIN paper's COVID-19 data is not available offline: this runs on ``england_covid`` (daily cases of 129 regions, a
-mobility graph per day), ``chickenpox`` (weekly, 20 counties) or any series of :mod:`pdenets.data.temporal`, under the
-protocols of :mod:`pdenets.data.forecast_protocols`. Models: the convection alone (``window-mlp``: per region, shared
-weights), COIN (``coin-forecast``: the same, then ``r`` diffusion steps of the forecasts on the day's region graph),
-``window-gcn``, ``cheb-gru`` (our GRU over the lags with Chebyshev gates), the reference ``pygt-gconv-gru`` (PyTorch
-Geometric Temporal's GConvGRU trained as its documentation does), three closed-form baselines and COIN over each model
-(its forecasts diffused with the ``(γ, r)`` whose gain on the selection days clears its noise, else the model kept:
-:func:`~pdenets.data.forecast_protocols.choose_diffusion`). Diffusion and message passing use the graph without
-self-loops, rows normalized.
+The COIN paper's COVID-19 data is not available offline: this runs on ``england_covid`` (daily cases of 129
+regions, a mobility graph per day), ``chickenpox`` (weekly, 20 counties) or any series of
+:mod:`pdenets.data.temporal`, under the protocols of :mod:`pdenets.data.forecast_protocols`. Models: the
+convection alone (``window-mlp``: per region, shared weights), COIN (``coin-forecast``: the same, then ``r``
+diffusion steps of the forecasts on the day's region graph), ``window-gcn``, ``cheb-gru`` (our GRU over the
+lags with Chebyshev gates), the reference ``pygt-gconv-gru`` (PyTorch Geometric Temporal's GConvGRU trained as
+its documentation does), three closed-form baselines and COIN over each model (its forecasts diffused with the
+``(γ, r)`` whose gain on the selection days clears its noise, else the model kept:
+:func:`~pdenets.data.forecast_protocols.choose_diffusion`). Diffusion and message passing use the graph
+without self-loops, rows normalized.
 """
 
 from __future__ import annotations
@@ -21,9 +22,20 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.forecast_protocols import (CLOSED_FORM, PROTOCOLS, TRANSFORMS, ForecastSetup, choose_diffusion,
-                                       closed_form_forecast, first_horizon_forecasts, forecast_metrics,
-                                       linear_forecast, masked_mse, protocol_windows, split_days, pyg_scaled)  # noqa: F401
+from ..data.forecast_protocols import (
+    CLOSED_FORM,
+    PROTOCOLS,
+    TRANSFORMS,
+    ForecastSetup,
+    choose_diffusion,
+    closed_form_forecast,
+    first_horizon_forecasts,
+    forecast_metrics,
+    linear_forecast,
+    masked_mse,
+    protocol_windows,
+    split_days,
+)  # noqa: F401
 from ..data.paths import dataset_label
 from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
 from ..experiments.cache import process_cache
@@ -36,81 +48,126 @@ from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
 from ..operators.slice_graphs import SliceGraphs
 from ..reports import forecast as forecast_report
 
-__all__ = ["CoinForecastConfig", "CoinForecastTask", "ForecastJob", "ForecastSetup", "ForecastTraining",
-           "DiffusionGrid", "BASELINES", "LEARNED", "prepare_protocol", "linear_forecast"]
+__all__ = [
+    "CoinForecastConfig",
+    "CoinForecastTask",
+    "ForecastJob",
+    "ForecastSetup",
+    "ForecastTraining",
+    "DiffusionGrid",
+    "BASELINES",
+    "LEARNED",
+    "prepare_protocol",
+    "linear_forecast",
+]
 
 BASELINES = CLOSED_FORM
 LEARNED = ("window-mlp", "coin-forecast", "window-gcn", "cheb-gru", "pygt-gconv-gru")
 #: closed-form forecasts that read no target: COIN over them may select on every target before the test period
 UNFITTED = ("last-value", "moving-average")
 #: names that changed, with what they are now
-RENAMED = {"gconv-gru": "gconv-gru was renamed cheb-gru (our GRU over the lags with K = 2 Chebyshev gates and early "
-                        "stopping); pygt-gconv-gru is PyTorch Geometric Temporal's GConvGRU as its documentation "
-                        "trains it"}
+RENAMED = {
+    "gconv-gru": "gconv-gru was renamed cheb-gru (our GRU over the lags with K = 2 Chebyshev gates and early "
+    "stopping); pygt-gconv-gru is PyTorch Geometric Temporal's GConvGRU as its documentation "
+    "trains it"
+}
 
 
 @dataclass
 class CoinForecastConfig(TaskConfig):
     """Configuration of ``pdenets run coin-forecast``."""
 
-    datasets: List[str] = setting(["chickenpox", "england_covid"], "england_covid, chickenpox, a PyTorch Geometric "
-                                                                  "Temporal .json file or a CSV folder (series.csv "
-                                                                  "+ edges.csv)")
+    datasets: List[str] = setting(
+        ["chickenpox", "england_covid"],
+        "england_covid, chickenpox, a PyTorch Geometric "
+        "Temporal .json file or a CSV folder (series.csv "
+        "+ edges.csv)",
+    )
     protocols: List[str] = setting(["ours", "pyg-temporal"], "ours (horizons 1..H) and/or pyg-temporal")
     models: List[str] = setting(list(BASELINES + LEARNED), "forecasters: " + ", ".join(BASELINES + LEARNED))
     seeds: List[int] = setting([0, 1, 2], "seeds of the learned models (the closed-form ones need one)")
     lags: int = setting(7, "past values per region (ours)")
     horizons: int = setting(7, "forecast horizons 1..H (ours)")
     test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
-    val_fraction: float = setting(0.1, "fraction of the days before the test period used for early stopping (ours)")
-    count_transform: str = setting("auto", "ours: transform of count series before standardizing: auto (log1p where "
-                                           "the series' own loader takes it: Twitter tennis), log1p or none")
+    val_fraction: float = setting(
+        0.1, "fraction of the days before the test period used for early stopping (ours)"
+    )
+    count_transform: str = setting(
+        "auto",
+        "ours: transform of count series before standardizing: auto (log1p where "
+        "the series' own loader takes it: Twitter tennis), log1p or none",
+    )
     hidden: int = setting(32, "width of the learned models")
     batch_rows: int = setting(2048, "(origin, region) windows per Adam step; whole origins, at least one")
-    eval_steps: int = setting(50, "validate every this many steps, and at the end of every pass over the training "
-                                  "origins")
-    step_size: float = setting(0.1, "gamma of COIN's diffusion steps (the start value when learned; stable up to 1)")
+    eval_steps: int = setting(
+        50, "validate every this many steps, and at the end of every pass over the training origins"
+    )
+    step_size: float = setting(
+        0.1, "gamma of COIN's diffusion steps (the start value when learned; stable up to 1)"
+    )
     learn_step_size: bool = setting(True, "learn COIN's gamma in (0, 1) with the weights")
     num_steps: int = setting(2, "r, COIN's diffusion steps")
     epochs: int = setting(300, "most passes over the training origins (epochs)")
     patience: int = setting(150, "steps without a better validation MSE before early stopping")
-    min_improvement: float = setting(5e-3, "relative decrease of the validation MSE that counts as better for the "
-                                           "patience (the best model is kept whatever the margin)")
+    min_improvement: float = setting(
+        5e-3,
+        "relative decrease of the validation MSE that counts as better for the "
+        "patience (the best model is kept whatever the margin)",
+    )
     lr: float = setting(0.01, "Adam learning rate")
     weight_decay: float = setting(1e-4, "Adam weight decay")
-    diffusion_step_sizes: List[float] = setting([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0],
-                                                "gammas tried for COIN over every model (0 keeps the model itself)")
-    diffusion_num_steps: List[int] = setting([1, 2, 3, 5], "numbers of diffusion steps r tried for COIN over every "
-                                                           "model")
+    diffusion_step_sizes: List[float] = setting(
+        [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0],
+        "gammas tried for COIN over every model (0 keeps the model itself)",
+    )
+    diffusion_num_steps: List[int] = setting(
+        [1, 2, 3, 5], "numbers of diffusion steps r tried for COIN over every model"
+    )
 
     def validate(self) -> None:
         super().validate()
         for old in set(self.models) & set(RENAMED):
             raise ConfigError(RENAMED[old])
-        check_fields(self, non_empty=("datasets", "protocols", "models", "seeds"),
-                     choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED, "count_transform": TRANSFORMS},
-                     counts=("lags", "horizons", "hidden", "batch_rows", "eval_steps", "epochs", "patience"),
-                     non_negative_counts=("num_steps", "seeds"),
-                     positive=("step_size", "lr", "test_fraction", "val_fraction"),
-                     non_negative=("weight_decay", "min_improvement"))
+        check_fields(
+            self,
+            non_empty=("datasets", "protocols", "models", "seeds"),
+            choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED, "count_transform": TRANSFORMS},
+            counts=("lags", "horizons", "hidden", "batch_rows", "eval_steps", "epochs", "patience"),
+            non_negative_counts=("num_steps", "seeds"),
+            positive=("step_size", "lr", "test_fraction", "val_fraction"),
+            non_negative=("weight_decay", "min_improvement"),
+        )
         if not self.diffusion_step_sizes or any(not 0 <= g <= 1 for g in self.diffusion_step_sizes):
-            raise ConfigError(f"diffusion_step_sizes must be values in [0, 1] (the stability bound of a "
-                              f"row-normalized graph), got {self.diffusion_step_sizes}")
-        if not self.diffusion_num_steps or any(isinstance(r, bool) or not isinstance(r, int) or r < 1
-                                               for r in self.diffusion_num_steps):
-            raise ConfigError(f"diffusion_num_steps must be positive integers, got {self.diffusion_num_steps}")
+            raise ConfigError(
+                f"diffusion_step_sizes must be values in [0, 1] (the stability bound of a "
+                f"row-normalized graph), got {self.diffusion_step_sizes}"
+            )
+        if not self.diffusion_num_steps or any(
+            isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in self.diffusion_num_steps
+        ):
+            raise ConfigError(
+                f"diffusion_num_steps must be positive integers, got {self.diffusion_num_steps}"
+            )
         if self.min_improvement >= 1:
             raise ConfigError(f"min_improvement is a relative decrease below 1, got {self.min_improvement}")
         for dataset in self.datasets:
-            if dataset not in TEMPORAL_DATASETS and not dataset.lower().endswith((".json", ".csv")) and \
-                    not Path(dataset).expanduser().is_dir():
-                raise ConfigError(f"datasets: {dataset!r} is neither england_covid, chickenpox, a .json file nor a CSV "
-                                  "folder (series.csv + edges.csv)")
+            if (
+                dataset not in TEMPORAL_DATASETS
+                and not dataset.lower().endswith((".json", ".csv"))
+                and not Path(dataset).expanduser().is_dir()
+            ):
+                raise ConfigError(
+                    f"datasets: {dataset!r} is neither england_covid, chickenpox, a .json file nor a CSV "
+                    "folder (series.csv + edges.csv)"
+                )
         if self.step_size > 1 or (self.learn_step_size and self.step_size >= 1):
-            raise ConfigError(f"step_size must be <= 1 on a row-normalized graph (< 1 when learned), got "
-                              f"{self.step_size}")
+            raise ConfigError(
+                f"step_size must be <= 1 on a row-normalized graph (< 1 when learned), got {self.step_size}"
+            )
         if self.test_fraction + self.val_fraction >= 0.9:
-            raise ConfigError("test_fraction + val_fraction must leave at least 10 % of the days for training")
+            raise ConfigError(
+                "test_fraction + val_fraction must leave at least 10 % of the days for training"
+            )
 
 
 @dataclass(frozen=True)
@@ -140,7 +197,8 @@ class DiffusionGrid:
 
 @dataclass(frozen=True)
 class ForecastJob:
-    """One run; ``setup``/``training``/``diffusion`` are ``None`` for pyg-temporal/closed-form models/coin-forecast."""
+    """One run; ``setup``/``training``/``diffusion`` are ``None`` for pyg-temporal/closed-form
+    models/coin-forecast."""
 
     dataset: str
     protocol: str
@@ -155,12 +213,14 @@ class ForecastJob:
 
 def _setup(config: CoinForecastConfig) -> ForecastSetup:
     """Our protocol's settings of a configuration (its ``count_transform`` is the setup's ``transform``)."""
-    return ForecastSetup(config.lags, config.horizons, config.test_fraction, config.val_fraction,
-                         config.count_transform)
+    return ForecastSetup(
+        config.lags, config.horizons, config.test_fraction, config.val_fraction, config.count_transform
+    )
 
 
-#: how the reference models train: as their documentation does (PyTorch Geometric Temporal's chickenpox example:
-#: hidden 32, Adam at 0.01 without weight decay, 200 full-batch epochs on the per-node MSE, the last model kept)
+#: how the reference models train: as their documentation does (PyTorch Geometric Temporal's chickenpox
+#: example: hidden 32, Adam at 0.01 without weight decay, 200 full-batch epochs on the per-node MSE, the last
+#: model kept)
 REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden": 32, "lr": 0.01, "epochs": 200}}
 
 
@@ -171,8 +231,9 @@ def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
     return row_normalize(remove_self_loops(matrix)).coalesce()
 
 
-def prepare_protocol(series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
-                     ) -> Dict[str, Any]:
+def prepare_protocol(
+    series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
+) -> Dict[str, Any]:
     """A protocol's windows (:func:`~pdenets.data.forecast_protocols.protocol_windows`) and their graphs.
 
     Args:
@@ -194,30 +255,43 @@ def _prepared(dataset: str, protocol: str, setup: Optional[ForecastSetup], data_
 
 
 def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dict]:
-    """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation MSE of
-    the origins with a validation target (every ``eval_steps`` steps and after every pass); the best model is kept."""
+    """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
+    MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
+    model is kept."""
     training, device = spec.training, torch.device(spec.device)
-    coin = dict(step_size=training.step_size, num_steps=training.num_steps, learn_step_size=training.learn_step_size)
+    coin = dict(
+        step_size=training.step_size, num_steps=training.num_steps, learn_step_size=training.learn_step_size
+    )
     reference = REFERENCE_TRAINING.get(spec.model)
     torch.manual_seed(spec.seed)
-    model = create_model(spec.model, in_features=data["lags"], num_classes=data["horizons"],
-                         hidden=reference["hidden"] if reference else training.hidden,
-                         **(coin if spec.model == "coin-forecast" else {})).to(device)
+    model = create_model(
+        spec.model,
+        in_features=data["lags"],
+        num_classes=data["horizons"],
+        hidden=reference["hidden"] if reference else training.hidden,
+        **(coin if spec.model == "coin-forecast" else {}),
+    ).to(device)
     inputs, targets = (data[name].to(device=device, dtype=torch.float32) for name in ("inputs", "targets"))
     masks = {name: mask.to(device) for name, mask in data["masks"].items()}
     graphs: SliceGraphs = data["graphs"]
     if reference:
         return _as_documented(model, inputs, targets, masks, graphs, reference)
-    train_origins, val_origins = (masks[part].flatten(1).any(1).nonzero().squeeze(1).cpu() for part in ("train", "val"))
+    train_origins, val_origins = (
+        masks[part].flatten(1).any(1).nonzero().squeeze(1).cpu() for part in ("train", "val")
+    )
     if len(train_origins) == 0 or len(val_origins) == 0:
-        raise ConfigError(f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
-                          f"{len(val_origins)} validation origins; a learned model needs both")
+        raise ConfigError(
+            f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
+            f"{len(val_origins)} validation origins; a learned model needs both"
+        )
     per_batch = max(1, training.batch_rows // inputs.shape[1])
 
     def predict(origins: torch.Tensor) -> torch.Tensor:
         """Forecasts of ``origins`` without autograd, a few batches' worth of origins at a time."""
         with evaluation_mode(model):
-            return torch.cat([model(inputs[chunk], graphs.subset(chunk)) for chunk in origins.split(4 * per_batch)])
+            return torch.cat(
+                [model(inputs[chunk], graphs.subset(chunk)) for chunk in origins.split(4 * per_batch)]
+            )
 
     def validate() -> float:
         return float(masked_mse(predict(val_origins), targets[val_origins], masks["val"][val_origins]))
@@ -228,24 +302,39 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
     groups = [{"params": weights}] + ([{"params": step_logit, "weight_decay": 0.0}] if step_logit else [])
     optimizer = torch.optim.Adam(groups, lr=training.lr, weight_decay=training.weight_decay)
     fitted = fit_steps(
-        model, optimizer, train_origins,
-        lambda batch: masked_mse(model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch]),
-        validate, batch_size=per_batch, max_epochs=training.epochs, eval_steps=training.eval_steps,
-        patience=training.patience, min_improvement=training.min_improvement,
-        generator=torch.Generator().manual_seed(spec.seed))
+        model,
+        optimizer,
+        train_origins,
+        lambda batch: masked_mse(
+            model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch]
+        ),
+        validate,
+        batch_size=per_batch,
+        max_epochs=training.epochs,
+        eval_steps=training.eval_steps,
+        patience=training.patience,
+        min_improvement=training.min_improvement,
+        generator=torch.Generator().manual_seed(spec.seed),
+    )
     prediction = predict(torch.arange(len(inputs))).to(device="cpu", dtype=torch.float64)
     curve = fitted.curve
-    info = {"epochs": fitted.epochs, "steps": fitted.steps, "best_step": fitted.best_step,
-            "best_epoch": fitted.best_epoch, "validations": len(curve), "curve": curve[::max(1, len(curve) // 40)]}
+    info = {
+        "epochs": fitted.epochs,
+        "steps": fitted.steps,
+        "best_step": fitted.best_step,
+        "best_epoch": fitted.best_epoch,
+        "validations": len(curve),
+        "curve": curve[:: max(1, len(curve) // 40)],
+    }
     if getattr(model, "learn_step_size", False):
         info["learned_step_size"] = model.step_size
     return prediction, info
 
 
 def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[torch.Tensor, Dict]:
-    """A reference model trained as its documentation trains it: Adam, full batch over every origin with a target
-    before the test period (no validation, no early stopping), the mean over origins of each origin's MSE, the last
-    model kept."""
+    """A reference model trained as its documentation trains it: Adam, full batch over every origin with a
+    target before the test period (no validation, no early stopping), the mean over origins of each origin's
+    MSE, the last model kept."""
     fitted = masks["train"] | masks["val"]
     origins = fitted.flatten(1).any(1).nonzero().squeeze(1)
     optimizer = torch.optim.Adam(model.parameters(), lr=reference["lr"])
@@ -265,7 +354,9 @@ def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[to
 @register_task
 class CoinForecastTask(Task):
     name = "coin-forecast"
-    description = "COIN for epidemic forecasting: per-region convection + diffusion on the region graph, vs baselines"
+    description = (
+        "COIN for epidemic forecasting: per-region convection + diffusion on the region graph, vs baselines"
+    )
     config_class = CoinForecastConfig
     shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
     columns = {"dataset": "TEXT", "protocol": "TEXT", "model": "TEXT", "seed": "INTEGER"}
@@ -284,39 +375,68 @@ class CoinForecastTask(Task):
 
     def jobs(self) -> List[ForecastJob]:
         config = self.config
-        training = ForecastTraining(**{item.name: getattr(config, item.name) for item in fields(ForecastTraining)})
-        grid = DiffusionGrid(tuple(sorted(set(config.diffusion_step_sizes))),
-                             tuple(sorted(set(config.diffusion_num_steps))))
+        training = ForecastTraining(
+            **{item.name: getattr(config, item.name) for item in fields(ForecastTraining)}
+        )
+        grid = DiffusionGrid(
+            tuple(sorted(set(config.diffusion_step_sizes))), tuple(sorted(set(config.diffusion_num_steps)))
+        )
         jobs = []
         for dataset in config.datasets:
             for protocol in config.protocols:
                 setup = _setup(config) if protocol == "ours" else None
                 for model in config.models:
-                    closed_form = model in BASELINES  # deterministic and untrained: one run, no training settings
+                    closed_form = (
+                        model in BASELINES
+                    )  # deterministic and untrained: one run, no training settings
                     for seed in config.seeds[:1] if closed_form else config.seeds:
-                        jobs.append(ForecastJob(dataset, protocol, model, 0 if closed_form else seed, setup,
-                                                None if closed_form else training, config.device,
-                                                None if model == "coin-forecast" else grid, config.data_dir))
+                        jobs.append(
+                            ForecastJob(
+                                dataset,
+                                protocol,
+                                model,
+                                0 if closed_form else seed,
+                                setup,
+                                None if closed_form else training,
+                                config.device,
+                                None if model == "coin-forecast" else grid,
+                                config.data_dir,
+                            )
+                        )
         return jobs
 
     @staticmethod
     def run_job(spec: ForecastJob) -> Dict[str, Any]:
-        """One model's test errors, COIN's over it (with ``spec.diffusion``) and its horizon-1 test forecasts."""
+        """One model's test errors, COIN's over it (with ``spec.diffusion``) and its horizon-1 test
+        forecasts."""
         data = _prepared(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
         start = time.perf_counter()
         closed_form = spec.model in BASELINES
-        prediction, info = (closed_form_forecast(spec.model, data), {}) if closed_form else _learned(spec, data)
-        record = {"seconds": time.perf_counter() - start, **info, **forecast_metrics(prediction, data),
-                  "val_mse": masked_mse(prediction, data["targets"], data["masks"]["val"]).item()}
+        prediction, info = (
+            (closed_form_forecast(spec.model, data), {}) if closed_form else _learned(spec, data)
+        )
+        record = {
+            "seconds": time.perf_counter() - start,
+            **info,
+            **forecast_metrics(prediction, data),
+            "val_mse": masked_mse(prediction, data["targets"], data["masks"]["val"]).item(),
+        }
         if spec.diffusion is not None:
             masks = data["masks"]
             selection = masks["train"] | masks["val"] if spec.model in UNFITTED else masks["val"]
-            choice = choose_diffusion(prediction, data, spec.diffusion.step_sizes, spec.diffusion.num_steps,
-                                      selection=selection)
-            record["coin"] = {"step_size": choice.step_size, "num_steps": choice.num_steps,
-                              "val_mse": choice.selection_mse, "gain": choice.gain, "lower_bound": choice.lower_bound,
-                              "blocks": choice.blocks, "selected_on": "pre-test" if spec.model in UNFITTED else "val",
-                              **forecast_metrics(choice.forecasts, data)}
+            choice = choose_diffusion(
+                prediction, data, spec.diffusion.step_sizes, spec.diffusion.num_steps, selection=selection
+            )
+            record["coin"] = {
+                "step_size": choice.step_size,
+                "num_steps": choice.num_steps,
+                "val_mse": choice.selection_mse,
+                "gain": choice.gain,
+                "lower_bound": choice.lower_bound,
+                "blocks": choice.blocks,
+                "selected_on": "pre-test" if spec.model in UNFITTED else "val",
+                **forecast_metrics(choice.forecasts, data),
+            }
         record["test_forecast"] = first_horizon_forecasts(prediction, data)  # for the report's plots
         return record
 
@@ -326,29 +446,55 @@ class CoinForecastTask(Task):
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         table: Dict[str, Any] = {}
         sources = {dataset_label(r["dataset"], TEMPORAL_DATASETS): r["dataset"] for r in records}
-        for (dataset, protocol, model), members in group_records(records, by=("dataset", "protocol", "model")).items():
+        for (dataset, protocol, model), members in group_records(
+            records, by=("dataset", "protocol", "model")
+        ).items():
             entries = table.setdefault(dataset_label(dataset, TEMPORAL_DATASETS), {}).setdefault(protocol, {})
             seconds = float(np.mean([m["seconds"] for m in members]))
             entries[model] = {"runs": len(members), "seconds_per_run": seconds, **_aggregate(members)}
             if "coin" in members[0]:
                 diffused = [m["coin"] for m in members]
                 entries[f"coin-over-{model}"] = {
-                    "runs": len(members), "seconds_per_run": seconds, "over": model,
+                    "runs": len(members),
+                    "seconds_per_run": seconds,
+                    "over": model,
                     "chosen": [[d["step_size"], d["num_steps"]] for d in diffused],
                     "val_mse": Stats.of(d["val_mse"] for d in diffused).as_dict(),
-                    "backbone_val_mse": Stats.of(m["val_mse"] for m in members).as_dict(), **_aggregate(diffused)}
-        return {"table": table, "sources": sources, **forecast_report.verdicts(table)}  # + what the report states
+                    "backbone_val_mse": Stats.of(m["val_mse"] for m in members).as_dict(),
+                    **_aggregate(diffused),
+                }
+        return {
+            "table": table,
+            "sources": sources,
+            **forecast_report.verdicts(table),
+        }  # + what the report states
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN for epidemic forecasting")
-        forecast_report.add_sections(report, self.config, results, records, run_dir, models=BASELINES + LEARNED,
-                                     diffusion_graph=_diffusion_graph)
+        forecast_report.add_sections(
+            report,
+            self.config,
+            results,
+            records,
+            run_dir,
+            models=BASELINES + LEARNED,
+            diffusion_graph=_diffusion_graph,
+        )
         self.write_report(report, run_dir)
 
 
 def _aggregate(metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Mean ± std of the test errors over seeds, and the mean error per horizon."""
-    stats = {name: Stats.of(m[name] for m in metrics).as_dict() for name in ("mse", "mae", "mae_raw", "top5_share")
-             if name in metrics[0]}
-    return {**stats, **{name: np.mean([m[name] for m in metrics], axis=0).tolist()
-                        for name in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon") if name in metrics[0]}}
+    stats = {
+        name: Stats.of(m[name] for m in metrics).as_dict()
+        for name in ("mse", "mae", "mae_raw", "top5_share")
+        if name in metrics[0]
+    }
+    return {
+        **stats,
+        **{
+            name: np.mean([m[name] for m in metrics], axis=0).tolist()
+            for name in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon")
+            if name in metrics[0]
+        },
+    }

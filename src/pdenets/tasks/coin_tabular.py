@@ -34,8 +34,8 @@ from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import fit
 from ..models.registry import create_model
-from ..reports import tabular as tabular_report
 from ..operators import knn_gaussian_weights
+from ..reports import tabular as tabular_report
 
 __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
 
@@ -65,10 +65,16 @@ class CoinTabularConfig(TaskConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_fields(self, non_empty=("datasets", "labels_per_class", "models"), choices={"models": MODELS},
-                     counts=("labels_per_class", "splits", "hidden", "layers", "n_top", "sigma_neighbor", "epochs"),
-                     non_negative_counts=("num_steps",), positive=("step_size", "lr", "spreading_alpha"),
-                     non_negative=("weight_decay",), probabilities=("dropout",))
+        check_fields(
+            self,
+            non_empty=("datasets", "labels_per_class", "models"),
+            choices={"models": MODELS},
+            counts=("labels_per_class", "splits", "hidden", "layers", "n_top", "sigma_neighbor", "epochs"),
+            non_negative_counts=("num_steps",),
+            positive=("step_size", "lr", "spreading_alpha"),
+            non_negative=("weight_decay",),
+            probabilities=("dropout",),
+        )
         if self.sigma_neighbor > self.n_top:
             raise ConfigError(f"sigma_neighbor ({self.sigma_neighbor}) must not exceed n_top ({self.n_top})")
         if self.step_size > 1:
@@ -132,29 +138,39 @@ def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     for label in np.unique(labels):
         members = np.flatnonzero(labels == label)
         if len(members) <= per_class:
-            raise ConfigError(f"class {label} has {len(members)} samples; {per_class} labelled ones would leave none "
-                              "to predict")
+            raise ConfigError(
+                f"class {label} has {len(members)} samples; {per_class} labelled ones would leave none "
+                "to predict"
+            )
         chosen.append(rng.choice(members, per_class, replace=False))
     return np.sort(np.concatenate(chosen))
 
 
 @process_cache(maxsize=8)
-def _table_and_graph(dataset: str, label_column: Optional[str], n_top: Optional[int],
-                     sigma_neighbor: Optional[int]) -> Dict[str, Any]:
+def _table_and_graph(
+    dataset: str, label_column: Optional[str], n_top: Optional[int], sigma_neighbor: Optional[int]
+) -> Dict[str, Any]:
     table = load_tabular(dataset, label_column=label_column)
     features = table.features
     scale = features.std(0)
     features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
     points = torch.from_numpy(features)
-    weights = None if sigma_neighbor is None else knn_gaussian_weights(
-        points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
+    weights = (
+        None
+        if sigma_neighbor is None
+        else knn_gaussian_weights(points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
+    )
     return {"table": table, "features": points, "weights": weights}
 
 
 def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
     diffusion = spec.diffusion
-    data = _table_and_graph(spec.dataset, spec.label_column, diffusion.n_top if diffusion else None,
-                            diffusion.sigma_neighbor if diffusion else None)
+    data = _table_and_graph(
+        spec.dataset,
+        spec.label_column,
+        diffusion.n_top if diffusion else None,
+        diffusion.sigma_neighbor if diffusion else None,
+    )
     labels = data["table"].labels
     labelled = labelled_split(labels, spec.labels_per_class, spec.split)
     unlabelled = np.setdiff1d(np.arange(len(labels)), labelled)
@@ -164,42 +180,72 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
 
         partial = np.full(len(labels), -1)
         partial[labelled] = labels[labelled]
-        model = LabelSpreading(kernel="knn", n_neighbors=spec.spreading.n_top,
-                               alpha=spec.spreading.spreading_alpha, max_iter=1000)
+        model = LabelSpreading(
+            kernel="knn",
+            n_neighbors=spec.spreading.n_top,
+            alpha=spec.spreading.spreading_alpha,
+            max_iter=1000,
+        )
         model.fit(data["features"].numpy(), partial)
         predictions = model.transduction_
         outcome = {"mean_confidence": float(model.label_distributions_.max(1).mean())}
     else:
         torch.manual_seed(spec.split)
         mlp = spec.mlp
-        network = create_model("coin-mlp", in_features=data["features"].shape[1], num_classes=data["table"].num_classes,
-                               hidden=mlp.hidden, num_layers=mlp.layers, dropout=mlp.dropout, graph=data["weights"],
-                               step_size=diffusion.step_size if diffusion else 0.5,
-                               num_steps=diffusion.num_steps if diffusion else 0).double().to(spec.device)
+        network = (
+            create_model(
+                "coin-mlp",
+                in_features=data["features"].shape[1],
+                num_classes=data["table"].num_classes,
+                hidden=mlp.hidden,
+                num_layers=mlp.layers,
+                dropout=mlp.dropout,
+                graph=data["weights"],
+                step_size=diffusion.step_size if diffusion else 0.5,
+                num_steps=diffusion.num_steps if diffusion else 0,
+            )
+            .double()
+            .to(spec.device)
+        )
         features = data["features"].to(spec.device)
         targets = torch.from_numpy(labels).to(spec.device)
         train = torch.from_numpy(labelled).to(spec.device)
         optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
-        fitted = fit(network, optimizer, lambda: F.cross_entropy(network(features)[train], targets[train]),
-                     max_epochs=mlp.epochs)
+        fitted = fit(
+            network,
+            optimizer,
+            lambda: F.cross_entropy(network(features)[train], targets[train]),
+            max_epochs=mlp.epochs,
+        )
         outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
         network.eval()
         with torch.no_grad():
             predictions = network(features).argmax(1).cpu().numpy()
     accuracy = float((predictions[unlabelled] == labels[unlabelled]).mean())
-    return {"accuracy": accuracy, "seconds": time.perf_counter() - start, "unlabelled": int(len(unlabelled)),
-            **outcome}
+    return {
+        "accuracy": accuracy,
+        "seconds": time.perf_counter() - start,
+        "unlabelled": int(len(unlabelled)),
+        **outcome,
+    }
 
 
 @register_task
 class CoinTabularTask(Task):
     name = "coin-tabular"
-    description = ("COIN for tabular classification with few labels: MLP + sample-graph diffusion vs MLP vs label "
-                   "spreading")
+    description = (
+        "COIN for tabular classification with few labels: MLP + sample-graph diffusion vs MLP vs label "
+        "spreading"
+    )
     config_class = CoinTabularConfig
     shortcuts = {"dataset": "datasets", "model": "models", "labels": "labels_per_class"}
-    columns = {"dataset": "TEXT", "labels_per_class": "INTEGER", "split": "INTEGER", "model": "TEXT",
-               "accuracy": "REAL"}
+    columns = {
+        "dataset": "TEXT",
+        "labels_per_class": "INTEGER",
+        "split": "INTEGER",
+        "model": "TEXT",
+        "accuracy": "REAL",
+    }
 
     @classmethod
     def quick_config(cls) -> CoinTabularConfig:
@@ -214,19 +260,33 @@ class CoinTabularTask(Task):
 
     def jobs(self) -> List[TabularJob]:
         config = self.config
-        mlp = MlpSettings(config.hidden, config.layers, config.dropout, config.epochs, config.lr, config.weight_decay)
+        mlp = MlpSettings(
+            config.hidden, config.layers, config.dropout, config.epochs, config.lr, config.weight_decay
+        )
         diffusion = GraphDiffusion(config.n_top, config.sigma_neighbor, config.step_size, config.num_steps)
-        # only what a model computes with is part of its key (the MLP never sees the graph; label spreading builds
-        # its own kNN kernel, without the Gaussian width)
-        parts = {"label-spreading": {"spreading": Spreading(config.n_top, config.spreading_alpha)},
-                 "mlp": {"mlp": mlp}, "coin": {"mlp": mlp, "diffusion": diffusion}}
+        # only what a model computes with is part of its key (the MLP never sees the graph; label spreading
+        # builds its own kNN kernel, without the Gaussian width)
+        parts = {
+            "label-spreading": {"spreading": Spreading(config.n_top, config.spreading_alpha)},
+            "mlp": {"mlp": mlp},
+            "coin": {"mlp": mlp, "diffusion": diffusion},
+        }
         jobs = []
         for dataset in config.datasets:
             for per_class in config.labels_per_class:
                 for split in range(config.seed, config.seed + config.splits):
                     for model in config.models:
-                        jobs.append(TabularJob(dataset, per_class, split, model, config.device, config.label_column,
-                                               **parts[model]))
+                        jobs.append(
+                            TabularJob(
+                                dataset,
+                                per_class,
+                                split,
+                                model,
+                                config.device,
+                                config.label_column,
+                                **parts[model],
+                            )
+                        )
         return jobs
 
     @staticmethod
@@ -239,11 +299,14 @@ class CoinTabularTask(Task):
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         table: Dict[str, Any] = {}
         for (dataset, per_class, model), members in group_records(
-                records, by=("dataset", "labels_per_class", "model")).items():
+            records, by=("dataset", "labels_per_class", "model")
+        ).items():
             dataset = _label(dataset)
             stats = Stats.of((m["accuracy"] for m in members), scale=100)
-            table.setdefault(dataset, {}).setdefault(str(per_class), {})[model] = {**stats.as_dict(),
-                                                                                    "splits": len(members)}
+            table.setdefault(dataset, {}).setdefault(str(per_class), {})[model] = {
+                **stats.as_dict(),
+                "splits": len(members),
+            }
         wins = {}
         for dataset, settings in table.items():
             for per_class, models in settings.items():
@@ -268,5 +331,8 @@ def _paired(records, dataset: str, per_class: int) -> Dict[str, Any]:
         if _label(record["dataset"]) == dataset and record["labels_per_class"] == per_class:
             by_split.setdefault(record["split"], {})[record["model"]] = record["accuracy"]
     gains = [100 * (v["coin"] - v["mlp"]) for v in by_split.values() if {"coin", "mlp"} <= set(v)]
-    return {"pairs": len(gains), "wins": int(sum(g > 0 for g in gains)),
-            "mean_gain": float(np.mean(gains)) if gains else float("nan")}
+    return {
+        "pairs": len(gains),
+        "wins": int(sum(g > 0 for g in gains)),
+        "mean_gain": float(np.mean(gains)) if gains else float("nan"),
+    }

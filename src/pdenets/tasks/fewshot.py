@@ -32,11 +32,29 @@ from ..data.fewshot import QueryShape, mean_and_interval
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import group_records
 from ..experiments.task import Task, register_task
-from ..features.fewshot import clear_wins, diffuse_on_task_graph, episode_features, episode_scores, episode_sources, \
-    features_file, official_runs_source, official_runs_tensors, principal_components, task_points, task_seeds
+from ..features.fewshot import (
+    clear_wins,
+    diffuse_on_task_graph,
+    episode_features,
+    episode_scores,
+    episode_sources,
+    features_file,
+    official_runs_source,
+    official_runs_tensors,
+    principal_components,
+    task_points,
+    task_seeds,
+)
 from ..models.backbones import BackboneTraining
-from ..models.fewshot import (METHODS, PREPROCESSING, Preprocessing, ablation_method, classify, method_from_name,
-                              registered_methods)
+from ..models.fewshot import (
+    METHODS,
+    PREPROCESSING,
+    Preprocessing,
+    ablation_method,
+    classify,
+    method_from_name,
+    registered_methods,
+)
 from ..reports import fewshot as fewshot_report
 
 __all__ = ["FewShotConfig", "FewShotTask", "EpisodeJob", "PREPROCESSING", "STUDIES"]
@@ -52,30 +70,48 @@ MAX_TASKS_PER_CELL = 10_000_000
 class FewShotConfig(TaskConfig):
     """Configuration of ``pdenets run few-shot``."""
 
-    datasets: List[str] = setting(["omniglot"], "omniglot, clinc150 or the path of a features file (.npz/.pkl/.pt)")
+    datasets: List[str] = setting(
+        ["omniglot"], "omniglot, clinc150 or the path of a features file (.npz/.pkl/.pt)"
+    )
     methods: List[str] = setting(list(METHODS), "methods (any registered method): " + ", ".join(METHODS))
     ways: List[int] = setting([5], "classes per task")
     shots: List[int] = setting([1, 5], "labelled samples per class")
-    queries: List[int] = setting([15], "queries per class (their mean under Dirichlet proportions); each value a "
-                                       "table of its own")
-    query_distributions: List[str] = setting(["balanced"], "how the queries spread over the classes: balanced or "
-                                                           "dirichlet:A (Veilleux et al. 2021: A = 2)")
-    open_set: List[int] = setting([0], "classes absent from the support that add queries per class each (open set)")
-    query_modes: List[str] = setting(["together"], "together (the query set is solved at once) or one-at-a-time "
-                                                   "(every query its own task)")
+    queries: List[int] = setting(
+        [15], "queries per class (their mean under Dirichlet proportions); each value a table of its own"
+    )
+    query_distributions: List[str] = setting(
+        ["balanced"],
+        "how the queries spread over the classes: balanced or dirichlet:A (Veilleux et al. 2021: A = 2)",
+    )
+    open_set: List[int] = setting(
+        [0], "classes absent from the support that add queries per class each (open set)"
+    )
+    query_modes: List[str] = setting(
+        ["together"], "together (the query set is solved at once) or one-at-a-time (every query its own task)"
+    )
     tasks: int = setting(1000, "tasks per table cell")
     tasks_per_job: int = setting(250, "tasks in one stored job")
     studies: List[str] = setting(list(STUDIES), "studies: " + ", ".join(STUDIES))
-    preprocessing: str = setting("normalize", "raw, normalize (L2), centre (base mean + L2) or tricks (centre, "
-                                              "cross-domain shift, rectified prototypes)")
-    defaults: str = setting("library", "method defaults: library (episode-adaptive graph, prototype-initialized "
-                                       "heads, reference LaplacianShot) or paper (the Diff-ResNet ablation's)")
+    preprocessing: str = setting(
+        "normalize",
+        "raw, normalize (L2), centre (base mean + L2) or tricks (centre, "
+        "cross-domain shift, rectified prototypes)",
+    )
+    defaults: str = setting(
+        "library",
+        "method defaults: library (episode-adaptive graph, prototype-initialized "
+        "heads, reference LaplacianShot) or paper (the Diff-ResNet ablation's)",
+    )
     method_settings: Dict[str, Dict[str, Any]] = setting(
-        {}, "per-method settings over the defaults, e.g. --set method_settings.internal.num_steps=5 "
-            "(fields of each method's settings class)")
+        {},
+        "per-method settings over the defaults, e.g. --set method_settings.internal.num_steps=5 "
+        "(fields of each method's settings class)",
+    )
     sensitivity_tasks: int = setting(1000, "tasks per point of the sensitivity sweeps")
     n_top_values: List[int] = setting([4, 6, 8, 10, 12, 16, 20], "n_top values of the sweep (paper units)")
-    strengths: List[float] = setting([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0], "total strengths r*gamma (gamma 0.5)")
+    strengths: List[float] = setting(
+        [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0], "total strengths r*gamma (gamma 0.5)"
+    )
     step_counts: List[int] = setting([1, 2, 3, 4, 5, 10, 15, 20], "r at fixed r*gamma = fixed_strength")
     fixed_strength: float = setting(5.0, "r*gamma of the steps sweep")
     timing_layers: List[int] = setting([0, 1, 2, 3, 5, 10], "diffusion layers of the timing study")
@@ -83,39 +119,79 @@ class FewShotConfig(TaskConfig):
     timing_strength: float = setting(2.0, "r*gamma of the timing study (gamma = 1 for r = 1)")
     backbone_epochs: int = setting(30, "Omniglot backbone training epochs")
     backbone_seed: int = setting(0, "Omniglot backbone seed")
-    features_dir: Optional[str] = setting(None, "cache of built features (default $PDENETS_FEATURES or "
-                                                "~/.cache/pdenets/features)")
+    features_dir: Optional[str] = setting(
+        None, "cache of built features (default $PDENETS_FEATURES or ~/.cache/pdenets/features)"
+    )
     chunk_size: int = setting(100, "tasks trained together (memory ~ chunk x M^2)")
 
     def method(self, name: str, **changes):
         """The method ``name`` with this config's defaults and settings (``changes`` on top)."""
         values = {**self.method_settings.get(name, {}), **changes}
-        return ablation_method(name, **values) if self.defaults == "paper" else method_from_name(name, **values)
+        return (
+            ablation_method(name, **values) if self.defaults == "paper" else method_from_name(name, **values)
+        )
 
     def shapes(self) -> List[Any]:
         """Every query-set shape of the ablation: ``(queries, QueryShape, mode)``."""
-        return [(queries, QueryShape.parse(spread, open_set), mode) for queries, spread, open_set, mode in
-                product(self.queries, self.query_distributions, self.open_set, self.query_modes)]
+        return [
+            (queries, QueryShape.parse(spread, open_set), mode)
+            for queries, spread, open_set, mode in product(
+                self.queries, self.query_distributions, self.open_set, self.query_modes
+            )
+        ]
 
     def validate(self) -> None:
         super().validate()
         methods = registered_methods()  # read now: a method registered after import is accepted
-        check_fields(self, non_empty=("datasets", "methods", "ways", "shots", "studies", "queries",
-                                      "query_distributions", "open_set", "query_modes"),
-                     choices={"methods": methods, "studies": STUDIES, "preprocessing": list(PREPROCESSING),
-                              "defaults": ("library", "paper"), "query_modes": QUERY_MODES},
-                     counts=("ways", "shots", "queries", "tasks", "tasks_per_job", "sensitivity_tasks", "n_top_values",
-                             "step_counts", "timing_tasks", "backbone_epochs", "chunk_size"),
-                     non_negative_counts=("timing_layers", "backbone_seed", "open_set"),
-                     positive=("fixed_strength", "timing_strength"), non_negative=("strengths",))
+        check_fields(
+            self,
+            non_empty=(
+                "datasets",
+                "methods",
+                "ways",
+                "shots",
+                "studies",
+                "queries",
+                "query_distributions",
+                "open_set",
+                "query_modes",
+            ),
+            choices={
+                "methods": methods,
+                "studies": STUDIES,
+                "preprocessing": list(PREPROCESSING),
+                "defaults": ("library", "paper"),
+                "query_modes": QUERY_MODES,
+            },
+            counts=(
+                "ways",
+                "shots",
+                "queries",
+                "tasks",
+                "tasks_per_job",
+                "sensitivity_tasks",
+                "n_top_values",
+                "step_counts",
+                "timing_tasks",
+                "backbone_epochs",
+                "chunk_size",
+            ),
+            non_negative_counts=("timing_layers", "backbone_seed", "open_set"),
+            positive=("fixed_strength", "timing_strength"),
+            non_negative=("strengths",),
+        )
         if any(value < 3 for value in self.n_top_values):
-            raise ConfigError("n_top_values must be >= 3 (paper units: n_top - 1 entries are kept, at least 2)")
+            raise ConfigError(
+                "n_top_values must be >= 3 (paper units: n_top - 1 entries are kept, at least 2)"
+            )
         if any(ways < 2 for ways in self.ways):
             raise ConfigError("ways must be >= 2: a 1-way task has nothing to classify")
         for name in ("tasks", "sensitivity_tasks", "timing_tasks"):
             if getattr(self, name) > MAX_TASKS_PER_CELL:
-                raise ConfigError(f"{name}={getattr(self, name)} is more than {MAX_TASKS_PER_CELL:,} tasks per cell "
-                                  "(the 95 % interval is already ~0.03 points at 1,000,000)")
+                raise ConfigError(
+                    f"{name}={getattr(self, name)} is more than {MAX_TASKS_PER_CELL:,} tasks per cell "
+                    "(the 95 % interval is already ~0.03 points at 1,000,000)"
+                )
         for spread in self.query_distributions:
             try:
                 QueryShape.parse(spread)
@@ -179,41 +255,72 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
     features = features_file(spec.features)
     tasks = range(spec.first_task, spec.last_task)
     shape = QueryShape.parse(spec.distribution, spec.open_set)
-    episodes, support, query = episode_features(features, spec.ways, spec.shots, spec.queries, spec.seed, tasks,
-                                                shape)
+    episodes, support, query = episode_features(
+        features, spec.ways, spec.shots, spec.queries, spec.seed, tasks, shape
+    )
     labels, seeds, count = episodes.support_labels, task_seeds(spec.seed, tasks), query.shape[1]
     if spec.query_mode == "one-at-a-time":  # every query its own task, with its task's support and seed
         support, labels = support.repeat_interleave(count, 0), labels.repeat_interleave(count, 0)
         query, seeds = query.reshape(-1, 1, query.shape[2]), [seed for seed in seeds for _ in range(count)]
     start = time.perf_counter()
-    probabilities = classify(support.to(spec.device), labels.to(spec.device), query.to(spec.device), spec.ways,
-                             method_from_name(spec.method, spec.settings), spec.preprocessing,
-                             base_mean=features.mean_of_base(), seeds=seeds, chunk_size=spec.chunk_size)
+    probabilities = classify(
+        support.to(spec.device),
+        labels.to(spec.device),
+        query.to(spec.device),
+        spec.ways,
+        method_from_name(spec.method, spec.settings),
+        spec.preprocessing,
+        base_mean=features.mean_of_base(),
+        seeds=seeds,
+        chunk_size=spec.chunk_size,
+    )
     seconds = time.perf_counter() - start
     scores = episode_scores(probabilities.reshape(len(tasks), count, spec.ways), episodes.query_labels)
-    record = {"accuracies": scores.accuracies, "log_likelihoods": scores.log_likelihoods, "seconds": seconds,
-              "seconds_per_task": seconds / len(tasks)}
+    record = {
+        "accuracies": scores.accuracies,
+        "log_likelihoods": scores.log_likelihoods,
+        "seconds": seconds,
+        "seconds_per_task": seconds / len(tasks),
+    }
     if scores.open_auroc is not None:
-        record.update(open_auroc=scores.open_auroc, open_rejected=scores.open_rejected,
-                      known_rejected=scores.known_rejected)
+        record.update(
+            open_auroc=scores.open_auroc,
+            open_rejected=scores.open_rejected,
+            known_rejected=scores.known_rejected,
+        )
     return record
 
 
 def _run_picture(spec: PictureJob) -> Dict[str, Any]:
-    points, labels, support = task_points(features_file(spec.features), 5, spec.shots, 15, spec.seed,
-                                          spec.preprocessing)
+    points, labels, support = task_points(
+        features_file(spec.features), 5, spec.shots, 15, spec.seed, spec.preprocessing
+    )
     settings = spec.settings
     n_top = settings.n_top or 7  # 5-way, 15 queries: the adaptive rule keeps 7 entries
     steps = settings.num_steps if settings.num_steps is not None else (10 if spec.shots == 1 else 5)
-    diffused = diffuse_on_task_graph(points, n_top, min(settings.sigma_neighbor, n_top), settings.step_size, steps)
-    return {"before": principal_components(points).tolist(), "after": principal_components(diffused).tolist(),
-            "labels": labels.tolist(), "support": support}
+    diffused = diffuse_on_task_graph(
+        points, n_top, min(settings.sigma_neighbor, n_top), settings.step_size, steps
+    )
+    return {
+        "before": principal_components(points).tolist(),
+        "after": principal_components(diffused).tolist(),
+        "labels": labels.tolist(),
+        "support": support,
+    }
 
 
 def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
     training, labels, test, answers, base_mean = official_runs_tensors(spec.features)
-    probabilities = classify(training, labels, test, training.shape[1], method_from_name(spec.method, spec.settings),
-                             spec.preprocessing, base_mean=base_mean, seeds=list(range(training.shape[0])))
+    probabilities = classify(
+        training,
+        labels,
+        test,
+        training.shape[1],
+        method_from_name(spec.method, spec.settings),
+        spec.preprocessing,
+        base_mean=base_mean,
+        seeds=list(range(training.shape[0])),
+    )
     errors = (probabilities.argmax(2) != answers).double().mean(1)
     return {"errors": errors.tolist(), "error_rate": float(errors.mean())}
 
@@ -221,35 +328,58 @@ def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
 @register_task
 class FewShotTask(Task):
     name = "few-shot"
-    description = "few-shot classification: the Diff-ResNet ablation (Table 2) and peers, any episode shape, sweeps"
+    description = (
+        "few-shot classification: the Diff-ResNet ablation (Table 2) and peers, any episode shape, sweeps"
+    )
     config_class = FewShotConfig
     shortcuts = {"dataset": "datasets", "method": "methods", "way": "ways", "shot": "shots"}
-    columns = {"study": "TEXT", "dataset": "TEXT", "ways": "INTEGER", "shots": "INTEGER", "first_task": "INTEGER"}
+    columns = {
+        "study": "TEXT",
+        "dataset": "TEXT",
+        "ways": "INTEGER",
+        "shots": "INTEGER",
+        "first_task": "INTEGER",
+    }
     unit = "jobs"
 
     @classmethod
     def quick_config(cls) -> FewShotConfig:
-        """50 tasks per cell, two-point sweeps, a backbone trained for 3 epochs (about two minutes on 2 cores for
-        Omniglot; CLINC150's 384-d features make the trained heads ~15x dearer per task)."""
-        return FewShotConfig(tasks=50, tasks_per_job=50, sensitivity_tasks=20, n_top_values=[4, 8],
-                             strengths=[0.0, 5.0], step_counts=[1, 10], timing_layers=[0, 10], timing_tasks=20,
-                             backbone_epochs=3)
+        """50 tasks per cell, two-point sweeps, a backbone trained for 3 epochs (about two minutes on 2 cores
+        for Omniglot; CLINC150's 384-d features make the trained heads ~15x dearer per task)."""
+        return FewShotConfig(
+            tasks=50,
+            tasks_per_job=50,
+            sensitivity_tasks=20,
+            n_top_values=[4, 8],
+            strengths=[0.0, 5.0],
+            step_counts=[1, 10],
+            timing_layers=[0, 10],
+            timing_tasks=20,
+            backbone_epochs=3,
+        )
 
     def prepare(self) -> None:
         """Build or read every features file (a missing or broken file fails before any run)."""
         config = self.config
         training = BackboneTraining(epochs=config.backbone_epochs, seed=config.backbone_seed)
-        self.sources = episode_sources(config.datasets, config.data_dir, training, directory=config.features_dir,
-                                       ways=config.ways, centred=config.preprocessing in ("centre", "tricks"),
-                                       progress=True)
+        self.sources = episode_sources(
+            config.datasets,
+            config.data_dir,
+            training,
+            directory=config.features_dir,
+            ways=config.ways,
+            centred=config.preprocessing in ("centre", "tricks"),
+            progress=True,
+        )
         self.official = None
         if "official-runs" in config.studies and "omniglot" in self.sources:
-            self.official = official_runs_source(config.data_dir, training, directory=config.features_dir,
-                                                 progress=True)
+            self.official = official_runs_source(
+                config.data_dir, training, directory=config.features_dir, progress=True
+            )
 
     def job_method(self, name: str, **changes):
-        """``(name, settings, preprocessing)`` of a job: the config's method and preprocessing, ``rectify`` kept only
-        where the method reads prototypes (equal predictions, equal store keys)."""
+        """``(name, settings, preprocessing)`` of a job: the config's method and preprocessing, ``rectify``
+        kept only where the method reads prototypes (equal predictions, equal store keys)."""
         method = self.config.method(name, **changes)
         return name, method.settings, PREPROCESSING[self.config.preprocessing].for_method(method)
 
@@ -261,26 +391,66 @@ class FewShotTask(Task):
             path, fingerprint, _ = self.sources[label]
             queries, spread, mode = shape or (config.queries[0], QueryShape(), "together")
             for first in range(0, tasks, config.tasks_per_job):
-                jobs.append(EpisodeJob(study, label, fingerprint, ways, shots, queries, first,
-                                       min(tasks, first + config.tasks_per_job), config.seed, *method, variable,
-                                       config.device, spread.distribution, spread.open_set, mode, path,
-                                       config.chunk_size))
+                jobs.append(
+                    EpisodeJob(
+                        study,
+                        label,
+                        fingerprint,
+                        ways,
+                        shots,
+                        queries,
+                        first,
+                        min(tasks, first + config.tasks_per_job),
+                        config.seed,
+                        *method,
+                        variable,
+                        config.device,
+                        spread.distribution,
+                        spread.open_set,
+                        mode,
+                        path,
+                        config.chunk_size,
+                    )
+                )
 
         if "ablation" in config.studies:
-            for label, ways, shots, method, shape in product(self.sources, config.ways, config.shots, config.methods,
-                                                             config.shapes()):
+            for label, ways, shots, method, shape in product(
+                self.sources, config.ways, config.shots, config.methods, config.shapes()
+            ):
                 episodes("ablation", label, ways, shots, self.job_method(method), config.tasks, shape=shape)
         first = next(iter(self.sources))
-        if "sensitivity" in config.studies:  # (sweep, value, changes); n_top in paper units: n_top − 1 entries kept
+        if (
+            "sensitivity" in config.studies
+        ):  # (sweep, value, changes); n_top in paper units: n_top − 1 entries kept
             step_size = config.method("internal").settings.step_size
-            sweeps = ([("n_top", n_top, {"n_top": n_top - 1, "sigma_neighbor": max(2, n_top // 2)})
-                       for n_top in config.n_top_values]
-                      + [("strength", strength, {"num_steps": int(round(strength / step_size))})
-                         for strength in config.strengths]
-                      + [("steps", steps, {"num_steps": steps, "step_size": min(1.0, config.fixed_strength / steps)})
-                         for steps in config.step_counts])
+            sweeps = (
+                [
+                    ("n_top", n_top, {"n_top": n_top - 1, "sigma_neighbor": max(2, n_top // 2)})
+                    for n_top in config.n_top_values
+                ]
+                + [
+                    ("strength", strength, {"num_steps": int(round(strength / step_size))})
+                    for strength in config.strengths
+                ]
+                + [
+                    (
+                        "steps",
+                        steps,
+                        {"num_steps": steps, "step_size": min(1.0, config.fixed_strength / steps)},
+                    )
+                    for steps in config.step_counts
+                ]
+            )
             for sweep, value, changes in sweeps:
-                episodes(sweep, first, 5, 1, self.job_method("internal", **changes), config.sensitivity_tasks, value)
+                episodes(
+                    sweep,
+                    first,
+                    5,
+                    1,
+                    self.job_method("internal", **changes),
+                    config.sensitivity_tasks,
+                    value,
+                )
         if "timing" in config.studies:
             for layers in config.timing_layers:
                 gamma = 1.0 if layers == 1 else (config.timing_strength / layers if layers else 0.5)
@@ -305,43 +475,90 @@ class FewShotTask(Task):
         return f"acc={100 * float(np.mean(record['accuracies'])):.1f}%" if "accuracies" in record else ""
 
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        results: Dict[str, Any] = {"ablation": {}, "shapes": {}, "sensitivity": {}, "timing": [], "official_runs": {}}
+        results: Dict[str, Any] = {
+            "ablation": {},
+            "shapes": {},
+            "sensitivity": {},
+            "timing": [],
+            "official_runs": {},
+        }
         episode_records = [r for r in records if "accuracies" in r]
-        for (study, dataset, ways, shots, method, variable, queries, spread, open_set, mode), members in group_records(
-                episode_records, by=("study", "dataset", "ways", "shots", "method", "variable", "queries",
-                                     "distribution", "open_set", "query_mode")).items():
+        for (
+            study,
+            dataset,
+            ways,
+            shots,
+            method,
+            variable,
+            queries,
+            spread,
+            open_set,
+            mode,
+        ), members in group_records(
+            episode_records,
+            by=(
+                "study",
+                "dataset",
+                "ways",
+                "shots",
+                "method",
+                "variable",
+                "queries",
+                "distribution",
+                "open_set",
+                "query_mode",
+            ),
+        ).items():
             accuracies = [a for m in members for a in m["accuracies"]]
             mean, interval = mean_and_interval(accuracies)
             seconds = float(np.mean([m["seconds_per_task"] for m in members]))
-            entry = {"mean": 100 * mean, "ci95": 100 * interval, "tasks": len(accuracies), "seconds_per_task": seconds,
-                     "seconds_per_1000_tasks": 1000 * seconds}
+            entry = {
+                "mean": 100 * mean,
+                "ci95": 100 * interval,
+                "tasks": len(accuracies),
+                "seconds_per_task": seconds,
+                "seconds_per_1000_tasks": 1000 * seconds,
+            }
             if "open_auroc" in members[0]:
                 for name in ("open_auroc", "open_rejected", "known_rejected"):
                     entry[name] = float(np.mean([v for m in members for v in m[name]]))
             if study == "ablation":
                 shape = fewshot_report.shape_label(queries, spread, open_set, mode)
-                results["shapes"][shape] = {"queries": queries, "distribution": spread, "open_set": open_set,
-                                            "query_mode": mode, "balanced": spread == "balanced" and not open_set
-                                            and mode == "together"}
+                results["shapes"][shape] = {
+                    "queries": queries,
+                    "distribution": spread,
+                    "open_set": open_set,
+                    "query_mode": mode,
+                    "balanced": spread == "balanced" and not open_set and mode == "together",
+                }
                 results["ablation"].setdefault(shape, {}).setdefault(dataset, {}).setdefault(
-                    f"{ways}-way {shots}-shot", {})[method] = entry
+                    f"{ways}-way {shots}-shot", {}
+                )[method] = entry
             elif study == "timing":
                 results["timing"].append({"layers": int(variable), **entry})
             else:
                 results["sensitivity"].setdefault(study, []).append({"value": variable, **entry})
         for runs in (r for r in records if "error_rate" in r):
-            results["official_runs"][runs["method"]] = {"error_rate": 100 * runs["error_rate"],
-                                                        "per_run": [100 * e for e in runs["errors"]]}
+            results["official_runs"][runs["method"]] = {
+                "error_rate": 100 * runs["error_rate"],
+                "per_run": [100 * e for e in runs["errors"]],
+            }
         pictures = [r for r in records if "before" in r]
         if pictures:
             results["picture_shots"] = [p["shots"] for p in pictures]
         first_shape = next(iter(results["ablation"]), None)
-        results["claim"] = {  # the paper's 1-shot claim: internal beats convection, external, prototype (CIs apart?)
-            f"{dataset} {cell}" + ("" if shape == first_shape else f" ({shape})"):
-                clear_wins(methods, "internal", ("convection", "external", "prototype"))
-            for shape, tables in results["ablation"].items() if results["shapes"][shape]["balanced"]
-            for dataset, cells in tables.items() for cell, methods in cells.items()
-            if "1-shot" in cell and "internal" in methods}
+        results[
+            "claim"
+        ] = {  # the paper's 1-shot claim: internal beats convection, external, prototype (CIs apart?)
+            f"{dataset} {cell}" + ("" if shape == first_shape else f" ({shape})"): clear_wins(
+                methods, "internal", ("convection", "external", "prototype")
+            )
+            for shape, tables in results["ablation"].items()
+            if results["shapes"][shape]["balanced"]
+            for dataset, cells in tables.items()
+            for cell, methods in cells.items()
+            if "1-shot" in cell and "internal" in methods
+        }
         return results
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:

@@ -29,19 +29,22 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
+from .._checks import NonFiniteError
 from ..analysis.ablation import unit_ablation
 from ..analysis.robustness import robustness_curve
 from ..analysis.tracks import project_tracks, record_tracks, select_blocks
-from ..analysis.transport import (line_shape_ratio, line_shape_score, optimal_transport_score,
-                                  segment_proportions)
-from ..data.vision import pad_crop_flip
-from ..data.vision import load_train_and_tests
+from ..analysis.transport import (
+    line_shape_ratio,
+    line_shape_score,
+    optimal_transport_score,
+    segment_proportions,
+)
+from ..data.vision import load_train_and_tests, pad_crop_flip
 from ..experiments.cache import process_cache
 from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, train_epoch
-from .._checks import NonFiniteError
 from ..models.registry import create_model
 from ..models.transport_pairs import INITS, TransportBlock
 from ..reports.geodesic import PAPER, add_sections
@@ -59,23 +62,35 @@ class GeodesicConfig(TaskConfig):
     """Configuration of ``pdenets run geodesic``."""
 
     datasets: List[str] = setting(["mnist"], "mnist and/or cifar10")
-    architectures: List[str] = setting(["k1"], "CIFAR-10 networks: k1 (32×16×16, 10 blocks) and/or k4 (4 stages "
-                                       "of 5 blocks); MNIST always uses the MLP")
+    architectures: List[str] = setting(
+        ["k1"],
+        "CIFAR-10 networks: k1 (32×16×16, 10 blocks) and/or k4 (4 stages "
+        "of 5 blocks); MNIST always uses the MLP",
+    )
     weight_decays: List[float] = setting([0.0, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 1e-1], "weight decays gamma")
     kinds: List[str] = setting(list(KINDS), "plain and/or resnet")
     seeds: List[int] = setting([0], "seeds")
     width: int = setting(1000, "MLP block width (paper: 1000)")
     blocks: int = setting(5, "MLP blocks (paper: 5)")
-    k4_widths: List[int] = setting([64, 128, 256, 512], "channels of the four K = 4 stages (paper: 64,128,256,512)")
-    init: str = setting("auto", "weight initialization: auto (plain: kaiming, ResNet: torch), kaiming (He normal, "
-                        "zero bias) or torch (its default)")
+    k4_widths: List[int] = setting(
+        [64, 128, 256, 512], "channels of the four K = 4 stages (paper: 64,128,256,512)"
+    )
+    init: str = setting(
+        "auto",
+        "weight initialization: auto (plain: kaiming, ResNet: torch), kaiming (He normal, "
+        "zero bias) or torch (its default)",
+    )
     epochs: int = setting(10, "training epochs")
     batch_size: int = setting(128, "batch size")
     lr: float = setting(0.01, "SGD learning rate")
     momentum: float = setting(0.9, "SGD momentum")
     augment: bool = setting(True, "pad-4 random crop and flip on CIFAR-10")
-    train_limit: Optional[int] = setting(None, "training images used (default all: MNIST 60,000, CIFAR-10 40,000)")
-    test_limit: Optional[int] = setting(None, "test images scored (default all: MNIST 10,000, CIFAR-10 10,000)")
+    train_limit: Optional[int] = setting(
+        None, "training images used (default all: MNIST 60,000, CIFAR-10 40,000)"
+    )
+    test_limit: Optional[int] = setting(
+        None, "test images scored (default all: MNIST 10,000, CIFAR-10 10,000)"
+    )
     track_points: int = setting(1000, "training images whose tracks are scored")
     noise_levels: List[float] = setting([0.0, 0.1, 0.2, 0.3, 0.5, 1.0], "Gaussian noise sigma (robustness)")
     fgsm_levels: List[float] = setting([0.0, 0.01, 0.02, 0.05, 0.1, 0.2], "FGSM epsilon (robustness)")
@@ -83,19 +98,46 @@ class GeodesicConfig(TaskConfig):
     ablation_block: int = setting(3, "block whose units are ablated (1-based; paper: 3)")
     ablation_counts: List[int] = setting([0, 10, 20, 50, 100, 200, 500, 1000], "numbers of eliminated units")
     projection_points: int = setting(150, "test images whose tracks are drawn in 2-D (Fig. 3)")
-    figure_weight_decay: float = setting(5e-4, "weight decay shown in the robustness, ablation and track figures")
+    figure_weight_decay: float = setting(
+        5e-4, "weight decay shown in the robustness, ablation and track figures"
+    )
 
     def validate(self) -> None:
         super().validate()
-        check_fields(self, non_empty=("datasets", "architectures", "weight_decays", "kinds", "seeds", "k4_widths",
-                                      "noise_levels", "fgsm_levels", "ablation_counts"),
-                     choices={"datasets": DATASETS, "architectures": CIFAR_ARCHITECTURES, "kinds": KINDS,
-                              "init": INITS},
-                     counts=("width", "blocks", "epochs", "batch_size", "track_points", "k4_widths",
-                             "robustness_points", "ablation_block", "projection_points"),
-                     positive=("lr",), non_negative=("weight_decays", "momentum", "noise_levels", "fgsm_levels",
-                                                     "figure_weight_decay"),
-                     non_negative_counts=("seeds", "ablation_counts"))
+        check_fields(
+            self,
+            non_empty=(
+                "datasets",
+                "architectures",
+                "weight_decays",
+                "kinds",
+                "seeds",
+                "k4_widths",
+                "noise_levels",
+                "fgsm_levels",
+                "ablation_counts",
+            ),
+            choices={
+                "datasets": DATASETS,
+                "architectures": CIFAR_ARCHITECTURES,
+                "kinds": KINDS,
+                "init": INITS,
+            },
+            counts=(
+                "width",
+                "blocks",
+                "epochs",
+                "batch_size",
+                "track_points",
+                "k4_widths",
+                "robustness_points",
+                "ablation_block",
+                "projection_points",
+            ),
+            positive=("lr",),
+            non_negative=("weight_decays", "momentum", "noise_levels", "fgsm_levels", "figure_weight_decay"),
+            non_negative_counts=("seeds", "ablation_counts"),
+        )
         for name in ("train_limit", "test_limit"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (or null for all images), got {getattr(self, name)}")
@@ -134,26 +176,37 @@ class GeodesicJob:
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
 
 
-#: the training images and the test sets of a dataset, kept per process (image sets are large: only the last one)
+#: the training images and the test sets of a dataset, kept per process (image sets are large: only the last
+#: one)
 _load = process_cache(maxsize=1)(load_train_and_tests)
 
 
 def build_pair_member(spec: GeodesicJob) -> torch.nn.Module:
     """The registered plain/ResNet network of a job."""
     if spec.architecture == "mlp":
-        return create_model(f"{spec.kind}-mlp", in_features=784, num_classes=10, width=spec.width,
-                            num_blocks=spec.blocks, init=spec.init)
+        return create_model(
+            f"{spec.kind}-mlp",
+            in_features=784,
+            num_classes=10,
+            width=spec.width,
+            num_blocks=spec.blocks,
+            init=spec.init,
+        )
     options = {"widths": spec.k4_widths} if spec.architecture == "k4" else {}
-    return create_model(f"{spec.kind}-cnn-{spec.architecture}", in_features=3, num_classes=10, init=spec.init,
-                        **options)
+    return create_model(
+        f"{spec.kind}-cnn-{spec.architecture}", in_features=3, num_classes=10, init=spec.init, **options
+    )
 
 
 def _stage_scores(model, points, with_ots: bool) -> List[Dict[str, Any]]:
     scores = []
     for stage in record_tracks(model, points, blocks=TransportBlock):
-        entry = {"width": stage.width, "blocks": len(stage.blocks),
-                 "lss": float(line_shape_score(stage.tracks).clamp_max(1e6).mean()),
-                 "lsr": float(line_shape_ratio(stage.tracks).clamp_max(1e6).mean())}
+        entry = {
+            "width": stage.width,
+            "blocks": len(stage.blocks),
+            "lss": float(line_shape_score(stage.tracks).clamp_max(1e6).mean()),
+            "lsr": float(line_shape_ratio(stage.tracks).clamp_max(1e6).mean()),
+        }
         if with_ots:
             entry["ots"] = optimal_transport_score(stage.tracks[:, 0], stage.tracks[:, -1])
             entry["proportions"] = [float(v) for v in segment_proportions(stage.tracks)]
@@ -170,24 +223,42 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
     test = tests["test"]
     torch.manual_seed(spec.seed)
     model = build_pair_member(spec).to(spec.device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay
+    )
     generator = torch.Generator().manual_seed(spec.seed)
-    tracked = train.images[torch.randperm(len(train.labels), generator=torch.Generator().manual_seed(1234))
-                           [:spec.track_points]]
+    tracked = train.images[
+        torch.randperm(len(train.labels), generator=torch.Generator().manual_seed(1234))[: spec.track_points]
+    ]
     augment = pad_crop_flip if spec.dataset == "cifar10" and spec.augment else None
     curve: List[Dict[str, Any]] = []
     start = time.perf_counter()
     diverged = False
     for epoch in range(spec.epochs):
         try:
-            metrics = train_epoch(model, optimizer, train.images, train.labels, batch_size=spec.batch_size,
-                                  generator=generator, augment=augment, device=spec.device)
+            metrics = train_epoch(
+                model,
+                optimizer,
+                train.images,
+                train.labels,
+                batch_size=spec.batch_size,
+                generator=generator,
+                augment=augment,
+                device=spec.device,
+            )
         except NonFiniteError:
             diverged = True
             break
         stages = _stage_scores(model, tracked, False)
-        curve.append({"epoch": epoch + 1, "loss": metrics["loss"], "train_accuracy_running": metrics["accuracy"],
-                      "lss": _mean_over_stages(stages, "lss"), "lss_stages": [s["lss"] for s in stages]})
+        curve.append(
+            {
+                "epoch": epoch + 1,
+                "loss": metrics["loss"],
+                "train_accuracy_running": metrics["accuracy"],
+                "lss": _mean_over_stages(stages, "lss"),
+                "lss_stages": [s["lss"] for s in stages],
+            }
+        )
     record: Dict[str, Any] = {"curve": curve, "diverged": diverged, "seconds": time.perf_counter() - start}
     if diverged:
         return record
@@ -196,30 +267,38 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
     for metric in ("lss", "lsr", "ots"):
         record[metric] = _mean_over_stages(stages, metric)
     for name, images in {"train": train, **tests}.items():  # train_accuracy, test_accuracy, official_accuracy
-        record[f"{name}_accuracy"] = evaluate_classifier(model, images.images, images.labels, batch_size=1000,
-                                                         device=spec.device)["accuracy"]
-    probe_x, probe_y = test.images[:spec.robustness_points], test.labels[:spec.robustness_points]
+        record[f"{name}_accuracy"] = evaluate_classifier(
+            model, images.images, images.labels, batch_size=1000, device=spec.device
+        )["accuracy"]
+    probe_x, probe_y = test.images[: spec.robustness_points], test.labels[: spec.robustness_points]
     record["robustness"] = {
-        attack: robustness_curve(model, probe_x, probe_y, levels, attack=attack, blocks=TransportBlock,
-                                 seed=spec.seed)
-        for attack, levels in (("gaussian", spec.noise_levels), ("fgsm", spec.fgsm_levels))}
+        attack: robustness_curve(
+            model, probe_x, probe_y, levels, attack=attack, blocks=TransportBlock, seed=spec.seed
+        )
+        for attack, levels in (("gaussian", spec.noise_levels), ("fgsm", spec.fgsm_levels))
+    }
     blocks = select_blocks(model, TransportBlock)
     block_name = blocks[min(spec.ablation_block, len(blocks)) - 1][0]
     reference = min(len(train.labels), 5000)
     ablation_width = _block_width(model, block_name, probe_x[:1])
     counts = sorted({min(int(k), ablation_width) for k in spec.ablation_counts})
-    record["ablation"] = unit_ablation(model, block_name, train.images[:reference], train.labels[:reference],
-                                       probe_x, probe_y, counts)
-    (first_stage, *_) = record_tracks(model, test.images[:spec.projection_points], blocks=TransportBlock)
-    record["projection"] = {"points": project_tracks(first_stage.tracks, 2, seed=0).to(torch.float32).tolist(),
-                            "labels": test.labels[:spec.projection_points].tolist()}
+    record["ablation"] = unit_ablation(
+        model, block_name, train.images[:reference], train.labels[:reference], probe_x, probe_y, counts
+    )
+    (first_stage, *_) = record_tracks(model, test.images[: spec.projection_points], blocks=TransportBlock)
+    record["projection"] = {
+        "points": project_tracks(first_stage.tracks, 2, seed=0).to(torch.float32).tolist(),
+        "labels": test.labels[: spec.projection_points].tolist(),
+    }
     record["seconds_total"] = time.perf_counter() - start
     return record
 
 
 def _block_width(model, block_name: str, example: torch.Tensor) -> int:
     sizes: List[int] = []
-    handle = model.get_submodule(block_name).register_forward_hook(lambda m, a, out: sizes.append(out[0].numel()))
+    handle = model.get_submodule(block_name).register_forward_hook(
+        lambda m, a, out: sizes.append(out[0].numel())
+    )
     try:
         with torch.no_grad():
             model.eval()
@@ -232,18 +311,35 @@ def _block_width(model, block_name: str, example: torch.Tensor) -> int:
 @register_task
 class GeodesicTask(Task):
     name = "geodesic"
-    description = ("geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay "
-                   "on MNIST and CIFAR-10 — LSS/LSR/OTS, robustness, unit ablation, track plots")
+    description = (
+        "geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay "
+        "on MNIST and CIFAR-10 — LSS/LSR/OTS, robustness, unit ablation, track plots"
+    )
     config_class = GeodesicConfig
-    shortcuts = {"dataset": "datasets", "gamma": "weight_decays", "kind": "kinds", "architecture": "architectures"}
+    shortcuts = {
+        "dataset": "datasets",
+        "gamma": "weight_decays",
+        "kind": "kinds",
+        "architecture": "architectures",
+    }
     columns = {"architecture": "TEXT", "kind": "TEXT", "weight_decay": "REAL", "seed": "INTEGER"}
 
     @classmethod
     def quick_config(cls) -> GeodesicConfig:
         """MNIST, width 64, 3,000 images, 2 epochs, three weight decays, small robustness/ablation probes."""
-        return GeodesicConfig(weight_decays=[0.0, 5e-4, 1e-2], width=64, epochs=2, train_limit=3000, test_limit=1000,
-                              track_points=300, robustness_points=300, ablation_counts=[0, 8, 16, 32, 64],
-                              noise_levels=[0.0, 0.5, 1.0], fgsm_levels=[0.0, 0.05, 0.1], projection_points=50)
+        return GeodesicConfig(
+            weight_decays=[0.0, 5e-4, 1e-2],
+            width=64,
+            epochs=2,
+            train_limit=3000,
+            test_limit=1000,
+            track_points=300,
+            robustness_points=300,
+            ablation_counts=[0, 8, 16, 32, 64],
+            noise_levels=[0.0, 0.5, 1.0],
+            fgsm_levels=[0.0, 0.05, 0.1],
+            projection_points=50,
+        )
 
     def prepare(self) -> None:
         for dataset in self.config.datasets:
@@ -253,17 +349,38 @@ class GeodesicTask(Task):
         c = self.config
         out = []
         for dataset in c.datasets:
-            for architecture in (("mlp",) if dataset == "mnist" else tuple(c.architectures)):
+            for architecture in ("mlp",) if dataset == "mnist" else tuple(c.architectures):
                 mlp = architecture == "mlp"
                 for gamma, kind, seed in itertools.product(c.weight_decays, c.kinds, c.seeds):
-                    out.append(GeodesicJob(
-                        dataset, architecture, kind, float(gamma), seed, c.width if mlp else None,
-                        c.blocks if mlp else None, tuple(c.k4_widths) if architecture == "k4" else None,
-                        c.init, c.epochs, c.batch_size, c.lr, c.momentum,
-                        c.augment and dataset == "cifar10", c.train_limit, c.test_limit, c.track_points,
-                        tuple(float(v) for v in c.noise_levels), tuple(float(v) for v in c.fgsm_levels),
-                        c.robustness_points, c.ablation_block, tuple(int(k) for k in c.ablation_counts),
-                        c.projection_points, c.device, c.data_dir))
+                    out.append(
+                        GeodesicJob(
+                            dataset,
+                            architecture,
+                            kind,
+                            float(gamma),
+                            seed,
+                            c.width if mlp else None,
+                            c.blocks if mlp else None,
+                            tuple(c.k4_widths) if architecture == "k4" else None,
+                            c.init,
+                            c.epochs,
+                            c.batch_size,
+                            c.lr,
+                            c.momentum,
+                            c.augment and dataset == "cifar10",
+                            c.train_limit,
+                            c.test_limit,
+                            c.track_points,
+                            tuple(float(v) for v in c.noise_levels),
+                            tuple(float(v) for v in c.fgsm_levels),
+                            c.robustness_points,
+                            c.ablation_block,
+                            tuple(int(k) for k in c.ablation_counts),
+                            c.projection_points,
+                            c.device,
+                            c.data_dir,
+                        )
+                    )
         return out
 
     @staticmethod
@@ -278,19 +395,27 @@ class GeodesicTask(Task):
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         table: Dict[str, Any] = {}
         for (dataset, architecture, gamma, kind), members in group_records(
-                records, by=("dataset", "architecture", "weight_decay", "kind")).items():
+            records, by=("dataset", "architecture", "weight_decay", "kind")
+        ).items():
             done = [m for m in members if not m["diverged"]]
             entry: Dict[str, Any] = {"runs": len(members), "diverged": len(members) - len(done)}
             for metric in METRICS:
                 entry[metric] = Stats.of(m.get(metric) for m in done).as_dict()
             if done and len(done[0]["stages"]) > 1:
-                entry["stages"] = [{metric: Stats.of(m["stages"][i][metric] for m in done).as_dict()
-                                    for metric in ("ots", "lsr", "lss")} | {"width": done[0]["stages"][i]["width"]}
-                                   for i in range(len(done[0]["stages"]))]
+                entry["stages"] = [
+                    {
+                        metric: Stats.of(m["stages"][i][metric] for m in done).as_dict()
+                        for metric in ("ots", "lsr", "lss")
+                    }
+                    | {"width": done[0]["stages"][i]["width"]}
+                    for i in range(len(done[0]["stages"]))
+                ]
             table.setdefault(f"{dataset}/{architecture}", {}).setdefault(f"{gamma:g}", {})[kind] = entry
         return {"table": table}
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — geodesic analysis: plain network vs ResNet under weight decay")
+        report = self.new_report(
+            results, "pdenets — geodesic analysis: plain network vs ResNet under weight decay"
+        )
         add_sections(report, self.config, results, records, run_dir, kind_order=KINDS)
         self.write_report(report, run_dir)

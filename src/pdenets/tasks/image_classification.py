@@ -1,4 +1,5 @@
-"""Image classification and segmentation with Hamiltonian CNNs and nonlocal PIDE blocks (Bohn, Griebel & Kannan).
+"""Image classification and segmentation with Hamiltonian CNNs and nonlocal PIDE blocks (Bohn, Griebel &
+Kannan).
 
 Datasets:
 
@@ -42,14 +43,27 @@ from ..experiments.distributed import distributed_context
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import evaluate_classifier, mean_iou, train_epoch
-from ..models.image_networks import PAPER_ARCHITECTURE, ImageArchitecture, build_image_model, count_flops, \
-    flops_table, model_architecture, nonlocal_spectra
+from ..models.image_networks import (
+    PAPER_ARCHITECTURE,
+    ImageArchitecture,
+    build_image_model,
+    count_flops,
+    flops_table,
+    model_architecture,
+    nonlocal_spectra,
+)
 from ..models.registry import list_models, model_entry
 from ..reports import image as image_report
 from ..reports.image import PAPER_TABLE1
 
-__all__ = ["ImageClassificationConfig", "ImageClassificationTask", "ImageJob", "PAPER_TABLE1", "count_flops",
-           "paper_learning_rate"]
+__all__ = [
+    "ImageClassificationConfig",
+    "ImageClassificationTask",
+    "ImageJob",
+    "PAPER_TABLE1",
+    "count_flops",
+    "paper_learning_rate",
+]
 
 DATASETS = IMAGE_BENCHMARKS
 
@@ -69,9 +83,17 @@ class ImageClassificationConfig(TaskConfig):
     """Configuration of ``pdenets run image-classification``."""
 
     datasets: List[str] = setting(["cifar10"], "cifar10, canvas or canvas-segmentation")
-    models: List[str] = setting(["resnet-44", "hamiltonian-74", "hamiltonian-74-diffusion",
-                                 "hamiltonian-74-fractional", "hamiltonian-74-inverse-fractional",
-                                 "hamiltonian-74-log"], "registered image models")
+    models: List[str] = setting(
+        [
+            "resnet-44",
+            "hamiltonian-74",
+            "hamiltonian-74-diffusion",
+            "hamiltonian-74-fractional",
+            "hamiltonian-74-inverse-fractional",
+            "hamiltonian-74-log",
+        ],
+        "registered image models",
+    )
     seeds: List[int] = setting([0, 1, 2], "seeds (the report gives the median)")
     units: List[int] = setting([6, 6, 6], "Hamiltonian blocks per unit (6-6-6: Hamiltonian-74)")
     widths: List[int] = setting([32, 64, 112], "Hamiltonian channels per unit")
@@ -86,7 +108,9 @@ class ImageClassificationConfig(TaskConfig):
     batch_size: int = setting(100, "global batch size")
     lr: float = setting(0.1, "peak learning rate (the paper's piecewise schedule, scaled to the epochs)")
     momentum: float = setting(0.9, "SGD momentum")
-    l2: float = setting(2e-4, "L2 penalty r * sum K^2 on convolution kernels (alpha1 = 2r; ResNets: l2_resnet)")
+    l2: float = setting(
+        2e-4, "L2 penalty r * sum K^2 on convolution kernels (alpha1 = 2r; ResNets: l2_resnet)"
+    )
     l2_resnet: float = setting(1e-4, "L2 penalty of the ResNet baselines")
     smoothness: float = setting(1e-8, "alpha2 of the weight smoothness decay (Hamiltonian networks)")
     train_limit: Optional[int] = setting(None, "training images used (CIFAR; default all 40,000)")
@@ -95,23 +119,47 @@ class ImageClassificationConfig(TaskConfig):
     canvas_test: int = setting(2000, "test canvases (from MNIST test digits)")
     canvas_size: int = setting(96, "canvas side")
     min_distance: float = setting(48.0, "least distance between the two digits' corners")
-    canvas_label: str = setting("sum", "canvas label: sum (of the two digits, mod 10) or same (same digit or not)")
-    canvas_digits: Optional[List[int]] = setting(None, "digit classes drawn on the canvases (default all ten)")
-    flops_models: List[str] = setting(["resnet-44", "hamiltonian-74", "hamiltonian-74-diffusion",
-                                       "hamiltonian-74-fractional", "hamiltonian-74-inverse-fractional",
-                                       "hamiltonian-74-log"], "networks of the FLOPs table (paper scale, 32x32)")
+    canvas_label: str = setting(
+        "sum", "canvas label: sum (of the two digits, mod 10) or same (same digit or not)"
+    )
+    canvas_digits: Optional[List[int]] = setting(
+        None, "digit classes drawn on the canvases (default all ten)"
+    )
+    flops_models: List[str] = setting(
+        [
+            "resnet-44",
+            "hamiltonian-74",
+            "hamiltonian-74-diffusion",
+            "hamiltonian-74-fractional",
+            "hamiltonian-74-inverse-fractional",
+            "hamiltonian-74-log",
+        ],
+        "networks of the FLOPs table (paper scale, 32x32)",
+    )
 
     def validate(self) -> None:
         super().validate()
         image_models = set(list_models("image"))
-        check_fields(self, non_empty=("datasets", "models", "seeds"), choices={"datasets": DATASETS,
-                                                                               "models": sorted(image_models),
-                                                                               "canvas_label": sorted(LABELS)},
-                     counts=("units", "widths", "resnet_widths", "subsample", "stages", "epochs", "batch_size",
-                             "canvas_train", "canvas_test", "canvas_size"),
-                     positive=("step_size", "lam", "s", "lr"),
-                     non_negative=("momentum", "l2", "l2_resnet", "smoothness", "min_distance"),
-                     non_negative_counts=("seeds",))
+        check_fields(
+            self,
+            non_empty=("datasets", "models", "seeds"),
+            choices={"datasets": DATASETS, "models": sorted(image_models), "canvas_label": sorted(LABELS)},
+            counts=(
+                "units",
+                "widths",
+                "resnet_widths",
+                "subsample",
+                "stages",
+                "epochs",
+                "batch_size",
+                "canvas_train",
+                "canvas_test",
+                "canvas_size",
+            ),
+            positive=("step_size", "lam", "s", "lr"),
+            non_negative=("momentum", "l2", "l2_resnet", "smoothness", "min_distance"),
+            non_negative_counts=("seeds",),
+        )
         if len(self.units) != len(self.widths):
             raise ConfigError(f"units {self.units} and widths {self.widths} need the same length")
         if any(w % 2 for w in self.widths):
@@ -124,12 +172,15 @@ class ImageClassificationConfig(TaskConfig):
             raise ConfigError("test_limit must be a positive count")
         if self.canvas_digits is not None:
             if len(set(self.canvas_digits)) < 2 or not all(0 <= digit <= 9 for digit in self.canvas_digits):
-                raise ConfigError(f"canvas_digits must name at least two distinct digits 0-9, got {self.canvas_digits}")
+                raise ConfigError(
+                    f"canvas_digits must name at least two distinct digits 0-9, got {self.canvas_digits}"
+                )
 
 
 @dataclass(frozen=True)
 class ImageTraining:
-    """The optimisation settings of one job: SGD, its L2 weight, the smoothness weight (Hamiltonian networks)."""
+    """The optimisation settings of one job: SGD, its L2 weight, the smoothness weight (Hamiltonian
+    networks)."""
 
     epochs: int
     batch_size: int
@@ -155,17 +206,30 @@ class ImageJob:
 
 def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
     """The network settings of a config (each model's job key holds those it uses; the FLOPs table all)."""
-    return ImageArchitecture(units=tuple(config.units), widths=tuple(config.widths), step_size=config.step_size,
-                             lam=config.lam, s=config.s, subsample=config.subsample, stages=config.stages,
-                             resnet_depth=config.resnet_depth, resnet_widths=tuple(config.resnet_widths))
+    return ImageArchitecture(
+        units=tuple(config.units),
+        widths=tuple(config.widths),
+        step_size=config.step_size,
+        lam=config.lam,
+        s=config.s,
+        subsample=config.subsample,
+        stages=config.stages,
+        resnet_depth=config.resnet_depth,
+        resnet_widths=tuple(config.resnet_widths),
+    )
 
 
 def _training(config: ImageClassificationConfig, model: str) -> ImageTraining:
     """The optimisation settings of one model's jobs: its own L2 weight; the smoothness penalty only for
     Hamiltonian networks."""
-    return ImageTraining(config.epochs, config.batch_size, config.lr, config.momentum,
-                         l2=config.l2_resnet if model == "resnet-44" else config.l2,
-                         smoothness=config.smoothness if model.startswith("hamiltonian") else None)
+    return ImageTraining(
+        config.epochs,
+        config.batch_size,
+        config.lr,
+        config.momentum,
+        l2=config.l2_resnet if model == "resnet-44" else config.l2,
+        smoothness=config.smoothness if model.startswith("hamiltonian") else None,
+    )
 
 
 def _data(config: ImageClassificationConfig, dataset: str) -> Union[CifarSettings, CanvasSettings]:
@@ -173,9 +237,14 @@ def _data(config: ImageClassificationConfig, dataset: str) -> Union[CifarSetting
     if dataset == "cifar10":
         return CifarSettings(config.train_limit, config.test_limit)
     digits = None if config.canvas_digits is None else tuple(sorted(set(config.canvas_digits)))
-    return CanvasSettings(canvas_train=config.canvas_train, canvas_test=config.canvas_test,
-                          canvas_size=config.canvas_size, min_distance=config.min_distance,
-                          canvas_label=config.canvas_label, canvas_digits=digits)
+    return CanvasSettings(
+        canvas_train=config.canvas_train,
+        canvas_test=config.canvas_test,
+        canvas_size=config.canvas_size,
+        min_distance=config.min_distance,
+        canvas_label=config.canvas_label,
+        canvas_digits=digits,
+    )
 
 
 _benchmark = process_cache(maxsize=2)(load_image_benchmark)  # loaded once per worker process
@@ -189,15 +258,23 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     context = distributed_context(spec.device)
     torch.manual_seed(spec.seed)
     head = "pool" if spec.dataset == "cifar10" else "global"  # on the canvases every network pools globally
-    model = build_image_model(spec.model, spec.architecture, channels=benchmark.channels, classes=benchmark.classes,
-                              size=benchmark.size, segmentation=benchmark.segmentation, head=head).to(device)
+    model = build_image_model(
+        spec.model,
+        spec.architecture,
+        channels=benchmark.channels,
+        classes=benchmark.classes,
+        size=benchmark.size,
+        segmentation=benchmark.segmentation,
+        head=head,
+    ).to(device)
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trained = context.wrap(model)
     optimizer = torch.optim.SGD(trained.parameters(), lr=training.lr, momentum=training.momentum)
     train = benchmark.train
     steps_per_epoch = -(-len(train) // training.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: paper_learning_rate(
-        step, steps_per_epoch, training.epochs, 1.0))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: paper_learning_rate(step, steps_per_epoch, training.epochs, 1.0)
+    )
 
     def penalty():
         total = training.l2 * model.l2_penalty()
@@ -210,13 +287,29 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     curve = []
     start = time.perf_counter()
     for epoch in range(training.epochs):
-        metrics = train_epoch(trained, optimizer, train.images, train.labels, batch_size=training.batch_size,
-                              generator=generator, augment=augment, penalty=penalty, scheduler=scheduler,
-                              device=spec.device, shard=context.shard, reduce=context.reduce)
+        metrics = train_epoch(
+            trained,
+            optimizer,
+            train.images,
+            train.labels,
+            batch_size=training.batch_size,
+            generator=generator,
+            augment=augment,
+            penalty=penalty,
+            scheduler=scheduler,
+            device=spec.device,
+            shard=context.shard,
+            reduce=context.reduce,
+        )
         curve.append(metrics)
     seconds = time.perf_counter() - start
-    record: Dict[str, Any] = {"parameters": parameters, "train_curve": curve, "seconds": seconds, "tests": {},
-                              "test_losses": {}}
+    record: Dict[str, Any] = {
+        "parameters": parameters,
+        "train_curve": curve,
+        "seconds": seconds,
+        "tests": {},
+        "test_losses": {},
+    }
     for name, test in benchmark.tests.items():
         evaluation = evaluate_classifier(model, test.images, test.labels, device=spec.device)
         entry = {"accuracy": evaluation["accuracy"]}
@@ -244,9 +337,16 @@ class ImageClassificationTask(Task):
     @classmethod
     def quick_config(cls) -> ImageClassificationConfig:
         """Tiny networks, 1,000 CIFAR images, 2 epochs, one seed."""
-        return ImageClassificationConfig(units=[1, 1, 1], widths=[8, 16, 28], resnet_depth=8, resnet_widths=[8, 16, 32],
-                                         epochs=2, seeds=[0], train_limit=1000, models=["resnet-44", "hamiltonian-74",
-                                                                                      "hamiltonian-74-diffusion"])
+        return ImageClassificationConfig(
+            units=[1, 1, 1],
+            widths=[8, 16, 28],
+            resnet_depth=8,
+            resnet_widths=[8, 16, 32],
+            epochs=2,
+            seeds=[0],
+            train_limit=1000,
+            models=["resnet-44", "hamiltonian-74", "hamiltonian-74-diffusion"],
+        )
 
     def prepare(self) -> None:
         config = self.config
@@ -261,9 +361,21 @@ class ImageClassificationTask(Task):
     def jobs(self) -> List[ImageJob]:
         config = self.config
         architecture = _architecture(config)
-        return [ImageJob(dataset, model, seed, model_architecture(model, architecture), _training(config, model),
-                         _data(config, dataset), config.device, config.data_dir)
-                for dataset in config.datasets for model in config.models for seed in config.seeds]
+        return [
+            ImageJob(
+                dataset,
+                model,
+                seed,
+                model_architecture(model, architecture),
+                _training(config, model),
+                _data(config, dataset),
+                config.device,
+                config.data_dir,
+            )
+            for dataset in config.datasets
+            for model in config.models
+            for seed in config.seeds
+        ]
 
     @staticmethod
     def run_job(spec: ImageJob) -> Dict[str, Any]:
@@ -276,13 +388,20 @@ class ImageClassificationTask(Task):
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         results: Dict[str, Any] = {"table": {}, "flops": self.flops()}
         for (dataset, model), members in group_records(records, by=("dataset", "model")).items():
-            entry = {"parameters": members[0]["parameters"], "runs": len(members),
-                     "seconds_per_run": float(np.mean([m["seconds"] for m in members]))}
+            entry = {
+                "parameters": members[0]["parameters"],
+                "runs": len(members),
+                "seconds_per_run": float(np.mean([m["seconds"] for m in members])),
+            }
             for test in members[0]["tests"]:
                 for metric in members[0]["tests"][test]:
                     stats = Stats.of((100 * m["tests"][test][metric] for m in members))
-                    entry[f"{test} {metric}"] = {"median": stats.median, "mean": stats.mean, "min": stats.min,
-                                                 "max": stats.max}
+                    entry[f"{test} {metric}"] = {
+                        "median": stats.median,
+                        "mean": stats.mean,
+                        "min": stats.min,
+                        "max": stats.max,
+                    }
             results["table"].setdefault(dataset, {})[model] = entry
         return results
 
@@ -295,4 +414,3 @@ class ImageClassificationTask(Task):
         report = self.new_report(results, "pdenets — Hamiltonian CNNs with nonlocal PIDE blocks")
         image_report.add_sections(report, self.config, results, records, run_dir)
         self.write_report(report, run_dir)
-

@@ -1,15 +1,16 @@
 """Semi-supervised node classification: the Diff-ResNet protocol (Wang et al., §5.2 and Appendix E.2).
 
-Protocol (Shchur et al. 2018, as the paper's code runs it; the pieces are in :mod:`pdenets.models.node_training`):
-the graph undirected, its largest connected component, no self-loops, binary row-normalized bag-of-words features;
-``num_splits`` random splits (20 labelled nodes per class for training, 30 per class for validation, the rest for
-testing) × ``num_inits`` initializations, seeded as the paper's code seeds them; Adam (lr 0.01, weight decay 5e-4),
-after every epoch the validation loss and accuracy; training stops when neither has improved for ``patience``
-epochs and the best state (last improvement of either) is restored; test accuracy of that state.
+Protocol (Shchur et al. 2018, as the paper's code runs it; the pieces are in
+:mod:`pdenets.models.node_training`): the graph undirected, its largest connected component, no self-loops,
+binary row-normalized bag-of-words features; ``num_splits`` random splits (20 labelled nodes per class for
+training, 30 per class for validation, the rest for testing) × ``num_inits`` initializations, seeded as the
+paper's code seeds them; Adam (lr 0.01, weight decay 5e-4), after every epoch the validation loss and
+accuracy; training stops when neither has improved for ``patience`` epochs and the best state (last
+improvement of either) is restored; test accuracy of that state.
 
 Models (from the model registry): Diff-ResNet (graph variant ``x + ReLU(FC1 x)``, ``r`` diffusion steps with
-dropout, classifier; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``, ``L = diag(W1) − W``), No-Diff-ResNet (``r = 0``, hence no
-dropout), and the PyG baselines GCN, GraphSAGE-mean/-maxpool, GAT.
+dropout, classifier; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``, ``L = diag(W1) − W``), No-Diff-ResNet (``r = 0``,
+hence no dropout), and the PyG baselines GCN, GraphSAGE-mean/-maxpool, GAT.
 """
 
 from __future__ import annotations
@@ -29,21 +30,40 @@ from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import PaperValue, Stats, group_records
 from ..experiments.task import Task, register_reproduction, register_task
 from ..experiments.training import FitResult
-from ..models.node_training import (DiffusionSettings, MessagePassingSettings, PreparedGraph, dataset_label,
-                                    fit_node_classifier, graph_facts, prepared_graph, split_and_init_seed)
+from ..models.node_training import (
+    DiffusionSettings,
+    MessagePassingSettings,
+    PreparedGraph,
+    dataset_label,
+    fit_node_classifier,
+    graph_facts,
+    prepared_graph,
+    split_and_init_seed,
+)
 from ..models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
 from ..models.registry import create_model, list_models, model_entry
 from ..operators.partition import PARTITIONERS
 from ..operators.partitioned import PartitionedDiffusion
 from ..reports.node_classification import add_sections
 
-__all__ = ["NodeClassificationConfig", "NodeClassificationTask", "NodeJob", "DiffusionHyperparameters",
-           "BaselineSettings", "TABLE6", "PAPER_TABLE1", "MODEL_NAMES", "prepared_graph", "train_node_classifier"]
+__all__ = [
+    "NodeClassificationConfig",
+    "NodeClassificationTask",
+    "NodeJob",
+    "DiffusionHyperparameters",
+    "BaselineSettings",
+    "TABLE6",
+    "PAPER_TABLE1",
+    "MODEL_NAMES",
+    "prepared_graph",
+    "train_node_classifier",
+]
 
 
 @dataclass
 class DiffusionHyperparameters:
-    """Diff-ResNet's diffusion on one graph (Table 6: its column labels are swapped; read as γ, r, dropout)."""
+    """Diff-ResNet's diffusion on one graph (Table 6: its column labels are swapped; read as γ, r,
+    dropout)."""
 
     step_size: float = setting(0.25, "diffusion step size gamma")
     num_steps: int = setting(20, "diffusion layers r")
@@ -108,52 +128,94 @@ class NodeClassificationConfig(TaskConfig):
     lr: float = setting(0.01, "Adam learning rate of Diff-ResNet")
     weight_decay: float = setting(5e-4, "Adam weight decay of Diff-ResNet")
     diffusion: Dict[str, DiffusionHyperparameters] = setting(
-        TABLE6, "per graph: step_size, num_steps, dropout (Table 6; 'default' for other graphs)")
-    dropout_position: str = setting("before", "dropout 'before' each diffusion step (paper code) or 'after' (text)")
-    diffuse_in: str = setting("input", "Diff-ResNet's width: 'input' (the paper: block and diffusion in the feature "
-                                       "width) or 'hidden' (a linear map to diffusion_width first: O(r nnz width) "
-                                       "becomes O(r nnz diffusion_width))")
+        TABLE6, "per graph: step_size, num_steps, dropout (Table 6; 'default' for other graphs)"
+    )
+    dropout_position: str = setting(
+        "before", "dropout 'before' each diffusion step (paper code) or 'after' (text)"
+    )
+    diffuse_in: str = setting(
+        "input",
+        "Diff-ResNet's width: 'input' (the paper: block and diffusion in the feature "
+        "width) or 'hidden' (a linear map to diffusion_width first: O(r nnz width) "
+        "becomes O(r nnz diffusion_width))",
+    )
     diffusion_width: int = setting(64, "width of the block and the diffusion when diffuse_in is 'hidden'")
-    baselines: Dict[str, BaselineSettings] = setting({}, "per baseline: hidden, heads, dropout, lr, weight_decay")
+    baselines: Dict[str, BaselineSettings] = setting(
+        {}, "per baseline: hidden, heads, dropout, lr, weight_decay"
+    )
     depths: List[int] = setting([], "depth study depths (empty: no depth study)")
     depth_models: List[str] = setting(["gcn", "diff-resnet"], "models of the depth study")
     depth_datasets: List[str] = setting(["cora"], "graphs of the depth study")
     depth_splits: int = setting(5, "splits per depth")
     depth_inits: int = setting(1, "initializations per split and depth")
     check_stability: bool = setting(True, "refuse a diffusion step size beyond the bound")
-    missing_features: str = setting("identity", "features of a graph file without any: identity (one-hot node id) "
-                                                "or degree")
-    partition: str = setting("contiguous", "launched by torchrun: how Diff-ResNet's graph is split over the "
-                                           "processes: contiguous (the single process's numbers), metis (less "
-                                           "exchanged, other dropout draws), or a folder from pdenets partition")
+    missing_features: str = setting(
+        "identity", "features of a graph file without any: identity (one-hot node id) or degree"
+    )
+    partition: str = setting(
+        "contiguous",
+        "launched by torchrun: how Diff-ResNet's graph is split over the "
+        "processes: contiguous (the single process's numbers), metis (less "
+        "exchanged, other dropout draws), or a folder from pdenets partition",
+    )
 
     def validate(self) -> None:
         super().validate()
         unknown = [m for m in list(self.models) + list(self.depth_models) if m not in MODEL_NAMES]
         if unknown:
             raise ConfigError(f"unknown model(s) {unknown}; choose from {list(MODEL_NAMES)}")
-        check_fields(self, non_empty=("datasets", "models"), positive=("lr",), non_negative=("weight_decay",),
-                     counts=("num_splits", "num_inits", "max_epochs", "patience", "depth_splits", "depth_inits",
-                             "depths", "train_per_class", "val_per_class"),
-                     choices={"dropout_position": ("before", "after"), "missing_features": MISSING_FEATURES,
-                              "diffuse_in": ("input", "hidden")})
+        check_fields(
+            self,
+            non_empty=("datasets", "models"),
+            positive=("lr",),
+            non_negative=("weight_decay",),
+            counts=(
+                "num_splits",
+                "num_inits",
+                "max_epochs",
+                "patience",
+                "depth_splits",
+                "depth_inits",
+                "depths",
+                "train_per_class",
+                "val_per_class",
+            ),
+            choices={
+                "dropout_position": ("before", "after"),
+                "missing_features": MISSING_FEATURES,
+                "diffuse_in": ("input", "hidden"),
+            },
+        )
         check_fields(self, counts=("diffusion_width",))
         if self.partition not in PARTITIONERS and not (Path(self.partition) / "partition.json").is_file():
-            raise ConfigError(f"partition={self.partition!r} is neither a partitioner ({', '.join(PARTITIONERS)}) "
-                              "nor a folder holding a saved partition (partition.json)")
+            raise ConfigError(
+                f"partition={self.partition!r} is neither a partitioner ({', '.join(PARTITIONERS)}) "
+                "nor a folder holding a saved partition (partition.json)"
+            )
         for graph, hp in self.diffusion.items():
-            check_fields(hp, positive=("step_size",), non_negative_counts=("num_steps",), probabilities=("dropout",),
-                         prefix=f"diffusion.{graph}.")
+            check_fields(
+                hp,
+                positive=("step_size",),
+                non_negative_counts=("num_steps",),
+                probabilities=("dropout",),
+                prefix=f"diffusion.{graph}.",
+            )
         for model, settings in self.baselines.items():
             given = [name for name in ("hidden", "heads") if getattr(settings, name) is not None]
             check_fields(settings, counts=given, prefix=f"baselines.{model}.")
-            for name, check in (("dropout", "probabilities"), ("lr", "positive"), ("weight_decay", "non_negative")):
+            for name, check in (
+                ("dropout", "probabilities"),
+                ("lr", "positive"),
+                ("weight_decay", "non_negative"),
+            ):
                 if getattr(settings, name) is not None:
                     check_fields(settings, **{check: (name,)}, prefix=f"baselines.{model}.")
         unknown = sorted(set(self.baselines) - set(list_models("message-passing")))
         if unknown:
-            raise ConfigError(f"baselines has settings for {unknown}, which are not baselines; choose from "
-                              f"{list_models('message-passing')}")
+            raise ConfigError(
+                f"baselines has settings for {unknown}, which are not baselines; choose from "
+                f"{list_models('message-passing')}"
+            )
 
 
 @dataclass(frozen=True)
@@ -161,7 +223,8 @@ class NodeJob:
     """One (graph, model, depth, split, initialization) of the protocol or the depth study.
 
     Split ``split`` and its ``init``-th initialization come from prefixes of seeded streams, the same for any
-    number of splits and initializations: a protocol grown from 10 × 2 to 100 × 20 keeps the runs already stored.
+    number of splits and initializations: a protocol grown from 10 × 2 to 100 × 20 keeps the runs already
+    stored.
     """
 
     experiment: str
@@ -180,36 +243,51 @@ class NodeJob:
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
     missing_features: str = "identity"
-    #: under torchrun: how the graph is split over the processes. ``contiguous`` keeps the node numbering, so the
-    #: dropout masks and the numbers are the single process's; another partition renumbers the nodes, which
-    #: hands each node other mask entries (same distribution, other draws): it then enters the store key
+    #: under torchrun: how the graph is split over the processes. ``contiguous`` keeps the node numbering, so
+    #: the dropout masks and the numbers are the single process's; another partition renumbers the nodes,
+    #: which hands each node other mask entries (same distribution, other draws): it then enters the store key
     partition: str = field(default="contiguous", metadata={"key": "unless-default"})
 
 
-def _build_model(spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
-                 ) -> torch.nn.Module:
+def _build_model(
+    spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
+) -> torch.nn.Module:
     hp, entry = spec.hyperparameters, model_entry(spec.model)
     sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
     if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
         steps = entry.fixed.get("num_steps", int(spec.depth if spec.depth is not None else hp.num_steps))
-        return create_model(spec.model, **sizes, block="graph", num_steps=steps, step_size=float(hp.step_size),
-                            dropout=float(hp.dropout) if steps else 0.0, dropout_position=hp.dropout_position,
-                            weights=(operator or graph.weights) if steps else None, check_stability=hp.check_stability,
-                            hidden_features=hp.hidden_features)
-    architecture = {name: getattr(hp, name) for name in ("hidden", "heads", "dropout") if getattr(hp, name) is not None}
-    return create_model(spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2,
-                        **architecture)
+        return create_model(
+            spec.model,
+            **sizes,
+            block="graph",
+            num_steps=steps,
+            step_size=float(hp.step_size),
+            dropout=float(hp.dropout) if steps else 0.0,
+            dropout_position=hp.dropout_position,
+            weights=(operator or graph.weights) if steps else None,
+            check_stability=hp.check_stability,
+            hidden_features=hp.hidden_features,
+        )
+    architecture = {
+        name: getattr(hp, name) for name in ("hidden", "heads", "dropout") if getattr(hp, name) is not None
+    }
+    return create_model(
+        spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2, **architecture
+    )
 
 
 def split_of(spec: NodeJob, labels: torch.Tensor) -> Tuple[Split, int]:
     """The split and the torch seed of ``spec``'s initialization (the paper code's seeding)."""
-    return split_and_init_seed(labels, spec.seed, spec.split, spec.init, spec.train_per_class, spec.val_per_class)
+    return split_and_init_seed(
+        labels, spec.seed, spec.split, spec.init, spec.train_per_class, spec.val_per_class
+    )
 
 
 def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
     """Train one run; returns the model (best state restored), the fit history and the record.
 
-    ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not counted.
+    ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
+    counted.
     """
     graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features)
     device = torch.device(spec.device)
@@ -219,19 +297,32 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
         return _train_partitioned(spec, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
-    inputs = (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_sparse,)
+    inputs = (
+        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_sparse,)
+    )
     result, record = fit_node_classifier(
-        model, tuple(t.to(device) for t in inputs), graph.y.to(device), split, lr=float(spec.hyperparameters.lr),
-        weight_decay=float(spec.hyperparameters.weight_decay), max_epochs=spec.max_epochs, patience=spec.patience)
+        model,
+        tuple(t.to(device) for t in inputs),
+        graph.y.to(device),
+        split,
+        lr=float(spec.hyperparameters.lr),
+        weight_decay=float(spec.hyperparameters.weight_decay),
+        max_epochs=spec.max_epochs,
+        patience=spec.patience,
+    )
     record["seconds"] = time.perf_counter() - start
     return model, result, record
 
 
 def _split_over_processes(spec: NodeJob) -> bool:
-    """Launched by torchrun, a Diff-ResNet with diffusion splits its graph; the other models run whole on each."""
+    """Launched by torchrun, a Diff-ResNet with diffusion splits its graph; the other models run whole on
+    each."""
     entry = model_entry(spec.model)
-    steps = entry.fixed.get("num_steps", spec.depth if spec.depth is not None else spec.hyperparameters.num_steps) \
-        if entry.graph_input == "constructor" else 0
+    steps = (
+        entry.fixed.get("num_steps", spec.depth if spec.depth is not None else spec.hyperparameters.num_steps)
+        if entry.graph_input == "constructor"
+        else 0
+    )
     return bool(steps) and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
@@ -240,21 +331,36 @@ def _partition(graph_spec: str, data_dir: Optional[str], missing_features: str, 
     return agreed_partition(prepared_graph(graph_spec, data_dir, missing_features).weights, how)
 
 
-def _train_partitioned(spec: NodeJob, graph: PreparedGraph, split: Split, init_seed: int, start: float
-                       ) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
-    """This process's rows of the graph, the same model and protocol; every loss and accuracy over all rows."""
+def _train_partitioned(
+    spec: NodeJob, graph: PreparedGraph, split: Split, init_seed: int, start: float
+) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
+    """This process's rows of the graph, the same model and protocol; every loss and accuracy over all
+    rows."""
     rank = dist.get_rank()
-    partition = _partition(spec.graph, spec.data_dir, spec.missing_features, spec.partition, dist.get_world_size())
+    partition = _partition(
+        spec.graph, spec.data_dir, spec.missing_features, spec.partition, dist.get_world_size()
+    )
     hp = spec.hyperparameters
-    operator = PartitionedDiffusion(rows_of_part(graph.weights, partition, rank), partition.rows(rank)[0],
-                                    float(hp.step_size), check_stability=hp.check_stability)
+    operator = PartitionedDiffusion(
+        rows_of_part(graph.weights, partition, rank),
+        partition.rows(rank)[0],
+        float(hp.step_size),
+        check_stability=hp.check_stability,
+    )
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph, operator)
     nodes = partition.nodes(rank)
     sets = [local_nodes(part, partition, rank) for part in (split.train, split.val, split.test)]
     result, record = fit_partitioned_node_classifier(
-        model, graph.x[nodes].to_sparse_csr(), graph.y[nodes], *sets, lr=float(hp.lr),
-        weight_decay=float(hp.weight_decay), max_epochs=spec.max_epochs, patience=spec.patience)
+        model,
+        graph.x[nodes].to_sparse_csr(),
+        graph.y[nodes],
+        *sets,
+        lr=float(hp.lr),
+        weight_decay=float(hp.weight_decay),
+        max_epochs=spec.max_epochs,
+        patience=spec.patience,
+    )
     record["seconds"] = time.perf_counter() - start
     return model, result, record
 
@@ -265,8 +371,17 @@ class NodeClassificationTask(Task):
     description = "semi-supervised node classification: random-split protocol, Diff-ResNet and PyG baselines"
     config_class = NodeClassificationConfig
     shortcuts = {"dataset": "datasets", "model": "models", "splits": "num_splits", "inits": "num_inits"}
-    columns = {"experiment": "TEXT", "dataset": "TEXT", "model": "TEXT", "depth": "INTEGER", "split": "INTEGER",
-               "init": "INTEGER", "accuracy": "REAL", "val_accuracy": "REAL", "epochs": "INTEGER"}
+    columns = {
+        "experiment": "TEXT",
+        "dataset": "TEXT",
+        "model": "TEXT",
+        "depth": "INTEGER",
+        "split": "INTEGER",
+        "init": "INTEGER",
+        "accuracy": "REAL",
+        "val_accuracy": "REAL",
+        "epochs": "INTEGER",
+    }
 
     @classmethod
     def quick_config(cls) -> NodeClassificationConfig:
@@ -274,62 +389,104 @@ class NodeClassificationTask(Task):
         return NodeClassificationConfig(num_splits=2, num_inits=1, max_epochs=60, patience=20)
 
     def prepare(self) -> None:
-        """Load every graph first (a missing file fails before any run), check that Diff-ResNet's arrays fit the
-        memory budget, and record each graph's facts."""
+        """Load every graph first (a missing file fails before any run), check that Diff-ResNet's arrays fit
+        the memory budget, and record each graph's facts."""
         config = self.config
         self.facts = {}
-        for graph_spec in dict.fromkeys(list(config.datasets) + (list(config.depth_datasets) if config.depths else [])):
+        for graph_spec in dict.fromkeys(
+            list(config.datasets) + (list(config.depth_datasets) if config.depths else [])
+        ):
             graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
             self._check_width_fits(graph, dataset_label(graph_spec))
             self.facts[dataset_label(graph_spec)] = graph_facts(graph)
 
     def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
-        """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features) exceed
-        the memory budget on ``graph``, before anything is written."""
+        """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features)
+        exceed the memory budget on ``graph``, before anything is written."""
         from ..data.limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
 
         config = self.config
-        diffusion_models = [m for m in list(config.models) + list(config.depth_models)
-                            if model_entry(m).graph_input == "constructor"]
+        diffusion_models = [
+            m
+            for m in list(config.models) + list(config.depth_models)
+            if model_entry(m).graph_input == "constructor"
+        ]
         if config.diffuse_in != "hidden" or not diffusion_models:
             return
         width, item = config.diffusion_width, torch.finfo(torch.get_default_dtype()).bits // 8
-        arrays = {f"input map ({graph.num_features} x {width:,} weights)": graph.num_features * width,
-                  f"block ({width:,} x {width:,} weights)": width * width,
-                  f"hidden features ({graph.num_nodes:,} x {width:,})": graph.num_nodes * width}
+        arrays = {
+            f"input map ({graph.num_features} x {width:,} weights)": graph.num_features * width,
+            f"block ({width:,} x {width:,} weights)": width * width,
+            f"hidden features ({graph.num_nodes:,} x {width:,})": graph.num_nodes * width,
+        }
         name, entries = max(arrays.items(), key=lambda pair: pair[1])
         budget = memory_budget()
         if entries * item > budget:
-            raise ConfigError(f"--diffusion-width {width:,}: Diff-ResNet's {name} on {label} needs "
-                              f"{format_bytes(entries * item)}, more than the memory budget {format_bytes(budget)} "
-                              f"(${MEMORY_BUDGET_ENV_VAR}); choose a smaller diffusion_width")
+            raise ConfigError(
+                f"--diffusion-width {width:,}: Diff-ResNet's {name} on {label} needs "
+                f"{format_bytes(entries * item)}, more than the memory budget {format_bytes(budget)} "
+                f"(${MEMORY_BUDGET_ENV_VAR}); choose a smaller diffusion_width"
+            )
 
-    def hyperparameters(self, model: str, graph_spec: str) -> Union[DiffusionSettings, MessagePassingSettings]:
+    def hyperparameters(
+        self, model: str, graph_spec: str
+    ) -> Union[DiffusionSettings, MessagePassingSettings]:
         config = self.config
         entry = model_entry(model)
         if entry.graph_input == "constructor":
             default = config.diffusion.get("default", TABLE6["default"])
             diffusion = config.diffusion.get(dataset_label(graph_spec), default)
-            return DiffusionSettings(config.lr, config.weight_decay, diffusion.step_size, diffusion.num_steps,
-                                     diffusion.dropout, config.dropout_position, config.check_stability,
-                                     config.diffusion_width if config.diffuse_in == "hidden" else None)
+            return DiffusionSettings(
+                config.lr,
+                config.weight_decay,
+                diffusion.step_size,
+                diffusion.num_steps,
+                diffusion.dropout,
+                config.dropout_position,
+                config.check_stability,
+                config.diffusion_width if config.diffuse_in == "hidden" else None,
+            )
         overrides = config.baselines.get(model)
         given = {k: v for k, v in vars(overrides).items() if v is not None} if overrides is not None else {}
         return MessagePassingSettings(**{**entry.defaults, **entry.training, **given})
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
-        studies = [("protocol", graph, model, None, config.num_splits, config.num_inits)
-                   for graph in config.datasets for model in config.models]
-        studies += [("depth", graph, model, depth, config.depth_splits, config.depth_inits)
-                    for graph in (config.depth_datasets if config.depths else [])
-                    for model in config.depth_models for depth in config.depths]
-        return [NodeJob(experiment, graph, dataset_label(graph), model, depth, split, init, config.seed,
-                        config.train_per_class, config.val_per_class, config.max_epochs, config.patience,
-                        self.hyperparameters(model, graph), config.device, config.data_dir, config.missing_features,
-                        config.partition)
-                for experiment, graph, model, depth, splits, inits in studies
-                for split in range(splits) for init in range(inits)]
+        studies = [
+            ("protocol", graph, model, None, config.num_splits, config.num_inits)
+            for graph in config.datasets
+            for model in config.models
+        ]
+        studies += [
+            ("depth", graph, model, depth, config.depth_splits, config.depth_inits)
+            for graph in (config.depth_datasets if config.depths else [])
+            for model in config.depth_models
+            for depth in config.depths
+        ]
+        return [
+            NodeJob(
+                experiment,
+                graph,
+                dataset_label(graph),
+                model,
+                depth,
+                split,
+                init,
+                config.seed,
+                config.train_per_class,
+                config.val_per_class,
+                config.max_epochs,
+                config.patience,
+                self.hyperparameters(model, graph),
+                config.device,
+                config.data_dir,
+                config.missing_features,
+                config.partition,
+            )
+            for experiment, graph, model, depth, splits, inits in studies
+            for split in range(splits)
+            for init in range(inits)
+        ]
 
     @staticmethod
     def run_job(spec: NodeJob) -> Dict[str, Any]:
@@ -341,11 +498,16 @@ class NodeClassificationTask(Task):
     def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
         results: Dict[str, Any] = {"table": {}, "depth": {}, "graphs": self.facts}
         for (experiment, dataset, model, depth), members in group_records(
-                records, by=("experiment", "dataset", "model", "depth")).items():
+            records, by=("experiment", "dataset", "model", "depth")
+        ).items():
             stats = Stats.of((m.get("accuracy") for m in members), scale=100)
-            entry = {"mean": stats.mean, "std": stats.std, "runs": len(members),
-                     "seconds_per_run": Stats.of(m["seconds"] for m in members).mean,
-                     "epochs_mean": Stats.of(m["epochs"] for m in members).mean}
+            entry = {
+                "mean": stats.mean,
+                "std": stats.std,
+                "runs": len(members),
+                "seconds_per_run": Stats.of(m["seconds"] for m in members).mean,
+                "epochs_mean": Stats.of(m["epochs"] for m in members).mean,
+            }
             if experiment == "protocol":
                 paper = PAPER_TABLE1.get(model, {}).get(dataset)
                 if paper:
@@ -356,20 +518,37 @@ class NodeClassificationTask(Task):
         return results
 
     def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — semi-supervised node classification (Diff-ResNet, Table 1)")
+        report = self.new_report(
+            results, "pdenets — semi-supervised node classification (Diff-ResNet, Table 1)"
+        )
         add_sections(report, self.config, results, records, run_dir, paper=PAPER_TABLE1)
         self.write_report(report, run_dir)
 
 
 def table1_config() -> NodeClassificationConfig:
     """Table 1 on the graphs available offline (Cora, CiteSeer), plus the depth study."""
-    return NodeClassificationConfig(datasets=["cora", "citeseer"], models=list(MODEL_NAMES), depths=[2, 4, 8, 16, 32])
+    return NodeClassificationConfig(
+        datasets=["cora", "citeseer"], models=list(MODEL_NAMES), depths=[2, 4, 8, 16, 32]
+    )
 
 
 def table1_quick_config() -> NodeClassificationConfig:
-    return NodeClassificationConfig(datasets=["cora", "citeseer"], models=list(MODEL_NAMES), num_splits=1,
-                                    num_inits=1, max_epochs=30, patience=10, depths=[2, 8], depth_splits=1)
+    return NodeClassificationConfig(
+        datasets=["cora", "citeseer"],
+        models=list(MODEL_NAMES),
+        num_splits=1,
+        num_inits=1,
+        max_epochs=30,
+        patience=10,
+        depths=[2, 8],
+        depth_splits=1,
+    )
 
 
-register_reproduction("table1", "node-classification", full=table1_config, quick=table1_quick_config,
-                      description="Diff-ResNet Table 1 (Cora, CiteSeer; 6 models; 100 splits x 20 inits) and Fig. 5")
+register_reproduction(
+    "table1",
+    "node-classification",
+    full=table1_config,
+    quick=table1_quick_config,
+    description="Diff-ResNet Table 1 (Cora, CiteSeer; 6 models; 100 splits x 20 inits) and Fig. 5",
+)

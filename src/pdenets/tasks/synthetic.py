@@ -1,11 +1,14 @@
-"""The synthetic suite of Diff-ResNet (Wang et al., §5.1 and Appendix E.1): XOR diffusion and 2-D classification.
+"""The synthetic suite of Diff-ResNet (Wang et al., §5.1 and Appendix E.1): XOR diffusion and 2-D
+classification.
 
 Three parts, each a set of independent jobs (docs/synthetic.md describes them in full): **XOR under pure
-diffusion** (Fig. 3): ``D(t)``, ``L(t)`` and ``L/D`` after every step, per seed, with the graph edges between discs
-that Prop. 1 assumes absent; **moon / circle / spiral** (Figs. 4, 11, 12; Table 4): the 18-parameter network with
-and without diffusion, tested on a held-out sample with its own graph (Remark 1), trained by full-batch SGD with
-momentum 0.9 as the paper states and without, as its scripts effectively run (a new optimizer every step); and a
-**check against the paper's scripts**: their data, initialization and 20 steps must give the counts they print.
+diffusion** (Fig. 3): ``D(t)``, ``L(t)`` and ``L/D`` after every step, per seed, with the graph edges between
+    discs
+that Prop. 1 assumes absent; **moon / circle / spiral** (Figs. 4, 11, 12; Table 4): the 18-parameter network
+with and without diffusion, tested on a held-out sample with its own graph (Remark 1), trained by full-batch
+SGD with momentum 0.9 as the paper states and without, as its scripts effectively run (a new optimizer every
+step); and a **check against the paper's scripts**: their data, initialization and 20 steps must give the
+counts they print.
 """
 
 from __future__ import annotations
@@ -25,13 +28,24 @@ from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ..experiments.summary import Stats, group_records
 from ..experiments.task import Task, register_task
 from ..experiments.training import accuracy, evaluation_mode, fit
-from ..models.synthetic_diffresnet import (PAPER_SCRIPT_REFERENCE, TABLE4, VARIANTS, SyntheticHyperparameters,
-                                          synthetic_network)
+from ..models.synthetic_diffresnet import (
+    PAPER_SCRIPT_REFERENCE,
+    TABLE4,
+    VARIANTS,
+    SyntheticHyperparameters,
+    synthetic_network,
+)
 from ..operators.weights import NORMALIZATIONS, knn_gaussian_weights
 from ..reports import synthetic as synthetic_report
 
-__all__ = ["SyntheticConfig", "SyntheticTask", "SyntheticHyperparameters", "TABLE4", "PAPER_SCRIPT_REFERENCE",
-           "VARIANTS"]
+__all__ = [
+    "SyntheticConfig",
+    "SyntheticTask",
+    "SyntheticHyperparameters",
+    "TABLE4",
+    "PAPER_SCRIPT_REFERENCE",
+    "VARIANTS",
+]
 
 
 @dataclass
@@ -49,14 +63,16 @@ class SyntheticConfig(TaskConfig):
 
     datasets: List[str] = setting(["moon", "circle", "spiral"], "sets to classify: moon, circle, spiral")
     hyperparameters: Dict[str, SyntheticHyperparameters] = setting(
-        TABLE4, "per set: n_top, sigma, step_size, num_steps, lr (Table 4)")
+        TABLE4, "per set: n_top, sigma, step_size, num_steps, lr (Table 4)"
+    )
     points_per_class: int = setting(500, "training points per class")
     test_points_per_class: int = setting(500, "held-out test points per class")
     seeds: List[int] = setting(list(range(10)), "data and initialization seeds (added to --seed)")
     epochs: int = setting(100, "full-batch training epochs")
     paper_epochs: int = setting(20, "epoch whose accuracy is also reported (the paper's 20 steps)")
     optimizers: Dict[str, OptimizerSettings] = setting(
-        {"sgd-momentum": OptimizerSettings(0.9), "sgd-plain": OptimizerSettings(0.0)}, "named SGD variants")
+        {"sgd-momentum": OptimizerSettings(0.9), "sgd-plain": OptimizerSettings(0.0)}, "named SGD variants"
+    )
     weight_decay: float = setting(5e-4, "SGD weight decay")
     include_self: bool = setting(True, "count each point among its own n_top neighbours")
     normalization: str = setting("row", "weight normalization: row, symmetric or none")
@@ -73,19 +89,38 @@ class SyntheticConfig(TaskConfig):
 
     def validate(self) -> None:
         super().validate()
-        check_fields(self, non_empty=("datasets", "seeds", "xor_seeds", "optimizers"),
-                     choices={"datasets": sorted(TABLE4), "normalization": NORMALIZATIONS,
-                              "dtype": ("float32", "float64")},
-                     counts=("points_per_class", "test_points_per_class", "epochs", "xor_points_per_disc",
-                             "xor_n_top", "xor_steps", "xor_report_steps"),
-                     non_negative_counts=("seeds", "xor_seeds", "feature_epochs", "paper_epochs"),
-                     positive=("xor_sigma", "xor_step_size"), non_negative=("weight_decay",))
+        check_fields(
+            self,
+            non_empty=("datasets", "seeds", "xor_seeds", "optimizers"),
+            choices={
+                "datasets": sorted(TABLE4),
+                "normalization": NORMALIZATIONS,
+                "dtype": ("float32", "float64"),
+            },
+            counts=(
+                "points_per_class",
+                "test_points_per_class",
+                "epochs",
+                "xor_points_per_disc",
+                "xor_n_top",
+                "xor_steps",
+                "xor_report_steps",
+            ),
+            non_negative_counts=("seeds", "xor_seeds", "feature_epochs", "paper_epochs"),
+            positive=("xor_sigma", "xor_step_size"),
+            non_negative=("weight_decay",),
+        )
         missing = [name for name in self.datasets if name not in self.hyperparameters]
         if missing:
             raise ConfigError(f"no hyperparameters for {missing}")
         for name, hp in self.hyperparameters.items():
-            check_fields(hp, counts=("n_top",), non_negative_counts=("num_steps",),
-                         positive=("sigma", "step_size", "lr"), prefix=f"hyperparameters.{name}.")
+            check_fields(
+                hp,
+                counts=("n_top",),
+                non_negative_counts=("num_steps",),
+                positive=("sigma", "step_size", "lr"),
+                prefix=f"hyperparameters.{name}.",
+            )
         for name, settings in self.optimizers.items():
             check_fields(settings, non_negative=("momentum",), prefix=f"optimizers.{name}.")
         if any(step > self.xor_steps for step in self.xor_report_steps):
@@ -146,19 +181,32 @@ class PaperScriptJob:
 
 
 def _on_graph(data: SyntheticSet, kernel, graph: GraphConvention, device: str, dtype: torch.dtype):
-    """Points (in ``dtype``) and labels on ``device``, and the kNN Gaussian weights (``kernel.n_top``, ``.sigma``)."""
+    """Points (in ``dtype``) and labels on ``device``, and the kNN Gaussian weights (``kernel.n_top``,
+    ``.sigma``)."""
     points = data.points.to(device, dtype)
-    weights = knn_gaussian_weights(points, kernel.n_top, sigma=kernel.sigma, include_self=graph.include_self,
-                                   normalization=graph.normalization)
+    weights = knn_gaussian_weights(
+        points,
+        kernel.n_top,
+        sigma=kernel.sigma,
+        include_self=graph.include_self,
+        normalization=graph.normalization,
+    )
     return points, data.labels.to(device), weights
 
 
 def _run_xor(spec: XorJob) -> Dict[str, Any]:
     data = make_synthetic("xor", spec.points_per_disc, seed=spec.seed)
-    points, _, weights = _on_graph(data, spec, spec.graph, spec.device, torch.float64)  # analysis: full precision
+    points, _, weights = _on_graph(
+        data, spec, spec.graph, spec.device, torch.float64
+    )  # analysis: full precision
     path = diffusion_path(points, data.groups, weights, spec.step_size, spec.steps, keep=spec.report_steps)
-    return {"labels": data.labels.numpy(), "cross_edges": edges_between_groups(weights.cpu(), data.groups),
-            "distance": path.distance, "diameter": path.diameter, "positions": path.positions}
+    return {
+        "labels": data.labels.numpy(),
+        "cross_edges": edges_between_groups(weights.cpu(), data.groups),
+        "distance": path.distance,
+        "diameter": path.diameter,
+        "positions": path.positions,
+    }
 
 
 def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
@@ -170,8 +218,9 @@ def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
     test_points, test_labels, test_weights = _on_graph(test, hp, spec.graph, spec.device, dtype)
     torch.manual_seed(spec.seed)
     model = synthetic_network(spec.variant, hp).to(spec.device, dtype)
-    optimizer = torch.optim.SGD(model.parameters(), lr=hp.lr, momentum=spec.momentum,
-                                weight_decay=protocol.weight_decay)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=hp.lr, momentum=spec.momentum, weight_decay=protocol.weight_decay
+    )
     snapshots: Dict[int, np.ndarray] = {}
     epochs = itertools.count()
 
@@ -179,8 +228,10 @@ def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
         """Accuracies now; the features stand for the epochs ``epoch … last`` in the snapshots."""
         with evaluation_mode(model):
             features = model.features(train_points, train_weights)
-            metrics = {"train": accuracy(model.classifier(features), train_labels),
-                       "test": accuracy(model(test_points, test_weights), test_labels)}
+            metrics = {
+                "train": accuracy(model.classifier(features), train_labels),
+                "test": accuracy(model(test_points, test_weights), test_labels),
+            }
         for snapshot in spec.snapshot_epochs:
             if epoch <= snapshot <= (epoch if last is None else last):
                 snapshots[snapshot] = features.cpu().numpy()
@@ -188,25 +239,38 @@ def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
 
     start = time.perf_counter()
     history = [evaluate(next(epochs))]
-    result = fit(model, optimizer, lambda: F.cross_entropy(model(train_points, train_weights), train_labels),
-                 max_epochs=protocol.epochs, evaluate=lambda: evaluate(next(epochs)), restore_on_divergence=True)
+    result = fit(
+        model,
+        optimizer,
+        lambda: F.cross_entropy(model(train_points, train_weights), train_labels),
+        max_epochs=protocol.epochs,
+        evaluate=lambda: evaluate(next(epochs)),
+        restore_on_divergence=True,
+    )
     history += result.history
     if result.diverged_at is not None:  # the last finite parameters carry on to the last epoch
         history += [evaluate(result.diverged_at, last=protocol.epochs)] * (protocol.epochs + 1 - len(history))
     paper_epoch = min(protocol.paper_epochs, protocol.epochs)
-    record = {"train_curve": [h["train"] for h in history], "test_curve": [h["test"] for h in history],
-              "losses": result.losses, "train_accuracy": history[-1]["train"], "test_accuracy": history[-1]["test"],
-              "train_accuracy_at_paper_epochs": history[paper_epoch]["train"],
-              "test_accuracy_at_paper_epochs": history[paper_epoch]["test"], "diverged_at_epoch": result.diverged_at,
-              "seconds": time.perf_counter() - start}
+    record = {
+        "train_curve": [h["train"] for h in history],
+        "test_curve": [h["test"] for h in history],
+        "losses": result.losses,
+        "train_accuracy": history[-1]["train"],
+        "test_accuracy": history[-1]["test"],
+        "train_accuracy_at_paper_epochs": history[paper_epoch]["train"],
+        "test_accuracy_at_paper_epochs": history[paper_epoch]["test"],
+        "diverged_at_epoch": result.diverged_at,
+        "seconds": time.perf_counter() - start,
+    }
     if spec.snapshot_epochs:
         record.update(snapshots=snapshots, points=train.points.numpy(), labels=train.labels.numpy())
     return record
 
 
 def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
-    """The paper scripts' data, seeds and 20 full-batch SGD steps in float32. The scripts build a new optimizer
-    (momentum 0.9, weight decay 5e-4) every step, so each step is a plain SGD step: no momentum carries over."""
+    """The paper scripts' data, seeds and 20 full-batch SGD steps in float32. The scripts build a new
+    optimizer (momentum 0.9, weight decay 5e-4) every step, so each step is a plain SGD step: no momentum
+    carries over."""
     reference, hp = PAPER_SCRIPT_REFERENCE[spec.dataset], TABLE4[spec.dataset]
     data = make_synthetic(spec.dataset, 500, grid=True, rng=np.random.RandomState(reference["seed"]))
     points, labels, weights = _on_graph(data, hp, GraphConvention(True, "row"), spec.device, torch.float32)
@@ -215,27 +279,46 @@ def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
         torch.manual_seed(reference["seed"])
         model = synthetic_network(variant, hp).to(spec.device)
         start = time.perf_counter()
-        fit(model, torch.optim.SGD(model.parameters(), lr=hp.lr, weight_decay=5e-4),
-            lambda: F.cross_entropy(model(points, weights), labels), max_epochs=20)
+        fit(
+            model,
+            torch.optim.SGD(model.parameters(), lr=hp.lr, weight_decay=5e-4),
+            lambda: F.cross_entropy(model(points, weights), labels),
+            max_epochs=20,
+        )
         with torch.no_grad():
             correct = int((model(points, weights).argmax(1) == labels).sum())
-        record[variant] = {"correct": correct, "reference": reference[variant], "seconds": time.perf_counter() - start}
+        record[variant] = {
+            "correct": correct,
+            "reference": reference[variant],
+            "seconds": time.perf_counter() - start,
+        }
     return record
 
 
 #: job type → (part of the suite, how to run it)
-_PARTS = {XorJob: ("xor", _run_xor), ClassificationJob: ("classification", _run_classification),
-          PaperScriptJob: ("paper-script", _run_paper_script)}
+_PARTS = {
+    XorJob: ("xor", _run_xor),
+    ClassificationJob: ("classification", _run_classification),
+    PaperScriptJob: ("paper-script", _run_paper_script),
+}
 
 
 @register_task
 class SyntheticTask(Task):
     name = "synthetic"
-    description = "Diff-ResNet synthetic suite: XOR diffusion (L/D), moon/circle/spiral with and without diffusion"
+    description = (
+        "Diff-ResNet synthetic suite: XOR diffusion (L/D), moon/circle/spiral with and without diffusion"
+    )
     config_class = SyntheticConfig
     shortcuts = {"dataset": "datasets"}
-    columns = {"part": "TEXT", "dataset": "TEXT", "variant": "TEXT", "optimizer": "TEXT", "seed": "INTEGER",
-               "test_accuracy": "REAL"}
+    columns = {
+        "part": "TEXT",
+        "dataset": "TEXT",
+        "variant": "TEXT",
+        "optimizer": "TEXT",
+        "seed": "INTEGER",
+        "test_accuracy": "REAL",
+    }
 
     @classmethod
     def quick_config(cls) -> SyntheticConfig:
@@ -245,17 +328,47 @@ class SyntheticTask(Task):
     def jobs(self) -> List[Any]:
         config = self.config
         graph = GraphConvention(config.include_self, config.normalization)
-        jobs: List[Any] = [XorJob(config.seed + seed, config.xor_points_per_disc, config.xor_n_top, config.xor_sigma,
-                                  config.xor_step_size, config.xor_steps, tuple(config.xor_report_steps), graph,
-                                  config.device) for seed in config.xor_seeds]
-        protocol = TrainingProtocol(config.points_per_class, config.test_points_per_class, config.epochs,
-                                    config.paper_epochs, config.weight_decay, config.dtype)
+        jobs: List[Any] = [
+            XorJob(
+                config.seed + seed,
+                config.xor_points_per_disc,
+                config.xor_n_top,
+                config.xor_sigma,
+                config.xor_step_size,
+                config.xor_steps,
+                tuple(config.xor_report_steps),
+                graph,
+                config.device,
+            )
+            for seed in config.xor_seeds
+        ]
+        protocol = TrainingProtocol(
+            config.points_per_class,
+            config.test_points_per_class,
+            config.epochs,
+            config.paper_epochs,
+            config.weight_decay,
+            config.dtype,
+        )
         shown = tuple(e for e in config.feature_epochs if e <= config.epochs)
-        jobs += [ClassificationJob(name, config.seed + seed, optimizer, settings.momentum, variant,
-                                   config.hyperparameters[name], protocol, graph,
-                                   shown if seed == config.seeds[0] else (), config.device)
-                 for name in config.datasets for seed in config.seeds
-                 for optimizer, settings in config.optimizers.items() for variant in VARIANTS]
+        jobs += [
+            ClassificationJob(
+                name,
+                config.seed + seed,
+                optimizer,
+                settings.momentum,
+                variant,
+                config.hyperparameters[name],
+                protocol,
+                graph,
+                shown if seed == config.seeds[0] else (),
+                config.device,
+            )
+            for name in config.datasets
+            for seed in config.seeds
+            for optimizer, settings in config.optimizers.items()
+            for variant in VARIANTS
+        ]
         if config.paper_script_check:
             jobs += [PaperScriptJob(name, config.device) for name in config.datasets]
         return jobs
@@ -274,19 +387,32 @@ class SyntheticTask(Task):
         xor = [r for r in records if r["part"] == "xor"]
         if xor:
             paths = {r["seed"]: (r["distance"], r["diameter"]) for r in xor}
-            results["xor"] = {**path_statistics(paths, config.xor_report_steps),
-                              "seeds_with_edges_between_discs": int(sum(r["cross_edges"] > 0 for r in xor))}
+            results["xor"] = {
+                **path_statistics(paths, config.xor_report_steps),
+                "seeds_with_edges_between_discs": int(sum(r["cross_edges"] > 0 for r in xor)),
+            }
         runs = [r for r in records if r["part"] == "classification"]
         table: Dict[str, Any] = {}
-        for (name, optimizer, variant), members in group_records(runs, by=("dataset", "optimizer", "variant")).items():
-            stats = {metric: Stats.of(r[metric] for r in members).as_dict() for metric in (
-                "train_accuracy", "test_accuracy", "test_accuracy_at_paper_epochs", "train_accuracy_at_paper_epochs")}
+        for (name, optimizer, variant), members in group_records(
+            runs, by=("dataset", "optimizer", "variant")
+        ).items():
+            stats = {
+                metric: Stats.of(r[metric] for r in members).as_dict()
+                for metric in (
+                    "train_accuracy",
+                    "test_accuracy",
+                    "test_accuracy_at_paper_epochs",
+                    "train_accuracy_at_paper_epochs",
+                )
+            }
             table.setdefault(name, {}).setdefault(optimizer, {})[variant] = {
-                "runs": len(members), **stats,
+                "runs": len(members),
+                **stats,
                 "perfect_train_runs": int(sum(r["train_accuracy"] >= 1.0 for r in members)),
                 "perfect_test_runs": int(sum(r["test_accuracy"] >= 1.0 for r in members)),
                 "diverged_runs": int(sum(r["diverged_at_epoch"] is not None for r in members)),
-                "seconds_per_run": float(np.mean([r["seconds"] for r in members]))}
+                "seconds_per_run": float(np.mean([r["seconds"] for r in members])),
+            }
         results["classification"] = table
         scripts = {r["dataset"]: {v: r[v] for v in VARIANTS} for r in records if r["part"] == "paper-script"}
         if scripts:

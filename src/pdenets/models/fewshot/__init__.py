@@ -9,29 +9,97 @@
 * :mod:`.estimator` — :class:`DiffusionFewShotClassifier`, a scikit-learn estimator for any embeddings.
 """
 
-from .base import FewShotBatch, FewShotMethod, METHOD_CLASSES, method_from_name, register_method, registered_methods
-from .prototype import NearestPrototype, PrototypeSettings
-from .laplacianshot import (LaplacianShot, LaplacianShotSettings, knn_affinity, laplacian_energy, laplacian_shot)
-from .heads import (Convection, ConvectionSettings, External, ExternalSettings, HeadSettings, Internal,
-                    InternalSettings, episode_neighbours, train_heads, train_heads_one_by_one)
+from .alpha_tim import AlphaTIM, AlphaTIMSettings
+from .base import (
+    METHOD_CLASSES,
+    FewShotBatch,
+    FewShotMethod,
+    method_from_name,
+    register_method,
+    registered_methods,
+)
 from .bdcspn import BDCSPN, BDCSPNSettings
+from .heads import (
+    Convection,
+    ConvectionSettings,
+    External,
+    ExternalSettings,
+    HeadSettings,
+    Internal,
+    InternalSettings,
+    episode_neighbours,
+    train_heads,
+    train_heads_one_by_one,
+)
+from .laplacianshot import (
+    LaplacianShot,
+    LaplacianShotSettings,
+    knn_affinity,
+    laplacian_energy,
+    laplacian_shot,
+)
+from .methods import PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
+from .paddle import PADDLE, PADDLESettings
+from .preprocessing import (
+    centre_and_normalize,
+    cross_domain_shift,
+    prototypes,
+    rectified_prototypes,
+    standardize_scale,
+)
+from .prototype import NearestPrototype, PrototypeSettings
 from .ptmap import PTMAP, PTMAPSettings, power_transform, sinkhorn
 from .tim import TIM, TIMSettings
-from .alpha_tim import AlphaTIM, AlphaTIMSettings
-from .paddle import PADDLE, PADDLESettings
-from .methods import PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
-from .preprocessing import centre_and_normalize, cross_domain_shift, prototypes, rectified_prototypes, \
-    standardize_scale
 
-__all__ = ["FewShotBatch", "FewShotMethod", "METHOD_CLASSES", "method_from_name", "register_method",
-           "registered_methods", "NearestPrototype", "PrototypeSettings", "LaplacianShot", "LaplacianShotSettings",
-           "knn_affinity", "laplacian_energy", "laplacian_shot", "Convection", "ConvectionSettings", "External",
-           "ExternalSettings", "HeadSettings", "Internal", "InternalSettings", "episode_neighbours", "train_heads",
-           "train_heads_one_by_one", "BDCSPN", "BDCSPNSettings", "PTMAP", "PTMAPSettings", "power_transform",
-           "sinkhorn", "TIM", "TIMSettings", "AlphaTIM", "AlphaTIMSettings", "PADDLE", "PADDLESettings", "METHODS",
-           "PREPROCESSING", "Preprocessing", "ablation_method",
-           "classify", "preprocess", "centre_and_normalize", "cross_domain_shift", "prototypes",
-           "rectified_prototypes", "standardize_scale", "DiffusionFewShotClassifier"]
+__all__ = [
+    "FewShotBatch",
+    "FewShotMethod",
+    "METHOD_CLASSES",
+    "method_from_name",
+    "register_method",
+    "registered_methods",
+    "NearestPrototype",
+    "PrototypeSettings",
+    "LaplacianShot",
+    "LaplacianShotSettings",
+    "knn_affinity",
+    "laplacian_energy",
+    "laplacian_shot",
+    "Convection",
+    "ConvectionSettings",
+    "External",
+    "ExternalSettings",
+    "HeadSettings",
+    "Internal",
+    "InternalSettings",
+    "episode_neighbours",
+    "train_heads",
+    "train_heads_one_by_one",
+    "BDCSPN",
+    "BDCSPNSettings",
+    "PTMAP",
+    "PTMAPSettings",
+    "power_transform",
+    "sinkhorn",
+    "TIM",
+    "TIMSettings",
+    "AlphaTIM",
+    "AlphaTIMSettings",
+    "PADDLE",
+    "PADDLESettings",
+    "METHODS",
+    "PREPROCESSING",
+    "Preprocessing",
+    "ablation_method",
+    "classify",
+    "preprocess",
+    "centre_and_normalize",
+    "cross_domain_shift",
+    "prototypes",
+    "rectified_prototypes",
+    "standardize_scale",
+    "DiffusionFewShotClassifier",
+]
 
 
 def __getattr__(name: str):

@@ -6,7 +6,8 @@ means, trained by Adam on
 
 .. math::
 
-    \mathrm{CE}(\text{support}) - \big( H_\alpha(\bar p) - \tfrac{1}{Q}\textstyle\sum_{i \in Q} H_\alpha(p_i) \big),
+    \mathrm{CE}(\text{support})
+    - \big( H_\alpha(\bar p) - \tfrac{1}{Q}\textstyle\sum_{i \in Q} H_\alpha(p_i) \big),
     \qquad H_\alpha(p) = \frac{1 - \sum_c p_c^\alpha}{\alpha - 1},
 
 Tsallis α-entropies in place of Shannon's (``α → 1`` gives TIM with weights ``(1, 1, 1)``). The
@@ -40,9 +41,9 @@ __all__ = ["AlphaTIM", "AlphaTIMSettings", "tsallis_entropy"]
 @dataclass(frozen=True)
 class AlphaTIMSettings:
     """Args:
-        alpha: ``α > 1`` of the entropies (``None``, default: 2 for one shot, 7 for five or more, 5 in between).
-        temperature: ``τ`` (default 15).
-        iterations: Adam steps (default 1000); lr: Adam's learning rate (default 1e-4).
+    alpha: ``α > 1`` of the entropies (``None``, default: 2 for one shot, 7 for five or more, 5 in between).
+    temperature: ``τ`` (default 15).
+    iterations: Adam steps (default 1000); lr: Adam's learning rate (default 1e-4).
     """
 
     alpha: Optional[float] = None
@@ -97,6 +98,7 @@ class AlphaTIM(FewShotMethod):
             conditional = tsallis_entropy(query_probabilities, alpha).mean(1)
             return cross_entropy - (marginal - conditional)
 
-        weights = fit_class_weights(batch, loss, temperature=settings.temperature, lr=settings.lr,
-                                    iterations=settings.iterations)
+        weights = fit_class_weights(
+            batch, loss, temperature=settings.temperature, lr=settings.lr, iterations=settings.iterations
+        )
         return _log_probabilities(batch.query, weights, settings.temperature).exp()

@@ -60,8 +60,14 @@ import torch
 from ..._checks import check_features, check_positive_int
 from .preprocessing import prototypes, rectified_prototypes
 
-__all__ = ["FewShotBatch", "FewShotMethod", "register_method", "method_from_name", "METHOD_CLASSES",
-           "registered_methods"]
+__all__ = [
+    "FewShotBatch",
+    "FewShotMethod",
+    "register_method",
+    "method_from_name",
+    "METHOD_CLASSES",
+    "registered_methods",
+]
 
 #: name -> method class, in registration order.
 METHOD_CLASSES: Dict[str, Type["FewShotMethod"]] = {}
@@ -92,21 +98,35 @@ class FewShotBatch:
         check_features(self.query, "query", min_dim=3)
         self.ways = check_positive_int(self.ways, "ways")
         support, query, labels = self.support, self.query, self.support_labels
-        if support.dim() != 3 or query.dim() != 3 or support.shape[0] != query.shape[0] or \
-                support.shape[2] != query.shape[2]:
-            raise ValueError(f"support (T, S, M) and query (T, Q, M) must agree, got {tuple(support.shape)} and "
-                             f"{tuple(query.shape)}")
+        if (
+            support.dim() != 3
+            or query.dim() != 3
+            or support.shape[0] != query.shape[0]
+            or support.shape[2] != query.shape[2]
+        ):
+            raise ValueError(
+                f"support (T, S, M) and query (T, Q, M) must agree, got {tuple(support.shape)} and "
+                f"{tuple(query.shape)}"
+            )
         if query.shape[1] == 0:
             raise ValueError("every task needs at least one query")
-        if not isinstance(labels, torch.Tensor) or labels.dtype != torch.long or labels.shape != support.shape[:2]:
-            raise ValueError(f"support_labels must be an int64 tensor of shape {tuple(support.shape[:2])}, got "
-                             f"{getattr(labels, 'dtype', type(labels).__name__)} {tuple(getattr(labels, 'shape', ()))}")
+        if (
+            not isinstance(labels, torch.Tensor)
+            or labels.dtype != torch.long
+            or labels.shape != support.shape[:2]
+        ):
+            raise ValueError(
+                f"support_labels must be an int64 tensor of shape {tuple(support.shape[:2])}, got "
+                f"{getattr(labels, 'dtype', type(labels).__name__)} {tuple(getattr(labels, 'shape', ()))}"
+            )
         if bool((labels < 0).any()) or bool((labels >= self.ways).any()):
             raise ValueError(f"support_labels must lie in 0 … {self.ways - 1} (ways={self.ways})")
         present = torch.zeros(support.shape[0], self.ways, dtype=torch.bool)
         present.scatter_(1, labels.cpu(), True)
         if not bool(present.all()):
-            raise ValueError(f"every task needs at least one support sample of each of the {self.ways} classes")
+            raise ValueError(
+                f"every task needs at least one support sample of each of the {self.ways} classes"
+            )
         if self.seeds is None:
             self.seeds = list(range(self.tasks))
         elif len(self.seeds) != self.tasks:
@@ -128,7 +148,8 @@ class FewShotBatch:
 
     @property
     def can_balance(self) -> bool:
-        """Whether the queries can be spread evenly over the classes, ``Q ≥ C`` (at least one query per class)."""
+        """Whether the queries can be spread evenly over the classes, ``Q ≥ C`` (at least one query per
+        class)."""
         return self.queries >= self.ways
 
     @property
@@ -138,16 +159,26 @@ class FewShotBatch:
 
     @property
     def prototypes(self) -> torch.Tensor:
-        """Class centres ``(T, C, M)``: support means, or rectified prototypes with ``rectify`` (computed once)."""
+        """Class centres ``(T, C, M)``: support means, or rectified prototypes with ``rectify`` (computed
+        once)."""
         if self._prototypes is None:
-            self._prototypes = rectified_prototypes(self.support, self.support_labels, self.query, self.ways) \
-                if self.rectify else prototypes(self.support, self.support_labels, self.ways)
+            self._prototypes = (
+                rectified_prototypes(self.support, self.support_labels, self.query, self.ways)
+                if self.rectify
+                else prototypes(self.support, self.support_labels, self.ways)
+            )
         return self._prototypes
 
     def chunk(self, start: int, stop: int) -> "FewShotBatch":
         """Tasks ``start … stop − 1`` as a batch of their own."""
-        part = FewShotBatch(self.support[start:stop], self.support_labels[start:stop], self.query[start:stop],
-                            self.ways, list(self.seeds[start:stop]), self.rectify)
+        part = FewShotBatch(
+            self.support[start:stop],
+            self.support_labels[start:stop],
+            self.query[start:stop],
+            self.ways,
+            list(self.seeds[start:stop]),
+            self.rectify,
+        )
         if self._prototypes is not None:
             part._prototypes = self._prototypes[start:stop]
         return part
@@ -176,7 +207,9 @@ class FewShotMethod(ABC):
         elif changes:
             settings = dataclasses.replace(settings, **changes)
         if not isinstance(settings, self.settings_class):
-            raise TypeError(f"{self.name} takes {self.settings_class.__name__}, got {type(settings).__name__}")
+            raise TypeError(
+                f"{self.name} takes {self.settings_class.__name__}, got {type(settings).__name__}"
+            )
         self.settings = settings
 
     @classmethod
@@ -202,7 +235,8 @@ class FewShotMethod(ABC):
 
 
 def register_method(cls: Type[FewShotMethod]) -> Type[FewShotMethod]:
-    """Class decorator: make a method known by its ``name`` (to :func:`method_from_name`, the task, the CLI)."""
+    """Class decorator: make a method known by its ``name`` (to :func:`method_from_name`, the task, the
+    CLI)."""
     for attribute in ("name", "is_transductive", "settings_class"):
         if not hasattr(cls, attribute):
             raise TypeError(f"{cls.__name__} must define {attribute!r}")
@@ -219,8 +253,9 @@ def registered_methods() -> List[str]:
     return list(METHOD_CLASSES)
 
 
-def method_from_name(name: str, settings: Any = None, *, preset: Optional[str] = None,
-                     **changes: Any) -> FewShotMethod:
+def method_from_name(
+    name: str, settings: Any = None, *, preset: Optional[str] = None, **changes: Any
+) -> FewShotMethod:
     """An instance of the method registered as ``name`` (a typo is answered with the nearest name).
 
     Args:

@@ -40,8 +40,8 @@ __all__ = ["BDCSPN", "BDCSPNSettings", "bdcspn_prototypes"]
 @dataclass(frozen=True)
 class BDCSPNSettings:
     """Args:
-        temperature: ``T`` of the cosine weights and of the final softmax (default 10).
-        shift: reduce the cross-class bias before rectifying (default True).
+    temperature: ``T`` of the cosine weights and of the final softmax (default 10).
+    shift: reduce the cross-class bias before rectifying (default True).
     """
 
     temperature: float = RECTIFICATION_TEMPERATURE
@@ -51,18 +51,25 @@ class BDCSPNSettings:
         check_positive(self.temperature, "temperature")
 
 
-def bdcspn_prototypes(support: torch.Tensor, support_labels: torch.Tensor, query: torch.Tensor, ways: int,
-                      temperature: float = RECTIFICATION_TEMPERATURE) -> torch.Tensor:
-    """The rectified prototypes ``(T, C, M)`` of the module docstring from support ``(T, S, M)`` (labels ``(T, S)``)
-    and the (already shifted) queries ``(T, Q, M)``."""
+def bdcspn_prototypes(
+    support: torch.Tensor,
+    support_labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    temperature: float = RECTIFICATION_TEMPERATURE,
+) -> torch.Tensor:
+    """The rectified prototypes ``(T, C, M)`` of the module docstring from support ``(T, S, M)`` (labels ``(T,
+    S)``) and the (already shifted) queries ``(T, Q, M)``."""
     means = prototypes(support, support_labels, ways)
     points = torch.cat([support, query], 1)  # (T, N, M)
     cosine = torch.bmm(F.normalize(points, dim=2), F.normalize(means, dim=2).transpose(1, 2))  # (T, N, C)
-    members = torch.cat([support_labels, cosine[:, support.shape[1]:].argmax(2)], 1)  # (T, N)
+    members = torch.cat([support_labels, cosine[:, support.shape[1] :].argmax(2)], 1)  # (T, N)
     member = F.one_hot(members, ways).to(points.dtype)
     # softmax over the members of each class: exp(T cos) normalized column by column
     scores = (temperature * cosine).masked_fill(member == 0, float("-inf"))
-    weights = torch.softmax(scores, dim=1).nan_to_num(0.0)  # every class has its support members: no empty column
+    weights = torch.softmax(scores, dim=1).nan_to_num(
+        0.0
+    )  # every class has its support members: no empty column
     return torch.bmm(weights.transpose(1, 2), points)
 
 
@@ -84,8 +91,13 @@ class BDCSPN(FewShotMethod):
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        shifted = cross_domain_shift(batch.support, batch.query) if settings.shift and batch.can_balance \
+        shifted = (
+            cross_domain_shift(batch.support, batch.query)
+            if settings.shift and batch.can_balance
             else batch.query
-        centres = bdcspn_prototypes(batch.support, batch.support_labels, shifted, batch.ways, settings.temperature)
+        )
+        centres = bdcspn_prototypes(
+            batch.support, batch.support_labels, shifted, batch.ways, settings.temperature
+        )
         cosine = torch.bmm(F.normalize(batch.query, dim=2), F.normalize(centres, dim=2).transpose(1, 2))
         return torch.softmax(settings.temperature * cosine, dim=2)

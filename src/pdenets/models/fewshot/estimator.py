@@ -48,9 +48,17 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         random_state: seed of the trained heads' initialization.
     """
 
-    def __init__(self, method: str = "internal", *, method_params: Optional[dict] = None,
-                 centre_and_normalize: bool = False, shift: bool = False, rectify: bool = False,
-                 base_mean: Optional[np.ndarray] = None, random_state: int = 0):
+    def __init__(
+        self,
+        method: str = "internal",
+        *,
+        method_params: Optional[dict] = None,
+        centre_and_normalize: bool = False,
+        shift: bool = False,
+        rectify: bool = False,
+        base_mean: Optional[np.ndarray] = None,
+        random_state: int = 0,
+    ):
         self.method = method
         self.method_params = method_params
         self.centre_and_normalize = centre_and_normalize
@@ -67,8 +75,12 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"method_params for {self.method!r}: {error}") from None
 
     def _preprocessing(self) -> Preprocessing:
-        return Preprocessing(centre=self.centre_and_normalize and self.base_mean is not None,
-                             normalize=self.centre_and_normalize, shift=self.shift, rectify=self.rectify)
+        return Preprocessing(
+            centre=self.centre_and_normalize and self.base_mean is not None,
+            normalize=self.centre_and_normalize,
+            shift=self.shift,
+            rectify=self.rectify,
+        )
 
     def fit(self, X, y) -> "DiffusionFewShotClassifier":
         """Store the labelled support set (features ``(S, M)``, labels of any type)."""
@@ -78,8 +90,9 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         if self.base_mean is not None:
             mean = np.asarray(self.base_mean, dtype=np.float64)
             if mean.shape != (X.shape[1],) or not np.isfinite(mean).all():
-                raise ValueError(f"base_mean must be {X.shape[1]} finite numbers (one per feature), got shape "
-                                 f"{mean.shape}")
+                raise ValueError(
+                    f"base_mean must be {X.shape[1]} finite numbers (one per feature), got shape {mean.shape}"
+                )
         self.classes_, encoded = np.unique(y, return_inverse=True)
         self.support_ = X
         self.support_labels_ = encoded
@@ -94,9 +107,19 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         support = torch.from_numpy(self.support_)[None]
         query = torch.from_numpy(X)[None]
         labels = torch.from_numpy(self.support_labels_.astype(np.int64))[None]
-        mean = None if self.base_mean is None else torch.as_tensor(np.asarray(self.base_mean, dtype=np.float64))
-        probabilities = classify(support, labels, query, len(self.classes_), self._method(), self._preprocessing(),
-                                 base_mean=mean, seeds=[self.random_state])
+        mean = (
+            None if self.base_mean is None else torch.as_tensor(np.asarray(self.base_mean, dtype=np.float64))
+        )
+        probabilities = classify(
+            support,
+            labels,
+            query,
+            len(self.classes_),
+            self._method(),
+            self._preprocessing(),
+            base_mean=mean,
+            seeds=[self.random_state],
+        )
         return probabilities[0].numpy()
 
     def predict(self, X) -> np.ndarray:

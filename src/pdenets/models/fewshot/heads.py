@@ -64,16 +64,29 @@ from ..diffresnet import DiffResNet
 from .base import FewShotBatch, FewShotMethod, register_method
 from .preprocessing import prototypes as class_means
 
-__all__ = ["HeadSettings", "task_graphs", "train_heads", "train_heads_one_by_one", "initial_parameters",
-           "HeadTraining", "TrainedHead", "Convection", "ConvectionSettings", "External", "ExternalSettings",
-           "Internal", "InternalSettings",
-           "episode_neighbours", "MAX_NEIGHBOURS"]
+__all__ = [
+    "HeadSettings",
+    "task_graphs",
+    "train_heads",
+    "train_heads_one_by_one",
+    "initial_parameters",
+    "HeadTraining",
+    "TrainedHead",
+    "Convection",
+    "ConvectionSettings",
+    "External",
+    "ExternalSettings",
+    "Internal",
+    "InternalSettings",
+    "episode_neighbours",
+    "MAX_NEIGHBOURS",
+]
 
 
 @dataclass(frozen=True)
 class HeadSettings:
-    """What :func:`train_heads` runs (defaults: the Diff-ResNet paper's): a head's settings resolved for one batch of
-    tasks. ``n_top`` and ``sigma_neighbor`` are one count for every task or one per task."""
+    """What :func:`train_heads` runs (defaults: the Diff-ResNet paper's): a head's settings resolved for one
+    batch of tasks. ``n_top`` and ``sigma_neighbor`` are one count for every task or one per task."""
 
     num_steps: int = 10
     step_size: float = 0.5
@@ -96,16 +109,23 @@ class HeadSettings:
         return self.num_steps > 0 or self.mu > 0
 
 
-def task_graphs(points: torch.Tensor, settings: HeadSettings, support_labels: Optional[torch.Tensor] = None
-                ) -> torch.Tensor:
-    """The graph of every task over support ∪ query: ``(T, N, N)`` (self in the top-k, adaptive σ, sym. normalized,
-    then ``(W + Wᵀ)/2`` — the Diff-ResNet code's few-shot convention).
+def task_graphs(
+    points: torch.Tensor, settings: HeadSettings, support_labels: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """The graph of every task over support ∪ query: ``(T, N, N)`` (self in the top-k, adaptive σ, sym.
+    normalized, then ``(W + Wᵀ)/2`` — the Diff-ResNet code's few-shot convention).
 
     With ``settings.separate_support`` and the support labels ``(T, S)`` (the support points come first), the
     edges between two support points of different classes are removed: their labels say they differ, and
     diffusing along them mixes the very points the head learns the classes from."""
-    weights = batched_knn_gaussian_weights(points, settings.n_top, sigma_neighbor=settings.sigma_neighbor,
-                                           include_self=True, normalization="symmetric", symmetrize_weights=True)
+    weights = batched_knn_gaussian_weights(
+        points,
+        settings.n_top,
+        sigma_neighbor=settings.sigma_neighbor,
+        include_self=True,
+        normalization="symmetric",
+        symmetrize_weights=True,
+    )
     if settings.separate_support and support_labels is not None:
         support = support_labels.shape[1]
         keep = torch.ones_like(weights, dtype=torch.bool)
@@ -118,12 +138,23 @@ def initial_parameters(in_features: int, ways: int, seeds: Sequence[int]) -> Lis
     """Stacked ``[W1, b1, W2, b2, W3, b3]`` of every task's head, drawn as :class:`torch.nn.Linear` draws them
     (uniform on ``±1/√M``, ``M`` the input width of all three layers) from a generator seeded with the task's
     seed: a task's parameters depend on its seed only."""
-    bound = 1.0 / in_features ** 0.5
-    shapes = [(in_features, in_features), (in_features,), (in_features, in_features), (in_features,),
-              (ways, in_features), (ways,)]
+    bound = 1.0 / in_features**0.5
+    shapes = [
+        (in_features, in_features),
+        (in_features,),
+        (in_features, in_features),
+        (in_features,),
+        (ways, in_features),
+        (ways,),
+    ]
     sizes = [math.prod(shape) for shape in shapes]
-    drawn = torch.stack([torch.rand(sum(sizes), generator=torch.Generator().manual_seed(int(seed)))
-                         for seed in seeds]) * (2 * bound) - bound  # (T, all parameters), one draw per task
+    drawn = (
+        torch.stack(
+            [torch.rand(sum(sizes), generator=torch.Generator().manual_seed(int(seed))) for seed in seeds]
+        )
+        * (2 * bound)
+        - bound
+    )  # (T, all parameters), one draw per task
     return [part.reshape(len(seeds), *shape) for part, shape in zip(drawn.split(sizes, dim=1), shapes)]
 
 
@@ -132,8 +163,17 @@ def _reference_model(parameters: List[torch.Tensor], ways: int) -> DiffResNet:
     model = DiffResNet(parameters[0].shape[1], ways, num_steps=0, step_size=1.0)
     block = model.blocks[0]
     with torch.no_grad():
-        for parameter, value in zip((block.fc1.weight, block.fc1.bias, block.fc2.weight, block.fc2.bias,
-                                     model.classifier.weight, model.classifier.bias), parameters):
+        for parameter, value in zip(
+            (
+                block.fc1.weight,
+                block.fc1.bias,
+                block.fc2.weight,
+                block.fc2.bias,
+                model.classifier.weight,
+                model.classifier.bias,
+            ),
+            parameters,
+        ):
             parameter.copy_(value)
     return model
 
@@ -148,12 +188,19 @@ def _imprint(parameters: List[torch.Tensor], centres: torch.Tensor, temperature:
     spread = torch.cdist(centres, centres).square().sum((1, 2)) / max(ways * (ways - 1), 1)  # (T,)
     scale = (temperature / spread.clamp_min(torch.finfo(centres.dtype).tiny))[:, None]
     scale = torch.where(spread[:, None] > 0, scale, torch.full_like(scale, temperature))
-    return [fc1_w, fc1_b, torch.zeros_like(fc2_w), torch.zeros_like(fc2_b), scale[..., None] * centres,
-            -scale / 2 * centres.square().sum(2)]
+    return [
+        fc1_w,
+        fc1_b,
+        torch.zeros_like(fc2_w),
+        torch.zeros_like(fc2_b),
+        scale[..., None] * centres,
+        -scale / 2 * centres.square().sum(2),
+    ]
 
 
-def _batched_forward(parameters: List[torch.Tensor], inputs: torch.Tensor, diffusion: Optional[torch.Tensor]
-                     ) -> torch.Tensor:
+def _batched_forward(
+    parameters: List[torch.Tensor], inputs: torch.Tensor, diffusion: Optional[torch.Tensor]
+) -> torch.Tensor:
     """Logits ``(T, R, C)``: of every point without diffusion, else of the rows of ``(I − γL)^r`` given
     ``(T, R, N)``."""
     fc1_w, fc1_b, fc2_w, fc2_b, out_w, out_b = parameters
@@ -165,18 +212,32 @@ def _batched_forward(parameters: List[torch.Tensor], inputs: torch.Tensor, diffu
     return torch.baddbmm(out_b[:, None, :], diffusion, torch.bmm(features, out_w.transpose(1, 2)))
 
 
-def _loss(logits: torch.Tensor, support_labels: torch.Tensor, settings: HeadSettings, weights: Optional[torch.Tensor],
-          proto_distances: Optional[torch.Tensor]) -> torch.Tensor:
+def _loss(
+    logits: torch.Tensor,
+    support_labels: torch.Tensor,
+    settings: HeadSettings,
+    weights: Optional[torch.Tensor],
+    proto_distances: Optional[torch.Tensor],
+) -> torch.Tensor:
     """Sum over tasks of each task's loss; logits ``(T, N, C)``, support rows first."""
     tasks, support = support_labels.shape
-    loss = F.cross_entropy(logits[:, :support].reshape(-1, logits.shape[-1]), support_labels.reshape(-1),
-                           reduction="none").reshape(tasks, support).mean(1).sum()
+    loss = (
+        F.cross_entropy(
+            logits[:, :support].reshape(-1, logits.shape[-1]), support_labels.reshape(-1), reduction="none"
+        )
+        .reshape(tasks, support)
+        .mean(1)
+        .sum()
+    )
     if settings.mu > 0:
         # prototype-initialized logits are ~τ times larger than random ones: the regularizer sees logits / τ
         outputs = logits / settings.temperature if settings.init == "prototype" else logits
         squared = outputs.square().sum(2)  # (T, N)
-        pairwise = (weights.sum(2) * squared).sum(1) + (weights.sum(1) * squared).sum(1) - 2 * (
-            weights * torch.bmm(outputs, outputs.transpose(1, 2))).sum((1, 2))
+        pairwise = (
+            (weights.sum(2) * squared).sum(1)
+            + (weights.sum(1) * squared).sum(1)
+            - 2 * (weights * torch.bmm(outputs, outputs.transpose(1, 2))).sum((1, 2))
+        )
         loss = loss + settings.mu / 2 * pairwise.sum()
     if settings.alpha > 0:
         probabilities = logits[:, support:].softmax(2)
@@ -189,9 +250,17 @@ def _schedule(optimizer, settings: HeadSettings):
     return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
 
 
-def train_heads(support: torch.Tensor, support_labels: torch.Tensor, query: torch.Tensor, ways: int,
-                settings: HeadSettings, seeds: Sequence[int], *, prototypes: Optional[torch.Tensor] = None,
-                chunk_size: int = 0) -> torch.Tensor:
+def train_heads(
+    support: torch.Tensor,
+    support_labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    settings: HeadSettings,
+    seeds: Sequence[int],
+    *,
+    prototypes: Optional[torch.Tensor] = None,
+    chunk_size: int = 0,
+) -> torch.Tensor:
     """Train one head per task, all tasks at once; returns query logits ``(T, Q, C)``.
 
     Args:
@@ -208,32 +277,55 @@ def train_heads(support: torch.Tensor, support_labels: torch.Tensor, query: torc
     def part(i):
         if not (isinstance(settings.n_top, tuple) or isinstance(settings.sigma_neighbor, tuple)):
             return settings
-        return replace(settings, n_top=_slice(settings.n_top, i, i + step),
-                       sigma_neighbor=_slice(settings.sigma_neighbor, i, i + step))
+        return replace(
+            settings,
+            n_top=_slice(settings.n_top, i, i + step),
+            sigma_neighbor=_slice(settings.sigma_neighbor, i, i + step),
+        )
 
-    outputs = [_train_chunk(support[i:i + step], support_labels[i:i + step], query[i:i + step], ways, part(i),
-                            seeds[i:i + step], None if prototypes is None else prototypes[i:i + step])
-               for i in range(0, tasks, step)]
+    outputs = [
+        _train_chunk(
+            support[i : i + step],
+            support_labels[i : i + step],
+            query[i : i + step],
+            ways,
+            part(i),
+            seeds[i : i + step],
+            None if prototypes is None else prototypes[i : i + step],
+        )
+        for i in range(0, tasks, step)
+    ]
     return torch.cat(outputs)
 
 
 def _train_chunk(support, support_labels, query, ways, settings, seeds, prototypes):
     inputs = torch.cat([support, query], 1)
     weights = task_graphs(inputs, settings, support_labels) if settings.uses_graph else None
-    operator = BatchedDiffusion(weights, settings.step_size, check_stability=settings.check_stability) \
-        if settings.num_steps > 0 else None
+    operator = (
+        BatchedDiffusion(weights, settings.step_size, check_stability=settings.check_stability)
+        if settings.num_steps > 0
+        else None
+    )
     # the cross entropy reads the support rows only; the regularizers read every row
     every_row = settings.mu > 0 or settings.alpha > 0
-    diffusion = None if operator is None else operator.matrix(
-        settings.num_steps, None if every_row else slice(0, support.shape[1]))
+    diffusion = (
+        None
+        if operator is None
+        else operator.matrix(settings.num_steps, None if every_row else slice(0, support.shape[1]))
+    )
     distances = torch.cdist(query, prototypes) if settings.alpha > 0 else None
     parameters = initial_parameters(inputs.shape[2], ways, seeds)
     if settings.init == "prototype":
         centres = class_means(support, support_labels, ways) if prototypes is None else prototypes
         parameters = _imprint(parameters, centres, settings.temperature)
     parameters = [p.to(inputs.dtype).requires_grad_() for p in parameters]
-    optimizer = torch.optim.SGD(parameters, lr=settings.lr, momentum=settings.momentum,
-                                weight_decay=settings.weight_decay, foreach=True)
+    optimizer = torch.optim.SGD(
+        parameters,
+        lr=settings.lr,
+        momentum=settings.momentum,
+        weight_decay=settings.weight_decay,
+        foreach=True,
+    )
     scheduler = _schedule(optimizer, settings)
     for _ in range(settings.epochs):
         optimizer.zero_grad()
@@ -243,10 +335,10 @@ def _train_chunk(support, support_labels, query, ways, settings, seeds, prototyp
         scheduler.step()
     with torch.no_grad():
         if operator is None or every_row:
-            return _batched_forward(parameters, inputs, diffusion)[:, support.shape[1]:]
+            return _batched_forward(parameters, inputs, diffusion)[:, support.shape[1] :]
         fc3_w, fc3_b = parameters[4], parameters[5]
         undiffused = _batched_forward(parameters[:4] + [fc3_w, torch.zeros_like(fc3_b)], inputs, None)
-        return operator.apply(undiffused, settings.num_steps)[:, support.shape[1]:] + fc3_b[:, None, :]
+        return operator.apply(undiffused, settings.num_steps)[:, support.shape[1] :] + fc3_b[:, None, :]
 
 
 def _slice(value: Union[int, Tuple[int, ...]], start: int, stop: int) -> Union[int, Tuple[int, ...]]:
@@ -257,9 +349,16 @@ def _of_task(value: Union[int, Tuple[int, ...]], task: int) -> int:
     return value[task] if isinstance(value, tuple) else value
 
 
-def train_heads_one_by_one(support: torch.Tensor, support_labels: torch.Tensor, query: torch.Tensor, ways: int,
-                           settings: HeadSettings, seeds: Sequence[int], *,
-                           prototypes: Optional[torch.Tensor] = None) -> torch.Tensor:
+def train_heads_one_by_one(
+    support: torch.Tensor,
+    support_labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    settings: HeadSettings,
+    seeds: Sequence[int],
+    *,
+    prototypes: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
     """The reference: a :class:`DiffResNet` and an optimizer per task, trained in a loop. Same output as
     :func:`train_heads`."""
     outputs = []
@@ -267,31 +366,49 @@ def train_heads_one_by_one(support: torch.Tensor, support_labels: torch.Tensor, 
         inputs = torch.cat([support[task], query[task]])
         own = settings
         if isinstance(settings.n_top, tuple) or isinstance(settings.sigma_neighbor, tuple):
-            own = replace(settings, n_top=_of_task(settings.n_top, task),
-                          sigma_neighbor=_of_task(settings.sigma_neighbor, task))
-        weights = task_graphs(inputs[None], own, support_labels[task][None])[0] if settings.uses_graph else None
+            own = replace(
+                settings,
+                n_top=_of_task(settings.n_top, task),
+                sigma_neighbor=_of_task(settings.sigma_neighbor, task),
+            )
+        weights = (
+            task_graphs(inputs[None], own, support_labels[task][None])[0] if settings.uses_graph else None
+        )
         parameters = initial_parameters(inputs.shape[1], ways, [seeds[task]])
         if settings.init == "prototype":
-            centres = class_means(support[task][None], support_labels[task][None], ways) if prototypes is None \
+            centres = (
+                class_means(support[task][None], support_labels[task][None], ways)
+                if prototypes is None
                 else prototypes[task][None]
+            )
             parameters = _imprint(parameters, centres, settings.temperature)
         model = _reference_model([p[0] for p in parameters], ways).to(inputs.dtype)
         if settings.num_steps > 0:
-            model.diffusion = type(model.diffusion)(step_size=settings.step_size, num_steps=settings.num_steps,
-                                                    weights=weights, check_stability=settings.check_stability)
+            model.diffusion = type(model.diffusion)(
+                step_size=settings.step_size,
+                num_steps=settings.num_steps,
+                weights=weights,
+                check_stability=settings.check_stability,
+            )
         distances = torch.cdist(query[task], prototypes[task])[None] if settings.alpha > 0 else None
-        optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum,
-                                    weight_decay=settings.weight_decay)
+        optimizer = torch.optim.SGD(
+            model.parameters(), lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+        )
         scheduler = _schedule(optimizer, settings)
         for _ in range(settings.epochs):
             optimizer.zero_grad()
             logits = model.classifier(model.features(inputs))[None]
-            _loss(logits, support_labels[task][None], settings, None if weights is None else weights[None],
-                  distances).backward()
+            _loss(
+                logits,
+                support_labels[task][None],
+                settings,
+                None if weights is None else weights[None],
+                distances,
+            ).backward()
             optimizer.step()
             scheduler.step()
         with torch.no_grad():
-            outputs.append(model.classifier(model.features(inputs))[support.shape[1]:])
+            outputs.append(model.classifier(model.features(inputs))[support.shape[1] :])
     return torch.stack(outputs)
 
 
@@ -304,27 +421,31 @@ INITIALIZATIONS = ("prototype", "random")
 
 
 def episode_neighbours(batch: FewShotBatch, maximum: int = MAX_NEIGHBOURS) -> Tuple[int, ...]:
-    """Graph entries per point (self included) of every task: the fewest points a class of the task holds by the
-    nearest-prototype guess (its support points and the queries nearest to its support mean), clamped to
+    """Graph entries per point (self included) of every task: the fewest points a class of the task holds by
+    the nearest-prototype guess (its support points and the queries nearest to its support mean), clamped to
     ``[2, maximum]`` — so that a point's list can lie inside its class even in the task's smallest class
     (module docstring).
 
     Examples:
         >>> import torch
         >>> support = torch.tensor([[[0.0], [10.0]]])
-        >>> balanced = FewShotBatch(support, torch.tensor([[0, 1]]), torch.tensor([[[0.1]] * 8 + [[9.9]] * 8]), 2)
+        >>> queries = torch.tensor([[[0.1]] * 8 + [[9.9]] * 8])
+        >>> balanced = FewShotBatch(support, torch.tensor([[0, 1]]), queries, 2)
         >>> skewed = FewShotBatch(support, torch.tensor([[0, 1]]), torch.tensor([[[0.1]] * 15 + [[9.9]]]), 2)
         >>> episode_neighbours(balanced), episode_neighbours(skewed)
         ((7,), (2,))
     """
     nearest = torch.cdist(batch.query, class_means(batch.support, batch.support_labels, batch.ways)).argmin(2)
-    counts = F.one_hot(batch.support_labels, batch.ways).sum(1) + F.one_hot(nearest, batch.ways).sum(1)  # (T, C)
+    counts = F.one_hot(batch.support_labels, batch.ways).sum(1) + F.one_hot(nearest, batch.ways).sum(
+        1
+    )  # (T, C)
     return tuple(int(k) for k in counts.min(1).values.clamp(2, int(maximum)))
 
 
 @dataclass(frozen=True)
 class HeadTraining:
-    """Training of a head (defaults: the Diff-ResNet paper's optimizer, 10 steps from the prototype initialization).
+    """Training of a head (defaults: the Diff-ResNet paper's optimizer, 10 steps from the prototype
+    initialization).
 
     A head that starts as nearest prototype needs few steps: on 300 novel-alphabet Omniglot tasks the internal
     head scored 98.12 % after 10 steps and 98.24 % after the paper's 100 (5-way 1-shot, 15 queries per class),
@@ -356,15 +477,23 @@ class HeadTraining:
         check_positive(self.temperature, "temperature")
 
     def _training(self) -> dict:
-        return dict(epochs=self.epochs, lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay,
-                    alpha=self.alpha, init=self.init, temperature=self.temperature)
+        return dict(
+            epochs=self.epochs,
+            lr=self.lr,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            alpha=self.alpha,
+            init=self.init,
+            temperature=self.temperature,
+        )
 
 
 @dataclass(frozen=True)
 class ConvectionSettings(HeadTraining):
     """:class:`HeadTraining` alone: without a transductive term the head can only refine the nearest-prototype
-    classifier it starts from. (After the paper's 100 steps at lr 0.1 it drifted from it on one-shot tasks — 20
-    Lake runs, 30-epoch Conv-4: 14.0 % error against nearest prototype's 11.25 %; 10 steps keep it close.)"""
+    classifier it starts from. (After the paper's 100 steps at lr 0.1 it drifted from it on one-shot tasks —
+    20 Lake runs, 30-epoch Conv-4: 14.0 % error against nearest prototype's 11.25 %; 10 steps keep it
+    close.)"""
 
 
 @dataclass(frozen=True)
@@ -419,8 +548,8 @@ class InternalSettings(HeadTraining):
 
 
 class TrainedHead(FewShotMethod):
-    """A Diff-ResNet head trained per task (module docstring); ``(T, Q, C)`` probabilities. The tasks of a batch
-    train together (memory ``T · M²``): :func:`~pdenets.models.fewshot.classify` splits large batches
+    """A Diff-ResNet head trained per task (module docstring); ``(T, Q, C)`` probabilities. The tasks of a
+    batch train together (memory ``T · M²``): :func:`~pdenets.models.fewshot.classify` splits large batches
     (``chunk_size``) and runs the one-task-at-a-time path (``batched=False``)."""
 
     is_transductive = False
@@ -446,8 +575,15 @@ class TrainedHead(FewShotMethod):
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         head = self.head_settings(batch)
         centres = batch.prototypes if self.reads_prototypes() else None
-        logits = train_heads(batch.support, batch.support_labels, batch.query, batch.ways, head, batch.seeds,
-                             prototypes=centres)
+        logits = train_heads(
+            batch.support,
+            batch.support_labels,
+            batch.query,
+            batch.ways,
+            head,
+            batch.seeds,
+            prototypes=centres,
+        )
         return torch.softmax(logits, dim=2)
 
 
@@ -462,7 +598,8 @@ class Convection(TrainedHead):
 
 @register_method
 class External(TrainedHead):
-    """:class:`Convection` + ``μ/2 Σ w_ij ‖o_i − o_j‖²`` over support ∪ query (external convection-diffusion)."""
+    """:class:`Convection` + ``μ/2 Σ w_ij ‖o_i − o_j‖²`` over support ∪ query (external
+    convection-diffusion)."""
 
     name = "external"
     is_transductive = True
@@ -470,12 +607,15 @@ class External(TrainedHead):
     presets = {"paper": {"init": "random", "n_top": 7, "separate_support": False, "epochs": 100}}
 
     def head_settings(self, batch: FewShotBatch) -> HeadSettings:
-        return HeadSettings(num_steps=0, mu=self.settings.mu, **self._graph(batch), **self.settings._training())
+        return HeadSettings(
+            num_steps=0, mu=self.settings.mu, **self._graph(batch), **self.settings._training()
+        )
 
 
 @register_method
 class Internal(TrainedHead):
-    """The Diff-ResNet head: ``r`` diffusion layers ``(I − γL)`` inside the network (internal convection-diffusion).
+    """The Diff-ResNet head: ``r`` diffusion layers ``(I − γL)`` inside the network (internal
+    convection-diffusion).
 
     Examples:
         >>> import torch
@@ -498,5 +638,9 @@ class Internal(TrainedHead):
         return 10 if batch.shots == 1 else 5
 
     def head_settings(self, batch: FewShotBatch) -> HeadSettings:
-        return HeadSettings(num_steps=self.steps(batch), step_size=self.settings.step_size, **self._graph(batch),
-                            **self.settings._training())
+        return HeadSettings(
+            num_steps=self.steps(batch),
+            step_size=self.settings.step_size,
+            **self._graph(batch),
+            **self.settings._training(),
+        )

@@ -43,12 +43,19 @@ from ..._checks import check_positive, check_positive_int
 from .base import FewShotBatch, FewShotMethod, register_method
 from .preprocessing import cross_domain_shift, rectified_prototypes
 
-__all__ = ["laplacian_shot", "laplacian_energy", "knn_affinity", "LaplacianShotResult", "LaplacianShot",
-           "LaplacianShotSettings"]
+__all__ = [
+    "laplacian_shot",
+    "laplacian_energy",
+    "knn_affinity",
+    "LaplacianShotResult",
+    "LaplacianShot",
+    "LaplacianShotSettings",
+]
 
 
 def knn_affinity(points: torch.Tensor, knn: int) -> torch.Tensor:
-    """Binary ``(T, Q, Q)`` affinity: 1 for each query's ``knn − 1`` nearest other queries (not symmetrized)."""
+    """Binary ``(T, Q, Q)`` affinity: 1 for each query's ``knn − 1`` nearest other queries (not
+    symmetrized)."""
     distances = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")
     eye = torch.eye(points.shape[1], dtype=torch.bool, device=points.device)
     distances = distances.masked_fill(eye, float("inf"))
@@ -58,8 +65,9 @@ def knn_affinity(points: torch.Tensor, knn: int) -> torch.Tensor:
     return affinity.scatter_(2, nearest, 1.0)
 
 
-def laplacian_energy(assignments: torch.Tensor, unary: torch.Tensor, affinity: torch.Tensor,
-                     lam: float) -> torch.Tensor:
+def laplacian_energy(
+    assignments: torch.Tensor, unary: torch.Tensor, affinity: torch.Tensor, lam: float
+) -> torch.Tensor:
     """``E(Y)`` of the module docstring, one value per task ``(T,)``."""
     pairwise = (assignments * torch.bmm(affinity, assignments)).sum((1, 2))
     entropy = (assignments * torch.log(assignments.clamp_min(1e-300))).sum((1, 2))
@@ -73,9 +81,16 @@ class LaplacianShotResult:
     energies: List[torch.Tensor] = field(default_factory=list)
 
 
-def laplacian_shot(unary: torch.Tensor, affinity: torch.Tensor, *, lam: float = 0.5, max_iterations: int = 20,
-                   tolerance: float = 1e-6) -> LaplacianShotResult:
-    """Bound-optimisation iterations from ``Y = softmax(−a)``; all tasks step together until each has converged."""
+def laplacian_shot(
+    unary: torch.Tensor,
+    affinity: torch.Tensor,
+    *,
+    lam: float = 0.5,
+    max_iterations: int = 20,
+    tolerance: float = 1e-6,
+) -> LaplacianShotResult:
+    """Bound-optimisation iterations from ``Y = softmax(−a)``; all tasks step together until each has
+    converged."""
     assignments = torch.softmax(-unary, dim=2)
     energies = [laplacian_energy(assignments, unary, affinity, lam)]
     active = torch.ones(unary.shape[0], dtype=torch.bool, device=unary.device)
@@ -95,18 +110,18 @@ def laplacian_shot(unary: torch.Tensor, affinity: torch.Tensor, *, lam: float = 
 @dataclass(frozen=True)
 class LaplacianShotSettings:
     """Args:
-        lam: ``λ``, weight of the Laplacian term (default 0.7).
-        knn: the affinity links each query to its ``knn − 1`` nearest other queries (``None``, default:
-            ``clamp(⌊Q/C⌋, 1, 3)`` — never more than a class has queries on average, so with one query per
-            class no link is made and the method is nearest (rectified) prototype; 3 is the reference's).
-        iterations: bound-optimization iterations at most (default 20).
-        squared: squared Euclidean unary costs (default True; False: the distances themselves).
-        rectify: rectified prototypes (default True; the batch's prototypes otherwise).
-        shift: the rectification sees the queries shifted by ``mean(support) − mean(query)`` (default False; True
-            is the reference's, preset ``"reference"``). The shift assumes the queries hold the classes in the
-            support's proportions: on 5-way 1-shot Omniglot tasks it gained 0.4 points with balanced queries and
-            lost 3.9 with skewed ones (12 queries of one class, 1 of each other); it is skipped where fewer
-            queries than classes can never hold them so.
+    lam: ``λ``, weight of the Laplacian term (default 0.7).
+    knn: the affinity links each query to its ``knn − 1`` nearest other queries (``None``, default:
+        ``clamp(⌊Q/C⌋, 1, 3)`` — never more than a class has queries on average, so with one query per
+        class no link is made and the method is nearest (rectified) prototype; 3 is the reference's).
+    iterations: bound-optimization iterations at most (default 20).
+    squared: squared Euclidean unary costs (default True; False: the distances themselves).
+    rectify: rectified prototypes (default True; the batch's prototypes otherwise).
+    shift: the rectification sees the queries shifted by ``mean(support) − mean(query)`` (default False; True
+        is the reference's, preset ``"reference"``). The shift assumes the queries hold the classes in the
+        support's proportions: on 5-way 1-shot Omniglot tasks it gained 0.4 points with balanced queries and
+        lost 3.9 with skewed ones (12 queries of one class, 1 of each other); it is skipped where fewer
+        queries than classes can never hold them so.
     """
 
     lam: float = 0.7
@@ -131,19 +146,27 @@ class LaplacianShot(FewShotMethod):
     is_transductive = True
     settings_class = LaplacianShotSettings
     uses_prototypes = True
-    presets = {"paper": {"lam": 0.5, "squared": False, "rectify": False, "knn": 3}, "reference": {"shift": True}}
+    presets = {
+        "paper": {"lam": 0.5, "squared": False, "rectify": False, "knn": 3},
+        "reference": {"shift": True},
+    }
 
     def reads_prototypes(self) -> bool:
         return not self.settings.rectify
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        # the reference rectifies as BD-CSPN does: prototypes from support ∪ shifted queries, true weighted means
+        # the reference rectifies as BD-CSPN does: prototypes from support ∪ shifted queries, true weighted
+        # means
         if settings.rectify:
-            shifted = cross_domain_shift(batch.support, batch.query) if settings.shift and batch.can_balance \
+            shifted = (
+                cross_domain_shift(batch.support, batch.query)
+                if settings.shift and batch.can_balance
                 else batch.query
-            centres = rectified_prototypes(batch.support, batch.support_labels, shifted, batch.ways,
-                                           weighted_mean=True)
+            )
+            centres = rectified_prototypes(
+                batch.support, batch.support_labels, shifted, batch.ways, weighted_mean=True
+            )
         else:
             centres = batch.prototypes
         unary = torch.cdist(batch.query, centres)
@@ -151,4 +174,6 @@ class LaplacianShot(FewShotMethod):
             unary = unary.square()
         knn = settings.knn if settings.knn is not None else max(1, min(3, batch.query.shape[1] // batch.ways))
         affinity = knn_affinity(batch.query, knn)
-        return laplacian_shot(unary, affinity, lam=settings.lam, max_iterations=settings.iterations).assignments
+        return laplacian_shot(
+            unary, affinity, lam=settings.lam, max_iterations=settings.iterations
+        ).assignments

@@ -83,8 +83,12 @@ PREPROCESSING = {
 }
 
 
-def preprocess(support: torch.Tensor, query: torch.Tensor, preprocessing: Preprocessing,
-               base_mean: Optional[torch.Tensor] = None):
+def preprocess(
+    support: torch.Tensor,
+    query: torch.Tensor,
+    preprocessing: Preprocessing,
+    base_mean: Optional[torch.Tensor] = None,
+):
     """Centering + normalization (both sets) or the support's unit (raw features), then the cross-domain shift
     (queries), as switched on."""
     if preprocessing.centre and base_mean is None:
@@ -102,10 +106,19 @@ def preprocess(support: torch.Tensor, query: torch.Tensor, preprocessing: Prepro
     return support, query
 
 
-def classify(support: torch.Tensor, support_labels: torch.Tensor, query: torch.Tensor, ways: int,
-             method: Union[str, FewShotMethod], preprocessing: Preprocessing = Preprocessing(), *,
-             base_mean: Optional[torch.Tensor] = None, seeds: Optional[Sequence[int]] = None, batched: bool = True,
-             chunk_size: int = 0) -> torch.Tensor:
+def classify(
+    support: torch.Tensor,
+    support_labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    method: Union[str, FewShotMethod],
+    preprocessing: Preprocessing = Preprocessing(),
+    *,
+    base_mean: Optional[torch.Tensor] = None,
+    seeds: Optional[Sequence[int]] = None,
+    batched: bool = True,
+    chunk_size: int = 0,
+) -> torch.Tensor:
     """Query class probabilities ``(T, Q, C)`` of ``T`` tasks.
 
     Args:
@@ -139,12 +152,16 @@ def classify(support: torch.Tensor, support_labels: torch.Tensor, query: torch.T
     support, query = preprocess(batch.support, batch.query, preprocessing, base_mean)
     batch = FewShotBatch(support, batch.support_labels, query, ways, batch.seeds, preprocessing.rectify)
     step = 1 if not batched else (check_positive_int(chunk_size, "chunk_size", minimum=0) or batch.tasks)
-    parts = [method.predict_proba(batch.chunk(first, min(first + step, batch.tasks)))
-             for first in range(0, batch.tasks, step)]
+    parts = [
+        method.predict_proba(batch.chunk(first, min(first + step, batch.tasks)))
+        for first in range(0, batch.tasks, step)
+    ]
     probabilities = parts[0] if len(parts) == 1 else torch.cat(parts)
     if not bool(torch.isfinite(probabilities).all()):
-        raise ValueError(f"{method.name} gave non-finite probabilities; the features are off the scale this method "
-                         "can work on (try Preprocessing(normalize=True))")
+        raise ValueError(
+            f"{method.name} gave non-finite probabilities; the features are off the scale this method "
+            "can work on (try Preprocessing(normalize=True))"
+        )
     return probabilities
 
 

@@ -1,5 +1,5 @@
-r"""PADDLE (Martin, Boudiaf, Chouzenoux, Pesquet, Ben Ayed, *Towards Practical Few-shot Query Sets: Transductive
-Minimum Description Length Inference*, NeurIPS 2022), batched over tasks.
+r"""PADDLE (Martin, Boudiaf, Chouzenoux, Pesquet, Ben Ayed, *Towards Practical Few-shot Query Sets:
+Transductive Minimum Description Length Inference*, NeurIPS 2022), batched over tasks.
 
 Soft assignments ``u_i`` of the queries, class centres ``w_c`` and the class proportions
 ``\hat π_c = \frac{1}{Q}\sum_i u_{ic}`` minimise a K-means-like objective plus a description-length
@@ -8,7 +8,8 @@ penalty on the proportions,
 .. math::
 
     \frac{τ}{2}\Big(\sum_{i \in S} \lVert z_i - w_{y_i} \rVert^2 + \sum_{i \in Q} \sum_c u_{ic}
-    \lVert z_i - w_c \rVert^2\Big) + \sum_{i \in Q} \sum_c u_{ic} \log u_{ic} - λ \sum_c \hat π_c \log \hat π_c ,
+    \lVert z_i - w_c \rVert^2\Big) + \sum_{i \in Q} \sum_c u_{ic} \log u_{ic}
+    - λ \sum_c \hat π_c \log \hat π_c ,
 
 which *lowers* the entropy of the proportions: classes the queries do not hold lose their share,
 so the method neither assumes balanced queries nor that every class is present. Block
@@ -49,10 +50,10 @@ __all__ = ["PADDLE", "PADDLESettings"]
 @dataclass(frozen=True)
 class PADDLESettings:
     """Args:
-        lam: ``λ``, the weight of the proportions' description length (``None``, default: ``Q``, the paper's).
-        temperature: ``κ``, the inverse variance of the mixture relative to the prototypes' spread,
-            ``τ = κ / d̄²`` (default 50).
-        iterations: block-minimisation rounds (default 100).
+    lam: ``λ``, the weight of the proportions' description length (``None``, default: ``Q``, the paper's).
+    temperature: ``κ``, the inverse variance of the mixture relative to the prototypes' spread,
+        ``τ = κ / d̄²`` (default 50).
+    iterations: block-minimisation rounds (default 100).
     """
 
     lam: Optional[float] = None
@@ -95,9 +96,11 @@ class PADDLE(FewShotMethod):
         log_prior = torch.zeros_like(support_counts)  # λ/Q · v, (T, C)
         assignments = torch.softmax(-tau / 2 * torch.cdist(query, centres).square(), dim=2)
         for _ in range(settings.iterations):
-            assignments = torch.softmax(-tau / 2 * torch.cdist(query, centres).square()
-                                        + log_prior[:, None, :], dim=2)
+            assignments = torch.softmax(
+                -tau / 2 * torch.cdist(query, centres).square() + log_prior[:, None, :], dim=2
+            )
             log_prior = factor * (torch.log(assignments.mean(1) + 1e-6) + 1)
             centres = (support_sums + torch.bmm(assignments.transpose(1, 2), query)) / (
-                support_counts + assignments.sum(1))[..., None]
+                support_counts + assignments.sum(1)
+            )[..., None]
         return assignments

@@ -28,12 +28,19 @@ from typing import Optional
 import torch
 from torch.nn import functional as F
 
-__all__ = ["centre_and_normalize", "cross_domain_shift", "prototypes", "rectified_prototypes",
-           "standardize_scale", "RECTIFICATION_TEMPERATURE", "MAX_RELATIVE_MAGNITUDE"]
+__all__ = [
+    "centre_and_normalize",
+    "cross_domain_shift",
+    "prototypes",
+    "rectified_prototypes",
+    "standardize_scale",
+    "RECTIFICATION_TEMPERATURE",
+    "MAX_RELATIVE_MAGNITUDE",
+]
 
 RECTIFICATION_TEMPERATURE = 10.0
 #: the largest |value| a standardized task may hold (2^50): its squares stay far inside float32's range.
-MAX_RELATIVE_MAGNITUDE = 2.0 ** 50
+MAX_RELATIVE_MAGNITUDE = 2.0**50
 
 
 def _power_of_two(features: torch.Tensor, dims) -> torch.Tensor:
@@ -48,8 +55,9 @@ def _power_of_two(features: torch.Tensor, dims) -> torch.Tensor:
     return torch.where(largest > 0, scale, torch.ones_like(largest))
 
 
-def centre_and_normalize(features: torch.Tensor, base_mean: Optional[torch.Tensor] = None, *,
-                         normalize: bool = True) -> torch.Tensor:
+def centre_and_normalize(
+    features: torch.Tensor, base_mean: Optional[torch.Tensor] = None, *, normalize: bool = True
+) -> torch.Tensor:
     """Subtract the base-class mean (if given) and scale every feature vector to unit length (if asked).
 
     The length is computed after an exact power-of-two rescaling of each vector, so vectors of any
@@ -81,8 +89,10 @@ def standardize_scale(support: torch.Tensor, query: torch.Tensor) -> tuple:
     support, query = support / unit, query / unit
     if query.numel() and bool(query.abs().amax() > MAX_RELATIVE_MAGNITUDE):
         worst = int(query.abs().amax((1, 2)).argmax())
-        raise ValueError(f"task {worst}: a query lies more than 2^50 times the support's spread from the origin; "
-                         "the features of the queries and the support are not on one scale")
+        raise ValueError(
+            f"task {worst}: a query lies more than 2^50 times the support's spread from the origin; "
+            "the features of the queries and the support are not on one scale"
+        )
     return support, query
 
 
@@ -98,8 +108,15 @@ def prototypes(support: torch.Tensor, labels: torch.Tensor, ways: int) -> torch.
     return torch.bmm(onehot.transpose(1, 2), support) / counts[..., None]
 
 
-def rectified_prototypes(support: torch.Tensor, labels: torch.Tensor, query: torch.Tensor, ways: int, *,
-                         temperature: float = RECTIFICATION_TEMPERATURE, weighted_mean: bool = False) -> torch.Tensor:
+def rectified_prototypes(
+    support: torch.Tensor,
+    labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    *,
+    temperature: float = RECTIFICATION_TEMPERATURE,
+    weighted_mean: bool = False,
+) -> torch.Tensor:
     """Prototypes re-estimated from support ∪ query (module docstring); ``(T, C, M)``.
 
     ``weighted_mean=True`` divides by the sum of the weights ``Σ w_ic`` instead of the count, a

@@ -1,4 +1,5 @@
-r"""Nearest prototype (Snell et al., *Prototypical Networks for Few-shot Learning*, 2017): the inductive baseline.
+r"""Nearest prototype (Snell et al., *Prototypical Networks for Few-shot Learning*, 2017): the inductive
+baseline.
 
 .. math::
 

@@ -1,4 +1,5 @@
-r"""PT-MAP (Hu, Gripon, Pateux, *Leveraging the Feature Distribution in Transfer-based Few-Shot Learning*, 2021).
+r"""PT-MAP (Hu, Gripon, Pateux, *Leveraging the Feature Distribution in Transfer-based Few-Shot Learning*,
+2021).
 
 1. Power transform of every feature, ``f ← sign(f)(|f| + ε)^β`` (``β = 0.5``; the paper's
    ``(f + ε)^β`` for the non-negative features of a ReLU backbone; optionally unit length after).
@@ -39,15 +40,15 @@ __all__ = ["PTMAP", "PTMAPSettings", "power_transform", "sinkhorn"]
 @dataclass(frozen=True)
 class PTMAPSettings:
     """Args:
-        power: ``β`` of the power transform (default 0.5; 1 switches it off).
-        epsilon: ``ε`` added before the power (default 1e-6).
-        lam: ``λ``, the inverse temperature of the Sinkhorn kernel (default 10).
-        alpha: centre update rate (default 0.2).
-        iterations: centre updates (default 30).
-        sinkhorn_iterations: Sinkhorn scalings per update (default 50).
-        normalize: scale the transformed features to unit length (default False, as easyfsl; the
-            official code also normalizes and centres, which erred 5.5 % instead of 4.25 % on the 20
-            Lake runs with a 30-epoch Conv-4).
+    power: ``β`` of the power transform (default 0.5; 1 switches it off).
+    epsilon: ``ε`` added before the power (default 1e-6).
+    lam: ``λ``, the inverse temperature of the Sinkhorn kernel (default 10).
+    alpha: centre update rate (default 0.2).
+    iterations: centre updates (default 30).
+    sinkhorn_iterations: Sinkhorn scalings per update (default 50).
+    normalize: scale the transformed features to unit length (default False, as easyfsl; the
+        official code also normalizes and centres, which erred 5.5 % instead of 4.25 % on the 20
+        Lake runs with a 30-epoch Conv-4).
     """
 
     power: float = 0.5

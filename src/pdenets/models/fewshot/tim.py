@@ -1,4 +1,5 @@
-r"""TIM-GD (Boudiaf et al., *Information Maximization for Few-Shot Learning*, NeurIPS 2020), batched over tasks.
+r"""TIM-GD (Boudiaf et al., *Information Maximization for Few-Shot Learning*, NeurIPS 2020), batched over
+tasks.
 
 A classifier with one weight vector per class, ``p_{ic} = softmax_c(−τ/2 ‖z_i − w_c‖²)``,
 starts at the support means and minimises by gradient descent (Adam)
@@ -43,9 +44,9 @@ __all__ = ["TIM", "TIMSettings", "fit_class_weights", "TaskLoss"]
 @dataclass(frozen=True)
 class TIMSettings:
     """Args:
-        temperature: ``τ`` (default 15).
-        cross_entropy_weight, marginal_weight, conditional_weight: the loss weights (0.1, 1, 0.1).
-        iterations: Adam steps (default 1000); lr: Adam's learning rate (default 1e-4).
+    temperature: ``τ`` (default 15).
+    cross_entropy_weight, marginal_weight, conditional_weight: the loss weights (0.1, 1, 0.1).
+    iterations: Adam steps (default 1000); lr: Adam's learning rate (default 1e-4).
     """
 
     temperature: float = 15.0
@@ -64,8 +65,8 @@ class TIMSettings:
 
 
 def _log_probabilities(points: torch.Tensor, weights: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``log softmax_c(−τ/2 ‖z − w_c‖²)``, computed as ``log softmax_c(τ (z·w_c − ‖w_c‖²/2))`` (the ``‖z‖²`` term is the
-    same for every class): one batched product instead of a distance matrix."""
+    """``log softmax_c(−τ/2 ‖z − w_c‖²)``, computed as ``log softmax_c(τ (z·w_c − ‖w_c‖²/2))`` (the ``‖z‖²``
+    term is the same for every class): one batched product instead of a distance matrix."""
     logits = torch.baddbmm(weights.square().sum(2)[:, None, :], points, weights.transpose(1, 2), beta=-0.5)
     return torch.log_softmax(temperature * logits, dim=2)
 
@@ -75,18 +76,22 @@ def _log_probabilities(points: torch.Tensor, weights: torch.Tensor, temperature:
 TaskLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def fit_class_weights(batch: FewShotBatch, loss: TaskLoss, *, temperature: float, lr: float, iterations: int
-                      ) -> torch.Tensor:
-    """One weight vector per class and task ``(T, C, M)``, from the support means, after ``iterations`` Adam steps on
-    the sum over tasks of ``loss`` (TIM and α-TIM); probabilities ``softmax_c(−τ/2 ‖z − w_c‖²)``."""
+def fit_class_weights(
+    batch: FewShotBatch, loss: TaskLoss, *, temperature: float, lr: float, iterations: int
+) -> torch.Tensor:
+    """One weight vector per class and task ``(T, C, M)``, from the support means, after ``iterations`` Adam
+    steps on the sum over tasks of ``loss`` (TIM and α-TIM); probabilities ``softmax_c(−τ/2 ‖z − w_c‖²)``."""
     support, query = batch.support.detach(), batch.query.detach()
     onehot = torch.nn.functional.one_hot(batch.support_labels, batch.ways).to(support.dtype)
     weights = (torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]).requires_grad_()
     optimizer = torch.optim.Adam([weights], lr=lr)
     with torch.enable_grad():
         for _ in range(iterations):
-            total = loss(_log_probabilities(support, weights, temperature),
-                         _log_probabilities(query, weights, temperature), onehot).sum()
+            total = loss(
+                _log_probabilities(support, weights, temperature),
+                _log_probabilities(query, weights, temperature),
+                onehot,
+            ).sum()
             optimizer.zero_grad()
             total.backward()
             optimizer.step()
@@ -110,11 +115,19 @@ class TIM(FewShotMethod):
         marginal = query_probabilities.mean(1)
         marginal_entropy = -(marginal * torch.log(marginal.clamp_min(1e-12))).sum(1)
         conditional_entropy = -(query_probabilities * query_log).sum(2).mean(1)
-        return (settings.cross_entropy_weight * cross_entropy - settings.marginal_weight * marginal_entropy
-                + settings.conditional_weight * conditional_entropy)
+        return (
+            settings.cross_entropy_weight * cross_entropy
+            - settings.marginal_weight * marginal_entropy
+            + settings.conditional_weight * conditional_entropy
+        )
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        weights = fit_class_weights(batch, self.loss, temperature=settings.temperature, lr=settings.lr,
-                                    iterations=settings.iterations if batch.can_balance else 0)
+        weights = fit_class_weights(
+            batch,
+            self.loss,
+            temperature=settings.temperature,
+            lr=settings.lr,
+            iterations=settings.iterations if batch.can_balance else 0,
+        )
         return _log_probabilities(batch.query, weights, settings.temperature).exp()
