@@ -210,8 +210,8 @@ def peer_comparison(datasets, data_dir, seeds, root: str, src) -> list:
     run."""
     import torch
 
-    from pdenets.data.forecast_protocols import protocol_windows
     from pdenets.data.temporal import load_temporal
+    from pdenets.tasks.coin_forecast.protocol import protocol_windows
 
     torch.set_num_threads(1)
     layers = pyg_temporal_layers() or {}

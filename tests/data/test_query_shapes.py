@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pdenets.data.fewshot import OPEN_SET_LABEL, EpisodeSampler, QueryShape
-from pdenets.features.fewshot import episode_scores
+from pdenets.tasks.fewshot.protocol import episode_scores
 
 
 def test_dirichlet_counts_follow_the_concentration_and_sum_to_the_query_budget():

@@ -17,12 +17,12 @@ import torch
 from datafiles import CLINC150, OMNIGLOT, requires_data
 from PIL import Image
 
-from pdenets.data.forecast_protocols import ForecastSetup, protocol_windows
 from pdenets.data.paths import resolve_data_dir
 from pdenets.data.splits import per_class_split
 from pdenets.data.temporal import load_temporal
 from pdenets.data.vision import load_cifar10, load_cifar10_centred
-from pdenets.tasks.coin_tabular import labelled_split
+from pdenets.tasks.coin_forecast.protocol import ForecastSetup, protocol_windows
+from pdenets.tasks.coin_tabular.task import labelled_split
 
 DATA = resolve_data_dir()
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from pdenets.data import DatasetError
-from pdenets.data.forecast_protocols import protocol_windows, pyg_scaled
 from pdenets.data.temporal import LAYOUTS, load_temporal
+from pdenets.tasks.coin_forecast.protocol import protocol_windows, pyg_scaled
 
 VALUES = [[1.0, 2.0, 0.0], [3.0, 1.0, 4.0], [2.0, 2.0, 5.0], [0.0, 6.0, 1.0]]  # 4 steps × 3 regions
 EDGES = [[0, 1], [1, 2], [2, 0]]

@@ -57,7 +57,7 @@ def test_a_good_report_passes_and_each_defect_is_named(tmp_path):
 @needs_browser
 def test_a_quick_task_report_reads_well_in_a_browser(tmp_path):
     from pdenets.experiments import run_task
-    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
+    from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask
 
     run_task(
         CoinClaimsTask(CoinClaimsConfig(samples=500, sigmas=[0.5, 1.0], workers=1)),

@@ -60,7 +60,7 @@ def test_toy_task_on_ray_equals_the_process_pool(local_ray, tmp_path):
 
 
 def test_a_real_task_on_ray_gives_the_same_numbers(local_ray, tmp_path):
-    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
+    from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask
 
     settings = dict(
         checks=["smoothing", "dropout"], samples=300, sigmas=[0.5, 1.0], drop_rates=[0.25], threads=1

@@ -17,7 +17,7 @@ from pdenets.experiments import (
     group_summary,
 )
 from pdenets.experiments.summary import group_records, paper_and_ours
-from pdenets.experiments.training import evaluation_mode, fit_steps
+from pdenets.models.training import evaluation_mode, fit_steps
 
 
 def test_early_stopping_counts_patience_from_the_last_improvement():

@@ -9,8 +9,8 @@ import json
 import torch
 
 from pdenets.experiments.distributed import distributed_context
-from pdenets.experiments.training import train_epoch
 from pdenets.models.hamiltonian import HamiltonianNet
+from pdenets.models.training import train_epoch
 
 torch.set_num_threads(1)
 context = distributed_context()

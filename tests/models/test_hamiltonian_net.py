@@ -20,7 +20,7 @@ from pdenets.models.image_networks import (
 )
 from pdenets.models.registry import create_model
 from pdenets.nn import HamiltonianBlock, NonlocalBlock
-from pdenets.tasks.image_classification import paper_learning_rate
+from pdenets.tasks.image_classification.task import paper_learning_rate
 
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 

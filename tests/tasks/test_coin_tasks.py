@@ -11,18 +11,18 @@ import torch
 from datafiles import CHICKENPOX, ENGLAND_COVID, requires_data
 
 from pdenets.cli import main
-from pdenets.data.forecast_protocols import ForecastSetup, closed_form_forecast
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.coin_forecast import (
+from pdenets.tasks.coin_forecast.protocol import ForecastSetup, closed_form_forecast
+from pdenets.tasks.coin_forecast.task import (
     CoinForecastConfig,
     CoinForecastTask,
     _diffusion_graph,
     linear_forecast,
     prepare_protocol,
 )
-from pdenets.tasks.coin_tabular import CoinTabularConfig, CoinTabularTask, labelled_split
+from pdenets.tasks.coin_tabular.task import CoinTabularConfig, CoinTabularTask, labelled_split
 
 OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
 
@@ -127,7 +127,7 @@ def test_england_raw_mae_is_in_cases_per_region():
         if t + h >= data["split"]["test_start"] and t + h < 61
         for i in range(129)
     ]
-    from pdenets.data.forecast_protocols import forecast_metrics
+    from pdenets.tasks.coin_forecast.protocol import forecast_metrics
 
     metrics = forecast_metrics(closed_form_forecast("last-value", data), data)
     assert metrics["mae_raw"] == pytest.approx(float(np.mean(errors)), rel=1e-9)
@@ -302,7 +302,7 @@ def test_tabular_run_on_a_csv_file(tmp_path, capsys):
 
 
 def test_claims_report_measures_each_identity(tmp_path):
-    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask
+    from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask
 
     config = CoinClaimsConfig(samples=3000, sigmas=[0.5, 1.5], drop_rates=[0.25], workers=1, threads=1)
     outcome = run_task(CoinClaimsTask(config), out=tmp_path / "run", progress=False)
@@ -321,7 +321,7 @@ def test_claims_report_measures_each_identity(tmp_path):
 
 
 def _learned_run(path, model="window-mlp", seed=0, **training):
-    from pdenets.tasks.coin_forecast import ForecastJob, ForecastTraining, _learned
+    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, _learned
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
@@ -390,7 +390,7 @@ def test_weight_decay_never_reaches_the_learned_step_size(tmp_path):
 
 
 def test_the_batch_order_is_drawn_from_the_runs_seed(tmp_path, monkeypatch):
-    import pdenets.tasks.coin_forecast as coin_forecast
+    import pdenets.tasks.coin_forecast.task as coin_forecast
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=40, nodes=3)
@@ -407,7 +407,7 @@ def test_the_batch_order_is_drawn_from_the_runs_seed(tmp_path, monkeypatch):
 
 
 def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path):
-    from pdenets.data.forecast_protocols import diffuse_forecasts
+    from pdenets.tasks.coin_forecast.protocol import diffuse_forecasts
 
     path = tmp_path / "daily.json"
     _diffusing_series(path, steps=30, nodes=6, time_varying=True)
@@ -421,7 +421,7 @@ def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path
 
 
 def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_diffusion(tmp_path):
-    from pdenets.data.forecast_protocols import choose_diffusion
+    from pdenets.tasks.coin_forecast.protocol import choose_diffusion
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=240)
@@ -450,7 +450,7 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
 
 
 def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
-    from pdenets.tasks.coin_forecast import DiffusionGrid, ForecastJob, ForecastTraining
+    from pdenets.tasks.coin_forecast.task import DiffusionGrid, ForecastJob, ForecastTraining
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
@@ -532,7 +532,7 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
 
 @pytest.mark.parametrize("model", ["coin", "mlp", "label-spreading"])
 def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
-    from pdenets.tasks.coin_tabular import run_tabular_job
+    from pdenets.tasks.coin_tabular.task import run_tabular_job
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
@@ -574,7 +574,7 @@ def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
 @pytest.mark.parametrize("check", ["smoothing", "dropout", "propagation"])
 def test_every_setting_of_a_claim_job_reaches_the_result(check):
     """A claim job holds the settings its check computes with, and each of them changes the record."""
-    from pdenets.tasks.coin_claims import CoinClaimsConfig, CoinClaimsTask, run_claim
+    from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask, run_claim
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 
@@ -632,7 +632,7 @@ def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
 
 
 def test_one_validation_snapshot_never_buys_diffusion():
-    from pdenets.data.forecast_protocols import choose_diffusion
+    from pdenets.tasks.coin_forecast.protocol import choose_diffusion
 
     # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is
     # kept
@@ -653,7 +653,7 @@ def test_one_validation_snapshot_never_buys_diffusion():
 def test_the_lower_bound_is_students_on_block_means():
     from scipy.stats import t as student
 
-    from pdenets.data.forecast_protocols import block_gains, choose_diffusion, diffuse_forecasts
+    from pdenets.tasks.coin_forecast.protocol import block_gains, choose_diffusion, diffuse_forecasts
 
     prediction, data = _selection_data(days=12, gain_per_day=0.6, noise=0.2, seed=4)
     choice = choose_diffusion(prediction, data, [0.5], [1])
@@ -675,7 +675,7 @@ def test_the_lower_bound_is_students_on_block_means():
 
 
 def test_near_silent_regions_take_the_median_regions_scale_and_bursty_counts_their_log():
-    from pdenets.data.forecast_protocols import region_scales
+    from pdenets.tasks.coin_forecast.protocol import region_scales
 
     days = torch.tensor([[0.0, 1.0, 10.0, 3.0], [0.0, 3.0, 30.0, 3.01], [0.0, 2.0, 20.0, 2.99]])
     scales = region_scales(days, counts=False)
@@ -687,7 +687,7 @@ def test_near_silent_regions_take_the_median_regions_scale_and_bursty_counts_the
 
 
 def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(tmp_path):
-    from pdenets.data.forecast_protocols import forecast_metrics, protocol_windows
+    from pdenets.tasks.coin_forecast.protocol import forecast_metrics, protocol_windows
 
     path = tmp_path / "bursts.json"
     rng = np.random.default_rng(0)

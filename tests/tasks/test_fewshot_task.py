@@ -7,7 +7,7 @@ import torch
 from pdenets.cli import main
 from pdenets.data.fewshot import FeatureSet, save_features
 from pdenets.experiments import run_task
-from pdenets.tasks.fewshot import FewShotConfig, FewShotTask
+from pdenets.tasks.fewshot.task import FewShotConfig, FewShotTask
 
 
 @pytest.fixture(scope="module")

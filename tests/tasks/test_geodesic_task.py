@@ -6,7 +6,7 @@ from datafiles import MNIST, cifar10, requires_data
 from pdenets.experiments import run_task
 from pdenets.experiments.config import ConfigError
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.geodesic import PAPER, GeodesicConfig, GeodesicTask
+from pdenets.tasks.geodesic.task import PAPER, GeodesicConfig, GeodesicTask
 
 
 def _records(run):
@@ -96,7 +96,7 @@ def test_paper_tables_are_read_in_column_order_and_bad_settings_are_refused():
 
 @requires_data(*MNIST)
 def test_every_setting_of_a_geodesic_job_reaches_the_result():
-    from pdenets.tasks.geodesic import run_geodesic_job
+    from pdenets.tasks.geodesic.task import run_geodesic_job
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 

@@ -9,7 +9,7 @@ from datafiles import MNIST, cifar10, requires_data
 
 from pdenets.cli import main
 from pdenets.experiments import ConfigError, run_task
-from pdenets.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
+from pdenets.tasks.image_classification.task import ImageClassificationConfig, ImageClassificationTask
 
 TINY = dict(
     units=[1, 1],
@@ -115,7 +115,7 @@ def test_cli_refuses_a_model_typo_in_one_line(capsys):
 def test_every_setting_of_an_image_job_reaches_the_result(model):
     """Each key setting (architecture, training and data entry by entry) changes the record; a job's key holds
     only the settings its network is built and trained with (the others are None)."""
-    from pdenets.tasks.image_classification import run_image_job
+    from pdenets.tasks.image_classification.task import run_image_job
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 

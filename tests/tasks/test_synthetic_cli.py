@@ -7,7 +7,7 @@ import torch
 import yaml
 
 from pdenets.cli import main
-from pdenets.tasks.synthetic import (
+from pdenets.tasks.synthetic.task import (
     PAPER_SCRIPT_REFERENCE,
     ClassificationJob,
     GraphConvention,
@@ -172,7 +172,7 @@ def test_diverging_run_stops_cleanly_and_keeps_its_last_finite_state(num_steps):
 
 def test_every_setting_of_a_synthetic_job_reaches_the_result():
     """Classification and XOR jobs: each key setting (nested ones entry by entry) changes the record."""
-    from pdenets.tasks.synthetic import XorJob
+    from pdenets.tasks.synthetic.task import XorJob
 
     from ..helpers.spec_sensitivity import assert_every_key_setting_matters
 

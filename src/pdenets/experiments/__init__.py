@@ -7,13 +7,14 @@
 * :mod:`~pdenets.experiments.store` — the SQLite results store;
 * :mod:`~pdenets.experiments.rundir` — safe, locked run directories with atomic writes;
 * :mod:`~pdenets.experiments.parallel` — inline / process pool / Ray execution;
-* :mod:`~pdenets.experiments.training` — steps, accuracy, early stopping, divergence guard;
+* :mod:`~pdenets.models.training` — steps, accuracy, early stopping, divergence guard;
 * :mod:`~pdenets.experiments.summary` — group statistics, ``mean ± std``, paper vs ours;
 * :mod:`~pdenets.experiments.report`, :mod:`~pdenets.experiments.plots` — reports and figures.
 
-See ``docs/tasks.md`` for adding a task in one file.
+See ``docs/tasks.md`` for adding a task.
 """
 
+from ..models.training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 from .config import ConfigError, TaskConfig, check_fields, config_to_dict, resolve_config, setting
 from .report import Report
 from .rundir import RunDirectory, RunDirectoryError
@@ -30,7 +31,6 @@ from .task import (
     registered_reproductions,
     registered_tasks,
 )
-from .training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 
 __all__ = [
     "ConfigError",

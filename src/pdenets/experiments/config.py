@@ -38,18 +38,18 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import re
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import yaml
 
 from .._checks import nearest_hint
+from .._settings import setting
 
 __all__ = [
     "ConfigError",
@@ -76,32 +76,6 @@ class ConfigError(ValueError):
     by :func:`resolve_config`, :meth:`TaskConfig.validate` and the field checks before
     anything is written.
     """
-
-
-def setting(default: Any, help: str = "", **metadata: Any) -> Any:
-    """A config field with its help text (shown by ``--help``); mutable defaults are copied per instance.
-
-    Args:
-        default: the field's default value (a list, dict, set or dataclass is deep-copied for every instance).
-        help: the text ``pdenets run TASK --help`` shows for the option (default: ``""``).
-        **metadata: more field metadata, e.g. ``key=False`` for a job-spec field that cannot change a result.
-
-    Returns:
-        A ``dataclasses.field`` to assign in a ``TaskConfig`` subclass.
-
-    Examples:
-        >>> @dataclass
-        ... class Demo:
-        ...     seeds: List[int] = setting([0, 1], "data seeds")
-        >>> Demo().seeds is Demo().seeds, dataclasses.fields(Demo)[0].metadata["help"]
-        (False, 'data seeds')
-    """
-    metadata = {"help": help, **metadata}
-    if isinstance(default, (list, dict, set)) or (
-        dataclasses.is_dataclass(default) and not isinstance(default, type)
-    ):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 ``torchrun --nproc_per_node=2 --standalone my_training.py`` starts two processes (see
 ``tests/helpers/ddp_train.py``); :func:`distributed_context` reads the launcher's environment (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), joins the process group (``gloo`` on the
-CPU, ``nccl`` on CUDA) and returns the pieces :func:`~pdenets.experiments.training.train_epoch`
+CPU, ``nccl`` on CUDA) and returns the pieces :func:`~pdenets.models.training.train_epoch`
 needs: every process draws the same global batch, keeps its slice (:meth:`DistributedContext.shard`),
 and DDP averages the gradients, so the model follows the single-process trajectory for the same
 global batch and seed. Launched without ``torchrun``, the context is the identity.

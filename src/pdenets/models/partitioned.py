@@ -32,7 +32,6 @@ import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
-from ..experiments.training import EarlyStopping, FitResult, evaluation_mode, fit
 from ..operators.partition import (
     PARTITIONERS,
     GraphPartition,
@@ -43,6 +42,7 @@ from ..operators.partition import (
 )
 from ..operators.partitioned import PartitionedDiffusion
 from .diffresnet import DiffResNet
+from .training import EarlyStopping, FitResult, evaluation_mode, fit
 
 __all__ = [
     "partitioned_cross_entropy",

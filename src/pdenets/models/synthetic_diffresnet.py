@@ -14,7 +14,7 @@ from typing import Dict
 
 from torch import nn
 
-from ..experiments.config import setting
+from .._settings import setting
 from .registry import create_model
 
 __all__ = ["SyntheticHyperparameters", "TABLE4", "PAPER_SCRIPT_REFERENCE", "VARIANTS", "synthetic_network"]

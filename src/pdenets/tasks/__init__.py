@@ -1,8 +1,9 @@
-"""Runnable tasks, one module each: config, jobs, one run, summary, report.
+"""Runnable tasks, one package each: ``task.py`` (config, jobs, one run, summary), ``report.py`` and, where
+the application has one, ``protocol.py`` (data preparation, splits, windows, its baselines).
 
-Importing this package imports every module in it, and each registers its task with the engine
-(:func:`pdenets.experiments.register_task`): adding a task is adding one file here. The engine finds
-this package through the ``pdenets.tasks`` entry point (see ``pyproject.toml``); a user's own package
+Importing this package imports every module and package in it, and each registers its task with the engine
+(:func:`pdenets.experiments.register_task`): adding a task is adding one module or package here. The engine
+finds this package through the ``pdenets.tasks`` entry point (see ``pyproject.toml``); a user's own package
 registers its tasks the same way. See ``docs/tasks.md``.
 """
 

@@ -25,15 +25,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..data.fewshot import Episodes, EpisodeSampler, FeatureSet, QueryShape, load_features
-from ..data.graphs import read_npz_arrays
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError
-from ..models.backbones import BackboneTraining
-from ..models.fewshot import Preprocessing, preprocess
-from ..models.fewshot.heads import HeadSettings, task_graphs
-from ..operators.diffusion import BatchedDiffusion
-from .embeddings import cached_features, official_runs_features, omniglot_features
+from ..._cache import process_cache
+from ...data.fewshot import Episodes, EpisodeSampler, FeatureSet, QueryShape, load_features
+from ...data.graphs import read_npz_arrays
+from ...experiments.config import ConfigError
+from ...features.embeddings import cached_features, official_runs_features, omniglot_features
+from ...models.backbones import BackboneTraining
+from ...models.fewshot import Preprocessing, preprocess
+from ...models.fewshot.heads import HeadSettings, task_graphs
+from ...operators.diffusion import BatchedDiffusion
 
 __all__ = [
     "dataset_features",
@@ -83,7 +83,7 @@ def dataset_features(
     if label == "omniglot":
         path, features = omniglot_features(data_dir, training, directory=directory, progress=progress)
     elif label == "clinc150":
-        from ..data.text import clinc150_features
+        from ...data.text import clinc150_features
 
         path, features = cached_features(
             "clinc150-minilm", lambda: clinc150_features(data_dir), directory, progress=progress

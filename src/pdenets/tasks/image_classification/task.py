@@ -34,16 +34,15 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 import torch
 
-from ..data.canvas import LABELS
-from ..data.image_benchmarks import IMAGE_BENCHMARKS, CanvasSettings, CifarSettings, load_image_benchmark
-from ..data.vision import load_cifar10, load_mnist, pad_crop_flip
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.distributed import distributed_context
-from ..experiments.summary import Stats, group_records
-from ..experiments.task import Task, register_task
-from ..experiments.training import evaluate_classifier, mean_iou, train_epoch
-from ..models.image_networks import (
+from ..._cache import process_cache
+from ...data.canvas import LABELS
+from ...data.image_benchmarks import IMAGE_BENCHMARKS, CanvasSettings, CifarSettings, load_image_benchmark
+from ...data.vision import load_cifar10, load_mnist, pad_crop_flip
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.distributed import distributed_context
+from ...experiments.summary import Stats, group_records
+from ...experiments.task import Task, register_task
+from ...models.image_networks import (
     PAPER_ARCHITECTURE,
     ImageArchitecture,
     build_image_model,
@@ -52,9 +51,10 @@ from ..models.image_networks import (
     model_architecture,
     nonlocal_spectra,
 )
-from ..models.registry import list_models, model_entry
-from ..reports import image as image_report
-from ..reports.image import PAPER_TABLE1
+from ...models.registry import list_models, model_entry
+from ...models.training import evaluate_classifier, mean_iou, train_epoch
+from . import report as image_report
+from .report import PAPER_TABLE1
 
 __all__ = [
     "ImageClassificationConfig",

@@ -23,13 +23,13 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from ..experiments.config import TaskConfig, check_fields, setting
-from ..experiments.plots import plt
-from ..experiments.task import Task, register_task
-from ..nn.dropout import fast_dropout
-from ..nn.dropout_diffusion import dropout_readout_variance, dropout_second_order_mean
-from ..nn.smoothing import gaussian_smoothing, sine_heat_solution
-from ..operators.propagation import appnp_propagate, gcn_propagate, sgc_propagate
+from ...experiments.config import TaskConfig, check_fields, setting
+from ...experiments.plots import plt
+from ...experiments.task import Task, register_task
+from ...nn.dropout import fast_dropout
+from ...nn.dropout_diffusion import dropout_readout_variance, dropout_second_order_mean
+from ...nn.smoothing import gaussian_smoothing, sine_heat_solution
+from ...operators.propagation import appnp_propagate, gcn_propagate, sgc_propagate
 
 __all__ = ["CoinClaimsConfig", "CoinClaimsTask", "ClaimJob"]
 
@@ -140,7 +140,7 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
     try:
         from torch_geometric.utils import to_undirected
 
-        from ..data.graphs import load_graph
+        from ...data.graphs import load_graph
 
         cora = load_graph("cora", spec.data_dir)
         graphs["cora (undirected)"] = (to_undirected(cora.edge_index), None, int(cora.num_nodes))

@@ -8,10 +8,10 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ..analysis.diffusion_path import ratio_path
-from ..experiments.plots import grouped_bars, mean_band, plt, scatter_classes
-from ..experiments.report import Report
-from ..experiments.summary import format_mean_std
+from ...analysis.diffusion_path import ratio_path
+from ...experiments.plots import grouped_bars, mean_band, plt, scatter_classes
+from ...experiments.report import Report
+from ...experiments.summary import format_mean_std
 
 __all__ = ["add_sections"]
 

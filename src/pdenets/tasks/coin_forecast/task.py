@@ -2,13 +2,13 @@
 
 The COIN paper's COVID-19 data is not available offline: this runs on ``england_covid`` (daily cases of 129
 regions, a mobility graph per day), ``chickenpox`` (weekly, 20 counties) or any series of
-:mod:`pdenets.data.temporal`, under the protocols of :mod:`pdenets.data.forecast_protocols`. Models: the
+:mod:`pdenets.data.temporal`, under the protocols of :mod:`pdenets.tasks.coin_forecast.protocol`. Models: the
 convection alone (``window-mlp``: per region, shared weights), COIN (``coin-forecast``: the same, then ``r``
 diffusion steps of the forecasts on the day's region graph), ``window-gcn``, ``cheb-gru`` (our GRU over the
 lags with Chebyshev gates), the reference ``pygt-gconv-gru`` (PyTorch Geometric Temporal's GConvGRU trained as
 its documentation does), three closed-form baselines and COIN over each model (its forecasts diffused with the
 ``(γ, r)`` whose gain on the selection days clears its noise, else the model kept:
-:func:`~pdenets.data.forecast_protocols.choose_diffusion`). Diffusion and message passing use the graph
+:func:`~pdenets.tasks.coin_forecast.protocol.choose_diffusion`). Diffusion and message passing use the graph
 without self-loops, rows normalized.
 """
 
@@ -22,7 +22,18 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..data.forecast_protocols import (
+from ..._cache import process_cache
+from ...data.paths import dataset_label
+from ...data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import Stats, group_records
+from ...experiments.task import Task, register_task
+from ...models.registry import create_model
+from ...models.training import evaluation_mode, fit_steps
+from ...operators.graph import as_weight_matrix, remove_self_loops, row_normalize
+from ...operators.slice_graphs import SliceGraphs
+from . import report as forecast_report
+from .protocol import (
     CLOSED_FORM,
     PROTOCOLS,
     TRANSFORMS,
@@ -36,17 +47,6 @@ from ..data.forecast_protocols import (
     protocol_windows,
     split_days,
 )  # noqa: F401
-from ..data.paths import dataset_label
-from ..data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import Stats, group_records
-from ..experiments.task import Task, register_task
-from ..experiments.training import evaluation_mode, fit_steps
-from ..models.registry import create_model
-from ..operators.graph import as_weight_matrix, remove_self_loops, row_normalize
-from ..operators.slice_graphs import SliceGraphs
-from ..reports import forecast as forecast_report
 
 __all__ = [
     "CoinForecastConfig",
@@ -234,7 +234,7 @@ def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
 def prepare_protocol(
     series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
 ) -> Dict[str, Any]:
-    """A protocol's windows (:func:`~pdenets.data.forecast_protocols.protocol_windows`) and their graphs.
+    """A protocol's windows (:func:`~pdenets.tasks.coin_forecast.protocol.protocol_windows`) and their graphs.
 
     Args:
         series: the region series.

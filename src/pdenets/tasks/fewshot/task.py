@@ -16,7 +16,8 @@ Studies (``--studies``, all by default):
 * ``official-runs`` — Omniglot only: the 20 one-shot runs of Lake et al. (2015), error rate.
 
 Data: ``omniglot`` (Conv-4 features, built once and cached), ``clinc150`` (MiniLM features) or the path of
-any features file (:mod:`pdenets.data.fewshot`); :func:`pdenets.features.fewshot.dataset_features` says how.
+any features file (:mod:`pdenets.data.fewshot`); :func:`pdenets.tasks.fewshot.protocol.dataset_features` says
+how.
 """
 
 from __future__ import annotations
@@ -28,11 +29,22 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..data.fewshot import QueryShape, mean_and_interval
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import group_records
-from ..experiments.task import Task, register_task
-from ..features.fewshot import (
+from ...data.fewshot import QueryShape, mean_and_interval
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import group_records
+from ...experiments.task import Task, register_task
+from ...models.backbones import BackboneTraining
+from ...models.fewshot import (
+    METHODS,
+    PREPROCESSING,
+    Preprocessing,
+    ablation_method,
+    classify,
+    method_from_name,
+    registered_methods,
+)
+from . import report as fewshot_report
+from .protocol import (
     clear_wins,
     diffuse_on_task_graph,
     episode_features,
@@ -45,17 +57,6 @@ from ..features.fewshot import (
     task_points,
     task_seeds,
 )
-from ..models.backbones import BackboneTraining
-from ..models.fewshot import (
-    METHODS,
-    PREPROCESSING,
-    Preprocessing,
-    ablation_method,
-    classify,
-    method_from_name,
-    registered_methods,
-)
-from ..reports import fewshot as fewshot_report
 
 __all__ = ["FewShotConfig", "FewShotTask", "EpisodeJob", "PREPROCESSING", "STUDIES"]
 

@@ -29,25 +29,25 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from .._checks import NonFiniteError
-from ..analysis.ablation import unit_ablation
-from ..analysis.robustness import robustness_curve
-from ..analysis.tracks import project_tracks, record_tracks, select_blocks
-from ..analysis.transport import (
+from ..._cache import process_cache
+from ..._checks import NonFiniteError
+from ...analysis.ablation import unit_ablation
+from ...analysis.robustness import robustness_curve
+from ...analysis.tracks import project_tracks, record_tracks, select_blocks
+from ...analysis.transport import (
     line_shape_ratio,
     line_shape_score,
     optimal_transport_score,
     segment_proportions,
 )
-from ..data.vision import load_train_and_tests, pad_crop_flip
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import Stats, group_records
-from ..experiments.task import Task, register_task
-from ..experiments.training import evaluate_classifier, train_epoch
-from ..models.registry import create_model
-from ..models.transport_pairs import INITS, TransportBlock
-from ..reports.geodesic import PAPER, add_sections
+from ...data.vision import load_train_and_tests, pad_crop_flip
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import Stats, group_records
+from ...experiments.task import Task, register_task
+from ...models.registry import create_model
+from ...models.training import evaluate_classifier, train_epoch
+from ...models.transport_pairs import INITS, TransportBlock
+from .report import PAPER, add_sections
 
 __all__ = ["GeodesicConfig", "GeodesicTask", "GeodesicJob", "PAPER"]
 

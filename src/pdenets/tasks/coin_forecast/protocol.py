@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .temporal import TemporalGraphSeries, forecast_windows
+from ...data.temporal import TemporalGraphSeries, forecast_windows
 
 __all__ = [
     "PROTOCOLS",

@@ -4,7 +4,7 @@ Per dataset and protocol: the test errors of every model and of COIN over it (me
 what the diffusion chose on validation, the verdicts the report states (:func:`verdicts`:
 COIN against linear regression, COIN over each model against the model), the error per horizon, the
 horizon-1 forecasts of the four largest regions and the region graph coloured by where diffusion
-changes the forecasts (:mod:`pdenets.reports.forecast_figures` draws them).
+changes the forecasts (:mod:`pdenets.tasks.coin_forecast.figures` draws them).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..data.forecast_protocols import ForecastSetup, protocol_windows
-from ..data.paths import dataset_label
-from ..data.temporal import TEMPORAL_DATASETS, load_temporal
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue
-from .forecast_figures import forecast_figure, graph_figure, horizon_figure
+from ...data.paths import dataset_label
+from ...data.temporal import TEMPORAL_DATASETS, load_temporal
+from ...experiments.report import Report
+from ...experiments.summary import PaperValue
+from .figures import forecast_figure, graph_figure, horizon_figure
+from .protocol import ForecastSetup, protocol_windows
 
 __all__ = ["add_sections", "verdicts", "PAPER_PYG"]
 

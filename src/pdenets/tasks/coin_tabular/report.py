@@ -7,8 +7,8 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-from ..experiments.plots import plt
-from ..experiments.report import Report
+from ...experiments.plots import plt
+from ...experiments.report import Report
 
 __all__ = ["add_sections", "accuracy_figure"]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Sequence
 
-from ..experiments.plots import box_per_group, errorbar_lines, plt
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue, paper_and_ours
-from ..models.node_training import dataset_label
+from ...data.graphs import graph_label
+from ...experiments.plots import box_per_group, errorbar_lines, plt
+from ...experiments.report import Report
+from ...experiments.summary import PaperValue, paper_and_ours
 
 __all__ = ["add_sections"]
 
@@ -37,7 +37,7 @@ def add_sections(
         paper: the paper's Table 1, ``{model: {dataset: PaperValue}}``, in percent.
     """
     figures = results.setdefault("figures", {})
-    datasets = [dataset_label(d) for d in config.datasets]
+    datasets = [graph_label(d) for d in config.datasets]
     protocol = [r for r in records if r["experiment"] == "protocol"]
     if protocol:
         figures["accuracy"] = _accuracy_figure(protocol, datasets, config.models, paper, run_dir)

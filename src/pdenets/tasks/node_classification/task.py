@@ -1,10 +1,10 @@
 """Semi-supervised node classification: the Diff-ResNet protocol (Wang et al., §5.2 and Appendix E.2).
 
 Protocol (Shchur et al. 2018, as the paper's code runs it; the pieces are in
-:mod:`pdenets.models.node_training`): the graph undirected, its largest connected component, no self-loops,
-binary row-normalized bag-of-words features; ``num_splits`` random splits (20 labelled nodes per class for
-training, 30 per class for validation, the rest for testing) × ``num_inits`` initializations, seeded as the
-paper's code seeds them; Adam (lr 0.01, weight decay 5e-4), after every epoch the validation loss and
+:func:`pdenets.data.graphs.prepared_graph`): the graph undirected, its largest connected component, no
+self-loops, binary row-normalized bag-of-words features; ``num_splits`` random splits (20 labelled nodes per
+class for training, 30 per class for validation, the rest for testing) × ``num_inits`` initializations, seeded
+as the paper's code seeds them; Adam (lr 0.01, weight decay 5e-4), after every epoch the validation loss and
 accuracy; training stops when neither has improved for ``patience`` epochs and the best state (last
 improvement of either) is restored; test accuracy of that state.
 
@@ -23,28 +23,24 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import torch
 import torch.distributed as dist
 
-from ..data.graphs import MISSING_FEATURES
-from ..data.splits import Split
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import PaperValue, Stats, group_records
-from ..experiments.task import Task, register_reproduction, register_task
-from ..experiments.training import FitResult
-from ..models.node_training import (
+from ..._cache import process_cache
+from ...data.graphs import MISSING_FEATURES, PreparedGraph, graph_facts, graph_label, prepared_graph
+from ...data.splits import Split
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import PaperValue, Stats, group_records
+from ...experiments.task import Task, register_reproduction, register_task
+from ...models.node_training import (
     DiffusionSettings,
     MessagePassingSettings,
-    PreparedGraph,
-    dataset_label,
     fit_node_classifier,
-    graph_facts,
-    prepared_graph,
     split_and_init_seed,
 )
-from ..models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
-from ..models.registry import create_model, list_models, model_entry
-from ..operators.partition import PARTITIONERS
-from ..operators.partitioned import PartitionedDiffusion
-from ..reports.node_classification import add_sections
+from ...models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
+from ...models.registry import create_model, list_models, model_entry
+from ...models.training import FitResult
+from ...operators.partition import PARTITIONERS
+from ...operators.partitioned import PartitionedDiffusion
+from .report import add_sections
 
 __all__ = [
     "NodeClassificationConfig",
@@ -397,13 +393,13 @@ class NodeClassificationTask(Task):
             list(config.datasets) + (list(config.depth_datasets) if config.depths else [])
         ):
             graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
-            self._check_width_fits(graph, dataset_label(graph_spec))
-            self.facts[dataset_label(graph_spec)] = graph_facts(graph)
+            self._check_width_fits(graph, graph_label(graph_spec))
+            self.facts[graph_label(graph_spec)] = graph_facts(graph)
 
     def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
         """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features)
         exceed the memory budget on ``graph``, before anything is written."""
-        from ..data.limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
+        from ...data.limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
 
         config = self.config
         diffusion_models = [
@@ -435,7 +431,7 @@ class NodeClassificationTask(Task):
         entry = model_entry(model)
         if entry.graph_input == "constructor":
             default = config.diffusion.get("default", TABLE6["default"])
-            diffusion = config.diffusion.get(dataset_label(graph_spec), default)
+            diffusion = config.diffusion.get(graph_label(graph_spec), default)
             return DiffusionSettings(
                 config.lr,
                 config.weight_decay,
@@ -467,7 +463,7 @@ class NodeClassificationTask(Task):
             NodeJob(
                 experiment,
                 graph,
-                dataset_label(graph),
+                graph_label(graph),
                 model,
                 depth,
                 split,

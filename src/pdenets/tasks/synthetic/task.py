@@ -22,21 +22,21 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ..analysis.diffusion_path import diffusion_path, edges_between_groups, path_statistics
-from ..data.synthetic import SyntheticSet, make_synthetic
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import Stats, group_records
-from ..experiments.task import Task, register_task
-from ..experiments.training import accuracy, evaluation_mode, fit
-from ..models.synthetic_diffresnet import (
+from ...analysis.diffusion_path import diffusion_path, edges_between_groups, path_statistics
+from ...data.synthetic import SyntheticSet, make_synthetic
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import Stats, group_records
+from ...experiments.task import Task, register_task
+from ...models.synthetic_diffresnet import (
     PAPER_SCRIPT_REFERENCE,
     TABLE4,
     VARIANTS,
     SyntheticHyperparameters,
     synthetic_network,
 )
-from ..operators.weights import NORMALIZATIONS, knn_gaussian_weights
-from ..reports import synthetic as synthetic_report
+from ...models.training import accuracy, evaluation_mode, fit
+from ...operators.weights import NORMALIZATIONS, knn_gaussian_weights
+from . import report as synthetic_report
 
 __all__ = [
     "SyntheticConfig",

@@ -26,16 +26,16 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ..data.paths import dataset_label
-from ..data.tabular import TABULAR_DATASETS, load_tabular
-from ..experiments.cache import process_cache
-from ..experiments.config import ConfigError, TaskConfig, check_fields, setting
-from ..experiments.summary import Stats, group_records
-from ..experiments.task import Task, register_task
-from ..experiments.training import fit
-from ..models.registry import create_model
-from ..operators import knn_gaussian_weights
-from ..reports import tabular as tabular_report
+from ..._cache import process_cache
+from ...data.paths import dataset_label
+from ...data.tabular import TABULAR_DATASETS, load_tabular
+from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.summary import Stats, group_records
+from ...experiments.task import Task, register_task
+from ...models.registry import create_model
+from ...models.training import fit
+from ...operators import knn_gaussian_weights
+from . import report as tabular_report
 
 __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
 

@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..experiments.plots import plt
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue
+from ...experiments.plots import plt
+from ...experiments.report import Report
+from ...experiments.summary import PaperValue
 
 __all__ = ["PAPER", "add_sections"]
 

@@ -12,9 +12,9 @@ from typing import Any, Dict, List, Mapping
 
 import numpy as np
 
-from ..experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
-from ..experiments.report import Report
-from ..experiments.summary import PaperValue, format_mean_std
+from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
+from ...experiments.report import Report
+from ...experiments.summary import PaperValue, format_mean_std
 
 __all__ = [
     "add_sections",
@@ -169,7 +169,7 @@ def _describe(settings) -> str:
 
 
 def _ablation_section(report: Report, results, config) -> None:
-    from ..models.fewshot import METHOD_CLASSES
+    from ...models.fewshot import METHOD_CLASSES
 
     report.heading("Ablation (Table 2 layout), one table per query-set shape")
     marked = False

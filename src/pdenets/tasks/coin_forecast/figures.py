@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..experiments.plots import plt
+from ...experiments.plots import plt
 
 __all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure"]
 

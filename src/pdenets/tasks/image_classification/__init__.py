@@ -1,0 +1,8 @@
+"""Hamiltonian CNNs with nonlocal PIDE blocks on images: the task and its report.
+
+Modules: :mod:`.report`, :mod:`.task`. Importing the package registers the task.
+"""
+
+from .task import ImageClassificationConfig, ImageClassificationTask
+
+__all__ = ["ImageClassificationConfig", "ImageClassificationTask"]

@@ -1,0 +1,8 @@
+"""Semi-supervised node classification (Diff-ResNet, PyG baselines): the task and its report.
+
+Modules: :mod:`.report`, :mod:`.task`. Importing the package registers the task.
+"""
+
+from .task import NodeClassificationConfig, NodeClassificationTask
+
+__all__ = ["NodeClassificationConfig", "NodeClassificationTask"]
