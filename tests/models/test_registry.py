@@ -51,9 +51,17 @@ def test_registry_defaults_are_applied_and_overridable(name):
 
 
 def test_fixed_arguments_define_the_variant():
-    """A variant's fixed arguments win over the caller's: No-Diff-ResNet never diffuses."""
+    """A variant's fixed arguments are its definition: repeating one is fine, another value is refused (never
+    silently overridden), and the variant's own factory refuses it too."""
+    from pdenets.models.diffresnet import no_diff_resnet
+
     assert model_entry("no-diff-resnet").fixed == {"num_steps": 0}
-    assert _small("no-diff-resnet", num_steps=5)[0].num_steps == 0
+    assert _small("no-diff-resnet")[0].num_steps == 0
+    assert _small("no-diff-resnet", num_steps=0)[0].num_steps == 0
+    with pytest.raises(ValueError, match="defined with num_steps=0; it cannot be built with num_steps=5"):
+        _small("no-diff-resnet", num_steps=5)
+    with pytest.raises(ValueError, match="num_steps=5"):
+        no_diff_resnet(2, 2, num_steps=5)
     assert _small("diff-resnet", num_steps=5)[0].num_steps == 5
 
 
@@ -78,14 +86,23 @@ def test_graph_inputs():
         register_model("doc-model", family="example", graph_input="forwards")
 
 
-def test_families_and_training_defaults():
+def test_families_and_architecture_defaults():
+    """Families list the models; an entry holds architecture defaults only (how a protocol trains a model is
+    the task's: node classification's optimizer table below)."""
+    from pdenets.tasks.node_classification import NodeClassificationConfig, NodeClassificationTask
+    from pdenets.tasks.node_classification.task import MODEL_NAMES
+
     assert list_models("diffusion") == ["diff-resnet", "no-diff-resnet"]
     assert {"hamiltonian-74", "hamiltonian-74-fractional", "resnet-44", "preresnet-20"} <= set(
         list_models("image")
     )
     assert list_models("message-passing") == ["gat", "gcn", "sage-maxpool", "sage-mean"]
-    assert model_entry("gat").training == {"lr": 0.005, "weight_decay": 5e-4}
+    assert not hasattr(model_entry("gat"), "training")
     assert model_entry("gcn").defaults == {"hidden": 16, "dropout": 0.5}
+    assert MODEL_NAMES == ("diff-resnet", "no-diff-resnet", "gcn", "sage-mean", "sage-maxpool", "gat")
+    task = NodeClassificationTask(NodeClassificationConfig())
+    gat, gcn = task.hyperparameters("gat", "cora"), task.hyperparameters("gcn", "cora")
+    assert (gat.lr, gat.weight_decay, gcn.lr, gcn.weight_decay) == (0.005, 5e-4, 0.01, 5e-4)
 
 
 def test_typos_list_the_valid_names_and_duplicates_are_refused():

@@ -15,13 +15,13 @@ from ..nn.diffusion import DiffusionLayer, WeightsArg
 from .registry import ModelExample, register_model
 
 
-def _example(num_classes: int) -> ModelExample:
-    """Six samples on a ring graph, five features, two diffusion steps."""
+def _example(num_classes: int, num_steps: int = 2) -> ModelExample:
+    """Six samples on a ring graph, five features, two diffusion steps (or ``num_steps``)."""
     ring = torch.roll(torch.eye(6), 1, 0)
     settings = {
         "in_features": 5,
         "block": "graph",
-        "num_steps": 2,
+        "num_steps": num_steps,
         "step_size": 0.25,
         "weights": ring + ring.T,
     }
@@ -187,7 +187,7 @@ class DiffResNet(nn.Module):
     family="diffusion",
     graph_input="constructor",
     fixed={"num_steps": 0},
-    example=_example,
+    example=lambda num_classes: _example(num_classes, num_steps=0),
     description="the same network without diffusion (r = 0): the paper's No-Diff-ResNet",
 )
 def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
@@ -196,7 +196,8 @@ def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
     ``x^{k+1} = x^k + f(x^k, θ^k)``, ``y = FC(x^s)``: the :class:`DiffResNet` with ``num_steps = 0``, the
     baseline of "Diffusion Mechanism in Residual Neural Network: Theory and Applications". Registered as
     ``"no-diff-resnet"``. Further keyword arguments (``num_blocks``, ``hidden_features``, ``block``, …) go to
-    :class:`DiffResNet`; ``num_steps`` is always ``0`` and ``step_size`` defaults to ``1.0`` (unused).
+    :class:`DiffResNet`; ``num_steps`` is always ``0`` (another value is refused) and ``step_size`` defaults
+    to ``1.0`` (unused).
 
     Args:
         in_features: input size ``d``, the input ``(N, d)``.
@@ -206,7 +207,7 @@ def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
         A :class:`DiffResNet` without diffusion.
 
     Raises:
-        ValueError: as :class:`DiffResNet`.
+        ValueError: as :class:`DiffResNet`, or ``num_steps`` other than ``0``.
 
     Examples:
         >>> import torch
@@ -216,6 +217,10 @@ def no_diff_resnet(in_features: int, num_classes: int, **kwargs) -> DiffResNet:
         >>> net(torch.randn(10, 2)).shape
         torch.Size([10, 2])
     """
+    if kwargs.get("num_steps", 0) != 0:
+        raise ValueError(
+            f"no-diff-resnet has no diffusion steps (num_steps=0), got num_steps={kwargs['num_steps']}"
+        )
     kwargs = {**kwargs, "num_steps": 0}
     kwargs.setdefault("step_size", 1.0)
     return DiffResNet(in_features, num_classes, **kwargs)

@@ -28,8 +28,6 @@ from .registry import ModelExample, register_model
 
 __all__ = ["GCN", "GraphSAGE", "GAT"]
 
-_ADAM = {"lr": 0.01, "weight_decay": 5e-4}
-
 
 def _example(num_classes: int) -> ModelExample:
     """Six nodes on a directed ring, five features."""
@@ -170,7 +168,6 @@ register_model(
     "gcn",
     family="message-passing",
     defaults={"hidden": 16, "dropout": 0.5},
-    training=_ADAM,
     graph_input="forward",
     example=_example,
     description="GCN (Kipf & Welling 2017)",
@@ -181,7 +178,6 @@ register_model(
     "sage-mean",
     family="message-passing",
     defaults={"hidden": 64, "dropout": 0.5},
-    training=_ADAM,
     graph_input="forward",
     example=_example,
     description="GraphSAGE with mean aggregation (Hamilton et al. 2017)",
@@ -194,7 +190,6 @@ def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     "sage-maxpool",
     family="message-passing",
     defaults={"hidden": 64, "dropout": 0.5},
-    training=_ADAM,
     graph_input="forward",
     example=_example,
     description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)",
@@ -207,7 +202,6 @@ register_model(
     "gat",
     family="message-passing",
     defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
-    training={"lr": 0.005, "weight_decay": 5e-4},
     graph_input="forward",
     example=_example,
     description="GAT (Velickovic et al. 2018)",

@@ -1,19 +1,19 @@
 """One registry of networks by name, and the factory every task builds its models with.
 
-A model is registered where it is defined, with the architecture defaults of its paper,
-where a protocol trains it with its own optimizer settings those too, how it takes its graph,
-and a small example of itself (the one contract every registration keeps)::
+A model is registered where it is defined, with the architecture defaults of its paper, how it
+takes its graph, and a small example of itself (the one contract every registration keeps); how a
+protocol trains it (optimizer settings) belongs to the task that runs the protocol::
 
     @register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5},
-                    training={"lr": 0.01, "weight_decay": 5e-4}, graph_input="forward",
+                    graph_input="forward",
                     example=lambda classes: ModelExample({"in_features": 5}, (x, edge_index), (6, classes)))
     def gcn(in_features, num_classes, **kwargs):
         return GCN(in_features, num_classes, **kwargs)
 
-:func:`create_model` merges the defaults with the caller's arguments (a variant's ``fixed``
-arguments win); a misspelt name is answered with the closest registered one and the full list.
-Code that builds any registered model (the registry's tests, the tasks) reads ``graph_input``,
-``fixed`` and ``example`` instead of switching on a family or a name.
+:func:`create_model` merges the defaults with the caller's arguments; a variant's ``fixed`` arguments
+are part of its definition, and a caller's different value for one is refused; a misspelt name is answered
+with the closest registered one and the full list. Code that builds any registered model (the registry's
+tests, the tasks) reads ``graph_input``, ``fixed`` and ``example`` instead of switching on a family or a name.
 
 Example:
     >>> from pdenets.models import create_model, list_models
@@ -78,7 +78,7 @@ class ModelExample:
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A registered network: its factory, family, architecture defaults and training defaults.
+    """A registered network: its factory, family, architecture defaults and how it takes its graph.
 
     Made by :func:`register_model` and returned by :func:`model_entry`; :func:`create_model` calls
     ``factory(**{**defaults, **kwargs})``.
@@ -90,11 +90,10 @@ class ModelEntry:
             :func:`list_models`.
         defaults: architecture keyword arguments of the factory, overridden by the caller's
             (default: ``{}``).
-        training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01}`` (default: ``{}``).
         description: one line for listings (default: ``""``).
         graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-        fixed: arguments that define the variant and override the caller's, e.g. ``{"num_steps": 0}``
-            (default: ``{}``).
+        fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
+            change them (default: ``{}``).
         example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
 
     Examples:
@@ -108,7 +107,6 @@ class ModelEntry:
     factory: Callable[..., nn.Module]
     family: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    training: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     graph_input: str = "none"
     fixed: Mapping[str, Any] = field(default_factory=dict)
@@ -123,7 +121,6 @@ def register_model(
     *,
     family: str,
     defaults: Optional[Mapping[str, Any]] = None,
-    training: Optional[Mapping[str, Any]] = None,
     description: str = "",
     graph_input: str = "none",
     fixed: Optional[Mapping[str, Any]] = None,
@@ -138,11 +135,10 @@ def register_model(
         name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
         family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
         defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
-        training: optimizer settings of the protocol that trains it, e.g. ``{"lr": 0.01, "weight_decay":
-            5e-4}`` (default: ``None``, none).
         description: one line for listings (default: ``""``: the first line of the factory's docstring).
         graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-        fixed: arguments that define the variant; they override the caller's (default: ``None``, none).
+        fixed: arguments that define the variant; :func:`create_model` refuses a caller's other value
+            (default: ``None``, none).
         example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
             registry's tests (default: ``None``; every built-in model has one).
 
@@ -176,7 +172,6 @@ def register_model(
             factory,
             family,
             dict(defaults or {}),
-            dict(training or {}),
             text,
             graph_input,
             dict(fixed or {}),
@@ -230,24 +225,32 @@ def _load_builtin_models() -> None:
             )
 
 
-def list_models(family: Optional[str] = None) -> List[str]:
+def list_models(family: Optional[str] = None, *, order: str = "name") -> List[str]:
     """Registered names (of one ``family``, e.g. ``"diffusion"`` or ``"message-passing"``).
 
     The built-in models are loaded first, so every model of the library is listed.
 
     Args:
         family: list only the models of this family (default: ``None``, all).
+        order: ``"name"`` (sorted) or ``"registration"`` (as registered: within a module, the order it
+            defines them in, e.g. the paper's model before its variants; default: ``"name"``).
 
     Returns:
-        The names, sorted.
+        The names.
 
     Examples:
         >>> from pdenets.models import list_models
         >>> "diff-resnet" in list_models("diffusion"), "diff-resnet" in list_models("coin")
         (True, False)
+        >>> list_models("diffusion", order="registration")[:2]
+        ['diff-resnet', 'no-diff-resnet']
     """
+    from .._checks import check_choice
+
+    check_choice(order, "order", ("name", "registration"))
     _load_builtin_models()
-    return sorted(name for name, entry in MODEL_REGISTRY.items() if family is None or entry.family == family)
+    names = [name for name, entry in MODEL_REGISTRY.items() if family is None or entry.family == family]
+    return sorted(names) if order == "name" else names
 
 
 def model_entry(name: str) -> ModelEntry:
@@ -257,7 +260,7 @@ def model_entry(name: str) -> ModelEntry:
         name: a registered model name (see :func:`list_models`).
 
     Returns:
-        The entry: factory, family, architecture and training defaults, description.
+        The entry: factory, family, architecture defaults, description.
 
     Raises:
         UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
@@ -278,11 +281,13 @@ def model_entry(name: str) -> ModelEntry:
 
 
 def create_model(name: str, **kwargs: Any) -> nn.Module:
-    """Build the registered model ``name``: its defaults, overridden by ``kwargs`` (its ``fixed`` arguments
-    win).
+    """Build the registered model ``name``: its defaults, overridden by ``kwargs``, and its ``fixed``
+    arguments.
 
     Calls ``factory(**{**defaults, **kwargs, **fixed})`` of :func:`model_entry` ``(name)``; the keyword
-    arguments (``in_features``, ``num_classes`` and the model's own options) are passed to the factory.
+    arguments (``in_features``, ``num_classes`` and the model's own options) are passed to the factory. A
+    ``fixed`` argument defines the variant (``no-diff-resnet`` is Diff-ResNet with ``num_steps=0``): passing
+    it with another value is an error, not silently overridden.
 
     Args:
         name: a registered model name (see :func:`list_models`).
@@ -293,12 +298,22 @@ def create_model(name: str, **kwargs: Any) -> nn.Module:
     Raises:
         UnknownNameError: (a ``KeyError``) if ``name`` is not registered; the
             message suggests the closest name and lists the valid ones.
+        ValueError: a keyword argument contradicts one of the variant's ``fixed`` arguments.
 
     Examples:
         >>> from pdenets.models import create_model
         >>> net = create_model("no-diff-resnet", in_features=2, num_classes=3)
         >>> type(net).__name__, net.num_steps
         ('DiffResNet', 0)
+        >>> create_model("no-diff-resnet", in_features=2, num_classes=3, num_steps=5)
+        Traceback (most recent call last):
+        ...
+        ValueError: model 'no-diff-resnet' is defined with num_steps=0; it cannot be built with num_steps=5
     """
     entry = model_entry(name)
+    conflicts = [key for key, value in entry.fixed.items() if key in kwargs and kwargs[key] != value]
+    if conflicts:
+        fixed = ", ".join(f"{key}={entry.fixed[key]!r}" for key in conflicts)
+        given = ", ".join(f"{key}={kwargs[key]!r}" for key in conflicts)
+        raise ValueError(f"model {name!r} is defined with {fixed}; it cannot be built with {given}")
     return entry.factory(**{**entry.defaults, **kwargs, **entry.fixed})

@@ -98,7 +98,15 @@ PAPER_TABLE1: Dict[str, Dict[str, PaperValue]] = {
     }.items()
 }
 
-MODEL_NAMES = ("diff-resnet", "no-diff-resnet", "gcn", "sage-mean", "sage-maxpool", "gat")
+#: the models the protocol compares: the diffusion family (Diff-ResNet and its variants) and the PyG
+#: message-passing baselines, as the registry lists them
+MODEL_NAMES = tuple(
+    list_models("diffusion", order="registration") + list_models("message-passing", order="registration")
+)
+#: how the protocol trains a message-passing baseline: Adam as PyTorch Geometric's examples run it (lr 0.01,
+#: weight decay 5e-4), GAT at lr 0.005 as its example does; ``baselines`` in the config overrides either
+BASELINE_OPTIMIZER: Dict[str, float] = {"lr": 0.01, "weight_decay": 5e-4}
+BASELINE_OPTIMIZER_BY_MODEL: Dict[str, Dict[str, float]] = {"gat": {"lr": 0.005}}
 
 
 @dataclass
@@ -444,7 +452,8 @@ class NodeClassificationTask(Task):
             )
         overrides = config.baselines.get(model)
         given = {k: v for k, v in vars(overrides).items() if v is not None} if overrides is not None else {}
-        return MessagePassingSettings(**{**entry.defaults, **entry.training, **given})
+        optimizer = {**BASELINE_OPTIMIZER, **BASELINE_OPTIMIZER_BY_MODEL.get(model, {})}
+        return MessagePassingSettings(**{**entry.defaults, **optimizer, **given})
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
