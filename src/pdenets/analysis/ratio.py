@@ -1,10 +1,10 @@
 r"""Distance–diameter ratio ``L/D`` of grouped points ("Diffusion Mechanism in Residual Neural Network: Theory
 and Applications", §4.1–4.2).
 
-.. math::
-
+$$
     D = \max_m \operatorname{diam}(S_m) = \max_m \max_{x, y \in S_m} \|x - y\|, \qquad
     L = \min_{m \ne m'} \min_{x \in S_m,\, y \in S_{m'}} \|x - y\| .
+$$
 
 Proposition 1: explicit diffusion on a graph whose connected components are the groups
 shrinks ``D`` exponentially while ``L`` does not decrease, so ``L/D → ∞``. Distances are

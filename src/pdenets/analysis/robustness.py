@@ -6,8 +6,10 @@ Deep Learning: Learn the Geodesic Curve in the Wasserstein Space", appendix 7.2)
   network's logits and the true labels, the gradient taken in evaluation mode.
 * Variation rate of the representation after block ``l`` (eq. 49):
 
-  .. math:: V_r(l, σ) = \frac{1}{|\mathcal D|} \sum_{x \in \mathcal D}
-            \frac{\|x^{(l)} - x_r^{(l)}\|_2}{\|x^{(l)}\|_2}
+    $$
+        V_r(l, σ) = \frac{1}{|\mathcal D|} \sum_{x \in \mathcal D}
+        \frac{\|x^{(l)} - x_r^{(l)}\|_2}{\|x^{(l)}\|_2}
+    $$
 
   and ``V_a(l, ε)`` the same with ``x_a``. A point with ``x^{(l)} = 0`` contributes ``0`` when its noisy
   representation is also ``0`` and ``inf`` otherwise (never NaN).

@@ -3,10 +3,10 @@ Theoretically Certified Framework for Neural Networks").
 
 A network read as the flow of a convection–diffusion equation on ``[0, T]``:
 
-.. math::
-
+$$
     \frac{\partial u}{\partial t} = \underbrace{v(x, t) \cdot \nabla u}_{\text{convection}}
         + \underbrace{\sigma^2 \Delta u}_{\text{diffusion}},
+$$
 
 split in time: the backbone (any ``nn.Module``) is the convection from ``0`` to ``T − 1``; the last
 unit of time is diffusion, discretized on a graph of the samples by ``r`` explicit steps
@@ -93,11 +93,11 @@ def block_diagonal_graph(
 class COIN(nn.Module):
     r"""Convection (any backbone), then ``r`` diffusion steps on a graph of samples, then an optional head.
 
-    .. math::
-
+    $$
         h = \mathrm{backbone}(x) \quad (t: 0 \to T-1), \qquad
         h \leftarrow (I - \gamma L)^r h \quad (t: T-1 \to T), \qquad
         y = \mathrm{head}(h).
+    $$
 
     Symbols: ``L = Λ − W`` (or ``I − Λ^{-1/2} W Λ^{-1/2}`` with ``laplacian="normalized"``) of the
     non-negative sample weights ``W``, ``Λ`` their diagonal degree matrix, ``γ`` the step size, ``r`` the

@@ -44,11 +44,11 @@ class DiffResNet(nn.Module):
     Lie–Trotter splitting of ``dx_i/dt = f(x_i, θ(t)) − γ Σ_j w_ij (x_i − x_j)`` ("Diffusion Mechanism in
     Residual Neural Network: Theory and Applications", eq. 4, 6, 7; Algorithm 1):
 
-    .. math::
-
+    $$
         x^{k+1/2} = x^k + f(x^k, θ^k), \qquad
         x^{k+1} = (I - \gamma L)^r x^{k+1/2}, \qquad
         y = \mathrm{FC}(x^s).
+    $$
 
     Symbols: ``x^k`` the ``(N, width)`` features of all samples after block ``k``, ``f(·, θ^k)`` the residual
     branch of block ``k``, ``L = Λ − W`` the graph Laplacian of the sample weights ``w_ij`` (``Λ`` their

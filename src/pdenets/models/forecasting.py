@@ -224,10 +224,10 @@ class GraphConvGRU(nn.Module):
     r"""GRU over the ``L`` lags whose gates are Chebyshev graph convolutions (GConvGRU), then ``Linear(hidden,
     H)``.
 
-    .. math::
-
+    $$
         z = σ(Θ_{xz} ⋆ x_τ + Θ_{hz} ⋆ h), \quad r = σ(Θ_{xr} ⋆ x_τ + Θ_{hr} ⋆ h), \quad
         \tilde h = \tanh(Θ_{xh} ⋆ x_τ + Θ_{hh} ⋆ (r ⊙ h)), \quad h ← z ⊙ h + (1 − z) ⊙ \tilde h,
+    $$
 
     for ``τ = 1…L``, with ``⋆`` a Chebyshev convolution of order ``K`` on the origin's graph
     (:class:`ChebGraphConv`). The input terms of all ``L`` lags come from one propagation of the window.
@@ -273,11 +273,11 @@ class PyGTGConvGRU(nn.Module):
     The ``L`` lags of a region are its node features; one call of the GRU cell with a new hidden state
     ``h = 0`` (the example passes none), so with ``⋆`` a Chebyshev convolution of order ``K``:
 
-    .. math::
-
+    $$
         z = σ(Θ_{xz} ⋆ x + b_{hz}), \quad r = σ(Θ_{xr} ⋆ x + b_{hr}), \quad
         \tilde h = \tanh(Θ_{xh} ⋆ x + b_{hh}), \quad h = (1 − z) ⊙ \tilde h, \quad
         y = \mathrm{Linear}(\mathrm{ReLU}(h)),
+    $$
 
     the state terms ``Θ_h ⋆ 0`` reduced to their biases. ``K = 1`` (the example's) is ``Θ_0 x``: no
     neighbour enters (the graph is accepted and unused). A reference model, not ours: its training is

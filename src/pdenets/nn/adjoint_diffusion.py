@@ -2,19 +2,19 @@ r"""Diffusion steps whose backward pass stores no activations: it runs the adjoi
 
 ``r`` explicit diffusion steps with dropout (Diff-ResNet paper, Appendix E.2.3),
 
-.. math::
-
+$$
     X_k = A\, D_k X_{k-1} \ \ (\text{dropout before}) \quad\text{or}\quad
     X_k = D_k A X_{k-1} \ \ (\text{after}), \qquad k = 1, \dots, r,
     \qquad A = I - \gamma L ,
+$$
 
 are linear in ``X`` (``D_k`` is a fixed diagonal 0 / ``1/(1−p)`` mask), so the gradient
 with respect to the input is the same steps transposed, in reverse order:
 
-.. math::
-
+$$
     \frac{\partial \ell}{\partial X_0} = D_1 A^\top D_2 A^\top \cdots D_r A^\top
     \frac{\partial \ell}{\partial X_r} \quad(\text{before; after: } A^\top D_k).
+$$
 
 Autograd would keep every step's mask (``N × C`` bytes a step) for this; :func:`adjoint_diffusion`
 keeps ``r`` integer seeds and redraws each mask when the backward pass needs it, so the

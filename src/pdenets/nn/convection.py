@@ -22,11 +22,11 @@ class ConvectionBlock(nn.Module):
     From "Diffusion Mechanism in Residual Neural Network: Theory and Applications", eq. (5)–(6)
     and Appendix E:
 
-    .. math::
-
+    $$
         \text{mlp:}\quad x \leftarrow x + \mathrm{FC}_2(\mathrm{ReLU}(\mathrm{FC}_1 x)),
         \qquad
         \text{graph:}\quad x \leftarrow x + \mathrm{ReLU}(\mathrm{FC}_1 x).
+    $$
 
     ``x ← x + FC_2(ReLU(FC_1 x))`` (mlp),  ``x ← x + ReLU(FC_1 x)`` (graph),
 

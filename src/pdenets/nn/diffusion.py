@@ -35,11 +35,11 @@ class DiffusionLayer(nn.Module):
     From "Diffusion Mechanism in Residual Neural Network: Theory and Applications" (eq. 7 and
     Algorithm 1):
 
-    .. math::
-
+    $$
         x_i \leftarrow x_i - \gamma \sum_{j=1}^{N} w_{ij} (x_i - x_j)
         \quad\Longleftrightarrow\quad X \leftarrow (I - \gamma L) X,
         \qquad L = \Lambda - W,
+    $$
 
     i.e. ``X ← (I − γL) X`` repeated ``r`` times; with ``dropout > 0`` each step is followed by
     dropout (the graph variant of Appendix E.2.3, ``x = Dropout(Diffusion(x))``), or preceded by it

@@ -6,16 +6,16 @@ Inverted dropout replaces hidden units ``h ∈ R^m`` by ``h̃ = h ⊙ b / (1 −
 ``b_i ~ Bernoulli(1 − p)``. Write ``h̃ = h + ξ``: ``E ξ = 0`` and the noise is independent across
 units with
 
-.. math::
-
+$$
     \operatorname{Var} \xi_i = a_i(h) = \frac{p}{1 - p} h_i^2 .
+$$
 
 For the rest of the network ``f`` (any smooth function of the hidden units), Taylor's theorem to
 second order gives
 
-.. math::
-
+$$
     \mathbb{E} f(\tilde h) = f(h) + \tfrac12 \sum_i a_i(h)\, \partial_{ii} f(h) + O(\mathbb{E}|\xi|^3),
+$$
 
 which is one unit of time of the anisotropic, state-dependent diffusion
 ``∂_t u = ½ Σ_i a_i(h) ∂_ii u`` started from ``f``: dropout averages the network over a

@@ -4,10 +4,10 @@ Chang et al., "Reversible architectures for arbitrarily deep residual neural net
 as used by Bohn, Griebel & Kannan (2021, eq. 2.6). The channels are split into halves ``Y``
 (first) and ``Z`` (second), and one leapfrog (Verlet) step of a Hamiltonian system updates them:
 
-.. math::
-
+$$
     Y_{j+1} = Y_j + h\,K_1^\top \sigma(K_1 Z_j + b_1), \qquad
     Z_{j+1} = Z_j - h\,K_2^\top \sigma(K_2 Y_{j+1} + b_2),
+$$
 
 with ``K_1, K_2`` 3×3 convolutions (``C/2 → C/2``, zero padding), ``K^T`` the transposed
 convolution with the same weights (the exact adjoint), ``σ = ReLU`` and ``h`` the step size.
@@ -15,10 +15,10 @@ Optionally batch normalization acts on ``K Z + b`` before ``σ`` (the reference 
 
 The step is exactly invertible: undoing the two half-steps in reverse order,
 
-.. math::
-
+$$
     Z_j = Z_{j+1} + h\,K_2^\top \sigma(K_2 Y_{j+1} + b_2), \qquad
     Y_j = Y_{j+1} - h\,K_1^\top \sigma(K_1 Z_j + b_1)
+$$
 
 (:meth:`HamiltonianBlock.inverse`; with batch normalization in evaluation mode). Running
 the forward step with ``−h`` is *not* the inverse: it evaluates ``K_1`` at ``Z_{j+1}``, not ``Z_j``.

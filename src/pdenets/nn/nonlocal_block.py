@@ -5,9 +5,9 @@ For a feature map ``X`` with strips ``X_i ∈ R^C`` (``i`` over the ``H·W`` pix
 embeddings ``θ`` and ``φ`` (``C → C/2``), the kernel ``ω_ij = ω(θ(X_i), φ(X̂_j))`` is computed
 once from ``X`` and the ``k`` stages are
 
-.. math::
-
+$$
     B_1 = X + h\,\mathcal{K}_1[\,T(X)\,], \qquad B_m = X + h\,\mathcal{K}_m[\,T(B_{m-1})\,],
+$$
 
 where ``T`` is the operator's term (:mod:`pdenets.operators.nonlocal_ops`: nonlocal diffusion
 with the embedded dot product or Gaussian, fractional Laplacian ``(−Δ)^s``, inverse

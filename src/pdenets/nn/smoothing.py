@@ -4,17 +4,17 @@ From "Convection-Diffusion Equation: A Theoretically Certified Framework for Neu
 
 For a function ``f: R^d → R^c`` (a classifier's scores) the smoothed function
 
-.. math::
-
+$$
     g_\sigma(x) = \mathbb{E}_{\varepsilon \sim N(0, I)}\, f(x + \sigma \varepsilon)
                = (G_{\sigma^2} * f)(x), \qquad
     G_t(z) = (2\pi t)^{-d/2} e^{-\|z\|^2 / (2t)},
+$$
 
 is ``f`` convolved with the Gaussian of variance ``t = σ²``, which is the heat kernel of
 
-.. math::
-
+$$
     \partial_t u = \tfrac12 \Delta u, \qquad u(\cdot, 0) = f .
+$$
 
 So ``g_σ = u(·, σ²)``: training or predicting with Gaussian noise of scale ``σ`` runs the
 diffusion equation for a time ``σ²`` on the network's output. Derivation: ``∂_t G_t = ½ ΔG_t``
@@ -206,9 +206,9 @@ class RandomizedSmoothing(nn.Module):
     Certified Framework for Neural Networks"; as a defence it is the randomized smoothing of
     "Certified Adversarial Robustness via Randomized Smoothing" (Cohen et al.).
 
-    .. math::
-
+    $$
         g_\sigma = u(\cdot, \sigma^2), \qquad \partial_t u = \tfrac12 \Delta u, \quad u(\cdot, 0) = f .
+    $$
 
     Args:
         model: ``f``, any module ``(M, ...) -> (M, *)``.

@@ -3,10 +3,10 @@ r"""Explicit diffusion on a graph: the pure functions behind :class:`pdenets.nn.
 One explicit Euler step of the graph heat equation ``dX/dt = −L X`` ("Diffusion Mechanism in
 Residual Neural Network: Theory and Applications", eq. 7/8):
 
-.. math::
-
+$$
     X \leftarrow X - \gamma L X = (I - \gamma L) X ,
     \qquad L = \Lambda - W .
+$$
 
 :class:`DiffusionOperator` assembles ``A = I − γL`` once — a sparse matrix with the
 sparsity of ``W`` plus the diagonal — and applies it ``r`` times with one sparse

@@ -1,28 +1,28 @@
 r"""The fractional Laplacian on a 2-D grid: the spatial operator behind the PIDE blocks, with two
 discretizations.
 
-For :math:`0 < s < 1` and :math:`n = 2` (Bohn, Griebel & Kannan, eq. 3.5),
+For $0 < s < 1$ and $n = 2$ (Bohn, Griebel & Kannan, eq. 3.5),
 
-.. math::
-
+$$
     (-\Delta)^s v(x) = c_{2,s}\, \mathrm{P.V.}\!\int_{\mathbb{R}^2} \frac{v(x) - v(y)}{|x - y|^{2+2s}}\,dy,
     \qquad \widehat{(-\Delta)^s v}(\xi) = |\xi|^{2s}\, \hat v(\xi)
+$$
 
-(angular frequency; the paper writes :math:`(2\pi|\xi|)^{2s}` for :math:`e^{2\pi i x\cdot\xi}`).
+(angular frequency; the paper writes $(2\pi|\xi|)^{2s}$ for $e^{2\pi i x\cdot\xi}$).
 
 * :func:`fractional_laplacian_grid` — the singular integral as a lattice sum on a grid of
   spacing ``h`` (``v = 0`` outside the grid): every other grid point stands for its cell, and
   the cell around ``x`` itself, where the integrand is singular, is integrated from the
   Taylor expansion ``v(x) − v(y) ≈ −½ (y−x)ᵀ∇²v (y−x)``, which contributes
-  :math:`-c_{2,s}\,\Delta_h v\,\tfrac{\pi}{2}\tfrac{\rho^{2-2s}}{2-2s}` (``Δ_h`` the 5-point
+  $-c_{2,s}\,\Delta_h v\,\tfrac{\pi}{2}\tfrac{\rho^{2-2s}}{2-2s}$ (``Δ_h`` the 5-point
   Laplacian, ``ρ = h/√π`` the radius of a disc of the cell's area). As ``s → 1``,
-  :math:`c_{2,s} \sim 4(1-s)/π` and this term tends to ``−Δ_h v`` while the lattice sum
+  $c_{2,s} \sim 4(1-s)/π$ and this term tends to ``−Δ_h v`` while the lattice sum
   vanishes: the local Laplacian is the limit. The sum over all lattice vectors of
-  :math:`|k|^{-2-2s}` is :math:`4\zeta(1+s)\beta(1+s)` (Riemann ζ, Dirichlet β).
+  $|k|^{-2-2s}$ is $4\zeta(1+s)\beta(1+s)$ (Riemann ζ, Dirichlet β).
 * :func:`spectral_fractional_laplacian` — the Fourier multiplier ``|ξ|^{2s}`` on the
   periodic grid (FFT), the reference on smooth, rapidly decaying functions.
 * :func:`gaussian_fractional_laplacian` — the exact value for ``v = exp(−|x|²/2)``:
-  :math:`2^s\,\Gamma(1+s)\,{}_1F_1(1+s; 1; -|x|^2/2)`.
+  $2^s\,\Gamma(1+s)\,{}_1F_1(1+s; 1; -|x|^2/2)$.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ __all__ = [
 
 
 def lattice_zeta(exponent: float) -> float:
-    """:math:`\\sum_{k \\in \\mathbb{Z}^2 \\setminus 0} |k|^{-2a} = 4 ζ(a) β(a)` for ``a = exponent > 1``."""
+    """$\\sum_{k \\in \\mathbb{Z}^2 \\setminus 0} |k|^{-2a} = 4 ζ(a) β(a)$ for ``a = exponent > 1``."""
     beta = 4.0 ** (-exponent) * (special.zeta(exponent, 0.25) - special.zeta(exponent, 0.75))
     return 4.0 * float(special.zeta(exponent)) * float(beta)
 

@@ -1,16 +1,16 @@
 r"""Graph Laplacian and the stability bound of explicit diffusion.
 
-.. math::
-
+$$
     L = \Lambda - W, \qquad \Lambda = \mathrm{diag}(d_i), \quad d_i = \sum_j w_{ij}.
+$$
 
 Explicit Euler diffusion ``X ← (I − γL) X`` ("Diffusion Mechanism in Residual Neural Network:
 Theory and Applications", Appendix A) is stable when
 
-.. math::
-
+$$
     0 < \gamma \le \gamma_{max} = \frac{1}{\max_i \sum_{j \ne i} w_{ij}}
     \quad\text{or, for symmetric } W,\quad \gamma \le \frac{2}{\lambda_{max}(L)} .
+$$
 
 For the paper's setting (all degrees equal to ``d``, no self weight) this is Prop. 2's
 ``γ ≤ 1/d``. In general it is the Gershgorin condition: every row of ``I − γL`` is then

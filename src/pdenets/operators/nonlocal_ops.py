@@ -16,8 +16,8 @@ operator                kernel ``ω_ij``                                        
 ``log``                 ``−2λ log‖θ_i − φ_j‖ − γ_E`` (``s = n/2``)                 ``(c_n/𝒩_i) Σ_j ω_ij V_j``
 ======================  ==========================================================  =====================================
 
-with :math:`c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)`, :math:`c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))`,
-:math:`c_n = 1/((4π)^{n/2} Γ(n/2))` and ``γ_E`` the Euler–Mascheroni constant. ``n`` is the
+with $c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)$, $c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))$,
+$c_n = 1/((4π)^{n/2} Γ(n/2))$ and ``γ_E`` the Euler–Mascheroni constant. ``n`` is the
 dimension of the image domain, ``n = 2``; the paper's ``(−Δ)^{−1}`` is the log kernel
 (``s = n/2 = 1``). Where a singular kernel is undefined (``θ_i = φ_j``), the entry is 0
 ("safe divide"; for the log kernel the term is dropped), so outputs and gradients stay finite.
@@ -65,7 +65,7 @@ CHUNK_ELEMENTS = 1 << 21
 
 
 def fractional_constant(n: int, s: float) -> float:
-    """:math:`c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)`, ``0 < s < 1``.
+    """$c_{n,s} = 4^s Γ(n/2+s) / (π^{n/2} |Γ(−s)|)$, ``0 < s < 1``.
 
     Examples:
         >>> round(fractional_constant(1, 0.5) * math.pi, 12)    # c_{1,1/2} = 1/π
@@ -77,7 +77,7 @@ def fractional_constant(n: int, s: float) -> float:
 
 
 def inverse_fractional_constant(n: int, s: float) -> float:
-    """:math:`c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))`, ``0 < s < n/2``."""
+    """$c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))$, ``0 < s < n/2``."""
     if not 0 < s < n / 2:
         raise ValueError(
             f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the "
@@ -87,7 +87,7 @@ def inverse_fractional_constant(n: int, s: float) -> float:
 
 
 def log_constant(n: int) -> float:
-    """:math:`c_n = 1 / ((4π)^{n/2} Γ(n/2))` of the log kernel (``s = n/2``)."""
+    """$c_n = 1 / ((4π)^{n/2} Γ(n/2))$ of the log kernel (``s = n/2``)."""
     return 1.0 / ((4 * math.pi) ** (n / 2) * math.gamma(n / 2))
 
 

@@ -6,18 +6,18 @@ contiguous range of a numbering made by :func:`~pdenets.operators.partition_grap
 nodes. A step needs, besides its own rows of ``X``, the rows of the *halo* ``H_k``: the nodes outside ``P_k``
 that its rows of ``W`` point at. So every step is
 
-.. math::
-
+$$
     X_{H_k} \leftarrow \text{rows sent by their owners}, \qquad
     Y_{P_k} = A_{P_k, P_k} X_{P_k} + A_{P_k, H_k} X_{H_k},
+$$
 
 and its transpose (the backward pass, ``∂ℓ/∂X = Aᵀ ∂ℓ/∂Y``) runs the exchange the other way:
 
-.. math::
-
+$$
     G_{P_k \cup H_k} = A_{P_k, P_k \cup H_k}^\top\, \frac{\partial \ell}{\partial Y_{P_k}}, \qquad
     \frac{\partial \ell}{\partial X_{P_k}} = G_{P_k} + \sum_{j \ne k} (\text{the rows of } G_{H_j}
     \text{ that } j \text{ sends back to } k).
+$$
 
 Only halo rows travel: ``|H_k| × C`` numbers per step each way. The degrees ``Λ`` are sums of a process's
 own rows, so building ``A`` needs no communication; the stability bound ``γ ≤ 1 / max_i Σ_{j≠i} w_ij`` is one

@@ -7,9 +7,9 @@ Let ``W̃ = W + I`` be the graph with unit self-loops, ``D̃`` its degrees and
 ``Â = D̃^{-1/2} W̃ D̃^{-1/2}``. The normalized Laplacian of the self-looped graph is
 ``L̃ = I − Â``, and one explicit diffusion step of ``dX/dt = −L̃ X`` with step ``γ`` is
 
-.. math::
-
+$$
     X \leftarrow (I - \gamma \tilde L) X = (1 - \gamma) X + \gamma \hat A X .
+$$
 
 * **GCN** (Kipf & Welling): the propagation ``Â X`` of a layer ``σ(Â X Θ)`` is this step with
   ``γ = 1`` — a GCN layer is one diffusion step followed by a pointwise map (convection).

@@ -3,9 +3,9 @@
 ``Y = M X`` row by row: each output row is the weighted sum of the rows of ``X`` its stored entries
 point at, accumulated in registers and written once,
 
-.. math::
-
+$$
     Y_{i,:} = \\sum_{k = p_i}^{p_{i+1} - 1} v_k \\, X_{j_k,:},
+$$
 
 with ``p`` the row pointers, ``j`` the column indices and ``v`` the values of ``M``. The rows are split
 over the threads torch is allowed (``torch.get_num_threads()``). On a graph whose rows point anywhere

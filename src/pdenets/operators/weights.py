@@ -3,10 +3,10 @@ r"""Diffusion weights from a point cloud: Gaussian kernel, top-k sparsification,
 "Diffusion Mechanism in Residual Neural Network: Theory and Applications" (Diff-ResNet),
 Algorithm 1:
 
-.. math::
-
+$$
     \tilde w_{ij} = \exp\!\left(-\frac{\|x_i - x_j\|^2}{\sigma^2}\right), \qquad
     W = \mathrm{Normalize}(\mathrm{Sparse}(\tilde W, n_{top})).
+$$
 
 ``Sparse`` keeps the ``n_top`` largest entries of each row, i.e. the ``n_top`` nearest
 neighbours, which :func:`~pdenets.operators.knn.knn_search` finds without forming

@@ -4,11 +4,11 @@ NeurIPS 2021), batched over tasks.
 TIM's classifier, ``p_{ic} = softmax_c(−τ/2 ‖z_i − w_c‖²)`` with ``w_c`` starting at the support
 means, trained by Adam on
 
-.. math::
-
+$$
     \mathrm{CE}(\text{support})
     - \big( H_\alpha(\bar p) - \tfrac{1}{Q}\textstyle\sum_{i \in Q} H_\alpha(p_i) \big),
     \qquad H_\alpha(p) = \frac{1 - \sum_c p_c^\alpha}{\alpha - 1},
+$$
 
 Tsallis α-entropies in place of Shannon's (``α → 1`` gives TIM with weights ``(1, 1, 1)``). The
 marginal term still rewards spread predictions, but its gradient in a class proportion,

@@ -8,10 +8,10 @@ Two biases of the support prototypes ``m_c`` (support means) are reduced with th
   the support, its nearest prototype by cosine on the queries) and the prototypes become the
   weighted means of their members,
 
-  .. math::
-
-      \tilde m_c = \sum_{z \in c} w_z z, \qquad
-      w_z = \frac{\exp(T\cos(z, m_c))}{\sum_{z' \in c} \exp(T\cos(z', m_c))} .
+    $$
+        \tilde m_c = \sum_{z \in c} w_z z, \qquad
+        w_z = \frac{\exp(T\cos(z, m_c))}{\sum_{z' \in c} \exp(T\cos(z', m_c))} .
+    $$
 
 The queries themselves (not shifted) are then classified by cosine similarity to the rectified
 prototypes, ``p(c | x) = softmax_c(T cos(x, \tilde m_c))``; ``T = 10`` (the paper's ε).

@@ -4,10 +4,10 @@ Each task trains the Diff-ResNet head (Wang, Dou, Bao, Shi, *Diffusion Mechanism
 Neural Network: Theory and Applications*, §5.3 and Appendix E.3) on its support set, full
 batch, with the task's queries present in the graph:
 
-.. math::
-
+$$
     h = x + \mathrm{FC}_2(\mathrm{ReLU}(\mathrm{FC}_1 x)), \qquad
     h \leftarrow (I - \gamma L)^r h, \qquad o = \mathrm{FC}_3(h),
+$$
 
 ``FC₁, FC₂: R^M → R^M``, ``FC₃: R^M → R^C``, ``L = diag(W1) − W`` of the task's graph over
 support ∪ query. The loss is the cross entropy of the support outputs, plus

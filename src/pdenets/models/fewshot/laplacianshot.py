@@ -5,17 +5,17 @@ The "Diffusion" method of the Diff-ResNet ablation: no network, label propagatio
 With unary costs ``a_{ic} = ‖x_i − m_c‖`` of query ``i`` and prototype ``c`` and query
 affinities ``w_{ij}``, LaplacianShot minimises over soft assignments ``y_i`` in the simplex
 
-.. math::
-
+$$
     E(Y) = \sum_i y_i^\top a_i - \frac{\lambda}{2} \sum_{i,j} w_{ij}\, y_i^\top y_j
            + \sum_i y_i^\top \log y_i
+$$
 
 by bound optimisation: linearising the (for positive semi-definite ``W``) concave pairwise
 term at the current ``Y`` gives a separable upper bound whose minimiser is
 
-.. math::
-
+$$
     y_i \leftarrow \operatorname{softmax}\Big(-a_i + \lambda \sum_j w_{ij} y_j\Big),
+$$
 
 so every iteration lowers ``E`` when ``W`` is PSD. Iterations stop when the relative change
 of ``E`` falls below ``tolerance`` or after ``max_iterations``. The affinity of the

@@ -5,22 +5,22 @@ Soft assignments ``u_i`` of the queries, class centres ``w_c`` and the class pro
 ``\hat π_c = \frac{1}{Q}\sum_i u_{ic}`` minimise a K-means-like objective plus a description-length
 penalty on the proportions,
 
-.. math::
-
+$$
     \frac{τ}{2}\Big(\sum_{i \in S} \lVert z_i - w_{y_i} \rVert^2 + \sum_{i \in Q} \sum_c u_{ic}
     \lVert z_i - w_c \rVert^2\Big) + \sum_{i \in Q} \sum_c u_{ic} \log u_{ic}
     - λ \sum_c \hat π_c \log \hat π_c ,
+$$
 
 which *lowers* the entropy of the proportions: classes the queries do not hold lose their share,
 so the method neither assumes balanced queries nor that every class is present. Block
 minimisation (the concave penalty linearised at the current proportions) alternates, from
 ``w`` = support means and ``v = 0``,
 
-.. math::
-
+$$
     u_{ic} = \operatorname{softmax}_c\Big(-\frac{τ}{2}\lVert z_i - w_c\rVert^2 + \frac{λ}{Q} v_c\Big),\quad
     v_c = \log(\hat π_c + 10^{-6}) + 1,\quad
     w_c = \frac{\sum_{i \in S_c} z_i + \sum_{i \in Q} u_{ic} z_i}{|S_c| + \sum_{i \in Q} u_{ic}} .
+$$
 
 With ``λ = Q`` (the paper's setting, ``lam=None``) the assignment step is the E-step of a Gaussian
 mixture with learned proportions ``u_{ic} ∝ \hat π_c e^{−τ‖z_i − w_c‖²/2}``, and the method has no

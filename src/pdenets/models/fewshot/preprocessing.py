@@ -10,11 +10,11 @@ BD-CSPN, all on tensors of shape ``(T, n, M)`` (``T`` tasks):
   method reads ``c·x`` as it reads ``x`` (L2-normalized features have their scale already);
 * :func:`rectified_prototypes` — prototypes re-estimated from support and queries:
 
-  .. math::
-
-      s_{ic} = T\cos(z_i, m_c),\quad \hat y_i = \arg\max_c s_{ic},\quad
-      w_{ic} = \operatorname{softmax}_c(s_{ic}),\quad
-      \tilde m_c = \frac{1}{|\{i : \hat y_i = c\}|} \sum_{\hat y_i = c} w_{ic} z_i ,
+    $$
+        s_{ic} = T\cos(z_i, m_c),\quad \hat y_i = \arg\max_c s_{ic},\quad
+        w_{ic} = \operatorname{softmax}_c(s_{ic}),\quad
+        \tilde m_c = \frac{1}{|\{i : \hat y_i = c\}|} \sum_{\hat y_i = c} w_{ic} z_i ,
+    $$
 
   over ``z`` = support ∪ query with temperature ``T = 10``: the form the Diff-ResNet code
   computes (the paper prints a softmax over samples instead). A class that receives no

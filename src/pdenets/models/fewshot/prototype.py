@@ -1,9 +1,9 @@
 r"""Nearest prototype (Snell et al., *Prototypical Networks for Few-shot Learning*, 2017): the inductive
 baseline.
 
-.. math::
-
+$$
     p(c \mid x) = \operatorname{softmax}_c\big(-\lVert x - m_c \rVert\big),
+$$
 
 ``m_c`` the class mean of the support set (or the rectified prototype, :attr:`FewShotBatch.prototypes`).
 """

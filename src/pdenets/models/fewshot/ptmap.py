@@ -9,10 +9,10 @@ r"""PT-MAP (Hu, Gripon, Pateux, *Leveraging the Feature Distribution in Transfer
    queries are assumed balanced over the classes; ``sinkhorn_iterations`` scalings), then
    moves every centre towards the assignment-weighted mean of support ∪ query,
 
-   .. math::
-
-       \mu_c = \frac{\sum_{i \in S} [y_i = c] f_i + \sum_{i \in Q} P_{ic} f_i}
-                    {|S_c| + \sum_{i \in Q} P_{ic}}, \qquad m_c \leftarrow m_c + \alpha(\mu_c - m_c).
+    $$
+        \mu_c = \frac{\sum_{i \in S} [y_i = c] f_i + \sum_{i \in Q} P_{ic} f_i}
+                     {|S_c| + \sum_{i \in Q} P_{ic}}, \qquad m_c \leftarrow m_c + \alpha(\mu_c - m_c).
+    $$
 
 3. The final Sinkhorn assignment ``P`` (rows normalized) is the prediction.
 

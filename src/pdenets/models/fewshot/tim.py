@@ -4,12 +4,12 @@ tasks.
 A classifier with one weight vector per class, ``p_{ic} = softmax_c(−τ/2 ‖z_i − w_c‖²)``,
 starts at the support means and minimises by gradient descent (Adam)
 
-.. math::
-
+$$
     \lambda_{\mathrm{CE}}\,\mathrm{CE}(\text{support})
     - \lambda_{\mathrm{marg}}\, H\big(\bar p\big)
     + \lambda_{\mathrm{cond}}\, \frac{1}{Q}\sum_{i \in Q} H(p_i),
     \qquad \bar p = \frac{1}{Q} \sum_{i \in Q} p_i ,
+$$
 
 the support cross entropy, the marginal entropy of the query predictions (maximised: it
 favours balanced classes) and their conditional entropy (minimised: confident predictions).
