@@ -30,6 +30,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 docs: $(STAMP)   # the API site (mkdocs + mkdocstrings) from docs/ and the docstrings; warnings are errors -> site/
+                 # (its MathJax is fetched once by docs/hooks/mathjax.py into docs/javascripts/vendor/)
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
@@ -43,4 +44,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/diffusion.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache site
+	rm -rf $(VENV) runs .pytest_cache site docs/javascripts/vendor
