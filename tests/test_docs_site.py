@@ -1,0 +1,223 @@
+"""The formulas of the API site render, offline: the site is built (``mkdocs build --strict``, as
+``make docs`` does) and its pages with formulas (the ``pdenets.nn`` API page and the COIN guide among
+them) are opened in headless Chromium, where MathJax, shipped with the site, must have typeset every
+formula. A page fails on raw ``.. math::`` or ``:math:`` text, raw ``$$``, ``\\[`` or ``\\(`` delimiters
+or TeX commands in its text, an ``arithmatex`` element without MathJax's output, a TeX error, a MathJax
+that did not load, or a script from another site. Planted defects show that the check can fail.
+
+Skipped, saying what to install, where mkdocs (``pip install -e '.[docs]'``) or the browser is missing,
+or where MathJax is neither in ``docs/javascripts/vendor`` nor can be fetched (``docs/hooks/mathjax.py``).
+The docstrings and guides are checked for reStructuredText math without either."""
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdenets.experiments.browser_check import browser_available
+
+ROOT = Path(__file__).resolve().parents[1]
+#: pages opened in the browser whatever they hold; every other page with a formula is opened too
+PAGES = ("api/nn/index.html", "coin/index.html")
+MATHJAX = "javascripts/vendor/mathjax/tex-svg-full.js"
+
+#: what a reader must never see as text (outside code): reStructuredText math, TeX delimiters, TeX commands
+RAW_MATH = re.compile(r"\.\. math::|:math:`|\$\$|\\[\[\]()]|\\[A-Za-z]{2,}")
+
+_INSPECT = """
+const done = arguments[arguments.length - 1];
+const raw = new RegExp(arguments[0]);
+const skip = 'pre, code, script, style, textarea, mjx-container';
+function report(mathjax) {
+  const formulas = Array.from(document.querySelectorAll('.arithmatex'));
+  const untypeset = formulas.filter(f => !f.querySelector('mjx-container'))
+      .map(f => f.textContent.trim().slice(0, 80));
+  const errors = Array.from(document.querySelectorAll('mjx-merror, [data-mml-node="merror"]'))
+      .map(e => e.getAttribute('data-mjx-error') || e.textContent.slice(0, 80));
+  const text = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest(skip)) continue;
+    const found = raw.exec(node.textContent);
+    if (found) {
+      const start = Math.max(0, found.index - 30);
+      text.push(node.textContent.slice(start, found.index + 50).replace(/\\s+/g, ' ').trim());
+    }
+  }
+  const scripts = Array.from(document.scripts).filter(s => s.src && !s.src.startsWith('file:'))
+      .map(s => s.src);
+  done({mathjax: mathjax, formulas: formulas.length, untypeset: untypeset, errors: errors, text: text,
+        scripts: scripts});
+}
+if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+  MathJax.startup.promise.then(() => report(MathJax.version), e => report('failed: ' + e));
+} else {
+  report(null);
+}
+"""
+
+
+def _missing_docs_tools():
+    for module, extra in (
+        ("mkdocs", "mkdocs"),
+        ("material", "mkdocs-material"),
+        ("mkdocstrings", "mkdocstrings"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            return f"{extra} is not installed (pip install -e '.[docs]')"
+    return None
+
+
+def _mathjax_hook():
+    spec = importlib.util.spec_from_file_location(
+        "pdenets_docs_mathjax", ROOT / "docs" / "hooks" / "mathjax.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The whole site, built strict as ``make docs`` builds it (about 10 s on two cores)."""
+    missing = _missing_docs_tools()
+    if missing:
+        pytest.skip(f"docs site check skipped: {missing}")
+    try:
+        _mathjax_hook().ensure(ROOT / "docs")
+    except RuntimeError as error:
+        pytest.skip(f"docs site check skipped: {error}")
+    out = tmp_path_factory.mktemp("site")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = browser_available()
+    if missing:
+        pytest.skip(f"docs site check skipped: {missing}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome")))
+    )
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def formula_problems(driver, page):
+    """What keeps the formulas of ``page`` (an HTML file) from reading as formulas: one line each."""
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(Path(page).resolve().as_uri())
+    seen = driver.execute_async_script(_INSPECT, RAW_MATH.pattern)
+    problems = []
+    if not seen["mathjax"] or seen["mathjax"].startswith("failed"):
+        problems.append(
+            f"MathJax did not load ({seen['mathjax'] or 'no MathJax.startup'}): its script ({MATHJAX}, "
+            "fetched by docs/hooks/mathjax.py) is missing or broken"
+        )
+    if seen["untypeset"]:
+        first = seen["untypeset"][0]
+        problems.append(
+            f"{len(seen['untypeset'])} of {seen['formulas']} formulas not typeset, e.g. {first!r}"
+        )
+    problems += [f"TeX error: {error}" for error in seen["errors"]]
+    problems += [f"raw math in the text: {text}" for text in seen["text"]]
+    problems += [f"script from another site (the site must work offline): {src}" for src in seen["scripts"]]
+    problems += [
+        f"browser: {entry['message'][:200]}"
+        for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE" and "mathjax" in entry["message"].lower()
+    ]
+    return problems
+
+
+def _pages_with_formulas(site):
+    pages = {site / page for page in PAGES}
+    pages |= {
+        page for page in site.rglob("*.html") if 'class="arithmatex"' in page.read_text(encoding="utf-8")
+    }
+    return sorted(pages)
+
+
+def test_docstrings_and_guides_write_math_for_arithmatex():
+    """``$...$`` and ``$$`` blocks, which the API site renders; reStructuredText math would print as text."""
+    sources = sorted((ROOT / "src" / "pdenets").rglob("*.py")) + sorted((ROOT / "docs").glob("*.md"))
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\.\. math::|:math:`", line)
+    ]
+    assert not found, "write $...$ or a $$ block instead:\n" + "\n".join(found)
+
+
+def test_the_built_site_ships_mathjax_and_no_raw_math(site):
+    assert (site / MATHJAX).stat().st_size > 1_000_000
+    assert not (site / "hooks").exists()
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert ".. math::" not in html and ":math:`" not in html, f"{page}: reStructuredText math"
+        if 'class="arithmatex"' in html:
+            assert re.search(r'<script src="[./]*' + re.escape(MATHJAX) + '"', html), f"{page}: no {MATHJAX}"
+
+
+def test_every_formula_renders_in_a_browser(site, browser):
+    pages = _pages_with_formulas(site)
+    assert len(pages) >= 3, pages  # nn, models and the COIN guide hold formulas
+    problems = [
+        f"{page.relative_to(site)}: {line}" for page in pages for line in formula_problems(browser, page)
+    ]
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
+
+
+def _plant(site, name, edit):
+    """A copy of the nn page beside it, changed by ``edit`` (its relative links still resolve)."""
+    page = site / "api" / "nn" / name
+    page.write_text(edit((site / "api" / "nn" / "index.html").read_text(encoding="utf-8")), encoding="utf-8")
+    return page
+
+
+def test_the_check_fails_on_unrendered_formulas(site, browser):
+    """Each planted defect is named: MathJax missing, raw reStructuredText, raw TeX, a TeX error, a CDN."""
+    no_mathjax = _plant(site, "no-mathjax.html", lambda html: html.replace(MATHJAX, MATHJAX + ".missing"))
+    problems = " | ".join(formula_problems(browser, no_mathjax))
+    assert "MathJax did not load" in problems and re.search(r"(\d+) of \1 formulas not typeset", problems)
+
+    def raw(html):
+        paragraph = "<p>.. math::</p><p>$$ x = 1 $$</p><p>and \\( y \\)</p><p>and \\mathrm{FC}_1 x</p>"
+        broken = '<div class="arithmatex">\\[ x^2^3 \\]</div>'
+        return html.replace('<div class="md-content"', paragraph + broken + '<div class="md-content"', 1)
+
+    problems = " | ".join(formula_problems(browser, _plant(site, "raw.html", raw)))
+    assert "raw math in the text: .. math::" in problems and "raw math in the text: $$ x = 1 $$" in problems
+    assert "\\( y \\)" in problems and "\\mathrm{FC}_1" in problems
+    assert "TeX error: Double exponent" in problems
+
+    cdn = '<script src="https://cdn.example.invalid/mathjax@3/es5/tex-svg.js"></script>'
+    problems = " | ".join(
+        formula_problems(browser, _plant(site, "cdn.html", lambda h: h.replace("</body>", cdn + "</body>")))
+    )
+    assert "script from another site" in problems and "cdn.example.invalid" in problems
