@@ -12,21 +12,47 @@ import numpy as np
 import torch
 
 from ...experiments.plots import plt
+from .protocol import CLOSED_FORM, diffuses_itself, learned_forecasters
 
-__all__ = ["FORECAST_COLORS", "horizon_figure", "forecast_figure", "graph_figure"]
+__all__ = ["forecast_color", "horizon_figure", "forecast_figure", "graph_figure"]
 
-#: one colour per forecaster, the same in every figure
-FORECAST_COLORS = {
-    "last-value": "#999999",
-    "moving-average": "#bbbb55",
-    "linear": "#1f77b4",
-    "window-mlp": "#ff7f0e",
-    "coin-forecast": "#d62728",
-    "window-gcn": "#2ca02c",
-    "cheb-gru": "#9467bd",
-    "pygt-gconv-gru": "#8c564b",
-}
-_HIGHLIGHT = "coin-forecast"
+#: the colours of the forecasters, given in their order (closed-form, then the registry's forecast family)
+_PALETTE = (
+    "#999999",
+    "#bbbb55",
+    "#1f77b4",
+    "#ff7f0e",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+)
+
+
+def forecast_color(model: str) -> str:
+    """One colour per forecaster, the same in every figure: by its place among all forecasters.
+
+    Args:
+        model: a forecaster's name.
+
+    Returns:
+        A hex colour (a forecaster outside the list gets the last one).
+
+    Examples:
+        >>> forecast_color("last-value"), forecast_color("no-such-forecaster")
+        ('#999999', '#7f7f7f')
+    """
+    order = CLOSED_FORM + learned_forecasters()
+    return _PALETTE[order.index(model) % (len(_PALETTE) - 1)] if model in order else _PALETTE[-1]
+
+
+def _line_width(model: str, highlighted: float, other: float) -> float:
+    """COIN's own forecaster (the one that diffuses itself) drawn thicker."""
+    return highlighted if model not in CLOSED_FORM and diffuses_itself(model) else other
 
 
 def horizon_figure(
@@ -59,8 +85,8 @@ def horizon_figure(
                 values,
                 "o-",
                 label=model,
-                color=FORECAST_COLORS.get(model),
-                linewidth=2.5 if model == _HIGHLIGHT else 1.2,
+                color=forecast_color(model),
+                linewidth=_line_width(model, 2.5, 1.2),
             )
     ax.set_xlabel("horizon")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # horizons are whole steps
@@ -107,9 +133,9 @@ def forecast_figure(
             ax.plot(
                 steps,
                 values,
-                color=FORECAST_COLORS.get(model),
+                color=forecast_color(model),
                 label=model,
-                linewidth=2.2 if model == _HIGHLIGHT else 1.0,
+                linewidth=_line_width(model, 2.2, 1.0),
                 alpha=0.9,
             )
             if not shown:

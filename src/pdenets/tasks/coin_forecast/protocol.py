@@ -42,6 +42,8 @@ import torch
 from ...data.temporal import TemporalGraphSeries, forecast_windows
 
 __all__ = [
+    "learned_forecasters",
+    "diffuses_itself",
     "PROTOCOLS",
     "TRANSFORMS",
     "ForecastSetup",
@@ -76,6 +78,40 @@ SELECTION_CONFIDENCE = 0.95
 PROTOCOLS = ("ours", "pyg-temporal")
 #: the closed-form reference forecasts of :func:`closed_form_forecast`
 CLOSED_FORM = ("last-value", "moving-average", "linear")
+
+
+def learned_forecasters() -> Tuple[str, ...]:
+    """The trained forecasters: every model of the registry's ``forecast`` family, in registration order.
+
+    Returns:
+        The names, e.g. ``("window-mlp", "coin-forecast", ...)``.
+
+    Examples:
+        >>> "coin-forecast" in learned_forecasters()
+        True
+    """
+    from ...models.registry import list_models
+
+    return tuple(list_models("forecast", order="registration"))
+
+
+def diffuses_itself(model: str) -> bool:
+    """Whether a forecaster carries COIN's diffusion in its own layers (its registry defaults set
+    ``num_steps``): it is trained with the diffusion settings and not diffused again afterwards.
+
+    Args:
+        model: a forecaster's name (closed-form or registered).
+
+    Returns:
+        ``True`` for COIN's own forecaster, ``False`` for the others.
+
+    Examples:
+        >>> diffuses_itself("coin-forecast"), diffuses_itself("window-gcn"), diffuses_itself("linear")
+        (True, False, False)
+    """
+    from ...models.registry import model_entry
+
+    return model not in CLOSED_FORM and "num_steps" in model_entry(model).defaults
 
 
 @dataclass(frozen=True)

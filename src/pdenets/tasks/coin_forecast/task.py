@@ -40,8 +40,10 @@ from .protocol import (
     ForecastSetup,
     choose_diffusion,
     closed_form_forecast,
+    diffuses_itself,
     first_horizon_forecasts,
     forecast_metrics,
+    learned_forecasters,
     linear_forecast,
     masked_mse,
     protocol_windows,
@@ -62,7 +64,7 @@ __all__ = [
 ]
 
 BASELINES = CLOSED_FORM
-LEARNED = ("window-mlp", "coin-forecast", "window-gcn", "cheb-gru", "pygt-gconv-gru")
+LEARNED = learned_forecasters()
 #: closed-form forecasts that read no target: COIN over them may select on every target before the test period
 UNFITTED = ("last-value", "moving-average")
 #: names that changed, with what they are now
@@ -269,7 +271,7 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
         in_features=data["lags"],
         num_classes=data["horizons"],
         hidden=reference["hidden"] if reference else training.hidden,
-        **(coin if spec.model == "coin-forecast" else {}),
+        **(coin if diffuses_itself(spec.model) else {}),
     ).to(device)
     inputs, targets = (data[name].to(device=device, dtype=torch.float32) for name in ("inputs", "targets"))
     masks = {name: mask.to(device) for name, mask in data["masks"].items()}
@@ -386,9 +388,8 @@ class CoinForecastTask(Task):
             for protocol in config.protocols:
                 setup = _setup(config) if protocol == "ours" else None
                 for model in config.models:
-                    closed_form = (
-                        model in BASELINES
-                    )  # deterministic and untrained: one run, no training settings
+                    # deterministic and untrained: one run, no training settings
+                    closed_form = model in BASELINES
                     for seed in config.seeds[:1] if closed_form else config.seeds:
                         jobs.append(
                             ForecastJob(
@@ -399,7 +400,7 @@ class CoinForecastTask(Task):
                                 setup,
                                 None if closed_form else training,
                                 config.device,
-                                None if model == "coin-forecast" else grid,
+                                None if diffuses_itself(model) else grid,
                                 config.data_dir,
                             )
                         )
