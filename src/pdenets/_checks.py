@@ -20,10 +20,12 @@ import math
 import numbers
 import os
 import re
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TypeVar
 
 import numpy as np
 import torch
+
+_T = TypeVar("_T")
 
 __all__ = [
     "NonFiniteError",
@@ -310,7 +312,7 @@ def nearest_hint(value, choices: Sequence) -> str:
     return f" (did you mean {close[0]!r}?)" if len(close) == 1 else ""
 
 
-def check_choice(value, name: str, choices: Sequence) -> object:
+def check_choice(value: _T, name: str, choices: Sequence[object]) -> _T:
     """``value`` must be one of ``choices`` (a mistyped string is told the nearest choice)."""
     if value not in choices:
         raise ValueError(

@@ -228,7 +228,10 @@ class DiffusionOperator:
     def matrix(self) -> torch.Tensor:
         """``A = I − γL`` (dense tensor or coalesced sparse COO; a sparse one is rebuilt from the stored
         CSR)."""
-        return self._matrix if self._matrix is not None else self.propagation.to_coo()
+        if self._matrix is not None:
+            return self._matrix
+        assert self.propagation is not None  # an operator without a kept A is sparse: it stores the CSR
+        return self.propagation.to_coo()
 
     def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
         """One step ``A X`` (or ``Aᵀ X`` with ``transpose``) on 2-D features ``(N, C)``, outside autograd.
@@ -239,6 +242,7 @@ class DiffusionOperator:
         if self.dense:
             matrix = self.matrix().to(device=features.device, dtype=features.dtype)
             return (matrix.T if transpose else matrix) @ features
+        assert self.propagation is not None  # a sparse operator stores the CSR
         return (self.propagation.T if transpose else self.propagation).product(features)
 
     def apply(
@@ -265,7 +269,10 @@ class DiffusionOperator:
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         shape = features.shape
         flat = features.reshape(shape[0], -1)
-        dense = self._matrix.to(device=flat.device, dtype=flat.dtype) if self.dense else None
+        dense = None
+        if self.dense:
+            assert self._matrix is not None  # a dense operator keeps A
+            dense = self._matrix.to(device=flat.device, dtype=flat.dtype)
         for _ in range(num_steps):
             if before_step is not None:
                 flat = before_step(flat)
@@ -276,13 +283,14 @@ class DiffusionOperator:
             ):  # A depends on parameters: torch's own sparse product carries its gradient
                 flat = torch.sparse.mm(self._matrix, flat)
             else:
+                assert self.propagation is not None  # neither dense nor kept: the CSR is stored
                 flat = self.propagation.matmul(flat)
             if after_step is not None:
                 flat = after_step(flat)
         return flat.reshape(shape)
 
     def __repr__(self) -> str:
-        kind = "dense" if self.dense else f"sparse, nnz={self.propagation.nnz}"
+        kind = "dense" if self.dense or self.propagation is None else f"sparse, nnz={self.propagation.nnz}"
         laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
         return (
             f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "

@@ -304,7 +304,7 @@ def knn_search(
         raise TypeError("knn_search() needs n_top, the neighbours per query")
     check_points(points, "points")
     self_query = queries is None
-    if self_query:
+    if queries is None:
         queries = points
     else:
         check_points(queries, "queries")

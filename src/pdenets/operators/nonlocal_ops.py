@@ -172,6 +172,8 @@ def _combine(
     """``T_i`` from a block of kernel rows ``(B, n, M)``, the values ``(B, M, C)`` and the rows' centres
     ``(B, n, C)``."""
     weighted = torch.matmul(kernel, values)  # Σ_j ω_ij V_j
+    sums: Optional[torch.Tensor]
+    scale: torch.Tensor | float
     if normalizer == "row-sum":
         sums = kernel.sum(-1, keepdim=True)
         scale = torch.where(
@@ -185,8 +187,10 @@ def _combine(
         )
         scale = 1.0 / count
     if operator in ("diffusion-dot", "diffusion-gaussian"):
+        assert sums is not None  # both normalizers sum the rows of these operators
         return scale * (weighted - centres * sums)
     if operator == "fractional":
+        assert sums is not None
         return constant * scale * (centres * sums - weighted)
     return constant * scale * weighted
 
@@ -332,10 +336,10 @@ def _attention(theta: torch.Tensor, phi: torch.Tensor, values: torch.Tensor, lam
     theta, phi = (F.pad(t, (0, width - t.shape[-1])) for t in (theta, phi))
     padded_values = F.pad(values, (0, width - values.shape[-1]))
     shape = theta.shape[:-2]
-    flat = [
+    query, key, value = (
         t.reshape(-1, 1, *t.shape[-2:]).contiguous() for t in (theta, phi, padded_values)
-    ]  # fused: stride 1
-    out = F.scaled_dot_product_attention(*flat, scale=lam)[:, 0, :, : values.shape[-1]]
+    )  # fused: stride 1
+    out = F.scaled_dot_product_attention(query, key, value, scale=lam)[:, 0, :, : values.shape[-1]]
     return out.reshape(*shape, *out.shape[-2:])
 
 

@@ -168,10 +168,12 @@ def partition_graph(
         symmetric.eliminate_zeros()
         options = pymetis.Options(seed=seed)
         if hasattr(pymetis, "CSRAdjacency"):
-            graph_arguments = {"adjacency": pymetis.CSRAdjacency(symmetric.indptr, symmetric.indices)}
+            adjacency = pymetis.CSRAdjacency(symmetric.indptr, symmetric.indices)
+            _, membership = pymetis.part_graph(num_parts, adjacency=adjacency, options=options)
         else:  # pymetis before 2025.2
-            graph_arguments = {"xadj": symmetric.indptr, "adjncy": symmetric.indices}
-        _, membership = pymetis.part_graph(num_parts, **graph_arguments, options=options)
+            _, membership = pymetis.part_graph(
+                num_parts, xadj=symmetric.indptr, adjncy=symmetric.indices, options=options
+            )
         assignment = np.asarray(membership, dtype=np.int64)
         if np.bincount(assignment, minlength=num_parts).min() == 0:  # METIS left a part empty: cut evenly
             assignment = (np.arange(size, dtype=np.int64) * num_parts) // size

@@ -198,8 +198,8 @@ class PartitionedDiffusion:
                 continue
             count = int(wanted[peer, self.rank])
             if count:
-                self._send[peer] = torch.empty(count, dtype=torch.int64)
-                operations.append(dist.P2POp(dist.irecv, self._send[peer], peer, self.group))
+                buffer = self._send[peer] = torch.empty(count, dtype=torch.int64)
+                operations.append(dist.P2POp(dist.irecv, buffer, peer, self.group))
             piece = self._receive[peer]
             if piece.stop > piece.start:
                 operations.append(
@@ -242,8 +242,9 @@ class PartitionedDiffusion:
             piece = self._receive[peer]
             if piece.stop > piece.start:
                 operations.append(dist.P2POp(dist.isend, halo_gradient[piece].contiguous(), peer, self.group))
-            if self._send[peer] is not None:
-                received[peer] = gradient.new_empty((self._send[peer].numel(), gradient.shape[1]))
+            sent = self._send[peer]
+            if sent is not None:
+                received[peer] = gradient.new_empty((sent.numel(), gradient.shape[1]))
                 operations.append(dist.P2POp(dist.irecv, received[peer], peer, self.group))
         self._wait(operations)
         for peer, rows in received.items():
@@ -253,6 +254,7 @@ class PartitionedDiffusion:
     def _send_index(self, peer: int, device: torch.device) -> torch.Tensor:
         """The local rows sent to ``peer``, on ``device`` (kept there after the first use)."""
         index = self._send[peer]
+        assert index is not None  # only a peer that takes rows of this process is sent any
         if index.device != device:
             index = self._send[peer] = index.to(device)
         return index

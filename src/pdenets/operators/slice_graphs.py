@@ -126,7 +126,8 @@ class SliceGraphs:
                 raise ValueError("SliceGraphs needs at least one graph")
             if ids is None:
                 position: Dict[int, int] = {}
-                distinct, assigned = [], []
+                distinct: List[GraphLike] = []
+                assigned: List[int] = []
                 for graph in graphs:
                     if id(graph) not in position:
                         position[id(graph)] = len(distinct)

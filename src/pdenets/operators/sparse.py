@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -89,7 +89,7 @@ class SparseMatrix:
         True
     """
 
-    def __init__(self, matrix: torch.Tensor, *, _transpose_of: "SparseMatrix" = None):
+    def __init__(self, matrix: torch.Tensor, *, _transpose_of: Optional["SparseMatrix"] = None):
         if not isinstance(matrix, torch.Tensor):
             raise TypeError(
                 f"SparseMatrix needs a torch sparse COO or CSR tensor, got {type(matrix).__name__}"

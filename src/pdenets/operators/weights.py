@@ -152,6 +152,7 @@ def knn_gaussian_weights(
         bandwidth = sq[:, sigma_neighbor - 1 : sigma_neighbor].sqrt()
         values = gaussian_kernel(sq[:, :n_top], bandwidth)
     else:
+        assert sigma is not None  # exactly one of sigma and sigma_neighbor was given
         values = gaussian_kernel(sq[:, :n_top], sigma)
     _check_not_empty(values, neighbors.indices[:, :n_top], sq[:, :n_top], sigma)
     rows = torch.arange(num_points, device=points.device).repeat_interleave(n_top)
@@ -278,6 +279,7 @@ def batched_knn_gaussian_weights(
         bandwidth = torch.gather(sorted_sq, 2, (widths - 1)[:, None, None].expand(-1, num_points, 1)).sqrt()
         values = gaussian_kernel(sorted_sq, bandwidth)
     else:
+        assert sigma is not None  # exactly one of sigma and sigma_neighbor was given
         values = gaussian_kernel(sorted_sq, sigma)
     values = values * keep
     flat_values, flat_sq = values.reshape(-1, search_k), sorted_sq.reshape(-1, search_k)
