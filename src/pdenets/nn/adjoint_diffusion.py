@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import List, Optional, Union
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -87,15 +87,15 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
     itemsize = np.dtype(dtype).itemsize
     rows_per_chunk = max(8, (MASK_CHUNK_ENTRIES // max(columns, 1)) // 8 * 8)  # chunks of whole 8-byte words
     value_type = np.float64 if features.dtype == torch.float64 else np.float32
-    generator = np.random.PCG64(seed)
+    bits = np.random.PCG64(seed)
     first_byte = row_offset * columns * itemsize
     skip = first_byte % 8  # the block starts inside a word: draw it whole, drop its leading bytes
     if first_byte >= 8:
-        generator.advance(first_byte // 8)
+        bits.advance(first_byte // 8)
     for start in range(0, rows, rows_per_chunk):
         block = features[start : start + rows_per_chunk]
         count = block.numel()
-        words = generator.random_raw((skip + count * itemsize + 7) // 8)
+        words = bits.random_raw((skip + count * itemsize + 7) // 8)
         keep_mask = np.less(
             words.view(dtype)[skip // itemsize : skip // itemsize + count].reshape(block.shape), threshold
         )
@@ -106,12 +106,17 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
             used = skip + count * itemsize
             skip = used % 8
             if skip:
-                generator.advance(-1)  # that word is drawn again by the next chunk
+                bits.advance(-1)  # that word is drawn again by the next chunk
     return features
 
 
 def _steps(
-    operator: Operator, features: torch.Tensor, seeds: List[int], p: float, before: bool, transpose: bool
+    operator: Operator,
+    features: torch.Tensor,
+    seeds: Sequence[Optional[int]],
+    p: float,
+    before: bool,
+    transpose: bool,
 ) -> torch.Tensor:
     """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
     order = reversed(seeds) if transpose else seeds
@@ -149,7 +154,7 @@ def adjoint_diffusion(
     *,
     dropout: float = 0.0,
     dropout_position: str = "after",
-    seeds: Optional[List[int]] = None,
+    seeds: Optional[Sequence[Optional[int]]] = None,
 ) -> torch.Tensor:
     """``r`` diffusion steps with dropout, differentiable in ``features``, storing no activations.
 
@@ -176,9 +181,12 @@ def adjoint_diffusion(
             f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes"
         )
     if seeds is None:
-        seeds = [int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)]
+        drawn: List[Optional[int]] = [
+            int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)
+        ]
         if isinstance(operator, PartitionedDiffusion):
-            seeds = operator.agree_seeds(seeds)
+            drawn = operator.agree_seeds(drawn)
+        seeds = drawn
     elif len(seeds) != num_steps:
         raise ValueError(f"{len(seeds)} seeds for {num_steps} steps: give one seed per step")
     if num_steps == 0:

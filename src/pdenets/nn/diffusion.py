@@ -141,7 +141,9 @@ class DiffusionLayer(nn.Module):
             weights, self.step_size, check_stability=self.check_stability, laplacian=self.laplacian
         )
 
-    def operator_for(self, x: torch.Tensor, weights: WeightsArg = None) -> DiffusionOperator:
+    def operator_for(
+        self, x: torch.Tensor, weights: WeightsArg = None
+    ) -> Union[DiffusionOperator, PartitionedDiffusion]:
         """The diffusion operator ``A = I − γL`` this layer applies to ``x``: of ``weights`` when given, else
         of the layer's fixed graph, else of the graph its builder makes from the detached ``x``.
 

@@ -103,6 +103,7 @@ class HamiltonianBlock(nn.Module):
     def reset_parameters(self) -> None:
         for conv in (self.conv1, self.conv2):
             nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
+            assert conv.bias is not None  # built with bias=True
             nn.init.zeros_(conv.bias)
         for norm in (self.norm1, self.norm2):
             if isinstance(norm, nn.BatchNorm2d):

@@ -150,6 +150,7 @@ class NonlocalBlock(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                assert module.bias is not None  # every convolution of the block has a bias
                 nn.init.zeros_(module.bias)
             elif isinstance(module, nn.BatchNorm2d):
                 module.reset_parameters()

@@ -134,7 +134,8 @@ def gaussian_smoothing(
         raise ValueError(f"x must have shape (B, ...) with B >= 1, got {tuple(x.shape)}")
     means, half_widths = [], []
     for row in x:
-        total = total_sq = None
+        total: Optional[torch.Tensor] = None
+        total_sq: Optional[torch.Tensor] = None
         done = 0
         while done < num_samples:
             count = min(batch_size, num_samples - done)
@@ -151,6 +152,7 @@ def gaussian_smoothing(
             total = values.sum(0) if total is None else total + values.sum(0)
             total_sq = values.square().sum(0) if total_sq is None else total_sq + values.square().sum(0)
             done += count
+        assert total is not None and total_sq is not None  # num_samples >= 2: the loop drew
         mean = total / num_samples
         if bounds is not None:
             half = torch.full_like(
