@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -112,7 +114,10 @@ class _StagedNet(nn.Module):
         return self.head(self.final(self.body(self.stem(x))))
 
     def l2_penalty(self) -> torch.Tensor:
-        return sum(m.weight.square().sum() for m in self.modules() if isinstance(m, nn.Conv2d))
+        # the stem is a convolution: the sum has a term, so it is a tensor
+        return cast(
+            torch.Tensor, sum(m.weight.square().sum() for m in self.modules() if isinstance(m, nn.Conv2d))
+        )
 
 
 class CifarResNet(_StagedNet):

@@ -3,7 +3,7 @@ Applications"."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Protocol, cast
 
 import torch
 from torch import nn
@@ -29,6 +29,10 @@ def _example(num_classes: int, num_steps: int = 2) -> ModelExample:
 
 
 __all__ = ["DiffResNet", "no_diff_resnet"]
+
+
+class _Resettable(Protocol):
+    def reset_parameters(self) -> None: ...
 
 
 @register_model(
@@ -145,7 +149,7 @@ class DiffResNet(nn.Module):
     def reset_parameters(self) -> None:
         for module in self.modules():
             if module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
+                cast(_Resettable, module).reset_parameters()
 
     def _convect(self, x: torch.Tensor, weights: WeightsArg):
         """Everything up to the last block's convection output, and the graph to use."""

@@ -23,7 +23,7 @@ is applied to all origins in one sparse product.
 
 from __future__ import annotations
 
-from typing import List, Union
+from typing import List, Union, cast
 
 import torch
 from torch import nn
@@ -134,12 +134,13 @@ class ChebGraphConv(nn.Module):
             check_positive_int(in_features, "in_features"),
             check_positive_int(out_features, "out_features"),
         )
-        self.lins = nn.ModuleList(
+        lins = [
             nn.Linear(in_features, out_features, bias=False)
             for _ in range(check_positive_int(order, "order"))
-        )
-        for lin in self.lins:
+        ]
+        for lin in lins:
             nn.init.xavier_uniform_(lin.weight)
+        self.lins = nn.ModuleList(lins)
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
 
     @staticmethod
@@ -155,7 +156,7 @@ class ChebGraphConv(nn.Module):
 
     def combine(self, terms: List[torch.Tensor]) -> torch.Tensor:
         """``Σ_k terms[k] Θ_k + b`` as one product: ``[T_0 X, …, T_{K−1} X] [Θ_0; …; Θ_{K−1}] + b``."""
-        weight = torch.cat([lin.weight for lin in self.lins], 1)
+        weight = torch.cat([cast(nn.Linear, lin).weight for lin in self.lins], 1)
         stacked = terms[0] if len(terms) == 1 else torch.cat(terms, -1)
         return torch.nn.functional.linear(stacked, weight, self.bias)
 

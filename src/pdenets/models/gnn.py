@@ -18,6 +18,8 @@ with self-loops itself (cached per graph).
 
 from __future__ import annotations
 
+from typing import Callable, Protocol, cast
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -49,10 +51,14 @@ def _check_sizes(
     check_probability(dropout, "dropout")
 
 
+class _Resettable(Protocol):
+    def reset_parameters(self) -> None: ...
+
+
 class _StackedConvolutions(nn.Module):
     """Dropout → convolution → activation, layer after layer (no activation after the last)."""
 
-    activation = staticmethod(F.relu)
+    activation: Callable[[torch.Tensor], torch.Tensor] = staticmethod(F.relu)
 
     def __init__(self, convs, dropout: float):
         super().__init__()
@@ -61,7 +67,7 @@ class _StackedConvolutions(nn.Module):
 
     def reset_parameters(self) -> None:
         for conv in self.convs:
-            conv.reset_parameters()
+            cast(_Resettable, conv).reset_parameters()  # a torch_geometric convolution
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         for index, conv in enumerate(self.convs):

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
 import torch
 from torch import nn
@@ -103,7 +103,7 @@ class HamiltonianNet(nn.Module):
         self.units = nn.ModuleList()
         self.transitions = nn.ModuleList()
         for index, (count, width) in enumerate(zip(units, widths)):
-            layers = []
+            layers: List[nn.Module] = []
             for block in range(count):
                 layers.append(HamiltonianBlock(width, step_size=step_size, batch_norm=batch_norm))
                 if nonlocal_operator is not None and block + 1 == min(nonlocal_after, count):
@@ -131,7 +131,7 @@ class HamiltonianNet(nn.Module):
                 raise ValueError(
                     f"image_size={image_size} is too small for {len(units)} units and the pooling head"
                 )
-            self.head = nn.Sequential(
+            self.head: nn.Module = nn.Sequential(
                 nn.AvgPool2d(2), nn.Flatten(), nn.Linear(widths[-1] * (side // 2) ** 2, num_classes)
             )
         elif head == "global":
@@ -144,6 +144,7 @@ class HamiltonianNet(nn.Module):
             for module in part.modules():
                 if isinstance(module, nn.Conv2d):
                     nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                    assert module.bias is not None  # these convolutions are built with a bias
                     nn.init.zeros_(module.bias)
 
     def hamiltonian_blocks(self):
@@ -167,14 +168,17 @@ class HamiltonianNet(nn.Module):
 
     def l2_penalty(self) -> torch.Tensor:
         """``Σ ‖K‖_F²`` over every convolution kernel (eq. 4.7 without the factor ``α₁/2``)."""
-        return sum(m.weight.square().sum() for m in self.modules() if isinstance(m, nn.Conv2d))
+        # the stem is a convolution: the sum has a term, so it is a tensor
+        return cast(
+            torch.Tensor, sum(m.weight.square().sum() for m in self.modules() if isinstance(m, nn.Conv2d))
+        )
 
     def smoothness_penalty(self) -> torch.Tensor:
         """``(1/h) Σ_j Σ_k ‖K_{j,k} − K_{j+1,k}‖_F²`` over consecutive Hamiltonian blocks of each Unit (eq.
         4.8 without ``α₂``; ``h Σ ‖ΔK/h‖² = Σ ‖ΔK‖²/h``)."""
-        total = self.stem[0].weight.new_zeros(())
+        total = cast(nn.Conv2d, self.stem[0]).weight.new_zeros(())
         for unit in self.units:
-            blocks = [m for m in unit if isinstance(m, HamiltonianBlock)]
+            blocks = [m for m in cast(nn.Sequential, unit) if isinstance(m, HamiltonianBlock)]
             for first, second in zip(blocks[:-1], blocks[1:]):
                 for name in ("conv1", "conv2"):
                     difference = getattr(first, name).weight - getattr(second, name).weight

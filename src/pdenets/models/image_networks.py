@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import torch
 
@@ -133,6 +133,7 @@ def build_image_model(
     """
     used = model_architecture(name, architecture)
     if name.startswith("hamiltonian"):
+        assert used.units is not None and used.widths is not None  # a Hamiltonian architecture sets them
         options = {
             key: getattr(used, key)
             for key in ("subsample", "stages", "lam", "s")
@@ -150,6 +151,7 @@ def build_image_model(
             nonlocal_options=options,
         )
     if name == "resnet-44":
+        assert used.resnet_widths is not None  # a ResNet architecture sets them
         return create_model(
             name,
             in_channels=channels,
@@ -222,7 +224,8 @@ def nonlocal_spectra(model: torch.nn.Module) -> List[Dict[str, Any]]:
     out = []
     for unit, block in enumerate(m for m in model.modules() if isinstance(m, NonlocalBlock)):
         for stage, outer in enumerate(block.outer):
-            matrix = outer[0].weight.detach()[:, :, 0, 0].double()
+            kernel = cast(torch.nn.Conv2d, cast(torch.nn.Sequential, outer)[0])  # 𝒦 of the stage, 1×1
+            matrix = kernel.weight.detach()[:, :, 0, 0].double()
             eigenvalues = torch.linalg.eigvals(matrix)
             symmetric = torch.linalg.eigvalsh((matrix + matrix.T) / 2)
             out.append(

@@ -28,7 +28,7 @@ records every block's tracks, grouped into stages of equal width.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence, Union
 
 import torch
 from torch import nn
@@ -73,6 +73,7 @@ def initialize(model: nn.Module, init: str, *, residual: bool) -> nn.Module:
         for module in model.modules():
             if isinstance(module, (nn.Linear, nn.Conv2d)):
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                assert module.bias is not None  # the transport networks' layers all have a bias
                 nn.init.zeros_(module.bias)
     return model
 
@@ -95,6 +96,8 @@ class TransportBlock(nn.Module):
         super().__init__()
         width = check_positive_int(width, "width")
         self.residual = bool(residual)
+        self.first: Union[nn.Conv2d, nn.Linear]
+        self.second: Union[nn.Conv2d, nn.Linear]
         if convolutional:
             self.first = nn.Conv2d(width, width, 3, padding=1)
             self.second = nn.Conv2d(width, width, 3, padding=1)
@@ -180,7 +183,7 @@ class TransportCNN(nn.Module):
             stride=check_positive_int(stem_stride, "stem_stride"),
             padding=1,
         )
-        layers = []
+        layers: List[nn.Module] = []
         for index, width in enumerate(widths):
             if index:
                 layers.append(nn.Conv2d(widths[index - 1], width, 1, stride=2))

@@ -29,7 +29,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -224,7 +224,7 @@ class PartFile:
 
 
 def save_partition(
-    directory: os.PathLike,
+    directory: Union[str, os.PathLike],
     partition: GraphPartition,
     weights: GraphLike,
     *,
@@ -316,7 +316,7 @@ def save_partition(
     return folder
 
 
-def _manifest(directory: os.PathLike) -> dict:
+def _manifest(directory: Union[str, os.PathLike]) -> dict:
     folder = Path(directory)
     manifest = folder / "partition.json"
     if not manifest.is_file():
@@ -330,7 +330,7 @@ def _manifest(directory: os.PathLike) -> dict:
     return facts
 
 
-def load_partition(directory: os.PathLike) -> GraphPartition:
+def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
     """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets
     only).
 
@@ -363,7 +363,7 @@ def load_partition(directory: os.PathLike) -> GraphPartition:
     return GraphPartition(order, offsets, str(facts["method"]), float(facts["cut_fraction"]))
 
 
-def load_part(directory: os.PathLike, part: int) -> PartFile:
+def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
     """Read part ``part`` of a partition written by :func:`save_partition`.
 
     Args:

@@ -80,6 +80,7 @@ class AlphaTIM(FewShotMethod):
     name = "alpha-tim"
     is_transductive = True
     settings_class = AlphaTIMSettings
+    settings: AlphaTIMSettings
     assumes_balanced_queries = True
 
     def alpha(self, batch: FewShotBatch) -> float:

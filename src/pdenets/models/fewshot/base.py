@@ -53,7 +53,7 @@ import dataclasses
 import difflib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Type
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Type, TypeVar
 
 import torch
 
@@ -171,6 +171,7 @@ class FewShotBatch:
 
     def chunk(self, start: int, stop: int) -> "FewShotBatch":
         """Tasks ``start … stop − 1`` as a batch of their own."""
+        assert self.seeds is not None  # set by __post_init__
         part = FewShotBatch(
             self.support[start:stop],
             self.support_labels[start:stop],
@@ -234,13 +235,22 @@ class FewShotMethod(ABC):
         return f"{type(self).__name__}({self.settings!r})"
 
 
-def register_method(cls: Type[FewShotMethod]) -> Type[FewShotMethod]:
+_Method = TypeVar("_Method", bound=Type[FewShotMethod])
+
+
+def register_method(cls: _Method) -> _Method:
     """Class decorator: make a method known by its ``name`` (to :func:`method_from_name`, the task, the
     CLI)."""
     for attribute in ("name", "is_transductive", "settings_class"):
         if not hasattr(cls, attribute):
             raise TypeError(f"{cls.__name__} must define {attribute!r}")
-    if not (dataclasses.is_dataclass(cls.settings_class) and cls.settings_class.__dataclass_params__.frozen):
+    settings_class = cls.settings_class
+    frozen = (
+        dataclasses.is_dataclass(settings_class)
+        # every dataclass has __dataclass_params__; typeshed's DataclassInstance leaves it out
+        and settings_class.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    )
+    if not frozen:
         raise TypeError(f"{cls.__name__}.settings_class must be a frozen dataclass")
     if cls.name in METHOD_CLASSES and METHOD_CLASSES[cls.name] is not cls:
         raise ValueError(f"a few-shot method named {cls.name!r} is already registered")

@@ -87,6 +87,7 @@ class BDCSPN(FewShotMethod):
     name = "bd-cspn"
     is_transductive = True
     settings_class = BDCSPNSettings
+    settings: BDCSPNSettings
     assumes_balanced_queries = True
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:

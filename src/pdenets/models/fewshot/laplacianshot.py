@@ -145,6 +145,7 @@ class LaplacianShot(FewShotMethod):
     name = "diffusion"
     is_transductive = True
     settings_class = LaplacianShotSettings
+    settings: LaplacianShotSettings
     uses_prototypes = True
     presets = {
         "paper": {"lam": 0.5, "squared": False, "rectify": False, "knn": 3},

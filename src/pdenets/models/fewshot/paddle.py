@@ -81,6 +81,7 @@ class PADDLE(FewShotMethod):
     name = "paddle"
     is_transductive = True
     settings_class = PADDLESettings
+    settings: PADDLESettings
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings

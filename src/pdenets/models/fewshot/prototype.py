@@ -38,6 +38,7 @@ class NearestPrototype(FewShotMethod):
     name = "prototype"
     is_transductive = False
     settings_class = PrototypeSettings
+    settings: PrototypeSettings
     uses_prototypes = True
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:

@@ -96,6 +96,7 @@ class PTMAP(FewShotMethod):
     name = "pt-map"
     is_transductive = True
     settings_class = PTMAPSettings
+    settings: PTMAPSettings
     assumes_balanced_queries = True
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:

@@ -105,6 +105,7 @@ class TIM(FewShotMethod):
     name = "tim"
     is_transductive = True
     settings_class = TIMSettings
+    settings: TIMSettings
     assumes_balanced_queries = True
 
     def loss(self, support_log: torch.Tensor, query_log: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
