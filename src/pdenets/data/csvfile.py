@@ -202,7 +202,7 @@ def read_csv_rows(path: Union[str, Path]) -> List[List[str]]:
     return [row for _, row in read_csv_table(path)]
 
 
-def normalized_labels(cells: List[str]) -> tuple:
+def normalized_labels(cells: List[str]) -> Tuple[List[str], List[int]]:
     """Class names and class ids of label cells, compared by value: ``1``, ``1.0`` and `` 1 `` are one class.
 
     Cells that all read as finite numbers (:func:`parse_number`) are classes by numeric value
@@ -218,6 +218,8 @@ def normalized_labels(cells: List[str]) -> tuple:
         numeric = True
     except ValueError:
         numeric = False
+    keys: Union[List[Union[int, float]], List[str]]
+    ordered: Union[List[Union[int, float]], List[str]]
     if numeric:
         keys = [int(number) if number.is_integer() else number for number in numbers]
         ordered = sorted(set(keys))

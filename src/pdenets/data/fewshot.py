@@ -216,7 +216,7 @@ def _class_order(keys: List, source) -> List[int]:
     except ValueError:
         raise _fail(source, "a class key is empty") from None
     if len(names) != len(keys):
-        first = {}
+        first: Dict[int, object] = {}
         for key, class_id in zip(keys, ids):
             if class_id in first:
                 raise _fail(source, f"the class keys {first[class_id]!r} and {key!r} name the same class")
@@ -224,7 +224,7 @@ def _class_order(keys: List, source) -> List[int]:
     return sorted(range(len(keys)), key=ids.__getitem__)
 
 
-def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, Optional[List[str]]]:
     """``{"features": X, "labels": y}`` or ``{class: array (n, M) or list of (M,) arrays}``.
 
     Classes are numbered in the order of their keys: by value when every key is a number
@@ -411,8 +411,8 @@ def load_features_mean(source: Union[str, Path, np.ndarray], dim: int) -> torch.
             arrays = {"base_mean": np.load(path, allow_pickle=False)}
         else:
             base = load_features(path)
-            mean = base.mean_of_base()
-            arrays = {"base_mean": (mean if mean is not None else base.features.mean(0)).numpy()}
+            base_mean = base.mean_of_base()
+            arrays = {"base_mean": (base_mean if base_mean is not None else base.features.mean(0)).numpy()}
         source = arrays["base_mean"]
     mean = np.asarray(source, dtype=np.float32).reshape(-1)
     if mean.shape != (dim,) or not np.isfinite(mean).all():
@@ -441,7 +441,7 @@ def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bo
         arrays["base_mean"] = features.base_mean.numpy()
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as stream:
-        np.savez(stream, **arrays)
+        np.savez(stream, **arrays)  # type: ignore[arg-type]  # mypy also matches **arrays to allow_pickle: bool
     return path
 
 

@@ -46,7 +46,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
 import torch
@@ -71,6 +71,7 @@ from .paths import DATA_ENV_VAR, regular_file, resolve_data_dir
 sp = LazyModule("scipy.sparse")
 
 if TYPE_CHECKING:  # torch_geometric is imported where a graph is built, not when pdenets starts
+    import scipy.sparse
     from torch_geometric.data import Data
 
 
@@ -202,9 +203,9 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Npz
 
 def _csr(
     arrays: Dict[str, np.ndarray], parts: Tuple[str, str, str, str], what: str, path: Path
-) -> sp.csr_matrix:
-    data, indices, indptr, shape = (arrays[p] for p in parts)
-    shape = tuple(int(s) for s in np.asarray(shape).reshape(-1))
+) -> scipy.sparse.csr_matrix:
+    data, indices, indptr, shape_array = (arrays[p] for p in parts)
+    shape = tuple(int(s) for s in np.asarray(shape_array).reshape(-1))
     if len(shape) != 2 or min(shape) < 0:
         raise DatasetError(f"{path}: {what} shape {shape} is not (rows, columns)")
     if not (np.issubdtype(indices.dtype, np.integer) and np.issubdtype(indptr.dtype, np.integer)):
@@ -271,7 +272,7 @@ def _labels(raw: np.ndarray, num_nodes: int, path: Path) -> torch.Tensor:
         raise DatasetError(f"{path}: {error}") from None
 
 
-def _edge_index(adjacency: sp.spmatrix, path: Path) -> torch.Tensor:
+def _edge_index(adjacency: scipy.sparse.spmatrix, path: Path) -> torch.Tensor:
     if adjacency.shape[0] != adjacency.shape[1]:
         raise DatasetError(
             f"{path}: the adjacency matrix is {adjacency.shape[0]} x {adjacency.shape[1]}, not square"
@@ -373,9 +374,11 @@ def load_npz(
     else:
         features = _missing_features(edge_index, num_nodes, missing_features, path)
     label_parts = _first_layout(arrays, "labels")
-    raw_labels = (
-        arrays["labels"] if "labels" in arrays else _csr(arrays, label_parts, "the labels", path).toarray()
-    )
+    if "labels" in arrays:
+        raw_labels = arrays["labels"]
+    else:
+        assert label_parts is not None  # checked above: without a labels array the labels layout is there
+        raw_labels = _csr(arrays, label_parts, "the labels", path).toarray()
     labels = _labels(raw_labels, num_nodes, path)
     if features.shape[0] != num_nodes:
         raise DatasetError(f"{path}: {features.shape[0]} feature rows for {num_nodes} nodes (adjacency)")
@@ -665,6 +668,12 @@ def _read_table(path: Path, *, integer: bool, columns: Optional[Tuple[str, ...]]
             raise DatasetError(f"{path}: holds the id {bad:.6g}, too large for an id (at most 2^63 - 1)")
         array = array.astype(np.int64)
     return array
+
+
+@overload
+def _one_of(folder: Path, stem: str, required: Literal[True]) -> Path: ...
+@overload
+def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]: ...
 
 
 def _one_of(folder: Path, stem: str, required: bool) -> Optional[Path]:

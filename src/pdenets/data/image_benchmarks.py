@@ -15,6 +15,7 @@ network needs to know about them (:class:`ImageBenchmark`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Dict, Optional, Tuple, Union
 
 from .canvas import canvas_classes, two_digit_canvases
@@ -113,18 +114,19 @@ def load_image_benchmark(
     segmentation = name == "canvas-segmentation"
     train_digits, test_digits = load_mnist("train", data_dir), load_mnist("test", data_dir)
     label = settings.canvas_label
-    options = {
-        "size": settings.canvas_size,
-        "min_distance": settings.min_distance,
-        "label": label,
-        "digit_classes": settings.canvas_digits,
-    }
-    train = two_digit_canvases(train_digits, settings.canvas_train, seed=1, **options)
-    test = two_digit_canvases(test_digits, settings.canvas_test, seed=2, **options)
+    canvases = partial(
+        two_digit_canvases,
+        size=settings.canvas_size,
+        min_distance=settings.min_distance,
+        label=label,
+        digit_classes=settings.canvas_digits,
+    )
+    train_canvases = canvases(train_digits, settings.canvas_train, seed=1)
+    test_canvases = canvases(test_digits, settings.canvas_test, seed=2)
     target = "masks" if segmentation else "labels"
     return ImageBenchmark(
-        ImageData(train.images, getattr(train, target), "canvas-train"),
-        {"test canvases": ImageData(test.images, getattr(test, target), "canvas-test")},
+        ImageData(train_canvases.images, getattr(train_canvases, target), "canvas-train"),
+        {"test canvases": ImageData(test_canvases.images, getattr(test_canvases, target), "canvas-test")},
         classes=canvas_classes(label, segmentation),
         channels=1,
         size=settings.canvas_size,

@@ -63,7 +63,9 @@ def decode_image(
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            image = image.convert("L" if channels == 1 else "RGB").resize((size, size), Image.BILINEAR)
+            # Pillow defines BILINEAR in a loop its annotations do not show (Image.Resampling needs 9.1)
+            bilinear = Image.BILINEAR  # type: ignore[attr-defined]
+            image = image.convert("L" if channels == 1 else "RGB").resize((size, size), bilinear)
             array = np.asarray(image, dtype=np.float32) / 255.0
     except (UnidentifiedImageError, OSError, ValueError) as error:
         raise DatasetError(f"{name}: not a readable image ({error})") from None

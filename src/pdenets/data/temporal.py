@@ -457,13 +457,13 @@ def _read_csv_folder(folder: Path):
     for line, row in rows[1:]:
         if len(row) != len(header):
             raise dataset_error(series_path, f"line {line} has {len(row)} fields, the header {len(header)}")
-        values = []
+        row_values = []
         for name, cell in zip(names, row[skip:]):
             try:
-                values.append(parse_number(cell, finite=False))  # non-finite values are named by _series
+                row_values.append(parse_number(cell, finite=False))  # non-finite values are named by _series
             except ValueError as error:
                 raise dataset_error(series_path, f"line {line}, region {name!r}: {error}") from None
-        table.append(values)
+        table.append(row_values)
     values = _series(series_path, table, "series.csv")
     position = {name: index for index, name in enumerate(names)}
     edge_rows = read_csv_table(edges_path)
@@ -527,6 +527,7 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
                     f"unknown temporal dataset {text!r}: give england_covid, chickenpox, a .json file "
                     "in a PyTorch Geometric Temporal layout or a folder with series.csv and edges.csv"
                 )
+    layout: Optional[str]
     if path.is_dir():
         values, graphs, raw, lags, scaling = _read_csv_folder(path)
         layout = "csv"

@@ -56,10 +56,10 @@ def load_clinc150(data_dir=None) -> Tuple[List[str], np.ndarray, List[str], dict
                 "data."
             ),
         )
-    texts = {name: read_text_file(path, "a JSON document") for name, path in paths.items()}
+    documents = {name: read_text_file(path, "a JSON document") for name, path in paths.items()}
     try:
-        data = json.loads(texts["data_full"])
-        domains = json.loads(texts["domains"])
+        data = json.loads(documents["data_full"])
+        domains = json.loads(documents["domains"])
         rows = [row for part in ("train", "val", "test") for row in data[part]]
         texts = [str(text) for text, _ in rows]
         intents = [str(intent) for _, intent in rows]

@@ -20,6 +20,7 @@ from .graphs import _pyg_data
 sp = LazyModule("scipy.sparse")
 
 if TYPE_CHECKING:  # torch_geometric is imported where a graph is built, not when pdenets starts
+    import scipy.sparse
     from torch_geometric.data import Data
 
 
@@ -40,13 +41,13 @@ def _copy(data: Data, **changes) -> Data:
     return _pyg_data(**values)
 
 
-def adjacency_matrix(data: Data) -> sp.csr_matrix:
+def adjacency_matrix(data: Data) -> scipy.sparse.csr_matrix:
     """Unit-weight scipy CSR adjacency (duplicates summed)."""
     row, col = data.edge_index.cpu().numpy()
     return sp.csr_matrix((np.ones(row.shape[0], dtype=np.float32), (row, col)), shape=(data.num_nodes,) * 2)
 
 
-def _edges(matrix: sp.spmatrix) -> torch.Tensor:
+def _edges(matrix: scipy.sparse.spmatrix) -> torch.Tensor:
     coo = sp.coo_matrix(matrix)
     order = np.lexsort((coo.col, coo.row))
     return torch.from_numpy(np.vstack([coo.row[order], coo.col[order]]).astype(np.int64))
