@@ -20,7 +20,7 @@ import math
 import numbers
 import os
 import re
-from typing import Optional, Sequence, TypeVar
+from typing import Literal, Optional, Sequence, TypeVar, Union, overload
 
 import numpy as np
 import torch
@@ -343,6 +343,35 @@ def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError
     return UnknownNameError(
         f"unknown {kind} {name!r}{nearest_hint(name, valid)}; valid: {', '.join(sorted(valid))}"
     )
+
+
+@overload
+def environment_number(
+    name: str,
+    default: float,
+    *,
+    minimum_exclusive: float = ...,
+    integer: Literal[False] = ...,
+    maximum: Optional[float] = ...,
+) -> float: ...
+@overload
+def environment_number(
+    name: str,
+    default: None,
+    *,
+    minimum_exclusive: float = ...,
+    integer: Literal[True],
+    maximum: Optional[float] = ...,
+) -> Optional[int]: ...
+@overload
+def environment_number(
+    name: str,
+    default: Optional[float],
+    *,
+    minimum_exclusive: float = ...,
+    integer: bool = ...,
+    maximum: Optional[float] = ...,
+) -> Union[int, float, None]: ...
 
 
 def environment_number(

@@ -34,9 +34,12 @@ def atomic_write(path: Union[str, Path], mode: str = "w") -> Iterator[Any]:
     path = Path(path)
     handle, temporary = new_temporary_file(path, f".{path.stem}-")
     try:
-        with os.fdopen(
-            handle, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})
-        ) as stream:
+        opened = (
+            os.fdopen(handle, mode, encoding="utf-8", newline="")
+            if "b" not in mode
+            else os.fdopen(handle, mode)
+        )
+        with opened as stream:
             yield stream
         os.replace(temporary, path)
     except BaseException:

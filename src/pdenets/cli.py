@@ -22,7 +22,7 @@ import textwrap
 import time
 import traceback
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type
 
 import yaml
 
@@ -76,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # one line, no usage dump, no SystemExit from deep inside
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump, no SystemExit from deep inside
         raise UsageError(message)
 
 
