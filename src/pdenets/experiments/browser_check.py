@@ -178,7 +178,9 @@ def check_report(
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = _which(_BROWSERS)
+    browser = _which(_BROWSERS)
+    assert browser is not None  # browser_available() found it
+    options.binary_location = browser
     for argument in (
         "--headless=new",
         "--no-sandbox",

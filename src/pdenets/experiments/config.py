@@ -304,12 +304,16 @@ def yaml12_float(text: str) -> float:
     return float(yaml12_int(text))
 
 
-PlainLoader.add_constructor(
-    "tag:yaml.org,2002:int", lambda loader, node: yaml12_int(loader.construct_scalar(node))
-)
-PlainLoader.add_constructor(
-    "tag:yaml.org,2002:float", lambda loader, node: yaml12_float(loader.construct_scalar(node))
-)
+def _construct_int(loader: PlainLoader, node: yaml.ScalarNode) -> int:
+    return yaml12_int(loader.construct_scalar(node))
+
+
+def _construct_float(loader: PlainLoader, node: yaml.ScalarNode) -> float:
+    return yaml12_float(loader.construct_scalar(node))
+
+
+PlainLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+PlainLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def load_yaml(text: str, *, source: str = "<text>") -> Any:
@@ -393,7 +397,7 @@ def _type_name(annotation) -> str:
     elif origin in (dict, Dict):
         name = f"mapping name -> {_type_name(typing.get_args(annotation)[1])}"
     elif dataclasses.is_dataclass(annotation):
-        name = annotation.__name__
+        name = typing.cast(type, annotation).__name__  # an annotation: the dataclass itself
     else:
         name = {bool: "true/false", int: "integer", float: "number", str: "string"}.get(
             annotation, getattr(annotation, "__name__", str(annotation))
@@ -433,7 +437,8 @@ def _check_value(value: Any, annotation, path: str) -> Any:
     origin = typing.get_origin(annotation)
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{path} expects a mapping of {annotation.__name__} keys, got {value!r}")
+            name = typing.cast(type, annotation).__name__  # an annotation: the dataclass itself
+            raise ConfigError(f"{path} expects a mapping of {name} keys, got {value!r}")
         return _check_mapping_against(annotation, value, path)
     if origin in (list, List, tuple, Tuple, Sequence):
         (item,) = typing.get_args(annotation)[:1] or (Any,)
@@ -560,7 +565,8 @@ def resolve_config(
         for source, layer in layers:
             merged = OmegaConf.merge(merged, layer)
         source = ""
-        config = OmegaConf.to_object(merged)
+        # the structured config of cls (or of base, a cls) converts back to a cls
+        config = typing.cast(C, OmegaConf.to_object(merged))
     except OmegaConfBaseException as error:
         raise ConfigError(source + _omegaconf_message(error)) from None
     return config

@@ -28,7 +28,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Generator, Iterator, Optional, Sequence, Tuple
 
 import torch
 
@@ -97,7 +97,7 @@ def execute(
     workers: int = 0,
     threads: int = 0,
     ray_address: Optional[str] = None,
-) -> Iterator[Tuple[Any, Any]]:
+) -> Generator[Tuple[Any, Any], None, None]:
     """Yield ``(identifier, function(argument))`` for every item, in completion order.
 
     ``function`` must be importable by name (a module-level function or a static method):
@@ -256,8 +256,10 @@ def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Ite
         raise ImportError("ray_address needs Ray: pip install 'pdenets[distributed]'") from error
     check_ray_address(address)
     try:
-        options = {"include_dashboard": False} if address == "local" else {}  # a cluster of this run only
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **options)
+        if address == "local":  # a cluster of this run only
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+        else:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     except ConnectionError as error:
         raise ConnectionError(f"ray_address {address!r}: {str(error).splitlines()[0]}") from None
     remote = ray.remote(num_cpus=threads)(_ray_entry)

@@ -35,7 +35,7 @@ import os
 import platform
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Union
 
 import yaml
 
@@ -44,7 +44,7 @@ from .._io import atomic_write, atomic_write_text, new_temporary_file  # noqa: F
 try:  # POSIX advisory locks; elsewhere the lock is best effort (exclusive creation only)
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # the module or None where the platform has none
 
 __all__ = [
     "RunDirectory",
@@ -204,7 +204,7 @@ class RunDirectory:
     def __init__(self, path: Union[str, Path]):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._lock_handle = None
+        self._lock_handle: Optional[IO[str]] = None
         self._written: List[str] = []
         self.task: Optional[str] = None
         self.resumed = False

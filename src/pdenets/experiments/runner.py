@@ -197,12 +197,13 @@ def run_task(
     task.prepare()
     planned = plan_jobs(task)
     start = time.perf_counter()
-    if report_only and (out is None or not Path(out).is_dir()):
-        raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
-    if report_only and not (Path(out) / STORE_FILENAME).is_file():
-        raise ValueError(
-            f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first"
-        )
+    if report_only:
+        if out is None or not Path(out).is_dir():
+            raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
+        if not (Path(out) / STORE_FILENAME).is_file():
+            raise ValueError(
+                f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first"
+            )
     if task.config.ray_address and not report_only:
         check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)

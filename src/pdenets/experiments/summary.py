@@ -83,7 +83,7 @@ class Stats:
     count: int
 
     @classmethod
-    def of(cls, values: Iterable[float], *, scale: float = 1.0) -> "Stats":
+    def of(cls, values: Iterable[Optional[float]], *, scale: float = 1.0) -> "Stats":
         """Statistics of the finite ``values`` (``None``, NaN and inf left out), each multiplied by ``scale``.
 
         Args:
@@ -232,8 +232,14 @@ def paper_and_ours(
     if isinstance(ours, Stats):
         ours = {"mean": ours.mean, "std": ours.std, "count": ours.count}
     count = None if ours is None else ours.get("runs", ours.get("count"))
-    measured = ours is not None and count != 0 and ours.get("mean") is not None
-    ours_text = format_mean_std(ours["mean"], ours.get("std"), digits, count=count) if measured else "—"
+    measured = ours if ours is not None and count != 0 and ours.get("mean") is not None else None
+    ours_text = (
+        format_mean_std(measured["mean"], measured.get("std"), digits, count=count)
+        if measured is not None
+        else "—"
+    )
     paper_text = paper.format(digits) if paper is not None else "—"
-    difference = f"{ours['mean'] - paper.mean:+.{digits}f}" if measured and paper is not None else "—"
+    difference = (
+        f"{measured['mean'] - paper.mean:+.{digits}f}" if measured is not None and paper is not None else "—"
+    )
     return ours_text, paper_text, difference
