@@ -229,6 +229,7 @@ def variation_rates(
             per_batch.append(ratio.sum(0))
         batch_sums = torch.cat(per_batch)
         sums = batch_sums if sums is None else sums + batch_sums
+    assert sums is not None  # _check refused an empty batch: the loop ran
     return [float(value) for value in sums / clean.shape[0]]
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union, cast
 
 import torch
 from torch import nn
@@ -94,14 +94,17 @@ def select_blocks(model: nn.Module, blocks: BlockSpec) -> List[Tuple[str, nn.Mod
     """
     named = [(name, module) for name, module in model.named_modules() if name]
     if isinstance(blocks, (list, tuple)) and all(isinstance(b, str) for b in blocks):
+        names = cast(Sequence[str], blocks)  # every entry is a string
         lookup = dict(named)
-        missing = [name for name in blocks if name not in lookup]
+        missing = [name for name in names if name not in lookup]
         if missing:
             valid = ", ".join(name for name, _ in named[:12])
             raise ValueError(f"no module named {missing[0]!r} in the model; names look like: {valid}")
-        return [(name, lookup[name]) for name in blocks]
+        return [(name, lookup[name]) for name in names]
+    chosen: List[Tuple[str, nn.Module]]
     if isinstance(blocks, type) or (isinstance(blocks, tuple) and all(isinstance(b, type) for b in blocks)):
-        chosen = [(name, module) for name, module in named if isinstance(module, blocks)]
+        kinds = cast(Union[Type[nn.Module], Tuple[Type[nn.Module], ...]], blocks)  # every entry is a type
+        chosen = [(name, module) for name, module in named if isinstance(module, kinds)]
     elif callable(blocks):
         chosen = [(name, module) for name, module in named if blocks(name, module)]
     else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -98,7 +98,10 @@ def train_image_backbone(
 
 def image_features(model: Conv4, sets: Dict[str, ImageSet]) -> FeatureSet:
     """Embed several image sets (``{"base": …, "val": …, "novel": …}``) into one :class:`FeatureSet`."""
-    blocks, labels, names, splits = [], [], [], {"base": (), "val": (), "novel": ()}
+    blocks: List[torch.Tensor] = []
+    labels: List[torch.Tensor] = []
+    names: List[str] = []
+    splits: Dict[str, Tuple[int, ...]] = {"base": (), "val": (), "novel": ()}
     for split, images in sets.items():
         offset = len(names)
         blocks.append(extract_features(model, images.images))
@@ -164,7 +167,7 @@ def official_runs_features(
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path, "wb") as stream:
-            np.savez(stream, **arrays)
+            np.savez(stream, **arrays)  # type: ignore[arg-type]  # mypy also matches **arrays to allow_pickle: bool
     return path, read_npz_arrays(path)
 
 
