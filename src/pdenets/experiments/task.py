@@ -29,7 +29,7 @@ import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Sequence, Type, TypeVar, Union
+from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Sequence, Type, TypeVar, Union
 
 from .._checks import UnknownNameError, unknown_name
 from .config import TaskConfig, config_fields, config_to_dict
@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 T = TypeVar("T", bound=Type["Task"])
+#: the configuration dataclass of a task: ``class MyTask(Task[MyConfig])`` types ``self.config``
+ConfigT = TypeVar("ConfigT", bound=TaskConfig)
 
 
 def spec_to_dict(spec: Any) -> Dict[str, Any]:
@@ -114,8 +116,11 @@ def job_key(task: str, spec: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-class Task(ABC):
+class Task(ABC, Generic[ConfigT]):
     """Base class of every task (see the module docstring). Instances hold ``self.config``.
+
+    The class is generic in its configuration: ``class HeatTask(Task[HeatConfig])`` makes ``self.config`` a
+    ``HeatConfig`` for a type checker (set ``config_class = HeatConfig`` too: it is what the engine builds).
 
     A subclass sets ``name`` (and usually ``description`` and ``config_class``), implements
     :meth:`jobs`, :meth:`run_job`, :meth:`summarize` and :meth:`report`, and registers with
@@ -153,7 +158,7 @@ class Task(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
-    config_class: ClassVar[Type[TaskConfig]] = TaskConfig
+    config_class: ClassVar[Type[Any]] = TaskConfig
     #: extra command-line names for config fields: ``{"dataset": "datasets"}`` gives ``--dataset``.
     shortcuts: ClassVar[Mapping[str, str]] = {}
     #: store columns for queries (``{"accuracy": "REAL"}``), filled from spec/record fields.
@@ -161,15 +166,15 @@ class Task(ABC):
     #: what the progress bar counts
     unit: ClassVar[str] = "runs"
 
-    def __init__(self, config: TaskConfig):
+    def __init__(self, config: ConfigT):
         if not isinstance(config, self.config_class):
             raise TypeError(
                 f"task {self.name!r} needs a {self.config_class.__name__}, got {type(config).__name__}"
             )
-        self.config = config
+        self.config: ConfigT = config
 
     @classmethod
-    def quick_config(cls) -> TaskConfig:
+    def quick_config(cls) -> Any:
         """The small variant behind ``--quick`` (default: the full configuration)."""
         return cls.config_class()
 

@@ -191,7 +191,7 @@ def run_claim(spec: ClaimJob) -> Dict[str, Any]:
 
 
 @register_task
-class CoinClaimsTask(Task):
+class CoinClaimsTask(Task[CoinClaimsConfig]):
     name = "coin-claims"
     description = (
         "COIN's unifying claims measured: noise injection = heat equation, dropout = diffusion, "

@@ -354,7 +354,7 @@ def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[to
 
 
 @register_task
-class CoinForecastTask(Task):
+class CoinForecastTask(Task[CoinForecastConfig]):
     name = "coin-forecast"
     description = (
         "COIN for epidemic forecasting: per-region convection + diffusion on the region graph, vs baselines"

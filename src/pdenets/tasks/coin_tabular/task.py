@@ -231,7 +231,7 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
 
 
 @register_task
-class CoinTabularTask(Task):
+class CoinTabularTask(Task[CoinTabularConfig]):
     name = "coin-tabular"
     description = (
         "COIN for tabular classification with few labels: MLP + sample-graph diffusion vs MLP vs label "

@@ -327,7 +327,7 @@ def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
 
 
 @register_task
-class FewShotTask(Task):
+class FewShotTask(Task[FewShotConfig]):
     name = "few-shot"
     description = (
         "few-shot classification: the Diff-ResNet ablation (Table 2) and peers, any episode shape, sweeps"

@@ -309,7 +309,7 @@ def _block_width(model, block_name: str, example: torch.Tensor) -> int:
 
 
 @register_task
-class GeodesicTask(Task):
+class GeodesicTask(Task[GeodesicConfig]):
     name = "geodesic"
     description = (
         "geodesic analysis (Gai & Zhang, Learn the Geodesic Curve): plain vs ResNet under weight decay "

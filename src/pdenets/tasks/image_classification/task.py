@@ -327,7 +327,7 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
 
 
 @register_task
-class ImageClassificationTask(Task):
+class ImageClassificationTask(Task[ImageClassificationConfig]):
     name = "image-classification"
     description = "Hamiltonian CNNs with nonlocal PIDE blocks: CIFAR-10, a field-of-view task, segmentation"
     config_class = ImageClassificationConfig

@@ -370,7 +370,7 @@ def _train_partitioned(
 
 
 @register_task
-class NodeClassificationTask(Task):
+class NodeClassificationTask(Task[NodeClassificationConfig]):
     name = "node-classification"
     description = "semi-supervised node classification: random-split protocol, Diff-ResNet and PyG baselines"
     config_class = NodeClassificationConfig

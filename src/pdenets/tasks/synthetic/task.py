@@ -304,7 +304,7 @@ _PARTS = {
 
 
 @register_task
-class SyntheticTask(Task):
+class SyntheticTask(Task[SyntheticConfig]):
     name = "synthetic"
     description = (
         "Diff-ResNet synthetic suite: XOR diffusion (L/D), moon/circle/spiral with and without diffusion"
