@@ -45,7 +45,7 @@ def test_noise_free_curves_lie_on_their_curves():
 
 def test_grid_with_legacy_numpy_seed_reproduces_script_layout():
     """The scripts draw all x-noise then all y-noise with numpy.random.seed."""
-    data = make_circles(500, grid=True, rng=np.random.RandomState(42))
+    data = make_circles(500, grid=True, seed=np.random.RandomState(42))
     np.random.seed(42)
     noise_x = np.random.randn(1000) * 0.05
     noise_y = np.random.randn(1000) * 0.05

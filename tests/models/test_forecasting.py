@@ -65,7 +65,7 @@ def test_chebyshev_convolution_equals_pyg_chebconv(order):
 def test_gconv_gru_equals_the_recurrence_written_with_pyg_chebconv():
     torch.manual_seed(0)
     lags, hidden = 4, 5
-    model = GraphConvGRU(lags, 2, hidden=hidden).double()
+    model = GraphConvGRU(lags, 2, hidden_features=hidden).double()
     convs = {
         name: pyg.ChebConv(i, o, K=2, bias=bias).double()
         for name, i, o, bias in (
@@ -99,7 +99,7 @@ def test_gconv_gru_equals_the_recurrence_written_with_pyg_chebconv():
 
 
 def test_window_gcn_accepts_one_graph_a_list_or_slice_graphs_alike():
-    model = WindowGCN(3, 2, hidden=4).double()
+    model = WindowGCN(3, 2, hidden_features=4).double()
     graphs = [_graph(5, 6), _graph(5, 7)]
     x = torch.randn(2, 5, 3, dtype=torch.float64)
     per_origin = torch.stack([model(x[s : s + 1], graphs[s])[0] for s in range(2)])

@@ -98,7 +98,7 @@ def test_families_and_architecture_defaults():
     )
     assert list_models("message-passing") == ["gat", "gcn", "sage-maxpool", "sage-mean"]
     assert not hasattr(model_entry("gat"), "training")
-    assert model_entry("gcn").defaults == {"hidden": 16, "dropout": 0.5}
+    assert model_entry("gcn").defaults == {"hidden_features": 16, "dropout": 0.5}
     assert MODEL_NAMES == ("diff-resnet", "no-diff-resnet", "gcn", "sage-mean", "sage-maxpool", "gat")
     task = NodeClassificationTask(NodeClassificationConfig())
     gat, gcn = task.hyperparameters("gat", "cora"), task.hyperparameters("gcn", "cora")

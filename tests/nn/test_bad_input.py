@@ -163,9 +163,9 @@ CASES = [
     ),
     (
         "GCN hidden 0",
-        lambda: create_model("gcn", in_features=4, num_classes=2, hidden=0),
+        lambda: create_model("gcn", in_features=4, num_classes=2, hidden_features=0),
         ValueError,
-        "hidden must be an integer >= 1",
+        "hidden_features must be an integer >= 1",
     ),
     (
         "GCN dropout 1.5",

@@ -6,19 +6,20 @@ group ids (subclasses for XOR, classes otherwise). Curve parameters are drawn un
 at random (``grid=False``, default) so that a second seed gives a genuinely held-out
 sample of the same distribution, or evenly spaced (``grid=True``), the layout of the
 paper's own scripts. Noise is drawn as all x-offsets, then all y-offsets, so that
-``grid=True`` with ``rng=numpy.random.RandomState(seed)`` gives exactly the points of the
+``grid=True`` with ``seed=numpy.random.RandomState(seed)`` gives exactly the points of the
 paper's scripts seeded with ``numpy.random.seed(seed)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict
+from typing import Callable, Dict, Union
 
 import numpy as np
 import torch
 
 from .._checks import nearest_hint
+from .._deprecation import renamed_arguments
 
 __all__ = [
     "SyntheticSet",
@@ -69,8 +70,16 @@ def _check_count(count: int, name: str) -> int:
     return count
 
 
-def _rng(seed: int, rng):
-    return rng if rng is not None else np.random.default_rng(seed)
+#: what a generator's ``seed`` may be: an int (of a ``numpy.random.default_rng``) or a NumPy generator
+Seed = Union[int, np.random.Generator, np.random.RandomState]
+
+
+def _rng(seed: Seed) -> Union[np.random.Generator, np.random.RandomState]:
+    if isinstance(seed, (np.random.Generator, np.random.RandomState)):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or a NumPy generator, got {seed!r}")
+    return np.random.default_rng(seed)
 
 
 def _noise(rng, scale: float, count: int) -> np.ndarray:
@@ -91,7 +100,8 @@ def _finish(points: np.ndarray, labels: np.ndarray, groups: np.ndarray, name: st
     )
 
 
-def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0, rng=None) -> SyntheticSet:
+@renamed_arguments(rng="seed")
+def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: Seed = 0) -> SyntheticSet:
     """Four discs of radius 0.75 centred at (0,0), (0,2), (2,0), (2,2), uniform inside each.
 
     The XOR set of *Diffusion Mechanism in Residual Neural Network: Theory and Applications*
@@ -103,10 +113,9 @@ def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0,
     Args:
         points_per_disc: points drawn in each disc (default: ``100``).
         radius: radius ``r`` of every disc (default: ``0.75``).
-        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
-        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
-            generator that replaces ``seed`` (default: ``None``, a
-            ``numpy.random.default_rng(seed)``).
+        seed: the seed of a ``numpy.random.default_rng``, or a NumPy generator to draw from
+            (``numpy.random.RandomState(seed)`` with ``grid=True`` reproduces the paper scripts' points;
+            default: ``0``). Formerly also ``rng=``, now deprecated.
 
     Returns:
         ``4 · points_per_disc`` points, disc by disc, named ``"xor"``.
@@ -120,7 +129,7 @@ def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0,
         (8, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 2, 2, 3, 3])
     """
     _check_count(points_per_disc, "points_per_disc")
-    rng = _rng(seed, rng)
+    rng = _rng(seed)
     centres = np.array([[0.0, 0.0], [2.0, 2.0], [0.0, 2.0], [2.0, 0.0]])
     labels = np.repeat([0, 0, 1, 1], points_per_disc)
     groups = np.repeat(np.arange(4), points_per_disc)
@@ -131,8 +140,9 @@ def make_xor(points_per_disc: int = 100, *, radius: float = 0.75, seed: int = 0,
     return _finish(points, labels, groups, "xor")
 
 
+@renamed_arguments(rng="seed")
 def make_moons(
-    points_per_class: int = 500, *, noise: float = 0.05, seed: int = 0, grid: bool = False, rng=None
+    points_per_class: int = 500, *, noise: float = 0.05, seed: Seed = 0, grid: bool = False
 ) -> SyntheticSet:
     """Upper unit half-circle at (0, 0) and lower unit half-circle at (1, 0.5), + N(0, noise²).
 
@@ -145,13 +155,11 @@ def make_moons(
         points_per_class: points on each arc (default: ``500``).
         noise: standard deviation of the Gaussian noise added to each coordinate
             (default: ``0.05``).
-        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        seed: the seed of a ``numpy.random.default_rng``, or a NumPy generator to draw from
+            (``numpy.random.RandomState(seed)`` with ``grid=True`` reproduces the paper scripts' points;
+            default: ``0``). Formerly also ``rng=``, now deprecated.
         grid: evenly spaced arc parameters ``t`` (the paper scripts' layout) instead of
             uniformly random ones (default: ``False``).
-        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
-            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
-            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
-            ``numpy.random.default_rng(seed)``).
 
     Returns:
         ``2 · points_per_class`` points, class 0 first, named ``"moon"``.
@@ -167,7 +175,7 @@ def make_moons(
         [0, 0, 0, 1, 1, 1]
     """
     _check_count(points_per_class, "points_per_class")
-    rng = _rng(seed, rng)
+    rng = _rng(seed)
     t_upper = _parameters(rng, points_per_class, 0.0, np.pi, grid)
     t_lower = _parameters(rng, points_per_class, 0.0, np.pi, grid)
     upper = np.stack([np.cos(t_upper), np.sin(t_upper)], 1)
@@ -177,14 +185,14 @@ def make_moons(
     return _finish(points, labels, labels, "moon")
 
 
+@renamed_arguments(rng="seed")
 def make_circles(
     points_per_class: int = 500,
     *,
     noise: float = 0.05,
     radii=(2.0, 1.0),
-    seed: int = 0,
+    seed: Seed = 0,
     grid: bool = False,
-    rng=None,
 ) -> SyntheticSet:
     """Two concentric circles (radius 2 = class 0, radius 1 = class 1), + N(0, noise²).
 
@@ -197,13 +205,11 @@ def make_circles(
         noise: standard deviation of the Gaussian noise added to each coordinate
             (default: ``0.05``).
         radii (tuple of float): radii of the class-0 and class-1 circles (default: ``(2.0, 1.0)``).
-        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        seed: the seed of a ``numpy.random.default_rng``, or a NumPy generator to draw from
+            (``numpy.random.RandomState(seed)`` with ``grid=True`` reproduces the paper scripts' points;
+            default: ``0``). Formerly also ``rng=``, now deprecated.
         grid: evenly spaced angles (the paper scripts' layout) instead of uniformly random
             ones (default: ``False``).
-        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
-            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
-            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
-            ``numpy.random.default_rng(seed)``).
 
     Returns:
         ``len(radii) · points_per_class`` points, circle by circle, named ``"circle"``.
@@ -217,7 +223,7 @@ def make_circles(
         [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]
     """
     _check_count(points_per_class, "points_per_class")
-    rng = _rng(seed, rng)
+    rng = _rng(seed)
     rings = []
     for radius in radii:
         angle = _parameters(rng, points_per_class, 0.0, 2 * np.pi, grid)
@@ -227,8 +233,9 @@ def make_circles(
     return _finish(points, labels, labels, "circle")
 
 
+@renamed_arguments(rng="seed")
 def make_spirals(
-    points_per_class: int = 500, *, noise: float = 0.1, seed: int = 0, grid: bool = False, rng=None
+    points_per_class: int = 500, *, noise: float = 0.1, seed: Seed = 0, grid: bool = False
 ) -> SyntheticSet:
     """Two spirals ``r = a + bθ``, θ ∈ [0, 2π], with ``a = b = 1`` and ``a = b = −1``, + N(0, noise²).
 
@@ -241,13 +248,11 @@ def make_spirals(
         points_per_class: points on each arm (default: ``500``).
         noise: standard deviation of the Gaussian noise added to each coordinate
             (default: ``0.1``).
-        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        seed: the seed of a ``numpy.random.default_rng``, or a NumPy generator to draw from
+            (``numpy.random.RandomState(seed)`` with ``grid=True`` reproduces the paper scripts' points;
+            default: ``0``). Formerly also ``rng=``, now deprecated.
         grid: evenly spaced angles θ (the paper scripts' layout) instead of uniformly random
             ones (default: ``False``).
-        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
-            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
-            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
-            ``numpy.random.default_rng(seed)``).
 
     Returns:
         ``2 · points_per_class`` points, class 0 first, named ``"spiral"``.
@@ -261,7 +266,7 @@ def make_spirals(
         [1.0, -4.142, 7.283, -1.0, 4.142, -7.283]
     """
     _check_count(points_per_class, "points_per_class")
-    rng = _rng(seed, rng)
+    rng = _rng(seed)
     arms = []
     for coefficient in (1.0, -1.0):
         theta = _parameters(rng, points_per_class, 0.0, 2 * np.pi, grid)
@@ -280,7 +285,8 @@ SYNTHETIC_SETS: Dict[str, Callable[..., SyntheticSet]] = {
 }
 
 
-def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, rng=None) -> SyntheticSet:
+@renamed_arguments(rng="seed")
+def make_synthetic(name: str, size: int, *, seed: Seed = 0, grid: bool = False) -> SyntheticSet:
     """Build a set by name (``xor``: ``size`` points per disc; others: per class).
 
     Looks ``name`` up in :data:`SYNTHETIC_SETS` and calls its generator with the default
@@ -289,13 +295,11 @@ def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, r
     Args:
         name: ``"xor"``, ``"moon"``, ``"circle"`` or ``"spiral"``.
         size: points per disc (``xor``) or per class (the others).
-        seed: seed of the NumPy generator, used when ``rng`` is not given (default: ``0``).
+        seed: the seed of a ``numpy.random.default_rng``, or a NumPy generator to draw from
+            (``numpy.random.RandomState(seed)`` with ``grid=True`` reproduces the paper scripts' points;
+            default: ``0``). Formerly also ``rng=``, now deprecated.
         grid: evenly spaced curve parameters instead of uniformly random ones; ignored for
             ``xor`` (default: ``False``).
-        rng (numpy.random.Generator | numpy.random.RandomState | None): a NumPy random
-            generator that replaces ``seed``; ``numpy.random.RandomState(seed)`` with
-            ``grid=True`` reproduces the paper scripts' points exactly (default: ``None``, a
-            ``numpy.random.default_rng(seed)``).
 
     Returns:
         The generated set (see :func:`make_xor`, :func:`make_moons`, :func:`make_circles`,
@@ -315,5 +319,5 @@ def make_synthetic(name: str, size: int, *, seed: int = 0, grid: bool = False, r
             f"choose from {sorted(SYNTHETIC_SETS)}"
         )
     if name == "xor":
-        return make_xor(size, seed=seed, rng=rng)
-    return SYNTHETIC_SETS[name](size, seed=seed, grid=grid, rng=rng)
+        return make_xor(size, seed=seed)
+    return SYNTHETIC_SETS[name](size, seed=seed, grid=grid)

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from .._checks import check_floating, check_positive_int, check_probability
+from .._deprecation import renamed_arguments
 from ..operators.graph import GraphLike
 from ..operators.slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
 from .coin import COIN, mlp
@@ -169,7 +170,7 @@ class WindowMLP(nn.Module):
     R^L``.
 
     Args:
-        lags: ``L``; horizons: ``H``; hidden: MLP width (default 32); num_layers: MLP layers
+        lags: ``L``; horizons: ``H``; hidden_features: MLP width (default 32); num_layers: MLP layers
             (default 2); dropout: MLP dropout (default 0).
 
     Shapes: ``(S, N, L)`` or ``(M, L)`` → ``(S, N, H)`` or ``(M, H)``; the graph argument is ignored.
@@ -180,13 +181,22 @@ class WindowMLP(nn.Module):
         torch.Size([3, 5, 2])
     """
 
+    @renamed_arguments(hidden="hidden_features")
     def __init__(
-        self, lags: int, horizons: int, *, hidden: int = 32, num_layers: int = 2, dropout: float = 0.0
+        self,
+        lags: int,
+        horizons: int,
+        *,
+        hidden_features: int = 32,
+        num_layers: int = 2,
+        dropout: float = 0.0,
     ):
         super().__init__()
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
         self.linear = nn.Linear(self.lags, self.horizons)
-        self.correction = mlp(self.lags, hidden, self.horizons, num_layers=num_layers, dropout=dropout)
+        self.correction = mlp(
+            self.lags, hidden_features, self.horizons, num_layers=num_layers, dropout=dropout
+        )
 
     def forward(self, x: torch.Tensor, graph: GraphSequence = None) -> torch.Tensor:
         check_floating(x, "input to WindowMLP")
@@ -208,11 +218,12 @@ class WindowGCN(nn.Module):
         torch.Size([3, 3, 2])
     """
 
-    def __init__(self, lags: int, horizons: int, *, hidden: int = 32, dropout: float = 0.0):
+    @renamed_arguments(hidden="hidden_features")
+    def __init__(self, lags: int, horizons: int, *, hidden_features: int = 32, dropout: float = 0.0):
         super().__init__()
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
-        self.first = GCNGraphConv(self.lags, check_positive_int(hidden, "hidden"))
-        self.second = GCNGraphConv(hidden, self.horizons)
+        self.first = GCNGraphConv(self.lags, check_positive_int(hidden_features, "hidden_features"))
+        self.second = GCNGraphConv(hidden_features, self.horizons)
         self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
 
     def forward(self, x: torch.Tensor, graph: GraphSequence) -> torch.Tensor:
@@ -236,14 +247,15 @@ class GraphConvGRU(nn.Module):
     Examples:
         >>> import torch
         >>> ring = (torch.tensor([[0, 1, 2], [1, 2, 0]]), None)
-        >>> GraphConvGRU(4, 2, hidden=8)(torch.randn(3, 3, 4), ring).shape
+        >>> GraphConvGRU(4, 2, hidden_features=8)(torch.randn(3, 3, 4), ring).shape
         torch.Size([3, 3, 2])
     """
 
-    def __init__(self, lags: int, horizons: int, *, hidden: int = 32, order: int = 2):
+    @renamed_arguments(hidden="hidden_features")
+    def __init__(self, lags: int, horizons: int, *, hidden_features: int = 32, order: int = 2):
         super().__init__()
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
-        self.hidden = check_positive_int(hidden, "hidden")
+        self.hidden = hidden = check_positive_int(hidden_features, "hidden_features")
         self.order = check_positive_int(order, "order")
         self.input_gates = ChebGraphConv(1, 3 * hidden, self.order)
         self.update_gates = ChebGraphConv(hidden, 2 * hidden, self.order, bias=False)
@@ -292,10 +304,11 @@ class PyGTGConvGRU(nn.Module):
         torch.Size([3, 3, 1])
     """
 
-    def __init__(self, lags: int, horizons: int, *, hidden: int = 32, order: int = 1):
+    @renamed_arguments(hidden="hidden_features")
+    def __init__(self, lags: int, horizons: int, *, hidden_features: int = 32, order: int = 1):
         super().__init__()
         self.lags, self.horizons = check_positive_int(lags, "lags"), check_positive_int(horizons, "horizons")
-        self.hidden = check_positive_int(hidden, "hidden")
+        self.hidden = hidden = check_positive_int(hidden_features, "hidden_features")
         self.order = check_positive_int(order, "order")
         self.input_gates = ChebGraphConv(self.lags, 3 * hidden, self.order)
         self.state_bias = nn.Parameter(torch.zeros(3 * hidden))  # the state convolutions' biases (h = 0)
@@ -313,7 +326,7 @@ class PyGTGConvGRU(nn.Module):
 @register_model(
     "window-mlp",
     family="forecast",
-    defaults={"hidden": 32},
+    defaults={"hidden_features": 32},
     graph_input="forward",
     example=_example,
     description="per-region forecaster (linear in the lags + MLP correction), no graph",
@@ -326,35 +339,39 @@ def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
 @register_model(
     "coin-forecast",
     family="forecast",
-    defaults={"hidden": 32, "num_steps": 2, "step_size": 0.1, "learn_step_size": True},
+    defaults={"hidden_features": 32, "num_steps": 2, "step_size": 0.1, "learn_step_size": True},
     graph_input="forward",
     example=_example,
     description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
     "graph",
 )
+@renamed_arguments(hidden="hidden_features")
 def coin_forecast(
     in_features: int,
     num_classes: int,
     *,
-    hidden: int = 32,
+    hidden_features: int = 32,
     num_layers: int = 2,
     dropout: float = 0.0,
     **kwargs,
 ) -> COIN:
     """COIN over :class:`WindowMLP` (``in_features`` = lags, ``num_classes`` = horizons); graph given at
     forward."""
-    backbone = WindowMLP(in_features, num_classes, hidden=hidden, num_layers=num_layers, dropout=dropout)
+    backbone = WindowMLP(
+        in_features, num_classes, hidden_features=hidden_features, num_layers=num_layers, dropout=dropout
+    )
     return COIN(backbone, **kwargs)
 
 
 @register_model(
     "window-gcn",
     family="forecast",
-    defaults={"hidden": 32},
+    defaults={"hidden_features": 32},
     graph_input="forward",
     example=_example,
     description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features",
 )
+@renamed_arguments(hidden="hidden_features")
 def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
@@ -362,11 +379,12 @@ def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
 @register_model(
     "cheb-gru",
     family="forecast",
-    defaults={"hidden": 32},
+    defaults={"hidden_features": 32},
     graph_input="forward",
     example=_example,
     description="our recurrent graph model: a GRU over the lags with K = 2 Chebyshev gates, linear read-out",
 )
+@renamed_arguments(hidden="hidden_features")
 def cheb_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
     return GraphConvGRU(in_features, num_classes, **kwargs)
 
@@ -374,11 +392,12 @@ def cheb_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
 @register_model(
     "pygt-gconv-gru",
     family="forecast",
-    defaults={"hidden": 32},
+    defaults={"hidden_features": 32},
     graph_input="forward",
     example=_example,
     description="reference: PyTorch Geometric Temporal's GConvGRU as its documentation "
     "runs it (K = 1, no recurrence, ReLU, linear read-out)",
 )
+@renamed_arguments(hidden="hidden_features")
 def pygt_gconv_gru(in_features: int, num_classes: int, **kwargs) -> PyGTGConvGRU:
     return PyGTGConvGRU(in_features, num_classes, **kwargs)

@@ -26,6 +26,7 @@ from torch.nn import functional as F
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from .._checks import check_positive_int, check_probability
+from .._deprecation import renamed_arguments
 from .registry import ModelExample, register_model
 
 __all__ = ["GCN", "GraphSAGE", "GAT"]
@@ -38,12 +39,12 @@ def _example(num_classes: int) -> ModelExample:
 
 
 def _check_sizes(
-    in_features: int, num_classes: int, hidden: int, num_layers: int, dropout: float, heads: int = 1
+    in_features: int, num_classes: int, hidden_features: int, num_layers: int, dropout: float, heads: int = 1
 ) -> None:
     for value, name in (
         (in_features, "in_features"),
         (num_classes, "num_classes"),
-        (hidden, "hidden"),
+        (hidden_features, "hidden_features"),
         (num_layers, "num_layers"),
         (heads, "heads"),
     ):
@@ -90,17 +91,18 @@ class GCN(_StackedConvolutions):
         torch.Size([4, 3])
     """
 
+    @renamed_arguments(hidden="hidden_features")
     def __init__(
         self,
         in_features: int,
         num_classes: int,
         *,
-        hidden: int = 16,
+        hidden_features: int = 16,
         num_layers: int = 2,
         dropout: float = 0.5,
     ):
-        _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
-        sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
+        _check_sizes(in_features, num_classes, hidden_features, num_layers, dropout)
+        sizes = [in_features] + [hidden_features] * (num_layers - 1) + [num_classes]
         super().__init__([GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
 
@@ -117,20 +119,21 @@ class GraphSAGE(_StackedConvolutions):
         torch.Size([4, 3])
     """
 
+    @renamed_arguments(hidden="hidden_features")
     def __init__(
         self,
         in_features: int,
         num_classes: int,
         *,
         aggregator: str = "mean",
-        hidden: int = 64,
+        hidden_features: int = 64,
         num_layers: int = 2,
         dropout: float = 0.5,
     ):
-        _check_sizes(in_features, num_classes, hidden, num_layers, dropout)
+        _check_sizes(in_features, num_classes, hidden_features, num_layers, dropout)
         if aggregator not in ("mean", "maxpool"):
             raise ValueError(f"aggregator must be 'mean' or 'maxpool', got {aggregator!r}")
-        sizes = [in_features] + [hidden] * (num_layers - 1) + [num_classes]
+        sizes = [in_features] + [hidden_features] * (num_layers - 1) + [num_classes]
         options = {"aggr": "mean"} if aggregator == "mean" else {"aggr": "max", "project": True}
         super().__init__([SAGEConv(a, b, **options) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
@@ -138,7 +141,7 @@ class GraphSAGE(_StackedConvolutions):
 class GAT(_StackedConvolutions):
     r"""Graph attention network (Veličković et al. 2018): multi-head attention over neighbours.
 
-    Hidden layers: ``heads`` heads of ``hidden`` units, concatenated, ELU; output layer: one
+    Hidden layers: ``heads`` heads of ``hidden_features`` units, concatenated, ELU; output layer: one
     head. Dropout on inputs and attention coefficients.
 
     Examples:
@@ -150,22 +153,23 @@ class GAT(_StackedConvolutions):
 
     activation = staticmethod(F.elu)
 
+    @renamed_arguments(hidden="hidden_features")
     def __init__(
         self,
         in_features: int,
         num_classes: int,
         *,
-        hidden: int = 8,
+        hidden_features: int = 8,
         heads: int = 8,
         num_layers: int = 2,
         dropout: float = 0.6,
     ):
-        _check_sizes(in_features, num_classes, hidden, num_layers, dropout, heads)
+        _check_sizes(in_features, num_classes, hidden_features, num_layers, dropout, heads)
         layers = []
         width = in_features
         for _ in range(num_layers - 1):
-            layers.append(GATConv(width, hidden, heads=heads, dropout=dropout))
-            width = hidden * heads
+            layers.append(GATConv(width, hidden_features, heads=heads, dropout=dropout))
+            width = hidden_features * heads
         layers.append(GATConv(width, num_classes, heads=1, concat=False, dropout=dropout))
         super().__init__(layers, dropout)
 
@@ -173,7 +177,7 @@ class GAT(_StackedConvolutions):
 register_model(
     "gcn",
     family="message-passing",
-    defaults={"hidden": 16, "dropout": 0.5},
+    defaults={"hidden_features": 16, "dropout": 0.5},
     graph_input="forward",
     example=_example,
     description="GCN (Kipf & Welling 2017)",
@@ -183,11 +187,12 @@ register_model(
 @register_model(
     "sage-mean",
     family="message-passing",
-    defaults={"hidden": 64, "dropout": 0.5},
+    defaults={"hidden_features": 64, "dropout": 0.5},
     graph_input="forward",
     example=_example,
     description="GraphSAGE with mean aggregation (Hamilton et al. 2017)",
 )
+@renamed_arguments(hidden="hidden_features")
 def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="mean", **kwargs)
 
@@ -195,11 +200,12 @@ def sage_mean(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
 @register_model(
     "sage-maxpool",
     family="message-passing",
-    defaults={"hidden": 64, "dropout": 0.5},
+    defaults={"hidden_features": 64, "dropout": 0.5},
     graph_input="forward",
     example=_example,
     description="GraphSAGE with max-pooling aggregation (Hamilton et al. 2017)",
 )
+@renamed_arguments(hidden="hidden_features")
 def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
     return GraphSAGE(in_features, num_classes, aggregator="maxpool", **kwargs)
 
@@ -207,7 +213,7 @@ def sage_maxpool(in_features: int, num_classes: int, **kwargs) -> GraphSAGE:
 register_model(
     "gat",
     family="message-passing",
-    defaults={"hidden": 8, "heads": 8, "dropout": 0.6},
+    defaults={"hidden_features": 8, "heads": 8, "dropout": 0.6},
     graph_input="forward",
     example=_example,
     description="GAT (Velickovic et al. 2018)",

@@ -310,7 +310,10 @@ def create_model(name: str, **kwargs: Any) -> nn.Module:
         ...
         ValueError: model 'no-diff-resnet' is defined with num_steps=0; it cannot be built with num_steps=5
     """
+    from .._deprecation import apply_renames
+
     entry = model_entry(name)
+    kwargs = apply_renames(entry.factory, kwargs)
     conflicts = [key for key, value in entry.fixed.items() if key in kwargs and kwargs[key] != value]
     if conflicts:
         fixed = ", ".join(f"{key}={entry.fixed[key]!r}" for key in conflicts)

@@ -270,7 +270,7 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
         spec.model,
         in_features=data["lags"],
         num_classes=data["horizons"],
-        hidden=reference["hidden"] if reference else training.hidden,
+        hidden_features=reference["hidden"] if reference else training.hidden,
         **(coin if diffuses_itself(spec.model) else {}),
     ).to(device)
     inputs, targets = (data[name].to(device=device, dtype=torch.float32) for name in ("inputs", "targets"))

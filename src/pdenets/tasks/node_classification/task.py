@@ -272,9 +272,9 @@ def _build_model(
             check_stability=hp.check_stability,
             hidden_features=hp.hidden_features,
         )
-    architecture = {
-        name: getattr(hp, name) for name in ("hidden", "heads", "dropout") if getattr(hp, name) is not None
-    }
+    # the job's settings keep the names its store key was made with; the models take ``hidden_features``
+    names = {"hidden": "hidden_features", "heads": "heads", "dropout": "dropout"}
+    architecture = {names[name]: getattr(hp, name) for name in names if getattr(hp, name) is not None}
     return create_model(
         spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2, **architecture
     )
@@ -453,7 +453,10 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         overrides = config.baselines.get(model)
         given = {k: v for k, v in vars(overrides).items() if v is not None} if overrides is not None else {}
         optimizer = {**BASELINE_OPTIMIZER, **BASELINE_OPTIMIZER_BY_MODEL.get(model, {})}
-        return MessagePassingSettings(**{**entry.defaults, **optimizer, **given})
+        defaults = {
+            ("hidden" if key == "hidden_features" else key): value for key, value in entry.defaults.items()
+        }
+        return MessagePassingSettings(**{**defaults, **optimizer, **given})
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
