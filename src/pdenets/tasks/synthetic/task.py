@@ -272,7 +272,7 @@ def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
     optimizer (momentum 0.9, weight decay 5e-4) every step, so each step is a plain SGD step: no momentum
     carries over."""
     reference, hp = PAPER_SCRIPT_REFERENCE[spec.dataset], TABLE4[spec.dataset]
-    data = make_synthetic(spec.dataset, 500, grid=True, rng=np.random.RandomState(reference["seed"]))
+    data = make_synthetic(spec.dataset, 500, grid=True, seed=np.random.RandomState(reference["seed"]))
     points, labels, weights = _on_graph(data, hp, GraphConvention(True, "row"), spec.device, torch.float32)
     record = {}
     for variant in VARIANTS:
