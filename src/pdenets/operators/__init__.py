@@ -3,7 +3,14 @@
 Sparse by default; nothing here builds an N×N matrix from sparse input.
 """
 
-from .diffusion import LAPLACIANS, BatchedDiffusion, DiffusionOperator, diffuse, heat_semigroup
+from .diffusion import (
+    LAPLACIANS,
+    BatchedDiffusion,
+    DiffusionOperator,
+    SliceDiffusion,
+    diffuse,
+    heat_semigroup,
+)
 from .graph import (
     GraphLike,
     add_self_loops,
@@ -27,6 +34,7 @@ from .weights import KnnGaussianWeights, batched_knn_gaussian_weights, gaussian_
 __all__ = [
     "DiffusionOperator",
     "BatchedDiffusion",
+    "SliceDiffusion",
     "diffuse",
     "heat_semigroup",
     "LAPLACIANS",

@@ -18,13 +18,21 @@ N×N matrix is formed for sparse ``W``. Dense ``W`` takes a dense path with the 
 (few-shot episodes: one graph over each task's support and queries), with the same stability
 check; it applies ``A^r`` to features or gives rows of ``A^r`` itself, for a network that uses the
 same ``r`` steps many times.
+
+:class:`SliceDiffusion` is the operator of an ``(S, N, C)`` tensor whose slice ``s`` lives on its own
+graph of a :class:`~pdenets.operators.SliceGraphs` (forecast origins, each on the graph of its day): each
+step is ``X_s ← X_s − γ L_{g(s)} X_s``, with each distinct graph read once per step.
+
+The three share the update, the stability check (the Gershgorin bound ``γ ≤ 1/max_i Σ_{j≠i} w_ij``,
+else ``γ ≤ 2/λ_max(L)`` for a symmetric ``W``; ``γ ≤ 1`` for the normalized Laplacian) and the
+``before_step`` / ``after_step`` hooks of ``apply`` (dropout at each step).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -50,12 +58,74 @@ from .graph import (
     symmetric_normalize,
 )
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
+from .slice_graphs import SliceGraphs
 from .sparse import SparseMatrix
 
-__all__ = ["DiffusionOperator", "BatchedDiffusion", "diffuse", "heat_semigroup", "LAPLACIANS"]
+__all__ = [
+    "DiffusionOperator",
+    "BatchedDiffusion",
+    "SliceDiffusion",
+    "diffuse",
+    "heat_semigroup",
+    "LAPLACIANS",
+]
+
+#: a function applied to the features before or after every step (e.g. dropout)
+StepHook = Optional[Callable[[torch.Tensor], torch.Tensor]]
 
 #: ``"combinatorial"``: ``L = Λ − W``; ``"normalized"``: ``L = I − Λ^{-1/2} W Λ^{-1/2}`` (GCN's graph).
 LAPLACIANS = ("combinatorial", "normalized")
+
+
+def _check_normalized_step_size(step_size: float) -> float:
+    """The bound ``1`` of the normalized Laplacian (its eigenvalues lie in ``[0, 2]``); raise beyond it."""
+    if step_size > 1.0 + 1e-9:
+        raise UnstableStepSizeError(
+            f"step_size={step_size:g} exceeds 1, the stability bound of explicit diffusion with the "
+            "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1"
+        )
+    return 1.0
+
+
+def _check_step_size_of_batch(step_size: float, weights: torch.Tensor, rtol: float = 1e-6) -> float:
+    """:func:`~pdenets.operators.check_step_size` of every graph of dense ``(T, N, N)`` weights at once.
+
+    Each graph admits ``γ`` up to its Gershgorin bound ``1/max_i Σ_{j≠i} w_ij``; a symmetric graph beyond it
+    up to its spectral bound ``2/λ_max(L)`` (eigenvalues of only the graphs that need them). Returns the
+    smallest bound that admitted ``γ`` (``inf`` for graphs without edges), or raises
+    :class:`~pdenets.operators.UnstableStepSizeError` naming the first graph that refuses it."""
+    weights = weights.detach()
+    if weights.shape[0] == 0 or weights.shape[1] == 0:
+        return math.inf
+    off_diagonal = weights.sum(2) - torch.diagonal(weights, dim1=1, dim2=2)
+    largest = off_diagonal.max(1).values.double()
+    bounds = torch.where(largest > 0, 1.0 / largest, torch.full_like(largest, math.inf))
+    beyond = (step_size > bounds * (1 + rtol)).nonzero().flatten()
+    if len(beyond) == 0:
+        return float(bounds.min())
+    graphs = weights[beyond].double()
+    scale = graphs.flatten(1).abs().max(1).values.clamp_min(1e-300)[:, None, None]
+    symmetric = ((graphs - graphs.transpose(1, 2)).abs() <= rtol * scale).flatten(1).all(1)
+    if not bool(symmetric.all()):
+        first = int(beyond[(~symmetric).nonzero()[0, 0]])
+        raise UnstableStepSizeError(
+            f"step_size={step_size:g} exceeds the stability bound 1/max_i sum_(j!=i) w_ij = "
+            f"{float(bounds[first]):.6g} of graph {first} of {weights.shape[0]} (W is not symmetric): "
+            "lower it or pass check_stability=False"
+        )
+    laplacians = torch.diag_embed(graphs.sum(2)) - graphs
+    eigenvalues = torch.linalg.eigvalsh(laplacians)[:, -1]
+    spectral = torch.where(eigenvalues > 0, 2.0 / eigenvalues, torch.full_like(eigenvalues, math.inf))
+    refused = (step_size > spectral * (1 + rtol)).nonzero().flatten()
+    if len(refused):
+        first = int(refused[0])
+        raise UnstableStepSizeError(
+            f"step_size={step_size:g} exceeds the stability bound 2/lambda_max(L) = "
+            f"{float(spectral[first]):.6g} of graph {int(beyond[first])} of {weights.shape[0]} (Diff-ResNet "
+            "paper, Prop. 2): lower it, with more steps for the same total strength"
+        )
+    bounds[beyond] = spectral
+    return float(bounds.min())
 
 
 def _check_has_nodes(num_nodes: int) -> int:
@@ -134,12 +204,7 @@ class DiffusionOperator:
         self.num_nodes = _check_has_nodes(int(weights.shape[0]))
         if self.laplacian == "normalized":
             weights = symmetric_normalize(weights)
-            self.bound = 1.0
-            if check_stability and step_size > 1.0 + 1e-9:
-                raise UnstableStepSizeError(
-                    f"step_size={step_size:g} exceeds 1, the stability bound of explicit diffusion with the "
-                    "normalized Laplacian (its eigenvalues reach 2 on bipartite graphs); use step_size <= 1"
-                )
+            self.bound = _check_normalized_step_size(self.step_size) if check_stability else 1.0
         else:
             # the graph was checked once above: the bounds reuse it
             self.bound = (
@@ -304,16 +369,23 @@ class BatchedDiffusion:
     ``X_t ← A_t X_t = (I − γL_t) X_t``,  ``L_t = Λ_t − W_t``,  ``t = 1 … T``,
 
     one explicit Euler step of the heat equation on every graph ("Diffusion Mechanism in Residual
-    Neural Network: Theory and Applications", eq. 7), with ``W_t`` the non-negative weights of graph
-    ``t`` and ``Λ_t`` its degrees. The step size is checked against every graph's stability bound
-    ``2/λ_max(L_t)``: Gershgorin's ``λ_max ≤ 2 max_i Σ_{j≠i} w_ij`` settles it without eigenvalues
-    when it can, the eigenvalues of the graphs (symmetric ``W_t``) decide otherwise.
+    Neural Network: Theory and Applications", eq. 7), with ``X_t`` the features of the ``N`` nodes of
+    graph ``t`` (one row per node), ``W_t`` its non-negative weights, ``Λ_t = diag(Σ_j (W_t)_ij)`` its
+    degrees and ``γ`` the step size. The step size is checked against every graph as
+    :class:`DiffusionOperator` checks its one graph: Gershgorin's bound ``1/max_i Σ_{j≠i} w_ij``
+    settles it without eigenvalues when it can, the spectral bound ``2/λ_max(L_t)`` of a symmetric
+    ``W_t`` decides otherwise. :meth:`apply` with ``r`` steps equals :class:`DiffusionOperator` applied
+    graph by graph.
 
     Args:
         weights: ``(T, N, N)`` dense non-negative weights, one graph per slice.
         step_size: ``γ > 0``.
         check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when ``γ`` exceeds the
             bound of any graph (default: ``True``).
+
+    Raises:
+        UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds the stability bound of a graph.
+        ValueError: ``γ ≤ 0`` or weights that are not dense ``(T, N, N)``, negative or not finite.
 
     Shapes:
         - weights: ``(T, N, N)``; features: ``(T, N, F)``; :meth:`matrix`: ``(T, R, N)``.
@@ -322,12 +394,17 @@ class BatchedDiffusion:
         >>> import torch
         >>> w = torch.tensor([[0., 1.], [1., 0.]]).expand(3, 2, 2)
         >>> op = BatchedDiffusion(w, step_size=0.25)
+        >>> op
+        BatchedDiffusion(T=3, N=2, step_size=0.25, bound=1)
         >>> op.apply(torch.tensor([[1.], [-1.]]).expand(3, 2, 1), num_steps=1)[0]
         tensor([[ 0.5000],
                 [-0.5000]])
         >>> torch.equal(op.matrix(2)[0], op.apply(torch.eye(2).expand(3, 2, 2), 2)[0])
         True
     """
+
+    #: the Laplacian of every graph (``L = Λ − W``; the normalized one is :class:`DiffusionOperator`'s)
+    laplacian = "combinatorial"
 
     def __init__(self, weights: torch.Tensor, step_size: float, *, check_stability: bool = True):
         check_floating(weights, "weights")
@@ -339,33 +416,50 @@ class BatchedDiffusion:
             )
         check_weight_values(weights)
         self.step_size = check_positive(step_size, "step_size")
+        self.num_graphs, self.num_nodes = int(weights.shape[0]), int(weights.shape[1])
+        #: the smallest stability bound of the graphs (the one that admitted ``γ`` when checked)
+        self.bound = (
+            _check_step_size_of_batch(self.step_size, weights)
+            if check_stability
+            else _check_step_size_of_batch(0.0, weights)
+        )
         degrees = weights.sum(2)
-        self.laplacian = torch.diag_embed(degrees) - weights
-        if check_stability:
-            off_diagonal = degrees - torch.diagonal(weights, dim1=1, dim2=2)
-            if weights.numel() and self.step_size * 2 * float(off_diagonal.max()) > 2.0:
-                largest = float(torch.linalg.eigvalsh(self.laplacian.double())[:, -1].max())
-                if largest > 0 and self.step_size > 2.0 / largest * (1 + 1e-6):
-                    raise UnstableStepSizeError(
-                        f"step_size={self.step_size:g} exceeds the stability bound 2/lambda_max(L) = "
-                        f"{2.0 / largest:.4g} of at least one of the {weights.shape[0]} graphs; lower it"
-                    )
+        #: ``(T, N, N)``: ``L_t = Λ_t − W_t``
+        self.laplacian_matrix = torch.diag_embed(degrees) - weights
         eye = torch.eye(weights.shape[1], dtype=weights.dtype, device=weights.device)
-        self.step = eye - self.step_size * self.laplacian  # (T, N, N), A_t
+        self.step = eye - self.step_size * self.laplacian_matrix  # (T, N, N), A_t
 
-    def apply(self, features: torch.Tensor, num_steps: int) -> torch.Tensor:
-        """``A_t^r X_t`` for features ``(T, N, F)``: ``r`` batched products."""
+    def apply(
+        self,
+        features: torch.Tensor,
+        num_steps: int = 1,
+        *,
+        before_step: StepHook = None,
+        after_step: StepHook = None,
+    ) -> torch.Tensor:
+        """``A_t^r X_t`` for features ``(T, N, F)``: ``r = num_steps`` batched products (``A_t`` cast to the
+        features' dtype and device).
+
+        ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result of every step,
+        as in :meth:`DiffusionOperator.apply`.
+        """
+        check_floating(features, "features")
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         if features.dim() != 3 or features.shape[:2] != self.step.shape[:2]:
             raise ValueError(
                 f"features must be (T, N, F) = ({self.step.shape[0]}, {self.step.shape[1]}, F), got "
                 f"{tuple(features.shape)}"
             )
+        step = self.step.to(device=features.device, dtype=features.dtype)
         for _ in range(num_steps):
-            features = torch.bmm(self.step, features)
+            if before_step is not None:
+                features = before_step(features)
+            features = torch.bmm(step, features)
+            if after_step is not None:
+                features = after_step(features)
         return features
 
-    def matrix(self, num_steps: int, rows: Optional[slice] = None) -> torch.Tensor:
+    def matrix(self, num_steps: int = 1, rows: Optional[slice] = None) -> torch.Tensor:
         """The rows ``rows`` (default all) of ``A_t^r``: ``(T, R, N)``. A few rows cost ``r`` products of ``R
         × N`` by ``N × N``; all of them a matrix power."""
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
@@ -379,7 +473,120 @@ class BatchedDiffusion:
 
     def __repr__(self) -> str:
         return (
-            f"BatchedDiffusion(T={self.step.shape[0]}, N={self.step.shape[1]}, step_size={self.step_size:g})"
+            f"BatchedDiffusion(T={self.num_graphs}, N={self.num_nodes}, step_size={self.step_size:g}, "
+            f"bound={self.bound:.4g})"
+        )
+
+
+class SliceDiffusion:
+    r"""Explicit diffusion of an ``(S, N, C)`` tensor, slice ``s`` on its own graph of a :class:`SliceGraphs`.
+
+    ``X_s ← X_s − ργ L_{g(s)} X_s``,  ``L = Λ − W``  (or ``L = I − Λ^{-1/2} W Λ^{-1/2}``),  ``s = 1 … S``,
+
+    one explicit Euler step of the heat equation on every slice's graph ("Diffusion Mechanism in Residual
+    Neural Network: Theory and Applications", eq. 7), with ``X_s`` the ``(N, C)`` features of slice ``s``
+    (e.g. the regions of one forecast origin), ``g(s)`` its graph among the distinct graphs of
+    ``graphs``, ``W`` that graph's non-negative weights, ``Λ = diag(Σ_j w_ij)`` its degrees, ``γ`` the
+    step size and ``ρ`` an optional factor of it given to :meth:`apply` (``1`` unless given). A step is
+    computed as ``X − γ (Λ X − W X)`` with one product per distinct graph (:meth:`SliceGraphs.laplacian`):
+    nothing of size ``S·N × S·N`` is assembled for a static graph, and no ``I − γL`` per graph.
+
+    The stability check is :class:`DiffusionOperator`'s on every distinct graph the slices use (the
+    Gershgorin bounds computed once per :class:`SliceGraphs` and shared by its subsets); ``ρ ≤ 1`` keeps
+    a checked ``γ`` stable.
+
+    Args:
+        graphs: the slices' graphs (:class:`~pdenets.operators.SliceGraphs`).
+        step_size: ``γ > 0``.
+        check_stability: raise :class:`~pdenets.operators.UnstableStepSizeError` when ``γ`` exceeds the
+            bound of a graph the slices use (default: ``True``).
+        laplacian: ``"combinatorial"`` (``L = Λ − W``) or ``"normalized"``
+            (``L = I − Λ^{-1/2} W Λ^{-1/2}``, stable for ``γ ≤ 1``) (default: ``"combinatorial"``).
+
+    Raises:
+        UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds a graph's stability bound.
+        TypeError: ``graphs`` is not a :class:`~pdenets.operators.SliceGraphs`.
+        ValueError: ``γ ≤ 0`` or an unknown ``laplacian``.
+
+    Shapes:
+        - features: ``(S, N, C)`` (``S = len(graphs)``); output: the same.
+
+    Examples:
+        >>> import torch
+        >>> from pdenets.operators import SliceGraphs
+        >>> pair = torch.tensor([[0., 1.], [1., 0.]])
+        >>> graphs = SliceGraphs([pair, 2 * pair], num_nodes=2, ids=torch.tensor([0, 1, 0]))
+        >>> op = SliceDiffusion(graphs, step_size=0.25)
+        >>> op
+        SliceDiffusion(slices=3, N=2, step_size=0.25, bound=0.5)
+        >>> op.apply(torch.tensor([[1.], [-1.]]).expand(3, 2, 1), num_steps=1)[:, 0, 0]
+        tensor([0.5000, 0.0000, 0.5000])
+    """
+
+    def __init__(
+        self,
+        graphs: SliceGraphs,
+        step_size: float,
+        *,
+        check_stability: bool = True,
+        laplacian: str = "combinatorial",
+    ):
+        if not isinstance(graphs, SliceGraphs):
+            raise TypeError(f"graphs must be a SliceGraphs, got {type(graphs).__name__}")
+        self.graphs = graphs
+        self.step_size = check_positive(step_size, "step_size")
+        self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
+        self.num_slices, self.num_nodes = graphs.num_slices, graphs.num_nodes
+        if self.laplacian == "normalized":
+            self.bound = _check_normalized_step_size(self.step_size) if check_stability else 1.0
+            return
+        used = torch.unique(graphs.ids)
+        bounds = graphs.stability_bounds()[used]
+        #: the smallest stability bound of the slices' graphs (the one that admitted ``γ`` when checked)
+        self.bound = float(bounds.min())
+        if check_stability and self.step_size > self.bound * (1 + 1e-6):
+            # beyond a Gershgorin bound: the graphs that need it decide with the spectral bound, or raise
+            admitted = [
+                _check_step_size_of_checked(self.step_size, graphs.graphs[int(index)])
+                if self.step_size > float(bound) * (1 + 1e-6)
+                else float(bound)
+                for index, bound in zip(used, bounds)
+            ]
+            self.bound = min(admitted)
+
+    def apply(
+        self,
+        features: torch.Tensor,
+        num_steps: int = 1,
+        *,
+        step_scale: Optional[Union[float, torch.Tensor]] = None,
+        before_step: StepHook = None,
+        after_step: StepHook = None,
+    ) -> torch.Tensor:
+        """``r = num_steps`` steps ``X_s ← X_s − ργ L_{g(s)} X_s`` of features ``(S, N, C)``.
+
+        ``step_scale`` is ``ρ`` (default: none, i.e. ``1``), a number or a tensor in ``(0, 1]`` — e.g. a
+        learned diffusion time ``ρ = sigmoid(θ)``, whose gradient the result carries; ``before_step`` /
+        ``after_step`` (e.g. dropout) are applied to the input / result of every step, as in
+        :meth:`DiffusionOperator.apply`. Differentiable with respect to ``features``.
+        """
+        check_floating(features, "features")
+        num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+        step = self.step_size if step_scale is None else self.step_size * step_scale
+        normalized = self.laplacian == "normalized"
+        for _ in range(num_steps):
+            if before_step is not None:
+                features = before_step(features)
+            features = features - step * self.graphs.laplacian(features, normalized=normalized)
+            if after_step is not None:
+                features = after_step(features)
+        return features
+
+    def __repr__(self) -> str:
+        laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
+        return (
+            f"SliceDiffusion(slices={self.num_slices}, N={self.num_nodes}, step_size={self.step_size:g}, "
+            f"bound={self.bound:.4g}{laplacian})"
         )
 
 

@@ -36,6 +36,7 @@ import torch
 
 from .._checks import check_positive, check_positive_int
 from .graph import GraphLike, as_weight_matrix, is_dense, remove_self_loops, row_sums, symmetric_normalize
+from .laplacian import _bound_of_checked
 from .sparse import SparseMatrix
 
 __all__ = ["SliceGraphs", "gcn_propagation_matrix", "chebyshev_propagation_matrix"]
@@ -49,6 +50,7 @@ class _Shared:
         self.derived: Dict[str, "_Shared"] = {}
         self.matrices: Dict[int, SparseMatrix] = {}
         self.degrees: Optional[torch.Tensor] = None
+        self.bounds: Optional[torch.Tensor] = None
         self._edges: Optional[tuple] = None
 
     def matrix(self, index: int) -> SparseMatrix:
@@ -72,6 +74,14 @@ class _Shared:
         if self.degrees is None:
             self.degrees = torch.stack([row_sums(graph) for graph in self.graphs])
         return self.degrees
+
+    def stability_bounds(self) -> torch.Tensor:
+        """``(G,)`` Gershgorin bounds of every graph (float64; ``inf`` for a graph without edges)."""
+        if self.bounds is None:
+            self.bounds = torch.tensor(
+                [_bound_of_checked(graph) for graph in self.graphs], dtype=torch.float64
+            )
+        return self.bounds
 
 
 class SliceGraphs:
@@ -199,6 +209,12 @@ class SliceGraphs:
     def row_sums(self) -> torch.Tensor:
         """``(S, N)``: the row sums of each slice's graph (the degrees of the Laplacian ``Λ − W``)."""
         return self._shared.row_sums()[self.ids]
+
+    def stability_bounds(self) -> torch.Tensor:
+        """``(G,)``: the Gershgorin bound ``1/max_i Σ_{j≠i} w_ij`` of explicit diffusion on every distinct
+        graph (:func:`~pdenets.operators.stability_bound`; ``inf`` without edges), computed once and shared
+        by subsets; index it with :attr:`ids` for the slices' bounds."""
+        return self._shared.stability_bounds()
 
     def laplacian(self, x: torch.Tensor, *, normalized: bool = False) -> torch.Tensor:
         """``L_{g(s)} X[s]`` for ``x (S, N, C)``: ``(Λ − W) X``, or ``(I − Λ^{-1/2} W Λ^{-1/2}) X`` when
