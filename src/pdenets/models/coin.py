@@ -26,9 +26,8 @@ from torch import nn
 
 from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
 from ..nn.diffusion import DiffusionLayer
-from ..operators.diffusion import LAPLACIANS
+from ..operators.diffusion import LAPLACIANS, SliceDiffusion
 from ..operators.graph import GraphLike, as_weight_matrix, is_dense
-from ..operators.laplacian import UnstableStepSizeError, check_step_size
 from ..operators.slice_graphs import SliceGraphs
 from .registry import ModelExample, register_model
 
@@ -304,7 +303,8 @@ class COIN(nn.Module):
         return out.reshape(*leading, *out.shape[1:])
 
     def _forward_slices(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
-        """Backbone on the ``S·N`` rows, then ``r`` steps ``X_s ← X_s − τ L_{g(s)} X_s`` slice by slice."""
+        """Backbone on the ``S·N`` rows, then ``r`` steps ``X_s ← X_s − γ L_{g(s)} X_s`` slice by slice
+        (:class:`~pdenets.operators.SliceDiffusion`)."""
         if x.dim() < 2 or x.shape[0] != graphs.num_slices or x.shape[1] != graphs.num_nodes:
             raise ValueError(
                 f"the graphs cover {graphs.num_slices} slices of {graphs.num_nodes} nodes; the input "
@@ -323,33 +323,23 @@ class COIN(nn.Module):
             )
         out = features.reshape(slices, nodes, -1)
         if self.num_steps > 0:
-            if self.step_logit is not None:
-                time_step = self.max_step_size * torch.sigmoid(self.step_logit).to(out.dtype)
-            else:
-                time_step = self.diffusion.step_size
-                if self.diffusion.check_stability and self.diffusion.laplacian == "combinatorial":
-                    for graph in graphs.graphs:
-                        check_step_size(time_step, graph)
-                elif self.diffusion.check_stability and time_step > 1.0 + 1e-9:
-                    raise UnstableStepSizeError(
-                        f"step_size={time_step:g} exceeds 1, the stability bound of explicit "
-                        "diffusion with the normalized Laplacian"
-                    )
-            normalized = self.diffusion.laplacian == "normalized"
-            for _ in range(self.num_steps):
-                if (
-                    self.diffusion.dropout > 0
-                    and self.training
-                    and self.diffusion.dropout_position == "before"
-                ):
-                    out = torch.nn.functional.dropout(out, self.diffusion.dropout)
-                out = out - time_step * graphs.laplacian(out, normalized=normalized)
-                if (
-                    self.diffusion.dropout > 0
-                    and self.training
-                    and self.diffusion.dropout_position == "after"
-                ):
-                    out = torch.nn.functional.dropout(out, self.diffusion.dropout)
+            diffusion = self.diffusion
+            # a learned step γ_max · sigmoid(ρ) is stable whenever γ_max is: γ_max is checked
+            operator = SliceDiffusion(
+                graphs,
+                self.max_step_size if self.step_logit is not None else diffusion.step_size,
+                check_stability=diffusion.check_stability,
+                laplacian=diffusion.laplacian,
+            )
+            scale = None if self.step_logit is None else torch.sigmoid(self.step_logit).to(out.dtype)
+            hooks = {}
+            if diffusion.dropout > 0 and self.training:
+
+                def drop(values: torch.Tensor) -> torch.Tensor:
+                    return torch.nn.functional.dropout(values, diffusion.dropout)
+
+                hooks = {f"{diffusion.dropout_position}_step": drop}
+            out = operator.apply(out, self.num_steps, step_scale=scale, **hooks)
         if self.head is not None:
             out = self.head(out)
         return out
