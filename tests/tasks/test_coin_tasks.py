@@ -407,7 +407,7 @@ def test_the_batch_order_is_drawn_from_the_runs_seed(tmp_path, monkeypatch):
 
 
 def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path):
-    from pdenets.tasks.coin_forecast.protocol import diffuse_forecasts
+    from pdenets.models.coin_forecast_diffusion import diffuse_forecasts
 
     path = tmp_path / "daily.json"
     _diffusing_series(path, steps=30, nodes=6, time_varying=True)
@@ -421,7 +421,7 @@ def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path
 
 
 def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_diffusion(tmp_path):
-    from pdenets.tasks.coin_forecast.protocol import choose_diffusion
+    from pdenets.models.coin_forecast_diffusion import choose_diffusion
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=240)
@@ -632,7 +632,7 @@ def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
 
 
 def test_one_validation_snapshot_never_buys_diffusion():
-    from pdenets.tasks.coin_forecast.protocol import choose_diffusion
+    from pdenets.models.coin_forecast_diffusion import choose_diffusion
 
     # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is
     # kept
@@ -653,7 +653,7 @@ def test_one_validation_snapshot_never_buys_diffusion():
 def test_the_lower_bound_is_students_on_block_means():
     from scipy.stats import t as student
 
-    from pdenets.tasks.coin_forecast.protocol import block_gains, choose_diffusion, diffuse_forecasts
+    from pdenets.models.coin_forecast_diffusion import block_gains, choose_diffusion, diffuse_forecasts
 
     prediction, data = _selection_data(days=12, gain_per_day=0.6, noise=0.2, seed=4)
     choice = choose_diffusion(prediction, data, [0.5], [1])

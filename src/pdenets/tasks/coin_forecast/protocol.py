@@ -25,17 +25,16 @@ forecasting code turns them into its operator. On the windows of a protocol:
 
 * :func:`closed_form_forecast` — the reference forecasts every model is measured against (the last
   value, the mean of the lags, least squares on the lags);
-* :func:`choose_diffusion` — COIN over any model: its forecasts diffused on the origins' graphs
-  (:func:`diffuse_forecasts`) with the ``(γ, r)`` whose gain over the model on the selection days is
-  surely positive (:func:`block_gains`), else the model itself;
 * :func:`forecast_metrics` — the test errors of forecasts, overall and per horizon.
+
+COIN over any model — its forecasts diffused on the origins' graphs — lives with COIN:
+:mod:`pdenets.models.coin_forecast_diffusion`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -57,23 +56,11 @@ __all__ = [
     "masked_mse",
     "forecast_metrics",
     "first_horizon_forecasts",
-    "diffuse_forecasts",
-    "choose_diffusion",
-    "block_gains",
-    "DiffusionChoice",
-    "MIN_SELECTION_BLOCKS",
-    "SELECTION_CONFIDENCE",
 ]
 
 #: the transforms of count series before standardizing (our protocol): ``auto`` is ``log1p`` where the series'
 #: publisher's loader takes it (Twitter tennis), ``none`` otherwise
 TRANSFORMS = ("auto", "log1p", "none")
-#: the fewest blocks of selection days on which a gain of COIN's diffusion is judged (fewer: the model is
-#: kept)
-MIN_SELECTION_BLOCKS = 5
-#: the one-sided confidence of the lower bound a diffusion's gain must clear
-SELECTION_CONFIDENCE = 0.95
-
 #: the protocols of :func:`protocol_windows`
 PROTOCOLS = ("ours", "pyg-temporal")
 #: the closed-form reference forecasts of :func:`closed_form_forecast`
@@ -449,144 +436,3 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
         solution = torch.linalg.lstsq(design[rows], targets[..., horizon][rows].unsqueeze(-1)).solution
         out[..., horizon] = (design @ solution).squeeze(-1)
     return out
-
-
-def diffuse_forecasts(
-    prediction: torch.Tensor, graphs: Any, step_size: float, num_steps: int
-) -> torch.Tensor:
-    """``r`` explicit diffusion steps ``Y ← Y − γ L Y`` of forecasts, each origin on its own graph.
-
-    Args:
-        prediction: ``(S, N, H)`` forecasts.
-        graphs: the origins' graphs, with ``laplacian(x)`` = ``L_{g(s)} x[s]`` (a
-            :class:`~pdenets.operators.SliceGraphs`).
-        step_size: ``γ``.
-        num_steps: ``r``.
-
-    Returns:
-        The diffused ``(S, N, H)`` forecasts.
-    """
-    out = prediction
-    for _ in range(num_steps):
-        out = out - step_size * graphs.laplacian(out)
-    return out
-
-
-@dataclass(frozen=True)
-class DiffusionChoice:
-    """COIN's diffusion over a model's forecasts: ``(γ, r)`` (``γ = 0``: the model kept), the selection days'
-    evidence (mean block gain in MSE, its lower confidence bound, the number of blocks) and the selection-set
-    MSE."""
-
-    step_size: float
-    num_steps: int
-    gain: float
-    lower_bound: float
-    blocks: int
-    selection_mse: float
-    forecasts: torch.Tensor = field(repr=False, compare=False)
-
-
-def block_gains(
-    prediction: torch.Tensor,
-    diffused: torch.Tensor,
-    targets: torch.Tensor,
-    mask: torch.Tensor,
-    target_steps: torch.Tensor,
-    block_days: int,
-) -> torch.Tensor:
-    """The gain of ``diffused`` over ``prediction`` in squared error, per block of ``block_days`` consecutive
-    days.
-
-    ``d = (prediction − target)² − (diffused − target)²`` for every entry of ``mask`` (positive: diffusion
-    helped); the entries of one target day are averaged (they share the day's shocks), and consecutive
-    days are averaged in blocks of ``block_days`` (forecasts of horizons ``1…H`` from neighbouring origins
-    overlap, so their errors are correlated over up to ``H`` days; blocks of ``H`` days are close to
-    independent — batch means). A last, incomplete block is dropped.
-
-    Args:
-        prediction, diffused, targets: ``(S, N, H)``.
-        mask: ``(S, N, H)`` booleans, the entries that count.
-        target_steps: ``(S, H)`` the day each (origin, horizon) forecasts.
-        block_days: days per block.
-
-    Returns:
-        ``(m,)`` block means, in the order of the days.
-
-    Examples:
-        >>> p, d = torch.zeros(4, 1, 1), torch.ones(4, 1, 1)
-        >>> y = torch.tensor([2.0, 2.0, 0.0, 0.0]).view(4, 1, 1)
-        >>> mask = torch.ones(4, 1, 1, dtype=torch.bool)
-        >>> block_gains(p, d, y, mask, torch.arange(4).view(4, 1), 2).tolist()
-        [3.0, -1.0]
-    """
-    gains = (prediction - targets).square() - (diffused - targets).square()
-    days = target_steps[:, None, :].expand_as(gains)[mask]
-    values = gains[mask]
-    distinct, position = torch.unique(days, return_inverse=True)
-    per_day = torch.zeros(len(distinct), dtype=values.dtype).index_add_(0, position, values)
-    per_day = per_day / torch.bincount(position, minlength=len(distinct)).to(values.dtype)
-    blocks = len(per_day) // block_days
-    return per_day[: blocks * block_days].reshape(blocks, block_days).mean(1)
-
-
-def choose_diffusion(
-    prediction: torch.Tensor,
-    data: Dict[str, Any],
-    step_sizes: Sequence[float],
-    num_steps: Sequence[int],
-    *,
-    selection: Optional[torch.Tensor] = None,
-    confidence: float = SELECTION_CONFIDENCE,
-    min_blocks: int = MIN_SELECTION_BLOCKS,
-) -> DiffusionChoice:
-    """COIN over any model: diffusion only where the selection days show a gain larger than their noise.
-
-    For each ``(γ, r)`` of the grid the gain over the model is measured in blocks of ``H`` selection days
-    (:func:`block_gains`); with ``m`` blocks of mean ``ḡ`` and standard deviation ``s``, its one-sided lower
-    confidence bound is ``ḡ − t_{confidence, m−1} s/√m`` (Student's t: the blocks are close to
-    independent). The candidate with the highest bound is taken if that bound is positive; otherwise, and
-    whenever the selection days hold fewer than ``min_blocks`` blocks, the model is kept (``γ = 0``). A
-    validation set too small to tell a gain from luck — one snapshot of 15 regions — therefore cannot
-    make COIN worse than its model; a gain that holds on every block is taken. (The highest of several
-    correlated bounds is a little optimistic: the candidates are nested strengths of one diffusion, so
-    the effective number of comparisons is small.)
-
-    Args:
-        prediction: ``(S, N, H)`` forecasts of a model.
-        data: a protocol's windows (:func:`protocol_windows`) with ``graphs``, the origins' graphs of
-            :func:`diffuse_forecasts`.
-        step_sizes: the ``γ`` to try (``0`` is the model itself).
-        num_steps: the ``r`` to try.
-        selection: ``(S, N, H)`` the entries to select on (default: the validation targets). Forecasts that
-            saw no target (the last value, the mean of the lags) can select on every target before the test
-            period.
-        confidence: of the lower bound (default 0.95).
-        min_blocks: the fewest blocks judged (default 5).
-
-    Returns:
-        :class:`DiffusionChoice`.
-    """
-    from scipy.stats import t as student
-
-    targets = data["targets"]
-    mask = data["masks"]["val"] if selection is None else selection
-    block_days = data["horizons"]
-    kept = DiffusionChoice(0.0, 0, 0.0, 0.0, 0, masked_mse(prediction, targets, mask).item(), prediction)
-    best = kept
-    for step_size in sorted(set(step_sizes) - {0.0}):
-        out = prediction
-        for steps in range(1, max(num_steps) + 1):
-            out = diffuse_forecasts(out, data["graphs"], step_size, 1)
-            if steps not in num_steps:
-                continue
-            gains = block_gains(prediction, out, targets, mask, data["target_steps"], block_days)
-            if len(gains) < min_blocks:
-                continue
-            mean, spread = float(gains.mean()), float(gains.std())
-            bound = mean - float(student.ppf(confidence, len(gains) - 1)) * spread / math.sqrt(len(gains))
-            if bound > best.lower_bound:
-                best = DiffusionChoice(
-                    step_size, steps, mean, bound, len(gains), masked_mse(out, targets, mask).item(), out
-                )
-    return best

@@ -8,7 +8,7 @@ diffusion steps of the forecasts on the day's region graph), ``window-gcn``, ``c
 lags with Chebyshev gates), the reference ``pygt-gconv-gru`` (PyTorch Geometric Temporal's GConvGRU trained as
 its documentation does), three closed-form baselines and COIN over each model (its forecasts diffused with the
 ``(γ, r)`` whose gain on the selection days clears its noise, else the model kept:
-:func:`~pdenets.tasks.coin_forecast.protocol.choose_diffusion`). Diffusion and message passing use the graph
+:func:`~pdenets.models.coin_forecast_diffusion.choose_diffusion`). Diffusion and message passing use the graph
 without self-loops, rows normalized.
 """
 
@@ -28,6 +28,7 @@ from ...data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_tempor
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
+from ...models.coin_forecast_diffusion import choose_diffusion
 from ...models.registry import create_model
 from ...models.training import evaluation_mode, fit_steps
 from ...operators.graph import as_weight_matrix, remove_self_loops, row_normalize
@@ -38,7 +39,6 @@ from .protocol import (
     PROTOCOLS,
     TRANSFORMS,
     ForecastSetup,
-    choose_diffusion,
     closed_form_forecast,
     diffuses_itself,
     first_horizon_forecasts,
