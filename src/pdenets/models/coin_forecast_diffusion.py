@@ -21,9 +21,9 @@ from typing import Any, Dict, Optional, Sequence
 
 import torch
 
-from ..data.forecast_protocols import masked_mse
 from ..operators.diffusion import SliceDiffusion
 from ..operators.slice_graphs import SliceGraphs
+from .training import masked_mse
 
 __all__ = [
     "diffuse_forecasts",

@@ -35,6 +35,7 @@ from torch.nn import functional as F
 from .._checks import NonFiniteError, check_finite
 
 __all__ = [
+    "masked_mse",
     "accuracy",
     "EarlyStopping",
     "fit",
@@ -469,3 +470,21 @@ def mean_iou(predictions: torch.Tensor, targets: torch.Tensor, num_classes: int)
         if union:
             ious.append(int((predicted & actual).sum()) / union)
     return float(sum(ious) / len(ious)) if ious else math.nan
+
+
+def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean squared error over the entries of ``mask``.
+
+    Args:
+        prediction: forecasts, e.g. ``(S, N, H)``.
+        target: the truth, of the same shape.
+        mask: booleans of the same shape: the entries that count.
+
+    Returns:
+        A 0-dimensional tensor (differentiable with respect to ``prediction``).
+
+    Examples:
+        >>> masked_mse(torch.tensor([1.0, 5.0]), torch.tensor([0.0, 0.0]), torch.tensor([True, False]))
+        tensor(1.)
+    """
+    return (prediction - target)[mask].square().mean()

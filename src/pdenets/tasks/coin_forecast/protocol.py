@@ -53,7 +53,6 @@ __all__ = [
     "CLOSED_FORM",
     "closed_form_forecast",
     "linear_forecast",
-    "masked_mse",
     "forecast_metrics",
     "first_horizon_forecasts",
 ]
@@ -315,24 +314,6 @@ def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor,
     mean, std = values.mean(0), values.std(0, unbiased=False)
     std = std + 1e-10 if series.pyg_scaling == "standardize+eps" else torch.where(std > 0, std, ones)
     return (values - mean) / std, mean, std
-
-
-def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The mean squared error over the entries of ``mask``.
-
-    Args:
-        prediction: forecasts, e.g. ``(S, N, H)``.
-        target: the truth, of the same shape.
-        mask: booleans of the same shape: the entries that count.
-
-    Returns:
-        A 0-dimensional tensor (differentiable with respect to ``prediction``).
-
-    Examples:
-        >>> masked_mse(torch.tensor([1.0, 5.0]), torch.tensor([0.0, 0.0]), torch.tensor([True, False]))
-        tensor(1.)
-    """
-    return (prediction - target)[mask].square().mean()
 
 
 def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, Any]:

@@ -30,7 +30,7 @@ from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
 from ...models.registry import create_model
-from ...models.training import evaluation_mode, fit_steps
+from ...models.training import evaluation_mode, fit_steps, masked_mse
 from ...operators.graph import as_weight_matrix, remove_self_loops, row_normalize
 from ...operators.slice_graphs import SliceGraphs
 from . import report as forecast_report
@@ -45,7 +45,6 @@ from .protocol import (
     forecast_metrics,
     learned_forecasters,
     linear_forecast,
-    masked_mse,
     protocol_windows,
     split_days,
 )  # noqa: F401
