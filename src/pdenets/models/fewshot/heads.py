@@ -29,11 +29,12 @@ Two choices make the heads hold in every episode shape (derivation in ``docs/few
   refines it. From PyTorch's random initialization (``init="random"``, the paper's) a head must
   learn the classes from ``C·K`` points, which fails with one shot and many ways.
 * **the graph adapts to the episode**: with ``n_top=None`` each point keeps
-  ``k = clamp(⌊(S + Q)/C⌋, 2, 7)`` entries, itself included — never more than the points an
-  average class has, so a point's list can lie inside its class. The paper's 7 with 16
-  points per class (5-way 1-shot, 15 queries); 2 with one query per class, where 7 entries put
-  three quarters of the edge weight across classes and ``(I − γL)^10`` left a query 19 % of
-  its row mass on its own class (82 % and 88 % with 2 entries; the 20 Lake runs).
+  ``k = clamp(n_min, 2, 7)`` entries, itself included (:func:`adaptive_neighbours`), ``n_min`` the
+  points of the task's smallest class by the nearest-prototype guess (:func:`episode_neighbours`) —
+  never more than the points that class has, so a point's list can lie inside its class. The
+  paper's 7 with 16 points per class (5-way 1-shot, 15 queries); 2 with one query per class,
+  where 7 entries put three quarters of the edge weight across classes and ``(I − γL)^10`` left
+  a query 19 % of its row mass on its own class (82 % and 88 % with 2 entries; the 20 Lake runs).
   ``σ`` is the distance to entry ``min(sigma_neighbor, k)``. With ``num_steps=None``, ``r`` is
   the ablation's: 10 diffusion layers for one shot, 5 for more.
 
@@ -79,6 +80,7 @@ __all__ = [
     "Internal",
     "InternalSettings",
     "episode_neighbours",
+    "adaptive_neighbours",
     "MAX_NEIGHBOURS",
 ]
 
@@ -420,11 +422,31 @@ MAX_NEIGHBOURS = 7
 INITIALIZATIONS = ("prototype", "random")
 
 
+def adaptive_neighbours(class_size: int, maximum: int = MAX_NEIGHBOURS) -> int:
+    """The adaptive graph's entries per point, self included: ``clamp(class_size, 2, maximum)``.
+
+    A point's list of ``k`` entries can lie inside its class only if the class holds ``k`` points; two
+    entries (self and one neighbour) at least, the paper's 7 at most (module docstring).
+
+    Args:
+        class_size: the points the task's smallest class holds (support and queries).
+        maximum: the most entries kept (default :data:`MAX_NEIGHBOURS`, 7).
+
+    Returns:
+        ``k``.
+
+    Examples:
+        >>> adaptive_neighbours(16), adaptive_neighbours(3), adaptive_neighbours(1)
+        (7, 3, 2)
+    """
+    return min(max(int(class_size), 2), int(maximum))
+
+
 def episode_neighbours(batch: FewShotBatch, maximum: int = MAX_NEIGHBOURS) -> Tuple[int, ...]:
     """Graph entries per point (self included) of every task: the fewest points a class of the task holds by
     the nearest-prototype guess (its support points and the queries nearest to its support mean), clamped to
     ``[2, maximum]`` — so that a point's list can lie inside its class even in the task's smallest class
-    (module docstring).
+    (module docstring): :func:`adaptive_neighbours` of that class's size.
 
     Examples:
         >>> import torch
@@ -439,7 +461,7 @@ def episode_neighbours(batch: FewShotBatch, maximum: int = MAX_NEIGHBOURS) -> Tu
     counts = F.one_hot(batch.support_labels, batch.ways).sum(1) + F.one_hot(nearest, batch.ways).sum(
         1
     )  # (T, C)
-    return tuple(int(k) for k in counts.min(1).values.clamp(2, int(maximum)))
+    return tuple(adaptive_neighbours(int(size), maximum) for size in counts.min(1).values)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from ...models.fewshot import (
     PREPROCESSING,
     Preprocessing,
     ablation_method,
+    adaptive_neighbours,
     classify,
     method_from_name,
     registered_methods,
@@ -292,12 +293,17 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
     return record
 
 
+#: the picture's task: 5-way, 15 queries per class
+PICTURE_WAYS, PICTURE_QUERIES = 5, 15
+
+
 def _run_picture(spec: PictureJob) -> Dict[str, Any]:
     points, labels, support = task_points(
-        features_file(spec.features), 5, spec.shots, 15, spec.seed, spec.preprocessing
+        features_file(spec.features), PICTURE_WAYS, spec.shots, PICTURE_QUERIES, spec.seed, spec.preprocessing
     )
     settings = spec.settings
-    n_top = settings.n_top or 7  # 5-way, 15 queries: the adaptive rule keeps 7 entries
+    # the adaptive rule on the task's balanced classes (shots + queries points each)
+    n_top = settings.n_top or adaptive_neighbours(spec.shots + PICTURE_QUERIES)
     steps = settings.num_steps if settings.num_steps is not None else (10 if spec.shots == 1 else 5)
     diffused = diffuse_on_task_graph(
         points, n_top, min(settings.sigma_neighbor, n_top), settings.step_size, steps
