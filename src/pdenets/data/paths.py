@@ -52,7 +52,19 @@ def resolve_data_dir(data_dir: Optional[Union[str, Path]] = None) -> Path:
 
 def dataset_label(dataset: str, registered) -> str:
     """The name a dataset goes by in tables: its registered name, or a file's stem (``my_series.json`` →
-    ``my_series``)."""
+    ``my_series``). (A graph specification's name is :func:`pdenets.models.node_training.graph_label`.)
+
+    Args:
+        dataset: a registered name or the path of a data file.
+        registered: the registered names (any container).
+
+    Returns:
+        ``dataset`` if registered, else the stem of its file name.
+
+    Examples:
+        >>> dataset_label("chickenpox", ("chickenpox",)), dataset_label("data/my_series.json", ())
+        ('chickenpox', 'my_series')
+    """
     return dataset if dataset in registered else Path(dataset).stem
 
 
