@@ -375,7 +375,7 @@ class BatchedDiffusion:
     :class:`DiffusionOperator` checks its one graph: Gershgorin's bound ``1/max_i Σ_{j≠i} w_ij``
     settles it without eigenvalues when it can, the spectral bound ``2/λ_max(L_t)`` of a symmetric
     ``W_t`` decides otherwise. :meth:`apply` with ``r`` steps equals :class:`DiffusionOperator` applied
-    graph by graph.
+    graph by graph (up to round-off: ``A_t`` is assembled as ``I − γ(Λ_t − W_t)``).
 
     Args:
         weights: ``(T, N, N)`` dense non-negative weights, one graph per slice.
