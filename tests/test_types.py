@@ -21,7 +21,7 @@ NOT_YET_CHECKED = (
     "src/pdenets/models/fewshot/heads.py",
     "src/pdenets/features/fewshot.py",
     "src/pdenets/models/coin.py",
-    "src/pdenets/data/forecast_protocols.py",
+    "src/pdenets/tasks/coin_forecast/protocol.py",
     "src/pdenets/models/node_training.py",
 )
 

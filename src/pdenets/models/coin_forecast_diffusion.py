@@ -3,14 +3,14 @@ r"""COIN over any forecasting model: its forecasts diffused on the origins' grap
 From "Convection-Diffusion Equation: A Theoretically Certified Framework for Neural Networks" (COIN): a
 model's forecasts ``Y`` are the convection; ``r`` explicit diffusion steps on each origin's region graph
 
-.. math::
-
-    Y_s \leftarrow Y_s - \gamma L_{g(s)} Y_s, \qquad L = \Lambda - W,
+$$
+Y_s \leftarrow Y_s - \gamma L_{g(s)} Y_s, \qquad L = \Lambda - W,
+$$
 
 are the last unit of time (:func:`diffuse_forecasts`, one
 :class:`~pdenets.operators.SliceDiffusion`). :func:`choose_diffusion` takes the ``(γ, r)`` whose gain
 over the model on the selection days is surely positive (:func:`block_gains`), else the model itself.
-The windows, splits and errors are the protocols' (:mod:`pdenets.data.forecast_protocols`).
+The windows, splits and errors are the forecasting task's (:mod:`pdenets.tasks.coin_forecast.protocol`).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def choose_diffusion(
 
     Args:
         prediction: ``(S, N, H)`` forecasts of a model.
-        data: a protocol's windows (:func:`~pdenets.data.forecast_protocols.protocol_windows`) with
+        data: a protocol's windows (:func:`~pdenets.tasks.coin_forecast.protocol.protocol_windows`) with
             ``graphs``, the origins' graphs of :func:`diffuse_forecasts`.
         step_sizes: the ``γ`` to try (``0`` is the model itself).
         num_steps: the ``r`` to try.
