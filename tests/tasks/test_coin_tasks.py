@@ -77,6 +77,20 @@ def test_windows_and_linear_regression_are_exact():
     torch.testing.assert_close(linear_forecast(inputs, targets, mask), targets)
 
 
+def test_the_linear_baseline_gives_the_same_forecasts_on_every_call():
+    """A noisy fit on a few thousand rows, repeated: bit-identical forecasts (torch's CPU lstsq is not)."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(400, 12, 8, dtype=torch.float64, generator=generator)
+    targets = inputs[..., :3].cumsum(-1) + 0.1 * torch.randn(
+        400, 12, 3, dtype=torch.float64, generator=generator
+    )
+    train = torch.rand(400, 12, 3, generator=generator) < 0.8
+    first = linear_forecast(inputs, targets, train)
+    assert all(torch.equal(first, linear_forecast(inputs, targets, train)) for _ in range(10))
+    for dtype in (torch.float32, torch.float64):  # the forecasts keep the windows' dtype
+        assert linear_forecast(inputs.to(dtype), targets.to(dtype), train).dtype == dtype
+
+
 def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path):
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=50, time_varying=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 
 from ...data.temporal import TemporalGraphSeries, forecast_windows
@@ -393,7 +394,8 @@ def closed_form_forecast(model: str, data: Dict[str, Any]) -> torch.Tensor:
 
 
 def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
-    """Least squares on the lags with an intercept, shared across regions, one fit per horizon.
+    """Least squares on the lags with an intercept, shared across regions, one fit per horizon (the same
+    forecasts on every call).
 
     Args:
         inputs: ``(S, N, L)`` windows.
@@ -414,6 +416,12 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
     out = torch.empty_like(targets)
     for horizon in range(targets.shape[-1]):
         rows = train[..., horizon]
-        solution = torch.linalg.lstsq(design[rows], targets[..., horizon][rows].unsqueeze(-1)).solution
-        out[..., horizon] = (design @ solution).squeeze(-1)
+        # LAPACK's gelsd through NumPy: the same answer on every call (torch.linalg.lstsq on the CPU returns
+        # last-bit-different solutions for the same input from one call to the next)
+        solution, *_ = np.linalg.lstsq(
+            design[rows].detach().cpu().numpy(),
+            targets[..., horizon][rows].unsqueeze(-1).detach().cpu().numpy(),
+            rcond=None,
+        )
+        out[..., horizon] = (design @ torch.from_numpy(solution).to(design)).squeeze(-1)
     return out
