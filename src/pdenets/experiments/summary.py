@@ -13,7 +13,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Hashable,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    overload,
+)
 
 import numpy as np
 
@@ -121,18 +134,37 @@ class Stats:
 Key = Union[Hashable, Tuple[Hashable, ...]]
 
 
+# one ``by`` name: the keys are that field's values; several: tuples of them (unpackable by the caller)
+@overload
+def group_records(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    by: str,
+    where: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+) -> Dict[Any, List[Mapping[str, Any]]]: ...
+
+
+@overload
+def group_records(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    by: Sequence[str],
+    where: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+) -> Dict[Tuple[Any, ...], List[Mapping[str, Any]]]: ...
+
+
 def group_records(
     records: Sequence[Mapping[str, Any]],
     *,
     by: Union[str, Sequence[str]],
     where: Optional[Callable[[Mapping[str, Any]], bool]] = None,
-) -> Dict[Key, List[Mapping[str, Any]]]:
+) -> Dict[Any, List[Mapping[str, Any]]]:
     """Records grouped by the value(s) of the ``by`` field(s), groups in order of first appearance.
 
     With one ``by`` name the keys are its values; with several, tuples. ``where`` filters first.
     """
     names = (by,) if isinstance(by, str) else tuple(by)
-    groups: Dict[Key, List[Mapping[str, Any]]] = {}
+    groups: Dict[Any, List[Mapping[str, Any]]] = {}
     for record in records:
         if where is not None and not where(record):
             continue
