@@ -204,11 +204,11 @@ def add_sections(
         if not done:
             continue
         gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
-        chosen = {
+        found = {
             kind: next((r for r in done if r["weight_decay"] == gamma and r["kind"] == kind), None)
             for kind in kind_order
         }
-        chosen = {kind: r for kind, r in chosen.items() if r is not None}
+        chosen = {kind: r for kind, r in found.items() if r is not None}
         report.heading(
             f"Robustness, unit ablation, tracks (γ = {gamma:g}, seed {min(r['seed'] for r in done)})", 3
         )
