@@ -201,7 +201,7 @@ def build_pair_member(spec: GeodesicJob) -> torch.nn.Module:
 def _stage_scores(model, points, with_ots: bool) -> List[Dict[str, Any]]:
     scores = []
     for stage in record_tracks(model, points, blocks=TransportBlock):
-        entry = {
+        entry: Dict[str, Any] = {
             "width": stage.width,
             "blocks": len(stage.blocks),
             "lss": float(line_shape_score(stage.tracks).clamp_max(1e6).mean()),
