@@ -10,12 +10,13 @@ the seeds of the authors' scripts and the correct predictions they print after 2
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict
-
-from torch import nn
+from typing import TYPE_CHECKING, Dict, cast
 
 from .._settings import setting
 from .registry import create_model
+
+if TYPE_CHECKING:
+    from .diffresnet import DiffResNet
 
 __all__ = ["SyntheticHyperparameters", "TABLE4", "PAPER_SCRIPT_REFERENCE", "VARIANTS", "synthetic_network"]
 
@@ -62,7 +63,7 @@ VARIANTS = ("resnet", "diff-resnet")
 _MODEL = {"resnet": "no-diff-resnet", "diff-resnet": "diff-resnet"}
 
 
-def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -> nn.Module:
+def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -> DiffResNet:
     """The 18-parameter network of ``variant``; only Diff-ResNet takes the diffusion steps of
     ``hyperparameters``.
 
@@ -79,10 +80,14 @@ def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -
         (18, 60)
     """
     num_steps = hyperparameters.num_steps if variant == "diff-resnet" else 0
-    return create_model(
-        _MODEL[variant],
-        in_features=2,
-        num_classes=2,
-        num_steps=num_steps,
-        step_size=hyperparameters.step_size,
+    # both registered names build a DiffResNet ("no-diff-resnet" with num_steps=0)
+    return cast(
+        "DiffResNet",
+        create_model(
+            _MODEL[variant],
+            in_features=2,
+            num_classes=2,
+            num_steps=num_steps,
+            step_size=hyperparameters.step_size,
+        ),
     )

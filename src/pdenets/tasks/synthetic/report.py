@@ -185,7 +185,7 @@ def _dataset_figure(name: str, optimizer: str, runs, config, run_dir, variants: 
         snapshots = shown[variant]["snapshots"] if variant in shown and example is not None else {}
         for column, epoch in enumerate(epochs):
             sub = fig.add_subplot(grid[row, column + 1])
-            if str(epoch) in snapshots:
+            if example is not None and str(epoch) in snapshots:  # no snapshots without an example
                 scatter_classes(
                     sub, snapshots[str(epoch)], example["labels"], title=f"{variant}, epoch {epoch}"
                 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -296,7 +296,8 @@ def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
 
 
 #: job type → (part of the suite, how to run it)
-_PARTS = {
+#: the result's ``part`` and the function running a job, per job type
+_PARTS: Dict[type, Tuple[str, Callable[[Any], Dict[str, Any]]]] = {
     XorJob: ("xor", _run_xor),
     ClassificationJob: ("classification", _run_classification),
     PaperScriptJob: ("paper-script", _run_paper_script),
