@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, TypedDict
 
 import numpy as np
 import torch
@@ -116,6 +116,14 @@ class Spreading:
     spreading_alpha: float
 
 
+class _ModelSettings(TypedDict, total=False):
+    """The settings of a :class:`TabularJob` that its model computes with."""
+
+    mlp: MlpSettings
+    diffusion: GraphDiffusion
+    spreading: Spreading
+
+
 @dataclass(frozen=True)
 class TabularJob:
     """One split of one model; only the settings its model computes with are set (the others are ``None``)."""
@@ -155,11 +163,10 @@ def _table_and_graph(
     scale = features.std(0)
     features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
     points = torch.from_numpy(features)
-    weights = (
-        None
-        if sigma_neighbor is None
-        else knn_gaussian_weights(points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
-    )
+    weights = None
+    if sigma_neighbor is not None:
+        assert n_top is not None  # both come from the job's diffusion settings, or neither
+        weights = knn_gaussian_weights(points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
     return {"table": table, "features": points, "weights": weights}
 
 
@@ -192,6 +199,7 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
     else:
         torch.manual_seed(spec.split)
         mlp = spec.mlp
+        assert mlp is not None  # the jobs without label spreading (mlp, coin) carry their MLP settings
         network = (
             create_model(
                 "coin-mlp",
@@ -266,7 +274,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         diffusion = GraphDiffusion(config.n_top, config.sigma_neighbor, config.step_size, config.num_steps)
         # only what a model computes with is part of its key (the MLP never sees the graph; label spreading
         # builds its own kNN kernel, without the Gaussian width)
-        parts = {
+        parts: Dict[str, _ModelSettings] = {
             "label-spreading": {"spreading": Spreading(config.n_top, config.spreading_alpha)},
             "mlp": {"mlp": mlp},
             "coin": {"mlp": mlp, "diffusion": diffusion},
