@@ -165,7 +165,7 @@ def verdicts(table: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str,
                 for m, mse in coins.items()
                 if m.startswith("coin-over-")
             }
-            best_plain, best_coin = min(plain, key=plain.get), min(coins, key=coins.get)
+            best_plain, best_coin = min(plain, key=plain.__getitem__), min(coins, key=coins.__getitem__)
             checks[f"{dataset}/{protocol}"] = {
                 "over": over,
                 "best_model": best_plain,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -260,6 +260,7 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
     MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
     model is kept."""
     training, device = spec.training, torch.device(spec.device)
+    assert training is not None  # a learned model's job carries its training settings (closed forms none)
     coin = dict(
         step_size=training.step_size, num_steps=training.num_steps, learn_step_size=training.learn_step_size
     )
@@ -483,9 +484,9 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         self.write_report(report, run_dir)
 
 
-def _aggregate(metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _aggregate(metrics: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Mean ± std of the test errors over seeds, and the mean error per horizon."""
-    stats = {
+    stats: Dict[str, Dict[str, float]] = {
         name: Stats.of(m[name] for m in metrics).as_dict()
         for name in ("mse", "mae", "mae_raw", "top5_share")
         if name in metrics[0]
