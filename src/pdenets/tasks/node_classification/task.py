@@ -207,13 +207,12 @@ class NodeClassificationConfig(TaskConfig):
         for model, settings in self.baselines.items():
             given = [name for name in ("hidden", "heads") if getattr(settings, name) is not None]
             check_fields(settings, counts=given, prefix=f"baselines.{model}.")
-            for name, check in (
-                ("dropout", "probabilities"),
-                ("lr", "positive"),
-                ("weight_decay", "non_negative"),
-            ):
-                if getattr(settings, name) is not None:
-                    check_fields(settings, **{check: (name,)}, prefix=f"baselines.{model}.")
+            if settings.dropout is not None:
+                check_fields(settings, probabilities=("dropout",), prefix=f"baselines.{model}.")
+            if settings.lr is not None:
+                check_fields(settings, positive=("lr",), prefix=f"baselines.{model}.")
+            if settings.weight_decay is not None:
+                check_fields(settings, non_negative=("weight_decay",), prefix=f"baselines.{model}.")
         unknown = sorted(set(self.baselines) - set(list_models("message-passing")))
         if unknown:
             raise ConfigError(
@@ -253,12 +252,22 @@ class NodeJob:
     partition: str = field(default="contiguous", metadata={"key": "unless-default"})
 
 
+def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
+    """The settings of a job whose model is built on its graph (``graph_input == "constructor"``: the
+    diffusion family), :class:`DiffusionSettings` as :meth:`NodeClassificationTask.hyperparameters` makes
+    them."""
+    hp = spec.hyperparameters
+    assert isinstance(hp, DiffusionSettings), f"{spec.model} diffuses but has {type(hp).__name__}"
+    return hp
+
+
 def _build_model(
     spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
 ) -> torch.nn.Module:
     hp, entry = spec.hyperparameters, model_entry(spec.model)
     sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
     if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
+        hp = _diffusion_settings(spec)
         steps = entry.fixed.get("num_steps", int(spec.depth if spec.depth is not None else hp.num_steps))
         return create_model(
             spec.model,
@@ -323,7 +332,9 @@ def _split_over_processes(spec: NodeJob) -> bool:
     each."""
     entry = model_entry(spec.model)
     steps = (
-        entry.fixed.get("num_steps", spec.depth if spec.depth is not None else spec.hyperparameters.num_steps)
+        entry.fixed.get(
+            "num_steps", spec.depth if spec.depth is not None else _diffusion_settings(spec).num_steps
+        )
         if entry.graph_input == "constructor"
         else 0
     )
@@ -344,7 +355,7 @@ def _train_partitioned(
     partition = _partition(
         spec.graph, spec.data_dir, spec.missing_features, spec.partition, dist.get_world_size()
     )
-    hp = spec.hyperparameters
+    hp = _diffusion_settings(spec)  # only a model with diffusion splits its graph (_split_over_processes)
     operator = PartitionedDiffusion(
         rows_of_part(graph.weights, partition, rank),
         partition.rows(rank)[0],
@@ -460,7 +471,8 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
-        studies = [
+        # (experiment, graph, model, depth (None: the protocol's), splits, initializations)
+        studies: List[Tuple[str, str, str, Optional[int], int, int]] = [
             ("protocol", graph, model, None, config.num_splits, config.num_inits)
             for graph in config.datasets
             for model in config.models
@@ -509,7 +521,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             records, by=("experiment", "dataset", "model", "depth")
         ).items():
             stats = Stats.of((m.get("accuracy") for m in members), scale=100)
-            entry = {
+            entry: Dict[str, Optional[float]] = {
                 "mean": stats.mean,
                 "std": stats.std,
                 "runs": len(members),
