@@ -8,7 +8,7 @@ and figures (Figs. 6–10 of the Diff-ResNet paper), with the paper's and the pu
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, Mapping, Sequence
 
 import numpy as np
 
@@ -79,7 +79,7 @@ PUBLISHED_RUN_ERRORS = {
 
 
 def add_sections(
-    report: Report, config, results: Dict[str, Any], records: List[Mapping[str, Any]], run_dir
+    report: Report, config, results: Dict[str, Any], records: Sequence[Mapping[str, Any]], run_dir
 ) -> None:
     """Add the few-shot sections to ``report``: the methods' settings, the ablation tables and the paper's
     claim, the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each

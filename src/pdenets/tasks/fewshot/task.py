@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from ...models.backbones import BackboneTraining
 from ...models.fewshot import (
     METHODS,
     PREPROCESSING,
+    FewShotMethod,
+    InternalSettings,
     Preprocessing,
     ablation_method,
     adaptive_neighbours,
@@ -126,7 +128,7 @@ class FewShotConfig(TaskConfig):
     )
     chunk_size: int = setting(100, "tasks trained together (memory ~ chunk x M^2)")
 
-    def method(self, name: str, **changes):
+    def method(self, name: str, **changes: Any) -> FewShotMethod:
         """The method ``name`` with this config's defaults and settings (``changes`` on top)."""
         values = {**self.method_settings.get(name, {}), **changes}
         return (
@@ -384,7 +386,7 @@ class FewShotTask(Task[FewShotConfig]):
                 config.data_dir, training, directory=config.features_dir, progress=True
             )
 
-    def job_method(self, name: str, **changes):
+    def job_method(self, name: str, **changes: Any) -> Tuple[str, Any, Preprocessing]:
         """``(name, settings, preprocessing)`` of a job: the config's method and preprocessing, ``rectify``
         kept only where the method reads prototypes (equal predictions, equal store keys)."""
         method = self.config.method(name, **changes)
@@ -429,7 +431,9 @@ class FewShotTask(Task[FewShotConfig]):
         if (
             "sensitivity" in config.studies
         ):  # (sweep, value, changes); n_top in paper units: n_top − 1 entries kept
-            step_size = config.method("internal").settings.step_size
+            internal = config.method("internal").settings
+            assert isinstance(internal, InternalSettings)  # the settings_class of the "internal" method
+            step_size = internal.step_size
             sweeps = (
                 [
                     ("n_top", n_top, {"n_top": n_top - 1, "sigma_neighbor": max(2, n_top // 2)})
@@ -475,7 +479,11 @@ class FewShotTask(Task[FewShotConfig]):
 
     @staticmethod
     def run_job(spec) -> Dict[str, Any]:
-        runners = {EpisodeJob: _run_episodes, PictureJob: _run_picture, OfficialRunsJob: _run_official}
+        runners: Dict[type, Callable[[Any], Dict[str, Any]]] = {
+            EpisodeJob: _run_episodes,
+            PictureJob: _run_picture,
+            OfficialRunsJob: _run_official,
+        }
         return runners[type(spec)](spec)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
