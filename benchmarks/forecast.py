@@ -167,21 +167,21 @@ def their_run(layer, data, seed: int) -> dict:
     class Recurrent(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.recurrent = layer(data["lags"], 32, 1)
+            self.recurrent = layer(data.lags, 32, 1)
             self.linear = torch.nn.Linear(32, 1)
 
         def forward(self, x, edge_index, edge_weight):
             return self.linear(F.relu(self.recurrent(x, edge_index, edge_weight)))
 
-    inputs, targets = data["inputs"].float(), data["targets"][..., 0].float()
-    train = data["masks"]["train"] | data["masks"]["val"]
+    inputs, targets = data.inputs.float(), data.targets[..., 0].float()
+    train = data.masks["train"] | data.masks["val"]
     train_rows = train[:, 0, 0].nonzero().squeeze(1).tolist()
-    test_rows = data["masks"]["test"][:, 0, 0].nonzero().squeeze(1).tolist()
+    test_rows = data.masks["test"][:, 0, 0].nonzero().squeeze(1).tolist()
     edges = []
-    for day in data["graph_days"]:
-        index, weight = data["series"].graph_at(day)
+    for day in data.graph_days:
+        index, weight = data.series.graph_at(day)
         edges.append((index, weight.float()))
-    graph_of = data["graph_ids"].tolist()
+    graph_of = data.graph_ids.tolist()
     model = Recurrent()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     start = time.perf_counter()

@@ -131,10 +131,8 @@ def test_forecast_protocols_split_by_time(tmp_path, steps):
         ("pyg-temporal", None),
     ):
         data = protocol_windows(series, protocol, setup)
-        day = data["target_steps"][:, None, :].expand_as(data["targets"])
-        cells = {
-            name: torch.nonzero(mask.flatten()).squeeze(1).tolist() for name, mask in data["masks"].items()
-        }
+        day = data.target_steps[:, None, :].expand_as(data.targets)
+        cells = {name: torch.nonzero(mask.flatten()).squeeze(1).tolist() for name, mask in data.masks.items()}
         if protocol == "ours":
             test_days = round(0.2 * steps)
             val_days = round(0.1 * steps)
@@ -146,7 +144,7 @@ def test_forecast_protocols_split_by_time(tmp_path, steps):
                 "test": 6 * 3 * test_days,
             }
         else:
-            snapshots = len(data["inputs"])
+            snapshots = len(data.inputs)
             train_count = int(0.2 * snapshots)
             val_snapshots = max(1, train_count // 5)
             counted = {
@@ -155,19 +153,19 @@ def test_forecast_protocols_split_by_time(tmp_path, steps):
                 "test": (snapshots - train_count) * 6,
             }
         _check_parts(cells, counted)
-        last_train = day[data["masks"]["train"]].max()
+        last_train = day[data.masks["train"]].max()
         assert (
             last_train
-            < day[data["masks"]["val"]].min()
-            <= day[data["masks"]["val"]].max()
-            < day[data["masks"]["test"]].min()
+            < day[data.masks["val"]].min()
+            <= day[data.masks["val"]].max()
+            < day[data.masks["test"]].min()
         )
         if protocol == "ours":
-            assert day[data["masks"]["test"]].min() == steps - test_days
-            assert day[data["masks"]["val"]].min() == steps - test_days - val_days
+            assert day[data.masks["test"]].min() == steps - test_days
+            assert day[data.masks["val"]].min() == steps - test_days - val_days
         # no input of a training origin looks at a validation or test day
-        train_origins = data["masks"]["train"].flatten(1).any(1)
-        assert int(data["origins"][train_origins].max()) - 1 < int(day[data["masks"]["val"]].min())
+        train_origins = data.masks["train"].flatten(1).any(1)
+        assert int(data.origins[train_origins].max()) - 1 < int(day[data.masks["val"]].min())
 
 
 def _classes_of(features):

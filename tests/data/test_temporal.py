@@ -183,7 +183,7 @@ def test_pyg_protocol_scales_each_layout_as_its_loader_does(tmp_path):
     series = load_temporal(_write(tmp_path, tennis))
     torch.testing.assert_close(pyg_scaled(series)[0], torch.log1p(torch.tensor(VALUES, dtype=torch.float64)))
     block = load_temporal(_write(tmp_path, {"block": VALUES * 3, "edges": EDGES, "weights": WEIGHTS}))
-    assert block.pyg_lags == 8 and protocol_windows(block, "pyg-temporal")["lags"] == 8
+    assert block.pyg_lags == 8 and protocol_windows(block, "pyg-temporal").lags == 8
     assert set(LAYOUTS) == {"edge_mapping", "FX", "X", "block", "snapshots", "node-link"}
     assert not math.isnan(float(pyg_scaled(series)[0].sum()))
 

@@ -14,14 +14,14 @@ from pdenets.cli import main
 from pdenets.data.temporal import forecast_windows, load_temporal
 from pdenets.experiments import ConfigError, run_task
 from pdenets.experiments.store import ResultsStore
-from pdenets.tasks.coin_forecast.protocol import ForecastSetup, closed_form_forecast
-from pdenets.tasks.coin_forecast.task import (
-    CoinForecastConfig,
-    CoinForecastTask,
-    _diffusion_graph,
+from pdenets.tasks.coin_forecast.protocol import (
+    ForecastSetup,
+    closed_form_forecast,
+    diffusion_graph,
     linear_forecast,
     prepare_protocol,
 )
+from pdenets.tasks.coin_forecast.task import CoinForecastConfig, CoinForecastTask
 from pdenets.tasks.coin_tabular.task import CoinTabularConfig, CoinTabularTask, labelled_split
 
 OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
@@ -96,22 +96,22 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
     _diffusing_series(path, steps=50, time_varying=True)
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
-    val_start, test_start = data["split"]["val_start"], data["split"]["test_start"]
+    val_start, test_start = data.split["val_start"], data.split["test_start"]
     assert (val_start, test_start) == (35, 40)
-    day = data["target_steps"][:, None, :].expand_as(data["targets"])
-    assert (day[data["masks"]["train"]] < val_start).all()
-    assert ((day[data["masks"]["val"]] >= val_start) & (day[data["masks"]["val"]] < test_start)).all()
-    assert (day[data["masks"]["test"]] >= test_start).all()
+    day = data.target_steps[:, None, :].expand_as(data.targets)
+    assert (day[data.masks["train"]] < val_start).all()
+    assert ((day[data.masks["val"]] >= val_start) & (day[data.masks["val"]] < test_start)).all()
+    assert (day[data.masks["test"]] >= test_start).all()
     # every pair inside the series is in exactly one split; pairs beyond its end in none
-    total = sum(mask.int() for mask in data["masks"].values())
+    total = sum(mask.int() for mask in data.masks.values())
     assert torch.equal(total.bool(), day < 50) and total.max() == 1
-    torch.testing.assert_close(data["mean"], series.values[:val_start].mean(0))
-    torch.testing.assert_close(data["std"], series.values[:val_start].std(0))
+    torch.testing.assert_close(data.mean, series.values[:val_start].mean(0))
+    torch.testing.assert_close(data.std, series.values[:val_start].std(0))
     # origin t diffuses on the graph of its last observed day t − 1
-    origin = int(data["origins"][7])
-    expected = _diffusion_graph(series.graph_at(origin - 1), series.num_nodes).to_dense()
-    torch.testing.assert_close(data["graphs"].graph(7).to_dense(), expected)
-    assert not torch.equal(expected, _diffusion_graph(series.graph_at(origin), series.num_nodes).to_dense())
+    origin = int(data.origins[7])
+    expected = diffusion_graph(series.graph_at(origin - 1), series.num_nodes).to_dense()
+    torch.testing.assert_close(data.graphs.graph(7).to_dense(), expected)
+    assert not torch.equal(expected, diffusion_graph(series.graph_at(origin), series.num_nodes).to_dense())
     torch.testing.assert_close(expected.sum(1), torch.ones(12, dtype=torch.float64))
     assert torch.diagonal(expected).abs().max() == 0
 
@@ -120,9 +120,9 @@ def test_our_protocol_splits_by_target_day_and_scales_on_training_days(tmp_path)
 def test_pyg_temporal_protocol_reproduces_the_linear_regression_reference():
     series = load_temporal("chickenpox")
     data = prepare_protocol(series, "pyg-temporal")
-    assert data["inputs"].shape == (517, 20, 4) and data["split"]["train_snapshots"] == 103
+    assert data.inputs.shape == (517, 20, 4) and data.split["train_snapshots"] == 103
     prediction = closed_form_forecast("linear", data)  # fitted on the whole first 20 % (train and validation)
-    error = (prediction - data["targets"])[data["masks"]["test"]]
+    error = (prediction - data.targets)[data.masks["test"]]
     assert abs(float(error.square().mean()) - 0.704) < 0.0005  # the number that library's users quote
 
 
@@ -138,7 +138,7 @@ def test_england_raw_mae_is_in_cases_per_region():
         abs(float(raw[t - 1, i] - raw[t + h, i]))
         for t in range(7, 61)
         for h in range(7)
-        if t + h >= data["split"]["test_start"] and t + h < 61
+        if t + h >= data.split["test_start"] and t + h < 61
         for i in range(129)
     ]
     from pdenets.tasks.coin_forecast.protocol import forecast_metrics
@@ -361,12 +361,12 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=160)
     data, (prediction, info) = _learned_run(path)
-    train_origins = int(data["masks"]["train"].flatten(1).any(1).sum())
+    train_origins = int(data.masks["train"].flatten(1).any(1).sum())
     steps_per_pass = math.ceil(train_origins / (48 // 12))
     assert (
         info["steps"] < 400 * steps_per_pass and info["epochs"] < 400
     )  # stopped by patience, not by the cap
-    assert info["best_step"] <= info["steps"] and prediction.shape == data["targets"].shape
+    assert info["best_step"] <= info["steps"] and prediction.shape == data.targets.shape
     # validations every 5 steps and at the end of every pass
     steps = [point["step"] for point in _learned_run(path, patience=10_000, epochs=2)[1][1]["curve"]]
     expected = sorted({s for s in range(5, 2 * steps_per_pass + 1, 5)} | {steps_per_pass, 2 * steps_per_pass})
@@ -380,7 +380,7 @@ def test_the_forecast_graph_loses_its_self_loops_before_its_rows_are_normalized(
     # node 0 has a self-loop of weight 3 and one neighbour: its row is (0, 1), not (0, 1/4) (normalized, then
     # cut)
     edges = (torch.tensor([[0, 0, 1], [0, 1, 0]]), torch.tensor([3.0, 1.0, 2.0]))
-    dense = _diffusion_graph(edges, 2).to_dense()
+    dense = diffusion_graph(edges, 2).to_dense()
     torch.testing.assert_close(dense, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
 
 
@@ -426,16 +426,15 @@ def test_diffusion_of_forecasts_is_explicit_steps_on_each_origins_graph(tmp_path
     path = tmp_path / "daily.json"
     _diffusing_series(path, steps=30, nodes=6, time_varying=True)
     data = prepare_protocol(load_temporal(path), "ours", OURS)
-    forecasts = torch.randn_like(data["targets"])
-    out = diffuse_forecasts(forecasts, data["graphs"], 0.3, 2)
+    forecasts = torch.randn_like(data.targets)
+    out = diffuse_forecasts(forecasts, data.graphs, 0.3, 2)
     for origin in (0, 5, len(forecasts) - 1):
-        weights = data["graphs"].graph(origin).to_dense()
+        weights = data.graphs.graph(origin).to_dense()
         step = torch.eye(6, dtype=torch.float64) - 0.3 * (torch.diag(weights.sum(1)) - weights)
         torch.testing.assert_close(out[origin], step @ step @ forecasts[origin])
 
 
 def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_diffusion(tmp_path):
-    from pdenets.models.coin_forecast_diffusion import choose_diffusion
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=240)
@@ -443,23 +442,23 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
     grid, steps = [0.0, 0.1, 0.5, 0.9, 1.0], [1, 2, 3]
     for model in ("last-value", "moving-average", "linear"):
         forecasts = closed_form_forecast(model, data)
-        choice = choose_diffusion(forecasts, data, grid, steps)
-        backbone_val = float(((forecasts - data["targets"])[data["masks"]["val"]]).square().mean())
+        choice = _choose(forecasts, data, grid, steps)
+        backbone_val = float(((forecasts - data.targets)[data.masks["val"]]).square().mean())
         assert (
             choice.selection_mse <= backbone_val and choice.blocks == 24
         )  # 24 validation days, one per block
         if model == "last-value":  # the truth is 0.9 W x_t: one full step of the last value is nearly it
             assert choice.step_size >= 0.9 and choice.num_steps == 1 and choice.lower_bound > 0
-            test = data["masks"]["test"]
-            assert float((choice.forecasts - data["targets"])[test].square().mean()) < 0.6 * float(
-                (forecasts - data["targets"])[test].square().mean()
+            test = data.masks["test"]
+            assert float((choice.forecasts - data.targets)[test].square().mean()) < 0.6 * float(
+                (forecasts - data.targets)[test].square().mean()
             )
     # exact forecasts are kept: no diffusion can gain on them
-    choice = choose_diffusion(data["targets"], data, grid, steps)
+    choice = _choose(data.targets, data, grid, steps)
     assert (
         choice.step_size == 0.0
         and choice.selection_mse == 0.0
-        and torch.equal(choice.forecasts, data["targets"])
+        and torch.equal(choice.forecasts, data.targets)
     )
 
 
@@ -623,7 +622,7 @@ def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
     from pdenets.operators.slice_graphs import SliceGraphs
 
     generator = torch.Generator().manual_seed(seed)
-    ring = _diffusion_graph(
+    ring = diffusion_graph(
         (torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]]), None), nodes
     )
     prediction = torch.randn(days, nodes, 1, generator=generator, dtype=torch.float64)
@@ -636,54 +635,77 @@ def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
         + noise * torch.randn(days, nodes, 1, generator=generator, dtype=torch.float64)
     )
     mask = torch.ones(days, nodes, 1, dtype=torch.bool)
-    return prediction, {
-        "targets": targets,
-        "masks": {"val": mask},
-        "horizons": 1,
-        "target_steps": torch.arange(days)[:, None],
-        "graphs": SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)),
-    }
+    return prediction, _Selection(
+        targets=targets,
+        masks={"val": mask},
+        target_steps=torch.arange(days)[:, None],
+        graphs=SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long)),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Selection:
+    """The parts of a protocol's windows that COIN's choice reads."""
+
+    targets: torch.Tensor
+    masks: dict
+    target_steps: torch.Tensor
+    graphs: object
+
+
+def _choose(prediction, data, step_sizes, num_steps, **options):
+    """COIN's choice on the validation entries of a protocol's windows (or of a :class:`_Selection`)."""
+    from pdenets.models.coin_forecast_diffusion import choose_diffusion
+
+    graphs = data.graphs
+    return choose_diffusion(
+        prediction,
+        data.targets,
+        graphs,
+        data.target_steps,
+        data.masks["val"],
+        step_sizes,
+        num_steps,
+        **options,
+    )
 
 
 def test_one_validation_snapshot_never_buys_diffusion():
-    from pdenets.models.coin_forecast_diffusion import choose_diffusion
 
     # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is
     # kept
     prediction, data = _selection_data(days=1, gain_per_day=1.0, noise=0.0)
-    choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    choice = _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2])
     assert (choice.step_size, choice.num_steps, choice.blocks) == (0.0, 0, 0)
     assert torch.equal(choice.forecasts, prediction)
     # 30 days of the same gain: diffusion is taken, the strongest candidate (γ = 1, one step: the neighbours'
     # mean)
     prediction, data = _selection_data(days=30, gain_per_day=1.0, noise=0.0)
-    choice = choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    choice = _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2])
     assert (choice.step_size, choice.num_steps, choice.blocks) == (1.0, 1, 30) and choice.lower_bound > 0
     # 30 days of pure noise: no candidate's bound clears zero
     prediction, data = _selection_data(days=30, gain_per_day=0.0, noise=1.0)
-    assert choose_diffusion(prediction, data, [0.0, 0.5, 1.0], [1, 2]).step_size == 0.0
+    assert _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2]).step_size == 0.0
 
 
 def test_the_lower_bound_is_students_on_block_means():
     from scipy.stats import t as student
 
-    from pdenets.models.coin_forecast_diffusion import block_gains, choose_diffusion, diffuse_forecasts
+    from pdenets.models.coin_forecast_diffusion import block_gains, diffuse_forecasts
 
     prediction, data = _selection_data(days=12, gain_per_day=0.6, noise=0.2, seed=4)
-    choice = choose_diffusion(prediction, data, [0.5], [1])
-    diffused = diffuse_forecasts(prediction, data["graphs"], 0.5, 1)
-    gains = ((prediction - data["targets"]).square() - (diffused - data["targets"]).square()).mean(
+    choice = _choose(prediction, data, [0.5], [1])
+    diffused = diffuse_forecasts(prediction, data.graphs, 0.5, 1)
+    gains = ((prediction - data.targets).square() - (diffused - data.targets).square()).mean(
         (1, 2)
     )  # per day
     bound = float(gains.mean() - student.ppf(0.95, 11) * gains.std() / math.sqrt(12))
     assert bound == pytest.approx(0.3826650824, abs=1e-9)  # this seed's days: a clear but noisy gain
     assert (choice.step_size, choice.blocks) == (0.5, 12) and choice.lower_bound == pytest.approx(bound)
     assert choice.gain == pytest.approx(float(gains.mean()))
-    assert (
-        choose_diffusion(prediction, data, [0.5], [1], confidence=0.9999).step_size == 0.0
-    )  # a stricter bound
+    assert _choose(prediction, data, [0.5], [1], confidence=0.9999).step_size == 0.0  # a stricter bound
     assert torch.allclose(
-        block_gains(prediction, diffused, data["targets"], data["masks"]["val"], data["target_steps"], 3),
+        block_gains(prediction, diffused, data.targets, data.masks["val"], data.target_steps, 3),
         gains.reshape(4, 3).mean(1),
     )
 
@@ -712,17 +734,15 @@ def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(
     assert series.raw_counts
     setup = ForecastSetup(3, 1, 0.2, 0.1, "log1p")
     data = protocol_windows(series, "ours", setup)
-    assert data["transform"] == "log1p"
-    assert torch.allclose(
-        data["inputs"][0, :, 0], (torch.log1p(series.values[0]) - data["mean"]) / data["std"]
-    )
+    assert data.transform == "log1p"
+    assert torch.allclose(data.inputs[0, :, 0], (torch.log1p(series.values[0]) - data.mean) / data.std)
     prediction = closed_form_forecast("last-value", data)
     metrics = forecast_metrics(prediction, data)
-    test = data["masks"]["test"][..., 0]
-    raw = (series.values[data["target_steps"][:, 0]] - series.values[data["origins"] - 1])[test].abs().mean()
+    test = data.masks["test"][..., 0]
+    raw = (series.values[data.target_steps[:, 0]] - series.values[data.origins - 1])[test].abs().mean()
     assert metrics["mae_raw"] == pytest.approx(float(raw))
     plain = protocol_windows(series, "ours", dataclasses.replace(setup, transform="none"))
-    assert plain["transform"] == "none" and forecast_metrics(
+    assert plain.transform == "none" and forecast_metrics(
         closed_form_forecast("last-value", plain), plain
     )["mae_raw"] == pytest.approx(float(raw))
 

@@ -87,7 +87,9 @@ def _noise(rng, scale: float, count: int) -> np.ndarray:
     return scale * rng.standard_normal((2, count)).T
 
 
-def _parameters(rng: np.random.Generator, count: int, low: float, high: float, grid: bool) -> np.ndarray:
+def _parameters(
+    rng: Union[np.random.Generator, np.random.RandomState], count: int, low: float, high: float, grid: bool
+) -> np.ndarray:
     return np.linspace(low, high, count) if grid else rng.uniform(low, high, count)
 
 

@@ -347,6 +347,7 @@ class COIN(nn.Module):
     def _learned_diffusion(self, features: torch.Tensor, weights) -> torch.Tensor:
         """``r`` steps ``X ← (1 − ρ) X + ρ (I − γ_max L) X`` with ``ρ = sigmoid(step_logit) = γ/γ_max``."""
         operator = self.diffusion.operator_for(features, weights)
+        assert self.step_logit is not None  # a learned step (the caller's branch)
         ratio = torch.sigmoid(self.step_logit).to(features.dtype)
         out = features
         for _ in range(self.num_steps):

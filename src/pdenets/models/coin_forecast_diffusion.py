@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence
+from typing import Sequence
 
 import torch
 
@@ -130,11 +130,13 @@ def block_gains(
 
 def choose_diffusion(
     prediction: torch.Tensor,
-    data: Dict[str, Any],
+    targets: torch.Tensor,
+    graphs: SliceGraphs,
+    target_steps: torch.Tensor,
+    selection: torch.Tensor,
     step_sizes: Sequence[float],
     num_steps: Sequence[int],
     *,
-    selection: Optional[torch.Tensor] = None,
     confidence: float = SELECTION_CONFIDENCE,
     min_blocks: int = MIN_SELECTION_BLOCKS,
 ) -> DiffusionChoice:
@@ -152,13 +154,13 @@ def choose_diffusion(
 
     Args:
         prediction: ``(S, N, H)`` forecasts of a model.
-        data: a protocol's windows (:func:`~pdenets.tasks.coin_forecast.protocol.protocol_windows`) with
-            ``graphs``, the origins' graphs of :func:`diffuse_forecasts`.
+        targets: ``(S, N, H)`` the truth in the same units.
+        graphs: the origins' graphs of :func:`diffuse_forecasts`.
+        target_steps: ``(S, H)`` the day of each target (the blocks are of ``H`` consecutive days).
+        selection: ``(S, N, H)`` the entries to select on, e.g. the validation targets. Forecasts that saw no
+            target (the last value, the mean of the lags) can select on every target before the test period.
         step_sizes: the ``γ`` to try (``0`` is the model itself).
         num_steps: the ``r`` to try.
-        selection: ``(S, N, H)`` the entries to select on (default: the validation targets). Forecasts that
-            saw no target (the last value, the mean of the lags) can select on every target before the test
-            period.
         confidence: of the lower bound (default 0.95).
         min_blocks: the fewest blocks judged (default 5).
 
@@ -167,18 +169,17 @@ def choose_diffusion(
     """
     from scipy.stats import t as student
 
-    targets = data["targets"]
-    mask = data["masks"]["val"] if selection is None else selection
-    block_days = data["horizons"]
+    mask = selection
+    block_days = targets.shape[-1]
     kept = DiffusionChoice(0.0, 0, 0.0, 0.0, 0, masked_mse(prediction, targets, mask).item(), prediction)
     best = kept
     for step_size in sorted(set(step_sizes) - {0.0}):
-        operator, out = SliceDiffusion(data["graphs"], step_size), prediction
+        operator, out = SliceDiffusion(graphs, step_size), prediction
         for steps in range(1, max(num_steps) + 1):
             out = operator.apply(out, 1)
             if steps not in num_steps:
                 continue
-            gains = block_gains(prediction, out, targets, mask, data["target_steps"], block_days)
+            gains = block_gains(prediction, out, targets, mask, target_steps, block_days)
             if len(gains) < min_blocks:
                 continue
             mean, spread = float(gains.mean()), float(gains.std())

@@ -33,15 +33,23 @@ COIN over any model — its forecasts diffused on the origins' graphs — lives 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, fields, replace
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
 
-from ...data.temporal import TemporalGraphSeries, forecast_windows
+from ..._cache import process_cache
+from ...data.temporal import TemporalGraphSeries, forecast_windows, load_temporal
+from ...operators.graph import GraphLike, as_weight_matrix, remove_self_loops, row_normalize
+from ...operators.slice_graphs import SliceGraphs
 
 __all__ = [
+    "ForecastData",
+    "diffusion_graph",
+    "prepare_protocol",
+    "prepared_protocol",
+    "read_series",
     "learned_forecasters",
     "diffuses_itself",
     "PROTOCOLS",
@@ -202,9 +210,70 @@ def split_days(name: str, steps: int, setup: ForecastSetup) -> Tuple[int, int]:
     return val_start, test_start
 
 
+@dataclass(frozen=True)
+class ForecastData:
+    """One protocol's windows of a series: what every forecaster of the task is fitted and scored on.
+
+    Made by :func:`protocol_windows` (``graphs`` ``None``) and :func:`prepare_protocol` (with ``graphs``).
+
+    Args:
+        series: the region series the windows come from.
+        protocol: ``"ours"`` or ``"pyg-temporal"``.
+        transform: ``"log1p"`` or ``"none"``, applied to the values before scaling.
+        inputs: ``(S, N, L)`` scaled windows.
+        targets: ``(S, N, H)`` scaled targets, ``0`` beyond the series.
+        masks: ``train``/``val``/``test`` → ``(S, N, H)`` booleans.
+        mean: ``(N,)`` per-region offset that undoes the scaling.
+        std: ``(N,)`` per-region scale that undoes the scaling.
+        origins: ``(S,)`` the origin ``t`` of each window.
+        target_steps: ``(S, H)`` the step of each target.
+        lags: ``L``.
+        horizons: ``H``.
+        split: our protocol's ``val_start``/``test_start`` days, or PyG Temporal's snapshot counts.
+        graph_days: the distinct days whose graph some origin diffuses on.
+        graph_ids: ``(S,)`` each origin's index into ``graph_days``.
+        graphs: each origin's diffusion graph (default: ``None``: not built).
+
+    Examples:
+        >>> import torch
+        >>> from pdenets.data.temporal import TemporalGraphSeries
+        >>> ring = torch.tensor([[0, 1, 2], [1, 2, 0]])
+        >>> values = torch.rand(40, 3, dtype=torch.float64)
+        >>> series = TemporalGraphSeries("toy", values, [(ring, None)], raw_counts=False, source="example")
+        >>> setup = ForecastSetup(lags=4, horizons=2, test_fraction=0.2, val_fraction=0.2)
+        >>> data = protocol_windows(series, "ours", setup)
+        >>> data.inputs.shape[1:], data.targets.shape[1:], sorted(data.masks)
+        (torch.Size([3, 4]), torch.Size([3, 2]), ['test', 'train', 'val'])
+    """
+
+    series: TemporalGraphSeries
+    protocol: str
+    transform: str
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    masks: Mapping[str, torch.Tensor]
+    mean: torch.Tensor
+    std: torch.Tensor
+    origins: torch.Tensor
+    target_steps: torch.Tensor
+    lags: int
+    horizons: int
+    split: Mapping[str, int]
+    graph_days: List[int]
+    graph_ids: torch.Tensor
+    graphs: Optional[SliceGraphs] = None
+
+    @property
+    def diffusion_graphs(self) -> SliceGraphs:
+        """The origins' graphs, which :func:`prepare_protocol` builds (refused where they were not)."""
+        if self.graphs is None:
+            raise ValueError("these windows have no graphs: make them with prepare_protocol")
+        return self.graphs
+
+
 def protocol_windows(
     series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
-) -> Dict[str, Any]:
+) -> ForecastData:
     """Windows, split masks, scaling and the graph days of one protocol.
 
     Args:
@@ -213,12 +282,7 @@ def protocol_windows(
         setup: the settings of ``"ours"`` (``"pyg-temporal"`` has none; default: ``None``).
 
     Returns:
-        A dict: the ``series``, ``inputs (S, N, L)``, ``targets (S, N, H)`` (scaled, ``0`` beyond the series),
-        ``masks`` (``train``/``val``/``test``, ``(S, N, H)`` booleans), ``mean``/``std`` per region (to undo
-        the scaling), the ``origins`` and ``target_steps``, ``lags``, ``horizons``, the ``split`` (its days or
-        snapshot counts), the ``raw`` values, the ``protocol``, and the graphs to diffuse on: ``graph_days``
-        (the distinct days whose graph some origin uses) and ``graph_ids`` (``(S,)``, each origin's index into
-        them).
+        The :class:`ForecastData` (without ``graphs``: :func:`prepare_protocol` adds them).
 
     Raises:
         ValueError: our protocol's settings do not fit the series (:func:`split_days`).
@@ -226,6 +290,8 @@ def protocol_windows(
     values = series.values
     steps, nodes = values.shape
     if protocol == "ours":
+        if setup is None:
+            raise ValueError("our protocol needs its settings (a ForecastSetup)")
         lags, horizons = setup.lags, setup.horizons
         val_start, test_start = split_days(series.name, steps, setup)
         transform = setup.transform_of(series)
@@ -270,24 +336,94 @@ def protocol_windows(
     # static)
     days = (windows.origins - 1).clamp_min(0) if series.time_varying else torch.zeros_like(windows.origins)
     distinct, ids = torch.unique(days, return_inverse=True)
-    return {
-        "series": series,
-        "inputs": windows.inputs,
-        "targets": torch.nan_to_num(windows.targets),
-        "masks": masks,
-        "mean": mean,
-        "std": std,
-        "graph_days": distinct.tolist(),
-        "graph_ids": ids,
-        "origins": windows.origins,
-        "lags": lags,
-        "horizons": horizons,
-        "split": split,
-        "raw": series.values,
-        "target_steps": windows.target_steps,
-        "protocol": protocol,
-        "transform": transform,
-    }
+    return ForecastData(
+        series=series,
+        protocol=protocol,
+        transform=transform,
+        inputs=windows.inputs,
+        targets=torch.nan_to_num(windows.targets),
+        masks=masks,
+        mean=mean,
+        std=std,
+        origins=windows.origins,
+        target_steps=windows.target_steps,
+        lags=lags,
+        horizons=horizons,
+        split=split,
+        graph_days=distinct.tolist(),
+        graph_ids=ids,
+    )
+
+
+def diffusion_graph(graph: GraphLike, nodes: int) -> torch.Tensor:
+    """The graph forecasts diffuse on: without self-loops, rows normalized to sum 1 (sparse, float64).
+
+    Args:
+        graph: one day's graph (``(edge_index, weights)`` or a matrix).
+        nodes: the regions ``N``.
+
+    Returns:
+        The ``(N, N)`` sparse COO matrix.
+
+    Examples:
+        >>> import torch
+        >>> diffusion_graph((torch.tensor([[0, 0, 1], [0, 1, 0]]), None), 2).to_dense().tolist()
+        [[0.0, 1.0], [1.0, 0.0]]
+    """
+    matrix = as_weight_matrix(graph, nodes, dtype=torch.float64)
+    matrix = matrix.to_sparse().coalesce() if matrix.layout == torch.strided else matrix
+    return row_normalize(remove_self_loops(matrix)).coalesce()
+
+
+def prepare_protocol(
+    series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
+) -> ForecastData:
+    """A protocol's windows (:func:`protocol_windows`) with their graphs.
+
+    Args:
+        series: the region series.
+        protocol: ``"ours"`` or ``"pyg-temporal"``.
+        setup: the settings of ``"ours"`` (default: ``None``).
+
+    Returns:
+        The :class:`ForecastData` with ``graphs``: a :class:`SliceGraphs` of each origin's
+        :func:`diffusion_graph`.
+    """
+    prepared = protocol_windows(series, protocol, setup)
+    graphs = [diffusion_graph(series.graph_at(day), series.num_nodes) for day in prepared.graph_days]
+    return replace(prepared, graphs=SliceGraphs(graphs, series.num_nodes, ids=prepared.graph_ids))
+
+
+@process_cache(maxsize=4)
+def read_series(dataset: str, data_dir: Optional[str]) -> TemporalGraphSeries:
+    """A dataset's series, read once per process (the task's checks, its runs and its report share it).
+
+    Args:
+        dataset: a registered name or a file (:func:`pdenets.data.temporal.load_temporal`).
+        data_dir: the data folder (``None``: the default).
+
+    Returns:
+        The series.
+    """
+    return load_temporal(dataset, data_dir)
+
+
+@process_cache(maxsize=4)
+def prepared_protocol(
+    dataset: str, protocol: str, setup: Optional[ForecastSetup], data_dir: Optional[str]
+) -> ForecastData:
+    """:func:`prepare_protocol` of a dataset's series, once per process and protocol.
+
+    Args:
+        dataset: a registered name or a file.
+        protocol: ``"ours"`` or ``"pyg-temporal"``.
+        setup: the settings of ``"ours"`` (``None`` for ``"pyg-temporal"``).
+        data_dir: the data folder (``None``: the default).
+
+    Returns:
+        The :class:`ForecastData` with its graphs.
+    """
+    return prepare_protocol(read_series(dataset, data_dir), protocol, setup)
 
 
 def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -317,7 +453,7 @@ def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor,
     return (values - mean) / std, mean, std
 
 
-def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, Any]:
+def forecast_metrics(prediction: torch.Tensor, data: ForecastData) -> Dict[str, Any]:
     """The test errors of forecasts on the scale of the protocol, and in cases per region for count data.
 
     Args:
@@ -329,7 +465,7 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
         targets, ``top5_share`` (the part of the squared error that the five worst regions hold); for count
         data also ``mae_raw`` and ``mae_raw_by_horizon``, the MAE in counts (scaling and ``log1p`` undone).
     """
-    targets, mask = data["targets"], data["masks"]["test"]
+    targets, mask = data.targets, data.masks["test"]
     error = prediction - targets
     out: Dict[str, Any] = {"mse": float(error[mask].square().mean()), "mae": float(error[mask].abs().mean())}
     out["mse_by_horizon"] = [
@@ -341,11 +477,11 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
     per_region = (error.square() * mask).sum((0, 2))
     top5 = per_region.topk(min(5, len(per_region))).values.sum()
     out["top5_share"] = float(top5 / per_region.sum().clamp_min(1e-300))
-    if data["series"].raw_counts:  # in cases per region: the scaling (and a log1p) undone
+    if data.series.raw_counts:  # in cases per region: the scaling (and a log1p) undone
 
         def counts(scaled: torch.Tensor) -> torch.Tensor:
-            value = scaled * data["std"][None, :, None] + data["mean"][None, :, None]
-            return torch.expm1(value) if data.get("transform") == "log1p" else value
+            value = scaled * data.std[None, :, None] + data.mean[None, :, None]
+            return torch.expm1(value) if data.transform == "log1p" else value
 
         raw_error = (counts(prediction) - counts(targets)).abs()
         out["mae_raw"] = float(raw_error[mask].mean())
@@ -355,7 +491,7 @@ def forecast_metrics(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str
     return out
 
 
-def first_horizon_forecasts(prediction: torch.Tensor, data: Dict[str, Any]) -> Dict[str, List]:
+def first_horizon_forecasts(prediction: torch.Tensor, data: ForecastData) -> Dict[str, List]:
     """The horizon-1 forecasts of the origins whose first target is in the test period (to plot them).
 
     Args:
@@ -366,14 +502,14 @@ def first_horizon_forecasts(prediction: torch.Tensor, data: Dict[str, Any]) -> D
         ``steps``: the target steps; ``values``: the ``(steps, N)`` forecasts as nested lists, rounded to 5
         decimals.
     """
-    test_rows = data["masks"]["test"][:, 0, 0].nonzero().squeeze(1)
+    test_rows = data.masks["test"][:, 0, 0].nonzero().squeeze(1)
     return {
-        "steps": data["target_steps"][test_rows, 0].tolist(),
+        "steps": data.target_steps[test_rows, 0].tolist(),
         "values": prediction[test_rows, :, 0].round(decimals=5).tolist(),
     }
 
 
-def closed_form_forecast(model: str, data: Dict[str, Any]) -> torch.Tensor:
+def closed_form_forecast(model: str, data: ForecastData) -> torch.Tensor:
     """A reference forecast of a protocol's windows: ``last-value``, ``moving-average`` (the mean of the lags)
     or ``linear`` (:func:`linear_forecast` fitted on the training and validation targets together: a closed
     form has nothing to stop early).
@@ -385,12 +521,12 @@ def closed_form_forecast(model: str, data: Dict[str, Any]) -> torch.Tensor:
     Returns:
         ``(S, N, H)`` forecasts in the protocol's scaled units.
     """
-    inputs, targets = data["inputs"], data["targets"]
+    inputs, targets = data.inputs, data.targets
     if model == "last-value":
         return inputs[..., -1:].expand_as(targets).clone()
     if model == "moving-average":
         return inputs.mean(-1, keepdim=True).expand_as(targets).clone()
-    return linear_forecast(inputs, targets, data["masks"]["train"] | data["masks"]["val"])
+    return linear_forecast(inputs, targets, data.masks["train"] | data.masks["val"])
 
 
 def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:

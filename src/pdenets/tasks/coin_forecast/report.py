@@ -9,17 +9,20 @@ changes the forecasts (:mod:`pdenets.tasks.coin_forecast.figures` draws them).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from ...data.paths import dataset_label
-from ...data.temporal import TEMPORAL_DATASETS, load_temporal
+from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue
 from .figures import forecast_figure, graph_figure, horizon_figure
-from .protocol import ForecastSetup, protocol_windows
+from .protocol import ForecastData, ForecastSetup, diffusion_graph, protocol_windows, read_series
+
+if TYPE_CHECKING:
+    from .task import CoinForecastConfig
 
 __all__ = ["add_sections", "verdicts", "PAPER_PYG"]
 
@@ -42,13 +45,12 @@ PEER_NOTES = {
 
 def add_sections(
     report: Report,
-    config: Any,
+    config: CoinForecastConfig,
     results: Dict[str, Any],
     records: List[Dict[str, Any]],
     run_dir,
     *,
     models: Sequence[str],
-    diffusion_graph: Callable[[Any, int], torch.Tensor],
 ) -> None:
     """Add the setting, then per dataset and protocol its table, verdicts and figures, to ``report``.
 
@@ -56,12 +58,11 @@ def add_sections(
 
     Args:
         report: the report to add to (started by the task's ``new_report``).
-        config: the task's configuration (``CoinForecastConfig``).
+        config: the task's configuration.
         results: the task's summary: ``table``, ``coin_vs_linear``, ``diffusion_check``, ``sources``.
         records: the stored records (their ``test_forecast`` is drawn, seed 0 of each model).
         run_dir: the run folder the figures are saved in.
         models: every model name in display order (those of ``config.models`` are shown).
-        diffusion_graph: ``(graph, nodes)`` → the sparse matrix forecasts diffuse on (rows sum to 1).
     """
     sources = results.get("sources", {})
     figures = results.setdefault("figures", {})
@@ -104,9 +105,7 @@ def add_sections(
                     f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
                     "mean over seeds.",
                 )
-            forecast, graph = _series_figures(
-                config, records, dataset, protocol, order, run_dir, sources, diffusion_graph
-            )
+            forecast, graph = _series_figures(config, records, dataset, protocol, order, run_dir, sources)
             if forecast:
                 figures[f"{dataset}-{protocol}-forecasts"] = forecast
                 report.figure(
@@ -272,14 +271,14 @@ def _verdict_paragraphs(report: Report, results: Dict[str, Any], name: str) -> N
 
 
 def _series_for(
-    config: Any, dataset: str, protocol: str, sources: Dict[str, str]
-) -> Optional[Dict[str, Any]]:
-    """The series of a table's dataset and its protocol's scaling; ``None`` where it cannot be read."""
+    config: CoinForecastConfig, dataset: str, protocol: str, sources: Dict[str, str]
+) -> Optional[ForecastData]:
+    """The series of a table's dataset and its protocol's scaling (the series as the runs read it, once per
+    process); ``None`` where it cannot be read."""
     dataset = sources.get(dataset, dataset)
     setup = ForecastSetup.of(config) if protocol == "ours" else None
     try:
-        series = load_temporal(dataset, config.data_dir)
-        return {"series": series, **protocol_windows(series, protocol, setup)}
+        return protocol_windows(read_series(dataset, config.data_dir), protocol, setup)
     except (OSError, ValueError):
         return None
 
@@ -299,30 +298,32 @@ def _seed_zero(
 
 
 def _series_figures(
-    config, records, dataset, protocol, order, run_dir, sources, diffusion_graph
+    config, records, dataset, protocol, order, run_dir, sources
 ) -> Tuple[Optional[str], Optional[str]]:
     """The forecasts figure and the graph figure of one dataset and protocol (the protocol prepared once)."""
     data = _series_for(config, dataset, protocol, sources)
     if data is None:
         return None, None
-    series = data["series"]
+    series = data.series
     forecasts = {
         model: record["test_forecast"]
         for model in order
         if (record := _seed_zero(records, dataset, protocol, model)) and record["test_forecast"]["steps"]
     }
     forecast = forecast_figure(
-        series, data["mean"], data["std"], forecasts, run_dir, f"{dataset}-{protocol}-forecasts.png"
+        series, data.mean, data.std, forecasts, run_dir, f"{dataset}-{protocol}-forecasts.png"
     )
     if "coin-forecast" not in forecasts or "window-mlp" not in forecasts:
         return forecast, None
     change = np.asarray(forecasts["coin-forecast"]["values"]) - np.asarray(forecasts["window-mlp"]["values"])
-    change = np.abs(change * data["std"].numpy()[None, :]).mean(0)
+    change = np.abs(change * data.std.numpy()[None, :]).mean(0)
     steps = range(series.num_steps) if series.time_varying else [0]
-    dense = sum(diffusion_graph(series.graph_at(step), series.num_nodes).to_dense() for step in steps) / len(
-        steps
-    )
-    dense = ((dense + dense.T) / 2).numpy()  # the diffusion weights (rows sum to 1), averaged over the days
+    total = torch.zeros(series.num_nodes, series.num_nodes, dtype=torch.float64)
+    for step in steps:
+        total = total + diffusion_graph(series.graph_at(step), series.num_nodes).to_dense()
+    mean_graph = total / len(steps)
+    # the diffusion weights (rows sum to 1), averaged over the days
+    dense = ((mean_graph + mean_graph.T) / 2).numpy()
     graph = graph_figure(
         dense,
         change,

@@ -22,22 +22,20 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..._cache import process_cache
 from ...data.paths import dataset_label
-from ...data.temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
+from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
 from ...models.registry import create_model
 from ...models.training import evaluation_mode, fit_steps, masked_mse
-from ...operators.graph import as_weight_matrix, remove_self_loops, row_normalize
-from ...operators.slice_graphs import SliceGraphs
 from . import report as forecast_report
 from .protocol import (
     CLOSED_FORM,
     PROTOCOLS,
     TRANSFORMS,
+    ForecastData,
     ForecastSetup,
     closed_form_forecast,
     diffuses_itself,
@@ -45,7 +43,8 @@ from .protocol import (
     forecast_metrics,
     learned_forecasters,
     linear_forecast,
-    protocol_windows,
+    prepared_protocol,
+    read_series,
     split_days,
 )  # noqa: F401
 
@@ -58,7 +57,6 @@ __all__ = [
     "DiffusionGrid",
     "BASELINES",
     "LEARNED",
-    "prepare_protocol",
     "linear_forecast",
 ]
 
@@ -225,37 +223,7 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
 REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden": 32, "lr": 0.01, "epochs": 200}}
 
 
-def _diffusion_graph(graph, nodes: int) -> torch.Tensor:
-    """The graph without self-loops, rows normalized to sum 1 (sparse)."""
-    matrix = as_weight_matrix(graph, nodes, dtype=torch.float64)
-    matrix = matrix.to_sparse().coalesce() if matrix.layout == torch.strided else matrix
-    return row_normalize(remove_self_loops(matrix)).coalesce()
-
-
-def prepare_protocol(
-    series: TemporalGraphSeries, protocol: str, setup: Optional[ForecastSetup] = None
-) -> Dict[str, Any]:
-    """A protocol's windows (:func:`~pdenets.tasks.coin_forecast.protocol.protocol_windows`) and their graphs.
-
-    Args:
-        series: the region series.
-        protocol: ``"ours"`` or ``"pyg-temporal"``.
-        setup: the settings of ``"ours"`` (default: ``None``).
-
-    Returns:
-        The windows' dict and ``graphs``: a :class:`SliceGraphs` of each origin's diffusion graph.
-    """
-    prepared = protocol_windows(series, protocol, setup)
-    graphs = [_diffusion_graph(series.graph_at(day), series.num_nodes) for day in prepared["graph_days"]]
-    return {**prepared, "graphs": SliceGraphs(graphs, series.num_nodes, ids=prepared["graph_ids"])}
-
-
-@process_cache(maxsize=4)
-def _prepared(dataset: str, protocol: str, setup: Optional[ForecastSetup], data_dir: Optional[str]) -> Dict:
-    return prepare_protocol(load_temporal(dataset, data_dir), protocol, setup)
-
-
-def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dict]:
+def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]:
     """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
     MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
     model is kept."""
@@ -268,14 +236,14 @@ def _learned(spec: ForecastJob, data: Dict[str, Any]) -> Tuple[torch.Tensor, Dic
     torch.manual_seed(spec.seed)
     model = create_model(
         spec.model,
-        in_features=data["lags"],
-        num_classes=data["horizons"],
+        in_features=data.lags,
+        num_classes=data.horizons,
         hidden_features=reference["hidden"] if reference else training.hidden,
         **(coin if diffuses_itself(spec.model) else {}),
     ).to(device)
-    inputs, targets = (data[name].to(device=device, dtype=torch.float32) for name in ("inputs", "targets"))
-    masks = {name: mask.to(device) for name, mask in data["masks"].items()}
-    graphs: SliceGraphs = data["graphs"]
+    inputs, targets = (part.to(device=device, dtype=torch.float32) for part in (data.inputs, data.targets))
+    masks = {name: mask.to(device) for name, mask in data.masks.items()}
+    graphs = data.diffusion_graphs
     if reference:
         return _as_documented(model, inputs, targets, masks, graphs, reference)
     train_origins, val_origins = (
@@ -371,7 +339,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     def prepare(self) -> None:
         """Read every series, and check our protocol's split on it, before any run."""
         for dataset in self.config.datasets:
-            series = load_temporal(dataset, self.config.data_dir)
+            series = read_series(dataset, self.config.data_dir)
             if "ours" in self.config.protocols:
                 split_days(series.name, series.num_steps, _setup(self.config))
 
@@ -410,7 +378,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     def run_job(spec: ForecastJob) -> Dict[str, Any]:
         """One model's test errors, COIN's over it (with ``spec.diffusion``) and its horizon-1 test
         forecasts."""
-        data = _prepared(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+        data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
         start = time.perf_counter()
         closed_form = spec.model in BASELINES
         prediction, info = (
@@ -420,13 +388,19 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             "seconds": time.perf_counter() - start,
             **info,
             **forecast_metrics(prediction, data),
-            "val_mse": masked_mse(prediction, data["targets"], data["masks"]["val"]).item(),
+            "val_mse": masked_mse(prediction, data.targets, data.masks["val"]).item(),
         }
         if spec.diffusion is not None:
-            masks = data["masks"]
+            masks = data.masks
             selection = masks["train"] | masks["val"] if spec.model in UNFITTED else masks["val"]
             choice = choose_diffusion(
-                prediction, data, spec.diffusion.step_sizes, spec.diffusion.num_steps, selection=selection
+                prediction,
+                data.targets,
+                data.diffusion_graphs,
+                data.target_steps,
+                selection,
+                spec.diffusion.step_sizes,
+                spec.diffusion.num_steps,
             )
             record["coin"] = {
                 "step_size": choice.step_size,
@@ -479,7 +453,6 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             records,
             run_dir,
             models=BASELINES + LEARNED,
-            diffusion_graph=_diffusion_graph,
         )
         self.write_report(report, run_dir)
 
