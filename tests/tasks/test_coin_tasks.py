@@ -742,9 +742,9 @@ def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(
     raw = (series.values[data.target_steps[:, 0]] - series.values[data.origins - 1])[test].abs().mean()
     assert metrics["mae_raw"] == pytest.approx(float(raw))
     plain = protocol_windows(series, "ours", dataclasses.replace(setup, transform="none"))
-    assert plain.transform == "none" and forecast_metrics(
-        closed_form_forecast("last-value", plain), plain
-    )["mae_raw"] == pytest.approx(float(raw))
+    assert plain.transform == "none" and forecast_metrics(closed_form_forecast("last-value", plain), plain)[
+        "mae_raw"
+    ] == pytest.approx(float(raw))
 
 
 def test_the_old_recurrent_name_says_what_it_became(tmp_path):

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
+from .._deprecation import renamed_arguments
 from ..nn.diffusion import DiffusionLayer
 from ..operators.diffusion import LAPLACIANS, SliceDiffusion
 from ..operators.graph import GraphLike, as_weight_matrix, is_dense
@@ -375,12 +376,16 @@ class COIN(nn.Module):
 
 
 def mlp(
-    in_features: int, hidden: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0
+    in_features: int, hidden_features: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0
 ) -> nn.Module:
     """``num_layers`` affine maps with ReLU (and dropout) between them: ``in → hidden → … → out``."""
     in_features, hidden, out_features = (
         check_positive_int(v, name)
-        for v, name in ((in_features, "in_features"), (hidden, "hidden"), (out_features, "out_features"))
+        for v, name in (
+            (in_features, "in_features"),
+            (hidden_features, "hidden_features"),
+            (out_features, "out_features"),
+        )
     )
     num_layers = check_positive_int(num_layers, "num_layers")
     dropout = check_probability(dropout, "dropout")
@@ -404,17 +409,18 @@ def _sample_graph_example(num_classes: int) -> ModelExample:
 @register_model(
     "coin-mlp",
     family="coin",
-    defaults={"hidden": 64, "num_layers": 2, "num_steps": 10, "step_size": 0.5},
+    defaults={"hidden_features": 64, "num_layers": 2, "num_steps": 10, "step_size": 0.5},
     graph_input="constructor",
     example=lambda num_classes: _sample_graph_example(num_classes),
     description="COIN with an MLP backbone: MLP features, r diffusion steps on a sample graph, linear "
     "classifier",
 )
+@renamed_arguments(hidden="hidden_features")
 def coin_mlp(
     in_features: int,
     num_classes: int,
     *,
-    hidden: int = 64,
+    hidden_features: int = 64,
     num_layers: int = 2,
     dropout: float = 0.0,
     **kwargs,
@@ -424,14 +430,14 @@ def coin_mlp(
     ``y = FC((I − γL)^r MLP(x))``: the convection is an MLP with ReLU between its ``num_layers`` affine maps,
     the diffusion ``r`` explicit steps on the graph of samples (see :class:`COIN`, after "Convection-Diffusion
     Equation: A Theoretically Certified Framework for Neural Networks"), the head a linear classifier.
-    Registered as ``"coin-mlp"`` (registry defaults: ``hidden=64``, ``num_layers=2``, ``num_steps=10``,
-    ``step_size=0.5``). Further keyword arguments (``step_size``, ``num_steps``, ``graph``, …) go to
-    :class:`COIN`.
+    Registered as ``"coin-mlp"`` (registry defaults: ``hidden_features=64``, ``num_layers=2``,
+    ``num_steps=10``, ``step_size=0.5``). Further keyword arguments (``step_size``, ``num_steps``, ``graph``,
+    …) go to :class:`COIN`.
 
     Args:
         in_features: size ``d`` of the input features, ``(N, d)``.
         num_classes: number of classes ``C``, the output ``(N, C)``.
-        hidden: width of the MLP and of the diffused features (default: ``64``).
+        hidden_features: width of the MLP and of the diffused features (default: ``64``).
         num_layers: number of affine maps of the MLP (default: ``2``).
         dropout: dropout between the MLP layers (default: ``0.0``).
 
@@ -445,10 +451,12 @@ def coin_mlp(
     Examples:
         >>> import torch
         >>> from pdenets.operators import KnnGaussianWeights
-        >>> net = coin_mlp(4, 3, hidden=16, num_steps=5,
+        >>> net = coin_mlp(4, 3, hidden_features=16, num_steps=5,
         ...                graph=KnnGaussianWeights(n_top=5, sigma_neighbor=3, normalization="row"))
         >>> net(torch.randn(32, 4)).shape
         torch.Size([32, 3])
     """
-    backbone = mlp(in_features, hidden, hidden, num_layers=num_layers, dropout=dropout)
-    return COIN(backbone, head=nn.Linear(hidden, check_positive_int(num_classes, "num_classes")), **kwargs)
+    backbone = mlp(in_features, hidden_features, hidden_features, num_layers=num_layers, dropout=dropout)
+    return COIN(
+        backbone, head=nn.Linear(hidden_features, check_positive_int(num_classes, "num_classes")), **kwargs
+    )

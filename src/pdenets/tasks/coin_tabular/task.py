@@ -205,7 +205,7 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
                 "coin-mlp",
                 in_features=data["features"].shape[1],
                 num_classes=data["table"].num_classes,
-                hidden=mlp.hidden,
+                hidden_features=mlp.hidden,
                 num_layers=mlp.layers,
                 dropout=mlp.dropout,
                 graph=data["weights"],
