@@ -178,7 +178,7 @@ def block_graph_csr(
 
 def make_problem(name: str, num_nodes: int = 0, features: int = 64):
     if name == "cora":
-        from pdenets.data.graphs import prepared_graph
+        from pdenets.data.transforms import prepared_graph
 
         graph = prepared_graph("cora", None)
         x, labels, edge_index = graph.x, graph.y, graph.edge_index

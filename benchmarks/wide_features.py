@@ -27,7 +27,7 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import median_time  # noqa: E402
-from pdenets.data.graphs import prepared_graph  # noqa: E402
+from pdenets.data.transforms import prepared_graph  # noqa: E402
 from pdenets.models import DiffResNet  # noqa: E402
 from pdenets.tasks.node_classification.task import TABLE6  # noqa: E402
 

@@ -54,11 +54,18 @@ function report(mathjax) {
   done({mathjax: mathjax, formulas: formulas.length, untypeset: untypeset, errors: errors, text: text,
         scripts: scripts});
 }
-if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-  MathJax.startup.promise.then(() => report(MathJax.version), e => report('failed: ' + e));
-} else {
-  report(null);
+// the script may still be on its way on a busy machine: wait for it (up to 10 s) before calling it missing
+const deadline = Date.now() + 10000;
+function whenStarted() {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => report(MathJax.version), e => report('failed: ' + e));
+  } else if (Date.now() < deadline) {
+    setTimeout(whenStarted, 100);
+  } else {
+    report(null);
+  }
 }
+whenStarted();
 """
 
 

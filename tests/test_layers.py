@@ -4,12 +4,14 @@ Every import counts, also those inside functions (they hide an upward arrow, not
 import, or modules importing each other around a loop (except a package registry and the modules that
 register into it), fails here, naming the modules.
 
-    0  _checks, _io, _lazy (and the package root)     ground: checks, atomic files, lazy modules
-    1  operators, data, experiments                     graphs and operators; readers; the engine
-    2  nn                                               layers
-    3  models, analysis                                 networks; transport analysis
-    4 features, reports backbones embedding raw data; the tasks' report sections 5 tasks, features_cli the
-    science of each task; `pdenets features` 6 cli the command line
+    0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
+       _deprecation (and the package root)            cache, settings fields, renamed arguments
+    1  operators                                      graphs, operators and their diffusion family
+    2  nn, data                                       layers; readers and the graph preprocessing
+    3  models, analysis                               networks and their training loop; transport analysis
+    4  features, experiments                          backbones embedding raw data; the engine
+    5  tasks, features_cli                            one package per application; `pdenets features`
+    6  cli                                            the command line
 """
 
 import ast
@@ -22,14 +24,16 @@ FLOORS = {
     "_checks": 0,
     "_io": 0,
     "_lazy": 0,
+    "_cache": 0,
+    "_settings": 0,
+    "_deprecation": 0,
     "operators": 1,
-    "data": 1,
-    "experiments": 1,
     "nn": 2,
+    "data": 2,
     "models": 3,
     "analysis": 3,
     "features": 4,
-    "reports": 4,
+    "experiments": 4,
     "tasks": 5,
     "features_cli": 5,
     "cli": 6,

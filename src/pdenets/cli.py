@@ -450,7 +450,7 @@ def _partition_command(args) -> int:
     """``pdenets partition``: the task's graph, split and saved (refuses an existing non-empty folder)."""
     import torch
 
-    from .data.graphs import prepared_graph
+    from .data.transforms import prepared_graph
     from .operators.partition import partition_graph, save_partition
 
     graph = prepared_graph(args.graph, args.data_dir)

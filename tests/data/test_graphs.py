@@ -230,7 +230,7 @@ def test_save_graph_npz_then_the_cli_trains_on_it(tmp_path):
     )
     results = json.loads((out / "results.json").read_text())
     assert results["table"]["exported"]["diff-resnet"]["runs"] == 1
-    from pdenets.data.graphs import prepared_graph
+    from pdenets.data.transforms import prepared_graph
 
     original = prepared_graph(str(tmp_path / "sbm.npz"), None)
     assert (results["graphs"]["exported"]["nodes"], results["graphs"]["exported"]["edges"]) == (

@@ -12,8 +12,9 @@ import torch
 from datafiles import CORA_NPZ, requires_data
 
 from pdenets.cli import main
-from pdenets.data.graphs import load_npz, prepared_graph
+from pdenets.data.graphs import load_npz
 from pdenets.data.splits import split_and_init_seeds, split_seeds
+from pdenets.data.transforms import prepared_graph
 from pdenets.experiments import job_key, run_task
 from pdenets.tasks.node_classification.task import (
     BaselineSettings,
@@ -212,7 +213,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
 
 
 def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
-    from pdenets.data.graphs import prepared_graph
+    from pdenets.data.transforms import prepared_graph
     from pdenets.experiments.config import ConfigError
     from pdenets.tasks.node_classification.task import _build_model
 

@@ -52,7 +52,7 @@ def resolve_data_dir(data_dir: Optional[Union[str, Path]] = None) -> Path:
 
 def dataset_label(dataset: str, registered) -> str:
     """The name a dataset goes by in tables: its registered name, or a file's stem (``my_series.json`` →
-    ``my_series``). (A graph specification's name is :func:`pdenets.data.graphs.graph_label`.)
+    ``my_series``). (A graph specification's name is :func:`pdenets.data.transforms.graph_label`.)
 
     Args:
         dataset: a registered name or the path of a data file.

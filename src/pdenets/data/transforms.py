@@ -8,13 +8,16 @@ connected component, binary bag-of-words, row-normalized features.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import numpy as np
 import torch
 
+from .._cache import process_cache
 from .._lazy import LazyModule
-from .graphs import _pyg_data
+from .graphs import _pyg_data, load_graph
 
 #: scipy.sparse, imported when a graph is read (not when pdenets starts)
 sp = LazyModule("scipy.sparse")
@@ -32,6 +35,10 @@ __all__ = [
     "row_normalize_features",
     "preprocess_citation_graph",
     "adjacency_matrix",
+    "PreparedGraph",
+    "prepared_graph",
+    "graph_label",
+    "graph_facts",
 ]
 
 
@@ -113,3 +120,112 @@ def preprocess_citation_graph(data: Data) -> Data:
     data = remove_self_loops(to_undirected(data))
     data = largest_connected_component(data)
     return row_normalize_features(binarize_features(data))
+
+
+@dataclass(frozen=True)
+class PreparedGraph:
+    """A preprocessed graph: features (dense and CSR), labels, edges and the diffusion weights.
+
+    Made by :func:`prepared_graph`.
+
+    Args:
+        x: ``(N, F)`` row-normalized features.
+        x_sparse: ``x`` as a sparse CSR tensor.
+        y: ``(N,)`` class ids.
+        edge_index: ``(2, 2E)`` undirected edge list without self-loops.
+        weights: ``(N, N)`` sparse diffusion weights ``D̃^{-1/2}(A + I)D̃^{-1/2}``.
+        num_nodes: ``N``, the nodes of the largest connected component.
+        num_edges: ``E``, the undirected edges.
+        num_features: ``F``.
+        num_classes: the largest class id plus one.
+    """
+
+    x: torch.Tensor
+    x_sparse: torch.Tensor
+    y: torch.Tensor
+    edge_index: torch.Tensor
+    weights: torch.Tensor
+    num_nodes: int
+    num_edges: int
+    num_features: int
+    num_classes: int
+
+
+def graph_label(spec: str) -> str:
+    """The name of a graph in tables and results: a file's stem, else the specification in lower case.
+
+    Args:
+        spec: a graph specification of :func:`pdenets.data.load_graph`.
+
+    Returns:
+        The label, e.g. ``"cora"`` for ``"Cora"`` and ``"mine"`` for ``"graphs/mine.npz"``.
+
+    Examples:
+        >>> graph_label("CiteSeer"), graph_label("graphs/mine.npz")
+        ('citeseer', 'mine')
+    """
+    return Path(spec).stem if spec.lower().endswith(".npz") else spec.lower()
+
+
+@process_cache(maxsize=8)
+def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "identity") -> PreparedGraph:
+    """Load and preprocess a graph once per process; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``.
+
+    Args:
+        spec: a graph specification of :func:`pdenets.data.load_graph` (a name, ``planetoid/<name>``, a
+            ``.npz`` path or a folder).
+        data_dir: the data directory of named graphs (``None``: the default one).
+        missing_features: the features of a graph file without any: ``"identity"`` or ``"degree"``
+            (default: ``"identity"``).
+
+    Returns:
+        The :class:`PreparedGraph`, shared by every later call with the same arguments in this process.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from torch_geometric.data import Data
+        >>> from pdenets.data import save_graph_npz
+        >>> path = save_graph_npz(Data(x=torch.eye(4), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...                            y=torch.tensor([0, 1, 0, 1])), tempfile.mkdtemp() + "/path.npz")
+        >>> graph = prepared_graph(str(path), None)
+        >>> graph.num_nodes, graph.num_edges, graph.num_features, graph.num_classes
+        (4, 3, 4, 2)
+        >>> tuple(graph.weights.shape)
+        (4, 4)
+    """
+    from ..operators.graph import gcn_normalize
+
+    data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
+    return PreparedGraph(
+        x=data.x,
+        x_sparse=data.x.to_sparse_csr(),
+        y=data.y,
+        edge_index=data.edge_index,
+        weights=gcn_normalize((data.edge_index, None), data.num_nodes),
+        num_nodes=int(data.num_nodes),
+        num_edges=int(data.edge_index.shape[1] // 2),
+        num_features=int(data.x.shape[1]),
+        num_classes=int(data.y.max()) + 1,
+    )
+
+
+def graph_facts(graph: PreparedGraph) -> Dict[str, Any]:
+    """Sizes of a prepared graph and the largest stable step sizes of explicit diffusion with its weights.
+
+    Args:
+        graph: the graph, from :func:`prepared_graph`.
+
+    Returns:
+        ``nodes``, ``edges``, ``features``, ``classes``, and ``gershgorin_bound`` and ``spectral_bound``
+        (:func:`pdenets.operators.laplacian.stability_bound` of ``graph.weights``).
+    """
+    from ..operators.laplacian import stability_bound
+
+    return {
+        "nodes": graph.num_nodes,
+        "edges": graph.num_edges,
+        "features": graph.num_features,
+        "classes": graph.num_classes,
+        "gershgorin_bound": stability_bound(graph.weights),
+        "spectral_bound": stability_bound(graph.weights, method="spectral"),
+    }

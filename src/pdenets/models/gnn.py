@@ -2,14 +2,14 @@
 
 Architectures and default hyperparameters follow the original papers / PyG examples:
 
-======================  ============================================  ===============
-model                   layers                                          default optimizer
-======================  ============================================  ===============
+======================  ============================================  ===============================
+model                   layers                                          optimizer (node classification)
+======================  ============================================  ===============================
 ``gcn``                 GCNConv(F→16) ReLU, dropout .5, GCNConv(→C)    Adam lr .01, wd 5e-4
 ``sage-mean``           SAGEConv mean (F→64) ReLU, dropout .5, (→C)    Adam lr .01, wd 5e-4
 ``sage-maxpool``        SAGEConv max with pooling MLP (project=True)   Adam lr .01, wd 5e-4
 ``gat``                 GATConv 8 heads × 8 ELU, dropout .6, 1 head    Adam lr .005, wd 5e-4
-======================  ============================================  ===============
+======================  ============================================  ===============================
 
 ``num_layers`` (default 2) stacks more hidden layers of the same kind (depth study).
 Every model maps ``(x, edge_index)`` to ``(N, C)`` logits; GCN normalizes the adjacency
@@ -23,7 +23,6 @@ from typing import Callable, Protocol, cast
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from .._checks import check_positive_int, check_probability
 from .._deprecation import renamed_arguments
@@ -103,6 +102,8 @@ class GCN(_StackedConvolutions):
     ):
         _check_sizes(in_features, num_classes, hidden_features, num_layers, dropout)
         sizes = [in_features] + [hidden_features] * (num_layers - 1) + [num_classes]
+        from torch_geometric.nn import GCNConv  # on first use: registering the model stays light
+
         super().__init__([GCNConv(a, b, cached=True) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
 
@@ -135,6 +136,8 @@ class GraphSAGE(_StackedConvolutions):
             raise ValueError(f"aggregator must be 'mean' or 'maxpool', got {aggregator!r}")
         sizes = [in_features] + [hidden_features] * (num_layers - 1) + [num_classes]
         options = {"aggr": "mean"} if aggregator == "mean" else {"aggr": "max", "project": True}
+        from torch_geometric.nn import SAGEConv
+
         super().__init__([SAGEConv(a, b, **options) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
 
 
@@ -165,6 +168,8 @@ class GAT(_StackedConvolutions):
         dropout: float = 0.6,
     ):
         _check_sizes(in_features, num_classes, hidden_features, num_layers, dropout, heads)
+        from torch_geometric.nn import GATConv
+
         layers = []
         width = in_features
         for _ in range(num_layers - 1):

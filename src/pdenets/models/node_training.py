@@ -1,7 +1,7 @@
 """Node classification on one graph, full batch: the pieces of the protocol of Shchur et al. ("Pitfalls of
 Graph Neural Network Evaluation") as the Diff-ResNet code runs it.
 
-The graph itself, preprocessed once per process, is :func:`pdenets.data.graphs.prepared_graph`.
+The graph itself, preprocessed once per process, is :func:`pdenets.data.transforms.prepared_graph`.
 
 * :func:`split_and_init_seed`: the split and the initialization seed of one run, seeded as the paper's code
   seeds them.

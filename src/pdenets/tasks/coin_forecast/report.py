@@ -9,7 +9,7 @@ changes the forecasts (:mod:`pdenets.tasks.coin_forecast.figures` draws them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -18,11 +18,9 @@ from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue
+from .config import CoinForecastConfig
 from .figures import forecast_figure, graph_figure, horizon_figure
 from .protocol import ForecastData, ForecastSetup, diffusion_graph, protocol_windows, read_series
-
-if TYPE_CHECKING:
-    from .task import CoinForecastConfig
 
 __all__ = ["add_sections", "verdicts", "PAPER_PYG"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Sequence
 
-from ...data.graphs import graph_label
+from ...data.transforms import graph_label
 from ...experiments.plots import box_per_group, errorbar_lines, plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, paper_and_ours

@@ -1,7 +1,7 @@
 """Semi-supervised node classification: the Diff-ResNet protocol (Wang et al., §5.2 and Appendix E.2).
 
 Protocol (Shchur et al. 2018, as the paper's code runs it; the pieces are in
-:func:`pdenets.data.graphs.prepared_graph`): the graph undirected, its largest connected component, no
+:func:`pdenets.data.transforms.prepared_graph`): the graph undirected, its largest connected component, no
 self-loops, binary row-normalized bag-of-words features; ``num_splits`` random splits (20 labelled nodes per
 class for training, 30 per class for validation, the rest for testing) × ``num_inits`` initializations, seeded
 as the paper's code seeds them; Adam (lr 0.01, weight decay 5e-4), after every epoch the validation loss and
@@ -24,8 +24,9 @@ import torch
 import torch.distributed as dist
 
 from ..._cache import process_cache
-from ...data.graphs import MISSING_FEATURES, PreparedGraph, graph_facts, graph_label, prepared_graph
+from ...data.graphs import MISSING_FEATURES
 from ...data.splits import Split
+from ...data.transforms import PreparedGraph, graph_facts, graph_label, prepared_graph
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
