@@ -13,13 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "pyproject.toml"
 
-#: Paths still being reshaped, whose errors are not counted yet. The filter goes (and every error counts)
-#: when these are done.
-NOT_YET_CHECKED = (
-    "src/pdenets/models/fewshot/heads.py",
-    "src/pdenets/models/coin.py",
-    "src/pdenets/tasks/coin_forecast/protocol.py",
-)
+#: Paths whose errors are not counted (none: every module of src/pdenets is checked). A path goes here
+#: only while a change reshapes it, and leaves with that change.
+NOT_YET_CHECKED: tuple = ()
 
 #: one error of mypy's output: ``path:line: error: message  [code]``
 _ERROR = re.compile(r"^(?P<path>[^:\s]+\.pyi?):\d+(?::\d+)?: error: ")

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.nn import functional as F
@@ -163,7 +163,8 @@ def initial_parameters(in_features: int, ways: int, seeds: Sequence[int]) -> Lis
 def _reference_model(parameters: List[torch.Tensor], ways: int) -> DiffResNet:
     """A :class:`DiffResNet` head holding one task's initial parameters ``[W1, b1, W2, b2, W3, b3]``."""
     model = DiffResNet(parameters[0].shape[1], ways, num_steps=0, step_size=1.0)
-    block = model.blocks[0]
+    block: Any = model.blocks[0]  # a residual block: fc1, fc2 (nn.ModuleList items are typed as Module)
+    classifier: Any = model.classifier
     with torch.no_grad():
         for parameter, value in zip(
             (
@@ -171,8 +172,8 @@ def _reference_model(parameters: List[torch.Tensor], ways: int) -> DiffResNet:
                 block.fc1.bias,
                 block.fc2.weight,
                 block.fc2.bias,
-                model.classifier.weight,
-                model.classifier.bias,
+                classifier.weight,
+                classifier.bias,
             ),
             parameters,
         ):
@@ -232,6 +233,7 @@ def _loss(
         .sum()
     )
     if settings.mu > 0:
+        assert weights is not None  # the caller builds the graph when mu > 0
         # prototype-initialized logits are ~τ times larger than random ones: the regularizer sees logits / τ
         outputs = logits / settings.temperature if settings.init == "prototype" else logits
         squared = outputs.square().sum(2)  # (T, N)
@@ -242,6 +244,7 @@ def _loss(
         )
         loss = loss + settings.mu / 2 * pairwise.sum()
     if settings.alpha > 0:
+        assert proto_distances is not None  # the caller measures them when alpha > 0
         probabilities = logits[:, support:].softmax(2)
         loss = loss + settings.alpha * (probabilities * proto_distances).sum()
     return loss
@@ -392,7 +395,10 @@ def train_heads_one_by_one(
                 weights=weights,
                 check_stability=settings.check_stability,
             )
-        distances = torch.cdist(query[task], prototypes[task])[None] if settings.alpha > 0 else None
+        distances = None
+        if settings.alpha > 0:
+            assert prototypes is not None  # given whenever alpha > 0 (reads_prototypes)
+            distances = torch.cdist(query[task], prototypes[task])[None]
         optimizer = torch.optim.SGD(
             model.parameters(), lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
         )
@@ -576,16 +582,21 @@ class TrainedHead(FewShotMethod):
 
     is_transductive = False
     settings_class = HeadTraining
+    settings: HeadTraining
 
     def head_settings(self, batch: FewShotBatch) -> HeadSettings:
         return HeadSettings(num_steps=0, mu=0.0, **self.settings._training())
 
-    def _graph(self, batch: FewShotBatch) -> dict:
+    def _graph(self, batch: FewShotBatch) -> Dict[str, Any]:
+        """The task graph's settings of a head that has one (:class:`External`, :class:`Internal`)."""
         settings = self.settings
+        assert isinstance(settings, (ExternalSettings, InternalSettings)), "a head without a graph"
         points = batch.support.shape[1] + batch.query.shape[1]
+        n_top: Union[int, Tuple[int, ...]]
+        sigma: Union[int, Tuple[int, ...]]
         if settings.n_top is None:
-            n_top: Union[int, Tuple[int, ...]] = episode_neighbours(batch)
-            sigma: Union[int, Tuple[int, ...]] = tuple(min(settings.sigma_neighbor, k) for k in n_top)
+            per_task = episode_neighbours(batch)
+            n_top, sigma = per_task, tuple(min(settings.sigma_neighbor, k) for k in per_task)
         else:
             n_top = check_num_neighbors(settings.n_top, points, include_self=True, name="n_top")
             sigma = min(settings.sigma_neighbor, n_top)
@@ -603,7 +614,7 @@ class TrainedHead(FewShotMethod):
             batch.query,
             batch.ways,
             head,
-            batch.seeds,
+            list(range(batch.tasks)) if batch.seeds is None else batch.seeds,
             prototypes=centres,
         )
         return torch.softmax(logits, dim=2)
@@ -615,6 +626,7 @@ class Convection(TrainedHead):
 
     name = "convection"
     settings_class = ConvectionSettings
+    settings: ConvectionSettings
     presets = {"paper": {"init": "random", "epochs": 100}}
 
 
@@ -626,6 +638,7 @@ class External(TrainedHead):
     name = "external"
     is_transductive = True
     settings_class = ExternalSettings
+    settings: ExternalSettings
     presets = {"paper": {"init": "random", "n_top": 7, "separate_support": False, "epochs": 100}}
 
     def head_settings(self, batch: FewShotBatch) -> HeadSettings:
@@ -652,6 +665,7 @@ class Internal(TrainedHead):
     name = "internal"
     is_transductive = True
     settings_class = InternalSettings
+    settings: InternalSettings
     presets = {"paper": {"init": "random", "n_top": 7, "separate_support": False, "epochs": 100}}
 
     def steps(self, batch: FewShotBatch) -> int:
