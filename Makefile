@@ -9,7 +9,7 @@ OUT    ?= runs/synthetic
 # optional extras beside the test tools: make install EXTRAS=dev,text,distributed,ann
 EXTRAS ?= dev
 
-.PHONY: install run test quick bench clean check-wheel check-report docs
+.PHONY: install run test quick bench clean check-wheel check-report docs lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ quick: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+lint: $(STAMP)   # what the suite's test_lint and test_types check, alone
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
 
 docs: $(STAMP)   # the API site (mkdocs + mkdocstrings) from docs/ and the docstrings; warnings are errors -> site/
                  # (its MathJax is fetched once by docs/hooks/mathjax.py into docs/javascripts/vendor/)
