@@ -23,38 +23,15 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from ...experiments.config import TaskConfig, check_fields, setting
 from ...experiments.plots import plt
 from ...experiments.task import Task, register_task
 from ...nn.dropout import fast_dropout
 from ...nn.dropout_diffusion import dropout_readout_variance, dropout_second_order_mean
 from ...nn.smoothing import gaussian_smoothing, sine_heat_solution
 from ...operators.propagation import appnp_propagate, gcn_propagate, sgc_propagate
+from .config import CoinClaimsConfig
 
 __all__ = ["CoinClaimsConfig", "CoinClaimsTask", "ClaimJob"]
-
-CHECKS = ("smoothing", "dropout", "propagation")
-
-
-@dataclass
-class CoinClaimsConfig(TaskConfig):
-    """Configuration of ``pdenets run coin-claims``."""
-
-    checks: List[str] = setting(list(CHECKS), "smoothing, dropout, propagation")
-    sigmas: List[float] = setting([0.1, 0.25, 0.5, 0.75, 1.0, 1.5], "noise scales of the smoothing check")
-    samples: int = setting(20000, "Monte Carlo samples per point")
-    drop_rates: List[float] = setting([0.1, 0.25, 0.5], "dropout rates of the dropout check")
-
-    def validate(self) -> None:
-        super().validate()
-        check_fields(
-            self,
-            non_empty=("checks", "sigmas", "drop_rates"),
-            choices={"checks": CHECKS},
-            counts=("samples",),
-            positive=("sigmas",),
-            probabilities=("drop_rates",),
-        )
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,23 @@ import numpy as np
 
 from ...experiments.plots import plt
 from ...experiments.report import Report
+from .config import CoinTabularConfig
 
 __all__ = ["add_sections", "accuracy_figure"]
 
 
 def add_sections(
-    report: Report, config, results: Dict[str, Any], models_in_order: Sequence[str], run_dir
+    report: Report,
+    config: CoinTabularConfig,
+    results: Dict[str, Any],
+    models_in_order: Sequence[str],
+    run_dir,
 ) -> None:
     """Add the setting, one accuracy table and one figure per dataset to ``report``.
 
     Args:
         report: the report started by the task.
-        config: the task's ``CoinTabularConfig``.
+        config: the task's configuration.
         results: the task's results (``table``, ``coin_vs_mlp``); the figure names are added under
             ``figures``.
         models_in_order: the models in the order of the table's columns.

@@ -15,6 +15,7 @@ import numpy as np
 from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, format_mean_std
+from .config import FewShotConfig
 
 __all__ = [
     "add_sections",
@@ -79,7 +80,11 @@ PUBLISHED_RUN_ERRORS = {
 
 
 def add_sections(
-    report: Report, config, results: Dict[str, Any], records: Sequence[Mapping[str, Any]], run_dir
+    report: Report,
+    config: FewShotConfig,
+    results: Dict[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    run_dir,
 ) -> None:
     """Add the few-shot sections to ``report``: the methods' settings, the ablation tables and the paper's
     claim, the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each
@@ -168,7 +173,7 @@ def _describe(settings) -> str:
     return ", ".join(values).replace("None", "auto") or "none"
 
 
-def _ablation_section(report: Report, results, config) -> None:
+def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
     from ...models.fewshot import METHOD_CLASSES
 
     report.heading("Ablation (Table 2 layout), one table per query-set shape")

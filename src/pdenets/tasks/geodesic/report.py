@@ -21,6 +21,7 @@ import numpy as np
 from ...experiments.plots import plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue
+from .config import GeodesicConfig
 
 __all__ = ["PAPER", "add_sections"]
 
@@ -112,7 +113,7 @@ def _nearest(values: List[float], target: float) -> float:
 
 def add_sections(
     report: Report,
-    config: Any,
+    config: GeodesicConfig,
     results: Dict[str, Any],
     records: List[Dict[str, Any]],
     run_dir,
@@ -124,7 +125,7 @@ def add_sections(
 
     Args:
         report: the report the task started (the engine's header already in it).
-        config: the task's configuration (a ``GeodesicConfig``).
+        config: the task's configuration.
         results: the task's summary; ``results["table"]`` maps ``"dataset/architecture"`` → ``γ`` → network
             kind → statistics of each metric (and ``"stages"`` for networks of several stages).
         records: one dict per run (the job's settings and what it computed).

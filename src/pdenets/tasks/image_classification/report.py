@@ -17,6 +17,7 @@ import numpy as np
 from ...experiments.plots import plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue
+from .config import ImageClassificationConfig
 
 __all__ = ["PAPER_TABLE1", "PAPER_FLOPS", "add_sections", "eigenvalue_figure"]
 
@@ -44,13 +45,17 @@ PAPER_FLOPS = {
 
 
 def add_sections(
-    report: Report, config: Any, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir
+    report: Report,
+    config: ImageClassificationConfig,
+    results: Dict[str, Any],
+    records: List[Dict[str, Any]],
+    run_dir,
 ) -> None:
     """Add the settings paragraph, the accuracy and FLOPs tables and the eigenvalue figure to ``report``.
 
     Args:
         report: the report the task started (its title and the engine's header).
-        config: the task's configuration (an ``ImageClassificationConfig``).
+        config: the task's configuration.
         results: the task's summary: ``"table"`` (data set → model → entry) and ``"flops"`` (scale →
             model → ``mflops``); the figure's file name is added under ``results["figures"]``.
         records: the stored runs, each with its ``dataset``, ``model``, ``seed`` and ``spectra``.

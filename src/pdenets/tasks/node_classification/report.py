@@ -11,13 +11,14 @@ from ...data.transforms import graph_label
 from ...experiments.plots import box_per_group, errorbar_lines, plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, paper_and_ours
+from .config import NodeClassificationConfig
 
 __all__ = ["add_sections"]
 
 
 def add_sections(
     report: Report,
-    config: Any,
+    config: NodeClassificationConfig,
     results: Dict[str, Any],
     records: Sequence[Mapping[str, Any]],
     run_dir: Any,
@@ -30,7 +31,7 @@ def add_sections(
 
     Args:
         report: the report started by the task (its title and the engine's header).
-        config: the task's configuration (a ``NodeClassificationConfig``).
+        config: the task's configuration.
         results: the task's summary (``table``, ``depth``, ``graphs``); gains the ``figures`` entry.
         records: one record per stored run (``experiment``, ``dataset``, ``model``, ``accuracy``, ...).
         run_dir: the run folder (a :class:`~pdenets.experiments.rundir.RunDirectory`).

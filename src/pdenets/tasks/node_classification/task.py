@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.distributed as dist
 
 from ..._cache import process_cache
-from ...data.graphs import MISSING_FEATURES
 from ...data.splits import Split
 from ...data.transforms import PreparedGraph, graph_facts, graph_label, prepared_graph
-from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.config import ConfigError
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
 from ...models.node_training import (
@@ -37,10 +35,10 @@ from ...models.node_training import (
     split_and_init_seed,
 )
 from ...models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
-from ...models.registry import create_model, list_models, model_entry
+from ...models.registry import create_model, model_entry
 from ...models.training import FitResult
-from ...operators.partition import PARTITIONERS
 from ...operators.partitioned import PartitionedDiffusion
+from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
 from .report import add_sections
 
 __all__ = [
@@ -57,34 +55,6 @@ __all__ = [
 ]
 
 
-@dataclass
-class DiffusionHyperparameters:
-    """Diff-ResNet's diffusion on one graph (Table 6: its column labels are swapped; read as γ, r,
-    dropout)."""
-
-    step_size: float = setting(0.25, "diffusion step size gamma")
-    num_steps: int = setting(20, "diffusion layers r")
-    dropout: float = setting(0.25, "dropout at each diffusion step")
-
-
-@dataclass
-class BaselineSettings:
-    """Overrides of a registered baseline's defaults (unset: the model's own)."""
-
-    hidden: Optional[int] = None
-    heads: Optional[int] = None
-    dropout: Optional[float] = None
-    lr: Optional[float] = None
-    weight_decay: Optional[float] = None
-
-
-TABLE6: Dict[str, DiffusionHyperparameters] = {
-    "cora": DiffusionHyperparameters(0.25, 20, 0.25),
-    "citeseer": DiffusionHyperparameters(0.2, 20, 0.35),
-    "pubmed": DiffusionHyperparameters(0.4, 10, 0.3),
-    "default": DiffusionHyperparameters(0.25, 20, 0.25),
-}
-
 _TABLE1 = "Diff-ResNet paper, Table 1 (100 splits x 20 initializations)"
 #: Table 1: mean and std (%) over 100 splits × 20 initializations.
 PAPER_TABLE1: Dict[str, Dict[str, PaperValue]] = {
@@ -99,127 +69,10 @@ PAPER_TABLE1: Dict[str, Dict[str, PaperValue]] = {
     }.items()
 }
 
-#: the models the protocol compares: the diffusion family (Diff-ResNet and its variants) and the PyG
-#: message-passing baselines, as the registry lists them
-MODEL_NAMES = tuple(
-    list_models("diffusion", order="registration") + list_models("message-passing", order="registration")
-)
 #: how the protocol trains a message-passing baseline: Adam as PyTorch Geometric's examples run it (lr 0.01,
 #: weight decay 5e-4), GAT at lr 0.005 as its example does; ``baselines`` in the config overrides either
 BASELINE_OPTIMIZER: Dict[str, float] = {"lr": 0.01, "weight_decay": 5e-4}
 BASELINE_OPTIMIZER_BY_MODEL: Dict[str, Dict[str, float]] = {"gat": {"lr": 0.005}}
-
-
-@dataclass
-class NodeClassificationConfig(TaskConfig):
-    """Configuration of ``pdenets run node-classification``.
-
-    ``datasets`` holds names (``cora``, ``citeseer``, ``pubmed``, ``planetoid/<name>``) or paths of ``.npz``
-    graph files; ``diffusion`` maps a dataset to ``step_size``, ``num_steps`` and ``dropout`` (``default`` for
-    other graphs); ``baselines`` overrides the registered baselines' settings (``{"gat": {"lr": 0.005}}``).
-    ``depths`` (empty: off) runs the depth study; for GCN the depth is the number of layers, for Diff-ResNet
-    the number ``r`` of diffusion layers (Algorithm 1 calls each step a layer).
-    """
-
-    seed: int = setting(42, "master seed of the splits (the paper code's 42)")
-    datasets: List[str] = setting(["cora"], "graphs: cora, citeseer, pubmed, planetoid/<name> or a .npz path")
-    models: List[str] = setting(["diff-resnet"], "models: " + ", ".join(MODEL_NAMES))
-    num_splits: int = setting(100, "random splits")
-    num_inits: int = setting(20, "initializations per split")
-    train_per_class: int = setting(20, "labelled training nodes per class")
-    val_per_class: int = setting(30, "validation nodes per class")
-    max_epochs: int = setting(1000, "epochs at most")
-    patience: int = setting(50, "early stopping patience (epochs)")
-    lr: float = setting(0.01, "Adam learning rate of Diff-ResNet")
-    weight_decay: float = setting(5e-4, "Adam weight decay of Diff-ResNet")
-    diffusion: Dict[str, DiffusionHyperparameters] = setting(
-        TABLE6, "per graph: step_size, num_steps, dropout (Table 6; 'default' for other graphs)"
-    )
-    dropout_position: str = setting(
-        "before", "dropout 'before' each diffusion step (paper code) or 'after' (text)"
-    )
-    diffuse_in: str = setting(
-        "input",
-        "Diff-ResNet's width: 'input' (the paper: block and diffusion in the feature "
-        "width) or 'hidden' (a linear map to diffusion_width first: O(r nnz width) "
-        "becomes O(r nnz diffusion_width))",
-    )
-    diffusion_width: int = setting(64, "width of the block and the diffusion when diffuse_in is 'hidden'")
-    baselines: Dict[str, BaselineSettings] = setting(
-        {}, "per baseline: hidden, heads, dropout, lr, weight_decay"
-    )
-    depths: List[int] = setting([], "depth study depths (empty: no depth study)")
-    depth_models: List[str] = setting(["gcn", "diff-resnet"], "models of the depth study")
-    depth_datasets: List[str] = setting(["cora"], "graphs of the depth study")
-    depth_splits: int = setting(5, "splits per depth")
-    depth_inits: int = setting(1, "initializations per split and depth")
-    check_stability: bool = setting(True, "refuse a diffusion step size beyond the bound")
-    missing_features: str = setting(
-        "identity", "features of a graph file without any: identity (one-hot node id) or degree"
-    )
-    partition: str = setting(
-        "contiguous",
-        "launched by torchrun: how Diff-ResNet's graph is split over the "
-        "processes: contiguous (the single process's numbers), metis (less "
-        "exchanged, other dropout draws), or a folder from pdenets partition",
-    )
-
-    def validate(self) -> None:
-        super().validate()
-        unknown = [m for m in list(self.models) + list(self.depth_models) if m not in MODEL_NAMES]
-        if unknown:
-            raise ConfigError(f"unknown model(s) {unknown}; choose from {list(MODEL_NAMES)}")
-        check_fields(
-            self,
-            non_empty=("datasets", "models"),
-            positive=("lr",),
-            non_negative=("weight_decay",),
-            counts=(
-                "num_splits",
-                "num_inits",
-                "max_epochs",
-                "patience",
-                "depth_splits",
-                "depth_inits",
-                "depths",
-                "train_per_class",
-                "val_per_class",
-            ),
-            choices={
-                "dropout_position": ("before", "after"),
-                "missing_features": MISSING_FEATURES,
-                "diffuse_in": ("input", "hidden"),
-            },
-        )
-        check_fields(self, counts=("diffusion_width",))
-        if self.partition not in PARTITIONERS and not (Path(self.partition) / "partition.json").is_file():
-            raise ConfigError(
-                f"partition={self.partition!r} is neither a partitioner ({', '.join(PARTITIONERS)}) "
-                "nor a folder holding a saved partition (partition.json)"
-            )
-        for graph, hp in self.diffusion.items():
-            check_fields(
-                hp,
-                positive=("step_size",),
-                non_negative_counts=("num_steps",),
-                probabilities=("dropout",),
-                prefix=f"diffusion.{graph}.",
-            )
-        for model, settings in self.baselines.items():
-            given = [name for name in ("hidden", "heads") if getattr(settings, name) is not None]
-            check_fields(settings, counts=given, prefix=f"baselines.{model}.")
-            if settings.dropout is not None:
-                check_fields(settings, probabilities=("dropout",), prefix=f"baselines.{model}.")
-            if settings.lr is not None:
-                check_fields(settings, positive=("lr",), prefix=f"baselines.{model}.")
-            if settings.weight_decay is not None:
-                check_fields(settings, non_negative=("weight_decay",), prefix=f"baselines.{model}.")
-        unknown = sorted(set(self.baselines) - set(list_models("message-passing")))
-        if unknown:
-            raise ConfigError(
-                f"baselines has settings for {unknown}, which are not baselines; choose from "
-                f"{list_models('message-passing')}"
-            )
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ...analysis.diffusion_path import ratio_path
 from ...experiments.plots import grouped_bars, mean_band, plt, scatter_classes
 from ...experiments.report import Report
 from ...experiments.summary import format_mean_std
+from .config import SyntheticConfig
 
 __all__ = ["add_sections"]
 
@@ -21,7 +22,7 @@ _COLORS = ("#7f7f7f", "#1f77b4")
 
 def add_sections(
     report: Report,
-    config,
+    config: SyntheticConfig,
     results: Dict[str, Any],
     records: List[Dict[str, Any]],
     run_dir,
@@ -33,7 +34,7 @@ def add_sections(
 
     Args:
         report: the report started by the task.
-        config: the task's ``SyntheticConfig``.
+        config: the task's configuration.
         results: the task's results (``xor``, ``classification``, ``paper_script``); the figure names are
             added under ``figures``.
         records: the runs, each with its ``part`` (``xor``, ``classification`` or ``paper-script``).
@@ -85,7 +86,7 @@ def _ratio(record: Dict[str, Any]) -> np.ndarray:
     return ratio_path(record["distance"], record["diameter"])
 
 
-def _xor_figure(records: Sequence[Dict[str, Any]], config, run_dir) -> str:
+def _xor_figure(records: Sequence[Dict[str, Any]], config: SyntheticConfig, run_dir) -> str:
     shown = next((r for r in records if r["cross_edges"] == 0), records[0])
     steps = sorted(int(step) for step in shown["positions"])
     fig = plt.figure(figsize=(3.0 * len(steps), 6.4), layout="constrained")
@@ -115,7 +116,7 @@ def _xor_figure(records: Sequence[Dict[str, Any]], config, run_dir) -> str:
     return run_dir.save_figure(fig, "xor.png")
 
 
-def _xor_section(report: Report, records, results, config, figure: str) -> None:
+def _xor_section(report: Report, records, results, config: SyntheticConfig, figure: str) -> None:
     report.heading("XOR: pure diffusion (Fig. 3)")
     steps = config.xor_report_steps
     rows = [
@@ -146,7 +147,9 @@ def _xor_section(report: Report, records, results, config, figure: str) -> None:
     )
 
 
-def _dataset_figure(name: str, optimizer: str, runs, config, run_dir, variants: Sequence[str]) -> str:
+def _dataset_figure(
+    name: str, optimizer: str, runs, config: SyntheticConfig, run_dir, variants: Sequence[str]
+) -> str:
     colors = dict(zip(variants, _COLORS))
     rows = [r for r in runs if r["dataset"] == name and r["optimizer"] == optimizer]
     shown = {r["variant"]: r for r in rows if r.get("snapshots")}
@@ -197,7 +200,7 @@ def _dataset_figure(name: str, optimizer: str, runs, config, run_dir, variants: 
     return run_dir.save_figure(fig, f"{name}_{optimizer}.png")
 
 
-def _summary_figure(results, config, run_dir, variants: Sequence[str]) -> str:
+def _summary_figure(results, config: SyntheticConfig, run_dir, variants: Sequence[str]) -> str:
     colors = dict(zip(variants, _COLORS))
     table = results["classification"]
     groups = [(d, o) for d in config.datasets for o in config.optimizers if o in table.get(d, {})]
