@@ -1,5 +1,5 @@
-"""Runnable tasks, one package each: ``task.py`` (config, jobs, one run, summary), ``report.py`` and, where
-the application has one, ``protocol.py`` (data preparation, splits, windows, its baselines).
+"""Runnable tasks, one package each: ``config.py``, ``task.py`` (jobs, one run, summary), ``report.py`` and,
+where the application has one, ``protocol.py`` (data preparation, splits, windows, its baselines).
 
 Importing this package imports every module and package in it, and each registers its task with the engine
 (:func:`pdenets.experiments.register_task`): adding a task is adding one module or package here. The engine
