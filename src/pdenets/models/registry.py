@@ -269,7 +269,7 @@ def model_entry(name: str) -> ModelEntry:
     Examples:
         >>> from pdenets.models import model_entry
         >>> entry = model_entry("coin-mlp")
-        >>> entry.family, entry.defaults["hidden"]
+        >>> entry.family, entry.defaults["hidden_features"]
         ('coin', 64)
     """
     from .._checks import unknown_name
