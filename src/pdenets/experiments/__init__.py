@@ -3,6 +3,7 @@
 * :mod:`~pdenets.experiments.task` — the task protocol and the task registry;
 * :mod:`~pdenets.experiments.runner` — :func:`run_task`: validate, run directory, store,
   resume, process pool or Ray, progress, ``results.json``, CSVs, report;
+* :mod:`~pdenets.experiments.results` — a task's typed results and their ``results.json`` form;
 * :mod:`~pdenets.experiments.config` — dataclass configs merged and checked by OmegaConf;
 * :mod:`~pdenets.experiments.store` — the SQLite results store;
 * :mod:`~pdenets.experiments.rundir` — safe, locked run directories with atomic writes;
@@ -17,6 +18,7 @@ See ``docs/tasks.md`` for adding a task.
 from ..models.training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 from .config import ConfigError, TaskConfig, check_fields, config_to_dict, resolve_config, setting
 from .report import Report
+from .results import FLATTEN, OMIT_NONE, RunFacts, TaskResults, results_to_dict
 from .rundir import RunDirectory, RunDirectoryError
 from .runner import JobFailedError, RunInterrupted, RunOutcome, run_task
 from .store import ResultsStore, StoredRun, StoreError
@@ -40,6 +42,11 @@ __all__ = [
     "setting",
     "check_fields",
     "Report",
+    "TaskResults",
+    "RunFacts",
+    "results_to_dict",
+    "FLATTEN",
+    "OMIT_NONE",
     "RunDirectory",
     "RunDirectoryError",
     "JobFailedError",

@@ -8,9 +8,11 @@
 3. opens (checks, creates, locks) the run directory and writes ``config.yaml``;
 4. runs the jobs whose key is not in ``results.sqlite`` yet — inline, in a process pool or
    on Ray — storing each record the moment it arrives (a rerun resumes);
-5. ``task.summarize(records)`` → ``results.json`` (plus ``runs_planned``, ``runs_stored``,
-   ``wall_seconds``), ``runs.csv``, then ``task.report(...)``, which may add to the results
-   what it drew (``results["figures"]``); ``results.json`` is written again after it.
+5. ``task.summarize(records)`` → the task's typed results
+   (:class:`~pdenets.experiments.results.TaskResults`) with the engine's
+   :class:`~pdenets.experiments.results.RunFacts` → ``results.json`` (their
+   :meth:`~pdenets.experiments.results.TaskResults.to_dict`), ``runs.csv``; then ``task.report(...)``, which
+   may add what it drew (``results.figures``); ``results.json`` is written again after it.
 
 Launched by ``torchrun`` (``torchrun --nproc-per-node K pdenets run ...``), every process plans the same jobs;
 rank 0 does the steps above and sends the others its list of pending jobs; all run them one at a time,
@@ -23,6 +25,7 @@ status ``diverged`` instead of stopping the whole protocol.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from contextlib import closing
@@ -38,6 +41,7 @@ from .._checks import NonFiniteError
 from .config import ConfigError, TaskConfig, config_to_dict
 from .distributed import DistributedContext, distributed_context
 from .parallel import JobError, check_ray_address, execute
+from .results import RunFacts, TaskResults
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, ResultsStore
 from .task import Task, get_task, job_key, spec_to_dict
@@ -82,6 +86,8 @@ class RunOutcome:
         stored: planned runs found in the store at the end.
         new: runs executed by this call (``0`` with ``report_only``).
         seconds: wall-clock seconds of the call.
+        summary: the task's results as :meth:`~pdenets.experiments.task.Task.summarize` returned them (a
+            :class:`~pdenets.experiments.results.TaskResults` for the built-in tasks), with the run facts.
     """
 
     path: Path
@@ -90,6 +96,7 @@ class RunOutcome:
     stored: int
     new: int
     seconds: float
+    summary: Any = None
 
 
 def _call_job(run_job: Callable[[Any], Dict[str, Any]], spec: Any) -> Tuple[str, Dict[str, Any], float]:
@@ -226,19 +233,37 @@ def run_task(
             stored = store.rows([key for key, _ in planned])
         records = [run.flat() for run in stored]
         try:
-            results = dict(task.summarize(records))
-            results.update(
-                runs_planned=len(planned), runs_stored=len(records), wall_seconds=time.perf_counter() - start
-            )
-            if report_only:
-                results["report_only"] = True  # the wall time is the report's, not the runs'
-            run_dir.write_results(results)
+            summary = task.summarize(records)
+            # with report_only the wall time is the report's, not the runs'
+            facts = RunFacts(len(planned), len(records), time.perf_counter() - start, report_only)
+            summary = _with_facts(summary, facts)
+            run_dir.write_results(_plain(summary))
             run_dir.write_csv("runs.csv", [_scalar_columns(r) for r in records])
-            task.report(results, records, run_dir)
-            run_dir.write_results(results)  # the report may add what it drew (e.g. figure names)
+            task.report(summary, records, run_dir)
+            results = _plain(summary)  # the report may add what it drew (e.g. figure names)
+            run_dir.write_results(results)
         except KeyboardInterrupt:
             raise RunInterrupted(path, len(records), len(planned)) from None
-    return RunOutcome(path, results, len(planned), len(records), new, time.perf_counter() - start)
+    return RunOutcome(path, results, len(planned), len(records), new, time.perf_counter() - start, summary)
+
+
+def _with_facts(summary: Any, facts: RunFacts) -> Any:
+    """A task's summary with the engine's run facts: typed results get ``run``; a plain dict (a task that
+    returns one) gets the keys ``runs_planned``, ``runs_stored``, ``wall_seconds`` (and ``report_only``)."""
+    if isinstance(summary, TaskResults):
+        return dataclasses.replace(summary, run=facts)
+    plain = dict(summary)
+    plain.update(
+        runs_planned=facts.runs_planned, runs_stored=facts.runs_stored, wall_seconds=facts.wall_seconds
+    )
+    if facts.report_only:
+        plain["report_only"] = True
+    return plain
+
+
+def _plain(summary: Any) -> Dict[str, Any]:
+    """The ``results.json`` form of a task's summary, typed or a plain dict."""
+    return summary.to_dict() if isinstance(summary, TaskResults) else summary
 
 
 def launched_by_torchrun() -> bool:

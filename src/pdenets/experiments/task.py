@@ -9,7 +9,8 @@ A task is one file of science. It declares
   result belongs in the spec;
 * :meth:`Task.run_job` — a static method: one spec in, one record (a JSON-able dict) out;
   it runs in a worker process;
-* :meth:`Task.summarize` — records in, the results (``results.json``) out;
+* :meth:`Task.summarize` — records in, the results out: a frozen
+  :class:`~pdenets.experiments.results.TaskResults` dataclass whose ``to_dict()`` is ``results.json``;
 * :meth:`Task.report` — writes tables, figures and ``report.md``/``report.html``; it starts from
   :meth:`Task.new_report` (the title and the engine's line on the runs) and ends with
   :meth:`Task.write_report` (the engine's table of every setting, then both files).
@@ -34,6 +35,7 @@ from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Sequen
 from .._checks import UnknownNameError, unknown_name
 from .config import TaskConfig, config_fields, config_to_dict
 from .report import Report
+from .results import TaskResults
 from .rundir import RunDirectory
 
 __all__ = [
@@ -195,18 +197,23 @@ class Task(ABC, Generic[ConfigT]):
         """Run one job; returns its record (JSON-able values; no field named like a spec field)."""
 
     @abstractmethod
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        """Results (``results.json``) from the stored records (spec and record fields, flattened)."""
+    def summarize(self, records: List[Dict[str, Any]]) -> Any:
+        """The results from the stored records (spec and record fields, flattened).
+
+        A :class:`~pdenets.experiments.results.TaskResults` subclass (frozen, typed; its ``to_dict()`` is
+        ``results.json``), or a plain JSON-able dict.
+        """
 
     @abstractmethod
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
-        """Write figures and the human report into ``run_dir``."""
+    def report(self, results: Any, records: List[Dict[str, Any]], run_dir) -> None:
+        """Write figures and the human report into ``run_dir``; ``results`` is what :meth:`summarize`
+        returned, with the engine's run facts (``results.run``, or its keys in a plain dict)."""
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         """A few words on a finished run for the progress bar (default: none)."""
         return ""
 
-    def new_report(self, results: Mapping[str, Any], title: str) -> Report:
+    def new_report(self, results: Union[TaskResults, Mapping[str, Any]], title: str) -> Report:
         """A report that opens with the engine's standard header: ``title``, then one line on the runs.
 
         The line names the command, the runs stored of those planned and the wall time (from
@@ -215,7 +222,7 @@ class Task(ABC, Generic[ConfigT]):
         own text describes its science, not its configuration.
 
         Args:
-            results: the task's results as the runner passes them to :meth:`report`.
+            results: the task's results as the runner passes them to :meth:`report` (typed, or a plain dict).
             title: the report's title.
 
         Returns:
@@ -228,6 +235,8 @@ class Task(ABC, Generic[ConfigT]):
             `pdenets run synthetic`: 3 of 4 runs stored (1 missing); wall time 12 s. ...
         """
         report = Report(title)
+        if isinstance(results, TaskResults):
+            results = results.to_dict()
         stored, planned = results.get("runs_stored"), results.get("runs_planned")
         runs = f"{stored} of {planned} {self.unit} stored" if stored is not None else "runs"
         if stored is not None and planned is not None and stored < planned:

@@ -1,0 +1,112 @@
+"""Typed task results: the plain form's rule, and the runner passing typed results to the report."""
+
+import json
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import Any, Dict, List, Optional
+
+import pytest
+from toytask import ToyConfig, ToyTask
+
+from pdenets.experiments import FLATTEN, OMIT_NONE, RunFacts, Stats, TaskResults, run_task
+from pdenets.experiments.results import results_to_dict
+
+
+@dataclass(frozen=True)
+class Cell:
+    runs: int
+    accuracy: Stats
+    extra: Dict[str, float] = field(default_factory=dict, metadata=FLATTEN)
+    paper: Optional[float] = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class Summary(TaskResults):
+    table: Dict[str, Cell]
+    order: List[int]
+    note: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+
+def test_the_plain_form_follows_declaration_order_and_the_metadata_rules():
+    cell = Cell(2, Stats.of([0.5, 1.0]), {"auroc": 0.7}, paper=81.5)
+    plain = Summary(table={"cora": cell, "citeseer": Cell(1, Stats.of([]))}, order=[3, 1]).to_dict()
+    assert list(plain) == ["table", "order", "figures"]  # note is None: left out; no run facts yet
+    assert list(plain["table"]) == ["cora", "citeseer"]  # a mapping keeps its order
+    assert plain["table"]["cora"] == {
+        "runs": 2,
+        "accuracy": {"mean": 0.75, "std": 0.25, "min": 0.5, "max": 1.0, "median": 0.75, "count": 2},
+        "auroc": 0.7,
+        "paper": 81.5,
+    }
+    assert list(plain["table"]["citeseer"]) == ["runs", "accuracy"]  # empty flattened dict, None omitted
+
+
+def test_run_facts_and_figures_come_last():
+    summary = Summary(table={}, order=[], note="n", run=RunFacts(4, 3, 1.5, report_only=True))
+    summary.figures["curve"] = "curve.png"
+    plain = summary.to_dict()
+    assert list(plain) == [
+        "table",
+        "order",
+        "note",
+        "runs_planned",
+        "runs_stored",
+        "wall_seconds",
+        "report_only",
+        "figures",
+    ]
+    assert (plain["runs_planned"], plain["runs_stored"], plain["figures"]) == (4, 3, {"curve": "curve.png"})
+    assert "report_only" not in Summary(table={}, order=[], run=RunFacts(1, 1, 0.1)).to_dict()
+
+
+def test_results_are_frozen_and_a_bad_flattened_field_is_named():
+    summary = Summary(table={}, order=[])
+    with pytest.raises(FrozenInstanceError):
+        summary.order = [1]  # type: ignore[misc]
+
+    @dataclass(frozen=True)
+    class Bad:
+        value: int = field(default=3, metadata=FLATTEN)
+
+    with pytest.raises(TypeError, match=r"Bad\.value is flattened .* not int"):
+        results_to_dict(Bad())
+
+
+@dataclass(frozen=True)
+class ToyResults(TaskResults):
+    total: float
+    values: List[float]
+
+
+class TypedToyTask(ToyTask):
+    """The toy task with typed results (not registered: run_task takes the instance)."""
+
+    seen: List[Any] = []
+
+    def summarize(self, records):
+        ok = [r for r in records if r["status"] == "ok"]
+        return ToyResults(total=sum(r["value"] for r in ok), values=[r["value"] for r in ok])
+
+    def report(self, results, records, run_dir):
+        TypedToyTask.seen.append(results)
+        results.figures["values"] = "values.png"
+        self.write_report(self.new_report(results, "typed toy"), run_dir)
+
+
+def test_the_runner_hands_the_report_typed_results_with_run_facts(tmp_path):
+    TypedToyTask.seen.clear()
+    outcome = run_task(TypedToyTask(ToyConfig(count=3, workers=1)), out=tmp_path / "run", progress=False)
+    (seen,) = TypedToyTask.seen
+    assert isinstance(seen, ToyResults) and seen.total == 0 + 1 + 2
+    assert (seen.run.runs_planned, seen.run.runs_stored, seen.run.report_only) == (3, 3, False)
+    assert outcome.summary is seen
+    written = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert written == outcome.results
+    assert written["values"] == [0.0, 1.0, 2.0] and written["figures"] == {"values": "values.png"}
+    assert (written["runs_planned"], written["runs_stored"]) == (3, 3)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "3 of 3 runs stored" in report
+
+    again = run_task(
+        TypedToyTask(ToyConfig(count=3, workers=1)), out=tmp_path / "run", report_only=True, progress=False
+    )
+    assert again.summary.run.report_only and again.results["report_only"] is True
