@@ -289,3 +289,143 @@ def test_a_method_registered_after_import_is_accepted(features, tmp_path):
         assert outcome.results["ablation"][BALANCED]["toy"]["5-way 1-shot"]["late-test"]["tasks"] == 5
     finally:
         METHOD_CLASSES.pop("late-test")
+
+
+def _episodes(method, accuracies, seconds_per_task, study="ablation", variable=None, **shape):
+    """A stored episode job's flattened record (spec and record fields), 5-way 1-shot on ``toy``."""
+    record = dict(
+        study=study,
+        dataset="toy",
+        ways=5,
+        shots=1,
+        method=method,
+        variable=variable,
+        queries=15,
+        distribution="balanced",
+        open_set=0,
+        query_mode="together",
+        accuracies=accuracies,
+        log_likelihoods=[-0.5] * len(accuracies),
+        seconds=seconds_per_task * len(accuracies),
+        seconds_per_task=seconds_per_task,
+    )
+    record.update(shape)
+    return record
+
+
+def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
+    from pdenets.tasks.fewshot.results import (
+        ClearWin,
+        FewShotResults,
+        QueryShapeFacts,
+        SweepPoint,
+        TimingPoint,
+    )
+
+    z = 1.959963984540054  # the normal quantile of a 95 % interval
+    open_set = dict(
+        distribution="dirichlet:2",
+        open_set=2,
+        open_auroc=[0.8, 0.6],
+        open_rejected=[0.5, 0.25],
+        known_rejected=[0.1, 0.0],
+    )
+    records = [
+        _episodes("internal", [0.9, 0.8], 0.002),
+        _episodes("internal", [1.0, 0.9], 0.004),
+        _episodes("prototype", [0.6, 0.7], 0.001),
+        _episodes("convection", [0.9, 0.9], 0.003),
+        _episodes("internal", [0.4, 0.6], 0.002, **open_set),
+        _episodes("internal", [0.5, 1.0], 0.002, study="n_top", variable=4),
+        _episodes("internal", [0.5, 1.0], 0.005, study="timing", variable=10.0),
+        {"method": "internal", "errors": [0.2, 0.3], "error_rate": 0.25},
+        {"shots": 1, "before": [[0.0, 0.0]], "after": [[0.0, 0.0]], "labels": [0], "support": 1},
+        {"shots": 5, "before": [[0.0, 0.0]], "after": [[0.0, 0.0]], "labels": [0], "support": 1},
+    ]
+    results = FewShotTask(FewShotConfig()).summarize(records)
+    assert isinstance(results, FewShotResults)
+
+    balanced, dirichlet = BALANCED, "dirichlet:2, 15 queries per class + 2 open-set classes"
+    assert list(results.ablation) == [balanced, dirichlet]
+    assert results.shapes == {
+        balanced: QueryShapeFacts(15, "balanced", 0, "together", True),
+        dirichlet: QueryShapeFacts(15, "dirichlet:2", 2, "together", False),
+    }
+    assert results.shapes[dirichlet].breaks_assumption_of("pt-map")
+    assert not results.shapes[balanced].breaks_assumption_of("pt-map")
+    cell = results.ablation[balanced]["toy"]["5-way 1-shot"]
+    assert list(cell) == ["internal", "prototype", "convection"]
+    # internal: the four tasks of its two jobs, 0.9 0.8 1.0 0.9 (sample std √(0.02/3)); time: the jobs' mean
+    internal = cell["internal"]
+    assert internal.mean == pytest.approx(90.0) and internal.tasks == 4
+    assert internal.ci95 == pytest.approx(100 * z * (0.02 / 3) ** 0.5 / 2)
+    assert internal.seconds_per_task == pytest.approx(0.003)
+    assert internal.seconds_per_1000_tasks == pytest.approx(3.0)
+    assert internal.open_auroc is None and internal.known_rejected is None
+    assert cell["prototype"].mean == pytest.approx(65.0)
+    assert cell["prototype"].ci95 == pytest.approx(100 * z * 0.05)
+    opened = results.ablation[dirichlet]["toy"]["5-way 1-shot"]["internal"]
+    assert (opened.mean, opened.tasks) == (pytest.approx(50.0), 2)
+    assert (opened.open_auroc, opened.open_rejected, opened.known_rejected) == pytest.approx(
+        (0.7, 0.375, 0.05)
+    )
+
+    ((sweep, points),) = results.sensitivity.items()
+    (point,) = points
+    assert sweep == "n_top" and isinstance(point, SweepPoint) and point.value == 4
+    assert point.episodes.mean == pytest.approx(75.0) and point.episodes.tasks == 2
+    (timing,) = results.timing
+    assert isinstance(timing, TimingPoint) and timing.layers == 10 and isinstance(timing.layers, int)
+    assert timing.episodes.seconds_per_1000_tasks == pytest.approx(5.0)
+    assert results.official_runs["internal"].error_rate == pytest.approx(25.0)
+    assert results.official_runs["internal"].per_run == pytest.approx([20.0, 30.0])
+    assert results.picture_shots == [1, 5]
+    # the claim: the balanced table only; external was not run
+    ((claimed, wins),) = results.claim.items()
+    assert claimed == "toy 5-way 1-shot" and list(wins) == ["convection", "prototype"]
+    assert wins["convection"] == ClearWin(pytest.approx(0.0), False)
+    assert wins["prototype"].difference == pytest.approx(25.0) and wins["prototype"].clearly
+
+    plain = results.to_dict()
+    assert list(plain) == [
+        "ablation",
+        "shapes",
+        "sensitivity",
+        "timing",
+        "official_runs",
+        "picture_shots",
+        "claim",
+        "figures",
+    ]
+    episode_keys = ["mean", "ci95", "tasks", "seconds_per_task", "seconds_per_1000_tasks"]
+    open_keys = ["open_auroc", "open_rejected", "known_rejected"]
+    assert list(plain["ablation"][balanced]["toy"]["5-way 1-shot"]["internal"]) == episode_keys
+    assert list(plain["ablation"][dirichlet]["toy"]["5-way 1-shot"]["internal"]) == episode_keys + open_keys
+    assert plain["shapes"][dirichlet] == {
+        "queries": 15,
+        "distribution": "dirichlet:2",
+        "open_set": 2,
+        "query_mode": "together",
+        "balanced": False,
+    }
+    assert list(plain["sensitivity"]["n_top"][0]) == ["value"] + episode_keys
+    assert list(plain["timing"][0]) == ["layers"] + episode_keys
+    assert list(plain["official_runs"]["internal"]) == ["error_rate", "per_run"]
+    assert plain["claim"]["toy 5-way 1-shot"]["prototype"] == {
+        "difference": pytest.approx(25.0),
+        "clearly": True,
+    }
+    assert plain["picture_shots"] == [1, 5]
+
+    without_pictures = FewShotTask(FewShotConfig()).summarize(records[:4]).to_dict()
+    assert "picture_shots" not in without_pictures
+    assert list(without_pictures) == [
+        "ablation",
+        "shapes",
+        "sensitivity",
+        "timing",
+        "official_runs",
+        "claim",
+        "figures",
+    ]
+    assert without_pictures["sensitivity"] == {} and without_pictures["timing"] == []

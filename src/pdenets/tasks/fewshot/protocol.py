@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -34,6 +34,7 @@ from ...models.backbones import BackboneTraining
 from ...models.fewshot import Preprocessing, preprocess
 from ...models.fewshot.heads import HeadSettings, task_graphs
 from ...operators.diffusion import BatchedDiffusion
+from .results import ClearWin, EpisodeSummary
 
 __all__ = [
     "dataset_features",
@@ -402,28 +403,30 @@ def principal_components(points: torch.Tensor, components: int = 2) -> torch.Ten
 
 
 def clear_wins(
-    entries: Mapping[str, Mapping[str, float]], method: str, others: Sequence[str]
-) -> Dict[str, Dict[str, Any]]:
+    entries: Mapping[str, EpisodeSummary], method: str, others: Sequence[str]
+) -> Dict[str, ClearWin]:
     """How far ``method``'s mean lies above each of ``others``, and whether clearly so.
 
     Args:
-        entries: method → ``{"mean": …, "ci95": …}`` (a table cell; ``ci95`` the half-width of the
-            95 % confidence interval).
+        entries: method → its :class:`~pdenets.tasks.fewshot.results.EpisodeSummary` (a table cell; ``ci95``
+            the half-width of the 95 % confidence interval).
         method: the method compared.
         others: the methods it is compared with (those missing from ``entries`` are skipped).
 
     Returns:
-        Other method → ``{"difference": mean gap, "clearly": the gap exceeds the sum of both half-widths}``.
+        Other method → :class:`~pdenets.tasks.fewshot.results.ClearWin`: the mean gap, and whether it exceeds
+        the sum of both half-widths.
 
     Examples:
-        >>> cell = {"a": {"mean": 70.0, "ci95": 1.0}, "b": {"mean": 65.0, "ci95": 1.5}}
+        >>> a, b = EpisodeSummary(70.0, 1.0, 100, 0.1, 100.0), EpisodeSummary(65.0, 1.5, 100, 0.1, 100.0)
+        >>> cell = {"a": a, "b": b}
         >>> clear_wins(cell, "a", ["b", "c"])
-        {'b': {'difference': 5.0, 'clearly': True}}
+        {'b': ClearWin(difference=5.0, clearly=True)}
     """
     ours = entries[method]
     wins = {}
     for other in others:
         if other in entries:
-            gap = ours["mean"] - entries[other]["mean"]
-            wins[other] = {"difference": gap, "clearly": gap > ours["ci95"] + entries[other]["ci95"]}
+            gap = ours.mean - entries[other].mean
+            wins[other] = ClearWin(difference=gap, clearly=gap > ours.ci95 + entries[other].ci95)
     return wins

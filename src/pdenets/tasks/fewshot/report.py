@@ -8,7 +8,7 @@ and figures (Figs. 6–10 of the Diff-ResNet paper), with the paper's and the pu
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_clas
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, format_mean_std
 from .config import FewShotConfig
+from .results import FewShotResults, SweepPoint, TimingPoint
 
 __all__ = [
     "add_sections",
@@ -82,7 +83,7 @@ PUBLISHED_RUN_ERRORS = {
 def add_sections(
     report: Report,
     config: FewShotConfig,
-    results: Dict[str, Any],
+    results: FewShotResults,
     records: Sequence[Mapping[str, Any]],
     run_dir,
 ) -> None:
@@ -90,20 +91,20 @@ def add_sections(
     claim, the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each
     when run).
 
-    The figures are written into ``run_dir`` and their file names added to ``results["figures"]``.
+    The figures are written into ``run_dir`` and their file names added to ``results.figures``.
 
     Args:
         report: the report the task started (its title and the engine's header).
         config: the task's configuration (a ``FewShotConfig``: ``methods``, ``tasks``, ``queries``,
             ``preprocessing``, ``defaults`` and its ``method(name)``).
-        results: the task's summarized results; gains the ``figures`` entry.
+        results: the task's summarized results; its ``figures`` gain the figures drawn.
         records: the stored records (the picture study's projections are read from them).
         run_dir: the run folder the figures are saved into.
 
     Returns:
         Nothing; ``report`` and ``results`` are changed in place.
     """
-    figures = results.setdefault("figures", {})
+    figures = results.figures
     report.paragraph(
         f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean "
         "± 95 % "
@@ -115,21 +116,21 @@ def add_sections(
             for name in config.methods
         ]
     )
-    if results["ablation"]:
+    if results.ablation:
         _ablation_section(report, results, config)
-    if results["official_runs"]:
+    if results.official_runs:
         _official_section(report, results)
-    if results["sensitivity"]:
-        figures["sensitivity"] = _sensitivity_figure(results["sensitivity"], run_dir)
+    if results.sensitivity:
+        figures["sensitivity"] = _sensitivity_figure(results.sensitivity, run_dir)
         report.heading("Sensitivity (Figs. 7–9): internal convection-diffusion, 5-way 1-shot")
         rows = [
             [
                 study,
-                format_mean_std(point["value"], digits=2),
-                f"{point['mean']:.2f} ± {point['ci95']:.2f}",
-                point["tasks"],
+                format_mean_std(point.value, digits=2),
+                f"{point.episodes.mean:.2f} ± {point.episodes.ci95:.2f}",
+                point.episodes.tasks,
             ]
-            for study, points in results["sensitivity"].items()
+            for study, points in results.sensitivity.items()
             for point in points
         ]
         report.table(
@@ -143,12 +144,16 @@ def add_sections(
             "Accuracy against n_top, total strength rγ and the number of steps r "
             "at fixed rγ (error bars: 95 % CI).",
         )
-    if results["timing"]:
-        figures["timing"] = _timing_figure(results["timing"], run_dir)
+    if results.timing:
+        figures["timing"] = _timing_figure(results.timing, run_dir)
         report.heading("Time per task against diffusion layers (Fig. 10)")
         rows = [
-            [p["layers"], f"{1000 * p['seconds_per_task']:.2f}", f"{p['mean']:.2f} ± {p['ci95']:.2f}"]
-            for p in sorted(results["timing"], key=lambda p: p["layers"])
+            [
+                p.layers,
+                f"{1000 * p.episodes.seconds_per_task:.2f}",
+                f"{p.episodes.mean:.2f} ± {p.episodes.ci95:.2f}",
+            ]
+            for p in sorted(results.timing, key=lambda p: p.layers)
         ]
         report.table(
             ["diffusion layers r", "ms per task (batched)", "accuracy (%)"],
@@ -173,40 +178,34 @@ def _describe(settings) -> str:
     return ", ".join(values).replace("None", "auto") or "none"
 
 
-def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
-    from ...models.fewshot import METHOD_CLASSES
-
+def _ablation_section(report: Report, results: FewShotResults, config: FewShotConfig) -> None:
     report.heading("Ablation (Table 2 layout), one table per query-set shape")
     marked = False
-    for shape, tables in results["ablation"].items():
-        facts = results["shapes"][shape]
+    for shape, tables in results.ablation.items():
+        facts = results.shapes[shape]
         report.heading(shape.capitalize(), level=3)
         for dataset, cells in tables.items():
             columns = list(cells)
             rows = []
             for method in config.methods:
-                breaks = (
-                    not facts["balanced"]
-                    and method in METHOD_CLASSES
-                    and METHOD_CLASSES[method].assumes_balanced_queries
-                )
+                breaks = facts.breaks_assumption_of(method)
                 marked = marked or breaks
                 row = [METHOD_NAMES.get(method, method) + (f" {ASSUMPTION_MARK}" if breaks else "")]
                 for cell in columns:
                     entry = cells[cell].get(method)
-                    text = f"{entry['mean']:.2f} ± {entry['ci95']:.2f}" if entry else "—"
-                    if (
-                        entry and entry["tasks"] != config.tasks
-                    ):  # a partial run says how many tasks it has so far
-                        text += f" ({entry['tasks']} tasks)"
-                    if entry and "open_auroc" in entry:
-                        text += f", AUROC {entry['open_auroc']:.2f}"
+                    text = "—"
+                    if entry is not None:
+                        text = f"{entry.mean:.2f} ± {entry.ci95:.2f}"
+                        if entry.tasks != config.tasks:  # a partial run says how many tasks it has so far
+                            text += f" ({entry.tasks} tasks)"
+                        if entry.open_auroc is not None:
+                            text += f", AUROC {entry.open_auroc:.2f}"
                     row.append(text)
                 rows.append(row)
             caption = (
                 f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet."
             )
-            if facts["open_set"]:
+            if facts.open_set:
                 caption += (
                     " Accuracy counts the queries of the support's classes; AUROC: how well the top "
                     "probability tells them from the open-set queries (0.5: not at all)."
@@ -219,8 +218,8 @@ def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
             "assumption costs, not what the method does on the query sets it was made for."
         )
     timing = [
-        (shape, dataset, cell, method, entry["seconds_per_1000_tasks"])
-        for shape, tables in results["ablation"].items()
+        (shape, dataset, cell, method, entry.seconds_per_1000_tasks)
+        for shape, tables in results.ablation.items()
         for dataset, cells in tables.items()
         for cell, methods in cells.items()
         for method, entry in methods.items()
@@ -248,13 +247,13 @@ def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
         )
         + ". Other data and backbone: compare orderings, not values."
     )
-    verdicts = results["claim"]
+    verdicts = results.claim
     if verdicts:
         lines = []
         for table, beats in verdicts.items():
             parts = [
-                f"{other} {v['difference']:+.2f} points ({'clearly' if v['clearly'] else 'not clearly'})"
-                for other, v in beats.items()
+                f"{other} {win.difference:+.2f} points ({'clearly' if win.clearly else 'not clearly'})"
+                for other, win in beats.items()
             ]
             lines.append(f"{table}: internal vs " + ", ".join(parts))
         report.paragraph(
@@ -264,11 +263,11 @@ def _ablation_section(report: Report, results, config: FewShotConfig) -> None:
         report.bullets(lines)
 
 
-def _official_section(report: Report, results) -> None:
+def _official_section(report: Report, results: FewShotResults) -> None:
     report.heading("Omniglot: the 20 official one-shot runs (Lake et al. 2015)")
     rows = [
-        [f"pdenets: {METHOD_NAMES.get(m, m)}", f"{e['error_rate']:.1f}"]
-        for m, e in results["official_runs"].items()
+        [f"pdenets: {METHOD_NAMES.get(m, m)}", f"{errors.error_rate:.1f}"]
+        for m, errors in results.official_runs.items()
     ]
     rows += [[f"published: {name}", value.format(1)] for name, value in PUBLISHED_RUN_ERRORS.items()]
     report.table(
@@ -279,7 +278,7 @@ def _official_section(report: Report, results) -> None:
     )
 
 
-def _sensitivity_figure(sensitivity, run_dir) -> str:
+def _sensitivity_figure(sensitivity: Dict[str, List[SweepPoint]], run_dir) -> str:
     titles = {
         "n_top": "n_top (paper units)",
         "strength": "total strength rγ (γ = 0.5)",
@@ -290,14 +289,14 @@ def _sensitivity_figure(sensitivity, run_dir) -> str:
         1, len(studies), figsize=(4.2 * len(studies), 3.3), squeeze=False, layout="constrained"
     )
     for ax, study in zip(axes[0], studies):
-        points = sorted(sensitivity[study], key=lambda p: p["value"])
+        points = sorted(sensitivity[study], key=lambda p: p.value)
         errorbar_lines(
             ax,
             {
                 "internal": (
-                    [p["value"] for p in points],
-                    [p["mean"] for p in points],
-                    [p["ci95"] for p in points],
+                    [p.value for p in points],
+                    [p.episodes.mean for p in points],
+                    [p.episodes.ci95 for p in points],
                 )
             },
             xlabel=titles[study],
@@ -307,20 +306,24 @@ def _sensitivity_figure(sensitivity, run_dir) -> str:
     return run_dir.save_figure(fig, "sensitivity.png")
 
 
-def _timing_figure(timing, run_dir) -> str:
-    points = sorted(timing, key=lambda p: p["layers"])
+def _timing_figure(timing: List[TimingPoint], run_dir) -> str:
+    points = sorted(timing, key=lambda p: p.layers)
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
-    layers = [p["layers"] for p in points]
+    layers = [p.layers for p in points]
     ax.plot(
-        layers, [1000 * p["seconds_per_task"] for p in points], "o-", color="#d62728", label="ms per task"
+        layers,
+        [1000 * p.episodes.seconds_per_task for p in points],
+        "o-",
+        color="#d62728",
+        label="ms per task",
     )
     ax.set_xlabel("diffusion layers r")
     ax.set_ylabel("ms per task", color="#d62728")
     twin = ax.twinx()
     twin.errorbar(
         layers,
-        [p["mean"] for p in points],
-        yerr=[p["ci95"] for p in points],
+        [p.episodes.mean for p in points],
+        yerr=[p.episodes.ci95 for p in points],
         fmt="s--",
         color="#1f77b4",
         capsize=3,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -55,6 +55,15 @@ from .protocol import (
     principal_components,
     task_points,
     task_seeds,
+)
+from .results import (
+    AblationTable,
+    EpisodeSummary,
+    FewShotResults,
+    OfficialRunsErrors,
+    QueryShapeFacts,
+    SweepPoint,
+    TimingPoint,
 )
 
 __all__ = ["FewShotConfig", "FewShotTask", "EpisodeJob", "PREPROCESSING", "STUDIES"]
@@ -182,6 +191,29 @@ def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
     )
     errors = (probabilities.argmax(2) != answers).double().mean(1)
     return {"errors": errors.tolist(), "error_rate": float(errors.mean())}
+
+
+def _episode_summary(members: Sequence[Mapping[str, Any]]) -> EpisodeSummary:
+    """The tasks of a group of episode records: accuracy (%) with its 95 % half-width, time, open-set
+    scores."""
+    accuracies = [a for m in members for a in m["accuracies"]]
+    mean, interval = mean_and_interval(accuracies)
+    seconds = float(np.mean([m["seconds_per_task"] for m in members]))
+    open_set = "open_auroc" in members[0]
+
+    def open_set_mean(name: str) -> Optional[float]:
+        return float(np.mean([v for m in members for v in m[name]])) if open_set else None
+
+    return EpisodeSummary(
+        mean=100 * mean,
+        ci95=100 * interval,
+        tasks=len(accuracies),
+        seconds_per_task=seconds,
+        seconds_per_1000_tasks=1000 * seconds,
+        open_auroc=open_set_mean("open_auroc"),
+        open_rejected=open_set_mean("open_rejected"),
+        known_rejected=open_set_mean("known_rejected"),
+    )
 
 
 @register_task
@@ -339,14 +371,13 @@ class FewShotTask(Task[FewShotConfig]):
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * float(np.mean(record['accuracies'])):.1f}%" if "accuracies" in record else ""
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        results: Dict[str, Any] = {
-            "ablation": {},
-            "shapes": {},
-            "sensitivity": {},
-            "timing": [],
-            "official_runs": {},
-        }
+    def summarize(self, records: List[Dict[str, Any]]) -> FewShotResults:
+        """The ablation tables by query-set shape, the sweeps, the official runs and the 1-shot claim of the
+        stored records (:class:`~pdenets.tasks.fewshot.results.FewShotResults`)."""
+        ablation: Dict[str, Dict[str, AblationTable]] = {}
+        shapes: Dict[str, QueryShapeFacts] = {}
+        sensitivity: Dict[str, List[SweepPoint]] = {}
+        timing: List[TimingPoint] = []
         episode_records = [r for r in records if "accuracies" in r]
         for (
             study,
@@ -374,59 +405,53 @@ class FewShotTask(Task[FewShotConfig]):
                 "query_mode",
             ),
         ).items():
-            accuracies = [a for m in members for a in m["accuracies"]]
-            mean, interval = mean_and_interval(accuracies)
-            seconds = float(np.mean([m["seconds_per_task"] for m in members]))
-            entry = {
-                "mean": 100 * mean,
-                "ci95": 100 * interval,
-                "tasks": len(accuracies),
-                "seconds_per_task": seconds,
-                "seconds_per_1000_tasks": 1000 * seconds,
-            }
-            if "open_auroc" in members[0]:
-                for name in ("open_auroc", "open_rejected", "known_rejected"):
-                    entry[name] = float(np.mean([v for m in members for v in m[name]]))
+            summary = _episode_summary(members)
             if study == "ablation":
                 shape = fewshot_report.shape_label(queries, spread, open_set, mode)
-                results["shapes"][shape] = {
-                    "queries": queries,
-                    "distribution": spread,
-                    "open_set": open_set,
-                    "query_mode": mode,
-                    "balanced": spread == "balanced" and not open_set and mode == "together",
-                }
-                results["ablation"].setdefault(shape, {}).setdefault(dataset, {}).setdefault(
+                shapes[shape] = QueryShapeFacts(
+                    queries=queries,
+                    distribution=spread,
+                    open_set=open_set,
+                    query_mode=mode,
+                    balanced=spread == "balanced" and not open_set and mode == "together",
+                )
+                ablation.setdefault(shape, {}).setdefault(dataset, {}).setdefault(
                     f"{ways}-way {shots}-shot", {}
-                )[method] = entry
+                )[method] = summary
             elif study == "timing":
-                results["timing"].append({"layers": int(variable), **entry})
+                timing.append(TimingPoint(layers=int(variable), episodes=summary))
             else:
-                results["sensitivity"].setdefault(study, []).append({"value": variable, **entry})
-        for runs in (r for r in records if "error_rate" in r):
-            results["official_runs"][runs["method"]] = {
-                "error_rate": 100 * runs["error_rate"],
-                "per_run": [100 * e for e in runs["errors"]],
-            }
+                sensitivity.setdefault(study, []).append(SweepPoint(value=variable, episodes=summary))
+        official_runs = {
+            runs["method"]: OfficialRunsErrors(
+                error_rate=100 * runs["error_rate"], per_run=[100 * e for e in runs["errors"]]
+            )
+            for runs in records
+            if "error_rate" in runs
+        }
         pictures = [r for r in records if "before" in r]
-        if pictures:
-            results["picture_shots"] = [p["shots"] for p in pictures]
-        first_shape = next(iter(results["ablation"]), None)
-        results[
-            "claim"
-        ] = {  # the paper's 1-shot claim: internal beats convection, external, prototype (CIs apart?)
+        first_shape = next(iter(ablation), None)
+        claim = {  # the paper's 1-shot claim: internal beats convection, external, prototype (CIs apart?)
             f"{dataset} {cell}" + ("" if shape == first_shape else f" ({shape})"): clear_wins(
                 methods, "internal", ("convection", "external", "prototype")
             )
-            for shape, tables in results["ablation"].items()
-            if results["shapes"][shape]["balanced"]
+            for shape, tables in ablation.items()
+            if shapes[shape].balanced
             for dataset, cells in tables.items()
             for cell, methods in cells.items()
             if "1-shot" in cell and "internal" in methods
         }
-        return results
+        return FewShotResults(
+            ablation=ablation,
+            shapes=shapes,
+            sensitivity=sensitivity,
+            timing=timing,
+            official_runs=official_runs,
+            picture_shots=[p["shots"] for p in pictures] if pictures else None,
+            claim=claim,
+        )
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: FewShotResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — transductive few-shot classification (Diff-ResNet §5.3)")
         fewshot_report.add_sections(report, self.config, results, records, run_dir)
         self.write_report(report, run_dir)
