@@ -7,8 +7,11 @@ import torch
 import yaml
 
 from pdenets.cli import main
+from pdenets.experiments import Stats
+from pdenets.tasks.synthetic.results import SyntheticResults
 from pdenets.tasks.synthetic.task import (
     PAPER_SCRIPT_REFERENCE,
+    VARIANTS,
     ClassificationJob,
     GraphConvention,
     SyntheticConfig,
@@ -86,6 +89,87 @@ def test_pinned_numbers(quick_run):
     for dataset, entry in results["paper_script"].items():
         assert entry["resnet"]["correct"] == PAPER_SCRIPT_REFERENCE[dataset]["resnet"]
         assert entry["diff-resnet"]["correct"] == PAPER_SCRIPT_REFERENCE[dataset]["diff-resnet"] == 1000
+
+
+def test_summarize_builds_typed_results_whose_plain_form_keeps_the_keys_and_their_order():
+    """Hand-made records: two seeds of one cell, one of another, two XOR seeds, then the paper scripts."""
+    task = SyntheticTask(SyntheticConfig(xor_steps=1, xor_report_steps=[1]))
+    cell = {
+        "part": "classification",
+        "dataset": "moon",
+        "optimizer": "sgd-plain",
+        "variant": "resnet",
+        "train_accuracy": 1.0,
+        "train_accuracy_at_paper_epochs": 0.9,
+        "test_accuracy_at_paper_epochs": 0.7,
+        "diverged_at_epoch": None,
+    }
+    records = [
+        {"part": "xor", "seed": 0, "distance": [1.0, 1.0], "diameter": [2.0, 1.0], "cross_edges": 0},
+        {"part": "xor", "seed": 1, "distance": [1.0, 2.0], "diameter": [2.0, 0.5], "cross_edges": 3},
+        {**cell, "seed": 0, "test_accuracy": 0.8, "seconds": 1.0},
+        {**cell, "seed": 1, "test_accuracy": 1.0, "diverged_at_epoch": 7, "seconds": 3.0},
+        {**cell, "variant": "diff-resnet", "seed": 0, "test_accuracy": 0.5, "seconds": 2.0},
+    ]
+    results = task.summarize(records)
+    assert isinstance(results, SyntheticResults) and results.paper_script is None
+    resnet = results.classification["moon"]["sgd-plain"]["resnet"]
+    # test accuracy over the two seeds: mean (0.8 + 1.0) / 2, population std |1.0 - 0.8| / 2
+    assert (resnet.test_accuracy.mean, resnet.test_accuracy.std) == pytest.approx((0.9, 0.1), abs=1e-12)
+    assert resnet.train_accuracy == Stats(1.0, 0.0, 1.0, 1.0, 1.0, 2)
+    assert (resnet.runs, resnet.perfect_train_runs, resnet.perfect_test_runs, resnet.diverged_runs) == (
+        2,
+        2,
+        1,
+        1,
+    )
+    assert resnet.seconds_per_run == 2.0
+    assert results.classification["moon"]["sgd-plain"]["diff-resnet"].test_accuracy.count == 1
+    # L/D after one step: 1/1 for seed 0 and 2/0.5 for seed 1; D: 1 and 0.5; L: 1 and 2
+    assert results.xor is not None
+    assert results.xor.L_over_D_per_seed == {"0": {"step_1": 1.0}, "1": {"step_1": 4.0}}
+    assert (results.xor.L_over_D_median, results.xor.D_median, results.xor.L_median) == (
+        {"step_1": 2.5},
+        {"step_1": 0.75},
+        {"step_1": 1.5},
+    )
+    assert results.xor.seeds_with_edges_between_discs == 1
+
+    plain = results.to_dict()
+    assert list(plain) == ["xor", "classification", "figures"]
+    assert list(plain["xor"]) == [
+        "L_over_D_median",
+        "L_over_D_per_seed",
+        "D_median",
+        "L_median",
+        "seeds_with_edges_between_discs",
+    ]
+    assert list(plain["classification"]["moon"]["sgd-plain"]) == ["resnet", "diff-resnet"]
+    entry = plain["classification"]["moon"]["sgd-plain"]["resnet"]
+    assert list(entry) == [
+        "runs",
+        "train_accuracy",
+        "test_accuracy",
+        "test_accuracy_at_paper_epochs",
+        "train_accuracy_at_paper_epochs",
+        "perfect_train_runs",
+        "perfect_test_runs",
+        "diverged_runs",
+        "seconds_per_run",
+    ]
+    assert entry["test_accuracy"] == Stats.of([0.8, 1.0]).as_dict()
+    assert list(entry["test_accuracy"]) == ["mean", "std", "min", "max", "median", "count"]
+
+    script = {"part": "paper-script", "dataset": "moon"}
+    script.update({variant: {"correct": 900, "reference": 877, "seconds": 0.5} for variant in VARIANTS})
+    with_script = task.summarize(records + [script])
+    assert with_script.paper_script is not None and with_script.paper_script["moon"]["resnet"].correct == 900
+    plain = with_script.to_dict()
+    assert list(plain) == ["xor", "classification", "paper_script", "figures"]
+    assert plain["paper_script"] == {
+        "moon": {variant: {"correct": 900, "reference": 877, "seconds": 0.5} for variant in VARIANTS}
+    }
+    assert list(task.summarize(records[2:]).to_dict()) == ["classification", "figures"]
 
 
 def test_rerun_resumes_without_running_anything(quick_run, capsys):

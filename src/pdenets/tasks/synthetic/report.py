@@ -13,6 +13,7 @@ from ...experiments.plots import grouped_bars, mean_band, plt, scatter_classes
 from ...experiments.report import Report
 from ...experiments.summary import format_mean_std
 from .config import SyntheticConfig
+from .results import PaperScriptCount, SyntheticResults, XorDiffusion
 
 __all__ = ["add_sections"]
 
@@ -23,7 +24,7 @@ _COLORS = ("#7f7f7f", "#1f77b4")
 def add_sections(
     report: Report,
     config: SyntheticConfig,
-    results: Dict[str, Any],
+    results: SyntheticResults,
     records: List[Dict[str, Any]],
     run_dir,
     variants: Sequence[str],
@@ -35,13 +36,12 @@ def add_sections(
     Args:
         report: the report started by the task.
         config: the task's configuration.
-        results: the task's results (``xor``, ``classification``, ``paper_script``); the figure names are
-            added under ``figures``.
+        results: the task's results; the names of the figures drawn are added to ``results.figures``.
         records: the runs, each with its ``part`` (``xor``, ``classification`` or ``paper-script``).
         run_dir: the run folder the figures and ``curves.csv`` are saved in.
         variants: the networks' names in display order: without, then with diffusion.
     """
-    figures = results.setdefault("figures", {})
+    figures = results.figures
     report.paragraph(
         "Weights: Gaussian kernel on the n_top-nearest-neighbour graph (self included: "
         f"{config.include_self}), "
@@ -49,9 +49,9 @@ def add_sections(
         "`config.yaml`; all numbers: `results.json`, `runs.csv`, `curves.csv`."
     )
     xor = [r for r in records if r["part"] == "xor"]
-    if xor:
+    if xor and results.xor is not None:
         figures["xor"] = _xor_figure(xor, config, run_dir)
-        _xor_section(report, xor, results, config, figures["xor"])
+        _xor_section(report, xor, results.xor, config, figures["xor"])
     runs = [r for r in records if r["part"] == "classification"]
     if runs:
         run_dir.write_csv(
@@ -78,8 +78,8 @@ def add_sections(
                     )
         figures["summary"] = _summary_figure(results, config, run_dir, variants)
         _classification_section(report, results, config, figures, variants)
-    if "paper_script" in results:
-        _paper_script_section(report, results, variants)
+    if results.paper_script is not None:
+        _paper_script_section(report, results.paper_script, variants)
 
 
 def _ratio(record: Dict[str, Any]) -> np.ndarray:
@@ -116,14 +116,14 @@ def _xor_figure(records: Sequence[Dict[str, Any]], config: SyntheticConfig, run_
     return run_dir.save_figure(fig, "xor.png")
 
 
-def _xor_section(report: Report, records, results, config: SyntheticConfig, figure: str) -> None:
+def _xor_section(report: Report, records, xor: XorDiffusion, config: SyntheticConfig, figure: str) -> None:
     report.heading("XOR: pure diffusion (Fig. 3)")
     steps = config.xor_report_steps
     rows = [
         [str(r["seed"]), r["cross_edges"], float(_ratio(r)[0])] + [float(_ratio(r)[s]) for s in steps]
         for r in records
     ]
-    medians = results["xor"]["L_over_D_median"]
+    medians = xor.L_over_D_median
     rows.append(
         ["**median**", "", float(np.median([r[2] for r in rows]))] + [medians[f"step_{s}"] for s in steps]
     )
@@ -200,15 +200,17 @@ def _dataset_figure(
     return run_dir.save_figure(fig, f"{name}_{optimizer}.png")
 
 
-def _summary_figure(results, config: SyntheticConfig, run_dir, variants: Sequence[str]) -> str:
+def _summary_figure(
+    results: SyntheticResults, config: SyntheticConfig, run_dir, variants: Sequence[str]
+) -> str:
     colors = dict(zip(variants, _COLORS))
-    table = results["classification"]
+    table = results.classification
     groups = [(d, o) for d in config.datasets for o in config.optimizers if o in table.get(d, {})]
     fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 2, 3.4), layout="constrained")
     series = {
         variant: (
-            [table[d][o][variant]["test_accuracy"]["mean"] for d, o in groups],
-            [table[d][o][variant]["test_accuracy"]["std"] for d, o in groups],
+            [table[d][o][variant].test_accuracy.mean for d, o in groups],
+            [table[d][o][variant].test_accuracy.std for d, o in groups],
         )
         for variant in variants
     }
@@ -225,7 +227,11 @@ def _summary_figure(results, config: SyntheticConfig, run_dir, variants: Sequenc
 
 
 def _classification_section(
-    report: Report, results, config, figures: Dict[str, str], variants: Sequence[str]
+    report: Report,
+    results: SyntheticResults,
+    config: SyntheticConfig,
+    figures: Dict[str, str],
+    variants: Sequence[str],
 ) -> None:
     report.heading("Moon, circle, spiral: 18-parameter ResNet with and without diffusion (Figs. 4, 11, 12)")
     report.paragraph(
@@ -239,7 +245,7 @@ def _classification_section(
         "stops and keeps its last finite parameters ('diverged')."
     )
     rows = []
-    for name, by_optimizer in results["classification"].items():
+    for name, by_optimizer in results.classification.items():
         for optimizer, by_variant in by_optimizer.items():
             for variant in variants:
                 entry = by_variant.get(variant)
@@ -250,12 +256,12 @@ def _classification_section(
                         name,
                         optimizer,
                         variant,
-                        format_mean_std(entry["train_accuracy"]["mean"], entry["train_accuracy"]["std"]),
-                        format_mean_std(entry["test_accuracy"]["mean"], entry["test_accuracy"]["std"]),
-                        format_mean_std(entry["test_accuracy_at_paper_epochs"]["mean"]),
-                        f"{entry['perfect_test_runs']}/{entry['runs']}",
-                        f"{entry['diverged_runs']}/{entry['runs']}",
-                        f"{entry['seconds_per_run']:.2f}",
+                        format_mean_std(entry.train_accuracy.mean, entry.train_accuracy.std),
+                        format_mean_std(entry.test_accuracy.mean, entry.test_accuracy.std),
+                        format_mean_std(entry.test_accuracy_at_paper_epochs.mean),
+                        f"{entry.perfect_test_runs}/{entry.runs}",
+                        f"{entry.diverged_runs}/{entry.runs}",
+                        f"{entry.seconds_per_run:.2f}",
                     ]
                 )
     report.table(
@@ -284,7 +290,9 @@ def _classification_section(
                 )
 
 
-def _paper_script_section(report: Report, results, variants: Sequence[str]) -> None:
+def _paper_script_section(
+    report: Report, paper_script: Dict[str, Dict[str, PaperScriptCount]], variants: Sequence[str]
+) -> None:
     report.heading("Check against the paper's scripts")
     report.paragraph(
         "The scripts' own data (evenly spaced curve parameters, NumPy legacy seed), initialization seed, "
@@ -295,13 +303,13 @@ def _paper_script_section(report: Report, results, variants: Sequence[str]) -> N
     rows = [
         [
             name,
-            entry[without]["reference"],
-            entry[without]["correct"],
-            entry[with_diffusion]["reference"],
-            entry[with_diffusion]["correct"],
-            f"{entry[with_diffusion]['seconds']:.2f}",
+            entry[without].reference,
+            entry[without].correct,
+            entry[with_diffusion].reference,
+            entry[with_diffusion].correct,
+            f"{entry[with_diffusion].seconds:.2f}",
         ]
-        for name, entry in results["paper_script"].items()
+        for name, entry in paper_script.items()
     ]
     report.table(
         [

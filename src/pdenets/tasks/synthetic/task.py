@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ...analysis.diffusion_path import diffusion_path, edges_between_groups, path_statistics
+from ...analysis.diffusion_path import diffusion_path, edges_between_groups
 from ...data.synthetic import SyntheticSet, make_synthetic
-from ...experiments.summary import Stats, group_records
+from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
 from ...models.synthetic_diffresnet import (
     PAPER_SCRIPT_REFERENCE,
@@ -37,6 +37,7 @@ from ...models.training import accuracy, evaluation_mode, fit
 from ...operators.weights import knn_gaussian_weights
 from . import report as synthetic_report
 from .config import SyntheticConfig
+from .results import ClassificationCell, PaperScriptCount, SyntheticResults, XorDiffusion
 
 __all__ = [
     "SyntheticConfig",
@@ -307,45 +308,26 @@ class SyntheticTask(Task[SyntheticConfig]):
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"test={record['test_accuracy']:.3f}" if "test_accuracy" in record else ""
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        config = self.config
-        results: Dict[str, Any] = {}
+    def summarize(self, records: List[Dict[str, Any]]) -> SyntheticResults:
         xor = [r for r in records if r["part"] == "xor"]
-        if xor:
-            paths = {r["seed"]: (r["distance"], r["diameter"]) for r in xor}
-            results["xor"] = {
-                **path_statistics(paths, config.xor_report_steps),
-                "seeds_with_edges_between_discs": int(sum(r["cross_edges"] > 0 for r in xor)),
-            }
         runs = [r for r in records if r["part"] == "classification"]
-        table: Dict[str, Any] = {}
+        table: Dict[str, Dict[str, Dict[str, ClassificationCell]]] = {}
         for (name, optimizer, variant), members in group_records(
             runs, by=("dataset", "optimizer", "variant")
         ).items():
-            stats = {
-                metric: Stats.of(r[metric] for r in members).as_dict()
-                for metric in (
-                    "train_accuracy",
-                    "test_accuracy",
-                    "test_accuracy_at_paper_epochs",
-                    "train_accuracy_at_paper_epochs",
-                )
-            }
-            table.setdefault(name, {}).setdefault(optimizer, {})[variant] = {
-                "runs": len(members),
-                **stats,
-                "perfect_train_runs": int(sum(r["train_accuracy"] >= 1.0 for r in members)),
-                "perfect_test_runs": int(sum(r["test_accuracy"] >= 1.0 for r in members)),
-                "diverged_runs": int(sum(r["diverged_at_epoch"] is not None for r in members)),
-                "seconds_per_run": float(np.mean([r["seconds"] for r in members])),
-            }
-        results["classification"] = table
-        scripts = {r["dataset"]: {v: r[v] for v in VARIANTS} for r in records if r["part"] == "paper-script"}
-        if scripts:
-            results["paper_script"] = scripts
-        return results
+            table.setdefault(name, {}).setdefault(optimizer, {})[variant] = ClassificationCell.of(members)
+        scripts = {
+            r["dataset"]: {variant: PaperScriptCount.of(r[variant]) for variant in VARIANTS}
+            for r in records
+            if r["part"] == "paper-script"
+        }
+        return SyntheticResults(
+            xor=XorDiffusion.of(xor, self.config.xor_report_steps) if xor else None,
+            classification=table,
+            paper_script=scripts or None,
+        )
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: SyntheticResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — synthetic suite (Diff-ResNet §5.1 / Appendix E.1)")
         synthetic_report.add_sections(report, self.config, results, records, run_dir, VARIANTS)
         self.write_report(report, run_dir)
