@@ -320,6 +320,8 @@ def test_claims_report_measures_each_identity(tmp_path):
 
     config = CoinClaimsConfig(samples=3000, sigmas=[0.5, 1.5], drop_rates=[0.25], workers=1, threads=1)
     outcome = run_task(CoinClaimsTask(config), out=tmp_path / "run", progress=False)
+    assert outcome.summary.smoothing.rows[0].sigma == 0.5
+    assert outcome.summary.figures == {"smoothing": "smoothing.png"}
     smoothing = outcome.results["smoothing"]["rows"]
     assert [row["sigma"] for row in smoothing] == [0.5, 1.5]
     assert all(row["max_error"] < 3 * row["max_half_width"] for row in smoothing)
@@ -332,6 +334,57 @@ def test_claims_report_measures_each_identity(tmp_path):
     )
     assert all(row["max_abs_difference"] < 1e-12 for row in outcome.results["propagation"]["rows"])
     assert (tmp_path / "run" / "smoothing.png").stat().st_size > 1000
+
+
+def test_claims_summarize_builds_typed_results_whose_plain_form_keeps_the_keys_and_their_order():
+    """Hand-made records of the smoothing and dropout checks: typed entries, and a plain form that is each
+    record less its job settings."""
+    from pdenets.tasks.coin_claims.results import CoinClaimsResults, SmoothingRow
+    from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask
+
+    smoothing_row = {
+        "sigma": 0.5,
+        "max_error": 0.01,
+        "max_half_width": 0.02,
+        "inside": 7,
+        "points": 8,
+        "max_error_wrong_time": 0.3,
+        "estimates": [0.1, 0.2],
+        "exact": [0.11, 0.19],
+        "half_widths": [0.02, 0.01],
+    }
+    dropout_row = {
+        "p": 0.25,
+        "variance_predicted": [1.0, 2.0],
+        "variance_monte_carlo": [1.1, 1.9],
+        "max_relative_error": 0.1,
+        "quadratic_mean_predicted": 0.72,
+        "quadratic_mean_monte_carlo": 0.73,
+        "quadratic_standard_error": 0.002,
+        "quadratic_without_diffusion": 0.7,
+    }
+    settings = {"sigmas": [], "samples": 100, "drop_rates": [], "seed": 0}
+    smoothing = {"rows": [smoothing_row], "norm_omega_sq": 1.09, "seconds": 0.5, "key": "a1", "status": "ok"}
+    dropout = {"rows": [dropout_row], "masks": 1000, "seconds": 2.0, "key": "b2", "status": "ok"}
+    records = [
+        {"check": "smoothing", **settings, "sigmas": [0.5], **smoothing},
+        {"check": "dropout", **settings, "drop_rates": [0.25], **dropout},
+    ]
+    results = CoinClaimsTask(CoinClaimsConfig(checks=["smoothing", "dropout"])).summarize(records)
+    assert isinstance(results, CoinClaimsResults) and results.propagation is None
+    assert results.smoothing is not None and results.dropout is not None
+    assert results.smoothing.rows == [SmoothingRow(**smoothing_row)]
+    assert (results.smoothing.rows[0].inside, results.smoothing.rows[0].points) == (7, 8)
+    assert (results.smoothing.norm_omega_sq, results.smoothing.key) == (1.09, "a1")
+    assert (results.dropout.rows[0].p, results.dropout.masks, results.dropout.seconds) == (0.25, 1000, 2.0)
+
+    plain = results.to_dict()
+    assert plain == {"smoothing": smoothing, "dropout": dropout, "figures": {}}
+    assert list(plain) == ["smoothing", "dropout", "figures"]
+    assert list(plain["smoothing"]) == ["rows", "norm_omega_sq", "seconds", "key", "status"]
+    assert list(plain["smoothing"]["rows"][0]) == list(smoothing_row)
+    assert list(plain["dropout"]) == ["rows", "masks", "seconds", "key", "status"]
+    assert list(plain["dropout"]["rows"][0]) == list(dropout_row)
 
 
 def _learned_run(path, model="window-mlp", seed=0, **training):

@@ -30,6 +30,7 @@ from ...nn.dropout_diffusion import dropout_readout_variance, dropout_second_ord
 from ...nn.smoothing import gaussian_smoothing, sine_heat_solution
 from ...operators.propagation import appnp_propagate, gcn_propagate, sgc_propagate
 from .config import CoinClaimsConfig
+from .results import CoinClaimsResults, DropoutCheck, PropagationCheck, SmoothingCheck
 
 __all__ = ["CoinClaimsConfig", "CoinClaimsTask", "ClaimJob"]
 
@@ -203,39 +204,37 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
     def run_job(spec: ClaimJob) -> Dict[str, Any]:
         return run_claim(spec)
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        return {
-            record["check"]: {
-                k: v
-                for k, v in record.items()
-                if k not in ("check", "sigmas", "samples", "drop_rates", "seed", "data_dir")
-            }
-            for record in records
-        }
+    def summarize(self, records: List[Dict[str, Any]]) -> CoinClaimsResults:
+        by_check = {record["check"]: record for record in records}
+        return CoinClaimsResults(
+            smoothing=SmoothingCheck.of(by_check["smoothing"]) if "smoothing" in by_check else None,
+            dropout=DropoutCheck.of(by_check["dropout"]) if "dropout" in by_check else None,
+            propagation=PropagationCheck.of(by_check["propagation"]) if "propagation" in by_check else None,
+        )
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: CoinClaimsResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN's claims, measured")
         report.paragraph(
             "Each claim is a unit test too (tests/nn/test_smoothing_and_dropout_diffusion.py, "
             "tests/operators/test_propagation.py); the derivations are in docs/coin.md."
         )
-        figures = results.setdefault("figures", {})
-        if "smoothing" in results:
-            smoothing = results["smoothing"]
+        figures = results.figures
+        smoothing = results.smoothing
+        if smoothing is not None:
             report.heading("Randomized smoothing is the heat equation u_t = ½Δu at t = σ²")
             report.paragraph(
-                f"f(x) = sin(ωᵀx), ‖ω‖² = {smoothing['norm_omega_sq']:g}, 8 points, "
+                f"f(x) = sin(ωᵀx), ‖ω‖² = {smoothing.norm_omega_sq:g}, 8 points, "
                 f"{self.config.samples:,} Monte Carlo samples each, 99 % normal-approximation intervals."
             )
             rows = [
                 [
-                    f"{r['sigma']:g}",
-                    f"{r['max_error']:.2e}",
-                    f"{r['max_half_width']:.2e}",
-                    f"{r['inside']}/{r['points']}",
-                    f"{r['max_error_wrong_time']:.2e}",
+                    f"{r.sigma:g}",
+                    f"{r.max_error:.2e}",
+                    f"{r.max_half_width:.2e}",
+                    f"{r.inside}/{r.points}",
+                    f"{r.max_error_wrong_time:.2e}",
                 ]
-                for r in smoothing["rows"]
+                for r in smoothing.rows
             ]
             report.table(
                 [
@@ -253,18 +252,18 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
                 "Monte Carlo estimates (points with 99 % intervals) against the heat "
                 "semigroup at t = σ² (line), one panel per σ.",
             )
-        if "dropout" in results:
-            dropout = results["dropout"]
+        dropout = results.dropout
+        if dropout is not None:
             report.heading("Dropout is a diffusion term with coefficient p/(1−p)·h²")
             rows = [
                 [
-                    f"{r['p']:g}",
-                    f"{r['max_relative_error']:.2%}",
-                    f"{r['quadratic_mean_predicted']:.4f}",
-                    f"{r['quadratic_mean_monte_carlo']:.4f} ± {r['quadratic_standard_error']:.4f}",
-                    f"{r['quadratic_without_diffusion']:.4f}",
+                    f"{r.p:g}",
+                    f"{r.max_relative_error:.2%}",
+                    f"{r.quadratic_mean_predicted:.4f}",
+                    f"{r.quadratic_mean_monte_carlo:.4f} ± {r.quadratic_standard_error:.4f}",
+                    f"{r.quadratic_without_diffusion:.4f}",
                 ]
-                for r in dropout["rows"]
+                for r in dropout.rows
             ]
             report.table(
                 [
@@ -275,13 +274,13 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
                     "without the diffusion term",
                 ],
                 rows,
-                caption=f"{dropout['masks']:,} dropout masks per rate.",
+                caption=f"{dropout.masks:,} dropout masks per rate.",
             )
-        if "propagation" in results:
+        if results.propagation is not None:
             report.heading("GNN propagation is diffusion (normalized Laplacian of the self-looped graph)")
             rows = [
-                [r["graph"], r["propagation"], f"{r['max_abs_difference']:.1e}", f"{r['scale']:.2f}"]
-                for r in results["propagation"]["rows"]
+                [r.graph, r.propagation, f"{r.max_abs_difference:.1e}", f"{r.scale:.2f}"]
+                for r in results.propagation.rows
             ]
             report.table(
                 ["graph", "identity", "largest difference pdenets − PyG (float64)", "largest output"],
@@ -292,24 +291,24 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
         self.write_report(report, run_dir)
 
 
-def _smoothing_figure(smoothing, run_dir) -> str:
-    rows = smoothing["rows"]
+def _smoothing_figure(smoothing: SmoothingCheck, run_dir) -> str:
+    rows = smoothing.rows
     fig, axes = plt.subplots(
         1, len(rows), figsize=(2.6 * len(rows), 2.8), layout="constrained", squeeze=False
     )
     for ax, row in zip(axes[0], rows):
-        order = np.argsort(row["exact"])
-        exact = np.asarray(row["exact"])[order]
+        order = np.argsort(row.exact)
+        exact = np.asarray(row.exact)[order]
         ax.plot(exact, exact, "k-", linewidth=0.8)
         ax.errorbar(
             exact,
-            np.asarray(row["estimates"])[order],
-            yerr=np.asarray(row["half_widths"])[order],
+            np.asarray(row.estimates)[order],
+            yerr=np.asarray(row.half_widths)[order],
             fmt="o",
             markersize=3,
             capsize=2,
         )
-        ax.set_title(f"σ = {row['sigma']:g}", fontsize=9)
+        ax.set_title(f"σ = {row.sigma:g}", fontsize=9)
         ax.set_xlabel("closed form")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("Monte Carlo estimate")
