@@ -143,3 +143,40 @@ def test_two_process_ddp_training_follows_the_single_process_trajectory():
     double = json.loads(pair.stdout.strip().splitlines()[-1])
     assert single[-1] < single[0]  # it trains
     assert double == pytest.approx(single, rel=1e-12, abs=1e-14)
+
+
+EXPECTED_SETTINGS = {
+    "hamiltonian-74": {"units", "widths", "step_size"},
+    "hamiltonian-74-diffusion": {"units", "widths", "step_size", "lam", "subsample", "stages"},
+    "hamiltonian-74-gaussian": {"units", "widths", "step_size", "lam", "subsample", "stages"},
+    "hamiltonian-74-log": {"units", "widths", "step_size", "lam", "subsample", "stages"},
+    "hamiltonian-74-fractional": {"units", "widths", "step_size", "lam", "subsample", "stages", "s"},
+    "hamiltonian-74-inverse-fractional": {"units", "widths", "step_size", "lam", "subsample", "stages", "s"},
+    "resnet-44": {"resnet_depth", "resnet_widths"},
+    "preresnet-20": set(),
+}
+
+
+def test_each_image_network_keeps_the_architecture_settings_its_registry_entry_declares():
+    from pdenets.models import list_models
+
+    assert set(list_models("image")) == set(EXPECTED_SETTINGS)
+    for name, expected in EXPECTED_SETTINGS.items():
+        kept = dataclasses.asdict(model_architecture(name, PAPER_ARCHITECTURE))
+        assert {key for key, value in kept.items() if value is not None} == expected, name
+
+
+def test_an_image_network_is_built_from_its_declared_settings_and_nothing_else():
+    architecture = dataclasses.replace(
+        PAPER_ARCHITECTURE, units=[2, 1], widths=[4, 6], step_size=0.2, lam=0.3, subsample=1, stages=1
+    )
+    net = build_image_model(
+        "hamiltonian-74-diffusion", architecture, channels=1, classes=3, size=8, segmentation=False
+    )
+    assert net.units_spec == (2, 1) and net.widths == (4, 6) and net.step_size == 0.2
+    blocks = [m for m in net.modules() if isinstance(m, NonlocalBlock)]
+    assert blocks and {(b.lam, b.stages) for b in blocks} == {(0.3, 1)}
+    resnet = build_image_model("resnet-44", architecture, channels=1, classes=3, size=8, segmentation=True)
+    assert resnet(torch.zeros(1, 1, 8, 8)).shape == (1, 3, 8, 8)  # segmentation reaches every family
+    ham = build_image_model("hamiltonian-74", architecture, channels=1, classes=3, size=8, segmentation=True)
+    assert ham(torch.zeros(1, 1, 8, 8)).shape == (1, 3, 8, 8)

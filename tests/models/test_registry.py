@@ -114,3 +114,29 @@ def test_typos_list_the_valid_names_and_duplicates_are_refused():
         create_model("gnc", in_features=2, num_classes=2)
     with pytest.raises(ValueError, match="already registered"):
         register_model("gcn", family="message-passing")(lambda in_features, num_classes: None)
+
+
+def test_declared_settings_become_the_factorys_keywords_and_bad_keywords_are_refused():
+    from pdenets.models.registry import MODEL_REGISTRY
+
+    @register_model(
+        "doc-settings",
+        family="example",
+        settings={"depth": "num_layers", "lam": "options.lam", "s": "options.s"},
+    )
+    def factory(in_features=2, num_classes=2, num_layers=1, options=None):
+        return torch.nn.Linear(in_features, num_classes)
+
+    try:
+        entry = model_entry("doc-settings")
+        assert entry.settings_arguments({"depth": 3, "lam": 0.1, "s": None, "width": 9}) == {
+            "num_layers": 3,
+            "options": {"lam": 0.1},
+        }  # None is skipped, undeclared settings are ignored
+        assert entry.settings_arguments({}) == {}
+    finally:
+        del MODEL_REGISTRY["doc-settings"]
+    for keyword in ("a.b.c", "two words", "", ".lam"):
+        with pytest.raises(ValueError, match="must be a name or 'name.name'"):
+            register_model("doc-bad", family="example", settings={"depth": keyword})
+    assert "doc-bad" not in MODEL_REGISTRY

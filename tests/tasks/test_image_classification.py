@@ -163,3 +163,50 @@ def test_every_setting_of_an_image_job_reaches_the_result(model):
         },
         ignore=("seconds",),
     )
+
+
+def test_the_training_settings_follow_the_architecture_each_network_declares():
+    from pdenets.models import list_models
+
+    config = ImageClassificationConfig(models=list_models("image"), l2=2e-4, l2_resnet=1e-4, smoothness=1e-8)
+    training = {spec.model: spec.training for spec in ImageClassificationTask(config).jobs()}
+    for model, settings in training.items():
+        hamiltonian = model.startswith("hamiltonian")
+        assert settings.smoothness == (1e-8 if hamiltonian else None), model  # only with a step size h
+        assert settings.l2 == (1e-4 if model == "resnet-44" else 2e-4), model
+
+
+def test_image_results_are_typed_and_their_plain_form_pins_the_numbers():
+    from pdenets.models.image_networks import NetworkCost
+
+    task = ImageClassificationTask(ImageClassificationConfig(flops_models=[]))
+    records = [
+        {
+            "dataset": "canvas",
+            "model": "resnet-44",
+            "parameters": 10,
+            "seconds": seconds,
+            "tests": {"test": {"accuracy": accuracy, "mean_iou": iou}},
+        }
+        for seconds, accuracy, iou in ((1.0, 0.5, 0.25), (3.0, 0.7, 0.35), (5.0, 0.9, 0.15))
+    ]
+    results = task.summarize(records)
+    cell = results.table["canvas"]["resnet-44"]
+    assert (cell.parameters, cell.runs, cell.seconds_per_run) == (10, 3, 3.0)
+    spread = cell.metrics["test accuracy"]
+    assert (spread.median, spread.mean, spread.min, spread.max) == pytest.approx((70.0, 70.0, 50.0, 90.0))
+    assert cell.metrics["test mean_iou"].median == pytest.approx(25.0)
+    plain = results.to_dict()
+    assert list(plain) == ["table", "flops", "figures"]
+    assert list(plain["table"]["canvas"]["resnet-44"]) == [
+        "parameters",
+        "runs",
+        "seconds_per_run",
+        "test accuracy",
+        "test mean_iou",
+    ]
+    assert list(plain["table"]["canvas"]["resnet-44"]["test accuracy"]) == ["median", "mean", "min", "max"]
+    assert plain["flops"] == {}  # no FLOPs models configured
+    cost = NetworkCost(1.5, 7)
+    flat = dataclasses.replace(results, flops={"this run": {"resnet-44": cost}}).to_dict()
+    assert flat["flops"] == {"this run": {"resnet-44": {"mflops": 1.5, "parameters": 7}}}

@@ -162,6 +162,7 @@ class CifarPreResNet(_StagedNet):
 register_model(
     "resnet-44",
     family="image",
+    settings={"resnet_depth": "depth", "resnet_widths": "widths"},
     example=lambda num_classes: ModelExample({"depth": 8}, (torch.randn(6, 3, 16, 16),), (6, num_classes)),
     description="ResNet-44 (v1, 16/32/64), the PIDE paper's baseline",
 )(CifarResNet)

@@ -190,7 +190,11 @@ class HamiltonianNet(nn.Module):
 
 
 def _variant(operator: Optional[str], s: float = 0.5):
-    def factory(in_channels: int = 3, num_classes: int = 10, **kwargs) -> HamiltonianNet:
+    def factory(
+        in_channels: int = 3, num_classes: int = 10, segmentation: bool = False, **kwargs
+    ) -> HamiltonianNet:
+        if segmentation:
+            kwargs["head"] = "segmentation"
         options = dict(kwargs.pop("nonlocal_options", None) or {})
         if operator in ("fractional", "inverse-fractional"):
             options.setdefault("s", s)
@@ -203,39 +207,62 @@ def _variant(operator: Optional[str], s: float = 0.5):
     return factory
 
 
+#: the settings of :class:`~pdenets.models.image_networks.ImageArchitecture` (and of the input) each variant
+#: is built from: the Hamiltonian stack; its nonlocal blocks; the order ``s`` of the fractional kernels
+HAMILTONIAN_SETTINGS = {
+    "units": "units",
+    "widths": "widths",
+    "step_size": "step_size",
+    "image_size": "image_size",
+    "head": "head",
+}
+NONLOCAL_SETTINGS = {
+    **HAMILTONIAN_SETTINGS,
+    "lam": "nonlocal_options.lam",
+    "subsample": "nonlocal_options.subsample",
+    "stages": "nonlocal_options.stages",
+}
+FRACTIONAL_SETTINGS = {**NONLOCAL_SETTINGS, "s": "nonlocal_options.s"}
+
 register_model(
     "hamiltonian-74",
     family="image",
+    settings=HAMILTONIAN_SETTINGS,
     example=_example,
     description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)",
 )(_variant(None))
 register_model(
     "hamiltonian-74-diffusion",
     family="image",
+    settings=NONLOCAL_SETTINGS,
     example=_example,
     description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)",
 )(_variant("diffusion-dot"))
 register_model(
     "hamiltonian-74-gaussian",
     family="image",
+    settings=NONLOCAL_SETTINGS,
     example=_example,
     description="Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)",
 )(_variant("diffusion-gaussian"))
 register_model(
     "hamiltonian-74-fractional",
     family="image",
+    settings=FRACTIONAL_SETTINGS,
     example=_example,
     description="Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)",
 )(_variant("fractional"))
 register_model(
     "hamiltonian-74-inverse-fractional",
     family="image",
+    settings=FRACTIONAL_SETTINGS,
     example=_example,
     description="Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)",
 )(_variant("inverse-fractional"))
 register_model(
     "hamiltonian-74-log",
     family="image",
+    settings=NONLOCAL_SETTINGS,
     example=_example,
     description="Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2",
 )(_variant("log"))

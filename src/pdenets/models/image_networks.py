@@ -20,13 +20,13 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import torch
 
 from ..nn.nonlocal_block import NonlocalBlock
-from .registry import create_model
+from .registry import create_model, model_entry
 
 __all__ = [
     "ImageArchitecture",
@@ -35,6 +35,7 @@ __all__ = [
     "build_image_model",
     "count_flops",
     "flops_table",
+    "NetworkCost",
     "nonlocal_spectra",
 ]
 
@@ -83,28 +84,33 @@ PAPER_ARCHITECTURE = ImageArchitecture(
 def model_architecture(name: str, architecture: ImageArchitecture) -> ImageArchitecture:
     """The settings of ``architecture`` that network ``name`` is built with (and so its job key holds).
 
+    Each image model declares them in the registry (:attr:`~pdenets.models.registry.ModelEntry.settings`):
+    a Hamiltonian network uses ``units``, ``widths`` and ``step_size``; its nonlocal variants also ``lam``,
+    ``subsample`` and ``stages`` (and ``s``, the fractional ones); ResNet v1 ``resnet_depth`` and
+    ``resnet_widths``; PreResNet none.
+
     Args:
         name: a registered image model.
         architecture: the architecture settings.
 
     Returns:
-        ``architecture`` with ``None`` for the settings the network does not use. It uses ``units``,
-        ``widths`` and ``step_size`` if Hamiltonian, with ``lam``, ``subsample``, ``stages`` (and ``s``
-        for the fractional kernels) if nonlocal; ``resnet_depth`` and ``resnet_widths`` if ResNet v1;
-        none if PreResNet.
+        ``architecture`` with ``None`` for the settings the network does not use.
 
     Examples:
         >>> used = model_architecture("resnet-44", PAPER_ARCHITECTURE)
         >>> used.resnet_depth, used.resnet_widths, used.units
         (44, (16, 32, 64), None)
+        >>> model_architecture("hamiltonian-74-fractional", PAPER_ARCHITECTURE).s
+        0.5
     """
-    if name.startswith("hamiltonian"):
-        used = ["units", "widths", "step_size"]
-        if name != "hamiltonian-74":  # the nonlocal variants
-            used += ["lam", "subsample", "stages"] + (["s"] if name.endswith("fractional") else [])
-    else:
-        used = ["resnet_depth", "resnet_widths"] if name == "resnet-44" else []
-    return ImageArchitecture(**{key: getattr(architecture, key) for key in used})
+    declared = model_entry(name).settings
+    return ImageArchitecture(
+        **{
+            item.name: getattr(architecture, item.name)
+            for item in fields(architecture)
+            if item.name in declared
+        }
+    )
 
 
 def build_image_model(
@@ -117,7 +123,11 @@ def build_image_model(
     segmentation: bool,
     head: str = "pool",
 ) -> torch.nn.Module:
-    """A registered image model built with the settings of ``architecture`` it uses.
+    """A registered image model built with the settings of ``architecture`` it declares.
+
+    Every image factory takes ``in_channels``, ``num_classes`` and ``segmentation``; the rest (the
+    architecture, the image side ``image_size``, the ``head``) it receives where its registry entry declares
+    the setting (:meth:`~pdenets.models.registry.ModelEntry.settings_arguments`).
 
     Args:
         name: a registered image model.
@@ -126,41 +136,28 @@ def build_image_model(
         classes: output classes (per pixel when segmenting).
         size: the side of the input images (for the nonlocal blocks' kernels).
         segmentation: end in per-pixel class logits at full resolution.
-        head: the head of Hamiltonian networks when not segmenting (``"pool"`` or ``"global"``).
+        head: the head of the networks that declare one (Hamiltonian) when not segmenting (``"pool"`` or
+            ``"global"``).
 
     Returns:
         The network, freshly initialized from the current torch seed.
     """
-    used = model_architecture(name, architecture)
-    if name.startswith("hamiltonian"):
-        assert used.units is not None and used.widths is not None  # a Hamiltonian architecture sets them
-        options = {
-            key: getattr(used, key)
-            for key in ("subsample", "stages", "lam", "s")
-            if getattr(used, key) is not None
-        }
-        return create_model(
-            name,
-            in_channels=channels,
-            num_classes=classes,
-            units=tuple(used.units),
-            widths=tuple(used.widths),
-            step_size=used.step_size,
-            image_size=size,
-            head="segmentation" if segmentation else head,
-            nonlocal_options=options,
-        )
-    if name == "resnet-44":
-        assert used.resnet_widths is not None  # a ResNet architecture sets them
-        return create_model(
-            name,
-            in_channels=channels,
-            num_classes=classes,
-            depth=used.resnet_depth,
-            widths=tuple(used.resnet_widths),
-            segmentation=segmentation,
-        )
-    return create_model(name, in_channels=channels, num_classes=classes, segmentation=segmentation)
+    values: Dict[str, Any] = {
+        item.name: _as_tuple(getattr(architecture, item.name)) for item in fields(architecture)
+    }
+    values.update(image_size=size, head=head)
+    return create_model(
+        name,
+        in_channels=channels,
+        num_classes=classes,
+        segmentation=segmentation,
+        **model_entry(name).settings_arguments(values),
+    )
+
+
+def _as_tuple(value: Any) -> Any:
+    """A list of widths or units as a tuple (what the factories take); anything else unchanged."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
@@ -187,7 +184,22 @@ def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
     return counter.get_total_flops() // 2
 
 
-def flops_table(models: Sequence[str], scales: Mapping[str, ImageArchitecture]) -> Dict[str, Dict[str, Any]]:
+@dataclass(frozen=True)
+class NetworkCost:
+    """The cost of one network: multiply-adds of one forward pass and parameters.
+
+    Args:
+        mflops: millions of multiply-adds of one image at batch size 1.
+        parameters: parameters of the network.
+    """
+
+    mflops: float
+    parameters: int
+
+
+def flops_table(
+    models: Sequence[str], scales: Mapping[str, ImageArchitecture]
+) -> Dict[str, Dict[str, NetworkCost]]:
     """Multiply-adds and parameters of ``models`` built at every scale of ``scales`` for 32 × 32 RGB images.
 
     Args:
@@ -195,18 +207,17 @@ def flops_table(models: Sequence[str], scales: Mapping[str, ImageArchitecture]) 
         scales: a name (e.g. ``"paper scale"``) → the architecture the models are built with.
 
     Returns:
-        Scale → model → ``{"mflops": millions of multiply-adds, "parameters": count}``.
+        Scale → model → its :class:`NetworkCost`.
     """
-    out: Dict[str, Dict[str, Any]] = {}
+    out: Dict[str, Dict[str, NetworkCost]] = {}
     for label, architecture in scales.items():
         for model in models:
             network = build_image_model(
                 model, architecture, channels=3, classes=10, size=32, segmentation=False
             )
-            out.setdefault(label, {})[model] = {
-                "mflops": count_flops(network, (3, 32, 32)) / 1e6,
-                "parameters": sum(p.numel() for p in network.parameters()),
-            }
+            out.setdefault(label, {})[model] = NetworkCost(
+                count_flops(network, (3, 32, 32)) / 1e6, sum(p.numel() for p in network.parameters())
+            )
     return out
 
 

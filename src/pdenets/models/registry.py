@@ -95,6 +95,11 @@ class ModelEntry:
         fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
             change them (default: ``{}``).
         example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
+        settings: the shared settings the model is built from, setting name → the factory's keyword; a
+            dotted keyword ``"options.lam"`` goes into the dict keyword ``options`` (default: ``{}``). A
+            family whose members share settings (the image networks' ``ImageArchitecture``) builds each
+            member from the settings it declares here, and keys its runs by them, instead of switching on
+            names.
 
     Examples:
         >>> from torch import nn
@@ -111,6 +116,35 @@ class ModelEntry:
     graph_input: str = "none"
     fixed: Mapping[str, Any] = field(default_factory=dict)
     example: Optional[Callable[[int], ModelExample]] = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def settings_arguments(self, values: Mapping[str, Any]) -> Dict[str, Any]:
+        """The factory's keyword arguments for the declared settings that ``values`` gives (``None`` skipped).
+
+        Args:
+            values: setting name → value; settings the entry does not declare are ignored.
+
+        Returns:
+            Keyword arguments; a dotted keyword ``"a.b"`` becomes the entry ``b`` of the dict argument ``a``.
+
+        Examples:
+            >>> entry = ModelEntry("demo", dict, "example", settings={"depth": "depth", "lam": "options.lam"})
+            >>> entry.settings_arguments({"depth": 8, "lam": 0.1, "other": 1})
+            {'depth': 8, 'options': {'lam': 0.1}}
+            >>> entry.settings_arguments({"depth": None, "lam": 0.1})
+            {'options': {'lam': 0.1}}
+        """
+        arguments: Dict[str, Any] = {}
+        for setting, keyword in self.settings.items():
+            value = values.get(setting)
+            if value is None:
+                continue
+            outer, _, inner = keyword.partition(".")
+            if inner:
+                arguments.setdefault(outer, {})[inner] = value
+            else:
+                arguments[keyword] = value
+        return arguments
 
 
 MODEL_REGISTRY: Dict[str, ModelEntry] = {}
@@ -125,6 +159,7 @@ def register_model(
     graph_input: str = "none",
     fixed: Optional[Mapping[str, Any]] = None,
     example: Optional[Callable[[int], ModelExample]] = None,
+    settings: Optional[Mapping[str, str]] = None,
 ):
     """Decorator: register a factory ``(in_features, num_classes, **kwargs) -> nn.Module`` under ``name``.
 
@@ -141,13 +176,16 @@ def register_model(
             (default: ``None``, none).
         example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
             registry's tests (default: ``None``; every built-in model has one).
+        settings: the shared settings the model is built from, setting → the factory's keyword (a dotted
+            keyword ``"a.b"`` reaches into the dict argument ``a``; default: ``None``, none); see
+            :meth:`ModelEntry.settings_arguments`.
 
     Returns:
         (Callable): The decorator, which registers the factory and returns it unchanged.
 
     Raises:
-        ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; (when decorating) another factory is
-            already registered under ``name``.
+        ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; a ``settings`` keyword is not a name
+            or ``name.name``; (when decorating) another factory is already registered under ``name``.
 
     Examples:
         >>> from torch import nn
@@ -162,6 +200,13 @@ def register_model(
     from .._checks import check_choice
 
     check_choice(graph_input, "graph_input", GRAPH_INPUTS)
+    for setting, keyword in (settings or {}).items():
+        parts = keyword.split(".") if isinstance(keyword, str) else []
+        if not 1 <= len(parts) <= 2 or not all(part.isidentifier() for part in parts):
+            raise ValueError(
+                f"model {name!r}: the keyword of setting {setting!r} must be a name or 'name.name', "
+                f"got {keyword!r}"
+            )
 
     def decorator(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in MODEL_REGISTRY and MODEL_REGISTRY[name].factory is not factory:
@@ -176,6 +221,7 @@ def register_model(
             graph_input,
             dict(fixed or {}),
             example,
+            dict(settings or {}),
         )
         return factory
 

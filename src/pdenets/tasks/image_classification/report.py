@@ -17,7 +17,9 @@ import numpy as np
 from ...experiments.plots import plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue
+from ...models.image_networks import NetworkCost
 from .config import ImageClassificationConfig
+from .results import ImageCell, ImageClassificationResults
 
 __all__ = ["PAPER_TABLE1", "PAPER_FLOPS", "add_sections", "eigenvalue_figure"]
 
@@ -47,7 +49,7 @@ PAPER_FLOPS = {
 def add_sections(
     report: Report,
     config: ImageClassificationConfig,
-    results: Dict[str, Any],
+    results: ImageClassificationResults,
     records: List[Dict[str, Any]],
     run_dir,
 ) -> None:
@@ -56,12 +58,11 @@ def add_sections(
     Args:
         report: the report the task started (its title and the engine's header).
         config: the task's configuration.
-        results: the task's summary: ``"table"`` (data set → model → entry) and ``"flops"`` (scale →
-            model → ``mflops``); the figure's file name is added under ``results["figures"]``.
+        results: the task's results; the figure's file name is added to ``results.figures``.
         records: the stored runs, each with its ``dataset``, ``model``, ``seed`` and ``spectra``.
         run_dir: the run folder (a :class:`~pdenets.experiments.rundir.RunDirectory`) the figure is saved in.
     """
-    figures = results.setdefault("figures", {})
+    figures = results.figures
     report.paragraph(
         f"Units {config.units}, widths {config.widths}, h = {config.step_size}, λ = {config.lam}, s = "
         f"{config.s}, "
@@ -73,10 +74,10 @@ def add_sections(
         f"{config.l2_resnet}), "
         f"smoothness {config.smoothness}; seeds {config.seeds}."
     )
-    for dataset, models in results["table"].items():
+    for dataset, models in results.table.items():
         _accuracy_table(report, dataset, models, config.test_limit)
     if config.flops_models:
-        _flops_table(report, config.flops_models, results["flops"])
+        _flops_table(report, config.flops_models, results.flops)
     spectra = [(r["dataset"], r["model"], r["seed"], r["spectra"]) for r in records if r.get("spectra")]
     if spectra:
         figures["eigenvalues"] = eigenvalue_figure(spectra[0], run_dir)
@@ -89,7 +90,7 @@ def add_sections(
         )
 
 
-def _accuracy_table(report: Report, dataset: str, models: Dict[str, Dict[str, Any]], test_limit) -> None:
+def _accuracy_table(report: Report, dataset: str, models: Dict[str, ImageCell], test_limit) -> None:
     """The median (min–max) of every test metric of every model on ``dataset``."""
     report.heading(f"{dataset}: median over seeds")
     if dataset == "cifar10":
@@ -99,15 +100,16 @@ def _accuracy_table(report: Report, dataset: str, models: Dict[str, Dict[str, An
             "images, held out** from training (the offline data lacks 9,000 of the official test "
             "images); *official* = the 1,000 official test images available."
         )
-    tests = [key for key in next(iter(models.values())) if isinstance(next(iter(models.values()))[key], dict)]
+    tests = list(next(iter(models.values())).metrics)
     rows = []
     for model, entry in models.items():
-        row = [model, f"{entry['parameters'] / 1e6:.3f}"]
-        row += [f"{entry[t]['median']:.2f} ({entry[t]['min']:.2f}–{entry[t]['max']:.2f})" for t in tests]
+        row = [model, f"{entry.parameters / 1e6:.3f}"]
+        row += [
+            f"{entry.metrics[t].median:.2f} ({entry.metrics[t].min:.2f}–{entry.metrics[t].max:.2f})"
+            for t in tests
+        ]
         paper = PAPER_TABLE1.get(model) if dataset == "cifar10" else None
-        rows.append(
-            row + [paper.format(2) if paper else "—", f"{entry['seconds_per_run']:.0f}", entry["runs"]]
-        )
+        rows.append(row + [paper.format(2) if paper else "—", f"{entry.seconds_per_run:.0f}", entry.runs])
     report.table(
         ["model", "parameters (M)"]
         + [f"{t} (%)" for t in tests]
@@ -118,7 +120,7 @@ def _accuracy_table(report: Report, dataset: str, models: Dict[str, Dict[str, An
     )
 
 
-def _flops_table(report: Report, models: Sequence[str], flops: Dict[str, Dict[str, Dict[str, Any]]]) -> None:
+def _flops_table(report: Report, models: Sequence[str], flops: Dict[str, Dict[str, NetworkCost]]) -> None:
     """Multiply-adds of ``models`` at every scale of ``flops``, beside the paper's Table 4."""
     report.heading("FLOPs (Table 4 layout): multiply-adds of one 32×32 image")
     rows = []
@@ -126,7 +128,7 @@ def _flops_table(report: Report, models: Sequence[str], flops: Dict[str, Dict[st
         paper = PAPER_FLOPS.get(model)
         rows.append(
             [model]
-            + [f"{flops[scale][model]['mflops']:.1f}" for scale in flops]
+            + [f"{flops[scale][model].mflops:.1f}" for scale in flops]
             + [paper.format(1) if paper else "—"]
         )
     report.table(

@@ -43,6 +43,7 @@ from ...experiments.task import Task, register_task
 from ...models.image_networks import (
     PAPER_ARCHITECTURE,
     ImageArchitecture,
+    NetworkCost,
     build_image_model,
     count_flops,
     flops_table,
@@ -54,6 +55,7 @@ from ...models.training import evaluate_classifier, mean_iou, train_epoch
 from . import report as image_report
 from .config import ImageClassificationConfig
 from .report import PAPER_TABLE1
+from .results import ImageCell, ImageClassificationResults, MetricSpread
 
 __all__ = [
     "ImageClassificationConfig",
@@ -118,15 +120,19 @@ def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
 
 
 def _training(config: ImageClassificationConfig, model: str) -> ImageTraining:
-    """The optimisation settings of one model's jobs: its own L2 weight; the smoothness penalty only for
-    Hamiltonian networks."""
+    """The optimisation settings of one model's jobs, by the architecture settings it declares.
+
+    ResNet v1 (built from ``resnet_depth``) takes ``l2_resnet``, every other network ``l2``; the smoothness
+    penalty ``‖𝒦_{j+1} − 𝒦_j‖² / h`` (eq. 4.8) applies to the networks built with a step size ``h``
+    (Hamiltonian)."""
+    settings = model_entry(model).settings
     return ImageTraining(
         config.epochs,
         config.batch_size,
         config.lr,
         config.momentum,
-        l2=config.l2_resnet if model == "resnet-44" else config.l2,
-        smoothness=config.smoothness if model.startswith("hamiltonian") else None,
+        l2=config.l2_resnet if "resnet_depth" in settings else config.l2,
+        smoothness=config.smoothness if "step_size" in settings else None,
     )
 
 
@@ -283,32 +289,28 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
         first = next(iter(record["tests"].values()))
         return f"acc={100 * first['accuracy']:.1f}%"
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        results: Dict[str, Any] = {"table": {}, "flops": self.flops()}
+    def summarize(self, records: List[Dict[str, Any]]) -> ImageClassificationResults:
+        table: Dict[str, Dict[str, ImageCell]] = {}
         for (dataset, model), members in group_records(records, by=("dataset", "model")).items():
-            entry = {
-                "parameters": members[0]["parameters"],
-                "runs": len(members),
-                "seconds_per_run": float(np.mean([m["seconds"] for m in members])),
-            }
+            metrics = {}
             for test in members[0]["tests"]:
                 for metric in members[0]["tests"][test]:
                     stats = Stats.of((100 * m["tests"][test][metric] for m in members))
-                    entry[f"{test} {metric}"] = {
-                        "median": stats.median,
-                        "mean": stats.mean,
-                        "min": stats.min,
-                        "max": stats.max,
-                    }
-            results["table"].setdefault(dataset, {})[model] = entry
-        return results
+                    metrics[f"{test} {metric}"] = MetricSpread(stats.median, stats.mean, stats.min, stats.max)
+            table.setdefault(dataset, {})[model] = ImageCell(
+                members[0]["parameters"],
+                len(members),
+                float(np.mean([m["seconds"] for m in members])),
+                metrics,
+            )
+        return ImageClassificationResults(table=table, flops=self.flops())
 
-    def flops(self) -> Dict[str, Any]:
+    def flops(self) -> Dict[str, Dict[str, NetworkCost]]:
         """FLOPs (multiply-adds) of the paper-scale networks at 32×32 and of the configured ones."""
         scales = {"paper scale": PAPER_ARCHITECTURE, "this run": _architecture(self.config)}
         return flops_table(self.config.flops_models, scales)
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: ImageClassificationResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — Hamiltonian CNNs with nonlocal PIDE blocks")
         image_report.add_sections(report, self.config, results, records, run_dir)
         self.write_report(report, run_dir)
