@@ -315,6 +315,63 @@ def test_tabular_run_on_a_csv_file(tmp_path, capsys):
         CoinTabularTask(CoinTabularConfig(datasets=[str(path)])).prepare()
 
 
+def test_tabular_results_are_typed_cells_and_keep_the_plain_form():
+    from pdenets.tasks.coin_tabular.results import AccuracyCell, CoinTabularResults, PairedComparison
+
+    def record(per_class, split, model, accuracy):
+        return {
+            "dataset": "breast-cancer",
+            "labels_per_class": per_class,
+            "split": split,
+            "model": model,
+            "accuracy": accuracy,
+        }
+
+    records = [
+        record(5, 0, "coin", 0.90),
+        record(5, 0, "mlp", 0.85),
+        record(5, 1, "coin", 0.80),
+        record(5, 1, "mlp", 0.82),
+        record(10, 0, "label-spreading", 0.75),
+    ]
+    results = CoinTabularTask(CoinTabularConfig()).summarize(records)
+    assert isinstance(results, CoinTabularResults)
+    coin = results.table["breast-cancer"]["5"]["coin"]
+    assert isinstance(coin, AccuracyCell) and coin.splits == 2
+    assert (coin.accuracy.mean, coin.accuracy.std, coin.accuracy.median) == pytest.approx((85.0, 5.0, 85.0))
+    # COIN beats the MLP on split 0 (+5 points) and not on split 1 (−2): one win of two, mean gain 1.5
+    paired = results.coin_vs_mlp["breast-cancer/5"]
+    assert (paired.pairs, paired.wins) == (2, 1) and paired.mean_gain == pytest.approx(1.5)
+    assert list(results.coin_vs_mlp) == ["breast-cancer/5"]  # no COIN and MLP with 10 labels per class
+
+    plain = results.to_dict()
+    assert list(plain) == ["table", "coin_vs_mlp", "figures"]
+    assert list(plain["table"]["breast-cancer"]) == ["5", "10"]
+    assert plain["table"]["breast-cancer"]["10"] == {
+        "label-spreading": {
+            "mean": 75.0,
+            "std": 0.0,
+            "min": 75.0,
+            "max": 75.0,
+            "median": 75.0,
+            "count": 1,
+            "splits": 1,
+        }
+    }
+    assert list(plain["table"]["breast-cancer"]["5"]["mlp"]) == [
+        "mean",
+        "std",
+        "min",
+        "max",
+        "median",
+        "count",
+        "splits",
+    ]
+    assert list(plain["coin_vs_mlp"]["breast-cancer/5"]) == ["pairs", "wins", "mean_gain"]
+    lonely = CoinTabularResults(table={}, coin_vs_mlp={"x/5": PairedComparison(0, 0, float("nan"))})
+    assert math.isnan(lonely.to_dict()["coin_vs_mlp"]["x/5"]["mean_gain"])
+
+
 def test_claims_report_measures_each_identity(tmp_path):
     from pdenets.tasks.coin_claims.task import CoinClaimsConfig, CoinClaimsTask
 

@@ -1,6 +1,7 @@
-"""COIN for tabular classification with few labels: the task and its report.
+"""COIN for tabular classification with few labels: the task, its results and its report.
 
-Modules: :mod:`.report`, :mod:`.task`. Importing the package registers the task.
+Modules: :mod:`.config`, :mod:`.report`, :mod:`.results`, :mod:`.task`. Importing the package registers the
+task.
 """
 
 from .task import CoinTabularConfig, CoinTabularTask

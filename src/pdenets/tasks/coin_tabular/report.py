@@ -3,13 +3,14 @@ plot."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
 from ...experiments.plots import plt
 from ...experiments.report import Report
 from .config import CoinTabularConfig
+from .results import AccuracyCell, CoinTabularResults
 
 __all__ = ["add_sections", "accuracy_figure"]
 
@@ -17,7 +18,7 @@ __all__ = ["add_sections", "accuracy_figure"]
 def add_sections(
     report: Report,
     config: CoinTabularConfig,
-    results: Dict[str, Any],
+    results: CoinTabularResults,
     models_in_order: Sequence[str],
     run_dir,
 ) -> None:
@@ -26,8 +27,7 @@ def add_sections(
     Args:
         report: the report started by the task.
         config: the task's configuration.
-        results: the task's results (``table``, ``coin_vs_mlp``); the figure names are added under
-            ``figures``.
+        results: the task's results; the figure names are added to its ``figures``.
         models_in_order: the models in the order of the table's columns.
         run_dir: the run folder the figures are saved in.
     """
@@ -44,19 +44,19 @@ def add_sections(
         f"(lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, {config.n_top} "
         f"neighbours, α = {config.spreading_alpha}."
     )
-    figures = results.setdefault("figures", {})
-    for dataset, settings in results["table"].items():
+    figures = results.figures
+    for dataset, settings in results.table.items():
         report.heading(f"{dataset}: accuracy on the unlabelled samples (%), mean ± std over splits")
         models = [m for m in models_in_order if any(m in s for s in settings.values())]
         rows = []
         for per_class, entries in sorted(settings.items(), key=lambda item: int(item[0])):
-            row = [per_class]
+            row: List[Any] = [per_class]
             for model in models:
                 entry = entries.get(model)
-                row.append(f"{entry['mean']:.2f} ± {entry['std']:.2f}" if entry else "—")
-            paired = results["coin_vs_mlp"].get(f"{dataset}/{per_class}")
-            row.append(f"{paired['wins']}/{paired['pairs']} ({paired['mean_gain']:+.2f})" if paired else "—")
-            row.append(min(entry["splits"] for entry in entries.values()))
+                row.append(f"{entry.accuracy.mean:.2f} ± {entry.accuracy.std:.2f}" if entry else "—")
+            paired = results.coin_vs_mlp.get(f"{dataset}/{per_class}")
+            row.append(f"{paired.wins}/{paired.pairs} ({paired.mean_gain:+.2f})" if paired else "—")
+            row.append(min(entry.splits for entry in entries.values()))
             rows.append(row)
         report.table(
             ["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"],
@@ -68,13 +68,26 @@ def add_sections(
         report.figure(figures[dataset], f"{dataset}: accuracy vs labels per class (mean ± std over splits).")
 
 
-def accuracy_figure(settings, models, dataset, run_dir) -> str:
-    """Accuracy against labelled samples per class, one line per model (mean ± std over splits)."""
+def accuracy_figure(
+    settings: Dict[str, Dict[str, AccuracyCell]], models: Sequence[str], dataset: str, run_dir
+) -> str:
+    """Accuracy against labelled samples per class, one line per model (mean ± std over splits).
+
+    Args:
+        settings: labels per class (as text) → model → its accuracy over the splits (one dataset's table).
+        models: the models drawn, in legend order.
+        dataset: the dataset's label, the figure's title.
+        run_dir: the run folder the PNG is saved in.
+
+    Returns:
+        The file name of the saved figure.
+    """
     fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
     counts = sorted(int(k) for k in settings)
     for model in models:
-        means = [settings[str(k)].get(model, {}).get("mean", np.nan) for k in counts]
-        stds = [settings[str(k)].get(model, {}).get("std", np.nan) for k in counts]
+        cells = [settings[str(k)].get(model) for k in counts]
+        means = [cell.accuracy.mean if cell else np.nan for cell in cells]
+        stds = [cell.accuracy.std if cell else np.nan for cell in cells]
         ax.errorbar(
             counts,
             means,

@@ -37,6 +37,7 @@ from ...models.training import fit
 from ...operators import knn_gaussian_weights
 from . import report as tabular_report
 from .config import MODELS, CoinTabularConfig
+from .results import AccuracyCell, CoinTabularResults, PairedComparison
 
 __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
 
@@ -259,26 +260,24 @@ class CoinTabularTask(Task[CoinTabularConfig]):
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * record['accuracy']:.1f}%"
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        table: Dict[str, Any] = {}
+    def summarize(self, records: List[Dict[str, Any]]) -> CoinTabularResults:
+        table: Dict[str, Dict[str, Dict[str, AccuracyCell]]] = {}
         for (dataset, per_class, model), members in group_records(
             records, by=("dataset", "labels_per_class", "model")
         ).items():
-            dataset = _label(dataset)
-            stats = Stats.of((m["accuracy"] for m in members), scale=100)
-            table.setdefault(dataset, {}).setdefault(str(per_class), {})[model] = {
-                **stats.as_dict(),
-                "splits": len(members),
-            }
-        wins = {}
-        for dataset, settings in table.items():
-            for per_class, models in settings.items():
-                if {"coin", "mlp"} <= set(models):
-                    paired = _paired(records, dataset, int(per_class))
-                    wins[f"{dataset}/{per_class}"] = paired
-        return {"table": table, "coin_vs_mlp": wins}
+            accuracy = Stats.of((m["accuracy"] for m in members), scale=100)
+            table.setdefault(_label(dataset), {}).setdefault(str(per_class), {})[model] = AccuracyCell(
+                accuracy, splits=len(members)
+            )
+        wins = {
+            f"{dataset}/{per_class}": _paired(records, dataset, int(per_class))
+            for dataset, settings in table.items()
+            for per_class, models in settings.items()
+            if {"coin", "mlp"} <= set(models)
+        }
+        return CoinTabularResults(table=table, coin_vs_mlp=wins)
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: CoinTabularResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN for tabular classification with few labels")
         tabular_report.add_sections(report, self.config, results, MODELS, run_dir)
         self.write_report(report, run_dir)
@@ -288,14 +287,15 @@ def _label(dataset: str) -> str:
     return dataset_label(dataset, TABULAR_DATASETS)
 
 
-def _paired(records, dataset: str, per_class: int) -> Dict[str, Any]:
+def _paired(records: List[Dict[str, Any]], dataset: str, per_class: int) -> PairedComparison:
+    """COIN against the MLP on the splits of ``dataset`` (its label) with ``per_class`` labels per class."""
     by_split: Dict[int, Dict[str, float]] = {}
     for record in records:
         if _label(record["dataset"]) == dataset and record["labels_per_class"] == per_class:
             by_split.setdefault(record["split"], {})[record["model"]] = record["accuracy"]
     gains = [100 * (v["coin"] - v["mlp"]) for v in by_split.values() if {"coin", "mlp"} <= set(v)]
-    return {
-        "pairs": len(gains),
-        "wins": int(sum(g > 0 for g in gains)),
-        "mean_gain": float(np.mean(gains)) if gains else float("nan"),
-    }
+    return PairedComparison(
+        pairs=len(gains),
+        wins=int(sum(g > 0 for g in gains)),
+        mean_gain=float(np.mean(gains)) if gains else float("nan"),
+    )

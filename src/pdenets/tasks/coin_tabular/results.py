@@ -1,0 +1,69 @@
+"""The results of ``pdenets run coin-tabular``: accuracy per dataset, labels per class and model, and the
+paired count of splits on which COIN beats the MLP alone (``results.json`` is
+:meth:`CoinTabularResults.to_dict`).
+
+Example:
+    >>> cell = AccuracyCell(Stats.of([0.9, 0.8], scale=100), splits=2)
+    >>> results = CoinTabularResults(
+    ...     table={"breast-cancer": {"5": {"coin": cell}}},
+    ...     coin_vs_mlp={"breast-cancer/5": PairedComparison(pairs=2, wins=1, mean_gain=0.5)},
+    ... )
+    >>> plain = results.to_dict()
+    >>> list(plain), list(plain["table"]["breast-cancer"]["5"]["coin"])
+    (['table', 'coin_vs_mlp', 'figures'], ['mean', 'std', 'min', 'max', 'median', 'count', 'splits'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict
+
+from ...experiments.results import FLATTEN, TaskResults
+from ...experiments.summary import Stats
+
+__all__ = ["AccuracyCell", "PairedComparison", "CoinTabularResults"]
+
+
+@dataclass(frozen=True)
+class AccuracyCell:
+    """One model's accuracy at one dataset and number of labels per class, over the splits.
+
+    Args:
+        accuracy: the statistics of the accuracy on the unlabelled samples, in percent, over the splits (its
+            keys ``mean``, ``std``, ``min``, ``max``, ``median``, ``count`` sit in the cell itself).
+        splits: the runs of the cell (one per labelled/unlabelled split).
+    """
+
+    accuracy: Stats = field(metadata=FLATTEN)
+    splits: int
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """COIN against the MLP alone on the same splits of one dataset and number of labels per class.
+
+    Args:
+        pairs: the splits on which both models ran.
+        wins: those on which COIN is more accurate than the MLP (ties are not wins).
+        mean_gain: COIN's accuracy minus the MLP's, in percentage points, averaged over the pairs (NaN without
+            a pair).
+    """
+
+    pairs: int
+    wins: int
+    mean_gain: float
+
+
+@dataclass(frozen=True)
+class CoinTabularResults(TaskResults):
+    """The summary of a ``coin-tabular`` run.
+
+    Args:
+        table: dataset label → labels per class (as text, e.g. ``"5"``) → model → its :class:`AccuracyCell`;
+            datasets, settings and models in the order of the runs.
+        coin_vs_mlp: ``"dataset/labels per class"`` → the :class:`PairedComparison` of COIN and the MLP,
+            where both ran.
+    """
+
+    table: Dict[str, Dict[str, Dict[str, AccuracyCell]]]
+    coin_vs_mlp: Dict[str, PairedComparison]
