@@ -572,6 +572,133 @@ def test_coin_over_any_model_never_has_a_higher_validation_error_and_finds_the_d
     )
 
 
+def _forecast_errors(mse, mae, by_horizon, raw=None):
+    """One run's test errors as ``forecast_metrics`` gives them (``raw``: the MAE in counts)."""
+    errors = {
+        "mse": mse,
+        "mae": mae,
+        "top5_share": 0.5,
+        "mae_by_horizon": by_horizon,
+        "mse_by_horizon": [mse] * 2,
+    }
+    if raw is not None:
+        errors["mae_raw"], errors["mae_raw_by_horizon"] = raw, [raw, raw]
+    return errors
+
+
+def _forecast_record(dataset, model, seed, mse, coin=None, raw=None):
+    record = {"dataset": dataset, "protocol": "ours", "model": model, "seed": seed, "seconds": 2.0 + seed}
+    record.update(_forecast_errors(mse, mse / 2, [mse / 2, mse], raw), val_mse=mse - 0.2)
+    if coin is not None:  # COIN over the model: (γ, r) and the diffused forecasts' errors
+        step_size, num_steps, coin_mse = coin
+        record["coin"] = {
+            "step_size": step_size,
+            "num_steps": num_steps,
+            "val_mse": coin_mse - 0.2,
+            "gain": 0.1,
+            "lower_bound": 0.05,
+            "blocks": 6,
+            "selected_on": "val",
+            **_forecast_errors(coin_mse, coin_mse / 2, [coin_mse / 2, coin_mse], raw),
+        }
+    return record
+
+
+def test_forecast_results_are_typed_cells_with_the_verdicts_and_keep_the_plain_form():
+    from pdenets.tasks.coin_forecast.results import CoinVsLinear, DiffusionOver, ForecastResults
+
+    records = [
+        _forecast_record("chickenpox", "linear", 0, 1.2, coin=(0.5, 2, 1.1)),
+        _forecast_record("chickenpox", "coin-forecast", 0, 1.0),
+        _forecast_record("chickenpox", "coin-forecast", 1, 0.6),
+        _forecast_record("chickenpox", "window-mlp", 0, 1.4, coin=(0.0, 1, 1.4)),
+        _forecast_record("chickenpox", "window-mlp", 1, 1.6, coin=(0.2, 3, 1.7)),
+        _forecast_record("england_covid", "linear", 0, 0.5, coin=(0.0, 1, 0.5), raw=12.0),
+    ]
+    results = CoinForecastTask(CoinForecastConfig()).summarize(records)
+    assert isinstance(results, ForecastResults)
+    ours = results.table["chickenpox"]["ours"]
+    coin = ours["coin-forecast"]
+    assert (coin.runs, coin.seconds_per_run, coin.over, coin.chosen) == (2, 2.5, None, None)
+    assert (coin.errors.mse.mean, coin.errors.mse.std, coin.errors.mse.count) == pytest.approx((0.8, 0.2, 2))
+    assert coin.errors.mae_by_horizon == pytest.approx([0.4, 0.8]) and coin.errors.mae_raw is None
+    over = ours["coin-over-window-mlp"]
+    assert over.over == "window-mlp" and over.chosen == [(0.0, 1), (0.2, 3)]
+    assert over.errors.mse.mean == pytest.approx(1.55) and over.val_mse.mean == pytest.approx(1.35)
+    assert over.backbone_val_mse.mean == pytest.approx(1.3)  # the model's own, 1.4 and 1.6 less 0.2
+    # the verdicts are drawn with the results: COIN (0.8 ± 0.2) against linear regression (1.2)
+    verdict = results.coin_vs_linear["chickenpox/ours"]
+    assert verdict == CoinVsLinear(
+        pytest.approx(0.8), pytest.approx(0.2), 1.2, coin_beats_linear=True, clearly=True
+    )
+    assert "england_covid/ours" not in results.coin_vs_linear  # no coin-forecast there
+    check = results.diffusion_check["chickenpox/ours"]
+    assert check.over["linear"] == DiffusionOver(1.2, 1.1, coin_not_worse=True)
+    assert check.over["window-mlp"] == DiffusionOver(pytest.approx(1.5), pytest.approx(1.55), False)
+    assert (check.best_model, check.best_coin, check.best_coin_not_worse) == ("linear", "coin-forecast", True)
+    assert results.sources == {"chickenpox": "chickenpox", "england_covid": "england_covid"}
+
+    plain = results.to_dict()
+    assert list(plain) == ["table", "sources", "coin_vs_linear", "diffusion_check", "figures"]
+    entries = plain["table"]["chickenpox"]["ours"]
+    assert list(entries) == [
+        "linear",
+        "coin-over-linear",
+        "coin-forecast",
+        "window-mlp",
+        "coin-over-window-mlp",
+    ]
+    measured = ["mse", "mae", "top5_share", "mae_by_horizon", "mse_by_horizon"]
+    assert list(entries["coin-forecast"]) == ["runs", "seconds_per_run"] + measured
+    diffused = ["runs", "seconds_per_run", "over", "chosen", "val_mse", "backbone_val_mse"]
+    assert list(entries["coin-over-window-mlp"]) == diffused + measured
+    assert entries["coin-over-window-mlp"]["chosen"] == [[0.0, 1], [0.2, 3]]
+    assert entries["coin-forecast"]["mse"] == pytest.approx(
+        {"mean": 0.8, "std": 0.2, "min": 0.6, "max": 1.0, "median": 0.8, "count": 2}
+    )
+    # count series add the MAE in counts beside the scaled one, and per horizon last
+    counts = plain["table"]["england_covid"]["ours"]["linear"]
+    in_counts = [
+        "mse",
+        "mae",
+        "mae_raw",
+        "top5_share",
+        "mae_by_horizon",
+        "mse_by_horizon",
+        "mae_raw_by_horizon",
+    ]
+    assert list(counts) == ["runs", "seconds_per_run"] + in_counts
+    assert counts["mae_raw"]["mean"] == 12.0 and counts["mae_raw_by_horizon"] == [12.0, 12.0]
+    assert plain["coin_vs_linear"]["chickenpox/ours"] == pytest.approx(
+        {"coin_mse": 0.8, "coin_std": 0.2, "linear_mse": 1.2, "coin_beats_linear": True, "clearly": True}
+    )
+    assert list(plain["diffusion_check"]["chickenpox/ours"]) == [
+        "over",
+        "best_model",
+        "best_model_mse",
+        "best_coin",
+        "best_coin_mse",
+        "best_coin_not_worse",
+    ]
+    assert plain["diffusion_check"]["chickenpox/ours"]["over"]["linear"] == {
+        "mse": 1.2,
+        "coin_mse": 1.1,
+        "coin_not_worse": True,
+    }
+
+
+def test_the_region_graph_compares_the_forecaster_that_diffuses_itself_with_its_convection():
+    from pdenets.tasks.coin_forecast.config import CONVECTION_ALONE, LEARNED
+    from pdenets.tasks.coin_forecast.protocol import diffuses_itself
+    from pdenets.tasks.coin_forecast.report import _diffused_and_convection
+
+    assert set(CONVECTION_ALONE) == {model for model in LEARNED if diffuses_itself(model)}
+    assert all(m in LEARNED and not diffuses_itself(m) for m in CONVECTION_ALONE.values())
+    (diffused, convection), *_ = CONVECTION_ALONE.items()
+    assert _diffused_and_convection(["linear", convection, "window-gcn", diffused]) == (diffused, convection)
+    assert _diffused_and_convection(["linear", diffused, "window-gcn"]) is None  # nothing to compare with
+
+
 def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
     from pdenets.tasks.coin_forecast.task import DiffusionGrid, ForecastJob, ForecastTraining
 

@@ -1,7 +1,8 @@
-"""COIN for epidemic forecasting: the task, its protocol (series, windows, scales, baselines) and report.
+"""COIN for epidemic forecasting: the task, its protocol (series, windows, scales, baselines), results and
+report.
 
-Modules: :mod:`.figures`, :mod:`.protocol`, :mod:`.report`, :mod:`.task`. Importing the package registers the
-    task.
+Modules: :mod:`.config`, :mod:`.figures`, :mod:`.protocol`, :mod:`.report`, :mod:`.results`, :mod:`.task`.
+Importing the package registers the task.
 """
 
 from .task import CoinForecastConfig, CoinForecastTask

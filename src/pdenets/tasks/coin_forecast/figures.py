@@ -56,19 +56,15 @@ def _line_width(model: str, highlighted: float, other: float) -> float:
 
 
 def horizon_figure(
-    models: Mapping[str, Mapping[str, Any]],
-    order: Sequence[str],
-    key: str,
+    errors: Mapping[str, Sequence[float]],
     title: str,
     run_dir,
     filename: str,
 ) -> str:
-    """Test error per horizon of every model in ``order``, one line each (COIN's thicker).
+    """Test error per horizon of every model, one line each (COIN's thicker).
 
     Args:
-        models: model name → its summary entry; ``models[m][key]`` is the list of errors per horizon.
-        order: the models to draw, in legend order (those missing from ``models`` are skipped).
-        key: the entry holding the errors per horizon, e.g. ``"mae_by_horizon"``.
+        errors: model name → its errors per horizon ``1…H``, in legend order.
         title: the figure's title.
         run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
         filename: the PNG's name.
@@ -77,17 +73,15 @@ def horizon_figure(
         The file name of the saved figure.
     """
     fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
-    for model in order:
-        if model in models and key in models[model]:
-            values = models[model][key]
-            ax.plot(
-                range(1, len(values) + 1),
-                values,
-                "o-",
-                label=model,
-                color=forecast_color(model),
-                linewidth=_line_width(model, 2.5, 1.2),
-            )
+    for model, values in errors.items():
+        ax.plot(
+            range(1, len(values) + 1),
+            values,
+            "o-",
+            label=model,
+            color=forecast_color(model),
+            linewidth=_line_width(model, 2.5, 1.2),
+        )
     ax.set_xlabel("horizon")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # horizons are whole steps
     ax.set_ylabel("test MAE")

@@ -1,15 +1,15 @@
 """The report of ``pdenets run coin-forecast``: the setting, one table per dataset and protocol, figures.
 
 Per dataset and protocol: the test errors of every model and of COIN over it (mean ± std over seeds),
-what the diffusion chose on validation, the verdicts the report states (:func:`verdicts`:
-COIN against linear regression, COIN over each model against the model), the error per horizon, the
-horizon-1 forecasts of the four largest regions and the region graph coloured by where diffusion
-changes the forecasts (:mod:`pdenets.tasks.coin_forecast.figures` draws them).
+what the diffusion chose on validation, the verdicts drawn with the results
+(:mod:`pdenets.tasks.coin_forecast.results`: COIN against linear regression, COIN over each model against
+the model), the error per horizon, the horizon-1 forecasts of the four largest regions and the region graph
+coloured by where diffusion changes the forecasts (:mod:`pdenets.tasks.coin_forecast.figures` draws them).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -17,12 +17,20 @@ import torch
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.report import Report
-from ...experiments.summary import PaperValue
-from .config import CoinForecastConfig
+from ...experiments.summary import PaperValue, Stats
+from .config import CONVECTION_ALONE, LEARNED, CoinForecastConfig
 from .figures import forecast_figure, graph_figure, horizon_figure
-from .protocol import ForecastData, ForecastSetup, diffusion_graph, protocol_windows, read_series
+from .protocol import (
+    ForecastData,
+    ForecastSetup,
+    diffuses_itself,
+    diffusion_graph,
+    protocol_windows,
+    read_series,
+)
+from .results import COIN_OVER, ForecastCell, ForecastResults
 
-__all__ = ["add_sections", "verdicts", "PAPER_PYG"]
+__all__ = ["add_sections", "PAPER_PYG"]
 
 #: published figures of the PyTorch Geometric Temporal protocol, per dataset and model
 PAPER_PYG = {
@@ -44,7 +52,7 @@ PEER_NOTES = {
 def add_sections(
     report: Report,
     config: CoinForecastConfig,
-    results: Dict[str, Any],
+    results: ForecastResults,
     records: List[Dict[str, Any]],
     run_dir,
     *,
@@ -52,18 +60,18 @@ def add_sections(
 ) -> None:
     """Add the setting, then per dataset and protocol its table, verdicts and figures, to ``report``.
 
-    The figures' names go into ``results["figures"]``.
+    The figures' names go into ``results.figures``.
 
     Args:
         report: the report to add to (started by the task's ``new_report``).
         config: the task's configuration.
-        results: the task's summary: ``table``, ``coin_vs_linear``, ``diffusion_check``, ``sources``.
+        results: the task's summary (its table, verdicts and dataset sources).
         records: the stored records (their ``test_forecast`` is drawn, seed 0 of each model).
         run_dir: the run folder the figures are saved in.
         models: every model name in display order (those of ``config.models`` are shown).
     """
-    sources = results.get("sources", {})
-    figures = results.setdefault("figures", {})
+    sources = results.sources
+    figures = results.figures
     report.paragraph(
         "The COIN paper's COVID-19 case data is not available offline; this runs its setting — a per-region "
         "temporal model (convection, shared weights) followed by diffusion of the forecasts on the region "
@@ -87,16 +95,15 @@ def add_sections(
         "deterministic)."
     )
     order = [model for model in models if model in config.models]
-    for dataset, protocols in results["table"].items():
+    for dataset, protocols in results.table.items():
         for protocol, entries in protocols.items():
             report.heading(f"{dataset} — {protocol} protocol")
             raw = _table(report, dataset, protocol, entries, order)
             _concentration(report, entries, order)
             _verdict_paragraphs(report, results, f"{dataset}/{protocol}")
             if protocol == "ours":
-                key = "mae_raw_by_horizon" if raw else "mae_by_horizon"
                 figures[f"{dataset}-horizons"] = horizon_figure(
-                    entries, order, key, dataset, run_dir, f"{dataset}-horizons.png"
+                    _mae_by_horizon(entries, order, raw), dataset, run_dir, f"{dataset}-horizons.png"
                 )
                 report.figure(
                     figures[f"{dataset}-horizons"],
@@ -123,66 +130,17 @@ def add_sections(
                 )
 
 
-def verdicts(table: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
-    """The comparisons the report states, per ``"dataset/protocol"`` of a summary table.
-
-    Args:
-        table: ``table[dataset][protocol][model]`` = the model's test errors (``mse``: mean ± std over seeds);
-            ``coin-over-MODEL`` entries are COIN over ``MODEL``.
-
-    Returns:
-        ``coin_vs_linear``: where ``coin-forecast`` and ``linear`` both ran, COIN's MSE against linear
-        regression's (``coin_beats_linear``; ``clearly``: by more than one std); ``diffusion_check``: COIN
-        over each model against the model (``over``), and the best COIN variant against the best other model.
-    """
-    against_linear, checks = {}, {}
-    for dataset, protocols in table.items():
-        for protocol, models in protocols.items():
-            if "coin-forecast" in models and "linear" in models:
-                coin, linear = models["coin-forecast"]["mse"], models["linear"]["mse"]["mean"]
-                against_linear[f"{dataset}/{protocol}"] = {
-                    "coin_mse": coin["mean"],
-                    "coin_std": coin["std"],
-                    "linear_mse": linear,
-                    "coin_beats_linear": bool(coin["mean"] < linear),
-                    "clearly": bool(coin["mean"] + coin["std"] < linear),
-                }
-            plain = {
-                m: e["mse"]["mean"] for m, e in models.items() if not m.startswith("coin") and "mse" in e
-            }
-            coins = {m: e["mse"]["mean"] for m, e in models.items() if m.startswith("coin") and "mse" in e}
-            if not plain or not coins:
-                continue
-            over = {
-                m[len("coin-over-") :]: {
-                    "mse": plain[m[len("coin-over-") :]],
-                    "coin_mse": mse,
-                    "coin_not_worse": bool(mse <= plain[m[len("coin-over-") :]] + 1e-12),
-                }
-                for m, mse in coins.items()
-                if m.startswith("coin-over-")
-            }
-            best_plain, best_coin = min(plain, key=plain.__getitem__), min(coins, key=coins.__getitem__)
-            checks[f"{dataset}/{protocol}"] = {
-                "over": over,
-                "best_model": best_plain,
-                "best_model_mse": plain[best_plain],
-                "best_coin": best_coin,
-                "best_coin_mse": coins[best_coin],
-                "best_coin_not_worse": bool(coins[best_coin] <= plain[best_plain]),
-            }
-    return {"coin_vs_linear": against_linear, "diffusion_check": checks}
-
-
-def _fmt(stats: Optional[Dict[str, float]], digits: int = 3) -> str:
-    if not stats:
+def _fmt(stats: Optional[Stats], digits: int = 3) -> str:
+    if stats is None:
         return "—"
-    return f"{stats['mean']:.{digits}f} ± {stats['std']:.{digits}f}"
+    return f"{stats.mean:.{digits}f} ± {stats.std:.{digits}f}"
 
 
-def _table(report: Report, dataset: str, protocol: str, entries: Dict[str, Any], order: List[str]) -> bool:
+def _table(
+    report: Report, dataset: str, protocol: str, entries: Dict[str, ForecastCell], order: List[str]
+) -> bool:
     """The table of one dataset and protocol: each model, then COIN over it; whether it has raw-unit MAE."""
-    raw = any("mae_raw" in entry for entry in entries.values())
+    raw = any(entry.errors.mae_raw is not None for entry in entries.values())
     headers = (
         ["model", "test MSE", "test MAE"]
         + (["MAE (cases per region)"] if raw else [])
@@ -190,25 +148,25 @@ def _table(report: Report, dataset: str, protocol: str, entries: Dict[str, Any],
         + ["γ, r chosen on validation", "runs", "s per run"]
     )
     rows = []
-    for model in [name for m in order for name in (m, f"coin-over-{m}")]:
+    for model in [name for m in order for name in (m, f"{COIN_OVER}{m}")]:
         if model not in entries:
             continue
         entry = entries[model]
-        name = f"↳ COIN over {entry['over']}" if "over" in entry else model
+        name = f"↳ COIN over {entry.over}" if entry.over is not None else model
         row = [
             f"**{name}**" if model.startswith("coin") else name,
-            _fmt(entry.get("mse")),
-            _fmt(entry.get("mae")),
+            _fmt(entry.errors.mse),
+            _fmt(entry.errors.mae),
         ]
         if raw:
-            row.append(_fmt(entry.get("mae_raw"), 2))
+            row.append(_fmt(entry.errors.mae_raw, 2))
         if protocol == "pyg-temporal":
             reference = PAPER_PYG.get((dataset, model))
             row.append(reference.format(3) if reference else "—")
         chosen = (
-            ", ".join(f"{g:g}/{r}" if g else "0" for g, r in entry["chosen"]) if "chosen" in entry else ""
+            ", ".join(f"{g:g}/{r}" if g else "0" for g, r in entry.chosen) if entry.chosen is not None else ""
         )
-        rows.append(row + [chosen, entry["runs"], f"{entry['seconds_per_run']:.1f}"])
+        rows.append(row + [chosen, entry.runs, f"{entry.seconds_per_run:.1f}"])
     caption = (
         "Scaled units (each region standardized on its training days; bursty counts after log(1 + y))"
         + ("; MAE in cases per region on the raw counts." if raw else ".")
@@ -220,9 +178,18 @@ def _table(report: Report, dataset: str, protocol: str, entries: Dict[str, Any],
     return raw
 
 
-def _concentration(report: Report, entries: Dict[str, Any], order: List[str]) -> None:
+def _mae_by_horizon(entries: Dict[str, ForecastCell], order: List[str], raw: bool) -> Dict[str, List[float]]:
+    """The test MAE per horizon of the models in ``order`` that have it (in cases per region if ``raw``)."""
+    errors = {model: entries[model].errors for model in order if model in entries}
+    by_horizon = {
+        model: error.mae_raw_by_horizon if raw else error.mae_by_horizon for model, error in errors.items()
+    }
+    return {model: values for model, values in by_horizon.items() if values is not None}
+
+
+def _concentration(report: Report, entries: Dict[str, ForecastCell], order: List[str]) -> None:
     """Say so when a few regions hold most of the test error (bursts no training-period scale anticipates)."""
-    shares = [entries[m]["top5_share"]["mean"] for m in order if m in entries and "top5_share" in entries[m]]
+    shares = [entries[m].errors.top5_share.mean for m in order if m in entries]
     if shares and min(shares) > 0.5:
         report.paragraph(
             f"Five regions hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every model's test "
@@ -234,11 +201,11 @@ def _concentration(report: Report, entries: Dict[str, Any], order: List[str]) ->
         )
 
 
-def _verdict_paragraphs(report: Report, results: Dict[str, Any], name: str) -> None:
+def _verdict_paragraphs(report: Report, results: ForecastResults, name: str) -> None:
     """COIN over each model against the model, and COIN against linear regression, in words."""
-    check = results.get("diffusion_check", {}).get(name)
+    check = results.diffusion_check.get(name)
     if check:
-        worse = [m for m, c in check["over"].items() if not c["coin_not_worse"]]
+        worse = [m for m, c in check.over.items() if not c.coin_not_worse]
         report.paragraph(
             "COIN over a model diffuses its forecasts on the region graph with the (γ, r) whose gain in "
             "squared "
@@ -256,15 +223,15 @@ def _verdict_paragraphs(report: Report, results: Dict[str, Any], name: str) -> N
                 "the test "
                 "period, so this can happen). "
             )
-            + f"Best COIN variant: {check['best_coin']} ({check['best_coin_mse']:.3f}); best other model: "
-            f"{check['best_model']} ({check['best_model_mse']:.3f})."
+            + f"Best COIN variant: {check.best_coin} ({check.best_coin_mse:.3f}); best other model: "
+            f"{check.best_model} ({check.best_model_mse:.3f})."
         )
-    verdict = results["coin_vs_linear"].get(name)
+    verdict = results.coin_vs_linear.get(name)
     if verdict:
         report.paragraph(
-            f"COIN {'beats' if verdict['coin_beats_linear'] else 'does not beat'} linear "
-            f"regression here: MSE {verdict['coin_mse']:.3f} ± {verdict['coin_std']:.3f} vs "
-            f"{verdict['linear_mse']:.3f}" + (" (by more than one std)." if verdict["clearly"] else ".")
+            f"COIN {'beats' if verdict.coin_beats_linear else 'does not beat'} linear "
+            f"regression here: MSE {verdict.coin_mse:.3f} ± {verdict.coin_std:.3f} vs "
+            f"{verdict.linear_mse:.3f}" + (" (by more than one std)." if verdict.clearly else ".")
         )
 
 
@@ -295,6 +262,17 @@ def _seed_zero(
     return found[0] if found else None
 
 
+def _diffused_and_convection(models: Iterable[str]) -> Optional[Tuple[str, str]]:
+    """The first of ``models`` that diffuses itself (COIN's own forecaster) whose convection alone
+    (:data:`~.config.CONVECTION_ALONE`) is among them too, and that convection; ``None`` without such a pair.
+    """
+    models = list(models)
+    for model in models:
+        if model in LEARNED and diffuses_itself(model) and CONVECTION_ALONE.get(model) in models:
+            return model, CONVECTION_ALONE[model]
+    return None
+
+
 def _series_figures(
     config, records, dataset, protocol, order, run_dir, sources
 ) -> Tuple[Optional[str], Optional[str]]:
@@ -311,9 +289,11 @@ def _series_figures(
     forecast = forecast_figure(
         series, data.mean, data.std, forecasts, run_dir, f"{dataset}-{protocol}-forecasts.png"
     )
-    if "coin-forecast" not in forecasts or "window-mlp" not in forecasts:
+    pair = _diffused_and_convection(forecasts)
+    if pair is None:
         return forecast, None
-    change = np.asarray(forecasts["coin-forecast"]["values"]) - np.asarray(forecasts["window-mlp"]["values"])
+    diffused, convection = pair
+    change = np.asarray(forecasts[diffused]["values"]) - np.asarray(forecasts[convection]["values"])
     change = np.abs(change * data.std.numpy()[None, :]).mean(0)
     steps = range(series.num_steps) if series.time_varying else [0]
     total = torch.zeros(series.num_nodes, series.num_nodes, dtype=torch.float64)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -43,6 +43,15 @@ from .protocol import (
     read_series,
     split_days,
 )  # noqa: F401
+from .results import (
+    COIN_OVER,
+    ForecastCell,
+    ForecastErrors,
+    ForecastResults,
+    ForecastTable,
+    coin_vs_linear,
+    diffusion_checks,
+)
 
 __all__ = [
     "CoinForecastConfig",
@@ -306,33 +315,36 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"mse={record['mse']:.3f}"
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        table: Dict[str, Any] = {}
+    def summarize(self, records: List[Dict[str, Any]]) -> ForecastResults:
+        table: ForecastTable = {}
         sources = {dataset_label(r["dataset"], TEMPORAL_DATASETS): r["dataset"] for r in records}
         for (dataset, protocol, model), members in group_records(
             records, by=("dataset", "protocol", "model")
         ).items():
             entries = table.setdefault(dataset_label(dataset, TEMPORAL_DATASETS), {}).setdefault(protocol, {})
             seconds = float(np.mean([m["seconds"] for m in members]))
-            entries[model] = {"runs": len(members), "seconds_per_run": seconds, **_aggregate(members)}
+            entries[model] = ForecastCell(
+                runs=len(members), seconds_per_run=seconds, errors=ForecastErrors.of(members)
+            )
             if "coin" in members[0]:
                 diffused = [m["coin"] for m in members]
-                entries[f"coin-over-{model}"] = {
-                    "runs": len(members),
-                    "seconds_per_run": seconds,
-                    "over": model,
-                    "chosen": [[d["step_size"], d["num_steps"]] for d in diffused],
-                    "val_mse": Stats.of(d["val_mse"] for d in diffused).as_dict(),
-                    "backbone_val_mse": Stats.of(m["val_mse"] for m in members).as_dict(),
-                    **_aggregate(diffused),
-                }
-        return {
-            "table": table,
-            "sources": sources,
-            **forecast_report.verdicts(table),
-        }  # + what the report states
+                entries[f"{COIN_OVER}{model}"] = ForecastCell(
+                    runs=len(members),
+                    seconds_per_run=seconds,
+                    over=model,
+                    chosen=[(d["step_size"], d["num_steps"]) for d in diffused],
+                    val_mse=Stats.of(d["val_mse"] for d in diffused),
+                    backbone_val_mse=Stats.of(m["val_mse"] for m in members),
+                    errors=ForecastErrors.of(diffused),
+                )
+        return ForecastResults(
+            table=table,
+            sources=sources,
+            coin_vs_linear=coin_vs_linear(table),
+            diffusion_check=diffusion_checks(table),
+        )
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: ForecastResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN for epidemic forecasting")
         forecast_report.add_sections(
             report,
@@ -343,20 +355,3 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             models=BASELINES + LEARNED,
         )
         self.write_report(report, run_dir)
-
-
-def _aggregate(metrics: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Mean ± std of the test errors over seeds, and the mean error per horizon."""
-    stats: Dict[str, Dict[str, float]] = {
-        name: Stats.of(m[name] for m in metrics).as_dict()
-        for name in ("mse", "mae", "mae_raw", "top5_share")
-        if name in metrics[0]
-    }
-    return {
-        **stats,
-        **{
-            name: np.mean([m[name] for m in metrics], axis=0).tolist()
-            for name in ("mae_by_horizon", "mse_by_horizon", "mae_raw_by_horizon")
-            if name in metrics[0]
-        },
-    }
