@@ -138,3 +138,75 @@ def test_every_setting_of_a_geodesic_job_reaches_the_result():
         },
         ignore=("seconds", "seconds_total"),
     )
+
+
+def _finished_run(kind, seed, train, test, stage_lss, official=None):
+    """A stored run as summarize reads it: two stages of width 8 and 4, the run's scores their means."""
+    stages = [
+        {"width": 8, "ots": 1.0, "lsr": 2.0, "lss": stage_lss},
+        {"width": 4, "ots": 0.5, "lsr": 3.0, "lss": 1.0},
+    ]
+    return {
+        "dataset": "cifar10",
+        "architecture": "k4",
+        "weight_decay": 0.01,
+        "kind": kind,
+        "seed": seed,
+        "diverged": False,
+        "train_accuracy": train,
+        "test_accuracy": test,
+        "official_accuracy": official,
+        "ots": 0.75,
+        "lsr": 2.5,
+        "lss": (stage_lss + 1.0) / 2,
+        "stages": stages,
+    }
+
+
+def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_order():
+    from pdenets.experiments.summary import Stats
+    from pdenets.tasks.geodesic.results import GeodesicCell, GeodesicResults, StageScores
+
+    records = [
+        _finished_run("resnet", 0, 0.9, 0.8, 1.5, official=0.7),
+        _finished_run("resnet", 1, 0.7, 0.6, 2.5),
+        dict(_finished_run("resnet", 2, 0.0, 0.0, 1.0), diverged=True),  # a diverged run: its scores unused
+        dict(
+            _finished_run("plain", 0, 0.5, 0.25, 3.0),
+            dataset="mnist",
+            architecture="mlp",
+            weight_decay=0.0005,
+            stages=[{"width": 16, "ots": 0.1, "lsr": 4.0, "lss": 3.0}],
+        ),
+    ]
+    results = GeodesicTask(GeodesicConfig()).summarize(records)
+    assert isinstance(results, GeodesicResults) and list(results.table) == ["cifar10/k4", "mnist/mlp"]
+    cell = results.table["cifar10/k4"]["0.01"]["resnet"]
+    assert isinstance(cell, GeodesicCell) and (cell.runs, cell.diverged, cell.finished) == (3, 1, 2)
+    assert (cell.test_accuracy.mean, cell.test_accuracy.std) == pytest.approx((0.7, 0.1))
+    assert cell.official_accuracy.count == 1 and cell.official_accuracy.mean == 0.7  # one run has it
+    assert cell.lss == Stats.of([1.25, 1.75])
+    first, second = cell.stages
+    assert isinstance(first, StageScores) and (first.width, second.width) == (8, 4)
+    assert (first.lss.mean, first.lss.std, first.lss.count) == (2.0, 0.5, 2)
+    assert second.ots == Stats.of([0.5, 0.5])
+    single = results.table["mnist/mlp"]["0.0005"]["plain"]
+    assert single.stages is None and single.official_accuracy.count == 0
+
+    plain = results.to_dict()
+    assert list(plain) == ["table", "figures"]
+    stats_keys = ["mean", "std", "min", "max", "median", "count"]
+    scores = ["train_accuracy", "test_accuracy", "official_accuracy", "ots", "lsr", "lss"]
+    resnet = plain["table"]["cifar10/k4"]["0.01"]["resnet"]
+    assert list(resnet) == ["runs", "diverged", *scores, "stages"]
+    assert resnet["test_accuracy"] == Stats.of([0.8, 0.6]).as_dict() and list(resnet["lss"]) == stats_keys
+    assert [list(stage) for stage in resnet["stages"]] == [["ots", "lsr", "lss", "width"]] * 2
+    assert resnet["stages"][0]["lss"] == {
+        "mean": 2.0,
+        "std": 0.5,
+        "min": 1.5,
+        "max": 2.5,
+        "median": 2.0,
+        "count": 2,
+    }
+    assert list(plain["table"]["mnist/mlp"]["0.0005"]["plain"]) == ["runs", "diverged", *scores]

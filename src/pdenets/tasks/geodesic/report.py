@@ -20,14 +20,14 @@ import numpy as np
 
 from ...experiments.plots import plt
 from ...experiments.report import Report
-from ...experiments.summary import PaperValue
+from ...experiments.summary import PaperValue, Stats
 from .config import GeodesicConfig
+from .results import GeodesicResults
 
 __all__ = ["PAPER", "add_sections"]
 
 #: the order of the networks in each row of the papers' tables: plain network, then ResNet
 PAPER_PAIR = ("plain", "resnet")
-ACCURACIES = ("train_accuracy", "test_accuracy", "official_accuracy")
 SCORES = ("ots", "lsr", "lss")
 
 
@@ -91,15 +91,16 @@ _ARCHITECTURE_TEXT = {
 }
 
 
-def _cell(entry: Dict[str, Any], metric: str, percent: bool) -> str:
-    stats = entry.get(metric)
-    if not stats or not stats["count"]:
+def _accuracy_cell(stats: Stats) -> str:
+    """An accuracy's mean in percent (± its std when more than one run has it); ``"—"`` when none has."""
+    if not stats.count:
         return "—"
-    value = stats["mean"] * (100 if percent else 1)
-    text = f"{value:.1f}" if percent else (f"{value:.3g}" if metric == "ots" else f"{value:.2f}")
-    return text + (
-        f" ± {stats['std'] * (100 if percent else 1):.1f}" if percent and stats["count"] > 1 else ""
-    )
+    return f"{stats.mean * 100:.1f}" + (f" ± {stats.std * 100:.1f}" if stats.count > 1 else "")
+
+
+def _score_cell(stats: Stats, digits: str) -> str:
+    """A score's mean in the format ``digits`` (e.g. ``".2f"``); ``"—"`` when no run has it."""
+    return format(stats.mean, digits) if stats.count else "—"
 
 
 def _paper_cell(paper: Dict[str, PaperValue]) -> str:
@@ -114,20 +115,20 @@ def _nearest(values: List[float], target: float) -> float:
 def add_sections(
     report: Report,
     config: GeodesicConfig,
-    results: Dict[str, Any],
+    results: GeodesicResults,
     records: List[Dict[str, Any]],
     run_dir,
     *,
     kind_order: Sequence[str],
 ) -> None:
     """Add the geodesic study's prose, tables and figures to ``report``; the figures' file names go into
-    ``results["figures"]``.
+    ``results.figures``.
 
     Args:
         report: the report the task started (the engine's header already in it).
         config: the task's configuration.
-        results: the task's summary; ``results["table"]`` maps ``"dataset/architecture"`` → ``γ`` → network
-            kind → statistics of each metric (and ``"stages"`` for networks of several stages).
+        results: the task's summary; ``results.table`` maps ``"dataset/architecture"`` → ``γ`` → network
+            kind → the cell (statistics of each metric, and the stages of networks of several stages).
         records: one dict per run (the job's settings and what it computed).
         run_dir: the run folder the figures are saved in.
         kind_order: the network kinds in the order their rows and figures show them (``plain``, ``resnet``).
@@ -145,8 +146,8 @@ def add_sections(
             "CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
             "images, held out**; 'official' = the 1,000 official test images available."
         )
-    figures = results.setdefault("figures", {})
-    for group, gammas in results["table"].items():
+    figures = results.figures
+    for group, gammas in results.table.items():
         dataset, architecture = group.split("/")
         report.heading(
             f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
@@ -159,20 +160,23 @@ def add_sections(
             + "."
         )
         paper = PAPER.get((dataset, architecture), {})
-        accuracies = ACCURACIES if dataset == "cifar10" else ACCURACIES[:2]
         rows = []
         for gamma, kinds in gammas.items():
             for kind in kind_order:
                 if kind in kinds:
-                    e = kinds[kind]
+                    cell = kinds[kind]
+                    accuracies = [cell.train_accuracy, cell.test_accuracy]
+                    if dataset == "cifar10":
+                        accuracies.append(cell.official_accuracy)
                     rows.append(
                         [gamma, kind]
-                        + [_cell(e, m, True) for m in accuracies]
-                        + [_cell(e, m, False) for m in SCORES]
+                        + [_accuracy_cell(stats) for stats in accuracies]
                         + [
-                            _paper_cell(paper.get((kind, float(gamma)), {})),
-                            f"{e['runs'] - e['diverged']}/{e['runs']}",
+                            _score_cell(cell.ots, ".3g"),
+                            _score_cell(cell.lsr, ".2f"),
+                            _score_cell(cell.lss, ".2f"),
                         ]
+                        + [_paper_cell(paper.get((kind, float(gamma)), {})), f"{cell.finished}/{cell.runs}"]
                     )
         report.table(
             ["γ", "network", "train acc (%)", "test acc (%)"]
@@ -181,11 +185,11 @@ def add_sections(
             rows,
         )
         stage_rows = [
-            [gamma, kind, stage["width"]] + [f"{stage[m]['mean']:.3g}" for m in ("ots", "lsr", "lss")]
+            [gamma, kind, stage.width] + [f"{stats.mean:.3g}" for stats in (stage.ots, stage.lsr, stage.lss)]
             for gamma, kinds in gammas.items()
             for kind in kind_order
             if kind in kinds
-            for stage in kinds[kind].get("stages", [])
+            for stage in kinds[kind].stages or []
         ]
         if stage_rows:
             report.table(
@@ -204,14 +208,15 @@ def add_sections(
         done = [r for r in members if not r["diverged"]]
         if not done:
             continue
-        gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
+        figure_gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
         found = {
-            kind: next((r for r in done if r["weight_decay"] == gamma and r["kind"] == kind), None)
+            kind: next((r for r in done if r["weight_decay"] == figure_gamma and r["kind"] == kind), None)
             for kind in kind_order
         }
         chosen = {kind: r for kind, r in found.items() if r is not None}
         report.heading(
-            f"Robustness, unit ablation, tracks (γ = {gamma:g}, seed {min(r['seed'] for r in done)})", 3
+            f"Robustness, unit ablation, tracks (γ = {figure_gamma:g}, seed {min(r['seed'] for r in done)})",
+            3,
         )
         proportion_rows = [
             [kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]

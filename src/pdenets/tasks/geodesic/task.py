@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -48,10 +48,9 @@ from ...models.training import evaluate_classifier, train_epoch
 from ...models.transport_pairs import TransportBlock
 from .config import KINDS, GeodesicConfig
 from .report import PAPER, add_sections
+from .results import GeodesicCell, GeodesicResults, StageScores
 
 __all__ = ["GeodesicConfig", "GeodesicTask", "GeodesicJob", "PAPER"]
-
-METRICS = ("train_accuracy", "test_accuracy", "official_accuracy", "ots", "lsr", "lss")
 
 
 @dataclass(frozen=True)
@@ -201,6 +200,11 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
     return record
 
 
+def _stats(runs: Sequence[Mapping[str, Any]], metric: str, stage: Optional[int] = None) -> Stats:
+    """Statistics of ``metric`` over the finished ``runs``: the run's value, or its ``stage``-th stage's."""
+    return Stats.of(run.get(metric) if stage is None else run["stages"][stage][metric] for run in runs)
+
+
 def _block_width(model, block_name: str, example: torch.Tensor) -> int:
     sizes: List[int] = []
     handle = model.get_submodule(block_name).register_forward_hook(
@@ -299,28 +303,38 @@ class GeodesicTask(Task[GeodesicConfig]):
             return "diverged"
         return f"LSS={record['lss']:.2f} OTS={record['ots']:.2f} test={100 * record['test_accuracy']:.1f}%"
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        table: Dict[str, Any] = {}
+    def summarize(self, records: List[Dict[str, Any]]) -> GeodesicResults:
+        table: Dict[str, Dict[str, Dict[str, GeodesicCell]]] = {}
         for (dataset, architecture, gamma, kind), members in group_records(
             records, by=("dataset", "architecture", "weight_decay", "kind")
         ).items():
             done = [m for m in members if not m["diverged"]]
-            entry: Dict[str, Any] = {"runs": len(members), "diverged": len(members) - len(done)}
-            for metric in METRICS:
-                entry[metric] = Stats.of(m.get(metric) for m in done).as_dict()
+            stages = None
             if done and len(done[0]["stages"]) > 1:
-                entry["stages"] = [
-                    {
-                        metric: Stats.of(m["stages"][i][metric] for m in done).as_dict()
-                        for metric in ("ots", "lsr", "lss")
-                    }
-                    | {"width": done[0]["stages"][i]["width"]}
-                    for i in range(len(done[0]["stages"]))
+                stages = [
+                    StageScores(
+                        ots=_stats(done, "ots", stage),
+                        lsr=_stats(done, "lsr", stage),
+                        lss=_stats(done, "lss", stage),
+                        width=done[0]["stages"][stage]["width"],
+                    )
+                    for stage in range(len(done[0]["stages"]))
                 ]
-            table.setdefault(f"{dataset}/{architecture}", {}).setdefault(f"{gamma:g}", {})[kind] = entry
-        return {"table": table}
+            cell = GeodesicCell(
+                runs=len(members),
+                diverged=len(members) - len(done),
+                train_accuracy=_stats(done, "train_accuracy"),
+                test_accuracy=_stats(done, "test_accuracy"),
+                official_accuracy=_stats(done, "official_accuracy"),
+                ots=_stats(done, "ots"),
+                lsr=_stats(done, "lsr"),
+                lss=_stats(done, "lss"),
+                stages=stages,
+            )
+            table.setdefault(f"{dataset}/{architecture}", {}).setdefault(f"{gamma:g}", {})[kind] = cell
+        return GeodesicResults(table=table)
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: GeodesicResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(
             results, "pdenets — geodesic analysis: plain network vs ResNet under weight decay"
         )
