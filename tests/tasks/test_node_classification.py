@@ -461,3 +461,58 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
         },
         ignore=("seconds",),
     )
+
+
+def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_order(graph):
+    from pdenets.tasks.node_classification.results import AccuracyCell, GraphFacts, NodeClassificationResults
+
+    def run(experiment, dataset, model, depth, accuracy, seconds, epochs):
+        return {
+            "experiment": experiment,
+            "dataset": dataset,
+            "model": model,
+            "depth": depth,
+            "accuracy": accuracy,
+            "seconds": seconds,
+            "epochs": epochs,
+        }
+
+    records = [
+        run("protocol", "cora", "diff-resnet", None, 0.8, 1.0, 10),
+        run("protocol", "cora", "diff-resnet", None, 0.9, 3.0, 20),
+        run("protocol", "sbm", "gcn", None, 0.5, 2.0, 7),
+        run("depth", "sbm", "gcn", 4, 0.7, 1.0, 5),
+        run("depth", "sbm", "gcn", 4, None, 3.0, 5),  # a run without an accuracy: left out of mean and std
+    ]
+    summarizer = task(graph)
+    summarizer.prepare()
+    results = summarizer.summarize(records)
+    assert isinstance(results, NodeClassificationResults)
+    cora = results.table["cora"]["diff-resnet"]
+    assert isinstance(cora, AccuracyCell) and cora.runs == 2
+    assert (cora.mean, cora.std, cora.seconds_per_run, cora.epochs_mean) == pytest.approx(
+        (85.0, 5.0, 2.0, 15.0)
+    )
+    assert (cora.paper_mean, cora.paper_std) == (82.1, 1.1)  # Table 1
+    assert results.table["sbm"]["gcn"].paper_mean is None  # no paper value for this graph
+    deep = results.depth["sbm"]["gcn"]["4"]
+    assert (deep.mean, deep.std, deep.runs, deep.paper_mean) == (pytest.approx(70.0), 0.0, 2, None)
+    facts = results.graphs["sbm"]
+    assert isinstance(facts, GraphFacts) and facts.classes == 3 and facts.nodes <= 180
+    assert 0 < facts.gershgorin_bound <= facts.spectral_bound
+
+    plain = results.to_dict()
+    assert list(plain) == ["table", "depth", "graphs", "figures"]
+    cell_keys = ["mean", "std", "runs", "seconds_per_run", "epochs_mean"]
+    assert list(plain["table"]["cora"]["diff-resnet"]) == cell_keys + ["paper_mean", "paper_std"]
+    assert list(plain["table"]["sbm"]["gcn"]) == cell_keys
+    assert plain["depth"] == {"sbm": {"gcn": {"4": {k: getattr(deep, k) for k in cell_keys}}}}
+    assert list(plain["graphs"]["sbm"]) == [
+        "nodes",
+        "edges",
+        "features",
+        "classes",
+        "gershgorin_bound",
+        "spectral_bound",
+    ]
+    assert json.loads(json.dumps(plain)) == plain

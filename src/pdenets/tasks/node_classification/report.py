@@ -5,13 +5,14 @@ stability bounds, the depth study (Fig. 5) and the protocol's choices, with the 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ...data.transforms import graph_label
 from ...experiments.plots import box_per_group, errorbar_lines, plt
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, paper_and_ours
 from .config import NodeClassificationConfig
+from .results import AccuracyCell, NodeClassificationResults
 
 __all__ = ["add_sections"]
 
@@ -19,7 +20,7 @@ __all__ = ["add_sections"]
 def add_sections(
     report: Report,
     config: NodeClassificationConfig,
-    results: Dict[str, Any],
+    results: NodeClassificationResults,
     records: Sequence[Mapping[str, Any]],
     run_dir: Any,
     paper: Mapping[str, Mapping[str, PaperValue]],
@@ -27,23 +28,23 @@ def add_sections(
     """Add the protocol, the accuracy table and every other section of the node-classification report.
 
     Draws ``accuracy.png`` (when there are protocol runs) and ``depth.png`` (when there is a depth
-    study) into ``run_dir`` and records their names in ``results["figures"]``.
+    study) into ``run_dir`` and records their names in ``results.figures``.
 
     Args:
         report: the report started by the task (its title and the engine's header).
         config: the task's configuration.
-        results: the task's summary (``table``, ``depth``, ``graphs``); gains the ``figures`` entry.
+        results: the task's summary (``table``, ``depth``, ``graphs``); its ``figures`` gain the figures.
         records: one record per stored run (``experiment``, ``dataset``, ``model``, ``accuracy``, ...).
         run_dir: the run folder (a :class:`~pdenets.experiments.rundir.RunDirectory`).
         paper: the paper's Table 1, ``{model: {dataset: PaperValue}}``, in percent.
     """
-    figures = results.setdefault("figures", {})
+    figures = results.figures
     datasets = [graph_label(d) for d in config.datasets]
     protocol = [r for r in records if r["experiment"] == "protocol"]
     if protocol:
         figures["accuracy"] = _accuracy_figure(protocol, datasets, config.models, paper, run_dir)
-    if results["depth"]:
-        figures["depth"] = _depth_figure(results["depth"], run_dir)
+    if results.depth:
+        figures["depth"] = _depth_figure(results.depth, run_dir)
     report.paragraph(
         f"{config.num_splits} splits × {config.num_inits} initializations per model and dataset "
         f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for "
@@ -67,7 +68,7 @@ def add_sections(
         cells = [model]
         for dataset in datasets:
             cells += paper_and_ours(
-                results["table"].get(dataset, {}).get(model), paper.get(model, {}).get(dataset)
+                _measured(results.table.get(dataset, {}).get(model)), paper.get(model, {}).get(dataset)
             )
         rows.append(cells)
     report.table(headers, rows, caption="Difference: pdenets mean minus the paper's mean (points).")
@@ -75,15 +76,15 @@ def add_sections(
         report.figure(figures["accuracy"], "Test accuracy of every run; red stars: the paper's means.")
     _time_section(report, results, datasets, config.models)
     _graph_section(report, results)
-    if results["depth"]:
+    if results.depth:
         report.heading("Depth study (Fig. 5)")
         rows = [
             [dataset, model]
             + [
-                f"{points[str(d)]['mean']:.1f} ± {points[str(d)]['std']:.1f}" if str(d) in points else "—"
+                f"{points[str(d)].mean:.1f} ± {points[str(d)].std:.1f}" if str(d) in points else "—"
                 for d in config.depths
             ]
-            for dataset, by_model in results["depth"].items()
+            for dataset, by_model in results.depth.items()
             for model, points in by_model.items()
         ]
         report.table(["dataset", "model"] + [f"{d} layers" for d in config.depths], rows)
@@ -140,7 +141,13 @@ def _accuracy_figure(
     return run_dir.save_figure(fig, "accuracy.png")
 
 
-def _depth_figure(depth: Dict[str, Dict[str, Dict[str, Dict[str, float]]]], run_dir) -> str:
+def _measured(cell: Optional[AccuracyCell]) -> Optional[Dict[str, float]]:
+    """A cell's accuracy as :func:`~pdenets.experiments.summary.paper_and_ours` reads it (``mean``, ``std``,
+    ``runs``); ``None`` without a cell."""
+    return None if cell is None else {"mean": cell.mean, "std": cell.std, "runs": cell.runs}
+
+
+def _depth_figure(depth: Dict[str, Dict[str, Dict[str, AccuracyCell]]], run_dir) -> str:
     fig, axes = plt.subplots(
         1, len(depth), figsize=(4.5 * len(depth), 3.4), squeeze=False, layout="constrained"
     )
@@ -148,7 +155,7 @@ def _depth_figure(depth: Dict[str, Dict[str, Dict[str, Dict[str, float]]]], run_
         series = {}
         for model, points in by_model.items():
             xs = sorted(int(d) for d in points)
-            series[model] = (xs, [points[str(d)]["mean"] for d in xs], [points[str(d)]["std"] for d in xs])
+            series[model] = (xs, [points[str(d)].mean for d in xs], [points[str(d)].std for d in xs])
         errorbar_lines(
             ax,
             series,
@@ -161,21 +168,21 @@ def _depth_figure(depth: Dict[str, Dict[str, Dict[str, Dict[str, float]]]], run_
 
 
 def _time_section(
-    report: Report, results: Mapping[str, Any], datasets: Sequence[str], models: Sequence[str]
+    report: Report, results: NodeClassificationResults, datasets: Sequence[str], models: Sequence[str]
 ) -> None:
     report.heading("Time per run")
     rows = []
     for dataset in datasets:
         for model in models:
-            entry = results["table"].get(dataset, {}).get(model)
-            if entry:
+            cell = results.table.get(dataset, {}).get(model)
+            if cell is not None:
                 rows.append(
                     [
                         dataset,
                         model,
-                        f"{entry['seconds_per_run']:.2f}",
-                        f"{entry['epochs_mean']:.0f}",
-                        f"{1000 * entry['seconds_per_run'] / max(entry['epochs_mean'], 1):.1f}",
+                        f"{cell.seconds_per_run:.2f}",
+                        f"{cell.epochs_mean:.0f}",
+                        f"{1000 * cell.seconds_per_run / max(cell.epochs_mean, 1):.1f}",
                     ]
                 )
     report.table(
@@ -185,19 +192,19 @@ def _time_section(
     )
 
 
-def _graph_section(report: Report, results: Mapping[str, Any]) -> None:
+def _graph_section(report: Report, results: NodeClassificationResults) -> None:
     report.heading("Graphs and stability")
     rows = [
         [
             name,
-            f["nodes"],
-            f["edges"],
-            f["features"],
-            f["classes"],
-            f"{f['gershgorin_bound']:.3f}",
-            f"{f['spectral_bound']:.3f}",
+            facts.nodes,
+            facts.edges,
+            facts.features,
+            facts.classes,
+            f"{facts.gershgorin_bound:.3f}",
+            f"{facts.spectral_bound:.3f}",
         ]
-        for name, f in results["graphs"].items()
+        for name, facts in results.graphs.items()
     ]
     report.table(
         [

@@ -40,6 +40,7 @@ from ...models.training import FitResult
 from ...operators.partitioned import PartitionedDiffusion
 from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
 from .report import add_sections
+from .results import AccuracyCell, GraphFacts, NodeClassificationResults
 
 __all__ = [
     "NodeClassificationConfig",
@@ -261,13 +262,13 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         """Load every graph first (a missing file fails before any run), check that Diff-ResNet's arrays fit
         the memory budget, and record each graph's facts."""
         config = self.config
-        self.facts = {}
+        self.facts: Dict[str, GraphFacts] = {}
         for graph_spec in dict.fromkeys(
             list(config.datasets) + (list(config.depth_datasets) if config.depths else [])
         ):
             graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
             self._check_width_fits(graph, graph_label(graph_spec))
-            self.facts[graph_label(graph_spec)] = graph_facts(graph)
+            self.facts[graph_label(graph_spec)] = GraphFacts(**graph_facts(graph))
 
     def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
         """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features)
@@ -369,29 +370,30 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * record['accuracy']:.1f}%"
 
-    def summarize(self, records: List[Dict[str, Any]]) -> Dict[str, Any]:
-        results: Dict[str, Any] = {"table": {}, "depth": {}, "graphs": self.facts}
+    def summarize(self, records: List[Dict[str, Any]]) -> NodeClassificationResults:
+        table: Dict[str, Dict[str, AccuracyCell]] = {}
+        depth_study: Dict[str, Dict[str, Dict[str, AccuracyCell]]] = {}
         for (experiment, dataset, model, depth), members in group_records(
             records, by=("experiment", "dataset", "model", "depth")
         ).items():
             stats = Stats.of((m.get("accuracy") for m in members), scale=100)
-            entry: Dict[str, Optional[float]] = {
-                "mean": stats.mean,
-                "std": stats.std,
-                "runs": len(members),
-                "seconds_per_run": Stats.of(m["seconds"] for m in members).mean,
-                "epochs_mean": Stats.of(m["epochs"] for m in members).mean,
-            }
+            paper = PAPER_TABLE1.get(model, {}).get(dataset) if experiment == "protocol" else None
+            cell = AccuracyCell(
+                mean=stats.mean,
+                std=stats.std,
+                runs=len(members),
+                seconds_per_run=Stats.of(m["seconds"] for m in members).mean,
+                epochs_mean=Stats.of(m["epochs"] for m in members).mean,
+                paper_mean=paper.mean if paper is not None else None,
+                paper_std=paper.std if paper is not None else None,
+            )
             if experiment == "protocol":
-                paper = PAPER_TABLE1.get(model, {}).get(dataset)
-                if paper:
-                    entry.update({"paper_mean": paper.mean, "paper_std": paper.std})
-                results["table"].setdefault(dataset, {})[model] = entry
+                table.setdefault(dataset, {})[model] = cell
             else:
-                results["depth"].setdefault(dataset, {}).setdefault(model, {})[str(depth)] = entry
-        return results
+                depth_study.setdefault(dataset, {}).setdefault(model, {})[str(depth)] = cell
+        return NodeClassificationResults(table=table, depth=depth_study, graphs=dict(self.facts))
 
-    def report(self, results: Dict[str, Any], records: List[Dict[str, Any]], run_dir) -> None:
+    def report(self, results: NodeClassificationResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(
             results, "pdenets — semi-supervised node classification (Diff-ResNet, Table 1)"
         )
