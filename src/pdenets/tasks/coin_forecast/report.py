@@ -28,7 +28,7 @@ from .protocol import (
     protocol_windows,
     read_series,
 )
-from .results import COIN_OVER, ForecastCell, ForecastResults
+from .results import COIN_OVER, ForecastCell, ForecastResults, is_coin
 
 __all__ = ["add_sections", "PAPER_PYG"]
 
@@ -154,7 +154,7 @@ def _table(
         entry = entries[model]
         name = f"↳ COIN over {entry.over}" if entry.over is not None else model
         row = [
-            f"**{name}**" if model.startswith("coin") else name,
+            f"**{name}**" if is_coin(model, entry) else name,
             _fmt(entry.errors.mse),
             _fmt(entry.errors.mae),
         ]

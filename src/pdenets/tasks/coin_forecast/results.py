@@ -30,6 +30,7 @@ from ...experiments.summary import Stats
 __all__ = [
     "ForecastErrors",
     "ForecastCell",
+    "is_coin",
     "CoinVsLinear",
     "DiffusionOver",
     "DiffusionCheck",
@@ -240,9 +241,28 @@ def coin_vs_linear(table: ForecastTable) -> Dict[str, CoinVsLinear]:
     return verdicts
 
 
+def is_coin(model: str, cell: ForecastCell) -> bool:
+    """Whether a table entry holds COIN's forecasts: another model's diffused (its cell names the model it is
+    ``over``), or a forecaster that diffuses itself (:func:`~pdenets.tasks.coin_forecast.protocol.
+    diffuses_itself`).
+
+    Examples:
+        >>> metrics = dict(mse=1.0, mae=0.0, top5_share=1.0, mae_by_horizon=[0.0], mse_by_horizon=[1.0])
+        >>> errors = ForecastErrors.of([metrics])
+        >>> cell = ForecastCell(runs=1, seconds_per_run=0.1, errors=errors)
+        >>> is_coin("coin-forecast", cell), is_coin("window-gcn", cell)
+        (True, False)
+        >>> is_coin("coin-over-gcn", ForecastCell(runs=1, seconds_per_run=0.1, errors=errors, over="gcn"))
+        True
+    """
+    from .protocol import diffuses_itself
+
+    return cell.over is not None or diffuses_itself(model)
+
+
 def diffusion_checks(table: ForecastTable) -> Dict[str, DiffusionCheck]:
     """COIN over each model against the model, and the best COIN variant against the best other model, per
-    ``"dataset/protocol"`` (the COIN variants: the entries whose name starts with ``coin``).
+    ``"dataset/protocol"`` (the COIN variants: the entries :func:`is_coin` accepts).
 
     Args:
         table: the summary table (:attr:`ForecastResults.table`).
@@ -251,10 +271,11 @@ def diffusion_checks(table: ForecastTable) -> Dict[str, DiffusionCheck]:
         The :class:`DiffusionCheck` of each dataset and protocol with a model and a COIN variant.
 
     Examples:
-        >>> def cell(mse):
+        >>> def cell(mse, over=None):
         ...     metrics = dict(mse=mse, mae=0.0, top5_share=1.0, mae_by_horizon=[0.0], mse_by_horizon=[mse])
-        ...     return ForecastCell(runs=1, seconds_per_run=0.1, errors=ForecastErrors.of([metrics]))
-        >>> table = {"toy": {"ours": {"linear": cell(1.0), "coin-over-linear": cell(0.9)}}}
+        ...     errors = ForecastErrors.of([metrics])
+        ...     return ForecastCell(runs=1, seconds_per_run=0.1, errors=errors, over=over)
+        >>> table = {"toy": {"ours": {"linear": cell(1.0), "coin-over-linear": cell(0.9, over="linear")}}}
         >>> check = diffusion_checks(table)["toy/ours"]
         >>> check.over["linear"].coin_not_worse, check.best_coin, check.best_coin_not_worse
         (True, 'coin-over-linear', True)
@@ -262,8 +283,8 @@ def diffusion_checks(table: ForecastTable) -> Dict[str, DiffusionCheck]:
     checks = {}
     for dataset, protocols in table.items():
         for protocol, models in protocols.items():
-            plain = {m: e.errors.mse.mean for m, e in models.items() if not m.startswith("coin")}
-            coins = {m: e.errors.mse.mean for m, e in models.items() if m.startswith("coin")}
+            plain = {m: e.errors.mse.mean for m, e in models.items() if not is_coin(m, e)}
+            coins = {m: e.errors.mse.mean for m, e in models.items() if is_coin(m, e)}
             if not plain or not coins:
                 continue
             over = {
