@@ -15,7 +15,8 @@ import torch
 from datafiles import CHICKENPOX, CORA_NPZ, MNIST, cifar10, requires_data
 
 from pdenets.data.fewshot import FeatureSet, save_features
-from pdenets.experiments import run_task
+from pdenets.experiments import TaskResults, run_task
+from pdenets.experiments.rundir import to_plain
 from pdenets.experiments.task import registered_tasks
 
 #: what shrinks each task's quick configuration to a few seconds (the settings, not the code paths, get
@@ -119,6 +120,12 @@ def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_featur
     assert outcome.stored == outcome.planned > 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["runs_stored"] == results["runs_planned"] == outcome.planned
+    # typed, frozen results whose plain form is results.json (NaN written as null), figures included
+    assert isinstance(outcome.summary, TaskResults) and dataclasses.is_dataclass(outcome.summary)
+    assert type(outcome.summary).__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert results == json.loads(json.dumps(to_plain(outcome.summary.to_dict())))
+    shown_figures = outcome.summary.figures
+    assert all((tmp_path / "run" / name).is_file() for name in _figure_names(shown_figures))
     report = (tmp_path / "run" / "report.md").read_text()
     lines = report.splitlines()
     assert lines[0].startswith("# pdenets — ")
@@ -131,3 +138,11 @@ def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_featur
     shown = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
     assert all((tmp_path / "run" / figure).is_file() for figure in shown)
     assert (tmp_path / "run" / "report.html").is_file()
+
+
+def _figure_names(figures):
+    """Every file name in a report's ``figures`` entry (a name, or lists and mappings of names)."""
+    if isinstance(figures, str):
+        return [figures]
+    values = figures.values() if isinstance(figures, dict) else figures
+    return [name for value in values for name in _figure_names(value)]
