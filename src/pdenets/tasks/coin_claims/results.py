@@ -11,8 +11,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Mapping, Optional
 
 from ...experiments.results import OMIT_NONE, TaskResults
 
@@ -25,6 +25,11 @@ __all__ = [
     "PropagationCheck",
     "CoinClaimsResults",
 ]
+
+
+def _fields_of(check: type, record: Mapping[str, Any]) -> Dict[str, Any]:
+    """The values of a check's fields but ``rows``, read by name from its stored run's record."""
+    return {item.name: record[item.name] for item in fields(check) if item.name != "rows"}
 
 
 @dataclass(frozen=True)
@@ -77,13 +82,7 @@ class SmoothingCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "SmoothingCheck":
         """The check from its stored run's record."""
-        return cls(
-            rows=[SmoothingRow(**row) for row in record["rows"]],
-            norm_omega_sq=record["norm_omega_sq"],
-            seconds=record["seconds"],
-            key=record["key"],
-            status=record["status"],
-        )
+        return cls(rows=[SmoothingRow(**row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)
@@ -133,13 +132,7 @@ class DropoutCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "DropoutCheck":
         """The check from its stored run's record."""
-        return cls(
-            rows=[DropoutRow(**row) for row in record["rows"]],
-            masks=record["masks"],
-            seconds=record["seconds"],
-            key=record["key"],
-            status=record["status"],
-        )
+        return cls(rows=[DropoutRow(**row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)
@@ -178,12 +171,7 @@ class PropagationCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "PropagationCheck":
         """The check from its stored run's record."""
-        return cls(
-            rows=[PropagationRow(**row) for row in record["rows"]],
-            seconds=record["seconds"],
-            key=record["key"],
-            status=record["status"],
-        )
+        return cls(rows=[PropagationRow(**row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)
