@@ -189,6 +189,10 @@ class HamiltonianNet(nn.Module):
         return f"units={self.units_spec}, widths={self.widths}, nonlocal={self.nonlocal_operator!r}"
 
 
+#: the nonlocal operators with a fractional order ``s``
+FRACTIONAL_OPERATORS = ("fractional", "inverse-fractional")
+
+
 def _variant(operator: Optional[str], s: float = 0.5):
     def factory(
         in_channels: int = 3, num_classes: int = 10, segmentation: bool = False, **kwargs
@@ -196,7 +200,7 @@ def _variant(operator: Optional[str], s: float = 0.5):
         if segmentation:
             kwargs["head"] = "segmentation"
         options = dict(kwargs.pop("nonlocal_options", None) or {})
-        if operator in ("fractional", "inverse-fractional"):
+        if operator in FRACTIONAL_OPERATORS:
             options.setdefault("s", s)
         if operator is not None:
             options.setdefault("normalizer", "row-sum" if operator == "diffusion-gaussian" else "count")
@@ -224,45 +228,37 @@ NONLOCAL_SETTINGS = {
 }
 FRACTIONAL_SETTINGS = {**NONLOCAL_SETTINGS, "s": "nonlocal_options.s"}
 
-register_model(
-    "hamiltonian-74",
-    family="image",
-    settings=HAMILTONIAN_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)",
-)(_variant(None))
-register_model(
-    "hamiltonian-74-diffusion",
-    family="image",
-    settings=NONLOCAL_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)",
-)(_variant("diffusion-dot"))
-register_model(
-    "hamiltonian-74-gaussian",
-    family="image",
-    settings=NONLOCAL_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)",
-)(_variant("diffusion-gaussian"))
-register_model(
-    "hamiltonian-74-fractional",
-    family="image",
-    settings=FRACTIONAL_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)",
-)(_variant("fractional"))
-register_model(
-    "hamiltonian-74-inverse-fractional",
-    family="image",
-    settings=FRACTIONAL_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)",
-)(_variant("inverse-fractional"))
-register_model(
-    "hamiltonian-74-log",
-    family="image",
-    settings=NONLOCAL_SETTINGS,
-    example=_example,
-    description="Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2",
-)(_variant("log"))
+
+def _settings(operator: Optional[str]) -> Dict[str, str]:
+    """The settings a variant is built from: the Hamiltonian stack, with a nonlocal operator its blocks' too,
+    with a fractional one also the order ``s``."""
+    if operator is None:
+        return HAMILTONIAN_SETTINGS
+    return FRACTIONAL_SETTINGS if operator in FRACTIONAL_OPERATORS else NONLOCAL_SETTINGS
+
+
+#: the registered variants, in this order: name, nonlocal operator (``None``: none), description
+VARIANTS = (
+    ("hamiltonian-74", None, "Hamiltonian-74 (6-6-6 Verlet blocks, 32/64/112)"),
+    (
+        "hamiltonian-74-diffusion",
+        "diffusion-dot",
+        "Hamiltonian-74 + nonlocal diffusion (embedded dot product, 1/N)",
+    ),
+    (
+        "hamiltonian-74-gaussian",
+        "diffusion-gaussian",
+        "Hamiltonian-74 + nonlocal diffusion (embedded Gaussian, row sums)",
+    ),
+    ("hamiltonian-74-fractional", "fractional", "Hamiltonian-74 + fractional Laplacian (-Delta)^(1/2)"),
+    (
+        "hamiltonian-74-inverse-fractional",
+        "inverse-fractional",
+        "Hamiltonian-74 + inverse fractional Laplacian (-Delta)^(-1/2)",
+    ),
+    ("hamiltonian-74-log", "log", "Hamiltonian-74 + log kernel (-Delta)^(-1), s = n/2"),
+)
+for _name, _operator, _description in VARIANTS:
+    register_model(
+        _name, family="image", settings=_settings(_operator), example=_example, description=_description
+    )(_variant(_operator))
