@@ -85,7 +85,7 @@ def epoch_bytes(
 
 def _problem():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from graph import block_graph_csr
+    from _graphs import block_graph_csr
 
     return block_graph_csr(NODES, CLASSES, 10, FEATURES)
 

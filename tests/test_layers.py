@@ -1,17 +1,21 @@
 """The package is built in floors: a module imports only from lower floors (or its own package).
 
-Every import counts, also those inside functions (they hide an upward arrow, not remove it). An upward
-import, or modules importing each other around a loop (except a package registry and the modules that
-register into it), fails here, naming the modules.
+Every import counts, also those inside functions (they hide an upward arrow, not remove it), and so does a
+string that names a pdenets module (``importlib.import_module("pdenets.tasks")``, a registry's package): a
+module loaded by name is imported all the same. An upward import, or modules importing each other around a
+loop (except a package registry and the modules that register into it), fails here, naming the modules.
+The package root may name any module: it composes the package (it names the tasks' home for the engine's
+registry, as ``pyproject.toml`` names entry points).
 
     0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
        _deprecation (and the package root)            cache, settings fields, renamed arguments
-    1  operators                                      graphs, operators and their diffusion family
-    2  nn, data                                       layers; readers and the graph preprocessing
-    3  models, analysis                               networks and their training loop; transport analysis
-    4  features, experiments                          backbones embedding raw data; the engine
-    5  tasks, features_cli                            one package per application; `pdenets features`
-    6  cli                                            the command line
+    1  _registry                                      the one registry mechanism of every plug-in family
+    2  operators                                      graphs, operators and their diffusion family
+    3  nn, data                                       layers; readers and the graph preprocessing
+    4  models, analysis                               networks and their training loop; transport analysis
+    5  features, experiments                          backbones embedding raw data; the engine
+    6  tasks, features_cli                            one package per application; `pdenets features`
+    7  cli                                            the command line
 """
 
 import ast
@@ -27,16 +31,17 @@ FLOORS = {
     "_cache": 0,
     "_settings": 0,
     "_deprecation": 0,
-    "operators": 1,
-    "nn": 2,
-    "data": 2,
-    "models": 3,
-    "analysis": 3,
-    "features": 4,
-    "experiments": 4,
-    "tasks": 5,
-    "features_cli": 5,
-    "cli": 6,
+    "_registry": 1,
+    "operators": 2,
+    "nn": 3,
+    "data": 3,
+    "models": 4,
+    "analysis": 4,
+    "features": 5,
+    "experiments": 5,
+    "tasks": 6,
+    "features_cli": 6,
+    "cli": 7,
 }
 ROOT = Path(pdenets.__file__).parent
 
@@ -46,14 +51,39 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _docstrings(tree):
+    """The docstring nodes of a module, its classes and functions (text, not a module name)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                yield first.value
+
+
+def _module_names():
+    names = set()
+    for path in ROOT.rglob("*.py"):
+        parts = ("pdenets",) + path.relative_to(ROOT).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
 def _imports():
-    """(importing module, imported module, line) for every pdenets import, relative ones resolved."""
+    """(importing module, imported module, line) for every pdenets import, relative ones resolved, and every
+    string (not a docstring) that names a pdenets module."""
+    modules = _module_names()
     for path in sorted(ROOT.rglob("*.py")):
         parts = ("pdenets",) + path.relative_to(ROOT).with_suffix("").parts
         is_package = parts[-1] == "__init__"
         module = ".".join(parts[:-1] if is_package else parts)
         here = module.split(".") if is_package else module.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = {id(node) for node in _docstrings(tree)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if node.value in modules:
+                    yield module, node.value, node.lineno
+                continue
             if isinstance(node, ast.ImportFrom) and node.level:
                 base = ".".join(here[: len(here) - node.level + 1])
                 targets = (
@@ -146,6 +176,16 @@ def test_no_import_cycle_outside_a_package_registry():
         if len({_package(module) for module in cycle}) > 1 or not cycle & REGISTRY_CYCLES
     ]
     assert not bad, "modules that import each other (directly or around a loop):\n" + "\n".join(map(str, bad))
+
+
+def test_a_module_named_in_a_string_counts_as_an_import():
+    """The engine once loaded its tasks by name (``import_module("pdenets.tasks")``): an upward arrow that an
+    import statement does not show. Such a string is seen as an import."""
+    found = {(module, target) for module, target, _ in _imports()}
+    assert ("pdenets", "pdenets.tasks") in found  # the root names the tasks' home
+    assert not {target for module, target in found if module.startswith("pdenets.experiments")} & {
+        "pdenets.tasks"
+    }
 
 
 def test_the_cycle_finder_finds_a_cycle():

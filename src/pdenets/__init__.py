@@ -10,6 +10,12 @@ __version__ = "0.1.0"
 import warnings as _warnings
 
 from ._checks import NonFiniteError
+from ._registry import declare_home as _declare_home
+
+# The engine keeps the registry of tasks (and of paper tables, which task modules register) one floor below
+# the tasks themselves: the package names where its built-in tasks live (as pyproject.toml names entry
+# points), so that the engine names none.
+_declare_home("tasks", "pdenets.tasks")
 
 # torch warns on every first use of CSR tensors and unchecked sparse constructors; our
 # sparse operators are built from validated indices, so these say nothing to a user.

@@ -321,8 +321,12 @@ def check_choice(value: _T, name: str, choices: Sequence[object]) -> _T:
     return value
 
 
-class UnknownNameError(KeyError):
-    """A task, model or table name that is not registered (the message lists the valid ones)."""
+class UnknownNameError(KeyError, ValueError):
+    """A name that no registry of its family holds (the message lists the valid ones).
+
+    A ``KeyError`` (a lookup by name failed) and a ``ValueError`` (a bad value was given), so that callers
+    that catch either see it.
+    """
 
     def __str__(self) -> str:  # KeyError quotes its argument; show the message as written
         return str(self.args[0])

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type
 import yaml
 
 from . import __version__
+from .data.graphs import accepted_forms
 from .experiments.config import (
     ConfigError,
     FieldInfo,
@@ -236,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("tasks", help="list the tasks, their shortcuts and the reproducible tables")
     _features_parser(commands)
     commands.add_parser("models", help="list the registered models")
+    listing = commands.add_parser(
+        "list",
+        help="list the plug-ins of every family (tasks, models, few-shot methods, formats, ...) or of one",
+        description="Every family of plug-ins, each entry with its source (built-in or the plug-in's "
+        "package) and a one-line description. A family is found by walking its package and its entry-point "
+        "group pdenets.<family> (hyphens as underscores).",
+    )
+    listing.add_argument("family", nargs="?", default=None, help="one family (default: all of them)")
     partition = commands.add_parser(
         "partition",
         help="split a graph's nodes into parts for torchrun runs, once, and save them",
@@ -245,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run node-classification --partition FOLDER ...`.",
         allow_abbrev=False,
     )
-    partition.add_argument("graph", help="cora, citeseer, pubmed, planetoid/<name> or a .npz path")
+    partition.add_argument("graph", help="the graph: " + accepted_forms())
     partition.add_argument("--parts", type=int, required=True, help="K, the processes the runs will use")
     partition.add_argument("--out", required=True, help="a new (or empty) folder for the partition")
     partition.add_argument(
@@ -270,7 +279,12 @@ def _features_parser(commands) -> None:
         help="train a Conv-4 backbone on the base classes of an image set",
         formatter_class=_Formatter,
     )
-    train.add_argument("--dataset", default=None, help="omniglot (its base alphabets) — or give --images")
+    train.add_argument(
+        "--dataset",
+        default=None,
+        help="an image dataset of `pdenets list fewshot-datasets` (its base classes), e.g. omniglot — "
+        "or give --images",
+    )
     train.add_argument(
         "--images",
         action="append",
@@ -309,7 +323,10 @@ def _features_parser(commands) -> None:
         "--backbone", required=True, metavar="FILE", help="backbone.pt written by train-backbone"
     )
     extract.add_argument(
-        "--dataset", default=None, help="omniglot (novel alphabets, base alphabets for the mean)"
+        "--dataset",
+        default=None,
+        help="an image dataset of `pdenets list fewshot-datasets` (novel classes, base classes for the "
+        "mean), e.g. omniglot",
     )
     extract.add_argument(
         "--images",
@@ -333,7 +350,11 @@ def _features_parser(commands) -> None:
         help="embed CLINC150 utterances (pip install 'pdenets[text]')",
         formatter_class=_Formatter,
     )
-    text.add_argument("--dataset", default="clinc150", help="clinc150 (default)")
+    text.add_argument(
+        "--dataset",
+        default="clinc150",
+        help="a text dataset of `pdenets list fewshot-datasets` (default clinc150)",
+    )
     text.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
     text.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     for parser in (train, extract, text):
@@ -366,6 +387,54 @@ def _print_listing() -> None:
         print(f"{name:22s} {task.description}\n{'':22s} shortcuts: {shortcuts}")
     for name, entry in sorted(registered_reproductions().items()):
         print(f"reproduce {name:12s} {entry.description}")
+
+
+def plugin_families() -> Dict[str, Any]:
+    """Every family of plug-ins, family name → its :class:`~pdenets._registry.Registry` (the modules that keep
+    the registries are imported here)."""
+    from ._registry import families
+    from .data.graphs import GRAPH_FORMATS  # noqa: F401 - importing a module makes its registry
+    from .data.temporal import LAYOUTS  # noqa: F401
+    from .features.datasets import FEWSHOT_DATASETS  # noqa: F401
+    from .features.extractors import FEATURE_EXTRACTORS  # noqa: F401
+    from .models.fewshot.base import METHOD_CLASSES  # noqa: F401
+    from .models.forecasting import FORECASTERS  # noqa: F401
+    from .models.registry import MODEL_REGISTRY  # noqa: F401
+
+    made = {name: registry for name, registry in families().items() if not name.startswith("doc-")}
+    first = [name for name in FAMILY_ORDER if name in made]
+    return {name: made[name] for name in first + sorted(set(made) - set(first))}
+
+
+#: the order ``pdenets list`` shows the built-in families in (a plug-in's own family comes after them)
+FAMILY_ORDER = (
+    "tasks",
+    "tables",
+    "models",
+    "fewshot-methods",
+    "forecasters",
+    "graph-formats",
+    "temporal-layouts",
+    "fewshot-datasets",
+    "feature-extractors",
+)
+
+
+def _print_families(family: Optional[str]) -> None:
+    from ._checks import unknown_name
+
+    registries = plugin_families()
+    if family is not None and family not in registries:
+        raise unknown_name("family", family, list(registries))
+    chosen = [family] if family is not None else list(registries)
+    for position, name in enumerate(chosen):
+        registry = registries[name]
+        if position:
+            print()
+        print(f"{name} ({len(registry)}; entry points: {registry.group})")
+        width = max((len(entry) for entry in registry), default=0)
+        for entry in registry:
+            print(f"  {entry:{width}s}  {registry.source(entry):9s}  {registry.description(entry)}")
 
 
 def _print_models() -> None:
@@ -470,6 +539,9 @@ def _main(argv: List[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "tasks":
         _print_listing()
+        return 0
+    if args.command == "list":
+        _print_families(args.family)
         return 0
     if args.command == "models":
         _print_models()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Optional
 
 from .data.fewshot import save_features
 from .data.images import ImageSet, load_image_tree
@@ -24,6 +25,7 @@ from .experiments.plots import plt
 from .experiments.report import Report
 from .experiments.rundir import RunDirectory
 from .features import image_features, load_backbone, save_backbone, train_image_backbone
+from .features.datasets import FEWSHOT_DATASETS, IMAGE_SPLITS, FewShotDataset
 from .models.backbones import BackboneTraining
 
 __all__ = ["run_features_command"]
@@ -39,34 +41,40 @@ def _images(args, sources, size: int, channels: int, invert: bool, classes=None)
     )
 
 
-def _omniglot(args, which: str, size: int = 28) -> ImageSet:
-    from .data.omniglot import BASE_ALPHABETS, NOVEL_ALPHABETS, omniglot_images
+def _dataset(args, modality: str) -> Optional[FewShotDataset]:
+    """The registered few-shot dataset that ``--dataset`` names (of the action's modality), or ``None``."""
+    if args.dataset is None:
+        if modality == "images" and not getattr(args, "images", None):
+            raise ValueError(f"give --dataset {_names(modality, ' or ')} or --images PATH")
+        if modality == "text":
+            raise ValueError(f"give --dataset {_names(modality, ' or ')}")
+        return None
+    entry = FEWSHOT_DATASETS[args.dataset.lower()]  # an unknown name: UnknownNameError, with the closest name
+    if entry.modality != modality:
+        other = "embed-text" if entry.modality == "text" else "train-backbone / extract"
+        raise ValueError(f"--dataset {args.dataset!r} is a {entry.modality} dataset: use {other}")
+    return entry
 
-    return omniglot_images(
-        BASE_ALPHABETS if which == "base" else NOVEL_ALPHABETS,
-        args.data_dir,
-        size=size,
-        progress=not args.no_progress,
-    )
+
+def _names(modality: str, last: str = ", ") -> str:
+    """The registered datasets of a modality, e.g. ``omniglot``, for messages."""
+    names = [name for name, entry in FEWSHOT_DATASETS.items() if entry.modality == modality] or ["NAME"]
+    return ", ".join(names[:-1]) + last + names[-1] if len(names) > 1 else names[0]
 
 
-def _check_dataset(args) -> None:
-    if args.dataset not in (None, "omniglot"):
-        raise ValueError(
-            f"--dataset {args.dataset!r}: only omniglot is built in; give --images for other images"
-        )
-    if args.dataset is None and not args.images:
-        raise ValueError("give --dataset omniglot or --images PATH")
+def _dataset_images(args, entry: FewShotDataset, split: str, size: int = 28) -> ImageSet:
+    assert entry.images is not None  # an image dataset (checked by _dataset)
+    return entry.images(split, args.data_dir, size, not args.no_progress)
 
 
 def _train(args) -> int:
-    _check_dataset(args)
+    dataset = _dataset(args, "images")
     if args.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {args.epochs}")
     settings = BackboneTraining(epochs=args.epochs, seed=args.seed, rotations=not args.no_rotations)
     with RunDirectory.open(args.out, task="train-backbone", overwrite=args.overwrite) as run_dir:
-        if args.dataset == "omniglot":
-            images, size, channels, invert = _omniglot(args, "base"), 28, 1, True
+        if dataset is not None:
+            images, size, channels, invert = _dataset_images(args, dataset, "base"), 28, 1, True
         else:
             size, channels, invert = args.image_size, args.channels, args.invert
             images = _images(args, args.images, size, channels, invert, _classes(args.classes))
@@ -128,14 +136,14 @@ def _train(args) -> int:
 
 
 def _extract(args) -> int:
-    _check_dataset(args)
+    dataset = _dataset(args, "images")
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise ValueError(f"{out} exists; pass --overwrite to replace it")
     model, document = load_backbone(args.backbone)
     size, channels = int(document["image_size"]), int(document["channels"])
-    if args.dataset == "omniglot":
-        sets = {"base": _omniglot(args, "base", size), "novel": _omniglot(args, "novel", size)}
+    if dataset is not None:
+        sets = {split: _dataset_images(args, dataset, split, size) for split in IMAGE_SPLITS}
     else:
         invert = bool(document.get("settings", {}).get("invert", False))
         sets = {}
@@ -152,16 +160,14 @@ def _extract(args) -> int:
 
 
 def _embed_text(args) -> int:
-    from .data.text import clinc150_features
-
-    if args.dataset != "clinc150":
-        raise ValueError(f"--dataset {args.dataset!r}: only clinc150 is built in")
+    dataset = _dataset(args, "text")
+    assert dataset is not None and dataset.embed is not None  # a text dataset (checked by _dataset)
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise ValueError(f"{out} exists; pass --overwrite to replace it")
-    features = clinc150_features(args.data_dir, progress=not args.no_progress)
+    features = dataset.embed(args.data_dir, not args.no_progress)
     save_features(features, out, overwrite=args.overwrite)
-    print(f"{len(features.labels)} utterance embeddings of {features.num_classes} intents written to {out}")
+    print(f"{len(features.labels)} text embeddings of {features.num_classes} classes written to {out}")
     return 0
 
 

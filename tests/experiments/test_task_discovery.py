@@ -1,5 +1,6 @@
-"""Tasks come to the engine through the ``pdenets.tasks`` entry points: pdenets' own and a user's package's;
-a broken entry is a warning, not the end of every other task."""
+"""Tasks come to the engine through its registry: pdenets' own package (named by the package root) and the
+``pdenets.tasks`` entry points of a user's package; a broken entry is a warning, not the end of every other
+task."""
 
 import importlib.metadata
 import sys
@@ -7,15 +8,16 @@ import textwrap
 
 import pytest
 
+from pdenets._registry import isolated_registries
 from pdenets.experiments import task as engine
 
 
 @pytest.fixture
-def fresh_discovery(monkeypatch):
-    engine.registered_tasks()  # the built-in tasks in the registry first: a module is imported only once
-    monkeypatch.setattr(engine, "_DISCOVERED", False)
-    monkeypatch.setattr(engine, "TASKS", dict(engine.TASKS))
-    yield
+def fresh_discovery():
+    """Every registry reads its entry points again (the built-in modules stay imported); all put back
+    after."""
+    with isolated_registries(rediscover=True):
+        yield
 
 
 def _entry_points(*entries):
@@ -77,7 +79,8 @@ class Echo(Base):
 
 
 def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_discovery):
-    """A source tree used without installing the package (no metadata) still has its tasks."""
+    """A source tree used without installing the package (no metadata) still has its tasks: the registry walks
+    the package the root names (the engine names no task module: ``tests/test_layers.py``)."""
     import importlib
 
     imported = []
@@ -86,8 +89,9 @@ def test_without_entry_points_the_builtin_tasks_still_load(monkeypatch, fresh_di
         importlib, "import_module", lambda name, *a: imported.append(name) or real_import(name, *a)
     )
     monkeypatch.setattr(importlib.metadata, "entry_points", _entry_points())
+    engine.TASKS.reload()
     assert {"synthetic", "few-shot", "coin-forecast"} <= set(engine.registered_tasks())
-    assert imported == ["pdenets.tasks"]
+    assert imported[0] == "pdenets.tasks" and "pdenets.tasks.synthetic" in imported
 
 
 PLUGINS = {
@@ -158,19 +162,21 @@ def test_a_broken_plugin_is_left_out_with_one_warning_and_every_command_still_wo
     name = f"pdenets_test_plugin_{module}"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(engine, "REPRODUCTIONS", dict(engine.REPRODUCTIONS))
     monkeypatch.setattr(
         importlib.metadata, "entry_points", _entry_points(("builtin", "pdenets.tasks"), ("mine", name))
     )
-    builtin_tasks, builtin_tables = dict(engine.TASKS), dict(engine.REPRODUCTIONS)
+    builtin_tasks, builtin_tables = dict(engine.TASKS._records), dict(engine.REPRODUCTIONS._records)
     assert main(["tasks"]) == 0
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        f"pdenets: warning: the tasks of '{name}' (entry point 'mine') could not be loaded: {error}"
+        f"pdenets: warning: the tasks of {name!r} (entry point 'mine' of 'pdenets.tasks') could not be "
+        "loaded: "
+        f"{error}"
     ), err
     assert lines[0].endswith("; they are left out")
-    assert engine.TASKS == builtin_tasks and engine.REPRODUCTIONS == builtin_tables
+    assert dict(engine.TASKS) == {n: r.entry for n, r in builtin_tasks.items()}
+    assert dict(engine.REPRODUCTIONS) == {n: r.entry for n, r in builtin_tables.items()}
     assert "node-classification" in out and "plugin-" not in out
     assert main(["run", "synthetic", "--print-config"]) == 0
     sys.modules.pop(name, None)
@@ -179,7 +185,6 @@ def test_a_broken_plugin_is_left_out_with_one_warning_and_every_command_still_wo
 @pytest.mark.parametrize("module", ["no_dataclass", "bad_shortcut", "engine_option", "unknown_table_task"])
 def test_a_builtin_task_that_fails_its_checks_raises(module, tmp_path, monkeypatch, fresh_discovery):
     """The same checks at registration, outside a plug-in: the error is raised, not hidden."""
-    monkeypatch.setattr(engine, "REPRODUCTIONS", dict(engine.REPRODUCTIONS))
     source, error = PLUGINS[module]
     kind, message = error.split(": ", 1)
     with pytest.raises((TypeError, KeyError)) as caught:

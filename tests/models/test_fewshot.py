@@ -360,7 +360,7 @@ def test_a_sixth_method_is_one_class():
         predictions = classify(support, support_labels, query, 5, "nearest-neighbour-test").argmax(2)
         assert torch.equal(predictions, query_labels)
     finally:
-        registry.pop("nearest-neighbour-test")
+        registry.unregister("nearest-neighbour-test")
 
 
 def test_internal_without_diffusion_is_convection_and_untrained_heads_are_nearest_prototype():

@@ -288,7 +288,7 @@ def test_a_method_registered_after_import_is_accepted(features, tmp_path):
         )
         assert outcome.results["ablation"][BALANCED]["toy"]["5-way 1-shot"]["late-test"]["tasks"] == 5
     finally:
-        METHOD_CLASSES.pop("late-test")
+        METHOD_CLASSES.unregister("late-test")
 
 
 def _episodes(method, accuracies, seconds_per_task, study="ablation", variable=None, **shape):

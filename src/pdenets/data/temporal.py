@@ -52,6 +52,7 @@ import numpy as np
 import torch
 
 from .._checks import nearest_hint
+from .._registry import Registry
 from .csvfile import parse_number, read_csv_table, read_text_file, shown_value
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .limits import check_allocation
@@ -64,6 +65,8 @@ __all__ = [
     "ForecastWindows",
     "TEMPORAL_DATASETS",
     "LAYOUTS",
+    "TemporalLayout",
+    "register_layout",
 ]
 
 TEMPORAL_DATASETS = {"england_covid": "temporal/england_covid.json", "chickenpox": "temporal/chickenpox.json"}
@@ -375,15 +378,74 @@ def _read_node_link(path, content):
     return values, graphs, _are_counts(values), 4, "standardize"
 
 
-#: layout name -> (keys that identify it, reader)
-LAYOUTS: Dict[str, Tuple[Tuple[str, ...], Callable]] = {
-    "edge_mapping": (("y", "edge_mapping"), _read_edge_mapping),
-    "FX": (("FX", "edges"), _static_reader("FX", 4, "none")),
-    "X": (("X", "edges"), _static_reader("X", 4, "none")),
-    "block": (("block", "edges"), _static_reader("block", 8, "standardize+eps")),
-    "snapshots": (("time_periods", "0"), _read_snapshots),
-    "node-link": (("nodes", "links"), _read_node_link),
-}
+#: what a layout's reader returns: ``(values (T, N) float64, graphs, raw counts?, PyG Temporal's default lags,
+#: its scaling)``
+LayoutReading = Tuple[torch.Tensor, List[Graph], bool, int, str]
+
+
+@dataclass(frozen=True)
+class TemporalLayout:
+    """A JSON layout of graph time series, read by :func:`load_temporal` (``pdenets list temporal-layouts``).
+
+    Args:
+        name: the layout's name.
+        keys: the top-level keys that identify it (all present); layouts are tried in registration order.
+        read: ``(path, content) → (values, graphs, raw, lags, scaling)`` (:data:`LayoutReading`), every
+            problem a :class:`~pdenets.data.DatasetError` naming the file.
+        description: one line: which public datasets come in it.
+    """
+
+    name: str
+    keys: Tuple[str, ...]
+    read: Callable[[Path, Dict[str, Any]], LayoutReading]
+    description: str
+
+
+#: The temporal layout registry, name → :class:`TemporalLayout`: this module's and the
+#: ``pdenets.temporal_layouts`` entry points of other packages.
+LAYOUTS: Registry[TemporalLayout] = Registry(
+    "temporal-layouts", kind="temporal layout", package=__name__, describe=lambda entry: entry.description
+)
+
+
+def register_layout(entry: TemporalLayout) -> TemporalLayout:
+    """Make a JSON layout known to :func:`load_temporal` (and so to ``pdenets run coin-forecast``)."""
+    return LAYOUTS.register(entry.name, entry, module=getattr(entry.read, "__module__", None))
+
+
+for _layout in (
+    TemporalLayout(
+        "edge_mapping",
+        ("y", "edge_mapping"),
+        _read_edge_mapping,
+        "y (T x N) and a graph per step in edge_mapping (England COVID)",
+    ),
+    TemporalLayout(
+        "FX", ("FX", "edges"), _static_reader("FX", 4, "none"), "FX (T x N), edges, weights (chickenpox)"
+    ),
+    TemporalLayout(
+        "X", ("X", "edges"), _static_reader("X", 4, "none"), "X (T x N), edges, weights (PedalMe London)"
+    ),
+    TemporalLayout(
+        "block",
+        ("block", "edges"),
+        _static_reader("block", 8, "standardize+eps"),
+        "block (T x N), edges, weights (Windmill output)",
+    ),
+    TemporalLayout(
+        "snapshots",
+        ("time_periods", "0"),
+        _read_snapshots,
+        "one snapshot per step, graphs at the top or per step (WikiVital mathematics, Twitter tennis)",
+    ),
+    TemporalLayout(
+        "node-link",
+        ("nodes", "links"),
+        _read_node_link,
+        "networkx node-link JSON with a series per node (Montevideo bus)",
+    ),
+):
+    register_layout(_layout)
 
 
 def _no_duplicate_keys(pairs):
@@ -546,16 +608,16 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         if not isinstance(content, dict):
             raise dataset_error(path, "expected a JSON object in one of the layouts " + ", ".join(LAYOUTS))
         layout = next(
-            (name for name, (keys, _) in LAYOUTS.items() if all(key in content for key in keys)), None
+            (name for name, entry in LAYOUTS.items() if all(key in content for key in entry.keys)), None
         )
         if layout is None:
             expected = "; ".join(
-                f"{name}: {' + '.join(repr(k) for k in keys)}" for name, (keys, _) in LAYOUTS.items()
+                f"{name}: {' + '.join(repr(k) for k in entry.keys)}" for name, entry in LAYOUTS.items()
             )
             raise dataset_error(
                 path, f"no known layout: found keys {sorted(content)[:8]}, expected one of {expected}"
             )
-        values, graphs, raw, lags, scaling = LAYOUTS[layout][1](path, content)
+        values, graphs, raw, lags, scaling = LAYOUTS[layout].read(path, content)
     if values.shape[0] < 3:
         raise dataset_error(path, f"a series of {values.shape[0]} steps is too short to forecast")
     return TemporalGraphSeries(label, values, graphs, raw, str(path), layout, lags, scaling)

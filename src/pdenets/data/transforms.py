@@ -158,13 +158,14 @@ def graph_label(spec: str) -> str:
         spec: a graph specification of :func:`pdenets.data.load_graph`.
 
     Returns:
-        The label, e.g. ``"cora"`` for ``"Cora"`` and ``"mine"`` for ``"graphs/mine.npz"``.
+        The label, e.g. ``"cora"`` for ``"Cora"``, ``"mine"`` for ``"graphs/mine.npz"`` and for an edge list
+        ``"graphs/mine.txt"``.
 
     Examples:
         >>> graph_label("CiteSeer"), graph_label("graphs/mine.npz")
         ('citeseer', 'mine')
     """
-    return Path(spec).stem if spec.lower().endswith(".npz") else spec.lower()
+    return Path(spec).stem if spec.lower().endswith(".npz") or Path(spec).is_file() else spec.lower()
 
 
 @process_cache(maxsize=8)

@@ -26,13 +26,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Sequence, Type, TypeVar, Union
 
 from .._checks import UnknownNameError, unknown_name
+from .._registry import PluginWarning, Registry
 from .config import TaskConfig, config_fields, config_to_dict
 from .report import Report
 from .results import TaskResults
@@ -405,8 +405,7 @@ def check_reproduction(entry: "Reproduction") -> None:
         TypeError: ``full``/``quick`` are not callables, or ``full()`` is not a configuration of the task.
     """
     if entry.task not in TASKS:
-        error = unknown_name("task", entry.task, list(TASKS))
-        raise UnknownNameError(f"table {entry.name!r}: {error}")
+        raise UnknownNameError(f"table {entry.name!r}: {TASKS.unknown(entry.task)}")
     for name in ("full", "quick"):
         if not callable(getattr(entry, name)):
             raise TypeError(f"table {entry.name!r}: {name} must be a callable that returns the configuration")
@@ -419,7 +418,16 @@ def check_reproduction(entry: "Reproduction") -> None:
         )
 
 
-TASKS: Dict[str, Type[Task]] = {}
+def _same_task(old: Type[Task], new: Type[Task]) -> bool:
+    """A task registered again from the same module and class (e.g. after a module reload) replaces itself."""
+    return (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
+
+
+#: the task registry, name → task class: the built-in tasks (the package root names their package, see
+#: :func:`pdenets._registry.declare_home`) and the ``pdenets.tasks`` entry points of other packages
+TASKS: Registry[Type[Task]] = Registry(
+    "tasks", kind="task", describe=lambda cls: cls.description, same=_same_task
+)
 
 
 def register_task(cls: T) -> T:
@@ -460,13 +468,7 @@ def register_task(cls: T) -> T:
     if not isinstance(name, str) or not name:
         raise TypeError(f"{cls.__name__} needs a class attribute 'name'")
     check_task_class(cls)
-    previous = TASKS.get(name)
-    if previous is not None and (previous.__module__, previous.__qualname__) != (
-        cls.__module__,
-        cls.__qualname__,
-    ):
-        raise ValueError(f"a task named {name!r} is already registered ({TASKS[name].__module__})")
-    TASKS[name] = cls
+    TASKS.register(name, cls)
     return cls
 
 
@@ -492,9 +494,6 @@ def get_task(name: str) -> Type[Task]:
         ...     print(error)  # doctest: +ELLIPSIS
         unknown task 'synthetc' (did you mean 'synthetic'?); valid: ...
     """
-    _load_builtin_tasks()
-    if name not in TASKS:
-        raise unknown_name("task", name, list(TASKS))
     return TASKS[name]
 
 
@@ -517,7 +516,10 @@ class Reproduction:
     description: str
 
 
-REPRODUCTIONS: Dict[str, Reproduction] = {}
+#: the paper tables, name → :class:`Reproduction`, registered by the task modules (so the tasks load first)
+REPRODUCTIONS: Registry[Reproduction] = Registry(
+    "tables", kind="table", describe=lambda entry: entry.description, loads_with=(TASKS,)
+)
 
 
 def register_reproduction(
@@ -552,8 +554,8 @@ def register_reproduction(
     """
     entry = Reproduction(name, task, full, quick, description)
     check_reproduction(entry)
-    REPRODUCTIONS[name] = entry
-    return entry
+    REPRODUCTIONS.unregister(name)  # a table registered again replaces the earlier one
+    return REPRODUCTIONS.register(name, entry, module=getattr(full, "__module__", None))
 
 
 def get_reproduction(name: str) -> Reproduction:
@@ -573,70 +575,15 @@ def get_reproduction(name: str) -> Reproduction:
         >>> get_reproduction("table1").task
         'node-classification'
     """
-    _load_builtin_tasks()
-    if name not in REPRODUCTIONS:
-        raise unknown_name("table", name, list(REPRODUCTIONS))
     return REPRODUCTIONS[name]
 
 
 #: The entry-point group through which a package registers its tasks: importing the module an entry point
-#: names must register them (``@register_task``). pdenets' own tasks are the entry ``builtin =
-#: "pdenets.tasks"``; a user's package adds ``[project.entry-points."pdenets.tasks"] mine =
-#: "my_package.tasks"`` to its ``pyproject.toml`` and its tasks appear in ``pdenets tasks`` and ``pdenets
-#: run``.
-TASK_ENTRY_POINTS = "pdenets.tasks"
-_DISCOVERED = False
-
-
-def _load_builtin_tasks() -> None:
-    """Import every module registered under :data:`TASK_ENTRY_POINTS` (once per process), pdenets' own first.
-
-    The engine names no task module: the tasks come to it through the entry points. A source tree used without
-    installing the package has no entry points; then the built-in tasks are imported by their module name. A
-    built-in task that fails its checks raises. A third-party entry whose import fails in any way (an
-    exception, ``SystemExit``, a task or table refused by :func:`check_task_class` /
-    :func:`check_reproduction`) is left out: whatever it registered is removed again, and a
-    :class:`PluginWarning` names the entry and the error.
-    """
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
-    import importlib
-    from importlib.metadata import entry_points
-
-    found = list(entry_points(group=TASK_ENTRY_POINTS))
-    builtin = [entry for entry in found if entry.value.split(":")[0] == "pdenets.tasks"]
-    for entry in builtin:
-        entry.load()
-    if not builtin:
-        importlib.import_module("pdenets.tasks")
-    for entry in found:
-        if entry not in builtin:
-            _load_plugin(entry)
-
-
-class PluginWarning(UserWarning):
-    """A third-party ``pdenets.tasks`` entry point could not be loaded; its tasks are left out."""
-
-
-def _load_plugin(entry) -> None:
-    """Import one third-party entry point; on any failure undo its registrations and warn in one line."""
-    tasks, reproductions = dict(TASKS), dict(REPRODUCTIONS)
-    try:
-        entry.load()
-    except (Exception, SystemExit) as error:  # noqa: BLE001 - one broken plug-in must not take the others down
-        TASKS.clear()
-        TASKS.update(tasks)
-        REPRODUCTIONS.clear()
-        REPRODUCTIONS.update(reproductions)
-        detail = " ".join(str(error).split()) or "(no message)"
-        warnings.warn(
-            f"the tasks of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
-            f"{type(error).__name__}: {detail}; they are left out",
-            PluginWarning,
-            stacklevel=4,
-        )
+#: names must register them (``@register_task``): a user's package adds
+#: ``[project.entry-points."pdenets.tasks"] mine = "my_package.tasks"`` to its ``pyproject.toml`` and its
+#: tasks appear in ``pdenets tasks`` and ``pdenets run``; a broken one is a
+#: :class:`~pdenets._registry.PluginWarning` and leaves the others be.
+TASK_ENTRY_POINTS = TASKS.group
 
 
 def registered_tasks() -> Dict[str, Type[Task]]:
@@ -649,7 +596,6 @@ def registered_tasks() -> Dict[str, Type[Task]]:
         >>> "synthetic" in registered_tasks()
         True
     """
-    _load_builtin_tasks()
     return dict(TASKS)
 
 
@@ -663,5 +609,4 @@ def registered_reproductions() -> Dict[str, Reproduction]:
         >>> "table1" in registered_reproductions()
         True
     """
-    _load_builtin_tasks()
     return dict(REPRODUCTIONS)

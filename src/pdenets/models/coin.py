@@ -19,7 +19,7 @@ the same weights; see the tests).
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import torch
 from torch import nn
@@ -345,17 +345,20 @@ class COIN(nn.Module):
             out = self.head(out)
         return out
 
-    def _learned_diffusion(self, features: torch.Tensor, weights) -> torch.Tensor:
-        """``r`` steps ``X ← (1 − ρ) X + ρ (I − γ_max L) X`` with ``ρ = sigmoid(step_logit) = γ/γ_max``."""
+    def _learned_diffusion(self, features: torch.Tensor, weights: Any) -> torch.Tensor:
+        """``r`` relaxed steps ``X ← X + ρ (A X − X) = X − ρ γ_max L X`` with ``ρ = sigmoid(step_logit) =
+        γ/γ_max`` (:meth:`~pdenets.operators.DiffusionOperator.apply` with ``step_scale``), dropout after
+        each."""
         operator = self.diffusion.operator_for(features, weights)
         assert self.step_logit is not None  # a learned step (the caller's branch)
         ratio = torch.sigmoid(self.step_logit).to(features.dtype)
-        out = features
-        for _ in range(self.num_steps):
-            out = out + ratio * (operator.apply(out, 1) - out)
-            if self.diffusion.dropout > 0 and self.training:
-                out = torch.nn.functional.dropout(out, self.diffusion.dropout)
-        return out
+        dropout = self.diffusion.dropout
+
+        def drop(values: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.dropout(values, dropout)
+
+        after = drop if dropout > 0 and self.training else None
+        return operator.apply(features, self.num_steps, step_scale=ratio, after_step=after)
 
     def extra_repr(self) -> str:
         fixed = (

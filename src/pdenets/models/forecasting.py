@@ -19,17 +19,29 @@ is applied to all origins in one sparse product.
   ``GConvGRU`` as its documentation runs it (``GConvGRU(lags, 32, K=1)`` on the lag vector, a new
   hidden state at every call, ReLU, ``Linear(32, H)``; 200 full-batch epochs of Adam at 0.01 on the
   per-node loss). With ``K = 1`` and no state its gates see neither the graph nor a recurrence.
+
+Every forecaster a forecasting protocol compares is one entry of :data:`FORECASTERS` (``pdenets list
+forecasters``): the closed-form references (``last-value``, ``moving-average``, ``linear``: a function of the
+windows) and the trained ones (a registered model, built by :func:`~pdenets.models.create_model`). Each
+declares what the protocol must know of it: whether it fits targets, and whether it diffuses itself (COIN's
+own forecaster carries the diffusion in its layers: it is trained with the diffusion settings and not diffused
+again), with the forecaster that is its convection alone. A new forecaster is one :func:`register_forecaster`
+(or the :func:`forecaster` decorator over a model factory) in any module of :mod:`pdenets.models` or of a
+``pdenets.forecasters`` plug-in.
 """
 
 from __future__ import annotations
 
-from typing import List, Union, cast
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Tuple, Union, cast
 
+import numpy as np
 import torch
 from torch import nn
 
 from .._checks import check_floating, check_positive_int, check_probability
 from .._deprecation import renamed_arguments
+from .._registry import Registry
 from ..operators.graph import GraphLike
 from ..operators.slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
 from .coin import COIN, mlp
@@ -46,6 +58,13 @@ def _example(num_classes: int) -> ModelExample:
 
 
 __all__ = [
+    "Forecaster",
+    "FORECASTERS",
+    "register_forecaster",
+    "forecaster",
+    "learned_forecasters",
+    "closed_form_forecasters",
+    "linear_forecast",
     "WindowMLP",
     "WindowGCN",
     "GraphConvGRU",
@@ -57,6 +76,182 @@ __all__ = [
 ]
 
 GraphSequence = Union[GraphLike, List[GraphLike], SliceGraphs]
+
+#: a closed-form forecast: ``(inputs (S, N, L), targets (S, N, H), fitted (S, N, H) booleans) → (S, N, H)``;
+#: it may read only the targets marked ``fitted``
+ClosedForm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Forecaster:
+    """A forecaster that forecasting protocols compare: closed-form, or a registered model trained on the
+    windows.
+
+    Args:
+        name: its name (``--models``).
+        description: one line for listings and reports.
+        closed_form: the forecast as a function of the windows (:data:`ClosedForm`); ``None`` for a trained
+            forecaster, built by :func:`~pdenets.models.create_model` ``(name, in_features=lags,
+            num_classes=horizons)``.
+        fits_targets: whether it reads training targets; one that reads none (``last-value``) may have its
+            diffusion chosen on every target before the test period.
+        diffuses_itself: it carries COIN's diffusion in its own layers: it is trained with the diffusion
+            settings, and not diffused again.
+        convection: for a forecaster that diffuses itself, the forecaster that is its convection alone (the
+            pair a report compares); ``None`` otherwise.
+    """
+
+    name: str
+    description: str
+    closed_form: Optional[ClosedForm] = None
+    fits_targets: bool = True
+    diffuses_itself: bool = False
+    convection: Optional[str] = None
+
+    @property
+    def is_closed_form(self) -> bool:
+        """Whether its forecast is a closed form of the windows (nothing trained, one seed is enough)."""
+        return self.closed_form is not None
+
+
+#: The forecaster registry, name → :class:`Forecaster`, in registration order (the closed forms first): every
+#: module of :mod:`pdenets.models` and the ``pdenets.forecasters`` entry points of other packages.
+FORECASTERS: Registry[Forecaster] = Registry(
+    "forecasters", kind="forecaster", package=__package__, describe=lambda entry: entry.description
+)
+
+
+def register_forecaster(entry: Forecaster, *, module: Optional[str] = None) -> Forecaster:
+    """Make ``entry`` known to the forecasting protocols (``pdenets run coin-forecast --models NAME``).
+
+    Args:
+        entry: the declaration; a trained forecaster's ``name`` must also be a registered model.
+        module: the module that defines it (its source in ``pdenets list``; default: the caller's closed
+            form's).
+
+    Returns:
+        ``entry``.
+
+    Raises:
+        ValueError: the name is taken, or a self-diffusing forecaster names no convection (or vice versa).
+    """
+    if entry.diffuses_itself != (entry.convection is not None):
+        raise ValueError(
+            f"forecaster {entry.name!r}: a forecaster that diffuses itself names its convection alone "
+            "(convection=...), and only such a forecaster does"
+        )
+    if entry.is_closed_form and entry.diffuses_itself:
+        raise ValueError(f"forecaster {entry.name!r}: a closed form cannot diffuse itself")
+    return FORECASTERS.register(
+        entry.name, entry, module=module or getattr(entry.closed_form, "__module__", None)
+    )
+
+
+def forecaster(
+    name: str, *, diffuses_itself: bool = False, convection: Optional[str] = None, **model: Any
+) -> Callable[[Callable[..., nn.Module]], Callable[..., nn.Module]]:
+    """Decorator: register a model factory as a trained forecaster (a ``forecast`` model and a
+    :class:`Forecaster`).
+
+    Args:
+        name: the name of both.
+        diffuses_itself: see :class:`Forecaster`.
+        convection: see :class:`Forecaster`.
+        model: the keyword arguments of :func:`~pdenets.models.register_model` (``defaults``, ``example``,
+            ``description``; the family is ``"forecast"`` and the graph is given at ``forward``).
+
+    Returns:
+        The decorator; it returns the factory unchanged.
+    """
+
+    def decorator(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
+        register_model(name, family="forecast", graph_input="forward", **model)(factory)
+        text = model.get("description") or ((factory.__doc__ or "").strip().splitlines() or [""])[0]
+        register_forecaster(
+            Forecaster(name, text, diffuses_itself=diffuses_itself, convection=convection),
+            module=factory.__module__,
+        )
+        return factory
+
+    return decorator
+
+
+def learned_forecasters() -> Tuple[str, ...]:
+    """The trained forecasters, in registration order.
+
+    Examples:
+        >>> learned_forecasters()[:2]
+        ('window-mlp', 'coin-forecast')
+    """
+    return tuple(name for name, entry in FORECASTERS.items() if not entry.is_closed_form)
+
+
+def closed_form_forecasters() -> Tuple[str, ...]:
+    """The closed-form forecasters, in registration order.
+
+    Examples:
+        >>> closed_form_forecasters()
+        ('last-value', 'moving-average', 'linear')
+    """
+    return tuple(name for name, entry in FORECASTERS.items() if entry.is_closed_form)
+
+
+def _last_value(inputs: torch.Tensor, targets: torch.Tensor, fitted: torch.Tensor) -> torch.Tensor:
+    return inputs[..., -1:].expand_as(targets).clone()
+
+
+def _moving_average(inputs: torch.Tensor, targets: torch.Tensor, fitted: torch.Tensor) -> torch.Tensor:
+    return inputs.mean(-1, keepdim=True).expand_as(targets).clone()
+
+
+def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
+    """Least squares on the lags with an intercept, shared across regions, one fit per horizon (the same
+    forecasts on every call).
+
+    Args:
+        inputs: ``(S, N, L)`` windows.
+        targets: ``(S, N, H)`` targets.
+        train: ``(S, N, H)`` booleans, the targets to fit.
+
+    Returns:
+        ``(S, N, H)`` forecasts of every window.
+
+    Examples:
+        >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
+        >>> targets = 2 * inputs[..., 1:] + 1
+        >>> observed = torch.ones_like(targets, dtype=torch.bool)
+        >>> linear_forecast(inputs, targets, observed).flatten().round().tolist()
+        [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]
+    """
+    design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
+    out = torch.empty_like(targets)
+    for horizon in range(targets.shape[-1]):
+        rows = train[..., horizon]
+        # LAPACK's gelsd through NumPy (an explicit transfer to the host: a closed form, solved once): the
+        # same answer on every call (torch.linalg.lstsq on the CPU returns last-bit-different solutions for
+        # the same input from one call to the next)
+        solution, *_ = np.linalg.lstsq(
+            design[rows].detach().cpu().numpy(),
+            targets[..., horizon][rows].unsqueeze(-1).detach().cpu().numpy(),
+            rcond=None,
+        )
+        out[..., horizon] = (design @ torch.from_numpy(solution).to(design)).squeeze(-1)
+    return out
+
+
+register_forecaster(
+    Forecaster("last-value", "the last observed value, for every horizon", _last_value, False)
+)
+register_forecaster(
+    Forecaster("moving-average", "the mean of the lags, for every horizon", _moving_average, False)
+)
+register_forecaster(
+    Forecaster(
+        "linear",
+        "least squares on the lags (shared across regions, one fit per horizon) on the fitted targets",
+        linear_forecast,
+    )
+)
 
 
 def slice_graphs(graph: GraphSequence, origins: int, nodes: int) -> SliceGraphs:
@@ -323,11 +518,9 @@ class PyGTGConvGRU(nn.Module):
         return self.readout(torch.relu(state)).reshape(*leading, self.horizons)
 
 
-@register_model(
+@forecaster(
     "window-mlp",
-    family="forecast",
     defaults={"hidden_features": 32},
-    graph_input="forward",
     example=_example,
     description="per-region forecaster (linear in the lags + MLP correction), no graph",
 )
@@ -336,11 +529,11 @@ def window_mlp(in_features: int, num_classes: int, **kwargs) -> WindowMLP:
     return WindowMLP(in_features, num_classes, **kwargs)
 
 
-@register_model(
+@forecaster(
     "coin-forecast",
-    family="forecast",
+    diffuses_itself=True,
+    convection="window-mlp",
     defaults={"hidden_features": 32, "num_steps": 2, "step_size": 0.1, "learn_step_size": True},
-    graph_input="forward",
     example=_example,
     description="COIN: the per-region forecaster, then r diffusion steps of the forecasts on the region "
     "graph",
@@ -363,11 +556,9 @@ def coin_forecast(
     return COIN(backbone, **kwargs)
 
 
-@register_model(
+@forecaster(
     "window-gcn",
-    family="forecast",
     defaults={"hidden_features": 32},
-    graph_input="forward",
     example=_example,
     description="two GCN convolutions (PyTorch Geometric's GCNConv arithmetic) on the window features",
 )
@@ -376,11 +567,9 @@ def window_gcn(in_features: int, num_classes: int, **kwargs) -> WindowGCN:
     return WindowGCN(in_features, num_classes, **kwargs)
 
 
-@register_model(
+@forecaster(
     "cheb-gru",
-    family="forecast",
     defaults={"hidden_features": 32},
-    graph_input="forward",
     example=_example,
     description="our recurrent graph model: a GRU over the lags with K = 2 Chebyshev gates, linear read-out",
 )
@@ -389,11 +578,9 @@ def cheb_gru(in_features: int, num_classes: int, **kwargs) -> GraphConvGRU:
     return GraphConvGRU(in_features, num_classes, **kwargs)
 
 
-@register_model(
+@forecaster(
     "pygt-gconv-gru",
-    family="forecast",
     defaults={"hidden_features": 32},
-    graph_input="forward",
     example=_example,
     description="reference: PyTorch Geometric Temporal's GConvGRU as its documentation "
     "runs it (K = 1, no recurrence, ReLU, linear read-out)",

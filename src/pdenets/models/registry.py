@@ -4,7 +4,7 @@ A model is registered where it is defined, with the architecture defaults of its
 takes its graph, and a small example of itself (the one contract every registration keeps); how a
 protocol trains it (optimizer settings) belongs to the task that runs the protocol::
 
-    @register_model("gcn", family="message-passing", defaults={"hidden": 16, "dropout": 0.5},
+    @register_model("gcn", family="message-passing", defaults={"hidden_features": 16, "dropout": 0.5},
                     graph_input="forward",
                     example=lambda classes: ModelExample({"in_features": 5}, (x, edge_index), (6, classes)))
     def gcn(in_features, num_classes, **kwargs):
@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from torch import nn
+
+from .._registry import Registry
 
 __all__ = [
     "register_model",
@@ -80,32 +82,34 @@ class ModelExample:
 class ModelEntry:
     """A registered network: its factory, family, architecture defaults and how it takes its graph.
 
-    Made by :func:`register_model` and returned by :func:`model_entry`; :func:`create_model` calls
-    ``factory(**{**defaults, **kwargs})``.
+        Made by :func:`register_model` and returned by :func:`model_entry`; :func:`create_model` calls
+        ``factory(**{**defaults, **kwargs})``.
 
-    Args:
-        name: the registered name (e.g. ``"diff-resnet"``).
-        factory: callable ``(in_features, num_classes, **kwargs) -> nn.Module`` building the network.
-        family: group of related models (e.g. ``"diffusion"``, ``"message-passing"``), filter of
-            :func:`list_models`.
-        defaults: architecture keyword arguments of the factory, overridden by the caller's
-            (default: ``{}``).
-        description: one line for listings (default: ``""``).
-        graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-        fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
-            change them (default: ``{}``).
-        example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
-        settings: the shared settings the model is built from, setting name → the factory's keyword; a
-            dotted keyword ``"options.lam"`` goes into the dict keyword ``options`` (default: ``{}``). A
-            family whose members share settings (the image networks' ``ImageArchitecture``) builds each
-            member from the settings it declares here, and keys its runs by them, instead of switching on
-            names.
+        Args:
+            name: the registered name (e.g. ``"diff-resnet"``).
+            factory: callable ``(in_features, num_classes, **kwargs) -> nn.Module`` building the network.
+            family: group of related models (e.g. ``"diffusion"``, ``"message-passing"``), filter of
+                :func:`list_models`.
+            defaults: architecture keyword arguments of the factory, overridden by the caller's
+                (default: ``{}``).
+            description: one line for listings (default: ``""``).
+            graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+            fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
+                change them (default: ``{}``).
+            example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
+            settings: the shared settings the model is built from, setting name → the factory's keyword; a
+                dotted keyword ``"options.lam"`` goes into the dict keyword ``options`` (default: ``{}``). A
+                family whose members share settings (the image networks' ``ImageArchitecture``) builds each
+                member from the settings it declares here, and keys its runs by them, instead of switching on
+                names.
 
-    Examples:
-        >>> from torch import nn
-        >>> entry = ModelEntry("linear", nn.Linear, "example", defaults={"bias": False})
-        >>> entry.factory(3, 2, **entry.defaults).bias is None
-        True
+        Examples:
+            >>> from torch import nn
+
+    from .._registry import Registry
+            >>> entry = ModelEntry("linear", nn.Linear, "example", defaults={"bias": False})
+            >>> entry.factory(3, 2, **entry.defaults).bias is None
+            True
     """
 
     name: str
@@ -147,7 +151,16 @@ class ModelEntry:
         return arguments
 
 
-MODEL_REGISTRY: Dict[str, ModelEntry] = {}
+#: The model registry, name → :class:`ModelEntry`: every module of :mod:`pdenets.models` and the
+#: ``pdenets.models`` entry points of other packages (a package's module registers with
+#: :func:`register_model`: ``[project.entry-points."pdenets.models"] mine = "my_package.models"``).
+MODEL_REGISTRY: Registry[ModelEntry] = Registry(
+    "models",
+    kind="model",
+    package=__package__,
+    describe=lambda entry: entry.description,
+    same=lambda old, new: old.factory is new.factory,
+)
 
 
 def register_model(
@@ -163,39 +176,41 @@ def register_model(
 ):
     """Decorator: register a factory ``(in_features, num_classes, **kwargs) -> nn.Module`` under ``name``.
 
-    The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
-    same factory twice is harmless.
+        The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
+        same factory twice is harmless.
 
-    Args:
-        name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
-        family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
-        defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
-        description: one line for listings (default: ``""``: the first line of the factory's docstring).
-        graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-        fixed: arguments that define the variant; :func:`create_model` refuses a caller's other value
-            (default: ``None``, none).
-        example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
-            registry's tests (default: ``None``; every built-in model has one).
-        settings: the shared settings the model is built from, setting → the factory's keyword (a dotted
-            keyword ``"a.b"`` reaches into the dict argument ``a``; default: ``None``, none); see
-            :meth:`ModelEntry.settings_arguments`.
+        Args:
+            name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
+            family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
+            defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
+            description: one line for listings (default: ``""``: the first line of the factory's docstring).
+            graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+            fixed: arguments that define the variant; :func:`create_model` refuses a caller's other value
+                (default: ``None``, none).
+            example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
+                registry's tests (default: ``None``; every built-in model has one).
+            settings: the shared settings the model is built from, setting → the factory's keyword (a dotted
+                keyword ``"a.b"`` reaches into the dict argument ``a``; default: ``None``, none); see
+                :meth:`ModelEntry.settings_arguments`.
 
-    Returns:
-        (Callable): The decorator, which registers the factory and returns it unchanged.
+        Returns:
+            (Callable): The decorator, which registers the factory and returns it unchanged.
 
-    Raises:
-        ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; a ``settings`` keyword is not a name
-            or ``name.name``; (when decorating) another factory is already registered under ``name``.
+        Raises:
+            ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; a ``settings`` keyword is not a
+                name or ``name.name``; (when decorating) another factory is already registered under ``name``.
 
-    Examples:
-        >>> from torch import nn
-        >>> from pdenets.models import MODEL_REGISTRY, create_model, register_model
-        >>> @register_model("doc-linear", family="example", defaults={"bias": False})
-        ... def doc_linear(in_features, num_classes, **kwargs):
-        ...     return nn.Linear(in_features, num_classes, **kwargs)
-        >>> create_model("doc-linear", in_features=3, num_classes=2).bias is None
-        True
-        >>> del MODEL_REGISTRY["doc-linear"]
+        Examples:
+            >>> from torch import nn
+
+    from .._registry import Registry
+            >>> from pdenets.models import MODEL_REGISTRY, create_model, register_model
+            >>> @register_model("doc-linear", family="example", defaults={"bias": False})
+            ... def doc_linear(in_features, num_classes, **kwargs):
+            ...     return nn.Linear(in_features, num_classes, **kwargs)
+            >>> create_model("doc-linear", in_features=3, num_classes=2).bias is None
+            True
+            >>> del MODEL_REGISTRY["doc-linear"]
     """
     from .._checks import check_choice
 
@@ -209,10 +224,8 @@ def register_model(
             )
 
     def decorator(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        if name in MODEL_REGISTRY and MODEL_REGISTRY[name].factory is not factory:
-            raise ValueError(f"a model named {name!r} is already registered")
         text = description or ((factory.__doc__ or "").strip().splitlines() or [""])[0]
-        MODEL_REGISTRY[name] = ModelEntry(
+        entry = ModelEntry(
             name,
             factory,
             family,
@@ -223,6 +236,7 @@ def register_model(
             example,
             dict(settings or {}),
         )
+        MODEL_REGISTRY.register(name, entry, module=factory.__module__)
         return factory
 
     return decorator
@@ -231,44 +245,7 @@ def register_model(
 #: The entry-point group through which a package registers its models: importing the module an entry point
 #: names must register them (``@register_model``), e.g. ``[project.entry-points."pdenets.models"] mine =
 #: "my_package.models"``.
-MODEL_ENTRY_POINTS = "pdenets.models"
-_DISCOVERED = False
-
-
-def _load_builtin_models() -> None:
-    """Import every module of :mod:`pdenets.models` and every ``pdenets.models`` entry point, once a process.
-
-    A model is registered where it is defined, so finding the models is importing the package's modules: the
-    registry names none of them. A third-party entry whose import fails is left out with a warning that names
-    it and the error (a built-in module that fails raises).
-    """
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
-    import importlib
-    import pkgutil
-    import warnings
-    from importlib.metadata import entry_points
-
-    package = importlib.import_module(__package__)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__package__}.{info.name}")
-    for entry in entry_points(group=MODEL_ENTRY_POINTS):
-        before = dict(MODEL_REGISTRY)
-        try:
-            entry.load()
-        except (Exception, SystemExit) as error:  # noqa: BLE001 - one broken plug-in must not take the others down
-            MODEL_REGISTRY.clear()
-            MODEL_REGISTRY.update(before)
-            detail = " ".join(str(error).split()) or "(no message)"
-            warnings.warn(
-                f"the models of {entry.value!r} (entry point {entry.name!r}) could not be loaded: "
-                f"{type(error).__name__}: {detail}; they are left out",
-                UserWarning,
-                stacklevel=3,
-            )
+MODEL_ENTRY_POINTS = MODEL_REGISTRY.group
 
 
 def list_models(family: Optional[str] = None, *, order: str = "name") -> List[str]:
@@ -294,7 +271,6 @@ def list_models(family: Optional[str] = None, *, order: str = "name") -> List[st
     from .._checks import check_choice
 
     check_choice(order, "order", ("name", "registration"))
-    _load_builtin_models()
     names = [name for name, entry in MODEL_REGISTRY.items() if family is None or entry.family == family]
     return sorted(names) if order == "name" else names
 
@@ -318,11 +294,6 @@ def model_entry(name: str) -> ModelEntry:
         >>> entry.family, entry.defaults["hidden_features"]
         ('coin', 64)
     """
-    from .._checks import unknown_name
-
-    _load_builtin_models()
-    if name not in MODEL_REGISTRY:
-        raise unknown_name("model", name, list(MODEL_REGISTRY))
     return MODEL_REGISTRY[name]
 
 

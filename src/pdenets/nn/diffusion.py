@@ -209,15 +209,15 @@ class DiffusionLayer(nn.Module):
             return adjoint_diffusion(
                 operator, x, self.num_steps, dropout=dropout, dropout_position=self.dropout_position
             )
-        if self.dropout > 0 and self.training:
+        if not (self.dropout > 0 and self.training):
+            return operator.apply(x, self.num_steps)
 
-            def drop(features):
-                return fast_dropout(features, self.dropout, training=True)
+        def drop(features: torch.Tensor) -> torch.Tensor:
+            return fast_dropout(features, self.dropout, training=True)
 
-            hook = {f"{self.dropout_position}_step": drop}
-        else:
-            hook = {}
-        return operator.apply(x, self.num_steps, **hook)
+        if self.dropout_position == "before":
+            return operator.apply(x, self.num_steps, before_step=drop)
+        return operator.apply(x, self.num_steps, after_step=drop)
 
     def reset_parameters(self) -> None:
         """The layer is parameter-free; provided for API symmetry."""

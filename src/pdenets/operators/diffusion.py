@@ -315,13 +315,24 @@ class DiffusionOperator:
         features: torch.Tensor,
         num_steps: int = 1,
         *,
+        step_scale: Optional[Union[float, torch.Tensor]] = None,
         before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
         after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
     ) -> torch.Tensor:
         """Apply ``r = num_steps`` explicit steps to ``features`` of shape ``(N, *)``.
 
-        ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result of
-        every step.
+        ``step_scale`` is ``ρ`` (default: none, i.e. ``1``): each step is then the relaxed step
+        ``X ← X + ρ (A X − X) = X − ρ γ L X``, a number or a tensor in ``(0, 1]`` — e.g. a learned diffusion
+        time ``ρ = sigmoid(θ)`` whose gradient the result carries (as :meth:`SliceDiffusion.apply`); stable
+        whenever ``γ`` is. ``before_step`` / ``after_step`` (e.g. dropout) are applied to the input / result
+        of every step.
+
+        Examples:
+            >>> import torch
+            >>> op = DiffusionOperator(torch.tensor([[0., 1.], [1., 0.]]), step_size=0.25)
+            >>> op.apply(torch.tensor([[1.], [-1.]]), 1, step_scale=0.5)
+            tensor([[ 0.7500],
+                    [-0.7500]])
         """
         check_floating(features, "features")
         check_dense(features, "features", "DiffusionOperator.apply")
@@ -342,14 +353,15 @@ class DiffusionOperator:
             if before_step is not None:
                 flat = before_step(flat)
             if dense is not None:
-                flat = dense @ flat
+                stepped = dense @ flat
             elif (
                 self._matrix is not None
             ):  # A depends on parameters: torch's own sparse product carries its gradient
-                flat = torch.sparse.mm(self._matrix, flat)
+                stepped = torch.sparse.mm(self._matrix, flat)
             else:
                 assert self.propagation is not None  # neither dense nor kept: the CSR is stored
-                flat = self.propagation.matmul(flat)
+                stepped = self.propagation.matmul(flat)
+            flat = stepped if step_scale is None else flat + step_scale * (stepped - flat)
             if after_step is not None:
                 flat = after_step(flat)
         return flat.reshape(shape)

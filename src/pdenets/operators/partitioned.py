@@ -36,7 +36,7 @@ Example (one process: the halo is empty and this is the plain operator):
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 import torch
@@ -286,11 +286,13 @@ class PartitionedDiffusion:
         features: torch.Tensor,
         num_steps: int = 1,
         *,
+        step_scale: Optional[Union[float, torch.Tensor]] = None,
         before_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
         after_step: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
     ) -> torch.Tensor:
         """``r`` steps on this process's rows ``(n_k, *)``, differentiable (each step's backward is its
-        transpose).
+        transpose); ``step_scale`` ``ρ`` makes each the relaxed step ``X + ρ (A X − X)``, as
+        :meth:`~pdenets.operators.DiffusionOperator.apply`.
 
         Every process must call it with the same ``num_steps`` (each step is an exchange).
         """
@@ -306,7 +308,8 @@ class PartitionedDiffusion:
         for _ in range(check_positive_int(num_steps, "num_steps", minimum=0)):
             if before_step is not None:
                 flat = before_step(flat)
-            flat = _PartitionedStep.apply(flat, self)
+            stepped = _PartitionedStep.apply(flat, self)
+            flat = stepped if step_scale is None else flat + step_scale * (stepped - flat)
             if after_step is not None:
                 flat = after_step(flat)
         return flat.reshape(shape)

@@ -78,6 +78,7 @@ class AlphaTIM(FewShotMethod):
     """
 
     name = "alpha-tim"
+    description = "TIM with α-entropies (Veilleux et al. 2021)"
     is_transductive = True
     settings_class = AlphaTIMSettings
     settings: AlphaTIMSettings

@@ -50,14 +50,14 @@ neighbourhood and diffusion strength to (:mod:`.heads`).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Type, TypeVar
 
 import torch
 
 from ..._checks import check_features, check_positive_int
+from ..._registry import Registry
 from .preprocessing import prototypes, rectified_prototypes
 
 __all__ = [
@@ -69,8 +69,18 @@ __all__ = [
     "registered_methods",
 ]
 
-#: name -> method class, in registration order.
-METHOD_CLASSES: Dict[str, Type["FewShotMethod"]] = {}
+#: The few-shot method registry, name → method class in registration order: every module of
+#: :mod:`pdenets.models.fewshot` (a method is one module there) and the ``pdenets.fewshot_methods`` entry
+#: points of other packages (``[project.entry-points."pdenets.fewshot_methods"] mine =
+#: "my_package.fewshot"``).
+METHOD_CLASSES: Registry[Type["FewShotMethod"]] = Registry(
+    "fewshot-methods",
+    kind="few-shot method",
+    package=__package__,
+    describe=lambda cls: cls.description or " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()),
+    # the scikit-learn estimator wraps the registry and registers nothing (importing it imports scikit-learn)
+    skip=("estimator",),
+)
 
 
 @dataclass
@@ -193,6 +203,8 @@ class FewShotMethod(ABC):
     """
 
     name: ClassVar[str]
+    #: one line for listings (``pdenets list fewshot-methods``; default: the class docstring's first line)
+    description: ClassVar[str] = ""
     is_transductive: ClassVar[bool]
     settings_class: ClassVar[type]
     #: True when the method reads :attr:`FewShotBatch.prototypes` (rectification changes its predictions).
@@ -252,9 +264,7 @@ def register_method(cls: _Method) -> _Method:
     )
     if not frozen:
         raise TypeError(f"{cls.__name__}.settings_class must be a frozen dataclass")
-    if cls.name in METHOD_CLASSES and METHOD_CLASSES[cls.name] is not cls:
-        raise ValueError(f"a few-shot method named {cls.name!r} is already registered")
-    METHOD_CLASSES[cls.name] = cls
+    METHOD_CLASSES.register(cls.name, cls)
     return cls
 
 
@@ -274,11 +284,7 @@ def method_from_name(
         preset: a named preset of the method (:attr:`FewShotMethod.presets`), e.g. ``"paper"``.
         changes: settings fields changed on top.
     """
-    if name not in METHOD_CLASSES:
-        close = difflib.get_close_matches(str(name), list(METHOD_CLASSES), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown few-shot method {name!r}{hint}; valid: {', '.join(METHOD_CLASSES)}")
-    cls = METHOD_CLASSES[name]
+    cls = METHOD_CLASSES[name]  # an unknown name: UnknownNameError (a KeyError and a ValueError)
     if preset is not None:
         if settings is not None:
             raise ValueError("give settings or a preset, not both")

@@ -85,6 +85,7 @@ class BDCSPN(FewShotMethod):
     """
 
     name = "bd-cspn"
+    description = "prototype rectification by the queries (BD-CSPN, Liu et al. 2020)"
     is_transductive = True
     settings_class = BDCSPNSettings
     settings: BDCSPNSettings

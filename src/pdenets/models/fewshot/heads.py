@@ -625,6 +625,7 @@ class Convection(TrainedHead):
     """The residual head ``x + FC2 ReLU FC1 x → FC3`` trained on the support set (cross entropy)."""
 
     name = "convection"
+    description = "a residual head trained on the support set (Diff-ResNet ablation: convection)"
     settings_class = ConvectionSettings
     settings: ConvectionSettings
     presets = {"paper": {"init": "random", "epochs": 100}}
@@ -636,6 +637,7 @@ class External(TrainedHead):
     convection-diffusion)."""
 
     name = "external"
+    description = "convection + a graph regularizer on the outputs (Diff-ResNet ablation: external)"
     is_transductive = True
     settings_class = ExternalSettings
     settings: ExternalSettings
@@ -663,6 +665,7 @@ class Internal(TrainedHead):
     """
 
     name = "internal"
+    description = "the Diff-ResNet head: diffusion layers inside the network (Diff-ResNet, Wang et al.)"
     is_transductive = True
     settings_class = InternalSettings
     settings: InternalSettings

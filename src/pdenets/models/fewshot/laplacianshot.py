@@ -143,6 +143,7 @@ class LaplacianShot(FewShotMethod):
     """Laplacian-regularized assignment of the queries (module docstring); ``(T, Q, C)``."""
 
     name = "diffusion"
+    description = "LaplacianShot: Laplacian-regularized assignment of the queries (Ziko et al. 2020)"
     is_transductive = True
     settings_class = LaplacianShotSettings
     settings: LaplacianShotSettings

@@ -79,6 +79,7 @@ class PADDLE(FewShotMethod):
     """
 
     name = "paddle"
+    description = "minimum description length: PADDLE (Martin et al. 2022)"
     is_transductive = True
     settings_class = PADDLESettings
     settings: PADDLESettings

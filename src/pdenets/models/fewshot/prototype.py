@@ -36,6 +36,7 @@ class NearestPrototype(FewShotMethod):
     """
 
     name = "prototype"
+    description = "nearest class mean (Snell et al. 2017)"
     is_transductive = False
     settings_class = PrototypeSettings
     settings: PrototypeSettings

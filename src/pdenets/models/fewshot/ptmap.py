@@ -94,6 +94,7 @@ class PTMAP(FewShotMethod):
     """Power transform + Sinkhorn-balanced MAP centre estimation (module docstring); ``(T, Q, C)``."""
 
     name = "pt-map"
+    description = "power transform + Sinkhorn-balanced centres: PT-MAP (Hu et al. 2021)"
     is_transductive = True
     settings_class = PTMAPSettings
     settings: PTMAPSettings

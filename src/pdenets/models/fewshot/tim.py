@@ -103,6 +103,7 @@ class TIM(FewShotMethod):
     """Transductive information maximization, gradient-descent version (module docstring); ``(T, Q, C)``."""
 
     name = "tim"
+    description = "transductive information maximization: TIM (Boudiaf et al. 2020)"
     is_transductive = True
     settings_class = TIMSettings
     settings: TIMSettings

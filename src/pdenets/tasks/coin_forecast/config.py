@@ -9,17 +9,19 @@ from typing import List
 
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...models.forecasting import FORECASTERS
 from .protocol import CLOSED_FORM, PROTOCOLS, TRANSFORMS, learned_forecasters
 
 __all__ = ["CoinForecastConfig", "BASELINES", "LEARNED", "UNFITTED", "CONVECTION_ALONE", "RENAMED"]
 
 BASELINES = CLOSED_FORM
 LEARNED = learned_forecasters()
-#: closed-form forecasts that read no target: COIN over them may select on every target before the test period
-UNFITTED = ("last-value", "moving-average")
+#: forecasts that read no target (as each declares): COIN over them may select on every target before the test
+#: period
+UNFITTED = tuple(name for name, entry in FORECASTERS.items() if not entry.fits_targets)
 #: each forecaster that diffuses itself (COIN's own: :func:`~.protocol.diffuses_itself`) → the convection
-#: alone whose forecasts it diffuses: the pair the report's region graph compares
-CONVECTION_ALONE = {"coin-forecast": "window-mlp"}
+#: alone whose forecasts it diffuses, as it declares: the pair the report's region graph compares
+CONVECTION_ALONE = {name: entry.convection for name, entry in FORECASTERS.items() if entry.convection}
 #: names that changed, with what they are now
 RENAMED = {
     "gconv-gru": "gconv-gru was renamed cheb-gru (our GRU over the lags with K = 2 Chebyshev gates and early "

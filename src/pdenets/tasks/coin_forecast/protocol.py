@@ -36,11 +36,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-import numpy as np
 import torch
 
 from ..._cache import process_cache
 from ...data.temporal import TemporalGraphSeries, forecast_windows, load_temporal
+from ...models.forecasting import FORECASTERS, closed_form_forecasters, learned_forecasters, linear_forecast
 from ...operators.graph import GraphLike, as_weight_matrix, remove_self_loops, row_normalize
 from ...operators.slice_graphs import SliceGraphs
 
@@ -71,31 +71,18 @@ __all__ = [
 TRANSFORMS = ("auto", "log1p", "none")
 #: the protocols of :func:`protocol_windows`
 PROTOCOLS = ("ours", "pyg-temporal")
-#: the closed-form reference forecasts of :func:`closed_form_forecast`
-CLOSED_FORM = ("last-value", "moving-average", "linear")
-
-
-def learned_forecasters() -> Tuple[str, ...]:
-    """The trained forecasters: every model of the registry's ``forecast`` family, in registration order.
-
-    Returns:
-        The names, e.g. ``("window-mlp", "coin-forecast", ...)``.
-
-    Examples:
-        >>> "coin-forecast" in learned_forecasters()
-        True
-    """
-    from ...models.registry import list_models
-
-    return tuple(list_models("forecast", order="registration"))
+#: the closed-form reference forecasts of :func:`closed_form_forecast` (the forecaster registry's closed
+#: forms)
+CLOSED_FORM = closed_form_forecasters()
 
 
 def diffuses_itself(model: str) -> bool:
-    """Whether a forecaster carries COIN's diffusion in its own layers (its registry defaults set
-    ``num_steps``): it is trained with the diffusion settings and not diffused again afterwards.
+    """Whether a forecaster carries COIN's diffusion in its own layers, as it declares
+    (:attr:`~pdenets.models.forecasting.Forecaster.diffuses_itself`): it is trained with the diffusion
+    settings and not diffused again afterwards.
 
     Args:
-        model: a forecaster's name (closed-form or registered).
+        model: a registered forecaster's name.
 
     Returns:
         ``True`` for COIN's own forecaster, ``False`` for the others.
@@ -104,9 +91,7 @@ def diffuses_itself(model: str) -> bool:
         >>> diffuses_itself("coin-forecast"), diffuses_itself("window-gcn"), diffuses_itself("linear")
         (True, False, False)
     """
-    from ...models.registry import model_entry
-
-    return model not in CLOSED_FORM and "num_steps" in model_entry(model).defaults
+    return FORECASTERS[model].diffuses_itself
 
 
 @dataclass(frozen=True)
@@ -510,9 +495,9 @@ def first_horizon_forecasts(prediction: torch.Tensor, data: ForecastData) -> Dic
 
 
 def closed_form_forecast(model: str, data: ForecastData) -> torch.Tensor:
-    """A reference forecast of a protocol's windows: ``last-value``, ``moving-average`` (the mean of the lags)
-    or ``linear`` (:func:`linear_forecast` fitted on the training and validation targets together: a closed
-    form has nothing to stop early).
+    """A reference forecast of a protocol's windows: the closed form of a registered forecaster
+    (``last-value``, ``moving-average``, ``linear``: :func:`~pdenets.models.forecasting.linear_forecast`
+    fitted on the training and validation targets together: a closed form has nothing to stop early).
 
     Args:
         model: one of :data:`CLOSED_FORM`.
@@ -520,44 +505,11 @@ def closed_form_forecast(model: str, data: ForecastData) -> torch.Tensor:
 
     Returns:
         ``(S, N, H)`` forecasts in the protocol's scaled units.
+
+    Raises:
+        ValueError: ``model`` is a trained forecaster.
     """
-    inputs, targets = data.inputs, data.targets
-    if model == "last-value":
-        return inputs[..., -1:].expand_as(targets).clone()
-    if model == "moving-average":
-        return inputs.mean(-1, keepdim=True).expand_as(targets).clone()
-    return linear_forecast(inputs, targets, data.masks["train"] | data.masks["val"])
-
-
-def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
-    """Least squares on the lags with an intercept, shared across regions, one fit per horizon (the same
-    forecasts on every call).
-
-    Args:
-        inputs: ``(S, N, L)`` windows.
-        targets: ``(S, N, H)`` targets.
-        train: ``(S, N, H)`` booleans, the targets to fit.
-
-    Returns:
-        ``(S, N, H)`` forecasts of every window.
-
-    Examples:
-        >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
-        >>> targets = 2 * inputs[..., 1:] + 1
-        >>> observed = torch.ones_like(targets, dtype=torch.bool)
-        >>> linear_forecast(inputs, targets, observed).flatten().round().tolist()
-        [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]
-    """
-    design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
-    out = torch.empty_like(targets)
-    for horizon in range(targets.shape[-1]):
-        rows = train[..., horizon]
-        # LAPACK's gelsd through NumPy: the same answer on every call (torch.linalg.lstsq on the CPU returns
-        # last-bit-different solutions for the same input from one call to the next)
-        solution, *_ = np.linalg.lstsq(
-            design[rows].detach().cpu().numpy(),
-            targets[..., horizon][rows].unsqueeze(-1).detach().cpu().numpy(),
-            rcond=None,
-        )
-        out[..., horizon] = (design @ torch.from_numpy(solution).to(design)).squeeze(-1)
-    return out
+    closed_form = FORECASTERS[model].closed_form
+    if closed_form is None:
+        raise ValueError(f"forecaster {model!r} is trained, not a closed form")
+    return closed_form(data.inputs, data.targets, data.masks["train"] | data.masks["val"])

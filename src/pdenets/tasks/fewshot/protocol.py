@@ -29,7 +29,8 @@ from ..._cache import process_cache
 from ...data.fewshot import Episodes, EpisodeSampler, FeatureSet, QueryShape, load_features
 from ...data.graphs import read_npz_arrays
 from ...experiments.config import ConfigError
-from ...features.embeddings import cached_features, official_runs_features, omniglot_features
+from ...features.datasets import FEWSHOT_DATASETS
+from ...features.embeddings import official_runs_features
 from ...models.backbones import BackboneTraining
 from ...models.fewshot import Preprocessing, preprocess
 from ...models.fewshot.heads import HeadSettings, task_graphs
@@ -62,14 +63,16 @@ def dataset_features(
     directory: Optional[Union[str, Path]] = None,
     progress: bool = False,
 ) -> Tuple[str, Path, FeatureSet]:
-    """The features of a dataset name: Omniglot or CLINC150 (built once, then read from the cache) or a file.
+    """The features of a dataset name: a registered few-shot dataset (built once, then read from the cache),
+    or a file.
 
-    ``omniglot``: a Conv-4 backbone trained on the base alphabets embeds the novel ones (and the base
-    ones, for the centering mean); ``clinc150``: utterances embedded by the packaged MiniLM (needs
-    ``pdenets[text]``); anything else is read by :func:`~pdenets.data.fewshot.load_features`.
+    A name of :data:`~pdenets.features.datasets.FEWSHOT_DATASETS` (``omniglot``: a Conv-4 backbone trained
+    on the base alphabets embeds the novel ones, and the base ones for the centering mean; ``clinc150``:
+    utterances embedded by the packaged MiniLM, needs ``pdenets[text]``); anything else is read by
+    :func:`~pdenets.data.fewshot.load_features`.
 
     Args:
-        dataset: ``omniglot``, ``clinc150`` (either case) or the path of a features file
+        dataset: a registered dataset's name (either case) or the path of a features file
             (``.npz``/``.pkl``/``.pt``).
         data_dir: where the raw data lies (default: ``$PDENETS_DATA``).
         training: how the Omniglot backbone is trained.
@@ -81,14 +84,8 @@ def dataset_features(
         file's stem), ``path`` is the features file and ``features`` its contents.
     """
     label = dataset.lower()
-    if label == "omniglot":
-        path, features = omniglot_features(data_dir, training, directory=directory, progress=progress)
-    elif label == "clinc150":
-        from ...data.text import clinc150_features
-
-        path, features = cached_features(
-            "clinc150-minilm", lambda: clinc150_features(data_dir), directory, progress=progress
-        )
+    if label in FEWSHOT_DATASETS:
+        path, features = FEWSHOT_DATASETS[label].features(data_dir, training, directory, progress)
     else:
         path, features = Path(dataset), load_features(dataset)
         label = path.stem

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ...data.graphs import MISSING_FEATURES
+from ...data.graphs import MISSING_FEATURES, accepted_forms
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...models.registry import list_models
 from ...operators.partition import PARTITIONERS
@@ -69,7 +69,7 @@ class NodeClassificationConfig(TaskConfig):
     """
 
     seed: int = setting(42, "master seed of the splits (the paper code's 42)")
-    datasets: List[str] = setting(["cora"], "graphs: cora, citeseer, pubmed, planetoid/<name> or a .npz path")
+    datasets: List[str] = setting(["cora"], "graphs: " + accepted_forms())
     models: List[str] = setting(["diff-resnet"], "models: " + ", ".join(MODEL_NAMES))
     num_splits: int = setting(100, "random splits")
     num_inits: int = setting(20, "initializations per split")
