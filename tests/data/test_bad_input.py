@@ -319,6 +319,63 @@ def test_bad_edge_list_folders(tmp_path, what, files, message):
     assert message in str(caught.value), str(caught.value)
 
 
+TEXT_EDGE_LIST_CASES = [
+    ("a third column", {"g.txt": "0 1 0.5\n"}, "g.txt, line 1: expected 'source target', got a third column"),
+    (
+        "one node on a line",
+        {"g.txt": "0 1\n2\n"},
+        "g.txt, line 2: expected 'source target', got one node only",
+    ),
+    (
+        "nothing but comments",
+        {"g.txt": "# nodes 0\n", "g-labels.txt": None},
+        "no edges (and no labelled nodes)",
+    ),
+    (
+        "a node labelled twice",
+        {"g-labels.txt": "0 1\n0 0\n"},
+        "line 2: node '0' is given again (first on line 1)",
+    ),
+    ("a label line of three", {"g-labels.txt": "0 1 2\n1 0\n"}, "line 1: expected 'node label', got 3 cells"),
+    (
+        "a label too large",
+        {"g-labels.txt": "0 99999999999999999999\n"},
+        "line 1: '99999999999999999999' is too",
+    ),
+    ("ragged features", {"g-features.txt": "0 1 2\n1 3\n2 4 5\n"}, "different numbers of features [1, 2]"),
+    ("a node without features", {"g-features.txt": "0 1\n1 2\n"}, "no features for 1 node(s), e.g. '2'"),
+    (
+        "a word among features",
+        {"g-features.txt": "0 1\n1 x\n2 3\n"},
+        "g-features.txt, line 2: 'x' is not a number",
+    ),
+    ("NaN features", {"g-features.txt": "0 1\n1 nan\n2 3\n"}, "hold 1 NaN/inf value(s)"),
+    ("a name of 300 characters", {"g.txt": "0 " + "n" * 300 + "\n"}, "line 1: a cell of 300 characters"),
+    ("not UTF-8", {"g.txt": b"0 \xff\n"}, "not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize(
+    "what, files, message", TEXT_EDGE_LIST_CASES, ids=[c[0] for c in TEXT_EDGE_LIST_CASES]
+)
+def test_bad_text_edge_lists_name_the_file_and_the_line(tmp_path, what, files, message):
+    contents = {"g.txt": "0 1\n1 2\n", "g-labels.txt": "0 0\n1 1\n", **files}
+    for name, content in contents.items():
+        if content is not None:
+            (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(DatasetError) as caught:
+        load_graph(str(tmp_path / "g.txt"))
+    assert message in str(caught.value) and str(tmp_path) in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_text_edge_list_above_the_memory_budget_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    (tmp_path / "g.txt").write_text("0 1\n" * 20_000)
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1M")
+    with pytest.raises(DatasetError, match="the parsed lines"):
+        load_graph(str(tmp_path / "g.txt"))
+
+
 # ----------------------------------------------------------------------------------------
 # splits
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -518,7 +519,13 @@ class Reproduction:
 
 #: the paper tables, name → :class:`Reproduction`, registered by the task modules (so the tasks load first)
 REPRODUCTIONS: Registry[Reproduction] = Registry(
-    "tables", kind="table", describe=lambda entry: entry.description, loads_with=(TASKS,)
+    "tables",
+    kind="table",
+    describe=lambda entry: entry.description,
+    # the same table registered again (a module reloaded) replaces itself; another one under its name is refused
+    same=lambda old, new: (old.task, getattr(old.full, "__qualname__", None))
+    == (new.task, getattr(new.full, "__qualname__", None)),
+    loads_with=(TASKS,),
 )
 
 
@@ -527,7 +534,8 @@ def register_reproduction(
 ) -> Reproduction:
     """Make a paper table available to ``pdenets reproduce <name>``.
 
-    The entry replaces any earlier one of the same name. ``task`` must be registered already, and
+    The same table registered again (a module reloaded) replaces itself; another table under a taken name is
+    refused. ``task`` must be registered already, and
     ``full()`` must return a configuration of it (:func:`check_reproduction`).
 
     Args:
@@ -543,6 +551,7 @@ def register_reproduction(
     Raises:
         UnknownNameError: ``task`` names no registered task.
         TypeError: ``full``/``quick`` are not callables, or ``full()`` is not a configuration of the task.
+        ValueError: another table is registered under ``name``.
 
     Examples:
         >>> synthetic = get_task("synthetic")
@@ -554,8 +563,8 @@ def register_reproduction(
     """
     entry = Reproduction(name, task, full, quick, description)
     check_reproduction(entry)
-    REPRODUCTIONS.unregister(name)  # a table registered again replaces the earlier one
-    return REPRODUCTIONS.register(name, entry, module=getattr(full, "__module__", None))
+    caller = sys._getframe(1).f_globals.get("__name__")  # the module that registers the table: its source
+    return REPRODUCTIONS.register(name, entry, module=caller)
 
 
 def get_reproduction(name: str) -> Reproduction:
