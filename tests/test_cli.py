@@ -87,7 +87,10 @@ ERRORS = [
         ["run", "node-classification", "--set", "diffusion.cora.dropout=1.0"],
         "diffusion.cora.dropout must be in [0, 1), got 1.0",
     ),
-    (["run", "node-classification", "--set", "baselines.gcn.hidden=0"], "baselines.gcn.hidden must be >= 1"),
+    (
+        ["run", "node-classification", "--set", "baselines.gcn.hidden_features=0"],
+        "baselines.gcn.hidden_features must be >= 1",
+    ),
     (
         ["run", "node-classification", "--missing-features", "zeros"],
         "missing_features must be one of ['identity', 'degree'], got 'zeros'",

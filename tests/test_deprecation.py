@@ -70,3 +70,54 @@ def test_a_numpy_random_state_still_reproduces_the_paper_scripts():
 def test_a_seed_that_is_not_an_int_or_generator_is_refused():
     with pytest.raises(TypeError, match="seed must be an int or a NumPy generator"):
         make_xor(3, seed=1.5)
+
+
+def test_a_renamed_setting_is_read_under_its_old_name_with_one_warning_line(tmp_path, capsys):
+    """``hidden`` became ``hidden_features`` in every task: as an option, a ``--set`` key (nested too) and a
+    YAML key it still works, printing one line; the old name beside the new one is refused."""
+    import yaml
+
+    from pdenets.cli import main
+
+    assert main(["run", "coin-tabular", "--hidden", "16", "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["hidden_features"] == 16
+    assert err.strip() == (
+        "pdenets: warning: the setting 'hidden' is now 'hidden_features'; 'hidden' will be removed "
+        "(see CHANGELOG.md)"
+    )
+    assert main(["run", "node-classification", "--set", "baselines.gcn.hidden=32", "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["baselines"]["gcn"]["hidden_features"] == 32
+    assert "'baselines.gcn.hidden' is now 'baselines.gcn.hidden_features'" in err
+    config = tmp_path / "old.yaml"
+    config.write_text("hidden: 12\n")
+    assert main(["run", "coin-forecast", "--config", str(config), "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["hidden_features"] == 12
+    config.write_text("hidden: 12\nhidden_features: 12\n")
+    assert main(["run", "coin-forecast", "--config", str(config), "--print-config"]) == 2
+    assert "'hidden' and its new name 'hidden_features' are both given" in capsys.readouterr().err
+
+
+def test_the_renamed_fields_keep_the_store_keys_of_the_runs_stored_before():
+    """The jobs of three tasks whose specs renamed ``hidden`` hash to the keys the old names gave (computed
+    before the rename): a stored run is found again."""
+    import dataclasses
+    import hashlib
+
+    from pdenets.experiments.task import get_task, job_key
+
+    before = {
+        "coin-tabular": (45, "aa55a8c881825d71"),
+        "coin-forecast": (32, "af2b64d736db50b4"),
+        "node-classification": (8, "a47398571fc31365"),
+    }
+    for name, expected in before.items():
+        task_class = get_task(name)
+        config = task_class.quick_config()
+        if name == "node-classification":
+            config = dataclasses.replace(
+                config, models=["diff-resnet", "gcn", "sage-mean", "gat"], baselines={}
+            )
+        keys = sorted(job_key(name, spec) for spec in task_class(config).jobs())
+        assert (len(keys), hashlib.sha256("".join(keys).encode()).hexdigest()[:16]) == expected, name

@@ -20,7 +20,8 @@ def setting(default: Any, help: str = "", **metadata: Any) -> Any:
     Args:
         default: the field's default value (a list, dict, set or dataclass is deep-copied for every instance).
         help: the text ``pdenets run TASK --help`` shows for the option (default: ``""``).
-        **metadata: more field metadata, e.g. ``key=False`` for a job-spec field that cannot change a result.
+        **metadata: more field metadata, e.g. ``key=False`` for a job-spec field that cannot change a result,
+            ``renamed_from=("hidden",)`` for a field whose old names are still read (with a warning).
 
     Returns:
         A ``dataclasses.field`` to assign in a ``TaskConfig`` subclass.

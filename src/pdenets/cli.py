@@ -31,9 +31,11 @@ from .data.graphs import accepted_forms
 from .experiments.config import (
     ConfigError,
     FieldInfo,
+    RenamedSettingWarning,
     config_fields,
     config_to_dict,
     parse_value,
+    renamed_fields,
     resolve_config,
 )
 from .experiments.rundir import RunDirectoryError, to_plain
@@ -140,6 +142,15 @@ def _add_config_options(parser: argparse.ArgumentParser, task: Type[Task], base)
                 metavar=metavar,
                 help=help_text,
             )
+    for old, name in renamed_fields(task.config_class).items():  # an old name still works, with a warning
+        kind = next(info.kind for info in fields if info.name == name)
+        groups["task"].add_argument(
+            "--" + old.replace("_", "-"),
+            dest=_FIELD_PREFIX + old,
+            default=argparse.SUPPRESS,
+            action=argparse.BooleanOptionalAction if kind == "bool" else "store",
+            help=argparse.SUPPRESS,
+        )
     if nested:
         parser.add_argument_group(
             "nested settings (set with --set FIELD.KEY.SUBKEY=VALUE)", _escape("\n".join(nested))
@@ -373,11 +384,12 @@ def _value(info: FieldInfo, raw: Any) -> Any:
 
 def _overrides(args: argparse.Namespace, task: Type[Task], base) -> List[Tuple[str, Any]]:
     fields = {info.name: info for info in config_fields(task.config_class, base)}
+    renamed = renamed_fields(task.config_class)
     overrides = []
     for dest, raw in vars(args).items():
         if dest.startswith(_FIELD_PREFIX):
-            name = dest[len(_FIELD_PREFIX) :]
-            overrides.append((name, _value(fields[name], raw)))
+            name = dest[len(_FIELD_PREFIX) :]  # an old name stays old: the config warns and renames it
+            overrides.append((name, _value(fields[renamed.get(name, name)], raw)))
     return overrides + list(args.overrides)
 
 
@@ -464,10 +476,11 @@ def _raise_keyboard_interrupt(signum, frame):  # SIGTERM: stop like Ctrl-C (stor
 
 
 def _show_warning(previous):
-    """``warnings.showwarning`` that prints a :class:`PluginWarning` as one ``pdenets: warning: ...`` line."""
+    """``warnings.showwarning`` that prints a :class:`PluginWarning` or a renamed setting as one ``pdenets:
+    warning: ...`` line."""
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, PluginWarning):
+        if issubclass(category, (PluginWarning, RenamedSettingWarning)):
             print(f"pdenets: warning: {message}", file=file or sys.stderr)
         else:
             previous(message, category, filename, lineno, file, line)

@@ -141,6 +141,22 @@ def test_a_scaled_step_is_the_step_times_the_scale_and_carries_its_gradient():
     )
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse", "csr"])
+def test_the_one_operator_takes_the_same_scaled_step_as_the_slices(layout):
+    """``DiffusionOperator.apply(step_scale=ρ)``: ``r`` steps of ``γρ`` written out node by node, on a dense,
+    a sparse and a CSR graph, with ρ's gradient (COIN's learned diffusion time goes through it)."""
+    weights = {"dense": PATH, "sparse": PATH.to_sparse(), "csr": PATH.to_sparse_csr()}[layout]
+    features = torch.randn(3, 2, dtype=torch.float64)
+    scale = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+    operator = DiffusionOperator(weights, 0.25)
+    out = operator.apply(features, 3, step_scale=scale)
+    torch.testing.assert_close(out, explicit_steps(PATH, features, 0.1, 3), rtol=0, atol=1e-14)
+    torch.testing.assert_close(out, operator.apply(features, 3, step_scale=0.4), rtol=0, atol=0)
+    assert torch.autograd.gradcheck(
+        lambda s, x: operator.apply(x, 3, step_scale=s), (scale, features.clone().requires_grad_())
+    )
+
+
 def test_gradcheck_of_the_batched_form_in_features_and_weights():
     weights = (torch.rand(2, 4, 4, dtype=torch.float64) + 0.1) / 4
     weights = ((weights + weights.transpose(1, 2)) / 2).requires_grad_()

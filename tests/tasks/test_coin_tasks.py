@@ -193,7 +193,7 @@ def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
         horizons=2,
         epochs=5,
         patience=5,
-        hidden=8,
+        hidden_features=8,
         workers=1,
         threads=1,
     )
@@ -298,7 +298,13 @@ def test_tabular_run_on_a_csv_file(tmp_path, capsys):
     path = tmp_path / "blobs.csv"
     path.write_text("\n".join(rows) + "\n")
     config = CoinTabularConfig(
-        datasets=[str(path)], labels_per_class=[5], splits=2, epochs=30, hidden=16, workers=1, threads=1
+        datasets=[str(path)],
+        labels_per_class=[5],
+        splits=2,
+        epochs=30,
+        hidden_features=16,
+        workers=1,
+        threads=1,
     )
     outcome = run_task(CoinTabularTask(config), out=tmp_path / "run", progress=False)
     table = outcome.results["table"]["blobs"]["5"]
@@ -450,7 +456,7 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
     settings = {
-        "hidden": 8,
+        "hidden_features": 8,
         "step_size": 0.1,
         "num_steps": 1,
         "learn_step_size": True,
@@ -710,7 +716,7 @@ def test_every_setting_of_a_forecast_job_reaches_the_result(tmp_path):
     # 18 validation days: 9 blocks of 2, enough for COIN's diffusion to be judged (fewer keep the model)
     setup = ForecastSetup(lags=3, horizons=2, test_fraction=0.2, val_fraction=0.3)
     training = ForecastTraining(
-        hidden=8,
+        hidden_features=8,
         step_size=0.1,
         num_steps=1,
         learn_step_size=True,
@@ -799,7 +805,7 @@ def test_every_setting_of_a_tabular_job_reaches_the_result(tmp_path, model):
         labels_per_class=[3],
         splits=1,
         epochs=5,
-        hidden=8,
+        hidden_features=8,
         label_column="kind",
         models=[model],
     )

@@ -18,6 +18,7 @@ from pdenets.data.transforms import prepared_graph
 from pdenets.experiments import job_key, run_task
 from pdenets.tasks.node_classification.task import (
     BaselineSettings,
+    DiffusionHyperparameters,
     NodeClassificationConfig,
     NodeClassificationTask,
     NodeJob,
@@ -238,16 +239,16 @@ def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
 def test_baselines_take_registry_defaults_and_overrides(graph):
     gat = task(graph, models=["gat"]).hyperparameters("gat", graph)
     assert dataclasses.asdict(gat) == {
-        "hidden": 8,
+        "hidden_features": 8,
         "heads": 8,
         "dropout": 0.6,
         "lr": 0.005,
         "weight_decay": 5e-4,
     }
     config = NodeClassificationConfig(
-        datasets=[graph], models=["gcn"], baselines={"gcn": BaselineSettings(hidden=32)}
+        datasets=[graph], models=["gcn"], baselines={"gcn": BaselineSettings(hidden_features=32)}
     )
-    assert NodeClassificationTask(config).hyperparameters("gcn", graph).hidden == 32
+    assert NodeClassificationTask(config).hyperparameters("gcn", graph).hidden_features == 32
 
 
 # ----------------------------------------------------------------------------------------
@@ -516,3 +517,23 @@ def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_o
         "spectral_bound",
     ]
     assert json.loads(json.dumps(plain)) == plain
+
+
+def test_the_diffusion_steps_of_a_job_are_decided_in_one_place(graph, monkeypatch):
+    """r: the graph's setting, the depth study's depth over it, a variant's fixed value over both, 0 for a
+    model that takes its graph at forward; the model is built with it and only r > 0 splits over torchrun."""
+    from pdenets.tasks.node_classification import task as module
+
+    config = dict(models=["diff-resnet", "no-diff-resnet", "gcn"], depths=[3])
+    config["diffusion"] = {"default": DiffusionHyperparameters(0.25, 7, 0.25)}
+    jobs = task(graph, **config).jobs()
+    steps = {(job.model, job.depth): module.diffusion_steps(job) for job in jobs}
+    assert steps[("diff-resnet", None)] == 7 and steps[("diff-resnet", 3)] == 3
+    assert steps[("no-diff-resnet", None)] == 0 and steps[("gcn", None)] == 0 and steps[("gcn", 3)] == 0
+    prepared = module.prepared_graph(graph, None)
+    for job in jobs:
+        built = module._build_model(job, prepared)
+        assert getattr(built, "num_steps", 0) == steps[(job.model, job.depth)], job.model
+    monkeypatch.setattr(module.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(module.dist, "get_world_size", lambda: 2)
+    assert {job.model for job in jobs if module._split_over_processes(job)} == {"diff-resnet"}

@@ -42,6 +42,7 @@ import dataclasses
 import difflib
 import re
 import typing
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
@@ -53,6 +54,8 @@ from .._settings import setting
 
 __all__ = [
     "ConfigError",
+    "RenamedSettingWarning",
+    "renamed_fields",
     "TaskConfig",
     "setting",
     "resolve_config",
@@ -76,6 +79,26 @@ class ConfigError(ValueError):
     by :func:`resolve_config`, :meth:`TaskConfig.validate` and the field checks before
     anything is written.
     """
+
+
+class RenamedSettingWarning(FutureWarning):
+    """A setting given under its old name (``hidden`` for ``hidden_features``): it works, for now, under the new
+    one; ``CHANGELOG.md`` lists the renames. The command line prints it as one ``pdenets: warning:`` line."""
+
+
+def renamed_fields(cls: type) -> Dict[str, str]:
+    """Old name → field name of a settings dataclass's renamed fields (``setting(..., renamed_from=("old",))``).
+
+    Examples:
+        >>> @dataclass
+        ... class Demo:
+        ...     hidden_features: int = setting(8, "width", renamed_from=("hidden",))
+        >>> renamed_fields(Demo)
+        {'hidden': 'hidden_features'}
+    """
+    return {
+        old: item.name for item in dataclasses.fields(cls) for old in item.metadata.get("renamed_from", ())
+    }
 
 
 @dataclass
@@ -418,10 +441,22 @@ def _unknown_key(key: str, path: str, valid: Iterable[str]) -> ConfigError:
 def _check_mapping_against(cls, values: Mapping[str, Any], path: str) -> Dict[str, Any]:
     hints = _type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
+    renamed = renamed_fields(cls)
     out = {}
     for key, value in values.items():
         if not isinstance(key, str):
             raise ConfigError(f"config keys must be names, got {key!r}{' in ' + path if path else ''}")
+        if key in renamed:
+            new = renamed[key]
+            full, full_new = (f"{path}.{key}", f"{path}.{new}") if path else (key, new)
+            if new in values:
+                raise ConfigError(f"{full!r} and its new name {full_new!r} are both given; keep {full_new!r}")
+            warnings.warn(
+                f"the setting {full!r} is now {full_new!r}; {full!r} will be removed (see CHANGELOG.md)",
+                RenamedSettingWarning,
+                stacklevel=4,
+            )
+            key = new
         if key not in names:
             raise _unknown_key(key, path, names)
         out[key] = _check_value(value, hints[key], f"{path}.{key}" if path else key)

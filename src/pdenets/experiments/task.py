@@ -72,13 +72,30 @@ def spec_to_dict(spec: Any) -> Dict[str, Any]:
     return dataclasses.asdict(spec)
 
 
+def _stored_form(value: Any) -> Any:
+    """A spec as the plain data its key hashes: ``dataclasses.asdict``, each field under its ``stored_as``
+    name."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            item.metadata.get("stored_as", item.name): _stored_form(getattr(value, item.name))
+            for item in dataclasses.fields(value)
+        }
+    if isinstance(value, (list, tuple)):
+        return [_stored_form(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _stored_form(item) for key, item in value.items()}
+    return value
+
+
 def job_key(task: str, spec: Any) -> str:
     """The store key of a job: a hash of the task name, the spec's type and every spec field.
 
     Fields declared with ``metadata={"key": False}`` are left out (things that cannot change
     the result, such as where the data lives); with ``metadata={"key": "unless-default"}`` a field
     enters the key only when it differs from its default (a setting added later that changes the
-    numbers only when used: the runs stored before it keep their keys).
+    numbers only when used: the runs stored before it keep their keys); a field renamed since runs
+    were stored declares its old name, ``metadata={"stored_as": "hidden"}``, at any depth of the
+    spec, and the stored runs keep their keys.
 
     The spec is serialized as sorted JSON (values JSON cannot hold are written with
     ``str``) and hashed with SHA-256; the key is the first 24 hex digits, the same in every
@@ -105,11 +122,13 @@ def job_key(task: str, spec: Any) -> str:
         >>> len(job_key("demo", Spec(0, 0.1)))
         24
     """
-    values = spec_to_dict(spec)
+    if not dataclasses.is_dataclass(spec) or isinstance(spec, type):
+        raise TypeError(f"a job spec must be a dataclass instance, got {type(spec).__name__}")
+    values = _stored_form(spec)
     for item in dataclasses.fields(spec):
         rule = item.metadata.get("key", True)
         if rule is False or (rule == "unless-default" and getattr(spec, item.name) == item.default):
-            values.pop(item.name)
+            values.pop(item.metadata.get("stored_as", item.name))
     text = json.dumps(
         {"task": task, "kind": type(spec).__name__, "spec": values},
         sort_keys=True,
@@ -523,8 +542,10 @@ REPRODUCTIONS: Registry[Reproduction] = Registry(
     kind="table",
     describe=lambda entry: entry.description,
     # the same table registered again (a module reloaded) replaces itself; another one under its name is refused
-    same=lambda old, new: (old.task, getattr(old.full, "__qualname__", None))
-    == (new.task, getattr(new.full, "__qualname__", None)),
+    same=lambda old, new: (
+        (old.task, getattr(old.full, "__qualname__", None))
+        == (new.task, getattr(new.full, "__qualname__", None))
+    ),
     loads_with=(TASKS,),
 )
 

@@ -13,7 +13,7 @@ The graph itself, preprocessed once per process, is :func:`pdenets.data.transfor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
@@ -89,14 +89,15 @@ class MessagePassingSettings:
     Args:
         lr: Adam's learning rate.
         weight_decay: Adam's weight decay.
-        hidden: the hidden width (default: ``None``, the model's own).
+        hidden_features: the hidden width (default: ``None``, the model's own; stored runs know it as
+            ``hidden``).
         heads: the attention heads of GAT (default: ``None``: the model's own; the others have none).
         dropout: the dropout between layers (default: ``None``, the model's own).
     """
 
     lr: float
     weight_decay: float
-    hidden: Optional[int] = None
+    hidden_features: Optional[int] = field(default=None, metadata={"stored_as": "hidden"})
     heads: Optional[int] = None
     dropout: Optional[float] = None
 

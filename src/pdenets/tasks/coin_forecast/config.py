@@ -54,7 +54,7 @@ class CoinForecastConfig(TaskConfig):
         "ours: transform of count series before standardizing: auto (log1p where "
         "the series' own loader takes it: Twitter tennis), log1p or none",
     )
-    hidden: int = setting(32, "width of the learned models")
+    hidden_features: int = setting(32, "width of the learned models", renamed_from=("hidden",))
     batch_rows: int = setting(2048, "(origin, region) windows per Adam step; whole origins, at least one")
     eval_steps: int = setting(
         50, "validate every this many steps, and at the end of every pass over the training origins"
@@ -89,7 +89,7 @@ class CoinForecastConfig(TaskConfig):
             self,
             non_empty=("datasets", "protocols", "models", "seeds"),
             choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED, "count_transform": TRANSFORMS},
-            counts=("lags", "horizons", "hidden", "batch_rows", "eval_steps", "epochs", "patience"),
+            counts=("lags", "horizons", "hidden_features", "batch_rows", "eval_steps", "epochs", "patience"),
             non_negative_counts=("num_steps", "seeds"),
             positive=("step_size", "lr", "test_fraction", "val_fraction"),
             non_negative=("weight_decay", "min_improvement"),

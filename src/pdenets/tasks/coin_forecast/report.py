@@ -85,7 +85,7 @@ def add_sections(
         "COIN: "
         f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. "
         "Learned "
-        f"models: hidden {config.hidden}, float32, Adam on mini-batches of whole origins "
+        f"models: width {config.hidden_features} (`hidden_features`), float32, Adam on mini-batches of whole origins "
         f"({config.batch_rows} windows; "
         f"lr {config.lr}, weight decay {config.weight_decay}), at most {config.epochs} passes, validation "
         "every "

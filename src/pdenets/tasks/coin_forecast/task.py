@@ -70,7 +70,7 @@ __all__ = [
 class ForecastTraining:
     """How a learned model is trained: the configuration's settings of the same names."""
 
-    hidden: int
+    hidden_features: int = field(metadata={"stored_as": "hidden"})  # the runs stored before keep their keys
     step_size: float
     num_steps: int
     learn_step_size: bool
@@ -117,7 +117,7 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
 #: how the reference models train: as their documentation does (PyTorch Geometric Temporal's chickenpox
 #: example: hidden 32, Adam at 0.01 without weight decay, 200 full-batch epochs on the per-node MSE, the last
 #: model kept)
-REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden": 32, "lr": 0.01, "epochs": 200}}
+REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden_features": 32, "lr": 0.01, "epochs": 200}}
 
 
 def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]:
@@ -135,7 +135,7 @@ def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]
         spec.model,
         in_features=data.lags,
         num_classes=data.horizons,
-        hidden_features=reference["hidden"] if reference else training.hidden,
+        hidden_features=reference["hidden_features"] if reference else training.hidden_features,
         **(coin if diffuses_itself(spec.model) else {}),
     ).to(device)
     inputs, targets = (part.to(device=device, dtype=torch.float32) for part in (data.inputs, data.targets))

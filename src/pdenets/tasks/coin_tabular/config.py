@@ -24,7 +24,7 @@ class CoinTabularConfig(TaskConfig):
     labels_per_class: List[int] = setting([5, 10, 20], "labelled samples per class")
     splits: int = setting(50, "random labelled/unlabelled splits per setting")
     models: List[str] = setting(list(MODELS), "coin, mlp, label-spreading")
-    hidden: int = setting(64, "MLP width")
+    hidden_features: int = setting(64, "MLP width", renamed_from=("hidden",))
     layers: int = setting(2, "MLP layers")
     dropout: float = setting(0.2, "MLP dropout")
     n_top: int = setting(10, "neighbours of the sample graph (COIN and label spreading)")
@@ -42,7 +42,15 @@ class CoinTabularConfig(TaskConfig):
             self,
             non_empty=("datasets", "labels_per_class", "models"),
             choices={"models": MODELS},
-            counts=("labels_per_class", "splits", "hidden", "layers", "n_top", "sigma_neighbor", "epochs"),
+            counts=(
+                "labels_per_class",
+                "splits",
+                "hidden_features",
+                "layers",
+                "n_top",
+                "sigma_neighbor",
+                "epochs",
+            ),
             non_negative_counts=("num_steps",),
             positive=("step_size", "lr", "spreading_alpha"),
             non_negative=("weight_decay",),

@@ -35,7 +35,7 @@ def add_sections(
         "The COIN paper's prostate-cancer data is not available offline; this is its setting on "
         "scikit-learn's "
         "bundled breast-cancer set (or the CSV given). Per split, k labelled samples per class, the rest "
-        f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden}, dropout "
+        f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden_features}, dropout "
         f"{config.dropout}; "
         f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "
         f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "

@@ -19,7 +19,7 @@ epochs with weight decay (the same for both).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TypedDict
 
 import numpy as np
@@ -46,7 +46,7 @@ __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split
 class MlpSettings:
     """The MLP and its training (the ``mlp`` and ``coin`` models)."""
 
-    hidden: int
+    hidden_features: int = field(metadata={"stored_as": "hidden"})  # the runs stored before keep their keys
     layers: int
     dropout: float
     epochs: int
@@ -161,7 +161,7 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
                 "coin-mlp",
                 in_features=data["features"].shape[1],
                 num_classes=data["table"].num_classes,
-                hidden_features=mlp.hidden,
+                hidden_features=mlp.hidden_features,
                 num_layers=mlp.layers,
                 dropout=mlp.dropout,
                 graph=data["weights"],
@@ -225,7 +225,12 @@ class CoinTabularTask(Task[CoinTabularConfig]):
     def jobs(self) -> List[TabularJob]:
         config = self.config
         mlp = MlpSettings(
-            config.hidden, config.layers, config.dropout, config.epochs, config.lr, config.weight_decay
+            config.hidden_features,
+            config.layers,
+            config.dropout,
+            config.epochs,
+            config.lr,
+            config.weight_decay,
         )
         diffusion = GraphDiffusion(config.n_top, config.sigma_neighbor, config.step_size, config.num_steps)
         # only what a model computes with is part of its key (the MLP never sees the graph; label spreading

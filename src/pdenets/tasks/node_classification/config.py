@@ -35,7 +35,7 @@ class DiffusionHyperparameters:
 class BaselineSettings:
     """Overrides of a registered baseline's defaults (unset: the model's own)."""
 
-    hidden: Optional[int] = None
+    hidden_features: Optional[int] = setting(None, "hidden width", renamed_from=("hidden",))
     heads: Optional[int] = None
     dropout: Optional[float] = None
     lr: Optional[float] = None
@@ -93,7 +93,7 @@ class NodeClassificationConfig(TaskConfig):
     )
     diffusion_width: int = setting(64, "width of the block and the diffusion when diffuse_in is 'hidden'")
     baselines: Dict[str, BaselineSettings] = setting(
-        {}, "per baseline: hidden, heads, dropout, lr, weight_decay"
+        {}, "per baseline: hidden_features, heads, dropout, lr, weight_decay"
     )
     depths: List[int] = setting([], "depth study depths (empty: no depth study)")
     depth_models: List[str] = setting(["gcn", "diff-resnet"], "models of the depth study")
@@ -153,7 +153,7 @@ class NodeClassificationConfig(TaskConfig):
                 prefix=f"diffusion.{graph}.",
             )
         for model, settings in self.baselines.items():
-            given = [name for name in ("hidden", "heads") if getattr(settings, name) is not None]
+            given = [name for name in ("hidden_features", "heads") if getattr(settings, name) is not None]
             check_fields(settings, counts=given, prefix=f"baselines.{model}.")
             if settings.dropout is not None:
                 check_fields(settings, probabilities=("dropout",), prefix=f"baselines.{model}.")

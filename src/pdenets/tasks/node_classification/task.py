@@ -53,6 +53,7 @@ __all__ = [
     "MODEL_NAMES",
     "prepared_graph",
     "train_node_classifier",
+    "diffusion_steps",
 ]
 
 
@@ -116,6 +117,20 @@ def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
     return hp
 
 
+def diffusion_steps(spec: NodeJob) -> int:
+    """The diffusion steps ``r`` a job's model takes: the depth study's depth, else its graph's ``num_steps``, a
+    variant's fixed value over both (``no-diff-resnet``: 0); 0 for a model not built on its graph.
+
+    The one place the number is decided: the model is built with it, and a job with ``r > 0`` splits its graph
+    over the processes under torchrun.
+    """
+    entry = model_entry(spec.model)
+    if entry.graph_input != "constructor":
+        return 0
+    default = spec.depth if spec.depth is not None else _diffusion_settings(spec).num_steps
+    return int(entry.fixed.get("num_steps", default))
+
+
 def _build_model(
     spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
 ) -> torch.nn.Module:
@@ -123,7 +138,7 @@ def _build_model(
     sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
     if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
         hp = _diffusion_settings(spec)
-        steps = entry.fixed.get("num_steps", int(spec.depth if spec.depth is not None else hp.num_steps))
+        steps = diffusion_steps(spec)
         return create_model(
             spec.model,
             **sizes,
@@ -136,9 +151,11 @@ def _build_model(
             check_stability=hp.check_stability,
             hidden_features=hp.hidden_features,
         )
-    # the job's settings keep the names its store key was made with; the models take ``hidden_features``
-    names = {"hidden": "hidden_features", "heads": "heads", "dropout": "dropout"}
-    architecture = {names[name]: getattr(hp, name) for name in names if getattr(hp, name) is not None}
+    architecture = {
+        name: getattr(hp, name)
+        for name in ("hidden_features", "heads", "dropout")
+        if getattr(hp, name) is not None
+    }
     return create_model(
         spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2, **architecture
     )
@@ -185,15 +202,8 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
 def _split_over_processes(spec: NodeJob) -> bool:
     """Launched by torchrun, a Diff-ResNet with diffusion splits its graph; the other models run whole on
     each."""
-    entry = model_entry(spec.model)
-    steps = (
-        entry.fixed.get(
-            "num_steps", spec.depth if spec.depth is not None else _diffusion_settings(spec).num_steps
-        )
-        if entry.graph_input == "constructor"
-        else 0
-    )
-    return bool(steps) and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+    steps = diffusion_steps(spec)
+    return steps > 0 and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 @process_cache(maxsize=4)
@@ -319,10 +329,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         overrides = config.baselines.get(model)
         given = {k: v for k, v in vars(overrides).items() if v is not None} if overrides is not None else {}
         optimizer = {**BASELINE_OPTIMIZER, **BASELINE_OPTIMIZER_BY_MODEL.get(model, {})}
-        defaults = {
-            ("hidden" if key == "hidden_features" else key): value for key, value in entry.defaults.items()
-        }
-        return MessagePassingSettings(**{**defaults, **optimizer, **given})
+        return MessagePassingSettings(**{**entry.defaults, **optimizer, **given})
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
