@@ -82,12 +82,14 @@ class ConfigError(ValueError):
 
 
 class RenamedSettingWarning(FutureWarning):
-    """A setting given under its old name (``hidden`` for ``hidden_features``): it works, for now, under the new
+    """A setting given under its old name (``hidden`` for ``hidden_features``): it works, for now, under the
+    new
     one; ``CHANGELOG.md`` lists the renames. The command line prints it as one ``pdenets: warning:`` line."""
 
 
 def renamed_fields(cls: type) -> Dict[str, str]:
-    """Old name → field name of a settings dataclass's renamed fields (``setting(..., renamed_from=("old",))``).
+    """Old name → field name of a settings dataclass's renamed fields (``setting(...,
+    renamed_from=("old",))``).
 
     Examples:
         >>> @dataclass

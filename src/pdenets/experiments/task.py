@@ -541,7 +541,8 @@ REPRODUCTIONS: Registry[Reproduction] = Registry(
     "tables",
     kind="table",
     describe=lambda entry: entry.description,
-    # the same table registered again (a module reloaded) replaces itself; another one under its name is refused
+    # the same table registered again (a module reloaded) replaces itself; another one under its name is
+    # refused
     same=lambda old, new: (
         (old.task, getattr(old.full, "__qualname__", None))
         == (new.task, getattr(new.full, "__qualname__", None))

@@ -118,8 +118,8 @@ def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
 
 
 def diffusion_steps(spec: NodeJob) -> int:
-    """The diffusion steps ``r`` a job's model takes: the depth study's depth, else its graph's ``num_steps``, a
-    variant's fixed value over both (``no-diff-resnet``: 0); 0 for a model not built on its graph.
+    """The diffusion steps ``r`` a job's model takes: the depth study's depth, else its graph's ``num_steps``,
+    a variant's fixed value over both (``no-diff-resnet``: 0); 0 for a model not built on its graph.
 
     The one place the number is decided: the model is built with it, and a job with ``r > 0`` splits its graph
     over the processes under torchrun.
