@@ -72,10 +72,15 @@ def receptive_field_mask(
     if draws < 1:
         raise ValueError(f"draws must be at least 1, got {draws}")
     probe = copy.deepcopy(model).to(torch.float64).eval()
-    generator = torch.Generator().manual_seed(seed)
-    support = torch.zeros(tuple(int(size) for size in input_shape[1:]), dtype=torch.float64)
+    device = next((p.device for p in probe.parameters()), torch.device("cpu"))  # where the model is
+    generator = torch.Generator().manual_seed(seed)  # the same probes on every device: drawn on the CPU
+    support = torch.zeros(tuple(int(size) for size in input_shape[1:]), dtype=torch.float64, device=device)
     for _ in range(draws):
-        x = torch.randn(1, *input_shape, generator=generator, dtype=torch.float64).requires_grad_(True)
+        x = (
+            torch.randn(1, *input_shape, generator=generator, dtype=torch.float64)
+            .to(device)
+            .requires_grad_(True)
+        )
         out = forward(probe, x) if forward is not None else probe(x)
         if out.dim() != 4 or out.shape[0] != 1:
             raise ValueError(
@@ -89,7 +94,7 @@ def receptive_field_mask(
             )
         (gradient,) = torch.autograd.grad(out[0, :, row, col].sum(), x)
         support += gradient[0].abs().sum(0)
-    return support > 0
+    return (support > 0).cpu()
 
 
 def receptive_field(model: nn.Module, input_shape: Sequence[int], **options) -> Tuple[int, int]:

@@ -97,8 +97,9 @@ def gaussian_noise(
     """
     _check(inputs)
     sigma = _level(sigma, "sigma")
-    noise = torch.randn(inputs.shape, generator=generator, dtype=inputs.dtype)
-    return inputs + sigma * noise.to(inputs.device)
+    # drawn on the CPU generator (the same noise on every device), then moved to the inputs
+    noise = torch.randn(inputs.shape, generator=generator, dtype=inputs.dtype).to(inputs.device)
+    return inputs + sigma * noise
 
 
 def fgsm(

@@ -184,15 +184,19 @@ def load_image_tree(
 
 
 def random_shift(images: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
-    """Pad by ``max_shift`` (zeros) and crop back at a random offset per image: translation augmentation."""
+    """Pad by ``max_shift`` (zeros) and crop back at a random offset per image: translation augmentation.
+
+    The offsets are drawn from ``generator`` (on the CPU: the same draws on every device) and applied where
+    the images are."""
     if max_shift <= 0:
         return images
     batch, _, height, width = images.shape
+    device = images.device
     padded = torch.nn.functional.pad(images, (max_shift,) * 4)
-    offsets = torch.randint(0, 2 * max_shift + 1, (batch, 2), generator=generator)
-    rows = offsets[:, 0, None] + torch.arange(height)[None, :]
-    cols = offsets[:, 1, None] + torch.arange(width)[None, :]
-    index = torch.arange(batch)[:, None, None]
+    offsets = torch.randint(0, 2 * max_shift + 1, (batch, 2), generator=generator).to(device)
+    rows = offsets[:, 0, None] + torch.arange(height, device=device)[None, :]
+    cols = offsets[:, 1, None] + torch.arange(width, device=device)[None, :]
+    index = torch.arange(batch, device=device)[:, None, None]
     return (
         padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous()
     )

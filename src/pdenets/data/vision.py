@@ -159,17 +159,22 @@ def load_cifar10(split: str = "train", data_dir=None, *, limit: Optional[int] = 
 def pad_crop_flip(
     images: torch.Tensor, generator: torch.Generator, *, pad: int = 4, flip: bool = True
 ) -> torch.Tensor:
-    """Zero-pad by ``pad``, crop back at a random offset per image, flip half of them horizontally."""
+    """Zero-pad by ``pad``, crop back at a random offset per image, flip half of them horizontally.
+
+    The offsets and flips are drawn from ``generator`` (a CPU generator: the same draws on every device), then
+    applied where the images are (a batch on the GPU is augmented there).
+    """
     batch, channels, height, width = images.shape
+    device = images.device
     if pad:
         padded = torch.nn.functional.pad(images, (pad,) * 4)
-        offsets = torch.randint(0, 2 * pad + 1, (batch, 2), generator=generator)
-        rows = offsets[:, :1] + torch.arange(height)
-        cols = offsets[:, 1:] + torch.arange(width)
-        index = torch.arange(batch)[:, None, None]
+        offsets = torch.randint(0, 2 * pad + 1, (batch, 2), generator=generator).to(device)
+        rows = offsets[:, :1] + torch.arange(height, device=device)
+        cols = offsets[:, 1:] + torch.arange(width, device=device)
+        index = torch.arange(batch, device=device)[:, None, None]
         images = padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
     if flip:
-        flips = torch.rand(batch, generator=generator) < 0.5
+        flips = torch.rand(batch, generator=generator).to(device) < 0.5
         images = torch.where(flips[:, None, None, None], images.flip(3), images)
     return images.contiguous()
 

@@ -27,13 +27,23 @@ import torch.distributed as dist
 
 from .._checks import environment_number
 
-__all__ = ["DistributedContext", "distributed_context", "RendezvousError"]
+__all__ = ["DistributedContext", "distributed_context", "process_device", "RendezvousError"]
 
 
 @dataclass
 class DistributedContext:
+    """This process's place among the processes ``torchrun`` started, and its device.
+
+    Args:
+        rank: this process's rank.
+        world_size: the number of processes.
+        device: the device this process trains on (on CUDA, each process its own GPU: ``cuda:<LOCAL_RANK>``
+            unless the configuration named an index).
+    """
+
     rank: int = 0
     world_size: int = 1
+    device: str = "cpu"
 
     @property
     def is_main(self) -> bool:
@@ -68,6 +78,8 @@ class DistributedContext:
             return model
         from torch.nn.parallel import DistributedDataParallel
 
+        if torch.device(self.device).type == "cuda":  # one GPU per process: DDP's buckets live on it
+            return DistributedDataParallel(model, device_ids=[torch.device(self.device).index])
         return DistributedDataParallel(model)
 
     def close(self) -> None:
@@ -148,10 +160,28 @@ def _within(seconds: float, function, *args, **kwargs) -> None:
         raise outcome["error"]
 
 
+def process_device(device: str) -> str:
+    """The device of this process: ``cuda`` under ``torchrun`` is ``cuda:<LOCAL_RANK>`` (one GPU per process,
+    made the current one); an explicit index, or any other device, is kept.
+
+    Examples:
+        >>> process_device("cpu")
+        'cpu'
+    """
+    chosen = torch.device(device)
+    if chosen.type != "cuda" or chosen.index is not None:
+        return str(chosen)
+    local = _environment_int("LOCAL_RANK", 0)
+    index = local % max(torch.cuda.device_count(), 1)
+    torch.cuda.set_device(index)
+    return f"cuda:{index}"
+
+
 def distributed_context(device: str = "cpu") -> DistributedContext:
     """Join the process group ``torchrun`` prepared, or a single-process context.
 
-    The whole rendezvous — reaching rank 0's store, then every rank joining — ends within
+    On CUDA the processes use ``nccl`` and one GPU each (:func:`process_device`: the context's ``device``); on
+    the CPU ``gloo``. The whole rendezvous — reaching rank 0's store, then every rank joining — ends within
     ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds (default 120).
 
     Raises:
@@ -162,7 +192,7 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
     """
     world_size = _environment_int("WORLD_SIZE", 1, minimum=1)
     if world_size <= 1:
-        return DistributedContext()
+        return DistributedContext(device=str(torch.device(device)))
     rank = _environment_int("RANK")
     if not 0 <= rank < world_size:
         raise RendezvousError(f"RANK={rank} is outside 0…{world_size - 1} (WORLD_SIZE={world_size})")
@@ -199,4 +229,4 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
             )
         except (RuntimeError, ValueError, TimeoutError) as error:
             raise failed(str(error).splitlines()[0]) from None
-    return DistributedContext(rank, world_size)
+    return DistributedContext(rank, world_size, process_device(device))

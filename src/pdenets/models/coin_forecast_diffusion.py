@@ -122,7 +122,7 @@ def block_gains(
     days = target_steps[:, None, :].expand_as(gains)[mask]
     values = gains[mask]
     distinct, position = torch.unique(days, return_inverse=True)
-    per_day = torch.zeros(len(distinct), dtype=values.dtype).index_add_(0, position, values)
+    per_day = values.new_zeros(len(distinct)).index_add_(0, position, values)
     per_day = per_day / torch.bincount(position, minlength=len(distinct)).to(values.dtype)
     blocks = len(per_day) // block_days
     return per_day[: blocks * block_days].reshape(blocks, block_days).mean(1)

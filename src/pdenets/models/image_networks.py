@@ -178,9 +178,10 @@ def count_flops(model: torch.nn.Module, shape: Tuple[int, ...]) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
     model.eval()
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
-        model(torch.zeros(1, *shape))
+        model(torch.zeros(1, *shape, device=device))
     return counter.get_total_flops() // 2
 
 

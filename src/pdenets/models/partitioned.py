@@ -61,11 +61,18 @@ def _active(group: Optional[Any] = None) -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
 
 
+def _collective_device(group: Optional[Any] = None) -> torch.device:
+    """Where a collective's tensor must live: the current GPU under NCCL, else the CPU."""
+    if dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def global_count(local: int, group: Optional[Any] = None) -> int:
     """``Σ_k local_k`` over the processes."""
     if not _active(group):
         return int(local)
-    tensor = torch.tensor([int(local)], dtype=torch.int64)
+    tensor = torch.tensor([int(local)], dtype=torch.int64, device=_collective_device(group))
     dist.all_reduce(tensor, group=group)
     return int(tensor)
 
@@ -112,10 +119,10 @@ def all_reduce_gradients(model: torch.nn.Module, group: Optional[Any] = None) ->
 def partitioned_accuracy(
     logits: torch.Tensor, labels: torch.Tensor, nodes: torch.Tensor, group: Optional[Any] = None
 ) -> float:
-    """The accuracy over the given rows of all processes."""
-    counts = torch.tensor(
-        [int((logits[nodes].argmax(1) == labels[nodes]).sum()), int(nodes.numel())], dtype=torch.int64
-    )
+    """The accuracy over the given rows of all processes (the counts summed where the logits are: NCCL
+    reduces CUDA tensors)."""
+    correct = (logits[nodes].argmax(1) == labels[nodes]).sum()
+    counts = torch.stack([correct, correct.new_tensor(nodes.numel())])
     if _active(group):
         dist.all_reduce(counts, group=group)
     return float(counts[0]) / max(int(counts[1]), 1)

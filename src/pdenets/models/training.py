@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -45,6 +45,9 @@ __all__ = [
     "batches",
     "train_epoch",
     "evaluate_classifier",
+    "BatchLoader",
+    "autocast",
+    "AMP_DTYPE",
     "mean_iou",
     "fit_steps",
     "StepFitResult",
@@ -381,6 +384,58 @@ def _finish(model: torch.nn.Module, stopping: EarlyStopping, result: StepFitResu
     return result
 
 
+#: the reduced-precision dtype of ``amp=True`` (bfloat16: float32's range, so no loss scaling is needed)
+AMP_DTYPE = torch.bfloat16
+
+
+def autocast(device: Union[str, torch.device], enabled: bool) -> torch.autocast:
+    """Mixed precision for the forward pass on ``device`` (``torch.autocast`` in :data:`AMP_DTYPE`), or a
+    no-op context when not ``enabled``."""
+    return torch.autocast(torch.device(device).type, dtype=AMP_DTYPE, enabled=bool(enabled))
+
+
+class BatchLoader:
+    """Global batches of a dataset in host memory, delivered on ``device``.
+
+    On a CUDA device a batch is gathered into one of two pinned staging buffers and copied without blocking
+    (the copy overlaps the previous step's kernels), the way a ``DataLoader(pin_memory=True)`` feeds a GPU; a
+    buffer is refilled only once its last copy has finished (a CUDA event). On the CPU a batch is
+    ``inputs[index]``.
+
+    Args:
+        inputs: ``(N, ...)`` the examples (on the CPU, or already on ``device``).
+        targets: ``(N, ...)`` their targets.
+        device: where the batches go.
+    """
+
+    def __init__(self, inputs: torch.Tensor, targets: torch.Tensor, device: Union[str, torch.device]) -> None:
+        self.inputs, self.targets, self.device = inputs, targets, torch.device(device)
+        self.pinned = self.device.type == "cuda" and inputs.device.type == "cpu"
+        self._staging: List[Optional[torch.Tensor]] = [None, None]
+        self._copied: List[Optional[Any]] = [None, None]  # the CUDA event of each buffer's last copy
+        self._turn = 0
+
+    def batch(self, index: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The examples and targets of ``index`` (a CPU index tensor), on the device."""
+        if not self.pinned:
+            return self.inputs[index].to(self.device), self.targets[index].to(self.device)
+        turn, rows = self._turn, len(index)
+        self._turn = 1 - turn
+        event = self._copied[turn]
+        if event is not None:
+            event.synchronize()  # the copy out of this buffer, two batches ago, has finished
+        buffer = self._staging[turn]
+        if buffer is None or buffer.shape[0] < rows:
+            buffer = torch.empty((rows, *self.inputs.shape[1:]), dtype=self.inputs.dtype, pin_memory=True)
+            self._staging[turn] = buffer
+        staged = torch.index_select(self.inputs, 0, index, out=buffer[:rows])
+        x = staged.to(self.device, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(self.device))
+        self._copied[turn] = event
+        return x, self.targets[index].to(self.device, non_blocking=True)
+
+
 def train_epoch(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -391,10 +446,11 @@ def train_epoch(
     generator: torch.Generator,
     augment: Optional[Callable[[torch.Tensor, torch.Generator], torch.Tensor]] = None,
     penalty: Optional[Callable[[], torch.Tensor]] = None,
-    scheduler=None,
-    device: str = "cpu",
+    scheduler: Any = None,
+    device: Union[str, torch.device] = "cpu",
     shard: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
     reduce: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    amp: bool = False,
 ) -> Dict[str, float]:
     """One epoch of minibatch SGD with cross entropy (+ ``penalty()``); returns mean loss and accuracy.
 
@@ -402,33 +458,44 @@ def train_epoch(
     ``shard`` selects this process's rows of each global batch and ``reduce`` sums a tensor
     over processes (both identity when training alone), so training under
     DistributedDataParallel follows the single-process trajectory.
+
+    The batches go to ``device`` (pinned and non-blocking on CUDA, :class:`BatchLoader`) and are augmented
+    there; the loss, accuracy and the finiteness of the objective are accumulated on the device, so an epoch
+    waits for the device once, at its end. ``amp`` runs the forward pass under :func:`autocast` (bfloat16).
+
+    Raises:
+        NonFiniteError: the objective was NaN or inf at some step of the epoch.
     """
     model.train()
-    totals = torch.zeros(3, dtype=torch.float64)  # loss · rows, correct, rows
+    device = torch.device(device)
+    loader = BatchLoader(inputs, targets, device)
+    totals = torch.zeros(3, dtype=torch.float64, device=device)  # loss · rows, correct, rows
+    finite = torch.ones((), dtype=torch.bool, device=device)
     for index in batches(len(targets), batch_size, generator):
-        x, y = inputs[index], targets[index]
+        x, y = loader.batch(index)
         if augment is not None:
             x = augment(x, generator)
         if shard is not None:
             x, y = shard(x), shard(y)
-        x, y = x.to(device), y.to(device)
         optimizer.zero_grad()
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
+        with autocast(device, amp):
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
         objective = loss if penalty is None else loss + penalty()
-        if not bool(torch.isfinite(objective)):
-            raise NonFiniteError(f"the training loss became {float(objective)}")
+        finite &= torch.isfinite(objective.detach())
         objective.backward()
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
         predictions = logits.detach().argmax(1)
-        totals += torch.tensor(
-            [float(loss.detach()) * y.numel(), float((predictions == y).sum()), y.numel()],
-            dtype=torch.float64,
+        rows = y.numel()
+        totals += torch.stack(
+            [loss.detach().double() * rows, (predictions == y).sum().double(), totals.new_tensor(rows)]
         )
     if reduce is not None:
         totals = reduce(totals)
+    if not bool(finite):
+        raise NonFiniteError("the training loss became NaN or inf in this epoch")
     return {"loss": float(totals[0] / totals[2]), "accuracy": float(totals[1] / totals[2])}
 
 
@@ -439,25 +506,37 @@ def evaluate_classifier(
     targets: torch.Tensor,
     *,
     batch_size: int = 500,
-    device: str = "cpu",
+    device: Union[str, torch.device] = "cpu",
     transform: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    amp: bool = False,
 ) -> Dict[str, Any]:
-    """Loss, accuracy and predictions of ``model`` in evaluation mode (per pixel for segmentation targets)."""
+    """Loss, accuracy and predictions of ``model`` in evaluation mode (per pixel for segmentation targets).
+
+    Sums are kept on the device and read once, after the last batch; ``predictions`` come back on the CPU.
+    """
     was_training = model.training
     model.eval()
-    loss, correct, count, predictions = 0.0, 0, 0, []
+    device = torch.device(device)
+    loss = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    count, predictions = 0, []
     for start in range(0, len(targets), batch_size):
         x = inputs[start : start + batch_size]
         x = transform(x) if transform is not None else x
         y = targets[start : start + batch_size].to(device)
-        logits = model(x.to(device))
-        loss += float(F.cross_entropy(logits, y, reduction="sum"))
+        with autocast(device, amp):
+            logits = model(x.to(device))
+        loss += F.cross_entropy(logits.float(), y, reduction="sum").double()
         predicted = logits.argmax(1)
-        correct += int((predicted == y).sum())
+        correct += (predicted == y).sum()
         count += y.numel()
-        predictions.append(predicted.cpu())
+        predictions.append(predicted)
     model.train(was_training)
-    return {"loss": loss / count, "accuracy": correct / count, "predictions": torch.cat(predictions)}
+    return {
+        "loss": float(loss) / count,
+        "accuracy": int(correct) / count,
+        "predictions": torch.cat(predictions).cpu(),
+    }
 
 
 def mean_iou(predictions: torch.Tensor, targets: torch.Tensor, num_classes: int) -> float:

@@ -66,8 +66,8 @@ def fractional_laplacian_grid(values: torch.Tensor, s: float, spacing: float = 1
     convolution)."""
     constant = fractional_constant(2, s)
     height, width = values.shape[-2:]
-    rows = torch.arange(-(height - 1), height, dtype=values.dtype)
-    cols = torch.arange(-(width - 1), width, dtype=values.dtype)
+    rows = torch.arange(-(height - 1), height, dtype=values.dtype, device=values.device)
+    cols = torch.arange(-(width - 1), width, dtype=values.dtype, device=values.device)
     squared = rows[:, None] ** 2 + cols[None, :] ** 2
     kernel = torch.where(squared > 0, squared.clamp_min(1).pow(-(1 + s)), torch.zeros_like(squared))
     kernel = kernel * spacing ** (-2 * s)  # h² / (h|k|)^{2+2s}
@@ -84,13 +84,18 @@ def fractional_laplacian_grid(values: torch.Tensor, s: float, spacing: float = 1
 def spectral_fractional_laplacian(values: torch.Tensor, s: float, spacing: float = 1.0) -> torch.Tensor:
     """``F⁻¹(|ξ|^{2s} F v)`` on the periodic grid (angular frequencies ``2πk/(N h)``)."""
     height, width = values.shape[-2:]
-    xi_rows = 2 * math.pi * torch.fft.fftfreq(height, d=spacing, dtype=values.dtype)
-    xi_cols = 2 * math.pi * torch.fft.rfftfreq(width, d=spacing, dtype=values.dtype)
+    xi_rows = 2 * math.pi * torch.fft.fftfreq(height, d=spacing, dtype=values.dtype, device=values.device)
+    xi_cols = 2 * math.pi * torch.fft.rfftfreq(width, d=spacing, dtype=values.dtype, device=values.device)
     symbol = (xi_rows[:, None] ** 2 + xi_cols[None, :] ** 2).pow(s)
     return torch.fft.irfft2(torch.fft.rfft2(values) * symbol, s=(height, width))
 
 
 def gaussian_fractional_laplacian(points: torch.Tensor, s: float) -> torch.Tensor:
-    """Exact ``(−Δ)^s exp(−|x|²/2)`` in 2-D at ``points (..., 2)``: ``2^s Γ(1+s) ₁F₁(1+s; 1; −|x|²/2)``."""
-    radius = (points.double() ** 2).sum(-1).numpy()
-    return torch.from_numpy(2.0**s * math.gamma(1 + s) * special.hyp1f1(1 + s, 1.0, -radius / 2))
+    """Exact ``(−Δ)^s exp(−|x|²/2)`` in 2-D at ``points (..., 2)``: ``2^s Γ(1+s) ₁F₁(1+s; 1; −|x|²/2)``.
+
+    A reference in float64: SciPy evaluates ``₁F₁`` on the host (an explicit transfer), the result goes back
+    to the points' device.
+    """
+    radius = (points.double() ** 2).sum(-1).cpu().numpy()
+    exact = torch.from_numpy(2.0**s * math.gamma(1 + s) * special.hyp1f1(1 + s, 1.0, -radius / 2))
+    return exact.to(points.device)

@@ -276,7 +276,7 @@ def _missing_features(edge_index: torch.Tensor, num_nodes: int, rule: str, path:
             f"identity features for {num_nodes} nodes (use missing_features='degree')",
             path,
         )
-        return torch.eye(num_nodes, dtype=torch.float32)
-    degree = torch.zeros(num_nodes, dtype=torch.float32)
-    degree.index_add_(0, edge_index[0], torch.ones(edge_index.shape[1]))
+        return torch.eye(num_nodes, dtype=torch.float32, device=edge_index.device)
+    degree = torch.zeros(num_nodes, dtype=torch.float32, device=edge_index.device)
+    degree.index_add_(0, edge_index[0], torch.ones(edge_index.shape[1], device=edge_index.device))
     return degree[:, None]

@@ -306,7 +306,7 @@ def protocol_windows(
         count = len(windows)
         train_count = int(0.2 * count)
         val_from = train_count - max(1, train_count // 5)
-        index = torch.arange(count)[:, None, None].expand_as(windows.targets)
+        index = torch.arange(count, device=windows.targets.device)[:, None, None].expand_as(windows.targets)
         masks = {
             "train": index < val_from,
             "val": (index >= val_from) & (index < train_count),
@@ -425,10 +425,7 @@ def pyg_scaled(series: TemporalGraphSeries) -> Tuple[torch.Tensor, torch.Tensor,
         a linear scaling (``log1p`` is undone by neither: ``mean = 0``, ``std = 1`` and no raw-unit metrics).
     """
     values = series.values
-    ones, zeros = (
-        torch.ones(values.shape[1], dtype=values.dtype),
-        torch.zeros(values.shape[1], dtype=values.dtype),
-    )
+    ones, zeros = values.new_ones(values.shape[1]), values.new_zeros(values.shape[1])
     if series.pyg_scaling == "log1p":
         return torch.log1p(values), zeros, ones
     if series.pyg_scaling == "none":

@@ -62,6 +62,11 @@ class GeodesicConfig(TaskConfig):
     ablation_block: int = setting(3, "block whose units are ablated (1-based; paper: 3)")
     ablation_counts: List[int] = setting([0, 10, 20, 50, 100, 200, 500, 1000], "numbers of eliminated units")
     projection_points: int = setting(150, "test images whose tracks are drawn in 2-D (Fig. 3)")
+    amp: bool = setting(
+        False,
+        "mixed precision: bfloat16 autocast for training and the accuracies (as timm's --amp; the track "
+        "scores stay float32)",
+    )
     figure_weight_decay: float = setting(
         5e-4, "weight decay shown in the robustness, ablation and track figures"
     )

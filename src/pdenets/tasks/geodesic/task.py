@@ -80,6 +80,8 @@ class GeodesicJob:
     projection_points: int
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
+    #: mixed precision (bfloat16 autocast) of the training and the accuracies; a run without it keeps its key
+    amp: bool = field(default=False, metadata={"key": "unless-default"})
 
 
 #: the training images and the test sets of a dataset, kept per process (image sets are large: only the last
@@ -151,6 +153,7 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
                 generator=generator,
                 augment=augment,
                 device=spec.device,
+                amp=spec.amp,
             )
         except NonFiniteError:
             diverged = True
@@ -174,7 +177,7 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
         record[metric] = _mean_over_stages(stages, metric)
     for name, images in {"train": train, **tests}.items():  # train_accuracy, test_accuracy, official_accuracy
         record[f"{name}_accuracy"] = evaluate_classifier(
-            model, images.images, images.labels, batch_size=1000, device=spec.device
+            model, images.images, images.labels, batch_size=1000, device=spec.device, amp=spec.amp
         )["accuracy"]
     probe_x, probe_y = test.images[: spec.robustness_points], test.labels[: spec.robustness_points]
     record["robustness"] = {
@@ -290,6 +293,7 @@ class GeodesicTask(Task[GeodesicConfig]):
                             c.projection_points,
                             c.device,
                             c.data_dir,
+                            amp=c.amp,
                         )
                     )
         return out
