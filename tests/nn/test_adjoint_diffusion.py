@@ -12,11 +12,11 @@ from pdenets.operators import DiffusionOperator, knn_gaussian_weights
 from ..conftest import cycle_weights
 
 
-def asymmetric_operator(num_nodes=12, dense=False, seed=0):
+def asymmetric_operator(num_nodes=12, dense=False, seed=0, device="cpu"):
     # a non-symmetric A (row-normalized kNN weights) so that a forgotten transpose shows
     generator = torch.Generator().manual_seed(seed)
     weights = knn_gaussian_weights(
-        torch.randn(num_nodes, 3, generator=generator, dtype=torch.float64),
+        torch.randn(num_nodes, 3, generator=generator, dtype=torch.float64).to(device),
         n_top=4,
         sigma=1.0,
         normalization="row",
@@ -40,13 +40,13 @@ def reference(operator, features, seeds, p, before):
 
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("p,position", [(0.0, "after"), (0.25, "after"), (0.25, "before"), (0.35, "before")])
-def test_values_and_gradients_equal_autograd_through_the_same_steps(dense, p, position):
-    operator = asymmetric_operator(dense=dense)
-    features = torch.randn(12, 2, 3, dtype=torch.float64, requires_grad=True)
+def test_values_and_gradients_equal_autograd_through_the_same_steps(dense, p, position, device):
+    operator = asymmetric_operator(dense=dense, device=device)
+    features = torch.randn(12, 2, 3, dtype=torch.float64).to(device).requires_grad_()
     seeds = [11 * k + 3 if p > 0 else None for k in range(5)]
     ours = adjoint_diffusion(operator, features, 5, dropout=p, dropout_position=position, seeds=seeds)
     expected = reference(operator, features, seeds, p, position == "before")
-    weights = torch.randn_like(expected)
+    weights = torch.randn(expected.shape, dtype=expected.dtype).to(device)
     (grad_ours,) = torch.autograd.grad((ours * weights).sum(), features)
     (grad_expected,) = torch.autograd.grad((expected * weights).sum(), features)
     assert ours.shape == features.shape
@@ -57,9 +57,9 @@ def test_values_and_gradients_equal_autograd_through_the_same_steps(dense, p, po
 
 
 @pytest.mark.parametrize("position", ["after", "before"])
-def test_gradcheck_with_and_without_dropout(position):
-    operator = asymmetric_operator()
-    features = torch.randn(12, 3, dtype=torch.float64, requires_grad=True)
+def test_gradcheck_with_and_without_dropout(position, device):
+    operator = asymmetric_operator(device=device)
+    features = torch.randn(12, 3, dtype=torch.float64).to(device).requires_grad_()
     for p in (0.0, 0.5):
         seeds = [5, 6, 7] if p else None
 
@@ -69,6 +69,7 @@ def test_gradcheck_with_and_without_dropout(position):
         assert torch.autograd.gradcheck(function, (features,))
 
 
+@pytest.mark.cpu_only("fast_dropout's NumPy PCG64 masks, redrawn in chunks by apply_dropout_mask_ on the CPU")
 @pytest.mark.parametrize("p", [0.25, 0.35, 0.999])
 def test_cpu_masks_are_fast_dropouts_masks_drawn_in_chunks(p, monkeypatch):
     import pdenets.nn.adjoint_diffusion as module
@@ -84,6 +85,7 @@ def test_cpu_masks_are_fast_dropouts_masks_drawn_in_chunks(p, monkeypatch):
     assert torch.equal(apply_dropout_mask_(features.clone(), seed, p), expected)
 
 
+@pytest.mark.cpu_only("the two backwards draw the same masks only on the CPU (fast_dropout's NumPy masks)")
 @pytest.mark.parametrize("position", ["after", "before"])
 def test_layer_gives_the_stored_backwards_numbers_with_the_same_torch_seed(position):
     weights = cycle_weights(30)
@@ -107,9 +109,9 @@ def test_layer_gives_the_stored_backwards_numbers_with_the_same_torch_seed(posit
     torch.testing.assert_close(results["adjoint"][1], results["autograd"][1], rtol=1e-12, atol=1e-12)
 
 
-def test_masks_differ_between_steps_and_between_calls():
-    operator = DiffusionOperator(cycle_weights(40), step_size=0.25)
-    x = torch.ones(40, 16, requires_grad=True)
+def test_masks_differ_between_steps_and_between_calls(device):
+    operator = DiffusionOperator(cycle_weights(40, device=device), step_size=0.25)
+    x = torch.ones(40, 16, device=device, requires_grad=True)
     torch.manual_seed(0)
     first = adjoint_diffusion(operator, x, 1, dropout=0.5)
     second = adjoint_diffusion(operator, x, 1, dropout=0.5)
@@ -132,9 +134,9 @@ def test_masks_differ_between_steps_and_between_calls():
     assert len(set(forward)) == 4 and backward == forward[::-1]  # each step its own mask, redrawn in reverse
 
 
-def test_nothing_of_the_forward_is_kept_but_seeds():
-    operator = DiffusionOperator(cycle_weights(50), step_size=0.25)
-    x = torch.randn(50, 4, requires_grad=True)
+def test_nothing_of_the_forward_is_kept_but_seeds(device):
+    operator = DiffusionOperator(cycle_weights(50, device=device), step_size=0.25)
+    x = torch.randn(50, 4).to(device).requires_grad_()
     out = adjoint_diffusion(operator, x, 20, dropout=0.5)
     node = out.grad_fn
     assert node.saved_tensors == () and len(node.seeds) == 20
@@ -143,30 +145,29 @@ def test_nothing_of_the_forward_is_kept_but_seeds():
     )
 
 
-def test_bad_requests():
-    operator = DiffusionOperator(cycle_weights(10), step_size=0.25)
+def test_bad_requests(device):
+    operator = DiffusionOperator(cycle_weights(10, device=device), step_size=0.25)
     with pytest.raises(ValueError, match="rows but the graph has 10 nodes"):
-        adjoint_diffusion(operator, torch.randn(9, 2), 2)
+        adjoint_diffusion(operator, torch.randn(9, 2).to(device), 2)
     with pytest.raises(ValueError, match="one seed per step"):
-        adjoint_diffusion(operator, torch.randn(10, 2), 2, dropout=0.5, seeds=[1])
+        adjoint_diffusion(operator, torch.randn(10, 2).to(device), 2, dropout=0.5, seeds=[1])
     with pytest.raises(ValueError, match="dropout_position"):
-        adjoint_diffusion(operator, torch.randn(10, 2), 2, dropout_position="middle")
+        adjoint_diffusion(operator, torch.randn(10, 2).to(device), 2, dropout_position="middle")
     with pytest.raises(ValueError, match="backward"):
-        DiffusionLayer(step_size=0.25, weights=cycle_weights(10), backward="stored")
+        DiffusionLayer(step_size=0.25, weights=cycle_weights(10, device=device), backward="stored")
 
 
-def test_a_second_derivative_is_refused_at_the_first_backward_naming_the_autograd_layer():
-    layer = DiffusionLayer(step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32))
-    x = torch.randn(6, 2, requires_grad=True)
+def test_a_second_derivative_is_refused_at_the_first_backward_naming_the_autograd_layer(device):
+    weights = cycle_weights(6, torch.float32, device=device)
+    layer = DiffusionLayer(step_size=0.25, num_steps=3, weights=weights).to(device)
+    x = torch.randn(6, 2).to(device).requires_grad_()
     with pytest.raises(RuntimeError) as caught:
         torch.autograd.grad(layer(x).pow(2).sum(), x, create_graph=True)
     assert str(caught.value) == (
         "the adjoint diffusion backward is first order only and cannot build a graph for a "
         'second derivative (create_graph=True): build the layer with backward="autograd"'
     )
-    stored = DiffusionLayer(
-        step_size=0.25, num_steps=3, weights=cycle_weights(6, torch.float32), backward="autograd"
-    )
+    stored = DiffusionLayer(step_size=0.25, num_steps=3, weights=weights, backward="autograd").to(device)
     (gradient,) = torch.autograd.grad(stored(x).pow(2).sum(), x, create_graph=True)
     gradient.sum().backward()  # the advised layer gives the second derivative
     (first,) = torch.autograd.grad(layer(x).pow(2).sum(), x)  # a first derivative still works

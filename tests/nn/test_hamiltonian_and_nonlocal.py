@@ -23,10 +23,10 @@ def _randomize_batch_norm(module, seed=0):
 # Hamiltonian block
 
 
-def test_verlet_step_matches_its_formula_with_the_adjoint_convolution():
+def test_verlet_step_matches_its_formula_with_the_adjoint_convolution(device):
     torch.manual_seed(0)
-    block = HamiltonianBlock(6, step_size=0.3, batch_norm=False).double()
-    x = torch.randn(2, 6, 5, 4, dtype=torch.float64)
+    block = HamiltonianBlock(6, step_size=0.3, batch_norm=False).double().to(device)
+    x = torch.randn(2, 6, 5, 4, dtype=torch.float64).to(device)
     y, z = x[:, :3], x[:, 3:]
 
     def adjoint(conv, u):  # Kᵀ u = the vector–Jacobian product of the (bias-free) convolution
@@ -39,10 +39,11 @@ def test_verlet_step_matches_its_formula_with_the_adjoint_convolution():
 
 
 @pytest.mark.parametrize("batch_norm", [False, True])
-def test_inverse_is_exact_and_minus_h_is_not(batch_norm):
+def test_inverse_is_exact_and_minus_h_is_not(batch_norm, device):
     torch.manual_seed(1)
-    block = _randomize_batch_norm(HamiltonianBlock(8, step_size=0.5, batch_norm=batch_norm).double()).eval()
-    x = torch.randn(3, 8, 6, 6, dtype=torch.float64)
+    block = _randomize_batch_norm(HamiltonianBlock(8, step_size=0.5, batch_norm=batch_norm).double())
+    block = block.to(device).eval()
+    x = torch.randn(3, 8, 6, 6, dtype=torch.float64).to(device)
     out = block(x)
     torch.testing.assert_close(block.inverse(out), x, rtol=0, atol=1e-12)
     torch.testing.assert_close(block(block.inverse(x)), x, rtol=0, atol=1e-12)
@@ -51,27 +52,27 @@ def test_inverse_is_exact_and_minus_h_is_not(batch_norm):
         assert float((block(out) - x).abs().max()) > 1e-3
 
 
-def test_verlet_step_preserves_volume():
+def test_verlet_step_preserves_volume(device):
     # each half-step is a shear (Y += f(Z), Z −= g(Y)): the Jacobian determinant is exactly 1
     torch.manual_seed(2)
-    block = HamiltonianBlock(2, step_size=0.8, batch_norm=False).double()
-    x = torch.randn(1, 2, 3, 3, dtype=torch.float64)
+    block = HamiltonianBlock(2, step_size=0.8, batch_norm=False).double().to(device)
+    x = torch.randn(1, 2, 3, 3, dtype=torch.float64).to(device)
     jacobian = torch.autograd.functional.jacobian(lambda v: block(v.view(1, 2, 3, 3)).flatten(), x.flatten())
     assert float(torch.linalg.det(jacobian)) == pytest.approx(1.0, abs=1e-10)
     assert (
-        float((jacobian - torch.eye(18, dtype=torch.float64)).abs().max()) > 1e-2
+        float((jacobian - torch.eye(18, dtype=torch.float64, device=device)).abs().max()) > 1e-2
     )  # and is not the identity
 
 
-def test_hamiltonian_gradcheck_and_bad_input():
+def test_hamiltonian_gradcheck_and_bad_input(device):
     torch.manual_seed(3)
-    block = HamiltonianBlock(4, batch_norm=False).double()
-    x = torch.randn(1, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    block = HamiltonianBlock(4, batch_norm=False).double().to(device)
+    x = torch.randn(1, 4, 3, 3, dtype=torch.float64).to(device).requires_grad_()
     assert torch.autograd.gradcheck(block, (x,))
     with pytest.raises(ValueError, match="even"):
         HamiltonianBlock(5)
     with pytest.raises(ValueError, match=r"expects \(B, 4, H, W\)"):
-        block(torch.randn(1, 6, 3, 3, dtype=torch.float64))
+        block(torch.randn(1, 6, 3, 3, dtype=torch.float64).to(device))
     with pytest.raises(ValueError, match="step_size"):
         HamiltonianBlock(4, step_size=0.0)
 
@@ -85,14 +86,15 @@ def _strips(x):
 
 
 @pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
-def test_nonlocal_block_follows_its_stage_formula(operator):
+def test_nonlocal_block_follows_its_stage_formula(operator, device):
     torch.manual_seed(4)
     block = _randomize_batch_norm(
         NonlocalBlock(
             6, operator=operator, stages=3, step_size=0.2, lam=0.3, s=0.4, subsample=2, path="naive"
         ).double()
-    ).eval()
-    x = torch.randn(2, 6, 6, 4, dtype=torch.float64)
+    )
+    block = block.to(device).eval()
+    x = torch.randn(2, 6, 6, 4, dtype=torch.float64).to(device)
     theta = _strips(block.theta(x))
     phi = _strips(F.max_pool2d(block.phi(x), 2))  # keys subsampled, queries not
 
@@ -107,16 +109,16 @@ def test_nonlocal_block_follows_its_stage_formula(operator):
 
 
 @pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
-def test_nonlocal_block_fast_equals_naive(operator):
+def test_nonlocal_block_fast_equals_naive(operator, device):
     torch.manual_seed(5)
-    naive = NonlocalBlock(8, operator=operator, subsample=2, path="naive").double()
-    fast = NonlocalBlock(8, operator=operator, subsample=2, path="fast").double()
+    naive = NonlocalBlock(8, operator=operator, subsample=2, path="naive").double().to(device)
+    fast = NonlocalBlock(8, operator=operator, subsample=2, path="fast").double().to(device)
     fast.load_state_dict(naive.state_dict())
-    x = torch.randn(2, 8, 8, 6, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, 8, 8, 6, dtype=torch.float64).to(device).requires_grad_()
     x_fast = x.detach().clone().requires_grad_()
     out_naive, out_fast = naive(x), fast(x_fast)
     torch.testing.assert_close(out_fast, out_naive, rtol=1e-10, atol=1e-12)
-    weights = torch.randn_like(out_naive)
+    weights = torch.randn(out_naive.shape, dtype=out_naive.dtype).to(device)
     (out_naive * weights).sum().backward()
     (out_fast * weights).sum().backward()
     torch.testing.assert_close(x_fast.grad, x.grad, rtol=1e-9, atol=1e-11)
@@ -125,26 +127,26 @@ def test_nonlocal_block_fast_equals_naive(operator):
 
 
 @pytest.mark.parametrize("operator", ["fractional", "log"])
-def test_nonlocal_block_gradcheck_and_constant_image(operator):
+def test_nonlocal_block_gradcheck_and_constant_image(operator, device):
     torch.manual_seed(6)
-    block = NonlocalBlock(4, operator=operator, subsample=1, batch_norm=False).double()
-    x = torch.randn(1, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    block = NonlocalBlock(4, operator=operator, subsample=1, batch_norm=False).double().to(device)
+    x = torch.randn(1, 4, 3, 3, dtype=torch.float64).to(device).requires_grad_()
     assert torch.autograd.gradcheck(block, (x,))
-    constant = torch.ones(1, 4, 4, 4, dtype=torch.float64, requires_grad=True)  # all distances zero
+    constant = torch.ones(1, 4, 4, 4, dtype=torch.float64, device=device, requires_grad=True)  # distances 0
     out = block(constant)
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(constant.grad).all()
 
 
-def test_nonlocal_block_bad_arguments():
+def test_nonlocal_block_bad_arguments(device):
     with pytest.raises(ValueError, match="0 < s < 1"):
         NonlocalBlock(4, operator="fractional", s=1.0)
     with pytest.raises(ValueError, match="n/2"):
         NonlocalBlock(4, operator="inverse-fractional", s=1.0)
     with pytest.raises(ValueError, match="operator"):
         NonlocalBlock(4, operator="gauss")
-    block = NonlocalBlock(4, subsample=4)
+    block = NonlocalBlock(4, subsample=4).to(device)
     with pytest.raises(ValueError, match="smaller than the subsampling"):
-        block(torch.randn(1, 4, 2, 8))
+        block(torch.randn(1, 4, 2, 8).to(device))
     with pytest.raises(ValueError, match=r"expects \(B, 4, H, W\)"):
-        block(torch.randn(1, 3, 8, 8))
+        block(torch.randn(1, 3, 8, 8).to(device))

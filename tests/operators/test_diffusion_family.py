@@ -44,42 +44,52 @@ def explicit_steps(weights, features, step_size, num_steps, normalized=False):
 
 
 def slices_of(graphs, ids):
+    """The graphs (on their device) as a SliceGraphs; the slices' graph ids are an index kept on the CPU."""
     return SliceGraphs([graph.to_sparse() for graph in graphs], graphs[0].shape[0], ids=torch.tensor(ids))
 
 
-def test_batched_steps_pin_the_numbers_of_the_update_formula():
-    weights = torch.stack([PATH, TRIANGLE])
-    features = torch.tensor([[[1.0], [2.0], [4.0]], [[3.0], [0.0], [0.0]]], dtype=torch.float64)
+def test_batched_steps_pin_the_numbers_of_the_update_formula(device):
+    weights = torch.stack([PATH, TRIANGLE]).to(device)
+    features = torch.tensor(
+        [[[1.0], [2.0], [4.0]], [[3.0], [0.0], [0.0]]], dtype=torch.float64, device=device
+    )
     op = BatchedDiffusion(weights, 0.25)
     # by hand: path 1.25, 2.75, 3 then 1.625, 2.5, 2.875;
     # triangle 2.25, .375, .375 then 1.78125, .609375, .609375
     expected = torch.tensor(
-        [[[1.625], [2.5], [2.875]], [[1.78125], [0.609375], [0.609375]]], dtype=torch.float64
+        [[[1.625], [2.5], [2.875]], [[1.78125], [0.609375], [0.609375]]], dtype=torch.float64, device=device
     )
     assert torch.equal(op.apply(features, 2), expected)
     assert torch.equal(
-        op.apply(features, 1)[0].flatten(), torch.tensor([1.25, 2.75, 3.0], dtype=torch.float64)
+        op.apply(features, 1)[0].flatten(),
+        torch.tensor([1.25, 2.75, 3.0], dtype=torch.float64, device=device),
     )
     assert torch.equal(op.apply(features, 0), features)
     assert op.bound == pytest.approx(1 / 3)  # the path's row 1: 1 + 2
 
 
-def test_slice_steps_pin_the_numbers_of_the_update_formula():
-    graphs = slices_of([PATH, TRIANGLE], [1, 0, 1])
-    features = torch.tensor([[3.0, 0.0, 0.0], [1.0, 2.0, 4.0], [0.0, 3.0, 0.0]], dtype=torch.float64)[
-        ..., None
-    ]
+def test_slice_steps_pin_the_numbers_of_the_update_formula(device):
+    # device: needs SliceGraphs.block_diagonal to build its index arithmetic on the graphs' device (its
+    # aranges and offsets are CPU tensors; slices on different graphs multiply by the block-diagonal matrix)
+    graphs = slices_of([PATH.to(device), TRIANGLE.to(device)], [1, 0, 1])
+    features = torch.tensor(
+        [[3.0, 0.0, 0.0], [1.0, 2.0, 4.0], [0.0, 3.0, 0.0]], dtype=torch.float64, device=device
+    )[..., None]
     out = SliceDiffusion(graphs, 0.25).apply(features, 2)
-    assert torch.equal(out[0].flatten(), torch.tensor([1.78125, 0.609375, 0.609375], dtype=torch.float64))
-    assert torch.equal(out[1].flatten(), torch.tensor([1.625, 2.5, 2.875], dtype=torch.float64))
-    assert torch.equal(out[2].flatten(), torch.tensor([0.609375, 1.78125, 0.609375], dtype=torch.float64))
+    expected = [[1.78125, 0.609375, 0.609375], [1.625, 2.5, 2.875], [0.609375, 1.78125, 0.609375]]
+    for index, row in enumerate(expected):
+        assert torch.equal(out[index].flatten(), torch.tensor(row, dtype=torch.float64, device=device))
 
 
 @pytest.mark.parametrize("normalized", [False, True])
-def test_both_forms_follow_the_formula_on_random_graphs(normalized):
-    graphs = [random_symmetric_weights(7, 0.5, seed=seed) for seed in range(3)]
+def test_both_forms_follow_the_formula_on_random_graphs(normalized, device):
+    # device: needs SliceGraphs.block_diagonal to build its index arithmetic on the graphs' device (its
+    # aranges and offsets are CPU tensors; slices on different graphs multiply by the block-diagonal matrix)
+    graphs = [random_symmetric_weights(7, 0.5, seed=seed, device=device) for seed in range(3)]
     step_size = 0.9 if normalized else 0.5 / max(float(graph.sum(1).max()) for graph in graphs)
-    features = torch.randn(3, 7, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    features = torch.randn(3, 7, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).to(
+        device
+    )
     expected = torch.stack([explicit_steps(g, x, step_size, 4, normalized) for g, x in zip(graphs, features)])
     laplacian = "normalized" if normalized else "combinatorial"
     sliced = SliceDiffusion(slices_of(graphs, [0, 1, 2]), step_size, laplacian=laplacian).apply(features, 4)
@@ -91,11 +101,15 @@ def test_both_forms_follow_the_formula_on_random_graphs(normalized):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("laplacian", ["combinatorial", "normalized"])
-def test_equal_to_the_diffusion_operator_graph_by_graph(dtype, laplacian):
-    graphs = [random_symmetric_weights(12, 0.3, seed=seed) for seed in range(4)]
+def test_equal_to_the_diffusion_operator_graph_by_graph(dtype, laplacian, device):
+    # device: needs SliceGraphs.block_diagonal to build its index arithmetic on the graphs' device (its
+    # aranges and offsets are CPU tensors; slices on different graphs multiply by the block-diagonal matrix)
+    graphs = [random_symmetric_weights(12, 0.3, seed=seed, device=device) for seed in range(4)]
     step_size = 0.8 if laplacian == "normalized" else 0.8 / max(float(g.sum(1).max()) for g in graphs)
     ids = [2, 0, 3, 3, 1]
-    features = torch.randn(len(ids), 12, 3, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    features = torch.randn(len(ids), 12, 3, dtype=dtype, generator=torch.Generator().manual_seed(1)).to(
+        device
+    )
     expected = torch.stack(
         [
             DiffusionOperator(graphs[i].to(dtype), step_size, laplacian=laplacian).apply(x, 6)
@@ -113,15 +127,17 @@ def test_equal_to_the_diffusion_operator_graph_by_graph(dtype, laplacian):
         )
 
 
-def test_a_directed_row_normalized_graph_diffuses_along_its_rows():
+def test_a_directed_row_normalized_graph_diffuses_along_its_rows(device):
     """The forecasts' graphs: no symmetry, rows summing to one (stable for ``γ ≤ 1``)."""
+    # device: needs SliceGraphs.block_diagonal to build its index arithmetic on the graphs' device (its
+    # aranges and offsets are CPU tensors; slices on different graphs multiply by the block-diagonal matrix)
     generator = torch.Generator().manual_seed(3)
     graphs = torch.rand(3, 6, 6, dtype=torch.float64, generator=generator)
     graphs = (
         graphs * (torch.rand(3, 6, 6, generator=generator) < 0.5) * (1 - torch.eye(6, dtype=torch.float64))
     )
-    graphs = graphs / graphs.sum(2, keepdim=True).clamp_min(1e-12)
-    features = torch.randn(3, 6, 2, dtype=torch.float64, generator=generator)
+    graphs = (graphs / graphs.sum(2, keepdim=True).clamp_min(1e-12)).to(device)
+    features = torch.randn(3, 6, 2, dtype=torch.float64, generator=generator).to(device)
     expected = torch.stack([explicit_steps(g, x, 0.7, 3) for g, x in zip(graphs, features)])
     batched = BatchedDiffusion(graphs, 0.7).apply(features, 3)
     sliced = SliceDiffusion(slices_of(list(graphs), [0, 1, 2]), 0.7).apply(features, 3)
@@ -129,10 +145,12 @@ def test_a_directed_row_normalized_graph_diffuses_along_its_rows():
     torch.testing.assert_close(sliced, expected, rtol=0, atol=1e-13)
 
 
-def test_a_scaled_step_is_the_step_times_the_scale_and_carries_its_gradient():
-    graphs = slices_of([PATH, TRIANGLE], [0, 1])
-    features = torch.randn(2, 3, 2, dtype=torch.float64)
-    scale = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+def test_a_scaled_step_is_the_step_times_the_scale_and_carries_its_gradient(device):
+    # device: needs SliceGraphs.block_diagonal to build its index arithmetic on the graphs' device (its
+    # aranges and offsets are CPU tensors; slices on different graphs multiply by the block-diagonal matrix)
+    graphs = slices_of([PATH.to(device), TRIANGLE.to(device)], [0, 1])
+    features = torch.randn(2, 3, 2, dtype=torch.float64).to(device)
+    scale = torch.tensor(0.4, dtype=torch.float64, device=device, requires_grad=True)
     out = SliceDiffusion(graphs, 0.25).apply(features, 3, step_scale=scale)
     torch.testing.assert_close(out, SliceDiffusion(graphs, 0.1).apply(features, 3), rtol=0, atol=1e-15)
     assert torch.autograd.gradcheck(
@@ -142,31 +160,33 @@ def test_a_scaled_step_is_the_step_times_the_scale_and_carries_its_gradient():
 
 
 @pytest.mark.parametrize("layout", ["dense", "sparse", "csr"])
-def test_the_one_operator_takes_the_same_scaled_step_as_the_slices(layout):
+def test_the_one_operator_takes_the_same_scaled_step_as_the_slices(layout, device):
     """``DiffusionOperator.apply(step_scale=ρ)``: ``r`` steps of ``γρ`` written out node by node, on a dense,
     a sparse and a CSR graph, with ρ's gradient (COIN's learned diffusion time goes through it)."""
-    weights = {"dense": PATH, "sparse": PATH.to_sparse(), "csr": PATH.to_sparse_csr()}[layout]
-    features = torch.randn(3, 2, dtype=torch.float64)
-    scale = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+    path = PATH.to(device)
+    weights = {"dense": path, "sparse": path.to_sparse(), "csr": path.to_sparse_csr()}[layout]
+    features = torch.randn(3, 2, dtype=torch.float64).to(device)
+    scale = torch.tensor(0.4, dtype=torch.float64, device=device, requires_grad=True)
     operator = DiffusionOperator(weights, 0.25)
     out = operator.apply(features, 3, step_scale=scale)
-    torch.testing.assert_close(out, explicit_steps(PATH, features, 0.1, 3), rtol=0, atol=1e-14)
+    torch.testing.assert_close(out, explicit_steps(path, features, 0.1, 3), rtol=0, atol=1e-14)
     torch.testing.assert_close(out, operator.apply(features, 3, step_scale=0.4), rtol=0, atol=0)
     assert torch.autograd.gradcheck(
         lambda s, x: operator.apply(x, 3, step_scale=s), (scale, features.clone().requires_grad_())
     )
 
 
-def test_gradcheck_of_the_batched_form_in_features_and_weights():
+def test_gradcheck_of_the_batched_form_in_features_and_weights(device):
     weights = (torch.rand(2, 4, 4, dtype=torch.float64) + 0.1) / 4
-    weights = ((weights + weights.transpose(1, 2)) / 2).requires_grad_()
-    features = torch.randn(2, 4, 2, dtype=torch.float64, requires_grad=True)
+    weights = ((weights + weights.transpose(1, 2)) / 2).to(device).requires_grad_()
+    features = torch.randn(2, 4, 2, dtype=torch.float64).to(device).requires_grad_()
     assert torch.autograd.gradcheck(lambda w, x: BatchedDiffusion(w, 0.5).apply(x, 3), (weights, features))
     assert torch.autograd.gradcheck(lambda w: BatchedDiffusion(w, 0.5).matrix(2, slice(0, 2)), (weights,))
 
 
-def test_the_hooks_run_around_every_step_as_the_diffusion_operators_do():
+def test_the_hooks_run_around_every_step_as_the_diffusion_operators_do(device):
     calls = []
+    path = PATH.to(device)
 
     def before(x):
         calls.append("before")
@@ -176,16 +196,16 @@ def test_the_hooks_run_around_every_step_as_the_diffusion_operators_do():
         calls.append("after")
         return x - 1
 
-    features = torch.randn(3, 2, dtype=torch.float64)
-    expected = DiffusionOperator(PATH, 0.25).apply(features, 3, before_step=before, after_step=after)
+    features = torch.randn(3, 2, dtype=torch.float64).to(device)
+    expected = DiffusionOperator(path, 0.25).apply(features, 3, before_step=before, after_step=after)
     assert calls == ["before", "after"] * 3
     calls.clear()
-    batched = BatchedDiffusion(PATH[None], 0.25).apply(
+    batched = BatchedDiffusion(path[None], 0.25).apply(
         features[None], 3, before_step=before, after_step=after
     )
     assert calls == ["before", "after"] * 3
     calls.clear()
-    sliced = SliceDiffusion(slices_of([PATH], [0]), 0.25).apply(
+    sliced = SliceDiffusion(slices_of([path], [0]), 0.25).apply(
         features[None], 3, before_step=before, after_step=after
     )
     assert calls == ["before", "after"] * 3
@@ -193,15 +213,19 @@ def test_the_hooks_run_around_every_step_as_the_diffusion_operators_do():
     torch.testing.assert_close(sliced[0], expected, rtol=0, atol=1e-14)
 
 
-def test_the_stability_check_refuses_a_step_beyond_any_graphs_bound():
-    cycle = cycle_weights(6)  # bipartite, degree 2: λ_max(L) = 4, stable for γ ≤ 1/2 exactly
-    triangle = torch.ones(3, 3, dtype=torch.float64) - torch.eye(3, dtype=torch.float64)  # λ_max(L) = 3
+def test_the_stability_check_refuses_a_step_beyond_any_graphs_bound(device):
+    cycle = cycle_weights(6, device=device)  # bipartite, degree 2: λ_max(L) = 4, stable for γ ≤ 1/2 exactly
+    triangle = torch.ones(3, 3, dtype=torch.float64, device=device) - torch.eye(
+        3, dtype=torch.float64, device=device
+    )  # λ_max(L) = 3
     with pytest.raises(UnstableStepSizeError, match="graph 1 of 2"):
         BatchedDiffusion(torch.stack([cycle / 4, cycle]), 0.6)  # the first is stable up to 2
     with pytest.raises(UnstableStepSizeError):
         SliceDiffusion(slices_of([cycle], [0]), 0.6)
     assert BatchedDiffusion(cycle[None], 0.5).bound == pytest.approx(0.5)
-    assert BatchedDiffusion(cycle[None], 0.6, check_stability=False).apply(torch.ones(1, 6, 1), 1).shape == (
+    assert BatchedDiffusion(cycle[None], 0.6, check_stability=False).apply(
+        torch.ones(1, 6, 1, device=device), 1
+    ).shape == (
         1,
         6,
         1,
@@ -212,27 +236,28 @@ def test_the_stability_check_refuses_a_step_beyond_any_graphs_bound():
     )
     assert SliceDiffusion(slices_of([triangle], [0]), 0.6).bound == pytest.approx(2 / 3)
     # only the graphs the slices use count
-    padded = torch.zeros(6, 6, dtype=torch.float64)
+    padded = torch.zeros(6, 6, dtype=torch.float64, device=device)
     padded[:3, :3] = triangle
     assert SliceDiffusion(slices_of([cycle, padded], [1, 1]), 0.6).bound == pytest.approx(2 / 3)
     with pytest.raises(UnstableStepSizeError):
         SliceDiffusion(slices_of([cycle, padded], [1, 0]), 0.6)
     # a non-symmetric graph beyond Gershgorin has no spectral bound to fall back on
-    directed = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+    directed = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=torch.float64, device=device)
     with pytest.raises(UnstableStepSizeError, match="not symmetric"):
         BatchedDiffusion(directed[None], 1.5)
     with pytest.raises(UnstableStepSizeError, match="normalized"):
         SliceDiffusion(slices_of([triangle], [0]), 1.2, laplacian="normalized")
 
 
-def test_bad_arguments_are_refused():
+def test_bad_arguments_are_refused(device):
+    path = PATH.to(device)
     with pytest.raises(TypeError, match="SliceGraphs"):
-        SliceDiffusion([PATH], 0.1)
+        SliceDiffusion([path], 0.1)
     with pytest.raises(ValueError, match="step_size"):
-        SliceDiffusion(slices_of([PATH], [0]), 0.0)
+        SliceDiffusion(slices_of([path], [0]), 0.0)
     with pytest.raises(ValueError, match="laplacian"):
-        SliceDiffusion(slices_of([PATH], [0]), 0.1, laplacian="random-walk")
+        SliceDiffusion(slices_of([path], [0]), 0.1, laplacian="random-walk")
     with pytest.raises(ValueError, match=r"\(T, N, F\)"):
-        BatchedDiffusion(PATH[None], 0.1).apply(torch.ones(3, 1), 1)
+        BatchedDiffusion(path[None], 0.1).apply(torch.ones(3, 1, device=device), 1)
     with pytest.raises(ValueError, match="negative"):
-        BatchedDiffusion(-PATH[None], 0.1)
+        BatchedDiffusion(-path[None], 0.1)

@@ -15,15 +15,15 @@ from pdenets.operators.fractional_grid import (
 )
 
 
-def _gaussian_grid(spacing, half_width=8.0):
-    axis = torch.arange(-half_width, half_width + spacing / 2, spacing, dtype=torch.float64)
+def _gaussian_grid(spacing, half_width=8.0, device="cpu"):
+    axis = torch.arange(-half_width, half_width + spacing / 2, spacing, dtype=torch.float64, device=device)
     points = torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1)
     return points, torch.exp(-(points**2).sum(-1) / 2)
 
 
-def test_lattice_zeta_equals_a_brute_force_sum():
+def test_lattice_zeta_equals_a_brute_force_sum(device):
     exponent, radius = 2.5, 300
-    k = torch.arange(-radius, radius + 1, dtype=torch.float64)
+    k = torch.arange(-radius, radius + 1, dtype=torch.float64, device=device)
     squared = k[:, None] ** 2 + k[None, :] ** 2
     inside = (squared > 0) & (squared <= radius**2)
     brute = squared[inside].pow(-exponent).sum()
@@ -32,11 +32,11 @@ def test_lattice_zeta_equals_a_brute_force_sum():
 
 
 @pytest.mark.parametrize("s", [0.25, 0.5, 0.75])
-def test_spectral_operator_converges_as_the_period_grows(s):
+def test_spectral_operator_converges_as_the_period_grows(s, device):
     # the periodic grid adds the images of the slowly decaying tail |x|^{-2-2s}: error ~ L^{-2s}
     errors = []
     for half_width in (12.0, 24.0):
-        points, values = _gaussian_grid(0.25, half_width)
+        points, values = _gaussian_grid(0.25, half_width, device)
         exact = gaussian_fractional_laplacian(points, s)
         errors.append(float((spectral_fractional_laplacian(values, s, spacing=0.25) - exact).abs().max()))
     assert errors[1] < 1e-3
@@ -44,10 +44,10 @@ def test_spectral_operator_converges_as_the_period_grows(s):
 
 
 @pytest.mark.parametrize("s", [0.25, 0.5, 0.75])
-def test_grid_operator_converges_to_the_exact_value(s):
+def test_grid_operator_converges_to_the_exact_value(s, device):
     errors = []
     for spacing in (0.5, 0.25):
-        points, values = _gaussian_grid(spacing)
+        points, values = _gaussian_grid(spacing, device=device)
         exact = gaussian_fractional_laplacian(points, s)
         got = fractional_laplacian_grid(values, s, spacing)
         errors.append(float((got - exact).abs().max() / exact.abs().max()))
@@ -55,18 +55,18 @@ def test_grid_operator_converges_to_the_exact_value(s):
     assert errors[1] < errors[0]
 
 
-def test_s_to_one_is_the_local_laplacian():
-    _, values = _gaussian_grid(0.25)
+def test_s_to_one_is_the_local_laplacian(device):
+    _, values = _gaussian_grid(0.25, device=device)
     local = -five_point_laplacian(values, 0.25)
     for s, tolerance in ((0.99, 0.03), (0.999, 0.003)):
         got = fractional_laplacian_grid(values, s, 0.25)
         assert float((got - local).abs().max() / local.abs().max()) < tolerance
 
 
-def test_gaussian_closed_form_limits():
-    origin = torch.zeros(1, 2, dtype=torch.float64)
+def test_gaussian_closed_form_limits(device):
+    origin = torch.zeros(1, 2, dtype=torch.float64, device=device)
     # s → 1: −Δ exp(−|x|²/2) = (2 − |x|²) exp(−|x|²/2) = 2 at the origin; s → 0: the function itself
     assert float(gaussian_fractional_laplacian(origin, 0.999999)) == pytest.approx(2.0, rel=1e-5)
-    assert float(gaussian_fractional_laplacian(torch.tensor([[1.0, 1.0]]), 1e-9)) == pytest.approx(
-        math.exp(-1), rel=1e-7
-    )
+    assert float(
+        gaussian_fractional_laplacian(torch.tensor([[1.0, 1.0]], device=device), 1e-9)
+    ) == pytest.approx(math.exp(-1), rel=1e-7)

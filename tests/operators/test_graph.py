@@ -21,23 +21,24 @@ def _dense(matrix):
     return matrix if matrix.layout == torch.strided else matrix.to_dense()
 
 
-def test_all_graph_forms_give_the_same_matrix():
-    dense = random_symmetric_weights(30, 0.2)
+def test_all_graph_forms_give_the_same_matrix(device):
+    dense = random_symmetric_weights(30, 0.2, device=device)
     edge_index = dense.nonzero().T
     forms = [
         dense,
         dense.to_sparse(),
         dense.to_sparse_csr(),
         (edge_index, dense[edge_index[0], edge_index[1]]),
-        sp.csr_matrix(dense.numpy()),
     ]
+    if device.type == "cpu":  # a SciPy matrix becomes a CPU tensor
+        forms.append(sp.csr_matrix(dense.numpy()))
     for form in forms:
         matrix = as_weight_matrix(form, 30)
         assert torch.allclose(_dense(matrix), dense)
 
 
-def test_edge_list_without_weights_means_unit_weights():
-    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+def test_edge_list_without_weights_means_unit_weights(device):
+    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], device=device)
     matrix = as_weight_matrix((edge_index, None))
     assert _dense(matrix).tolist() == [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
 
@@ -54,19 +55,25 @@ def test_edge_list_without_weights_means_unit_weights():
         (torch.ones(3, 3), 4, "num_nodes=4"),
     ],
 )
-def test_bad_graphs_are_refused(graph, num_nodes, message):
+def test_bad_graphs_are_refused(graph, num_nodes, message, device):
+    if isinstance(graph, tuple):  # an edge list: (edge_index, edge_weight or None)
+        graph = tuple(None if part is None else part.to(device) for part in graph)
+    else:
+        graph = graph.to(device)
     with pytest.raises(ValueError, match=message):
         as_weight_matrix(graph, num_nodes)
 
 
-def test_unsupported_type_is_refused():
+def test_unsupported_type_is_refused(device):  # a nested Python list: refused alike whatever the device
     with pytest.raises(TypeError, match="graph must be"):
         as_weight_matrix([[0, 1], [1, 0]])
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_normalizations_match_dense_formulas(sparse):
-    dense = random_symmetric_weights(40, 0.2) + torch.diag(torch.rand(40, dtype=torch.float64))
+def test_normalizations_match_dense_formulas(sparse, device):
+    dense = random_symmetric_weights(40, 0.2, device=device) + torch.diag(
+        torch.rand(40, dtype=torch.float64)
+    ).to(device)
     dense[3] = 0.0  # an isolated row stays zero, no division by zero
     dense[:, 3] = 0.0
     weights = dense.to_sparse() if sparse else dense
@@ -81,19 +88,19 @@ def test_normalizations_match_dense_formulas(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_symmetrize_and_self_loops(sparse):
-    dense = torch.rand(10, 10, dtype=torch.float64)
+def test_symmetrize_and_self_loops(sparse, device):
+    dense = torch.rand(10, 10, dtype=torch.float64).to(device)
     weights = dense.to_sparse() if sparse else dense
     assert torch.allclose(_dense(symmetrize(weights)), (dense + dense.T) / 2)
     no_loops = _dense(remove_self_loops(weights))
     assert torch.all(torch.diagonal(no_loops) == 0)
     with_loops = _dense(add_self_loops(remove_self_loops(weights)))
-    assert torch.allclose(with_loops, no_loops + torch.eye(10, dtype=dense.dtype))
+    assert torch.allclose(with_loops, no_loops + torch.eye(10, dtype=dense.dtype, device=device))
 
 
-def test_gcn_normalization_formula_and_existing_self_loops():
-    adjacency = (random_symmetric_weights(25, 0.2) > 0).double()
-    expected_a = adjacency + torch.eye(25, dtype=torch.float64)
+def test_gcn_normalization_formula_and_existing_self_loops(device):
+    adjacency = (random_symmetric_weights(25, 0.2, device=device) > 0).double()
+    expected_a = adjacency + torch.eye(25, dtype=torch.float64, device=device)
     d = expected_a.sum(1).rsqrt()
     expected = d[:, None] * expected_a * d[None, :]
     assert torch.allclose(_dense(gcn_normalize(adjacency.to_sparse())), expected)
@@ -102,21 +109,24 @@ def test_gcn_normalization_formula_and_existing_self_loops():
     assert torch.allclose(_dense(gcn_normalize(with_loops)), expected)
 
 
-def test_normalized_laplacian_eigenvalues_lie_in_zero_two():
+def test_normalized_laplacian_eigenvalues_lie_in_zero_two(device):
     """Symmetric normalization: spectrum of I − D^{-1/2} W D^{-1/2} ⊂ [0, 2], 2 for a bipartite graph."""
     from ..conftest import cycle_weights
 
     for weights, bipartite in (
-        (random_symmetric_weights(60, 0.15, seed=3), False),
-        (cycle_weights(12), True),
+        (random_symmetric_weights(60, 0.15, seed=3, device=device), False),
+        (cycle_weights(12, device=device), True),
     ):
         normalized = symmetric_normalize(weights)
-        eigenvalues = torch.linalg.eigvalsh(torch.eye(weights.shape[0], dtype=torch.float64) - normalized)
+        eigenvalues = torch.linalg.eigvalsh(
+            torch.eye(weights.shape[0], dtype=torch.float64, device=device) - normalized
+        )
         assert eigenvalues.min() > -1e-12 and eigenvalues.max() < 2 + 1e-12
         if bipartite:
             assert abs(float(eigenvalues.max()) - 2.0) < 1e-12
 
 
+@pytest.mark.cpu_only("a SciPy matrix: as_weight_matrix reads it into a CPU tensor")
 def test_scipy_input_keeps_float_values():
     matrix = sp.coo_matrix((np.array([0.5, 0.5]), (np.array([0, 1]), np.array([1, 0]))), shape=(2, 2))
     result = as_weight_matrix(matrix)

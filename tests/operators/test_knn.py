@@ -15,40 +15,40 @@ def _brute_reference(points, queries, k, exclude_self):
 
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 64, None])
-def test_chunked_equals_brute_force(chunk_size):
-    points = torch.randn(300, 5, dtype=torch.float64)
+def test_chunked_equals_brute_force(chunk_size, device):
+    points = torch.randn(300, 5, dtype=torch.float64).to(device)
     chunked = knn_search(points, 8, backend="chunked", chunk_size=chunk_size)
     indices, distances = _brute_reference(points, points, 8, exclude_self=True)
     assert torch.equal(chunked.indices, indices)
     assert torch.allclose(chunked.sq_distances, distances, atol=1e-10)
 
 
-def test_brute_backend_equals_reference_with_queries():
-    points = torch.randn(200, 3, dtype=torch.float64)
-    queries = torch.randn(50, 3, dtype=torch.float64)
+def test_brute_backend_equals_reference_with_queries(device):
+    points = torch.randn(200, 3, dtype=torch.float64).to(device)
+    queries = torch.randn(50, 3, dtype=torch.float64).to(device)
     result = knn_search(points, 5, queries=queries, backend="brute")
     indices, distances = _brute_reference(points, queries, 5, exclude_self=False)
     assert torch.equal(result.indices, indices)
     assert torch.allclose(result.sq_distances, distances, atol=1e-10)
 
 
-def test_include_self_puts_self_first_then_k_minus_one_others():
-    points = torch.randn(100, 4, dtype=torch.float64)
+def test_include_self_puts_self_first_then_k_minus_one_others(device):
+    points = torch.randn(100, 4, dtype=torch.float64).to(device)
     with_self = knn_search(points, 6, include_self=True)
     without = knn_search(points, 5)
-    assert torch.equal(with_self.indices[:, 0], torch.arange(100))
+    assert torch.equal(with_self.indices[:, 0], torch.arange(100, device=device))
     assert torch.all(with_self.sq_distances[:, 0] == 0)
     assert torch.equal(with_self.indices[:, 1:], without.indices)
 
 
-def test_duplicate_points_are_neighbours_at_distance_zero():
-    points = torch.tensor([[0.0, 0.0], [0.0, 0.0], [5.0, 5.0]], dtype=torch.float64)
+def test_duplicate_points_are_neighbours_at_distance_zero(device):
+    points = torch.tensor([[0.0, 0.0], [0.0, 0.0], [5.0, 5.0]], dtype=torch.float64, device=device)
     result = knn_search(points, 1)
     assert result.indices[:2, 0].tolist() == [1, 0]  # row 2 has a tie between 0 and 1
     assert result.sq_distances[0, 0] == 0
 
 
-def test_auto_never_builds_full_matrix_above_threshold(monkeypatch):
+def test_auto_never_builds_full_matrix_above_threshold(monkeypatch, device):
     """Above the threshold the exact search works in row blocks of at most chunk_size rows."""
     monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 100)
     monkeypatch.setattr(knn, "CHUNK_MEMORY_BYTES", 40 * 8 * 2 * 10)  # 10 rows of 40 float64 distances
@@ -60,7 +60,7 @@ def test_auto_never_builds_full_matrix_above_threshold(monkeypatch):
         return original(queries, points)
 
     monkeypatch.setattr(knn, "pairwise_sq_distances", spy)
-    points = torch.randn(40, 2, dtype=torch.float64)
+    points = torch.randn(40, 2, dtype=torch.float64).to(device)
     result = knn_search(points, 3)
     assert max(seen_rows) == 10 and sum(seen_rows) == 40
     indices, _ = _brute_reference(points, points, 3, exclude_self=True)
@@ -68,22 +68,24 @@ def test_auto_never_builds_full_matrix_above_threshold(monkeypatch):
 
 
 @pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
-def test_approximate_backend_recall():
+def test_approximate_backend_recall(device):
     generator = torch.Generator().manual_seed(1)
-    points = torch.randn(5000, 16, generator=generator)
+    points = torch.randn(5000, 16, generator=generator).to(device)
     approximate = knn_search(points, 10, backend="faiss")
     exact = knn_search(points, 10, backend="chunked")
-    hits = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approximate.indices, exact.indices))
+    hits = sum(
+        len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approximate.indices.cpu(), exact.indices.cpu())
+    )
     recall = hits / exact.indices.numel()
     assert recall >= 0.95
-    assert not torch.any(approximate.indices == torch.arange(5000)[:, None])  # self excluded
+    assert not torch.any(approximate.indices == torch.arange(5000, device=device)[:, None])  # self excluded
 
 
 @pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
-def test_approximate_backend_include_self():
-    points = torch.randn(500, 8)
+def test_approximate_backend_include_self(device):
+    points = torch.randn(500, 8).to(device)
     result = knn_search(points, 4, backend="faiss", include_self=True)
-    assert torch.equal(result.indices[:, 0], torch.arange(500))
+    assert torch.equal(result.indices[:, 0], torch.arange(500, device=device))
 
 
 @pytest.mark.parametrize(
@@ -99,18 +101,19 @@ def test_approximate_backend_include_self():
         (torch.randn(10, 2), 2, {"queries": torch.randn(3, 2), "include_self": True}, "include_self"),
     ],
 )
-def test_bad_inputs_raise_clear_errors(points, k, kwargs, message):
+def test_bad_inputs_raise_clear_errors(points, k, kwargs, message, device):
+    kwargs = {key: value.to(device) if key == "queries" else value for key, value in kwargs.items()}
     with pytest.raises(ValueError, match=message):
-        knn_search(points, k, **kwargs)
+        knn_search(points.to(device), k, **kwargs)
 
 
-def test_integer_points_refused():
+def test_integer_points_refused(device):
     with pytest.raises(TypeError, match="float32 or float64, got torch.int64"):
-        knn_search(torch.arange(10).reshape(5, 2), 1)
+        knn_search(torch.arange(10, device=device).reshape(5, 2), 1)
 
 
-def test_num_neighbors_is_a_deprecated_name_of_n_top():
-    points = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+def test_num_neighbors_is_a_deprecated_name_of_n_top(device):
+    points = torch.randn(12, 3, generator=torch.Generator().manual_seed(0)).to(device)
     found = knn_search(points, n_top=3)
     with pytest.warns(DeprecationWarning, match="use n_top"):
         old = knn_search(points, num_neighbors=3)

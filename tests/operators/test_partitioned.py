@@ -43,6 +43,7 @@ def _dense(matrix):
     return matrix.to_dense() if matrix.layout != torch.strided else matrix
 
 
+@pytest.mark.cpu_only("partition_graph: METIS and SciPy on the CPU (scipy_graph reads W with .numpy())")
 def test_partition_orders_parts_contiguously_and_metis_cuts_fewer_edges():
     weights, _, labels = _graph()
     contiguous = partition_graph(weights, 3, method="contiguous")
@@ -62,6 +63,7 @@ def test_partition_orders_parts_contiguously_and_metis_cuts_fewer_edges():
     assert contiguous.cut_fraction == pytest.approx(float((parts[i] != parts[j])[off].mean()))
 
 
+@pytest.mark.cpu_only("partition_graph: METIS and SciPy on the CPU (scipy_graph reads W with .numpy())")
 def test_partition_refuses_bad_requests():
     weights, _, _ = _graph(10)
     with pytest.raises(ValueError, match="10 nodes into 11 parts"):
@@ -70,6 +72,7 @@ def test_partition_refuses_bad_requests():
         partition_graph(weights, 2, method="spectral")
 
 
+@pytest.mark.cpu_only("partition_graph, save_partition and load_part: METIS, SciPy and files on the CPU")
 def test_saved_parts_hold_their_rows_renumbered_and_refuse_overwriting(tmp_path):
     weights, features, labels = _graph()
     partition = partition_graph(weights, 2, method="metis")
@@ -91,8 +94,9 @@ def test_saved_parts_hold_their_rows_renumbered_and_refuse_overwriting(tmp_path)
         load_part(tmp_path, 0)
 
 
-def test_one_process_operator_is_the_whole_graphs_operator():
+def test_one_process_operator_is_the_whole_graphs_operator(device):
     weights, features, _ = _graph()
+    weights, features = weights.to(device), features.to(device)
     whole = DiffusionOperator(weights, 0.4)
     rows = PartitionedDiffusion(weights.to_sparse_csr(), 0, 0.4)
     assert rows.halo_size == 0 and rows.bound == pytest.approx(whole.bound)
@@ -114,8 +118,9 @@ def _rows(weights, first, end):
     return dense.to_sparse_csr()
 
 
-def test_halo_of_a_part_is_the_outside_nodes_its_rows_reach():
+def test_halo_of_a_part_is_the_outside_nodes_its_rows_reach(device):
     weights, _, _ = _graph()
+    weights = weights.to(device)
     dense = _dense(weights)
     # one process cannot hold a part alone (the ranges must tile), so read the halo off the construction rule
     reached = torch.nonzero(dense[:60].abs().sum(0)).ravel()
@@ -125,6 +130,7 @@ def test_halo_of_a_part_is_the_outside_nodes_its_rows_reach():
         PartitionedDiffusion(_rows(weights, 0, 60), 0, 0.4)
 
 
+@pytest.mark.cpu_only("apply_dropout_mask_ with a row_offset: the NumPy PCG64 masks of a row block, CPU only")
 def test_masks_of_a_row_block_are_the_rows_of_the_whole_mask():
     for p, columns in ((0.25, 64), (0.35, 5), (0.999, 3)):
         whole = apply_dropout_mask_(torch.ones(100, columns), 11, p)
@@ -190,6 +196,7 @@ def _single(weights, features, labels, partition, settings):
     return losses, gradients, logits, _dense(DiffusionOperator(graph, settings["step_size"]).matrix()), x
 
 
+@pytest.mark.cpu_only("two torch.distributed processes over gloo (a subprocess), compared on the CPU")
 @pytest.mark.parametrize("method", ["metis", "contiguous"])
 def test_two_processes_give_the_single_process_loss_gradients_and_logits(tmp_path, method):
     settings = {
@@ -216,6 +223,7 @@ def test_two_processes_give_the_single_process_loss_gradients_and_logits(tmp_pat
     assert 0 < first < 120
 
 
+@pytest.mark.cpu_only("two torch.distributed processes over gloo (a subprocess), compared on the CPU")
 def test_dropout_after_each_step_matches_too(tmp_path):
     settings = {
         "seed": 5,
@@ -234,8 +242,9 @@ def test_dropout_after_each_step_matches_too(tmp_path):
         torch.testing.assert_close(ranks[1]["gradients"][name], gradient, rtol=0, atol=1e-6)
 
 
-def test_layer_refuses_an_operator_of_another_step_size():
+def test_layer_refuses_an_operator_of_another_step_size(device):
     weights, _, _ = _graph(20)
+    weights = weights.to(device)
     from pdenets.nn import DiffusionLayer
 
     with pytest.raises(ValueError, match="build them alike"):
@@ -243,6 +252,6 @@ def test_layer_refuses_an_operator_of_another_step_size():
     layer = DiffusionLayer(
         step_size=0.2, num_steps=2, weights=PartitionedDiffusion(weights.to_sparse_csr(), 0, 0.2)
     )
-    x = torch.rand(20, 4, dtype=torch.float64)
+    x = torch.rand(20, 4, dtype=torch.float64).to(device)
     expected = DiffusionOperator(weights, 0.2).apply(x, 2)
     torch.testing.assert_close(layer(x), expected, rtol=0, atol=1e-12)

@@ -30,12 +30,16 @@ clouds = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(cloud=clouds, k=st.integers(1, 6))
-def test_knn_agrees_with_float64_brute_force_on_shifted_and_scaled_clouds(cloud, k):
+def test_knn_agrees_with_float64_brute_force_on_shifted_and_scaled_clouds(cloud, k, device):
     generator = torch.Generator().manual_seed(cloud["seed"])
     base = torch.randn(cloud["n"], cloud["d"], generator=generator, dtype=torch.float64)
-    points = (cloud["shift"] + cloud["scale"] * base).to(cloud["dtype"])
+    points = (cloud["shift"] + cloud["scale"] * base).to(cloud["dtype"]).to(device)
     k = min(k, cloud["n"] - 1)
     found = knn_search(points, k, backend=cloud["backend"], chunk_size=16)
     expected = _brute_force(points, k)
@@ -62,8 +66,8 @@ def test_knn_agrees_with_float64_brute_force_on_shifted_and_scaled_clouds(cloud,
             assert all(set(a) == set(b) for a, b in zip(found.indices.tolist(), brute_indices.tolist()))
 
 
-def test_the_reported_case_float32_offset_1000():
-    points = 1000 + 0.1 * torch.randn(500, 8, generator=torch.Generator().manual_seed(0))
+def test_the_reported_case_float32_offset_1000(device):
+    points = (1000 + 0.1 * torch.randn(500, 8, generator=torch.Generator().manual_seed(0))).to(device)
     found = knn_search(points, 5)
     reference = knn_search(points.double(), 5)
     assert all(set(a) == set(b) for a, b in zip(found.indices.tolist(), reference.indices.tolist()))
@@ -86,18 +90,18 @@ graphs = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graph=graphs)
-def test_r_steps_equal_the_matrix_power(graph):
+def test_r_steps_equal_the_matrix_power(graph, device):
     rng = np.random.default_rng(graph["seed"])
     weights = rng.random((graph["n"], graph["n"])) * (rng.random((graph["n"], graph["n"])) < graph["density"])
     np.fill_diagonal(weights, 0)
     if graph["symmetric"]:
         weights = (weights + weights.T) / 2
-    dense = torch.from_numpy(weights)
+    dense = torch.from_numpy(weights).to(device)
     bound = stability_bound(dense)
     step = graph["fraction"] * (bound if np.isfinite(bound) else 1.0)
-    features = torch.from_numpy(rng.standard_normal((graph["n"], graph["columns"])))
+    features = torch.from_numpy(rng.standard_normal((graph["n"], graph["columns"]))).to(device)
     given_weights = dense.to_sparse() if graph["sparse"] else dense
     with np.errstate(all="ignore"):
         import warnings
@@ -110,7 +114,9 @@ def test_r_steps_equal_the_matrix_power(graph):
                 step_size=step,
                 num_steps=graph["steps"],
             )
-    operator = torch.eye(graph["n"], dtype=torch.float64) - step * graph_laplacian(dense, sparse=False)
+    operator = torch.eye(graph["n"], dtype=torch.float64, device=device) - step * graph_laplacian(
+        dense, sparse=False
+    )
     expected = torch.linalg.matrix_power(operator, graph["steps"]) @ features
     assert out.dtype == graph["dtype"]
     tolerance = 1e-4 if graph["dtype"] == torch.float32 else 1e-10
@@ -120,13 +126,14 @@ def test_r_steps_equal_the_matrix_power(graph):
 
 
 @pytest.mark.parametrize("n", [5, 17])
-def test_laplacian_of_a_directed_graph_uses_row_sums(n):
+def test_laplacian_of_a_directed_graph_uses_row_sums(n, device):
     rng = np.random.default_rng(n)
-    weights = torch.from_numpy(rng.random((n, n)) * (rng.random((n, n)) < 0.5))
+    weights = torch.from_numpy(rng.random((n, n)) * (rng.random((n, n)) < 0.5)).to(device)
     weights.fill_diagonal_(0)
     assert not torch.equal(weights, weights.T)
     laplacian = graph_laplacian(weights, sparse=False)
-    assert torch.allclose(laplacian.sum(1), torch.zeros(n, dtype=torch.float64), atol=1e-12)  # rows sum to 0
+    rows = laplacian.sum(1)
+    assert torch.allclose(rows, torch.zeros(n, dtype=torch.float64, device=device), atol=1e-12)  # sum to 0
     assert torch.allclose(torch.diagonal(laplacian), weights.sum(1))  # degree from row sums, not column sums
     assert not torch.allclose(torch.diagonal(laplacian), weights.sum(0))
     assert torch.equal(laplacian - torch.diag(torch.diagonal(laplacian)), -weights)

@@ -11,38 +11,40 @@ from pdenets.operators.sparse import SparseMatrix
 from ..conftest import random_symmetric_weights
 
 
-def _matrix(symmetric: bool) -> torch.Tensor:
-    weights = random_symmetric_weights(50, density=0.1, seed=4)
+def _matrix(symmetric: bool, device="cpu") -> torch.Tensor:
+    weights = random_symmetric_weights(50, density=0.1, seed=4, device=device)
     return (weights if symmetric else torch.triu(weights, 1) + 0.5 * torch.tril(weights, -1)).to_sparse()
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("layout", ["coo", "csr"])
-def test_products_match_the_dense_matrix_through_every_kernel(symmetric, layout, monkeypatch):
-    coo = _matrix(symmetric)
+def test_products_match_the_dense_matrix_through_every_kernel(symmetric, layout, monkeypatch, device):
+    coo = _matrix(symmetric, device)
     matrix = SparseMatrix(coo if layout == "coo" else coo.to_sparse_csr())
     assert matrix._csr.crow_indices().dtype == torch.int32 and matrix.nnz == coo._nnz()
     dense = coo.to_dense()
-    x = torch.randn(50, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(50, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).to(device)
     torch_kernel = matrix.product(x)
-    monkeypatch.setattr(sparse, "SCIPY_MIN_OUTPUT", 1)  # every product through SciPy
+    monkeypatch.setattr(sparse, "SCIPY_MIN_OUTPUT", 1)  # every CPU product through SciPy (elsewhere: torch's)
     scipy_kernel = matrix.product(x)
     for result in (torch_kernel, scipy_kernel):
         torch.testing.assert_close(result, dense @ x, rtol=1e-13, atol=1e-13)
+    # device: needs SparseMatrix._transposed to find a symmetric matrix its own transpose off the CPU too
     assert (matrix.T is matrix) == symmetric
     torch.testing.assert_close(matrix.T.to_dense(), dense.T, rtol=0, atol=0)
     assert matrix.T.T is matrix
 
 
-def test_gradient_uses_the_transpose():
-    coo = _matrix(symmetric=False)
+def test_gradient_uses_the_transpose(device):
+    coo = _matrix(symmetric=False, device=device)
     matrix = SparseMatrix(coo)
-    x = torch.randn(50, 4, dtype=torch.float64, requires_grad=True)
-    upstream = torch.randn(50, 4, dtype=torch.float64)
+    x = torch.randn(50, 4, dtype=torch.float64).to(device).requires_grad_()
+    upstream = torch.randn(50, 4, dtype=torch.float64).to(device)
     (grad,) = torch.autograd.grad(matrix.matmul(x), x, upstream)
     torch.testing.assert_close(grad, coo.to_dense().T @ upstream, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.cpu_only("SparseMatrix.scipy: a SciPy view sharing the memory of the stored CPU CSR")
 def test_scipy_view_shares_the_stored_indices():
     matrix = SparseMatrix(_matrix(symmetric=True).to(torch.float32))
     view = matrix.scipy(np.float32)

@@ -11,6 +11,7 @@ from pdenets.operators import sparse as sparse_module
 pytestmark = pytest.mark.skipif(spmm_kernel._numba() is None, reason="numba is not installed")
 
 
+@pytest.mark.cpu_only("the compiled numba CSR kernel (spmm_kernel.csr_product) on NumPy arrays")
 @pytest.mark.parametrize(
     "dtype, width, index_type",
     [(np.float32, 64, np.int32), (np.float64, 5, np.int64), (np.float32, 1, np.int64)],
@@ -32,6 +33,7 @@ def test_product_equals_scipy(dtype, width, index_type):
         np.testing.assert_array_equal(again, out)
 
 
+@pytest.mark.cpu_only("SparseMatrix routes large CPU products to the compiled numba CSR kernel")
 def test_large_products_take_the_compiled_kernel(monkeypatch):
     calls = []
     original = spmm_kernel.csr_product
@@ -57,6 +59,7 @@ def test_large_products_take_the_compiled_kernel(monkeypatch):
     assert len(calls) == 2
 
 
+@pytest.mark.cpu_only("PDENETS_COMPILED_SPMM switches the compiled numba CSR kernel of CPU products")
 def test_the_kernel_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("PDENETS_COMPILED_SPMM", "0")
     assert not spmm_kernel.available()

@@ -19,8 +19,8 @@ def _dense_reference(points, n_top, sigma, include_self):
 
 
 @pytest.mark.parametrize("include_self", [False, True])
-def test_fixed_sigma_weights_equal_dense_algorithm(include_self):
-    points = torch.randn(150, 3, dtype=torch.float64)
+def test_fixed_sigma_weights_equal_dense_algorithm(include_self, device):
+    points = torch.randn(150, 3, dtype=torch.float64).to(device)
     reference = _dense_reference(points, 9, 0.7, include_self)
     ours = knn_gaussian_weights(points, 9, sigma=0.7, include_self=include_self, normalization="none")
     assert torch.allclose(ours.to_dense(), reference, atol=1e-14)
@@ -29,17 +29,17 @@ def test_fixed_sigma_weights_equal_dense_algorithm(include_self):
     assert torch.allclose(ours_row.to_dense(), reference / row, atol=1e-14)
 
 
-def test_official_fewshot_convention():
+def test_official_fewshot_convention(device):
     """Self in the list, adaptive sigma = 4th entry, symmetric normalization, then (W + Wᵀ)/2.
 
     The reference follows the recipe of the paper's few-shot code: keep entries strictly closer
     than the n_top-th smallest distance (self included), so its n_top = 8 keeps 7 entries.
     """
-    points = torch.randn(80, 6, dtype=torch.float64)
+    points = torch.randn(80, 6, dtype=torch.float64).to(device)
     distance = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")
     kth_top = torch.kthvalue(distance, 8, dim=1, keepdim=True).values
     kth_sigma = torch.kthvalue(distance, 4, dim=1, keepdim=True).values
-    truncated = distance.where(distance < kth_top, torch.tensor(math.inf, dtype=torch.float64))
+    truncated = distance.where(distance < kth_top, torch.tensor(math.inf, dtype=torch.float64, device=device))
     weight = torch.exp(-((truncated / kth_sigma) ** 2))
     inv_sqrt = weight.sum(1).rsqrt()
     weight = inv_sqrt[:, None] * weight * inv_sqrt[None, :]
@@ -51,8 +51,8 @@ def test_official_fewshot_convention():
     assert torch.allclose(ours.to_dense(), reference, atol=1e-14)
 
 
-def test_adaptive_sigma_uses_kth_neighbour_distance():
-    points = torch.tensor([[0.0], [1.0], [3.0], [7.0]], dtype=torch.float64)
+def test_adaptive_sigma_uses_kth_neighbour_distance(device):
+    points = torch.tensor([[0.0], [1.0], [3.0], [7.0]], dtype=torch.float64, device=device)
     weights = knn_gaussian_weights(points, 1, sigma_neighbor=2, normalization="none").to_dense()
     # point 0: nearest 1 (d=1), 2nd nearest 2 (d=3): w = exp(-1/9)
     assert weights[0, 1].item() == pytest.approx(math.exp(-1 / 9))
@@ -60,8 +60,8 @@ def test_adaptive_sigma_uses_kth_neighbour_distance():
     assert weights[3, 2].item() == pytest.approx(math.exp(-16 / 36))
 
 
-def test_builder_equals_function_and_sparsity():
-    points = torch.randn(64, 5)
+def test_builder_equals_function_and_sparsity(device):
+    points = torch.randn(64, 5).to(device)
     builder = KnnGaussianWeights(n_top=6, sigma=1.5, normalization="symmetric", symmetrize_weights=True)
     weights = builder(points)
     assert torch.allclose(
@@ -74,8 +74,8 @@ def test_builder_equals_function_and_sparsity():
     assert torch.allclose(weights.to_dense(), weights.to_dense().T)
 
 
-def test_gaussian_kernel_limits():
-    sq = torch.tensor([0.0, 1.0, 1e6])
+def test_gaussian_kernel_limits(device):
+    sq = torch.tensor([0.0, 1.0, 1e6], device=device)
     values = gaussian_kernel(sq, 1.0)
     assert values[0] == 1 and values[1] == pytest.approx(math.exp(-1)) and values[2] == 0
 
@@ -90,13 +90,13 @@ def test_gaussian_kernel_limits():
         ({"sigma_neighbor": 0}, "sigma_neighbor"),
     ],
 )
-def test_bad_options(kwargs, message):
+def test_bad_options(kwargs, message, device):
     with pytest.raises(ValueError, match=message):
-        knn_gaussian_weights(torch.randn(20, 2), 3, **kwargs)
+        knn_gaussian_weights(torch.randn(20, 2).to(device), 3, **kwargs)
 
 
-def test_adaptive_sigma_zero_for_duplicates_is_refused():
-    points = torch.zeros(5, 2)
+def test_adaptive_sigma_zero_for_duplicates_is_refused(device):
+    points = torch.zeros(5, 2, device=device)
     with pytest.raises(ValueError, match="duplicate"):
         knn_gaussian_weights(points, 2, sigma_neighbor=2)
 
@@ -104,11 +104,11 @@ def test_adaptive_sigma_zero_for_duplicates_is_refused():
 @pytest.mark.parametrize(
     "options", [dict(sigma=1e20), dict(sigma_neighbor=3)], ids=["fixed sigma", "adaptive sigma"]
 )
-def test_coordinates_too_large_for_the_dtype_are_named_not_the_kernel_width(options):
+def test_coordinates_too_large_for_the_dtype_are_named_not_the_kernel_width(options, device):
     """float32 points near 1e20: every squared distance overflows to inf whatever sigma is."""
     from pdenets.operators import batched_knn_gaussian_weights
 
-    points = torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.2, 1.0], [1.0, 1.0], [0.5, 0.1]]) * 2e20
+    points = torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.2, 1.0], [1.0, 1.0], [0.5, 0.1]], device=device) * 2e20
     expected = (
         "the squared distances between points overflow float32 (coordinates reach 2e+20, float32 holds at "
         "most 3.4e+38): the coordinates are too large for the dtype; rescale the points (e.g. standardize "
