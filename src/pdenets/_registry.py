@@ -27,7 +27,7 @@ A family whose built-in package sits *above* the module that keeps its registry 
 the task registry; the tasks live one floor up) is told where its built-ins live by the package root
 (:func:`declare_home`), as ``pyproject.toml`` declares entry points: the engine names no task module.
 
-Example:
+Examples:
     >>> from pdenets._registry import Registry
     >>> colours = Registry("doc-colours", kind="colour")
     >>> colours.register("red", (255, 0, 0), description="the colour of stop signs", module="paints.reds")
@@ -184,8 +184,12 @@ class Registry(Mapping[str, E]):
             wrapper that needs an optional dependency).
 
     Raises:
-        ValueError: a registry of the same family exists.
+        ValueError: another registry of the family exists (the same one made again, by a module imported
+            twice under two names, is allowed; the first stays the family's).
     """
+
+    kind: str
+    group: str
 
     def __init__(
         self,
@@ -199,7 +203,8 @@ class Registry(Mapping[str, E]):
         loads_with: Tuple["Registry[Any]", ...] = (),
         skip: Tuple[str, ...] = (),
     ) -> None:
-        if family in FAMILIES:
+        previous = FAMILIES.get(family)
+        if previous is not None and (previous.kind, previous.group) != (kind, group or previous.group):
             raise ValueError(f"a registry of the family {family!r} exists already")
         self.family = family
         self.kind = kind
@@ -211,7 +216,7 @@ class Registry(Mapping[str, E]):
         self._skip = frozenset(skip)
         self._records: Dict[str, _Record] = {}
         self._loaded = False
-        FAMILIES[family] = self
+        FAMILIES.setdefault(family, self)
 
     # ------------------------------------------------------------------ registering
 

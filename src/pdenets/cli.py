@@ -22,7 +22,8 @@ import textwrap
 import time
 import traceback
 import warnings
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type
+from types import FrameType
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Type, Union
 
 import yaml
 
@@ -63,7 +64,7 @@ class UsageError(Exception):
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps words such as ``one-hot`` and ``--no-flag`` whole when it wraps help text."""
 
-    def _split_lines(self, text, width):
+    def _split_lines(self, text: str, width: int) -> List[str]:
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
@@ -75,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
     prefix that happens to match one option today silently means another once an option is added.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
@@ -471,15 +472,23 @@ def _interrupted_message(interrupted: RunInterrupted) -> str:
     )
 
 
-def _raise_keyboard_interrupt(signum, frame):  # SIGTERM: stop like Ctrl-C (store, stop workers, say so)
+# SIGTERM: stop like Ctrl-C (store, stop workers, say so)
+def _raise_keyboard_interrupt(signum: int, frame: Optional[FrameType]) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def _show_warning(previous):
+def _show_warning(previous: Callable[..., None]) -> Callable[..., None]:
     """``warnings.showwarning`` that prints a :class:`PluginWarning` or a renamed setting as one ``pdenets:
     warning: ...`` line."""
 
-    def show(message, category, filename, lineno, file=None, line=None):
+    def show(
+        message: Union[Warning, str],
+        category: Type[Warning],
+        filename: str,
+        lineno: int,
+        file: Optional[TextIO] = None,
+        line: Optional[str] = None,
+    ) -> None:
         if issubclass(category, (PluginWarning, RenamedSettingWarning)):
             print(f"pdenets: warning: {message}", file=file or sys.stderr)
         else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from .data.fewshot import save_features
 from .data.images import ImageSet, load_image_tree
@@ -31,7 +31,7 @@ from .models.backbones import BackboneTraining
 __all__ = ["run_features_command"]
 
 
-def _classes(text):
+def _classes(text: Optional[str]) -> Optional[List[str]]:
     return None if not text else [name.strip() for name in text.split(",") if name.strip()]
 
 

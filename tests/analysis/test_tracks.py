@@ -11,22 +11,22 @@ from pdenets.models import create_model
 from pdenets.models.transport_pairs import TransportBlock, TransportCNN, TransportMLP, initialize
 
 
-def test_tracks_are_the_block_inputs_and_outputs_in_order():
+def test_tracks_are_the_block_inputs_and_outputs_in_order(device):
     torch.manual_seed(0)
-    net = TransportMLP(6, 3, width=5, num_blocks=3).double()
-    x = torch.randn(40, 6, dtype=torch.float64)
+    net = TransportMLP(6, 3, width=5, num_blocks=3).double().to(device)
+    x = torch.randn(40, 6, dtype=torch.float64).to(device)
     (stage,) = record_tracks(net, x, blocks=TransportBlock, batch_size=7)
     assert stage.blocks == ["blocks.0", "blocks.1", "blocks.2"] and stage.tracks.shape == (40, 4, 5)
     expected = [net.input(x)]
     for block in net.blocks:
         expected.append(block(expected[-1]))
-    torch.testing.assert_close(stage.tracks, torch.stack(expected, 1).float())
+    torch.testing.assert_close(stage.tracks, torch.stack(expected, 1).float().cpu())  # tracks: on the CPU
 
 
-def test_hooks_leave_outputs_and_gradients_unchanged_and_are_removed():
+def test_hooks_leave_outputs_and_gradients_unchanged_and_are_removed(device):
     torch.manual_seed(1)
-    net = TransportMLP(6, 3, width=5, num_blocks=2)
-    x, y = torch.randn(30, 6), torch.randint(0, 3, (30,))
+    net = TransportMLP(6, 3, width=5, num_blocks=2).to(device)
+    x, y = torch.randn(30, 6).to(device), torch.randint(0, 3, (30,)).to(device)
     net.train()
     before = net(x)
     nn.functional.cross_entropy(before, y).backward()
@@ -41,28 +41,29 @@ def test_hooks_leave_outputs_and_gradients_unchanged_and_are_removed():
     assert all(not block._forward_hooks for block in net.blocks)
 
 
-def test_stages_of_different_widths_are_kept_apart():
+def test_stages_of_different_widths_are_kept_apart(device):
     torch.manual_seed(2)
-    net = TransportCNN(3, 4, widths=(4, 6), blocks=2, stem_stride=1, image_size=8)
+    net = TransportCNN(3, 4, widths=(4, 6), blocks=2, stem_stride=1, image_size=8).to(device)
     stages = record_tracks(
-        net, torch.randn(10, 3, 8, 8), blocks=lambda name, m: isinstance(m, TransportBlock)
+        net, torch.randn(10, 3, 8, 8).to(device), blocks=lambda name, m: isinstance(m, TransportBlock)
     )
     assert [s.tracks.shape for s in stages] == [(10, 3, 4 * 8 * 8), (10, 3, 6 * 4 * 4)]
     assert all(torch.isfinite(line_shape_score(s.tracks)).all() for s in stages)
 
 
-def test_plain_and_resnet_pairs_share_parameters_and_differ_by_the_identity():
+def test_plain_and_resnet_pairs_share_parameters_and_differ_by_the_identity(device):
     for name in ("mlp", "cnn-k1", "cnn-k4"):
         kwargs = {"width": 9, "num_blocks": 2} if name == "mlp" else {"blocks": 2}
         if name == "cnn-k4":
             kwargs["widths"] = (4, 6)
-        plain, res = (create_model(f"{kind}-{name}", **kwargs) for kind in ("plain", "resnet"))
+        plain, res = (create_model(f"{kind}-{name}", **kwargs).to(device) for kind in ("plain", "resnet"))
         assert [(k, v.shape) for k, v in plain.state_dict().items()] == [
             (k, v.shape) for k, v in res.state_dict().items()
         ]
         res.load_state_dict(plain.state_dict())
         blocks = [(p, r) for p, r in zip(plain.modules(), res.modules()) if isinstance(p, TransportBlock)]
         x = torch.randn(3, 9) if name == "mlp" else torch.randn(3, blocks[0][0].first.in_channels, 5, 5)
+        x = x.to(device)
         for block_plain, block_res in blocks[:1]:
             torch.testing.assert_close(block_res(x) - block_plain(x), x)
     full = create_model("resnet-mlp")
@@ -71,9 +72,9 @@ def test_plain_and_resnet_pairs_share_parameters_and_differ_by_the_identity():
     assert [m.out_channels for m in k4.body if isinstance(m, nn.Conv2d)] == [128, 256, 512]
 
 
-def test_subsampling_budget_and_bad_inputs():
-    net = TransportMLP(6, 3, width=5, num_blocks=2)
-    x = torch.randn(50, 6)
+def test_subsampling_budget_and_bad_inputs(device):
+    net = TransportMLP(6, 3, width=5, num_blocks=2).to(device)
+    x = torch.randn(50, 6).to(device)
     (stage,) = record_tracks(net, x, blocks=TransportBlock, max_points=12, subsample_seed=3)
     (again,) = record_tracks(net, x, blocks=TransportBlock, max_points=12, subsample_seed=3)
     assert stage.tracks.shape[0] == 12 and torch.equal(stage.tracks, again.tracks)
@@ -94,48 +95,51 @@ def test_subsampling_budget_and_bad_inputs():
         record_tracks(net, x, blocks=3)
 
 
-def test_random_projection_is_one_linear_map_and_keeps_straight_tracks_straight():
+def test_random_projection_is_one_linear_map_and_keeps_straight_tracks_straight(device):
+    # device: needs project_tracks to move its Gaussian matrix G (drawn on the CPU) to the tracks' device
     start, end = torch.randn(20, 1, 30, dtype=torch.float64), torch.randn(20, 1, 30, dtype=torch.float64)
-    straight = start + torch.linspace(0, 1, 6, dtype=torch.float64)[None, :, None] * (end - start)
+    start, end = start.to(device), end.to(device)
+    times = torch.linspace(0, 1, 6, dtype=torch.float64, device=device)
+    straight = start + times[None, :, None] * (end - start)
     seen = project_tracks(straight, 2, seed=5)
-    matrix = torch.randn(2, 30, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    matrix = torch.randn(2, 30, generator=torch.Generator().manual_seed(5), dtype=torch.float64).to(device)
     torch.testing.assert_close(seen, straight @ matrix.T)
-    torch.testing.assert_close(line_shape_score(seen), torch.ones(20, dtype=torch.float64))
+    torch.testing.assert_close(line_shape_score(seen), torch.ones(20, dtype=torch.float64, device=device))
     assert not torch.equal(project_tracks(straight, 2, seed=6), seen)
     with pytest.raises(ValueError, match=r"\(m, n \+ 1, d\)"):
-        project_tracks(torch.randn(4, 5))
+        project_tracks(torch.randn(4, 5).to(device))
     with pytest.raises(ValueError, match="dim"):
         project_tracks(straight, 0)
 
 
-def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_shapes():
+def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_shapes(device):
     torch.manual_seed(0)
     plain, res = (
-        TransportMLP(400, 10, width=400, num_blocks=2, residual=False),
-        TransportMLP(400, 10, width=400, num_blocks=2, residual=True),
+        TransportMLP(400, 10, width=400, num_blocks=2, residual=False).to(device),
+        TransportMLP(400, 10, width=400, num_blocks=2, residual=True).to(device),
     )
     # auto: He normal (std √(2/fan_in)) for the plain network, PyTorch's uniform bound 1/√fan_in for the
     # ResNet
     assert abs(float(plain.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
     assert float(plain.blocks[0].first.bias.detach().abs().max()) == 0
     assert float(res.blocks[0].first.weight.detach().abs().max()) <= 1 / 400**0.5
-    explicit = TransportMLP(400, 10, width=400, num_blocks=2, residual=True, init="kaiming")
+    explicit = TransportMLP(400, 10, width=400, num_blocks=2, residual=True, init="kaiming").to(device)
     assert abs(float(explicit.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
     with pytest.raises(ValueError, match="init must be one of"):
         initialize(plain, "xavier", residual=False)
-    k1 = TransportCNN(3, 10, widths=(32,), blocks=1)
-    assert k1.head.in_features == 32 * 16 * 16 and k1(torch.randn(2, 3, 32, 32)).shape == (2, 10)
-    k4 = TransportCNN(3, 10, widths=(4, 5, 6, 7), blocks=1, stem_stride=1)
-    assert k4.head.in_features == 7 * 4 * 4 and k4(torch.randn(2, 3, 32, 32)).shape == (2, 10)
-    pooled = TransportCNN(3, 10, widths=(4, 5), blocks=1, head="pool")
-    assert pooled.head.in_features == 5 and pooled(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+    k1 = TransportCNN(3, 10, widths=(32,), blocks=1).to(device)
+    assert k1.head.in_features == 32 * 16 * 16 and k1(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
+    k4 = TransportCNN(3, 10, widths=(4, 5, 6, 7), blocks=1, stem_stride=1).to(device)
+    assert k4.head.in_features == 7 * 4 * 4 and k4(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
+    pooled = TransportCNN(3, 10, widths=(4, 5), blocks=1, head="pool").to(device)
+    assert pooled.head.in_features == 5 and pooled(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
     with pytest.raises(ValueError, match="head must be"):
         TransportCNN(3, 10, head="mean")
 
 
-def test_a_block_that_changes_the_width_is_never_dropped_silently():
-    net = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 6), nn.Linear(6, 6))
-    x = torch.randn(5, 4)
+def test_a_block_that_changes_the_width_is_never_dropped_silently(device):
+    net = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 6), nn.Linear(6, 6)).to(device)
+    x = torch.randn(5, 4).to(device)
     with pytest.raises(ValueError, match=r"block\(s\) 1 \(4 -> 6 features\) change the width"):
         record_tracks(net, x, blocks=["0", "1", "2"])
     with pytest.warns(UserWarning, match=r"1 \(4 -> 6 features\)"):

@@ -30,7 +30,19 @@ from pdenets.models.fewshot import (
 from pdenets.operators import batched_knn_gaussian_weights, knn_gaussian_weights
 
 
-def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, seed=0, dtype=torch.float64):
+def _tasks(
+    tasks=4,
+    ways=5,
+    shots=1,
+    queries=15,
+    dim=12,
+    spread=6.0,
+    noise=1.0,
+    seed=0,
+    dtype=torch.float64,
+    device="cpu",
+):
+    """Support, labels, queries, query labels: drawn on the CPU by a seeded generator, moved to ``device``."""
     generator = torch.Generator().manual_seed(seed)
     centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
     support = centres.repeat_interleave(shots, 1) + noise * torch.randn(
@@ -41,7 +53,7 @@ def _tasks(tasks=4, ways=5, shots=1, queries=15, dim=12, spread=6.0, noise=1.0, 
     )
     support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
     query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
-    return support, support_labels, query, query_labels
+    return tuple(tensor.to(device) for tensor in (support, support_labels, query, query_labels))
 
 
 def _fast(name, **changes):
@@ -58,11 +70,14 @@ def _fast(name, **changes):
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("shots", [1, 3])
-def test_every_method_solves_a_separable_problem(method, shots):
-    support, support_labels, query, query_labels = _tasks(shots=shots)
+def test_every_method_solves_a_separable_problem(method, shots, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
+    support, support_labels, query, query_labels = _tasks(shots=shots, device=device)
     probabilities = classify(support, support_labels, query, 5, _fast(method), Preprocessing(normalize=True))
     assert probabilities.shape == (4, 75, 5)
-    assert torch.allclose(probabilities.sum(2), torch.ones(4, 75, dtype=probabilities.dtype))
+    assert torch.allclose(probabilities.sum(2), torch.ones(4, 75, dtype=probabilities.dtype, device=device))
     assert torch.equal(probabilities.argmax(2), query_labels)
 
 
@@ -71,8 +86,10 @@ def test_every_method_solves_a_separable_problem(method, shots):
     [("convection", 0.0, False), ("external", 0.0, False), ("internal", 0.0, False), ("internal", 0.5, True)],
 )
 @pytest.mark.parametrize("init", ["prototype", "random"])
-def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init):
-    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=3)
+def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=3, device=device)
     preprocessing = Preprocessing(normalize=True, shift=rectify, rectify=rectify)
     steps = {"num_steps": 4} if method == "internal" else {}
     model = method_from_name(method, alpha=alpha, epochs=25, init=init, **steps)
@@ -86,8 +103,10 @@ def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init
     assert not torch.allclose(batched, other, atol=1e-6)
 
 
-def test_heads_differ_by_method_as_documented():
-    support, support_labels, query, _ = _tasks(tasks=2, spread=0.8, seed=5)
+def test_heads_differ_by_method_as_documented(device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    support, support_labels, query, _ = _tasks(tasks=2, spread=0.8, seed=5, device=device)
     common = dict(epochs=20, n_top=7, sigma_neighbor=4)
     plain = train_heads(
         support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.0, **common), [0, 1]
@@ -105,8 +124,8 @@ def test_heads_differ_by_method_as_documented():
     assert torch.allclose(internal, reference, atol=1e-9)
 
 
-def test_batched_graph_equals_the_sparse_graph_of_each_task():
-    points = torch.randn(3, 40, 6, dtype=torch.float64)
+def test_batched_graph_equals_the_sparse_graph_of_each_task(device):
+    points = torch.randn(3, 40, 6, dtype=torch.float64).to(device)
     batched = batched_knn_gaussian_weights(
         points, 7, sigma_neighbor=4, include_self=True, normalization="symmetric", symmetrize_weights=True
     )
@@ -126,10 +145,10 @@ def test_batched_graph_equals_the_sparse_graph_of_each_task():
     )
 
 
-def test_laplacian_shot_objective_decreases_and_converges():
+def test_laplacian_shot_objective_decreases_and_converges(device):
     generator = torch.Generator().manual_seed(2)
-    points = torch.randn(3, 30, 4, generator=generator, dtype=torch.float64)
-    centres = torch.randn(3, 5, 4, generator=generator, dtype=torch.float64)
+    points = torch.randn(3, 30, 4, generator=generator, dtype=torch.float64).to(device)
+    centres = torch.randn(3, 5, 4, generator=generator, dtype=torch.float64).to(device)
     unary = torch.cdist(points, centres)
     # a Gaussian kernel matrix is positive semi-definite: the bound is exact and E must not increase
     kernel = torch.exp(-torch.cdist(points, points).square())
@@ -143,20 +162,21 @@ def test_laplacian_shot_objective_decreases_and_converges():
     assert torch.allclose(laplacian_energy(result.assignments, unary, kernel, 0.8), energies[-1])
 
 
-def test_knn_affinity_is_binary_without_self():
-    points = torch.tensor([[[0.0], [1.0], [3.0], [10.0]]])
+def test_knn_affinity_is_binary_without_self(device):
+    points = torch.tensor([[[0.0], [1.0], [3.0], [10.0]]], device=device)
     affinity = knn_affinity(points, 3)[0]
     assert affinity.tolist() == [[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [0, 1, 1, 0]]
-    assert torch.equal(affinity.diagonal(), torch.zeros(4)) and affinity.sum(1).tolist() == [2.0] * 4
+    assert torch.equal(affinity.diagonal(), torch.zeros(4, device=device))
+    assert affinity.sum(1).tolist() == [2.0] * 4
     assert affinity[3].tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
-def test_preprocessing_formulas():
-    support = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
-    query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]])
+def test_preprocessing_formulas(device):
+    support = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]], device=device)
+    query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]], device=device)
     shifted = cross_domain_shift(support, query)
     assert torch.allclose(shifted.mean(1), support.mean(1))
-    labels = torch.tensor([[0, 1]])
+    labels = torch.tensor([[0, 1]], device=device)
     assert torch.equal(prototypes(support, labels, 2), support)
     # rectification by hand: T = 10, cosine to each prototype, argmax assignment, class softmax weight, mean
     points = torch.cat([support, query], 1)[0]
@@ -171,8 +191,8 @@ def test_preprocessing_formulas():
     assert torch.allclose(rectified_prototypes(support, labels, query, 2)[0], expected)
 
 
-def test_classify_refuses_bad_tasks():
-    support, support_labels, query, _ = _tasks(tasks=2)
+def test_classify_refuses_bad_tasks(device):
+    support, support_labels, query, _ = _tasks(tasks=2, device=device)
     with pytest.raises(ValueError, match="at least one support sample of each of the 6 classes"):
         classify(support, support_labels, query, 6, "prototype")
     with pytest.raises(ValueError, match="must agree"):
@@ -189,7 +209,7 @@ def test_classify_refuses_bad_tasks():
             5,
             "prototype",
             Preprocessing(centre=True),
-            base_mean=torch.zeros(3),
+            base_mean=torch.zeros(3, device=device),
         )
     with pytest.raises(ValueError, match="support_labels must lie in 0 … 4"):
         classify(support, support_labels + 1, query, 5, "prototype")
@@ -225,6 +245,12 @@ def _problem(seed=0):
     return X_support, y_support, X_query, np.repeat(["a", "b", "c"], 8)
 
 
+ESTIMATOR_ON_NUMPY = (
+    "DiffusionFewShotClassifier is a scikit-learn estimator: NumPy arrays in and out, torch on the CPU"
+)
+
+
+@pytest.mark.cpu_only(ESTIMATOR_ON_NUMPY)
 @pytest.mark.parametrize("method", METHODS)
 def test_estimator_fit_predict_with_any_labels(method):
     X_support, y_support, X_query, y_query = _problem()
@@ -241,6 +267,7 @@ def test_estimator_fit_predict_with_any_labels(method):
     assert clf.predict_proba(X_query).shape == (24, 3)
 
 
+@pytest.mark.cpu_only(ESTIMATOR_ON_NUMPY)
 def test_estimator_params_and_clone():
     clf = DiffusionFewShotClassifier(method_params={"num_steps": 4})
     assert clf.get_params()["method_params"] == {"num_steps": 4}
@@ -261,6 +288,7 @@ def test_estimator_params_and_clone():
         DiffusionFewShotClassifier(base_mean=np.zeros(X_support.shape[1] + 1)).fit(X_support, y_support)
 
 
+@pytest.mark.cpu_only(ESTIMATOR_ON_NUMPY)
 def test_estimator_passes_scikit_learns_checks_that_apply_to_transductive_models():
     from sklearn.utils.estimator_checks import check_estimator
 
@@ -279,35 +307,39 @@ def test_estimator_passes_scikit_learns_checks_that_apply_to_transductive_models
 # the peers' methods
 
 
-def test_sinkhorn_meets_both_marginals_and_keeps_the_kernel_form():
-    costs = torch.rand(3, 12, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 3
+def test_sinkhorn_meets_both_marginals_and_keeps_the_kernel_form(device):
+    costs = (
+        torch.rand(3, 12, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).to(device) * 3
+    )
     plan = sinkhorn(costs, 2.0, 500)
-    assert torch.allclose(plan.sum(2), torch.ones(3, 12, dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(plan.sum(1), torch.full((3, 4), 3.0, dtype=torch.float64), atol=1e-8)
+    assert torch.allclose(plan.sum(2), torch.ones(3, 12, dtype=torch.float64, device=device), atol=1e-12)
+    assert torch.allclose(plan.sum(1), torch.full((3, 4), 3.0, dtype=torch.float64, device=device), atol=1e-8)
     # an entropic plan is diag(u) exp(−λ C) diag(v): its log minus the kernel is a row plus a column term
     residual = plan.log() + 2.0 * costs
     rows, columns = residual[:, :, :1], residual[:, :1, :] - residual[:, :1, :1]
     assert torch.allclose(residual, rows + columns, atol=1e-9)
 
 
-def test_pt_map_power_transform_and_balanced_assignment():
+def test_pt_map_power_transform_and_balanced_assignment(device):
     from pdenets.models.fewshot import PTMAP, power_transform
 
     assert torch.allclose(
-        power_transform(torch.tensor([4.0, -9.0, 0.0]), 0.5, 0.0), torch.tensor([2.0, -3.0, 0.0])
+        power_transform(torch.tensor([4.0, -9.0, 0.0], device=device), 0.5, 0.0),
+        torch.tensor([2.0, -3.0, 0.0], device=device),
     )
     # two queries closer to class 0 than to class 1: the balanced plan still gives each class one of them
-    support = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
-    query = torch.tensor([[[1.0, 0.2], [1.0, 0.6]]], dtype=torch.float64)
-    batch = FewShotBatch(support, torch.tensor([[0, 1]]), query, 2)
+    support = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64, device=device)
+    query = torch.tensor([[[1.0, 0.2], [1.0, 0.6]]], dtype=torch.float64, device=device)
+    labels = torch.tensor([[0, 1]], device=device)
+    batch = FewShotBatch(support, labels, query, 2)
     assert PTMAP(power=1.0).predict_proba(batch).argmax(2).tolist() == [[0, 1]]
-    assert classify(support, torch.tensor([[0, 1]]), query, 2, "prototype").argmax(2).tolist() == [[0, 0]]
+    assert classify(support, labels, query, 2, "prototype").argmax(2).tolist() == [[0, 0]]
 
 
-def test_tim_without_iterations_is_the_prototype_softmax_and_its_loss_falls():
+def test_tim_without_iterations_is_the_prototype_softmax_and_its_loss_falls(device):
     from pdenets.models.fewshot import TIM
 
-    support, support_labels, query, query_labels = _tasks(tasks=2, spread=1.0, seed=4)
+    support, support_labels, query, query_labels = _tasks(tasks=2, spread=1.0, seed=4, device=device)
     batch = FewShotBatch(support, support_labels, query, 5)
     centres = prototypes(support, support_labels, 5)
     expected = torch.softmax(-15 / 2 * torch.cdist(query, centres).square(), 2)
@@ -317,10 +349,10 @@ def test_tim_without_iterations_is_the_prototype_softmax_and_its_loss_falls():
     assert trained >= start
 
 
-def test_bd_cspn_rectifies_with_a_true_weighted_mean():
-    support = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
-    query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]])
-    labels = torch.tensor([[0, 1]])
+def test_bd_cspn_rectifies_with_a_true_weighted_mean(device):
+    support = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]], device=device)
+    query = torch.tensor([[[3.0, 3.0], [5.0, 1.0], [1.0, 1.0]]], device=device)
+    labels = torch.tensor([[0, 1]], device=device)
     points = torch.cat([support, query], 1)[0]
     scores = (
         10 * torch.nn.functional.normalize(points, dim=1) @ torch.nn.functional.normalize(support[0], dim=1).T
@@ -335,7 +367,7 @@ def test_bd_cspn_rectifies_with_a_true_weighted_mean():
     assert torch.allclose(rectified_prototypes(support, labels, query, 2, weighted_mean=True)[0], expected)
 
 
-def test_a_sixth_method_is_one_class():
+def test_a_sixth_method_is_one_class(device):
     from dataclasses import dataclass
 
     from pdenets.models.fewshot import FewShotMethod, register_method
@@ -356,15 +388,17 @@ def test_a_sixth_method_is_one_class():
             return torch.nn.functional.one_hot(nearest, batch.ways).to(batch.query.dtype)
 
     try:
-        support, support_labels, query, query_labels = _tasks()
+        support, support_labels, query, query_labels = _tasks(device=device)
         predictions = classify(support, support_labels, query, 5, "nearest-neighbour-test").argmax(2)
         assert torch.equal(predictions, query_labels)
     finally:
         registry.unregister("nearest-neighbour-test")
 
 
-def test_internal_without_diffusion_is_convection_and_untrained_heads_are_nearest_prototype():
-    support, support_labels, query, _ = _tasks(tasks=3, spread=1.0, seed=6)
+def test_internal_without_diffusion_is_convection_and_untrained_heads_are_nearest_prototype(device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    support, support_labels, query, _ = _tasks(tasks=3, spread=1.0, seed=6, device=device)
     batch = dict(preprocessing=Preprocessing(normalize=True), seeds=[4, 5, 6])
     convection = classify(
         support, support_labels, query, 5, method_from_name("convection", epochs=30), **batch

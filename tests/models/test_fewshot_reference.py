@@ -19,7 +19,9 @@ WAYS, SHOTS = 3, 2
 QUERY_LABELS = [0, 0, 1, 1, 2]
 
 
-def _episode(tasks=2, seed=0, dim=4):
+def _episode(tasks=2, seed=0, dim=4, device="cpu"):
+    """Support, labels and queries of ``tasks`` tasks: drawn on the CPU by a seeded generator, moved to
+    ``device``."""
     generator = torch.Generator().manual_seed(seed)
     centres = torch.randn(tasks, WAYS, dim, generator=generator, dtype=torch.float64) * 1.2
     support_labels = torch.arange(WAYS).repeat_interleave(SHOTS).expand(tasks, -1)
@@ -29,7 +31,7 @@ def _episode(tasks=2, seed=0, dim=4):
     query = centres[:, QUERY_LABELS] + torch.randn(
         tasks, len(QUERY_LABELS), dim, generator=generator, dtype=torch.float64
     )
-    return support, support_labels, query
+    return support.to(device), support_labels.to(device), query.to(device)
 
 
 def _unit(x):
@@ -46,11 +48,14 @@ def _means(support, labels):
     return np.stack([support[labels == c].mean(0) for c in range(WAYS)])
 
 
-def _ours(name, preprocessing=Preprocessing(), seeds=None, **settings):
-    support, labels, query = _episode()
-    return classify(
-        support, labels, query, WAYS, method_from_name(name, **settings), preprocessing, seeds=seeds
-    ).numpy()
+def _ours(name, preprocessing=Preprocessing(), seeds=None, device="cpu", **settings):
+    """The library's probabilities of the episode, computed on ``device``, as a NumPy array."""
+    support, labels, query = _episode(device=device)
+    return (
+        classify(support, labels, query, WAYS, method_from_name(name, **settings), preprocessing, seeds=seeds)
+        .cpu()
+        .numpy()
+    )
 
 
 def _per_task(reference, **kwargs):
@@ -217,8 +222,8 @@ def _laplacian_shot(
         ("diffusion", _laplacian_shot, {"knn": 2, "rectify": False, "squared": False, "lam": 0.5}),
     ],
 )
-def test_methods_equal_a_plain_implementation_of_their_equations(name, reference, settings):
-    ours = _ours(name, **settings)
+def test_methods_equal_a_plain_implementation_of_their_equations(name, reference, settings, device):
+    ours = _ours(name, device=device, **settings)
     expected = _per_task(reference, **settings)
     assert ours.shape == expected.shape == (2, 5, 3)
     np.testing.assert_allclose(ours, expected, atol=1e-9, rtol=1e-7)
@@ -316,20 +321,21 @@ def _alpha_tim(support, labels, query, alpha=2.0, temperature=15.0, iterations=1
         ("alpha-tim", _alpha_tim, {"iterations": 25, "lr": 0.02, "alpha": 5.0, "temperature": 6.0}),
     ],
 )
-def test_information_maximization_equals_adam_on_the_written_out_loss(name, reference, settings):
-    ours = _ours(name, **settings)
+def test_information_maximization_equals_adam_on_the_written_out_loss(name, reference, settings, device):
+    ours = _ours(name, device=device, **settings)
     expected = _per_task(reference, **settings)
     np.testing.assert_allclose(ours, expected, atol=1e-8, rtol=1e-6)
-    assert np.abs(expected - _ours(name, **{**settings, "iterations": 0})).max() > 0.01  # it moved
+    unmoved = _ours(name, device=device, **{**settings, "iterations": 0})
+    assert np.abs(expected - unmoved).max() > 0.01  # it moved
 
 
-def test_alpha_tim_takes_the_papers_alpha_for_the_shots():
+def test_alpha_tim_takes_the_papers_alpha_for_the_shots(device):
     from pdenets.models.fewshot import AlphaTIM
 
-    support, labels, query = _episode()
+    support, labels, query = _episode(device=device)
 
     def batch(shots):
-        support_labels = torch.arange(WAYS).repeat_interleave(shots).expand(2, -1)
+        support_labels = torch.arange(WAYS, device=device).repeat_interleave(shots).expand(2, -1)
         return FewShotBatch(support[:, : WAYS * shots], support_labels, query, WAYS)
 
     assert [AlphaTIM().alpha(batch(s)) for s in (1, 2)] == [2.0, 5.0]
@@ -443,8 +449,10 @@ def _head(
         ("internal", {"separate_support": False, "init": "random", "epochs": 8}),
     ],
 )
-def test_heads_equal_sgd_on_the_written_out_network(name, settings):
-    ours = _ours(name, seeds=[5, 6], **settings)
+def test_heads_equal_sgd_on_the_written_out_network(name, settings, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    ours = _ours(name, seeds=[5, 6], device=device, **settings)
     support, labels, query = _episode()
     defaults = {"internal": {"num_steps": 5}, "external": {"mu": 0.01}}.get(name, {})  # two shots: r = 5
     expected = np.stack(
@@ -460,8 +468,8 @@ def test_heads_equal_sgd_on_the_written_out_network(name, settings):
 # the direction of every setting
 
 
-def _batch():
-    support, labels, query = _episode(tasks=3, seed=1)
+def _batch(device="cpu"):
+    support, labels, query = _episode(tasks=3, seed=1, device=device)
     return FewShotBatch(support, labels, query, WAYS)
 
 
@@ -480,8 +488,11 @@ def _sharpness(probabilities):
         ("convection", "temperature", 2.0, 20.0),
     ],
 )
-def test_a_higher_temperature_sharpens_the_probabilities(name, setting, low, high):
-    batch = _batch()
+def test_a_higher_temperature_sharpens_the_probabilities(name, setting, low, high, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the method convection)
+    batch = _batch(device)
     other = {"alpha-tim": {"iterations": 0}, "tim": {"iterations": 0}}.get(name, {})
     soft = method_from_name(name, **{setting: low}, **other).predict_proba(batch)
     sharp = method_from_name(name, **{setting: high}, **other).predict_proba(batch)
@@ -493,8 +504,8 @@ def _proportion_entropy(probabilities):
     return float(-(marginal * marginal.log()).sum(1).mean())
 
 
-def test_tim_weights_move_their_terms():
-    batch = _batch()
+def test_tim_weights_move_their_terms(device):
+    batch = _batch(device)
     base = dict(iterations=60, lr=0.02)
     marginal = [
         _proportion_entropy(method_from_name("tim", **base, marginal_weight=w).predict_proba(batch))
@@ -530,23 +541,23 @@ def test_tim_weights_move_their_terms():
     assert fitted[0] == pytest.approx(start, abs=1e-12) and fitted[1] > start + 1e-4
 
 
-def test_paddle_lambda_lowers_the_entropy_of_the_proportions():
-    batch = _batch()
+def test_paddle_lambda_lowers_the_entropy_of_the_proportions(device):
+    batch = _batch(device)
     entropies = [
         _proportion_entropy(method_from_name("paddle", lam=lam).predict_proba(batch)) for lam in (0.0, 20.0)
     ]
     assert entropies[1] < entropies[0] - 1e-3
 
 
-def test_pt_map_alpha_and_iterations_move_the_centres():
-    batch = _batch()
+def test_pt_map_alpha_and_iterations_move_the_centres(device):
+    batch = _batch(device)
     still = method_from_name("pt-map", alpha=0.0).predict_proba(batch)
     assert torch.allclose(still, method_from_name("pt-map", iterations=0).predict_proba(batch))
     assert not torch.allclose(still, method_from_name("pt-map", alpha=0.5).predict_proba(batch), atol=1e-3)
 
 
-def test_laplacian_term_pulls_linked_queries_together():
-    batch = _batch()
+def test_laplacian_term_pulls_linked_queries_together(device):
+    batch = _batch(device)
     affinity_agreement = []
     for lam in (0.0, 3.0):
         p = method_from_name("diffusion", lam=lam, knn=3).predict_proba(batch)
@@ -555,8 +566,10 @@ def test_laplacian_term_pulls_linked_queries_together():
 
 
 @pytest.mark.parametrize("setting, small, large", [("num_steps", 1, 10), ("step_size", 0.05, 0.5)])
-def test_more_diffusion_smooths_the_internal_heads_outputs(setting, small, large):
-    batch = _batch()
+def test_more_diffusion_smooths_the_internal_heads_outputs(setting, small, large, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    batch = _batch(device)
 
     def roughness(value):
         probabilities = method_from_name("internal", epochs=1, lr=1e-12, **{setting: value}).predict_proba(
@@ -567,8 +580,10 @@ def test_more_diffusion_smooths_the_internal_heads_outputs(setting, small, large
     assert roughness(large) < roughness(small)
 
 
-def test_mu_smooths_the_external_heads_outputs():
-    batch = _batch()
+def test_mu_smooths_the_external_heads_outputs(device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    batch = _batch(device)
     variances = [
         float(method_from_name("external", mu=mu, epochs=20).predict_proba(batch).var(1).mean())
         for mu in (0.0, 5.0)
@@ -576,10 +591,10 @@ def test_mu_smooths_the_external_heads_outputs():
     assert variances[1] < variances[0]
 
 
-def test_separate_support_removes_exactly_the_edges_between_labelled_classes():
+def test_separate_support_removes_exactly_the_edges_between_labelled_classes(device):
     from pdenets.models.fewshot.heads import HeadSettings, task_graphs
 
-    support, labels, query = _episode()
+    support, labels, query = _episode(device=device)
     points = torch.cat([support, query], 1)
     plain = task_graphs(points, HeadSettings(n_top=6, sigma_neighbor=4))
     separated = task_graphs(points, HeadSettings(n_top=6, sigma_neighbor=4, separate_support=True), labels)
@@ -590,24 +605,24 @@ def test_separate_support_removes_exactly_the_edges_between_labelled_classes():
     assert torch.equal(separated[~differ], plain[~differ])
 
 
-def test_training_steps_and_rate_move_the_head_from_nearest_prototype():
-    batch = _batch()
+def test_training_steps_and_rate_move_the_head_from_nearest_prototype(device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    batch = _batch(device)
     untrained = method_from_name("convection", epochs=1, lr=1e-12).predict_proba(batch)
+    support, labels, query = batch.support.cpu(), batch.support_labels.cpu(), batch.query.cpu()
     expected = np.stack(
-        [
-            _head(
-                batch.support[t].numpy(), batch.support_labels[t].numpy(), batch.query[t].numpy(), 0, epochs=0
-            )
-            for t in range(3)
-        ]
+        [_head(support[t].numpy(), labels[t].numpy(), query[t].numpy(), 0, epochs=0) for t in range(3)]
     )  # the imprinted head
-    np.testing.assert_allclose(untrained.numpy(), expected, atol=1e-9)
+    np.testing.assert_allclose(untrained.cpu().numpy(), expected, atol=1e-9)
     trained = method_from_name("convection", epochs=10, lr=0.1).predict_proba(batch)
     assert float((trained - untrained).abs().max()) > 1e-3
 
 
-def test_classify_chunks_keep_each_tasks_own_seed():
-    support, labels, query = _episode(tasks=5, seed=3)
+def test_classify_chunks_keep_each_tasks_own_seed(device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    support, labels, query = _episode(tasks=5, seed=3, device=device)
     method = method_from_name("internal", init="random")
     whole = classify(support, labels, query, WAYS, method, seeds=[10, 11, 12, 13, 14])
     chunked = classify(support, labels, query, WAYS, method, seeds=[10, 11, 12, 13, 14], chunk_size=2)
@@ -623,24 +638,26 @@ def test_classify_chunks_keep_each_tasks_own_seed():
 # preprocessing, the estimator
 
 
-def test_a_class_that_receives_no_point_keeps_its_support_prototype():
+def test_a_class_that_receives_no_point_keeps_its_support_prototype(device):
     from pdenets.models.fewshot import rectified_prototypes
 
     # class 1's two support points lie nearer (in angle) to the prototypes of classes 0 and 2 than to their
     # own mean, at 45°: no point is assigned to class 1
-    support = torch.tensor([[[1.0, 0.0], [1.0, 0.05], [0.05, 1.0], [0.0, 1.0]]], dtype=torch.float64)
-    labels = torch.tensor([[0, 1, 1, 2]])
-    query = torch.tensor([[[1.0, 0.02], [0.02, 1.0]]], dtype=torch.float64)
+    support = torch.tensor(
+        [[[1.0, 0.0], [1.0, 0.05], [0.05, 1.0], [0.0, 1.0]]], dtype=torch.float64, device=device
+    )
+    labels = torch.tensor([[0, 1, 1, 2]], device=device)
+    query = torch.tensor([[[1.0, 0.02], [0.02, 1.0]]], dtype=torch.float64, device=device)
     rectified = rectified_prototypes(support, labels, query, 3)
     assert torch.equal(rectified[0, 1], support[0, 1:3].mean(0))
     assert not torch.equal(rectified[0, 0], support[0, 0])
 
 
-def test_centring_applies_to_support_and_queries_alike():
+def test_centring_applies_to_support_and_queries_alike(device):
     from pdenets.models.fewshot import preprocess
 
-    support, _, query = _episode()
-    mean = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64)
+    support, _, query = _episode(device=device)
+    mean = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64, device=device)
     centred_support, centred_query = preprocess(
         support, query, Preprocessing(centre=True, normalize=True), mean
     )
@@ -648,6 +665,9 @@ def test_centring_applies_to_support_and_queries_alike():
     assert torch.allclose(centred_query, torch.nn.functional.normalize(query - mean, dim=2))
 
 
+@pytest.mark.cpu_only(
+    "DiffusionFewShotClassifier is a scikit-learn estimator: NumPy arrays in and out, torch on the CPU"
+)
 def test_the_estimator_uses_its_random_state_and_refuses_a_broken_base_mean():
     from pdenets.models.fewshot import DiffusionFewShotClassifier
 

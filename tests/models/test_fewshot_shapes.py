@@ -17,8 +17,9 @@ from pdenets.models.fewshot import METHOD_CLASSES, METHODS, Preprocessing, class
 SHAPES = list(itertools.product((2, 5, 20), (1, 5), (1, 3, 15)))
 
 
-def _episodes(ways, shots, queries_per_class, *, tasks=2, dim=32, spread=4.0, seed=0):
-    """``tasks`` episodes; ``queries_per_class`` an int, or a list (unbalanced queries)."""
+def _episodes(ways, shots, queries_per_class, *, tasks=2, dim=32, spread=4.0, seed=0, device="cpu"):
+    """``tasks`` episodes; ``queries_per_class`` an int, or a list (unbalanced queries). Drawn on the CPU,
+    moved to ``device``."""
     generator = torch.Generator().manual_seed(seed)
     counts = queries_per_class if isinstance(queries_per_class, list) else [queries_per_class] * ways
     centres = torch.randn(tasks, ways, dim, generator=generator, dtype=torch.float64) * spread
@@ -29,7 +30,7 @@ def _episodes(ways, shots, queries_per_class, *, tasks=2, dim=32, spread=4.0, se
         tasks, len(query_labels), dim, generator=generator, dtype=torch.float64
     )
     support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
-    return support, support_labels, query, query_labels.expand(tasks, -1)
+    return tuple(t.to(device) for t in (support, support_labels, query, query_labels.expand(tasks, -1)))
 
 
 def _method(name):
@@ -52,10 +53,14 @@ def _accuracy(method, episodes):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_separates_clear_clusters_in_every_episode_shape(method):
+def test_every_method_separates_clear_clusters_in_every_episode_shape(method, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
     failures = []
     for ways, shots, queries in SHAPES:
-        accuracy = _accuracy(method, _episodes(ways, shots, queries, seed=ways * 100 + shots * 10 + queries))
+        seed = ways * 100 + shots * 10 + queries
+        accuracy = _accuracy(method, _episodes(ways, shots, queries, seed=seed, device=device))
         if accuracy < 0.95:
             failures.append(f"{ways}-way {shots}-shot {queries} queries: {accuracy:.1%}")
     assert not failures, failures
@@ -64,15 +69,18 @@ def test_every_method_separates_clear_clusters_in_every_episode_shape(method):
 @pytest.mark.parametrize(
     "method", [m for m in METHODS if not getattr(METHOD_CLASSES[m], "assumes_balanced_queries", False)]
 )
-def test_unbalanced_queries(method):
+def test_unbalanced_queries(method, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
     # 5-way: one class with 15 queries, others with 1-4; 20-way: one to three queries per class
     for ways, counts in ((5, [15, 1, 2, 3, 4]), (20, [1, 2, 3] * 6 + [1, 2])):
         for shots in (1, 5):
-            accuracy = _accuracy(method, _episodes(ways, shots, counts, seed=7 + shots))
+            accuracy = _accuracy(method, _episodes(ways, shots, counts, seed=7 + shots, device=device))
             assert accuracy >= 0.95, (method, ways, shots, accuracy)
 
 
-def test_balanced_query_methods_say_so():
+def test_balanced_query_methods_say_so(device):
     # PT-MAP's Sinkhorn fixes the class sizes, TIM's and α-TIM's marginal entropies favour equal ones,
     # BD-CSPN's shift assumes the support's class proportions: documented, flagged
     assert {m for m in METHODS if METHOD_CLASSES[m].assumes_balanced_queries} == {
@@ -85,8 +93,13 @@ def test_balanced_query_methods_say_so():
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("ways", [2, 5])
-def test_one_query_at_a_time_is_never_uniform_and_never_worse_than_nearest_prototype(method, ways):
-    support, support_labels, query, query_labels = _episodes(ways, 1, 4, tasks=3, spread=1.5, seed=ways)
+def test_one_query_at_a_time_is_never_uniform_and_never_worse_than_nearest_prototype(method, ways, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
+    support, support_labels, query, query_labels = _episodes(
+        ways, 1, 4, tasks=3, spread=1.5, seed=ways, device=device
+    )
     # every query its own task: the support repeated, one query each
     count = query.shape[1]
     singles = (
@@ -106,10 +119,10 @@ def test_one_query_at_a_time_is_never_uniform_and_never_worse_than_nearest_proto
     assert accuracy >= baseline - 1e-12, (method, accuracy, baseline)
 
 
-def test_balanced_methods_return_their_inductive_counterpart_when_the_queries_cannot_be_balanced():
+def test_balanced_methods_return_their_inductive_counterpart_when_the_queries_cannot_be_balanced(device):
     from pdenets.models.fewshot import FewShotBatch, power_transform, prototypes
 
-    support, support_labels, query, _ = _episodes(5, 2, 1, tasks=2, spread=1.0)
+    support, support_labels, query, _ = _episodes(5, 2, 1, tasks=2, spread=1.0, device=device)
     batch = FewShotBatch(support, support_labels, query[:, :3], 5)  # 3 queries, 5 classes
     assert not batch.can_balance
     centres = prototypes(support, support_labels, 5)
@@ -124,8 +137,11 @@ def test_balanced_methods_return_their_inductive_counterpart_when_the_queries_ca
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_any_feature_scale_gives_the_same_finite_answer(method):
-    support, support_labels, query, _ = _episodes(5, 1, 3, tasks=2, spread=1.0, seed=3)
+def test_any_feature_scale_gives_the_same_finite_answer(method, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
+    support, support_labels, query, _ = _episodes(5, 1, 3, tasks=2, spread=1.0, seed=3, device=device)
     seeds = [1, 2]
     reference = classify(support, support_labels, query, 5, _method(method), Preprocessing(), seeds=seeds)
     for scale in (1e3, 1e-3):
@@ -152,10 +168,12 @@ def test_any_feature_scale_gives_the_same_finite_answer(method):
 
 
 @pytest.mark.parametrize("method", ["convection", "external", "internal"])
-def test_batched_heads_equal_the_per_task_reference_on_raw_features(method):
+def test_batched_heads_equal_the_per_task_reference_on_raw_features(method, device):
     from pdenets.models.fewshot import FewShotBatch, preprocess, train_heads_one_by_one
 
-    support, support_labels, query, _ = _episodes(5, 2, 3, tasks=3, spread=1.0, seed=11)
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    support, support_labels, query, _ = _episodes(5, 2, 3, tasks=3, spread=1.0, seed=11, device=device)
     support, query = 40 * support + 7, 40 * query + 7  # raw features far from unit scale
     seeds = [3, 4, 5]
     head = method_from_name(method)
@@ -178,10 +196,13 @@ def test_batched_heads_equal_the_per_task_reference_on_raw_features(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_no_method_is_far_below_chance_on_uninformative_features(method):
+def test_no_method_is_far_below_chance_on_uninformative_features(method, device):
+    # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
+    # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
+    # (the methods convection, external and internal)
     for ways, shots, queries in ((5, 1, 1), (20, 1, 1), (5, 5, 15)):
         accuracy = _accuracy(
-            method, _episodes(ways, shots, queries, tasks=12, spread=0.0, seed=ways + queries)
+            method, _episodes(ways, shots, queries, tasks=12, spread=0.0, seed=ways + queries, device=device)
         )
         assert accuracy >= 0.5 / ways, (method, ways, shots, queries, accuracy)
 
@@ -190,11 +211,11 @@ def test_no_method_is_far_below_chance_on_uninformative_features(method):
     "ways, shots, queries, entries",
     [(20, 1, 1, 2), (5, 1, 1, 2), (5, 5, 1, 6), (5, 1, 15, 7), (20, 5, 15, 7)],
 )
-def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries):
+def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries, device):
     from pdenets.models.fewshot import FewShotBatch, Internal
     from pdenets.models.fewshot.heads import task_graphs
 
-    support, support_labels, query, query_labels = _episodes(ways, shots, queries, tasks=3)
+    support, support_labels, query, query_labels = _episodes(ways, shots, queries, tasks=3, device=device)
     batch = FewShotBatch(support, support_labels, query, ways)
     head = Internal().head_settings(batch)
     assert head.n_top == (entries,) * 3 and head.sigma_neighbor == (min(4, entries),) * 3
@@ -203,7 +224,7 @@ def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries)
     # 7 entries and 2 points per class, at most 1 of 6 neighbours can be of the same class
     weights = task_graphs(torch.cat([support, query], 1), head)
     labels = torch.cat([support_labels, query_labels], 1)
-    off_diagonal = weights * (1 - torch.eye(weights.shape[1], dtype=weights.dtype))
+    off_diagonal = weights * (1 - torch.eye(weights.shape[1], dtype=weights.dtype, device=device))
     same = (labels[:, :, None] == labels[:, None, :]).to(weights.dtype)
     assert float((off_diagonal * same).sum() / off_diagonal.sum()) > 0.9
     if support.shape[1] + query.shape[1] >= 5:
@@ -213,11 +234,11 @@ def test_the_graph_adapts_to_the_points_per_class(ways, shots, queries, entries)
             Internal(n_top=5).head_settings(batch)
 
 
-def test_the_graph_follows_the_smallest_class_of_unbalanced_queries():
+def test_the_graph_follows_the_smallest_class_of_unbalanced_queries(device):
     from pdenets.models.fewshot import FewShotBatch, Internal
 
     # 5-way 1-shot, 15 queries of one class and 1–4 of the others: the smallest class holds 2 points
-    support, support_labels, query, _ = _episodes(5, 1, [15, 1, 2, 3, 4], tasks=2)
+    support, support_labels, query, _ = _episodes(5, 1, [15, 1, 2, 3, 4], tasks=2, device=device)
     head = Internal().head_settings(FewShotBatch(support, support_labels, query, 5))
     assert head.n_top == (2, 2) and head.sigma_neighbor == (2, 2)
     # the average class holds 6 points, the rule of the mean would have kept 6 entries

@@ -14,30 +14,30 @@ from pdenets.models.gnn import GAT, GCN, GraphSAGE
     ],
 )
 @pytest.mark.parametrize("layers", [1, 2, 5])
-def test_depth_and_shapes(make, layers):
-    model = make(layers)
+def test_depth_and_shapes(make, layers, device):
+    model = make(layers).to(device)
     assert len(model.convs) == layers
-    edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
-    out = model(torch.randn(4, 6), edge_index)
+    edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]], device=device)
+    out = model(torch.randn(4, 6).to(device), edge_index)
     assert out.shape == (4, 3)
     out.sum().backward()
     model.reset_parameters()
 
 
-def test_gcn_without_dropout_equals_normalized_propagation():
+def test_gcn_without_dropout_equals_normalized_propagation(device):
     """One GCN layer: D̃^{-1/2}(A + I)D̃^{-1/2} X Θ + b."""
     from pdenets.operators import gcn_normalize
 
-    model = GCN(4, 2, num_layers=1, dropout=0.0).double().eval()
-    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
-    x = torch.randn(3, 4, dtype=torch.float64)
+    model = GCN(4, 2, num_layers=1, dropout=0.0).double().eval().to(device)
+    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], device=device)
+    x = torch.randn(3, 4, dtype=torch.float64).to(device)
     propagation = gcn_normalize((edge_index, None), 3, dtype=torch.float64).to_dense()
     conv = model.convs[0]
     expected = propagation @ (x @ conv.lin.weight.T) + conv.bias
     assert torch.allclose(model(x, edge_index), expected)
 
 
-def test_bad_options():
+def test_bad_options(device):
     with pytest.raises(ValueError, match="num_layers"):
         GCN(3, 2, num_layers=0)
     with pytest.raises(ValueError, match="aggregator"):

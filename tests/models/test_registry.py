@@ -1,5 +1,7 @@
 """Every registered model builds from its defaults, runs forward and backward (timm-style sweep)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -7,13 +9,25 @@ from pdenets.models import create_model, list_models, model_entry
 from pdenets.models.registry import GRAPH_INPUTS, register_model
 
 
-def _small(name, num_classes=3, **changes):
-    """The registered example of ``name``: the model built from it (with ``changes``) and its inputs."""
+def _to(value, device):
+    """``value`` with every tensor in it (nested in tuples and lists too) moved to ``device``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to(item, device) for item in value)
+    return value
+
+
+def _small(name, num_classes=3, device="cpu", **changes):
+    """The registered example of ``name``: the model built from it (with ``changes``) on ``device``, and its
+    inputs moved there (a graph given to the constructor too: a model keeps it as given)."""
     example = model_entry(name).example(num_classes)
-    return create_model(name, num_classes=num_classes, **{**example.kwargs, **changes}), example
+    kwargs = {key: _to(value, device) for key, value in {**example.kwargs, **changes}.items()}
+    model = create_model(name, num_classes=num_classes, **kwargs).to(device)
+    return model, dataclasses.replace(example, inputs=_to(example.inputs, device))
 
 
-def test_every_registration_keeps_the_contract():
+def test_every_registration_keeps_the_contract(device):
     """Every built-in registration declares how it takes its graph and a small example of itself."""
     missing = [name for name in list_models() if model_entry(name).example is None]
     assert not missing, f"registrations without an example: {missing}"
@@ -21,9 +35,12 @@ def test_every_registration_keeps_the_contract():
 
 
 @pytest.mark.parametrize("name", list_models())
-def test_every_registered_model_builds_runs_and_trains(name):
+def test_every_registered_model_builds_runs_and_trains(name, device):
+    # device: needs gcn_propagation_matrix and chebyshev_propagation_matrix (operators/slice_graphs.py) to
+    # build their ones/arange/full on the weights' device, and SliceGraphs.block_diagonal its index arithmetic
+    # there: window-gcn, cheb-gru and pygt-gconv-gru get their example graphs (edge_index pairs) on the device
     torch.manual_seed(0)
-    model, example = _small(name)
+    model, example = _small(name, device=device)
     out = model(*example.inputs)
     assert out.shape == example.output_shape and torch.isfinite(out).all()
     assert out.shape[-1] == 3
@@ -33,39 +50,39 @@ def test_every_registered_model_builds_runs_and_trains(name):
 
 
 @pytest.mark.parametrize("name", list_models())
-def test_registry_defaults_are_applied_and_overridable(name):
+def test_registry_defaults_are_applied_and_overridable(name, device):
     entry = model_entry(name)
-    default, _ = _small(name)
+    default, _ = _small(name, device=device)
     for key, value in entry.defaults.items():
         if isinstance(value, bool):
             continue
         if key in ("num_steps", "step_size"):  # parameter-free diffusion: the output changes, not the count
-            changed, _ = _small(name, **{key: value / 2 if key == "step_size" else value + 1})
+            changed, _ = _small(name, device=device, **{key: value / 2 if key == "step_size" else value + 1})
             assert getattr(changed, key) != getattr(default, key), key
             continue
         if key == "dropout":
-            assert _small(name, dropout=0.1)[0].dropout == 0.1
+            assert _small(name, device=device, dropout=0.1)[0].dropout == 0.1
             continue
-        model, _ = _small(name, **{key: value * 2})
+        model, _ = _small(name, device=device, **{key: value * 2})
         assert sum(p.numel() for p in model.parameters()) != sum(p.numel() for p in default.parameters()), key
 
 
-def test_fixed_arguments_define_the_variant():
+def test_fixed_arguments_define_the_variant(device):
     """A variant's fixed arguments are its definition: repeating one is fine, another value is refused (never
     silently overridden), and the variant's own factory refuses it too."""
     from pdenets.models.diffresnet import no_diff_resnet
 
     assert model_entry("no-diff-resnet").fixed == {"num_steps": 0}
-    assert _small("no-diff-resnet")[0].num_steps == 0
-    assert _small("no-diff-resnet", num_steps=0)[0].num_steps == 0
+    assert _small("no-diff-resnet", device=device)[0].num_steps == 0
+    assert _small("no-diff-resnet", device=device, num_steps=0)[0].num_steps == 0
     with pytest.raises(ValueError, match="defined with num_steps=0; it cannot be built with num_steps=5"):
-        _small("no-diff-resnet", num_steps=5)
+        _small("no-diff-resnet", device=device, num_steps=5)
     with pytest.raises(ValueError, match="num_steps=5"):
         no_diff_resnet(2, 2, num_steps=5)
-    assert _small("diff-resnet", num_steps=5)[0].num_steps == 5
+    assert _small("diff-resnet", device=device, num_steps=5)[0].num_steps == 5
 
 
-def test_graph_inputs():
+def test_graph_inputs(device):
     assert {name for name in list_models() if model_entry(name).graph_input == "forward"} == {
         "gat",
         "gcn",
@@ -86,7 +103,7 @@ def test_graph_inputs():
         register_model("doc-model", family="example", graph_input="forwards")
 
 
-def test_families_and_architecture_defaults():
+def test_families_and_architecture_defaults(device):
     """Families list the models; an entry holds architecture defaults only (how a protocol trains a model is
     the task's: node classification's optimizer table below)."""
     from pdenets.tasks.node_classification import NodeClassificationConfig, NodeClassificationTask
@@ -105,7 +122,7 @@ def test_families_and_architecture_defaults():
     assert (gat.lr, gat.weight_decay, gcn.lr, gcn.weight_decay) == (0.005, 5e-4, 0.01, 5e-4)
 
 
-def test_typos_list_the_valid_names_and_duplicates_are_refused():
+def test_typos_list_the_valid_names_and_duplicates_are_refused(device):
     expected = (
         "unknown model 'gnc' \\(did you mean 'gcn'\\?\\); valid: cheb-gru, coin-forecast, coin-mlp, conv4, "
         "diff-resnet"
@@ -116,7 +133,7 @@ def test_typos_list_the_valid_names_and_duplicates_are_refused():
         register_model("gcn", family="message-passing")(lambda in_features, num_classes: None)
 
 
-def test_declared_settings_become_the_factorys_keywords_and_bad_keywords_are_refused():
+def test_declared_settings_become_the_factorys_keywords_and_bad_keywords_are_refused(device):
     from pdenets.models.registry import MODEL_REGISTRY
 
     @register_model(

@@ -109,9 +109,12 @@ def fewshot_features(tmp_path_factory):
     "name",
     [pytest.param(name, marks=requires_data(*NEEDS[name]) if name in NEEDS else ()) for name in BUILTIN],
 )
-def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_features):
+def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_features, device):
+    # device: needs few-shot's heads (the toy run's "internal") to train with their initial parameters on the
+    # features' device (models/fewshot/heads.py: initial_parameters draws them on the CPU), and coin-claims to
+    # read config.device (its checks run on the CPU whatever the device)
     task_class = registered_tasks()[name]
-    changes = dict(TOY[name], workers=1)
+    changes = dict(TOY[name], workers=1, device=str(device))  # the run's jobs train and evaluate there
     if name == "few-shot":
         changes["datasets"] = [fewshot_features]
     task = task_class(dataclasses.replace(task_class.quick_config(), **changes))

@@ -13,7 +13,7 @@ The class of an evaluated point is the one the intact network predicts (``class_
 the default: no label enters the ablated prediction) or its true label (``"label"``).
 With ``k`` equal to the width, every unit is replaced: the block is skipped (tested).
 
-Example:
+Examples:
     >>> import torch
     >>> from torch import nn
     >>> net = nn.Sequential(nn.Linear(4, 6), nn.Linear(6, 6), nn.Linear(6, 3))
@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -158,7 +158,7 @@ def unit_ablation(
     model.eval()
     state: Dict[str, Any] = {"mode": "record", "kept": []}
 
-    def hook(_, args, output):
+    def hook(_: nn.Module, args: Tuple[Any, ...], output: torch.Tensor) -> Optional[torch.Tensor]:
         x_in = args[0]
         if x_in.shape != output.shape:
             raise ValueError(
@@ -191,7 +191,7 @@ def unit_ablation(
             ]
         )
         num_classes = max(num_classes, int(intact.max()) + 1)
-        classes = intact if class_source == "predicted" else labels
+        classes = intact if class_source == "predicted" else labels.cpu()  # indexes the host table of units
         handle = module.register_forward_hook(hook)
         state["mode"] = "ablate"
         accuracy = []

@@ -11,7 +11,7 @@ network runs in eval mode on a float64 copy: batch normalization then uses its r
 statistics, as at test time (in train mode its batch statistics couple every pixel to every
 other). A local CNN has a window of a few dozen pixels; a nonlocal block makes it the whole image.
 
-Example:
+Examples:
     >>> import torch
     >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
     ...                           torch.nn.Conv2d(4, 4, 3, padding=1))

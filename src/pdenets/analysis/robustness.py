@@ -18,7 +18,7 @@ The representations come from :func:`~pdenets.analysis.tracks.record_tracks`, so
 choice of blocks works; the rates are listed along the tracks, stage after stage (``l = 0`` is the input of
 a stage's first block).
 
-Example:
+Examples:
     >>> import torch
     >>> from torch import nn
     >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
@@ -244,7 +244,7 @@ def _accuracy(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, bat
             int(
                 (
                     model(inputs[start : start + batch_size].to(device)).argmax(1).cpu()
-                    == targets[start : start + batch_size]
+                    == targets[start : start + batch_size].cpu()
                 ).sum()
             )
             for start in range(0, inputs.shape[0], batch_size)

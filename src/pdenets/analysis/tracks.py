@@ -13,7 +13,7 @@ for fewer points with ``max_points`` (the first ``max_points`` of the data, or a
 with ``subsample_seed``). The hooks are removed afterwards, and the model's outputs and gradients are
 unchanged (tested).
 
-Example:
+Examples:
     >>> import torch
     >>> from torch import nn
     >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union, cast
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union, cast
 
 import torch
 from torch import nn
@@ -190,8 +190,8 @@ def record_tracks(
     outputs: List[List[torch.Tensor]] = [[] for _ in chosen]
     kept = {"points": 0, "bytes": 0}
 
-    def hook(index):
-        def capture(module, args, output):
+    def hook(index: int) -> Callable[[nn.Module, Tuple[Any, ...], Any], None]:
+        def capture(module: nn.Module, args: Tuple[Any, ...], output: Any) -> None:
             if not isinstance(output, torch.Tensor) or not args or not isinstance(args[0], torch.Tensor):
                 raise TypeError(f"block {chosen[index][0]!r} must take and return tensors to be tracked")
             inputs[index].append(args[0].detach().flatten(1).to("cpu", torch.float32))
@@ -295,7 +295,8 @@ def project_tracks(tracks: torch.Tensor, dim: int = 2, *, seed: int = 0) -> torc
         )
     if not isinstance(dim, int) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    # drawn on the CPU from the seed (the same plane on every device), moved to the tracks
     matrix = torch.randn(
         dim, tracks.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64
-    )
+    ).to(tracks.device)
     return tracks.to(torch.float64) @ matrix.T

@@ -15,7 +15,7 @@ The segmentation version labels every pixel: 0 for background, ``1 + label`` on 
 (intensity > 0.5) of either digit — so segmenting a stroke correctly requires knowing the other,
 distant digit.
 
-Example:
+Examples:
     >>> import torch
     >>> from pdenets.data.vision import ImageData
     >>> digits = ImageData(torch.rand(10, 1, 28, 28), torch.arange(10), "demo")

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -282,15 +282,15 @@ def _from_mapping(mapping: dict, source) -> Tuple[np.ndarray, np.ndarray, Option
     return np.concatenate(blocks), np.concatenate(labels), names
 
 
-def _to_numpy(value):
+def _to_numpy(value: Any) -> Any:
     """``value`` with every tensor as a numpy array and every tuple as a list.
 
     One iterative walk: each object is converted once, and an object shared by several
     containers is shared by their converted versions (nothing is copied per reference).
     """
     pending = object()
-    done = {}
-    stack = [(value, False)]
+    done: Dict[int, Any] = {}
+    stack: List[Tuple[Any, bool]] = [(value, False)]
     while stack:
         item, ready = stack.pop()
         key = id(item)
@@ -312,7 +312,7 @@ def _to_numpy(value):
                 done[key] = item
             continue
 
-        def converted(child):
+        def converted(child: Any) -> Any:
             result = done.get(id(child), child)
             return child if result is pending else result
 

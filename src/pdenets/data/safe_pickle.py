@@ -18,11 +18,13 @@ reference counted as a copy, it exceeds the budget (:func:`~pdenets.data.limits.
 from __future__ import annotations
 
 import collections
+import importlib
 import io
 import math
 import pickle
 from pathlib import Path
-from typing import Any, Dict, List, Tuple, Union
+from types import ModuleType
+from typing import Any, Dict, List, Tuple, Type, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,12 +53,11 @@ class UnsafePickleError(DatasetError, pickle.UnpicklingError):
     """
 
 
-def _numpy_multiarray():
+def _numpy_multiarray() -> ModuleType:
     try:
-        from numpy._core import multiarray  # numpy >= 2
+        return importlib.import_module("numpy._core.multiarray")  # numpy >= 2
     except ImportError:  # pragma: no cover - numpy 1.x
-        from numpy.core import multiarray
-    return multiarray
+        return importlib.import_module("numpy.core.multiarray")
 
 
 _MULTIARRAY = _numpy_multiarray()
@@ -65,7 +66,7 @@ _MULTIARRAY = _numpy_multiarray()
 MAX_SPARSE_SIDE = 2**31 - 1
 
 
-def _guarded(cls):
+def _guarded(cls: Type[sp.spmatrix]) -> Type[sp.spmatrix]:
     """``cls`` whose constructor refuses declared shapes the memory budget cannot hold.
 
     Pickles written by SciPy rebuild matrices without calling the constructor; a tampered
@@ -74,7 +75,7 @@ def _guarded(cls):
     """
 
     class Guarded(cls):
-        def __init__(self, arg1, *args, **kwargs):
+        def __init__(self, arg1: Any, *args: Any, **kwargs: Any) -> None:
             shape = kwargs.get("shape", args[0] if args else None)
             if (
                 shape is None
@@ -118,7 +119,7 @@ _SPARSE = {
 _BASE_CLASS = {guarded: guarded.__mro__[1] for guarded in _SPARSE.values()}
 
 
-def _latin1_bytes(text, encoding="utf-8", errors="strict"):
+def _latin1_bytes(text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
     """``_codecs.encode`` as protocol-2 pickles use it: a ``str`` to ``latin1`` bytes, one byte per
     character."""
     if (
@@ -133,7 +134,7 @@ def _latin1_bytes(text, encoding="utf-8", errors="strict"):
     return text.encode("latin1")
 
 
-def _empty_bytes(*arguments):
+def _empty_bytes(*arguments: Any) -> bytes:
     """``bytes()`` as protocol-2 pickles write an empty ``bytes`` (an empty array's data); any argument is
     refused."""
     if arguments:
@@ -163,7 +164,7 @@ class _CheckedArray(np.ndarray):
     """An array being unpickled: its state's shape is checked before numpy allocates it (made plain after
     loading)."""
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         if not isinstance(state, tuple) or len(state) not in (4, 5):
             raise UnsafePickleError("an array state that is not numpy's (version, shape, dtype, order, data)")
         shape, dtype, raw = state[-4], state[-3], state[-1]
@@ -176,7 +177,7 @@ class _CheckedArray(np.ndarray):
         super().__setstate__(state)
 
 
-def _reconstruct(subtype, shape, dtype):
+def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
     if subtype is not np.ndarray:
         raise UnsafePickleError(
             f"refusing to rebuild an array of type {getattr(subtype, '__name__', subtype)!r}"
@@ -185,7 +186,7 @@ def _reconstruct(subtype, shape, dtype):
     return _MULTIARRAY._reconstruct(_CheckedArray, shape, dtype)
 
 
-def _scalar(dtype, data=None):
+def _scalar(dtype: Any, data: Any = None) -> np.generic:
     count, dtype = _array_size((), dtype, "a scalar")
     if isinstance(data, (bytes, bytearray)) and not dtype.hasobject and len(data) != dtype.itemsize:
         raise DatasetError(
@@ -219,7 +220,7 @@ def _inside(value: Any) -> List[Any]:
 def _plain_one(value: Any, done: Dict[int, Any]) -> Any:
     """``value`` with its checked arrays made plain and its references replaced by their plain versions."""
 
-    def swap(item):
+    def swap(item: Any) -> Any:
         return done.get(id(item), item)
 
     if isinstance(value, _CheckedArray):

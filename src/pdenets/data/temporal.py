@@ -264,7 +264,7 @@ def _require(path: Path, content: Dict[str, Any], key: str, kind, what: str):
 # one reader per layout: (path, content) -> (values, graphs, raw_counts, pyg_lags, pyg_scaling)
 
 
-def _read_edge_mapping(path, content):
+def _read_edge_mapping(path: Path, content: Dict[str, Any]) -> LayoutReading:
     values = _series(path, content["y"], "y", counts="if integers")
     mapping = _require(path, content, "edge_mapping", dict, "an object with 'edge_index' and 'edge_weight'")
     if not {"edge_index", "edge_weight"} <= set(mapping) or not all(
@@ -291,8 +291,10 @@ def _read_edge_mapping(path, content):
     return values, graphs, _are_counts(values), 8, "standardize+eps"
 
 
-def _static_reader(series_key: str, lags: int, scaling: str):
-    def read(path, content):
+def _static_reader(
+    series_key: str, lags: int, scaling: str
+) -> Callable[[Path, Dict[str, Any]], LayoutReading]:
+    def read(path: Path, content: Dict[str, Any]) -> LayoutReading:
         values = _series(path, content[series_key], series_key)
         weights = _one_key(path, content, WEIGHT_KEYS)
         graphs = [_edges(path, content["edges"], weights, values.shape[1], "'edges'")]
@@ -301,7 +303,7 @@ def _static_reader(series_key: str, lags: int, scaling: str):
     return read
 
 
-def _read_snapshots(path, content):
+def _read_snapshots(path: Path, content: Dict[str, Any]) -> LayoutReading:
     steps = content["time_periods"]
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
         raise dataset_error(
@@ -337,7 +339,7 @@ def _read_snapshots(path, content):
     return values, [_edges(path, content["edges"], weights, nodes, "'edges'")], False, 8, "standardize"
 
 
-def _read_node_link(path, content):
+def _read_node_link(path: Path, content: Dict[str, Any]) -> LayoutReading:
     nodes = _require(path, content, "nodes", list, "a list of node objects")
     links = _require(path, content, "links", list, "a list of link objects")
     check_allocation(len(nodes) + len(links), 64, "the node-link graph", path)
@@ -448,8 +450,8 @@ for _layout in (
     register_layout(_layout)
 
 
-def _no_duplicate_keys(pairs):
-    seen = {}
+def _no_duplicate_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    seen: Dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
             raise ValueError(f"duplicate key {key!r} in one object")

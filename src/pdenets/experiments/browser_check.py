@@ -16,7 +16,7 @@ downloaded at run time), and
 and a full-page screenshot is saved for a person to look at. Links to other sites are listed,
 not fetched.
 
-Example:
+Examples:
     >>> from pdenets.experiments.browser_check import browser_available, check_report
     >>> if browser_available():                                      # doctest: +SKIP
     ...     outcome = check_report("runs/claims/report.html", screenshot="claims.png")

@@ -20,7 +20,7 @@ The rules, enforced here and by OmegaConf's structured configs:
 
 Field metadata ``help`` documents a field; the command line shows it with the default.
 
-Example:
+Examples:
     >>> from dataclasses import dataclass, field
     >>> from typing import List
     >>> @dataclass
@@ -189,7 +189,7 @@ def check_fields(
     """
     import math
 
-    def values(name):
+    def values(name: str) -> List[Any]:
         value = getattr(settings, name)
         return value if isinstance(value, list) else [value]
 

@@ -8,7 +8,7 @@ needs: every process draws the same global batch, keeps its slice (:meth:`Distri
 and DDP averages the gradients, so the model follows the single-process trajectory for the same
 global batch and seed. Launched without ``torchrun``, the context is the identity.
 
-Example:
+Examples:
     >>> context = distributed_context()
     >>> (context.rank, context.world_size, context.is_main)
     (0, 1, True)

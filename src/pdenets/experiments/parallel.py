@@ -278,7 +278,7 @@ def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Ite
             ray.cancel(reference, force=True)
 
 
-def _ray_entry(function, argument, threads):
+def _ray_entry(function: Callable[[Any], Any], argument: Any, threads: int) -> Any:
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
     return function(argument)

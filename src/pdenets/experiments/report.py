@@ -1,6 +1,6 @@
 """Human reports: one builder writes the same content as Markdown and as HTML.
 
-Example:
+Examples:
     >>> import tempfile
     >>> report = Report("Demo")
     >>> report.paragraph("Accuracy is **high**.")

@@ -14,7 +14,7 @@ the data names (datasets, models, settings). The report reads attributes, a type
 The engine adds what it knows to every task's results (:class:`RunFacts`: runs planned and stored, wall
 time) and the report the names of the figures it drew (:attr:`TaskResults.figures`).
 
-Example:
+Examples:
     >>> from dataclasses import dataclass, field
     >>> @dataclass(frozen=True)
     ... class Cell:

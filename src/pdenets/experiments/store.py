@@ -14,7 +14,7 @@ loses at most the runs in flight, and a key is never stored twice. A file that i
 pdenets store (another program's database, a store of another task, a corrupt or
 truncated file) is refused with :class:`StoreError` before anything is written to it.
 
-Example:
+Examples:
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "results.sqlite")
     >>> with ResultsStore(path, task="demo", columns={"accuracy": "REAL"}) as store:

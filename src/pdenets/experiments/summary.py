@@ -1,6 +1,6 @@
 """Summaries of many runs: statistics per group, ``mean ± std`` text, the paper's numbers beside ours.
 
-Example:
+Examples:
     >>> records = [{"model": "a", "acc": 0.8}, {"model": "a", "acc": 0.9}, {"model": "b", "acc": 0.5}]
     >>> table = group_summary(records, by="model", metric="acc", scale=100)
     >>> table["a"].format(1), table["b"].count

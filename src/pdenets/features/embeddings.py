@@ -86,7 +86,7 @@ def train_image_backbone(
 
     bar = tqdm(total=settings.epochs, desc="training backbone", disable=not progress, leave=False)
 
-    def report(epoch, metrics):
+    def report(epoch: int, metrics: Dict[str, float]) -> None:
         bar.update(1)
         bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()}, refresh=False)
 

@@ -13,7 +13,7 @@ r"""The ResNet baselines of the PIDE paper's CIFAR tables: ResNet-44 (He et al. 
 ``segmentation=True`` keeps the resolution (no striding) and ends in a 1×1 convolution to
 per-pixel logits.
 
-Example:
+Examples:
     >>> import torch
     >>> net = CifarResNet(depth=8)
     >>> net(torch.randn(2, 3, 32, 32)).shape
@@ -49,7 +49,7 @@ class _Basic(nn.Module):
             else nn.Sequential(_conv(in_channels, out_channels, 1, stride), nn.BatchNorm2d(out_channels))
         )
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
         return F.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
 
@@ -66,7 +66,7 @@ class _Bottleneck(nn.Module):
             else _conv(in_channels, out_channels, 1, stride)
         )
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.conv1(F.relu(self.bn1(x)))
         out = self.conv2(F.relu(self.bn2(out)))
         return self.conv3(F.relu(self.bn3(out))) + self.shortcut(x)

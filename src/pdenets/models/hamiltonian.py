@@ -14,7 +14,7 @@ convolutions: 12·6 + 2 = 74 layers). Regularizers (eqs. 4.7–4.8): :meth:`Hami
 (``(1/h) Σ_j Σ_k ‖K_{j,k} − K_{j+1,k}‖_F²`` over consecutive Hamiltonian blocks of a Unit,
 nonlocal blocks skipped), to be weighted by ``α₁/2`` and ``α₂``.
 
-Example:
+Examples:
     >>> import torch
     >>> net = HamiltonianNet(num_classes=10, units=(1, 1), widths=(8, 16), nonlocal_operator="fractional")
     >>> net(torch.randn(2, 3, 32, 32)).shape
@@ -147,10 +147,10 @@ class HamiltonianNet(nn.Module):
                     assert module.bias is not None  # these convolutions are built with a bias
                     nn.init.zeros_(module.bias)
 
-    def hamiltonian_blocks(self):
+    def hamiltonian_blocks(self) -> List[HamiltonianBlock]:
         return [m for m in self.modules() if isinstance(m, HamiltonianBlock)]
 
-    def nonlocal_blocks(self):
+    def nonlocal_blocks(self) -> List[NonlocalBlock]:
         return [m for m in self.modules() if isinstance(m, NonlocalBlock)]
 
     def features(self, x: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ convolutions 𝒦₁, 𝒦₂ (Figs. 7–8 of Bohn, Griebel & Kannan, *Deep Neur
 discretizations*). :data:`PAPER_ARCHITECTURE` is the paper's full scale (Hamiltonian-74: 6-6-6
 blocks of widths 32/64/112; ResNet-44).
 
-Example:
+Examples:
     >>> import dataclasses, torch
     >>> small = dataclasses.replace(PAPER_ARCHITECTURE, units=(1, 1, 1))
     >>> shape = dict(channels=3, classes=10, size=32, segmentation=False)

@@ -15,7 +15,7 @@ are part of its definition, and a caller's different value for one is refused; a
 with the closest registered one and the full list. Code that builds any registered model (the registry's
 tests, the tasks) reads ``graph_input``, ``fixed`` and ``example`` instead of switching on a family or a name.
 
-Example:
+Examples:
     >>> from pdenets.models import create_model, list_models
     >>> "diff-resnet" in list_models()
     True
@@ -82,34 +82,32 @@ class ModelExample:
 class ModelEntry:
     """A registered network: its factory, family, architecture defaults and how it takes its graph.
 
-        Made by :func:`register_model` and returned by :func:`model_entry`; :func:`create_model` calls
-        ``factory(**{**defaults, **kwargs})``.
+    Made by :func:`register_model` and returned by :func:`model_entry`; :func:`create_model` calls
+    ``factory(**{**defaults, **kwargs})``.
 
-        Args:
-            name: the registered name (e.g. ``"diff-resnet"``).
-            factory: callable ``(in_features, num_classes, **kwargs) -> nn.Module`` building the network.
-            family: group of related models (e.g. ``"diffusion"``, ``"message-passing"``), filter of
-                :func:`list_models`.
-            defaults: architecture keyword arguments of the factory, overridden by the caller's
-                (default: ``{}``).
-            description: one line for listings (default: ``""``).
-            graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-            fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
-                change them (default: ``{}``).
-            example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
-            settings: the shared settings the model is built from, setting name → the factory's keyword; a
-                dotted keyword ``"options.lam"`` goes into the dict keyword ``options`` (default: ``{}``). A
-                family whose members share settings (the image networks' ``ImageArchitecture``) builds each
-                member from the settings it declares here, and keys its runs by them, instead of switching on
-                names.
+    Args:
+        name: the registered name (e.g. ``"diff-resnet"``).
+        factory: callable ``(in_features, num_classes, **kwargs) -> nn.Module`` building the network.
+        family: group of related models (e.g. ``"diffusion"``, ``"message-passing"``), filter of
+            :func:`list_models`.
+        defaults: architecture keyword arguments of the factory, overridden by the caller's
+            (default: ``{}``).
+        description: one line for listings (default: ``""``).
+        graph_input: how it takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+        fixed: arguments that define the variant, e.g. ``{"num_steps": 0}``; a caller may repeat them, not
+            change them (default: ``{}``).
+        example: ``num_classes -> ModelExample``, a small instance and its inputs (default: ``None``).
+        settings: the shared settings the model is built from, setting name → the factory's keyword; a
+            dotted keyword ``"options.lam"`` goes into the dict keyword ``options`` (default: ``{}``). A
+            family whose members share settings (the image networks' ``ImageArchitecture``) builds each
+            member from the settings it declares here, and keys its runs by them, instead of switching on
+            names.
 
-        Examples:
-            >>> from torch import nn
-
-    from .._registry import Registry
-            >>> entry = ModelEntry("linear", nn.Linear, "example", defaults={"bias": False})
-            >>> entry.factory(3, 2, **entry.defaults).bias is None
-            True
+    Examples:
+        >>> from torch import nn
+        >>> entry = ModelEntry("linear", nn.Linear, "example", defaults={"bias": False})
+        >>> entry.factory(3, 2, **entry.defaults).bias is None
+        True
     """
 
     name: str
@@ -176,41 +174,39 @@ def register_model(
 ):
     """Decorator: register a factory ``(in_features, num_classes, **kwargs) -> nn.Module`` under ``name``.
 
-        The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
-        same factory twice is harmless.
+    The factory is stored unchanged in ``MODEL_REGISTRY[name]`` as a :class:`ModelEntry`; registering the
+    same factory twice is harmless.
 
-        Args:
-            name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
-            family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
-            defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
-            description: one line for listings (default: ``""``: the first line of the factory's docstring).
-            graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
-            fixed: arguments that define the variant; :func:`create_model` refuses a caller's other value
-                (default: ``None``, none).
-            example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
-                registry's tests (default: ``None``; every built-in model has one).
-            settings: the shared settings the model is built from, setting → the factory's keyword (a dotted
-                keyword ``"a.b"`` reaches into the dict argument ``a``; default: ``None``, none); see
-                :meth:`ModelEntry.settings_arguments`.
+    Args:
+        name: the name :func:`create_model` builds it by (e.g. ``"diff-resnet"``).
+        family: group of related models (e.g. ``"diffusion"``), filter of :func:`list_models`.
+        defaults: architecture keyword arguments, overridden by the caller's (default: ``None``, none).
+        description: one line for listings (default: ``""``: the first line of the factory's docstring).
+        graph_input: how the model takes its graph, one of :data:`GRAPH_INPUTS` (default: ``"none"``).
+        fixed: arguments that define the variant; :func:`create_model` refuses a caller's other value
+            (default: ``None``, none).
+        example: ``num_classes -> ModelExample``: a small instance and inputs it runs on, used by the
+            registry's tests (default: ``None``; every built-in model has one).
+        settings: the shared settings the model is built from, setting → the factory's keyword (a dotted
+            keyword ``"a.b"`` reaches into the dict argument ``a``; default: ``None``, none); see
+            :meth:`ModelEntry.settings_arguments`.
 
-        Returns:
-            (Callable): The decorator, which registers the factory and returns it unchanged.
+    Returns:
+        (Callable): The decorator, which registers the factory and returns it unchanged.
 
-        Raises:
-            ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; a ``settings`` keyword is not a
-                name or ``name.name``; (when decorating) another factory is already registered under ``name``.
+    Raises:
+        ValueError: ``graph_input`` is not one of :data:`GRAPH_INPUTS`; a ``settings`` keyword is not a name
+            or ``name.name``; (when decorating) another factory is already registered under ``name``.
 
-        Examples:
-            >>> from torch import nn
-
-    from .._registry import Registry
-            >>> from pdenets.models import MODEL_REGISTRY, create_model, register_model
-            >>> @register_model("doc-linear", family="example", defaults={"bias": False})
-            ... def doc_linear(in_features, num_classes, **kwargs):
-            ...     return nn.Linear(in_features, num_classes, **kwargs)
-            >>> create_model("doc-linear", in_features=3, num_classes=2).bias is None
-            True
-            >>> del MODEL_REGISTRY["doc-linear"]
+    Examples:
+        >>> from torch import nn
+        >>> from pdenets.models import MODEL_REGISTRY, create_model, register_model
+        >>> @register_model("doc-linear", family="example", defaults={"bias": False})
+        ... def doc_linear(in_features, num_classes, **kwargs):
+        ...     return nn.Linear(in_features, num_classes, **kwargs)
+        >>> create_model("doc-linear", in_features=3, num_classes=2).bias is None
+        True
+        >>> del MODEL_REGISTRY["doc-linear"]
     """
     from .._checks import check_choice
 

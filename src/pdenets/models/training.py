@@ -5,7 +5,7 @@ stops it and restores the best state; a loss, parameter or evaluation that turns
 non-finite ends it as *diverged* (optionally restoring the parameters from before the step
 that broke them) instead of crashing or training on NaN.
 
-Example:
+Examples:
     >>> import torch
     >>> from torch.nn import functional as F
     >>> _ = torch.manual_seed(0)

@@ -28,7 +28,7 @@ records every block's tracks, grouped into stages of equal width.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+from typing import Callable, List, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -45,7 +45,7 @@ def _mlp_example(num_classes: int) -> ModelExample:
     )
 
 
-def _cnn_example(widths):
+def _cnn_example(widths: Tuple[int, ...]) -> Callable[[int], ModelExample]:
     def example(num_classes: int) -> ModelExample:
         """A small CNN pair member (two blocks per stage) on six 8 × 8 RGB images."""
         return ModelExample(
@@ -152,10 +152,12 @@ class TransportCNN(nn.Module):
     head.
 
     Args:
-        widths: channels per stage (``K = len(widths)``); blocks: blocks per stage; stem_stride: stride of the
-        3×3 stem convolution (2 for ``K = 1``: 32×32 → 16×16; 1 for ``K = 4``); init: ``"auto"``,
-        ``"kaiming"`` or ``"torch"``;
-        head: ``"flatten"`` or ``"pool"``; image_size: input side (for the flattened head's width).
+        widths: channels per stage (``K = len(widths)``).
+        blocks: blocks per stage.
+        stem_stride: stride of the 3×3 stem convolution (2 for ``K = 1``: 32×32 → 16×16; 1 for ``K = 4``).
+        init: ``"auto"``, ``"kaiming"`` or ``"torch"``.
+        head: ``"flatten"`` or ``"pool"``.
+        image_size: input side (for the flattened head's width).
     """
 
     def __init__(
@@ -204,14 +206,16 @@ class TransportCNN(nn.Module):
         return self.head(features.mean(dim=(2, 3)) if self.pool else features.flatten(1))
 
 
-def _mlp(residual):
+def _mlp(residual: bool) -> Callable[..., TransportMLP]:
     def factory(in_features: int = 784, num_classes: int = 10, **kwargs) -> TransportMLP:
         return TransportMLP(in_features, num_classes, residual=residual, **kwargs)
 
     return factory
 
 
-def _cnn(residual, widths, blocks, stem_stride):
+def _cnn(
+    residual: bool, widths: Tuple[int, ...], blocks: int, stem_stride: int
+) -> Callable[..., TransportCNN]:
     def factory(in_features: int = 3, num_classes: int = 10, **kwargs) -> TransportCNN:
         options = {"widths": widths, "blocks": blocks, "stem_stride": stem_stride, **kwargs}
         return TransportCNN(in_features, num_classes, residual=residual, **options)

@@ -24,7 +24,7 @@ precomputed transpose. On the CPU the masks are the ones :func:`~pdenets.nn.drop
 draws (same seeds from torch's generator, same bytes), so a model gives the same numbers
 with either backward; on other devices they come from a ``torch.Generator`` per step.
 
-Example:
+Examples:
     >>> import torch
     >>> from pdenets.operators import DiffusionOperator
     >>> operator = DiffusionOperator(torch.tensor([[0., 1.], [1., 0.]]), step_size=0.25)
@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -133,12 +133,19 @@ def _steps(
 
 class _AdjointDiffusion(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, features, operator, seeds, p, before):
+    def forward(
+        ctx: Any,
+        features: torch.Tensor,
+        operator: Operator,
+        seeds: Sequence[Optional[int]],
+        p: float,
+        before: bool,
+    ) -> torch.Tensor:
         ctx.operator, ctx.seeds, ctx.p, ctx.before = operator, seeds, p, before
         return _steps(operator, features.contiguous(), seeds, p, before, transpose=False)
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None, None, None, None]:
         if (
             torch.is_grad_enabled()
         ):  # create_graph=True: the adjoint steps run outside autograd, refuse at once

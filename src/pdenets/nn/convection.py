@@ -2,7 +2,7 @@ r"""The convection step of a convection–diffusion network: a residual block.""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
@@ -125,7 +125,9 @@ class _SparseInputConvection(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, weight, bias, matrix, x):
+    def forward(
+        ctx: Any, weight: torch.Tensor, bias: Optional[torch.Tensor], matrix: SparseMatrix, x: torch.Tensor
+    ) -> torch.Tensor:
         out = matrix.product(weight.t())
         if bias is not None:
             out.add_(bias)
@@ -137,7 +139,9 @@ class _SparseInputConvection(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_output):
+    def backward(
+        ctx: Any, grad_output: torch.Tensor
+    ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], None, None]:
         (mask,) = ctx.saved_tensors
         grad_pre = grad_output * mask
         grad_weight = ctx.matrix.T.product(grad_pre).t() if ctx.needs_input_grad[0] else None

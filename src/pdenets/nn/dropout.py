@@ -19,6 +19,8 @@ reproducible. Other devices use ``torch.nn.functional.dropout``.
 
 from __future__ import annotations
 
+from typing import Any, Tuple
+
 import numpy as np
 import torch
 from torch.nn import functional as F
@@ -90,10 +92,10 @@ class _BoolMaskDropout(torch.autograd.Function):
     """``x ⊙ mask · scale``; saves the boolean mask (1 byte an entry) instead of a float one."""
 
     @staticmethod
-    def forward(ctx, features, keep_mask: np.ndarray, scale: float):
+    def forward(ctx: Any, features: torch.Tensor, keep_mask: np.ndarray, scale: float) -> torch.Tensor:
         ctx.keep_mask, ctx.scale = keep_mask, scale
         return features * _scaled_mask(keep_mask, scale, features.dtype)
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None, None]:
         return grad_output * _scaled_mask(ctx.keep_mask, ctx.scale, grad_output.dtype), None, None

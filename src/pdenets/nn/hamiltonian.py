@@ -30,7 +30,7 @@ Args:
 
 Shapes: ``(B, C, H, W) → (B, C, H, W)``.
 
-Example:
+Examples:
     >>> import torch
     >>> block = HamiltonianBlock(8).eval()
     >>> x = torch.randn(2, 8, 6, 6, dtype=torch.float64)

@@ -31,7 +31,7 @@ Args:
 
 Shapes: ``(B, C, H, W) → (B, C, H, W)``.
 
-Example:
+Examples:
     >>> import torch
     >>> block = NonlocalBlock(16, operator="fractional", subsample=2)
     >>> block(torch.randn(2, 16, 8, 8)).shape

@@ -52,7 +52,7 @@ __all__ = [
 GraphLike = Union[torch.Tensor, Tuple[torch.Tensor, Optional[torch.Tensor]], "scipy.sparse.spmatrix"]
 """A weight matrix ``W`` in any accepted form: dense or sparse tensor, ``(edge_index, edge_weight)`` or scipy.
 
-Example:
+Examples:
     >>> import torch
     >>> edges = (torch.tensor([[0, 1], [1, 0]]), None)      # PyG edge list, unit weights
     >>> as_weight_matrix(edges).to_dense()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
@@ -194,7 +194,9 @@ def _sorted_rows(indices: torch.Tensor, distances: torch.Tensor):
     return indices, distances
 
 
-def _exact_search(points, k, queries, exclude_self, chunk_size):
+def _exact_search(
+    points: torch.Tensor, k: int, queries: torch.Tensor, exclude_self: bool, chunk_size: Optional[int]
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """Select on centred coordinates; return distances from the original ones (one rounding per
     difference)."""
     centred_points, centred_queries = centred(points, queries)
@@ -217,7 +219,9 @@ def _exact_search(points, k, queries, exclude_self, chunk_size):
     return torch.cat(all_indices), torch.cat(all_distances)
 
 
-def _faiss_search(points, k, queries, exclude_self):
+def _faiss_search(
+    points: torch.Tensor, k: int, queries: torch.Tensor, exclude_self: bool
+) -> Tuple[torch.Tensor, torch.Tensor]:
     import faiss
     import numpy as np
 
@@ -232,9 +236,9 @@ def _faiss_search(points, k, queries, exclude_self):
     index.add(base)
     extra = 1 if exclude_self else 0
     index.hnsw.efSearch = max(64, 2 * (k + extra))
-    distances, indices = index.search(query, k + extra)
-    distances = torch.from_numpy(distances).to(points.dtype)
-    indices = torch.from_numpy(indices).long()
+    found_distances, found_indices = index.search(query, k + extra)  # numpy arrays
+    distances = torch.from_numpy(found_distances).to(points.dtype)
+    indices = torch.from_numpy(found_indices).long()
     if exclude_self:
         own = torch.arange(indices.shape[0])[:, None]
         distances = distances.masked_fill(indices == own, math.inf)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Optional
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -141,7 +141,7 @@ def _power(base: torch.Tensor, exponent: float) -> torch.Tensor:
 
 class _HalfIntegerPower(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, base, exponent):
+    def forward(ctx: Any, base: torch.Tensor, exponent: float) -> torch.Tensor:
         if exponent in (-0.5, -1.5):
             out = torch.rsqrt(base)
             if exponent == -1.5:
@@ -155,7 +155,7 @@ class _HalfIntegerPower(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         base, out = ctx.saved_tensors
         return grad_output * out / base * ctx.exponent, None
 
@@ -195,7 +195,19 @@ def _combine(
     return constant * scale * weighted
 
 
-def _rows(theta, phi, values, centres, operator, normalizer, count, constant, lam, s, n):
+def _rows(
+    theta: torch.Tensor,
+    phi: torch.Tensor,
+    values: torch.Tensor,
+    centres: torch.Tensor,
+    operator: str,
+    normalizer: str,
+    count: int,
+    constant: float,
+    lam: float,
+    s: float,
+    n: int,
+) -> torch.Tensor:
     kernel = nonlocal_kernel(theta, phi, operator, lam=lam, s=s, n=n)
     return _combine(kernel, values, centres, operator, normalizer, count, constant)
 
@@ -285,7 +297,14 @@ class _DotCount(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, theta, phi, values, centres, scale):
+    def forward(
+        ctx: Any,
+        theta: torch.Tensor,
+        phi: torch.Tensor,
+        values: torch.Tensor,
+        centres: torch.Tensor,
+        scale: float,
+    ) -> torch.Tensor:
         summary = scale * torch.bmm(phi.transpose(1, 2), values)  # W (B, d, C)
         column = scale * phi.sum(1).unsqueeze(-1)  # u (B, d, 1)
         sums = torch.bmm(theta, column)  # s (B, N, 1)
@@ -297,7 +316,7 @@ class _DotCount(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         theta, phi, values, centres, summary, column, sums = ctx.saved_tensors
         needs = ctx.needs_input_grad
         grad_theta = grad_phi = grad_values = grad_centres = None
@@ -352,7 +371,15 @@ class _ChunkedRows(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, theta, phi, values, centres, block, rows):
+    def forward(
+        ctx: Any,
+        theta: torch.Tensor,
+        phi: torch.Tensor,
+        values: torch.Tensor,
+        centres: torch.Tensor,
+        block: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+        rows: int,
+    ) -> torch.Tensor:
         ctx.block, ctx.rows = block, rows
         ctx.save_for_backward(theta, phi, values, centres)
         return torch.cat(
@@ -365,7 +392,7 @@ class _ChunkedRows(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         theta, phi, values, centres = ctx.saved_tensors
         needs = ctx.needs_input_grad[:4]
         grads = [
@@ -395,8 +422,10 @@ class _ChunkedRows(torch.autograd.Function):
                 if piece is None:  # the operator does not use this input (e.g. X_i in (−Δ)^{−s})
                     continue
                 used[index] = True
+                total = grads[index]
+                assert total is not None  # allocated above for every input that needs a gradient
                 if index in (0, 3):
-                    grads[index][..., start : start + rows, :] += piece
+                    total[..., start : start + rows, :] += piece
                 else:
-                    grads[index] += piece
+                    total += piece
         return (*(g if u else None for g, u in zip(grads, used)), None, None)

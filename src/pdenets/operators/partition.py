@@ -15,7 +15,7 @@ new numbering (``order[new] = old``). Two partitioners:
 features and labels of its nodes where given) and a small ``partition.json``; a process loads only its own
 part (:func:`load_part`), so no process ever holds the whole graph.
 
-Example:
+Examples:
     >>> import torch
     >>> ring = torch.roll(torch.eye(6), 1, 0); ring = (ring + ring.T).to_sparse()
     >>> partition = partition_graph(ring, 2, method="contiguous")

@@ -36,7 +36,7 @@ Example (one process: the halo is empty and this is the plain operator):
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -324,10 +324,10 @@ class PartitionedDiffusion:
 
 class _PartitionedStep(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, features, operator):
+    def forward(ctx: Any, features: torch.Tensor, operator: PartitionedDiffusion) -> torch.Tensor:
         ctx.operator = operator
         return operator.product(features)
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.operator.product(grad_output, transpose=True), None

@@ -17,7 +17,7 @@ graph id of each slice. :meth:`SliceGraphs.propagate` computes ``Y[s] = M_{g(s)}
 Normalizations (:meth:`SliceGraphs.normalized`) run once per distinct graph and are shared by
 every subset (:meth:`SliceGraphs.subset`, e.g. a mini-batch of origins).
 
-Example:
+Examples:
     >>> import torch
     >>> ring = torch.tensor([[0., 1, 1], [1, 0, 1], [1, 1, 0]]) / 2
     >>> graphs = SliceGraphs([ring, 2 * ring], num_nodes=3, ids=torch.tensor([0, 0, 1]))
@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -51,14 +51,14 @@ class _Shared:
         self.matrices: Dict[int, SparseMatrix] = {}
         self.degrees: Optional[torch.Tensor] = None
         self.bounds: Optional[torch.Tensor] = None
-        self._edges: Optional[tuple] = None
+        self._edges: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = None
 
     def matrix(self, index: int) -> SparseMatrix:
         if index not in self.matrices:
             self.matrices[index] = SparseMatrix(self.graphs[index])
         return self.matrices[index]
 
-    def edges(self):
+    def edges(self) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """All graphs' entries concatenated: rows, cols, values and each graph's offset (``G + 1``)."""
         if self._edges is None:
             counts = torch.tensor([int(g._nnz()) for g in self.graphs])
@@ -162,7 +162,9 @@ class SliceGraphs:
                 f"ids must lie in 0…{len(_shared.graphs) - 1} (one per distinct graph), got "
                 f"{int(ids.min())}…{int(ids.max())}"
             )
-        self.ids = ids.long()
+        self.ids = (
+            ids.long().cpu()
+        )  # host metadata: which graph each slice is on (the graphs stay where they are)
         self._shared = _shared
         self._block: Optional[SparseMatrix] = None
         self._views: Dict[str, "SliceGraphs"] = {}
@@ -191,7 +193,10 @@ class SliceGraphs:
     def subset(self, slices: torch.Tensor) -> "SliceGraphs":
         """The slices ``slices`` (indices into this collection), sharing graphs and normalizations."""
         return SliceGraphs(
-            (), self.num_nodes, ids=self.ids[torch.as_tensor(slices, dtype=torch.long)], _shared=self._shared
+            (),
+            self.num_nodes,
+            ids=self.ids[torch.as_tensor(slices, dtype=torch.long).cpu()],
+            _shared=self._shared,
         )
 
     def normalized(self, name: str, function: Callable[[torch.Tensor], torch.Tensor]) -> "SliceGraphs":
@@ -227,12 +232,13 @@ class SliceGraphs:
         """The ``S·N × S·N`` block-diagonal matrix of the slices' graphs (built once, by index arithmetic)."""
         if self._block is None:
             rows, cols, values, offsets = self._shared.edges()
+            # the index arithmetic on the host (ids and offsets are host metadata), the entries where they are
             starts, counts = offsets[self.ids], offsets[self.ids + 1] - offsets[self.ids]
             total = int(counts.sum())
             slot = torch.repeat_interleave(torch.arange(self.num_slices), counts)
             first = torch.repeat_interleave(starts - (counts.cumsum(0) - counts), counts)
-            entry = first + torch.arange(total)
-            shift = slot * self.num_nodes
+            entry = (first + torch.arange(total)).to(rows.device)
+            shift = (slot * self.num_nodes).to(rows.device)
             size = self.num_slices * self.num_nodes
             # each graph's entries are sorted and the blocks follow the slices: already coalesced
             self._block = SparseMatrix(
@@ -296,11 +302,14 @@ def gcn_propagation_matrix(weights: torch.Tensor) -> torch.Tensor:
     nodes = weights.shape[0]
     rows, cols = weights.indices()
     loop = rows == cols
-    self_weight = torch.ones(nodes, dtype=weights.dtype).index_put_((rows[loop],), weights.values()[loop])
+    device = weights.device
+    self_weight = torch.ones(nodes, dtype=weights.dtype, device=device).index_put_(
+        (rows[loop],), weights.values()[loop]
+    )
     rows, cols, values = rows[~loop], cols[~loop], weights.values()[~loop]
-    degree = self_weight + torch.zeros(nodes, dtype=weights.dtype).index_add_(0, cols, values)
+    degree = self_weight + torch.zeros(nodes, dtype=weights.dtype, device=device).index_add_(0, cols, values)
     scale = torch.where(degree > 0, degree.clamp_min(1e-300).rsqrt(), torch.zeros_like(degree))
-    diagonal = torch.arange(nodes)
+    diagonal = torch.arange(nodes, device=device)
     indices = torch.cat([torch.stack([cols, rows]), torch.stack([diagonal, diagonal])], 1)
     values = torch.cat([scale[cols] * values * scale[rows], scale * self_weight * scale])
     return torch.sparse_coo_tensor(indices, values, (nodes, nodes)).coalesce()
@@ -341,12 +350,12 @@ def chebyshev_propagation_matrix(weights: torch.Tensor, lambda_max: float = 2.0)
     degree = row_sums(weights)
     scale = torch.where(degree > 0, degree.clamp_min(1e-300).rsqrt(), torch.zeros_like(degree))
     rows, cols = weights.indices()
-    diagonal = torch.arange(nodes)
+    diagonal = torch.arange(nodes, device=weights.device)
     indices = torch.cat([torch.stack([cols, rows]), torch.stack([diagonal, diagonal])], 1)
     values = torch.cat(
         [
             -factor * scale[cols] * weights.values() * scale[rows],
-            torch.full((nodes,), factor - 1.0, dtype=weights.dtype),
+            torch.full((nodes,), factor - 1.0, dtype=weights.dtype, device=weights.device),
         ]
     )
     return torch.sparse_coo_tensor(indices, values, (nodes, nodes)).coalesce()

@@ -12,7 +12,7 @@ entries) goes through the compiled kernel of :mod:`~pdenets.operators.spmm_kerne
 installed (operands up to :data:`COMPILED_MAX_COLUMNS` wide), else through SciPy: torch's kernel holds a
 second output-sized buffer.
 
-Example:
+Examples:
     >>> import torch
     >>> m = SparseMatrix(torch.tensor([[0., 2.], [1., 0.]]).to_sparse())
     >>> x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -139,6 +139,15 @@ class SparseMatrix:
             )
         else:
             transposed = self._csr.to_sparse_coo().transpose(0, 1).coalesce().to_sparse_csr()
+            if self.shape[0] == self.shape[1] and all(
+                torch.equal(a, b)
+                for a, b in (
+                    (transposed.crow_indices(), self._csr.crow_indices()),
+                    (transposed.col_indices(), self._csr.col_indices()),
+                    (transposed.values(), self._csr.values()),
+                )
+            ):
+                return self  # a symmetric matrix is its own transpose on every device (no second copy)
         return SparseMatrix(transposed, _transpose_of=self)
 
     def _parts(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,12 +221,12 @@ class SparseMatrix:
 
 class _SparseMatmul(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, dense, matrix):
+    def forward(ctx: Any, dense: torch.Tensor, matrix: SparseMatrix) -> torch.Tensor:
         ctx.matrix = matrix
         return matrix.product(dense)
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.matrix.T.matmul(grad_output), None
 
 

@@ -22,7 +22,7 @@ Without ``numba`` (or with ``PDENETS_COMPILED_SPMM=0``) :func:`available` is ``F
 :class:`~pdenets.operators.sparse.SparseMatrix` keeps its torch/SciPy products; the numbers are the same to
 rounding (the compiler may vectorize a row's sum; a given row is summed alike on any number of threads).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> if available():
     ...     out = csr_product(np.array([0, 1, 2], dtype=np.int32), np.array([1, 0], dtype=np.int32),
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import os
+from types import ModuleType
 from typing import Callable, Optional
 
 import numpy as np
@@ -45,7 +46,7 @@ import numpy as np
 __all__ = ["available", "csr_product"]
 
 
-def _numba():
+def _numba() -> Optional[ModuleType]:
     try:
         import numba
     except ImportError:
@@ -57,9 +58,12 @@ def _numba():
 def _kernel(width: int) -> Callable:
     """The kernel for operands of ``width`` columns (a compile-time constant: the sums stay in registers)."""
     numba = _numba()
+    assert numba is not None  # the caller checked available()
 
     @numba.njit(parallel=True, fastmath=True, boundscheck=False, nogil=True, cache=False)
-    def product(indptr, indices, values, dense, out):  # pragma: no cover - compiled
+    def product(  # pragma: no cover - compiled
+        indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, dense: np.ndarray, out: np.ndarray
+    ) -> None:
         for row in numba.prange(out.shape[0]):
             sums = np.zeros(width, dtype=out.dtype)
             for entry in range(indptr[row], indptr[row + 1]):
@@ -107,6 +111,7 @@ def csr_product(
     import torch
 
     numba = _numba()
+    assert numba is not None  # available() said so
 
     wanted = threads if threads is not None else torch.get_num_threads()
     numba.set_num_threads(max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS)))

@@ -1,6 +1,6 @@
 """A scikit-learn estimator for transductive few-shot classification of any embeddings.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from pdenets.models.fewshot import DiffusionFewShotClassifier
     >>> rng = np.random.default_rng(0)
@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import numpy as np
 import torch
@@ -26,8 +26,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .base import method_from_name
+from .base import FewShotMethod, method_from_name
 from .methods import Preprocessing, classify
+
+if TYPE_CHECKING:  # scikit-learn >= 1.6
+    from sklearn.utils import Tags
 
 __all__ = ["DiffusionFewShotClassifier"]
 
@@ -67,7 +70,7 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         self.base_mean = base_mean
         self.random_state = random_state
 
-    def _method(self):
+    def _method(self) -> FewShotMethod:
         params = dict(self.method_params or {})
         try:
             return method_from_name(self.method, **params)
@@ -126,10 +129,10 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(1)]
 
-    def _more_tags(self):  # scikit-learn < 1.6
+    def _more_tags(self) -> Dict[str, bool]:  # scikit-learn < 1.6
         return {"requires_y": True, "poor_score": True}
 
-    def __sklearn_tags__(self):  # scikit-learn >= 1.6
+    def __sklearn_tags__(self) -> Tags:  # scikit-learn >= 1.6
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
         return tags

@@ -279,7 +279,7 @@ def train_heads(
         raise ValueError(f"{len(seeds)} seeds for {tasks} tasks")
     step = chunk_size or tasks
 
-    def part(i):
+    def part(i: int) -> HeadSettings:
         if not (isinstance(settings.n_top, tuple) or isinstance(settings.sigma_neighbor, tuple)):
             return settings
         return replace(
@@ -303,14 +303,21 @@ def train_heads(
     return torch.cat(outputs)
 
 
-def _train_chunk(support, support_labels, query, ways, settings, seeds, prototypes):
+def _train_chunk(
+    support: torch.Tensor,
+    support_labels: torch.Tensor,
+    query: torch.Tensor,
+    ways: int,
+    settings: HeadSettings,
+    seeds: Sequence[int],
+    prototypes: Optional[torch.Tensor],
+) -> torch.Tensor:
     inputs = torch.cat([support, query], 1)
     weights = task_graphs(inputs, settings, support_labels) if settings.uses_graph else None
-    operator = (
-        BatchedDiffusion(weights, settings.step_size, check_stability=settings.check_stability)
-        if settings.num_steps > 0
-        else None
-    )
+    operator: Optional[BatchedDiffusion] = None
+    if settings.num_steps > 0:
+        assert weights is not None  # settings.uses_graph holds whenever there are diffusion steps
+        operator = BatchedDiffusion(weights, settings.step_size, check_stability=settings.check_stability)
     # the cross entropy reads the support rows only; the regularizers read every row
     every_row = settings.mu > 0 or settings.alpha > 0
     diffusion = (
@@ -318,12 +325,16 @@ def _train_chunk(support, support_labels, query, ways, settings, seeds, prototyp
         if operator is None
         else operator.matrix(settings.num_steps, None if every_row else slice(0, support.shape[1]))
     )
-    distances = torch.cdist(query, prototypes) if settings.alpha > 0 else None
-    parameters = initial_parameters(inputs.shape[2], ways, seeds)
+    distances: Optional[torch.Tensor] = None
+    if settings.alpha > 0:
+        assert prototypes is not None  # the prototypical loss (alpha > 0) is given the prototypes
+        distances = torch.cdist(query, prototypes)
+    # drawn on the CPU from each task's seed (the same start on every device), then moved to the inputs
+    parameters = [p.to(inputs) for p in initial_parameters(inputs.shape[2], ways, seeds)]
     if settings.init == "prototype":
         centres = class_means(support, support_labels, ways) if prototypes is None else prototypes
         parameters = _imprint(parameters, centres, settings.temperature)
-    parameters = [p.to(inputs.dtype).requires_grad_() for p in parameters]
+    parameters = [p.requires_grad_() for p in parameters]
     optimizer = torch.optim.SGD(
         parameters,
         lr=settings.lr,
@@ -379,7 +390,7 @@ def train_heads_one_by_one(
         weights = (
             task_graphs(inputs[None], own, support_labels[task][None])[0] if settings.uses_graph else None
         )
-        parameters = initial_parameters(inputs.shape[1], ways, [seeds[task]])
+        parameters = [p.to(inputs) for p in initial_parameters(inputs.shape[1], ways, [seeds[task]])]
         if settings.init == "prototype":
             centres = (
                 class_means(support[task][None], support_labels[task][None], ways)
@@ -387,7 +398,7 @@ def train_heads_one_by_one(
                 else prototypes[task][None]
             )
             parameters = _imprint(parameters, centres, settings.temperature)
-        model = _reference_model([p[0] for p in parameters], ways).to(inputs.dtype)
+        model = _reference_model([p[0] for p in parameters], ways).to(inputs)
         if settings.num_steps > 0:
             model.diffusion = type(model.diffusion)(
                 step_size=settings.step_size,

@@ -1,7 +1,7 @@
 """The results of ``pdenets run coin-claims`` (``results.json``): one entry per check that ran (randomized
 smoothing, dropout, propagation), each with its table rows and the run's time, key and status.
 
-Example:
+Examples:
     >>> record = {"check": "propagation", "seed": 0, "seconds": 0.5, "key": "k", "status": "ok", "rows": [
     ...     {"graph": "g", "propagation": "GCN", "max_abs_difference": 1e-16, "scale": 2.0}]}
     >>> check = PropagationCheck.of(record)

@@ -43,12 +43,19 @@ class ClaimJob:
     drop_rates: tuple
     seed: int
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
+    #: where the checks compute (draws from a generator of that device: on the CPU, the runs stored before it)
+    device: str = field(default="cpu", metadata={"key": "unless-default"})
+
+
+def _generator(spec: ClaimJob) -> torch.Generator:
+    """The check's random stream, on its device (the CPU's is the one the stored runs drew from)."""
+    return torch.Generator(device=spec.device).manual_seed(spec.seed)
 
 
 def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
-    generator = torch.Generator().manual_seed(spec.seed)
-    omega = torch.tensor([0.6, -0.3, 0.8], dtype=torch.float64)
-    points = torch.randn(8, 3, dtype=torch.float64, generator=generator)
+    generator = _generator(spec)
+    omega = torch.tensor([0.6, -0.3, 0.8], dtype=torch.float64, device=spec.device)
+    points = torch.randn(8, 3, dtype=torch.float64, generator=generator, device=spec.device)
     rows = []
     for sigma in spec.sigmas:
         estimate = gaussian_smoothing(
@@ -79,10 +86,10 @@ def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
 
 
 def _dropout(spec: ClaimJob) -> Dict[str, Any]:
-    generator = torch.Generator().manual_seed(spec.seed)
-    hidden = torch.randn(32, dtype=torch.float64, generator=generator)
-    weight = torch.randn(4, 32, dtype=torch.float64, generator=generator)
-    matrix = torch.randn(32, 32, dtype=torch.float64, generator=generator) / 32
+    generator = _generator(spec)
+    hidden = torch.randn(32, dtype=torch.float64, generator=generator, device=spec.device)
+    weight = torch.randn(4, 32, dtype=torch.float64, generator=generator, device=spec.device)
+    matrix = torch.randn(32, 32, dtype=torch.float64, generator=generator, device=spec.device) / 32
     rows = []
     for p in spec.drop_rates:
         torch.manual_seed(spec.seed)
@@ -127,19 +134,22 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
         pass
     rows = []
     for name, (edge_index, edge_weight, nodes) in graphs.items():
-        x = torch.randn(nodes, 16, dtype=torch.float64, generator=generator)
+        x = torch.randn(nodes, 16, dtype=torch.float64, generator=generator).to(spec.device)
+        edge_index = edge_index.to(spec.device)
         # W[i, j] = weight of edge (i, j) and row i diffuses from its columns; PyG's layers send messages from
         # source to target, so a directed edge list is the same graph with its edges reversed
         ours = edge_index.flip(0) if "directed, as stored" in name else edge_index
         graph = (
             ours,
-            torch.ones(edge_index.shape[1], dtype=torch.float64) if edge_weight is None else edge_weight,
+            torch.ones(edge_index.shape[1], dtype=torch.float64, device=spec.device)
+            if edge_weight is None
+            else edge_weight,
         )
-        conv = GCNConv(16, 16, bias=False).double()
-        sgc = SGConv(16, 16, K=2, bias=False).double()
+        conv = GCNConv(16, 16, bias=False).double().to(spec.device)
+        sgc = SGConv(16, 16, K=2, bias=False).double().to(spec.device)
         with torch.no_grad():
-            conv.lin.weight.copy_(torch.eye(16, dtype=torch.float64))
-            sgc.lin.weight.copy_(torch.eye(16, dtype=torch.float64))
+            conv.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=spec.device))
+            sgc.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=spec.device))
         with torch.no_grad():  # the layers' weights need no gradient here
             differences = {
                 "GCN = 1 step, γ = 1": (gcn_propagate(x, graph, nodes), conv(x, edge_index)),
@@ -196,6 +206,7 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
                 tuple(config.drop_rates) if "drop_rates" in uses[check] else (),
                 config.seed,
                 config.data_dir,
+                device=config.device,
             )
             for check in config.checks
         ]

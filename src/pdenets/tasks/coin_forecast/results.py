@@ -5,7 +5,7 @@ The table holds every model and, beside it, COIN over the model (``coin-over-MOD
 with the ``(γ, r)`` chosen on the selection days). The verdicts are drawn from the table when the results are
 built (:func:`coin_vs_linear`, :func:`diffusion_checks`); the report only states them.
 
-Example:
+Examples:
     >>> def cell(mse):
     ...     metrics = dict(mse=mse, mae=1.0, top5_share=0.4, mae_by_horizon=[1.0], mse_by_horizon=[mse])
     ...     return ForecastCell(runs=1, seconds_per_run=0.5, errors=ForecastErrors.of([metrics]))

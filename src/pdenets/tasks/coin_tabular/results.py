@@ -2,7 +2,7 @@
 paired count of splits on which COIN beats the MLP alone (``results.json`` is
 :meth:`CoinTabularResults.to_dict`).
 
-Example:
+Examples:
     >>> cell = AccuracyCell(Stats.of([0.9, 0.8], scale=100), splits=2)
     >>> results = CoinTabularResults(
     ...     table={"breast-cancer": {"5": {"coin": cell}}},

@@ -6,7 +6,7 @@ summarized by an :class:`EpisodeSummary`: the accuracy in percent, mean and 95 %
 the time per task and, on open-set query sets, how the open-set queries were told apart. The ablation keys
 them by shape, dataset, ``"W-way S-shot"`` and method; the sweeps by their studied value.
 
-Example:
+Examples:
     >>> from pdenets.experiments.results import results_to_dict
     >>> summary = EpisodeSummary(mean=90.0, ci95=1.5, tasks=100, seconds_per_task=0.002,
     ...                          seconds_per_1000_tasks=2.0)

@@ -278,8 +278,18 @@ class FewShotTask(Task[FewShotConfig]):
         config = self.config
         jobs: List[Any] = []
 
-        def episodes(study, label, ways, shots, method, tasks, variable=None, shape=None):
+        def episodes(
+            study: str,
+            label: str,
+            ways: int,
+            shots: int,
+            method: Tuple[str, Any, Preprocessing],
+            tasks: int,
+            variable: Optional[float] = None,
+            shape: Optional[Tuple[int, QueryShape, str]] = None,
+        ) -> None:
             path, fingerprint, _ = self.sources[label]
+            name, settings, preprocessing = method
             queries, spread, mode = shape or (config.queries[0], QueryShape(), "together")
             for first in range(0, tasks, config.tasks_per_job):
                 jobs.append(
@@ -293,7 +303,9 @@ class FewShotTask(Task[FewShotConfig]):
                         first,
                         min(tasks, first + config.tasks_per_job),
                         config.seed,
-                        *method,
+                        name,
+                        settings,
+                        preprocessing,
                         variable,
                         config.device,
                         spread.distribution,

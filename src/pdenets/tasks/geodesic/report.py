@@ -7,7 +7,7 @@ nearest ``figure_weight_decay`` the segment proportions (Tables 2–3), robustne
 the unit ablation (Fig. 7) and the 2-D projection of some tracks (Fig. 3). :data:`PAPER` holds the papers'
 values shown beside ours.
 
-Example:
+Examples:
     >>> PAPER[("cifar10", "k1")][("plain", 0.01)]["train_accuracy"].mean  # Table 4: plain network, γ = 10⁻²
     97.2
 """

@@ -1,7 +1,7 @@
 """The results of ``pdenets run geodesic``: per dataset and network, weight decay and network kind, the
 statistics of the runs' accuracies and scores (``results.json`` is :meth:`GeodesicResults.to_dict`).
 
-Example:
+Examples:
     >>> from pdenets.experiments.summary import Stats
     >>> scores = {name: Stats.of([1.5, 2.5]) for name in ("ots", "lsr", "lss")}
     >>> cell = GeodesicCell(3, 1, Stats.of([0.9, 0.7]), Stats.of([0.8, 0.6]), Stats.of([]), **scores)

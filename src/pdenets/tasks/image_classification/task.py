@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Protocol, Union, cast
 
 import numpy as np
 import torch
@@ -154,6 +154,15 @@ def _data(config: ImageClassificationConfig, dataset: str) -> Union[CifarSetting
 _benchmark = process_cache(maxsize=2)(load_image_benchmark)  # loaded once per worker process
 
 
+class _Regularized(Protocol):
+    """The penalties of an image network (``smoothness_penalty``: the networks with a step size; asked only
+    when the smoothness weight is set)."""
+
+    def l2_penalty(self) -> torch.Tensor: ...
+
+    def smoothness_penalty(self) -> torch.Tensor: ...
+
+
 def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     """Train one network on one data set; its test accuracies (and mean IoU), curve and nonlocal spectra."""
     training = spec.training
@@ -180,10 +189,13 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
         optimizer, lambda step: paper_learning_rate(step, steps_per_epoch, training.epochs, 1.0)
     )
 
-    def penalty():
-        total = training.l2 * model.l2_penalty()
+    # the regularizers are methods of the network, which nn.Module's attribute typing does not know
+    regularized = cast(_Regularized, model)
+
+    def penalty() -> torch.Tensor:
+        total = training.l2 * regularized.l2_penalty()
         if training.smoothness:
-            total = total + training.smoothness * model.smoothness_penalty()
+            total = total + training.smoothness * regularized.smoothness_penalty()
         return total
 
     generator = torch.Generator().manual_seed(spec.seed)

@@ -2,7 +2,7 @@
 graph, model and depth (the depth study), and the facts of each graph (``results.json`` is
 :meth:`NodeClassificationResults.to_dict`).
 
-Example:
+Examples:
     >>> cell = AccuracyCell(80.0, 2.0, 2, 1.5, 60.0, paper_mean=82.1, paper_std=1.1)
     >>> results = NodeClassificationResults(table={"cora": {"diff-resnet": cell}}, depth={}, graphs={})
     >>> plain = results.to_dict()

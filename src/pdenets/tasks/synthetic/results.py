@@ -1,7 +1,7 @@
 """The results of ``pdenets run synthetic`` (``results.json``): the XOR diffusion statistics, the
 classification table (set → optimizer → network → one cell) and the check against the paper's scripts.
 
-Example:
+Examples:
     >>> record = {"train_accuracy": 1.0, "test_accuracy": 0.9, "train_accuracy_at_paper_epochs": 0.8,
     ...           "test_accuracy_at_paper_epochs": 0.7, "diverged_at_epoch": None, "seconds": 2.0}
     >>> cell = ClassificationCell.of([record, {**record, "test_accuracy": 1.0, "seconds": 4.0}])
