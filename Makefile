@@ -30,8 +30,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)   # what the suite's test_lint and test_types check, alone
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs/hooks
 	$(VENV)/bin/mypy
 
 docs: $(STAMP)   # the API site (mkdocs + mkdocstrings) from docs/ and the docstrings; warnings are errors -> site/

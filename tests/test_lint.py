@@ -22,7 +22,18 @@ def _ruff():
 
 def test_the_code_passes_ruff():
     checked = subprocess.run(
-        [_ruff(), "check", "--no-cache", "--output-format", "concise", "src", "tests", "benchmarks"],
+        [
+            _ruff(),
+            "check",
+            "--no-cache",
+            "--output-format",
+            "concise",
+            "src",
+            "tests",
+            "benchmarks",
+            "examples",
+            "docs/hooks",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -46,7 +57,7 @@ def test_ruff_would_catch_an_unused_import(tmp_path):
 
 def test_the_code_is_formatted():
     checked = subprocess.run(
-        [_ruff(), "format", "--no-cache", "--check", "src", "tests", "benchmarks"],
+        [_ruff(), "format", "--no-cache", "--check", "src", "tests", "benchmarks", "examples", "docs/hooks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,0 +1,37 @@
+"""Every script of ``examples/`` runs, prints, and saves a figure: the gallery of the docs site cannot rot.
+
+Each runs in its own folder, ``examples/_output/<name>/`` (what the site's build shows, so ``make docs``
+after the tests reuses it); an example that reads the data folder skips, naming the file, where it is
+missing.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("pdenets_docs_gallery", ROOT / "docs" / "hooks" / "gallery.py")
+gallery = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gallery)
+
+
+@pytest.mark.parametrize("path", gallery.examples(), ids=lambda path: path.stem)
+def test_the_example_runs_and_draws_its_figure(path):
+    missing = gallery.missing_data(path)
+    if missing is not None:
+        pytest.skip(f"missing data file {missing} (examples/{path.name} reads it)")
+    result = gallery.run_example(path)
+    assert result["status"] == 0, f"examples/{path.name} failed:\n{str(result['output'])[-3000:]}"
+    assert result["output"].strip(), "an example prints what it found"
+    assert len(result["figures"]) == 1 and result["figures"][0].name == f"{path.stem}.png"
+    assert gallery.fresh(path)
+
+
+def test_every_example_has_a_title_a_description_and_a_figure_name_of_its_own():
+    names = [path.stem for path in gallery.examples()]
+    assert 8 <= len(names) <= 10, names
+    for path in gallery.examples():
+        title, description = gallery._docstring(path)
+        assert title and len(description) > 100, path.name
+        assert f'"{path.stem}.png"' in path.read_text(), f"{path.name} saves its figure as {path.stem}.png"
