@@ -27,7 +27,8 @@ print(f"{outcome.stored} runs stored in {folder / 'results.sqlite'}")
 with sqlite3.connect(folder / "results.sqlite") as connection:
     runs = pd.read_sql_query("SELECT * FROM runs WHERE status = 'ok'", connection)
 print("columns:", ", ".join(runs.columns))
-runs["epochs"] = runs["spec"].map(lambda text: (json.loads(text).get("mlp") or {}).get("epochs"))
+runs["splits"] = runs["spec"].map(lambda text: json.loads(text)["split"])  # any field of the job spec
+print(f"{runs['splits'].nunique()} splits, models {sorted(runs['model'].unique())}")
 table = runs.pivot_table(index="labels_per_class", columns="model", values="accuracy", aggfunc="mean")
 print((100 * table).round(1).to_string())
 

@@ -9,6 +9,7 @@ Skipped, saying what to install, where mkdocs (``pip install -e '.[docs]'``) or 
 or where MathJax is neither in ``docs/javascripts/vendor`` nor can be fetched (``docs/hooks/mathjax.py``).
 The docstrings and guides are checked for reStructuredText math without either."""
 
+import html as html_module
 import importlib.util
 import os
 import re
@@ -228,3 +229,108 @@ def test_the_check_fails_on_unrendered_formulas(site, browser):
         formula_problems(browser, _plant(site, "cdn.html", lambda h: h.replace("</body>", cdn + "</body>")))
     )
     assert "script from another site" in problems and "cdn.example.invalid" in problems
+
+
+#: a Sphinx role left as text in a page: what a reader must never see
+ROLE_TEXT = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):")
+
+
+def test_no_role_is_left_as_text_and_every_cross_reference_lands_on_an_entry(site):
+    """The docstrings' :class:/:func:/... roles become links whose target exists (or code, for an object of
+    another library)."""
+    anchors = {
+        page: set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+        for page in site.rglob("*.html")
+    }
+    left, broken, links = [], [], 0
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        left += [f"{page.relative_to(site)}: {m.group(0)}" for m in ROLE_TEXT.finditer(html)]
+        for href in re.findall(r'class="autorefs" href="([^"]+)"', html):
+            links += 1
+            path, _, anchor = href.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            target = target / "index.html" if target.is_dir() else target
+            if anchor not in anchors.get(target, set()):
+                broken.append(f"{page.relative_to(site)} -> {href}")
+    assert not left, f"{len(left)} roles left as text, e.g. {left[:5]}"
+    assert not broken, f"{len(broken)} links to no entry, e.g. {broken[:5]}"
+    assert links > 300, links
+
+
+def test_the_api_pages_show_every_modules_docstring_and_examples_as_code(site):
+    operators = (site / "api" / "operators" / "index.html").read_text(encoding="utf-8")
+    for module in ("diffusion", "weights", "nonlocal_ops", "fractional_grid", "slice_graphs"):
+        assert f'id="pdenets.operators.{module}"' in operators, module
+    assert operators.count('class="arithmatex"') >= 10  # the formulas of the module docstrings
+    for page in (site / "api").rglob("index.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "<blockquote>\n<blockquote>" not in html, f"{page}: an example rendered as nested quotes"
+        assert "&gt;&gt;&gt;" not in re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", html, flags=re.S), page
+
+
+def test_the_site_loads_nothing_from_another_host(site):
+    """Fonts, stylesheets and scripts ship with the site: it reads the same offline."""
+    found = []
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        found += [
+            f"{page.relative_to(site)}: {url}"
+            for url in re.findall(r'<(?:link|script)[^>]+(?:href|src)="(https?://[^"]+)"', html)
+        ]
+        found += [f"{page.relative_to(site)}: fonts.googleapis" for _ in re.findall("fonts.googleapis", html)]
+    assert not found, found[:5]
+
+
+def test_a_newcomer_finds_getting_started_and_the_gallery_with_figures(site):
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "getting_started/" in home and "gallery/" in home
+    started = (site / "getting_started" / "index.html").read_text(encoding="utf-8")
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", started))
+    for words in ("make test", "pip install -e", "results.sqlite", "--report-only", "graph-formats"):
+        assert words in text, words
+    for image in re.findall(r'<img[^>]+src="([^"]+)"', started):
+        assert ((site / "getting_started") / image).resolve().is_file(), image
+    gallery = (site / "gallery" / "index.html").read_text(encoding="utf-8")
+    pages = re.findall(r'href="([a-z_]+)/"', gallery)
+    assert len(pages) >= 8, pages
+    for name in pages:
+        page = (site / "gallery" / name / "index.html").read_text(encoding="utf-8")
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", page))
+        assert f"python examples/{name}.py" in text and "The code" in text
+        assert (site / "gallery" / f"{name}.png").is_file() or "Not run for this site" in page, name
+
+
+def _crossrefs_hook():
+    spec = importlib.util.spec_from_file_location(
+        "pdenets_docs_crossrefs", ROOT / "docs" / "hooks" / "crossrefs.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def test_roles_resolve_relative_to_their_entry_then_up_then_by_their_end():
+    hook = _crossrefs_hook()
+    index = {
+        "pdenets.operators.diffusion.DiffusionOperator": "api/operators/index.html",
+        "pdenets.operators.diffusion.DiffusionOperator.apply": "api/operators/index.html",
+        "pdenets.nn.diffusion.DiffusionLayer": "api/nn/index.html",
+    }
+    by_end = {}
+    for path in index:
+        by_end.setdefault(path.rsplit(".", 1)[-1], []).append(path)
+    html = (
+        '<h3 id="pdenets.operators.diffusion.DiffusionOperator">x</h3><p>:meth:<code>apply</code>, '
+        ":class:<code>~pdenets.nn.DiffusionLayer</code>, :func:<code>numpy.linalg.eigh</code>, "
+        ":meth:<code>run &lt;pdenets.operators.diffusion.DiffusionOperator.apply&gt;</code></p>"
+    )
+    out, linked, unresolved = hook.rewrite(html, "api/operators/index.html", index, by_end)
+    assert (linked, unresolved) == (3, 1)
+    assert (
+        '<a class="autorefs" href="#pdenets.operators.diffusion.DiffusionOperator.apply"><code>apply</code>'
+        in out
+    )
+    assert 'href="../../api/nn/#pdenets.nn.diffusion.DiffusionLayer"><code>DiffusionLayer</code>' in out
+    assert "<code>numpy.linalg.eigh</code>" in out and ":func:" not in out
+    assert '"><code>run</code></a>' in out

@@ -16,7 +16,9 @@ With the same torch seed on every process (same initial parameters, same dropout
 process 0 anyway) the loss and the gradients are the single process's to rounding
 (tests/operators/test_partitioned.py; ``benchmarks/graph.py --distributed 2``).
 
-Example (one process: the whole graph, the functions reduce over nothing):
+One process alone: the whole graph, the functions reduce over nothing.
+
+Examples:
     >>> import torch
     >>> logits = torch.tensor([[2., 0.], [0., 1.]]); labels = torch.tensor([0, 0])
     >>> round(float(partitioned_cross_entropy(logits, labels, torch.tensor([0, 1]), 2)), 4)

@@ -25,7 +25,9 @@ own rows, so building ``A`` needs no communication; the stability bound ``γ ≤
 (:func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_` with ``row_offset``), so a partitioned
 Diff-ResNet computes the single-process loss and gradients (tests/operators/test_partitioned.py).
 
-Example (one process: the halo is empty and this is the plain operator):
+One process alone: the halo is empty and this is the plain operator.
+
+Examples:
     >>> import torch
     >>> rows = torch.tensor([[0., 1.], [1., 0.]]).to_sparse_csr()
     >>> op = PartitionedDiffusion(rows, first=0, step_size=0.25)
