@@ -659,11 +659,13 @@ def forecast_windows(values: torch.Tensor, lags: int, horizons: int) -> Forecast
         raise ValueError(f"lags and horizons must be positive, got {lags} and {horizons}")
     if lags >= steps:
         raise ValueError(f"a window of {lags} lags needs more than {lags} steps; the series has {steps}")
-    origins = torch.arange(lags, steps)
+    device = values.device
+    origins = torch.arange(lags, steps, device=device)
     inputs = values.unfold(0, lags, 1)[
         : steps - lags
     ].contiguous()  # (S, N, L): window s is values[s : s + L]
-    target_steps = origins[:, None] + torch.arange(horizons)[None, :]
-    padded = torch.cat([values, torch.full((horizons, values.shape[1]), math.nan, dtype=values.dtype)])
+    target_steps = origins[:, None] + torch.arange(horizons, device=device)[None, :]
+    nan = torch.full((horizons, values.shape[1]), math.nan, dtype=values.dtype, device=device)
+    padded = torch.cat([values, nan])
     targets = padded[target_steps].permute(0, 2, 1)
     return ForecastWindows(inputs, targets.contiguous(), origins, target_steps)
