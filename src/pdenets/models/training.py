@@ -340,13 +340,14 @@ def fit_steps(
     (lower is better) runs every ``eval_steps`` steps and at the end of every pass, so a small data
     set (one step a pass) and a large one (hundreds) are both watched. Training stops after
     ``patience`` steps without a validation value ``min_improvement`` (relative) below the reference,
-    after ``max_epochs`` passes, or at a non-finite loss; the best validated state is restored
-    whatever the margin.
+    after ``max_epochs`` passes, or at a non-finite loss (on the CPU at once; on a GPU at the next
+    validation, so that no step waits for the device); the best validated state is restored whatever the
+    margin.
     """
     # keeps the best state; the stopping rule below counts steps, not validations
     stopping = EarlyStopping(2**62, monitors={"val": "min"})
     result = StepFitResult()
-    running: List[float] = []
+    running: List[torch.Tensor] = []  # the losses since the last validation, kept where they are computed
     improved_at, reference = 0, math.inf
     for epoch in range(1, max_epochs + 1):
         chunks = [items[chunk] for chunk in batches(len(items), batch_size, generator)]
@@ -354,17 +355,21 @@ def fit_steps(
             model.train()
             optimizer.zero_grad()
             loss = batch_loss(batch)
-            if not torch.isfinite(loss):
+            if loss.device.type == "cpu" and not torch.isfinite(loss):  # free on the CPU: stop at once
                 return _finish(model, stopping, result)
             loss.backward()
             optimizer.step()
             result.steps += 1
-            running.append(float(loss.detach()))
+            running.append(loss.detach())
             if result.steps % eval_steps and index < len(chunks) - 1:
                 continue
+            # the device is waited for here, once per validation (a step never waits for it)
+            losses = [float(value) for value in torch.stack(running).cpu()]
+            if not all(math.isfinite(value) for value in losses):
+                return _finish(model, stopping, result)
             value = validate()
             result.curve.append(
-                {"step": result.steps, "epoch": epoch, "train": float(np.mean(running)), "val": value}
+                {"step": result.steps, "epoch": epoch, "train": float(np.mean(losses)), "val": value}
             )
             result.epochs, running = epoch, []
             if value <= stopping.best["val"]:
