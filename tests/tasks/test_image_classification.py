@@ -130,7 +130,7 @@ def test_every_setting_of_an_image_job_reaches_the_result(model):
         **{**TINY, "batch_size": 20, "resnet_widths": [2, 4, 4], "units": [2, 1]},
     )  # two blocks in a unit: a smoothness penalty
     spec = ImageClassificationTask(config).jobs()[0]
-    assert spec.training.l2 == (config.l2_resnet if model == "resnet-44" else config.l2)
+    assert spec.training.l2 == (config.l2_resnet if model in ("resnet-44", "preresnet-20") else config.l2)
     unused = {
         f"{group}.{name}": "not a setting of this network (None in its spec)"
         for group in ("architecture", "training")
@@ -173,7 +173,9 @@ def test_the_training_settings_follow_the_architecture_each_network_declares():
     for model, settings in training.items():
         hamiltonian = model.startswith("hamiltonian")
         assert settings.smoothness == (1e-8 if hamiltonian else None), model  # only with a step size h
-        assert settings.l2 == (1e-4 if model == "resnet-44" else 2e-4), model
+        # the ResNet baselines (ResNet-44 and PreResNet-20) take l2_resnet, the networks with a step size l2
+        assert settings.l2 == (2e-4 if hamiltonian else 1e-4), model
+    assert training["preresnet-20"].l2 == 1e-4 and training["resnet-44"].l2 == 1e-4
 
 
 def test_image_results_are_typed_and_their_plain_form_pins_the_numbers():

@@ -48,9 +48,9 @@ class ImageClassificationConfig(TaskConfig):
     lr: float = setting(0.1, "peak learning rate (the paper's piecewise schedule, scaled to the epochs)")
     momentum: float = setting(0.9, "SGD momentum")
     l2: float = setting(
-        2e-4, "L2 penalty r * sum K^2 on convolution kernels (alpha1 = 2r; ResNets: l2_resnet)"
+        2e-4, "L2 penalty r * sum K^2 on the kernels of the Hamiltonian networks (alpha1 = 2r)"
     )
-    l2_resnet: float = setting(1e-4, "L2 penalty of the ResNet baselines")
+    l2_resnet: float = setting(1e-4, "L2 penalty of the ResNet baselines (ResNet-44, PreResNet-20)")
     smoothness: float = setting(1e-8, "alpha2 of the weight smoothness decay (Hamiltonian networks)")
     train_limit: Optional[int] = setting(None, "training images used (CIFAR; default all 40,000)")
     test_limit: Optional[int] = setting(None, "held-out images evaluated (CIFAR; default all 10,000)")

@@ -122,17 +122,17 @@ def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
 def _training(config: ImageClassificationConfig, model: str) -> ImageTraining:
     """The optimisation settings of one model's jobs, by the architecture settings it declares.
 
-    ResNet v1 (built from ``resnet_depth``) takes ``l2_resnet``, every other network ``l2``; the smoothness
-    penalty ``‖𝒦_{j+1} − 𝒦_j‖² / h`` (eq. 4.8) applies to the networks built with a step size ``h``
-    (Hamiltonian)."""
-    settings = model_entry(model).settings
+    The networks built with a step size ``h`` (the Hamiltonian networks and their nonlocal variants) take
+    ``l2`` and the smoothness penalty ``‖𝒦_{j+1} − 𝒦_j‖² / h`` (eq. 4.8); the others — the ResNet baselines,
+    ResNet-44 and PreResNet-20, He et al.'s CIFAR networks — take ``l2_resnet`` and no smoothness."""
+    hamiltonian = "step_size" in model_entry(model).settings
     return ImageTraining(
         config.epochs,
         config.batch_size,
         config.lr,
         config.momentum,
-        l2=config.l2_resnet if "resnet_depth" in settings else config.l2,
-        smoothness=config.smoothness if "step_size" in settings else None,
+        l2=config.l2 if hamiltonian else config.l2_resnet,
+        smoothness=config.smoothness if hamiltonian else None,
     )
 
 
