@@ -201,16 +201,27 @@ def test_every_formula_renders_in_a_browser(site, browser):
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
 
 
-def _plant(site, name, edit):
-    """A copy of the nn page beside it, changed by ``edit`` (its relative links still resolve)."""
-    page = site / "api" / "nn" / name
-    page.write_text(edit((site / "api" / "nn" / "index.html").read_text(encoding="utf-8")), encoding="utf-8")
-    return page
+@pytest.fixture
+def plant(site):
+    """Writes a copy of the nn page beside it, changed by ``edit`` (its relative links still resolve);
+    the planted pages are removed after the test, so the other tests of the module see the built site."""
+    planted = []
+
+    def write(name, edit):
+        page = site / "api" / "nn" / name
+        original = (site / "api" / "nn" / "index.html").read_text(encoding="utf-8")
+        page.write_text(edit(original), encoding="utf-8")
+        planted.append(page)
+        return page
+
+    yield write
+    for page in planted:
+        page.unlink(missing_ok=True)
 
 
-def test_the_check_fails_on_unrendered_formulas(site, browser):
+def test_the_check_fails_on_unrendered_formulas(browser, plant):
     """Each planted defect is named: MathJax missing, raw reStructuredText, raw TeX, a TeX error, a CDN."""
-    no_mathjax = _plant(site, "no-mathjax.html", lambda html: html.replace(MATHJAX, MATHJAX + ".missing"))
+    no_mathjax = plant("no-mathjax.html", lambda html: html.replace(MATHJAX, MATHJAX + ".missing"))
     problems = " | ".join(formula_problems(browser, no_mathjax))
     assert "MathJax did not load" in problems and re.search(r"(\d+) of \1 formulas not typeset", problems)
 
@@ -219,14 +230,14 @@ def test_the_check_fails_on_unrendered_formulas(site, browser):
         broken = '<div class="arithmatex">\\[ x^2^3 \\]</div>'
         return html.replace('<div class="md-content"', paragraph + broken + '<div class="md-content"', 1)
 
-    problems = " | ".join(formula_problems(browser, _plant(site, "raw.html", raw)))
+    problems = " | ".join(formula_problems(browser, plant("raw.html", raw)))
     assert "raw math in the text: .. math::" in problems and "raw math in the text: $$ x = 1 $$" in problems
     assert "\\( y \\)" in problems and "\\mathrm{FC}_1" in problems
     assert "TeX error: Double exponent" in problems
 
     cdn = '<script src="https://cdn.example.invalid/mathjax@3/es5/tex-svg.js"></script>'
     problems = " | ".join(
-        formula_problems(browser, _plant(site, "cdn.html", lambda h: h.replace("</body>", cdn + "</body>")))
+        formula_problems(browser, plant("cdn.html", lambda h: h.replace("</body>", cdn + "</body>")))
     )
     assert "script from another site" in problems and "cdn.example.invalid" in problems
 
