@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pdenets.data import DatasetError
-from pdenets.data.temporal import LAYOUTS, load_temporal
+from pdenets.data.temporal import LAYOUTS, load_temporal, step_unit
 from pdenets.tasks.coin_forecast.protocol import protocol_windows, pyg_scaled
 
 VALUES = [[1.0, 2.0, 0.0], [3.0, 1.0, 4.0], [2.0, 2.0, 5.0], [0.0, 6.0, 1.0]]  # 4 steps × 3 regions
@@ -120,15 +120,39 @@ def test_csv_folder_names_regions_by_header(tmp_path):
         torch.testing.assert_close(series.values, torch.tensor(VALUES, dtype=torch.float64))
         torch.testing.assert_close(_dense(series.graph_at(0)), _expected_graph())
     (folder / "edges.csv").write_text("source,target\nnorth,west\n")
-    with pytest.raises(DatasetError, match="line 2: region 'west' is not a column of series.csv"):
+    with pytest.raises(DatasetError, match="line 2: node 'west' is not a column of series.csv"):
         load_temporal(folder)
     (folder / "edges.csv").write_text("source,target\nnorth,south\n")
     (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,x,6\n1,1,1\n")
-    with pytest.raises(DatasetError, match="line 3, region 'south': 'x' is not a number"):
+    with pytest.raises(DatasetError, match="line 3, column 'south': 'x' is not a number"):
         load_temporal(folder)
     (folder / "series.csv").write_text("north,south,east\n1,2,3\n4,6\n1,1,1\n")
     with pytest.raises(DatasetError, match="line 3 has 2 fields, the header 3"):
         load_temporal(folder)
+
+
+def test_csv_folder_keeps_the_nodes_names_and_the_step_unit(tmp_path):
+    """Sensors named by the header and rows 5 minutes apart: the series says so (the report's words)."""
+    folder = tmp_path / "my_traffic"
+    folder.mkdir()
+    stamps = [f"2026-03-02 00:{5 * t:02d}" for t in range(len(VALUES))]
+    (folder / "series.csv").write_text(
+        "time,detector_7,detector_8,detector_9\n"
+        + "\n".join(f"{stamp}," + ",".join(map(str, row)) for stamp, row in zip(stamps, VALUES))
+        + "\n"
+    )
+    (folder / "edges.csv").write_text("source,target\ndetector_7,detector_8\n")
+    series = load_temporal(folder)
+    assert series.node_names == ("detector_7", "detector_8", "detector_9") and series.step_unit == "5 minutes"
+    assert series.node_name(2) == "detector_9"
+    # one uneven interval: no unit is claimed; a unit-named column without dates still gives its unit
+    uneven = stamps[:-1] + ["2026-03-02 01:00"]
+    assert step_unit("time", uneven) == "step" and step_unit("week", ["1", "2", "3"]) == "week"
+    assert step_unit("date", ["2020-01-01", "2020-01-08", "2020-01-15"]) == "week"
+    assert step_unit("time", ["2026-03-02 00:00", "2026-03-02 02:00"]) == "2 hours"
+    # a layout without names numbers its nodes and counts steps
+    plain = load_temporal(_write(tmp_path, LAYOUT_FILES["FX"]))
+    assert (plain.node_name(1), plain.step_unit) == ("1", "step")
 
 
 @pytest.mark.parametrize(
@@ -243,12 +267,12 @@ def test_a_byte_order_mark_never_turns_the_label_column_into_a_region(tmp_path):
         (
             SERIES_CSV.replace("3.0,1.0", "3_0,1.0"),
             "source,target\n",
-            "series.csv: line 3, region 'north': '3_0' is not a number",
+            "series.csv: line 3, column 'north': '3_0' is not a number",
         ),
         (
             SERIES_CSV.replace("3.0,1.0", "1e400,1.0"),
             "source,target\n",
-            "series.csv: line 3, region 'north': '1e400' is too large for a float64 (at most 1.8e308)",
+            "series.csv: line 3, column 'north': '1e400' is too large for a float64 (at most 1.8e308)",
         ),
     ],
     ids=[

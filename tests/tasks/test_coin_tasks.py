@@ -920,7 +920,7 @@ def test_one_validation_snapshot_never_buys_diffusion():
     # kept
     prediction, data = _selection_data(days=1, gain_per_day=1.0, noise=0.0)
     choice = _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2])
-    assert (choice.step_size, choice.num_steps, choice.blocks) == (0.0, 0, 0)
+    assert (choice.step_size, choice.num_steps, choice.blocks) == (0.0, 0, 1)  # one block: too few to judge
     assert torch.equal(choice.forecasts, prediction)
     # 30 days of the same gain: diffusion is taken, the strongest candidate (γ = 1, one step: the neighbours'
     # mean)
@@ -929,7 +929,8 @@ def test_one_validation_snapshot_never_buys_diffusion():
     assert (choice.step_size, choice.num_steps, choice.blocks) == (1.0, 1, 30) and choice.lower_bound > 0
     # 30 days of pure noise: no candidate's bound clears zero
     prediction, data = _selection_data(days=30, gain_per_day=0.0, noise=1.0)
-    assert _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2]).step_size == 0.0
+    kept = _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    assert (kept.step_size, kept.blocks) == (0.0, 30)  # kept with every block judged: not "too few blocks"
 
 
 def test_the_lower_bound_is_students_on_block_means():

@@ -23,10 +23,11 @@ layout             keys
                    ``id``, ``links`` with ``source``, ``target``, optional ``weight`` (Montevideo bus)
 =================  ==========================================================================
 
-or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per region (the header
-names them; a first column ``day``/``date``/``time``/``step``/``week``/``t`` is a label and
-skipped) and one row per step, and ``edges.csv`` with ``source,target[,weight]`` naming
-regions by header name (any other column is refused, with the nearest name). Files may start
+or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per node (a region, a sensor:
+the header names them; a first column ``day``/``date``/``time``/``step``/``week``/``t`` is a label and
+skipped, and where its cells are dates or times at a constant interval it gives the step's unit,
+:func:`step_unit`) and one row per step, and ``edges.csv`` with ``source,target[,weight]`` naming
+nodes by header name (any other column is refused, with the nearest name). Files may start
 with a UTF-8 byte-order mark; CSV numbers are read strictly (:func:`~pdenets.data.csvfile.parse_number`:
 ``1_000`` is refused, not read as 1000). Node ids must be integers (or, in node-link and CSV files,
 the declared names); a float id, an unknown or out-of-range id, a ragged series, a non-finite
@@ -70,6 +71,18 @@ __all__ = [
 ]
 
 TEMPORAL_DATASETS = {"england_covid": "temporal/england_covid.json", "chickenpox": "temporal/chickenpox.json"}
+#: the step of each built-in series, and what one of its nodes is
+TEMPORAL_FACTS = {"england_covid": ("day", "region"), "chickenpox": ("week", "county")}
+#: the step units a time column's name means, and the intervals of dated rows (seconds → words)
+_UNIT_COLUMNS = {
+    "day": "day",
+    "date": "day",
+    "week": "week",
+    "month": "month",
+    "hour": "hour",
+    "minute": "minute",
+}
+_INTERVALS = {60: "minute", 3600: "hour", 86400: "day", 7 * 86400: "week"}
 Graph = Tuple[torch.Tensor, torch.Tensor]  # (edge_index (2, E) long, edge_weight (E,) float64)
 #: PyTorch Geometric Temporal's presentation of a series: its default lags and its scaling
 #: (``"none"``, ``"standardize"`` per node with ``np.std``, the same plus 1e-10, or ``"log1p"``)
@@ -89,6 +102,10 @@ class TemporalGraphSeries:
         layout: the file layout it was read in (``FX``, ``edge_mapping``, ..., or ``csv``).
         pyg_lags: the number of lags PyTorch Geometric Temporal's loader uses for this dataset.
         pyg_scaling: how PyTorch Geometric Temporal scales it (``none``, ``standardize``, ...).
+        node_names: the nodes' names where the file gives them (a CSV folder's header), else ``()``.
+        step_unit: what one step is, in words: ``"day"``, ``"week"``, ``"5 minutes"`` (from a CSV time
+            column whose values are dates or times at a constant interval, or the column's name), else
+            ``"step"``.
     """
 
     name: str
@@ -99,6 +116,12 @@ class TemporalGraphSeries:
     layout: str = "FX"
     pyg_lags: int = 4
     pyg_scaling: str = "none"
+    node_names: Tuple[str, ...] = ()
+    step_unit: str = "step"
+
+    def node_name(self, node: int) -> str:
+        """The name of node ``node``: the file's, else its index as text."""
+        return self.node_names[node] if self.node_names else str(node)
 
     @property
     def num_steps(self) -> int:
@@ -502,21 +525,17 @@ def _read_csv_folder(folder: Path):
             needed,
             DatasetNotFoundError(
                 f"missing {needed}: a CSV series is a folder with series.csv "
-                "(steps × regions) and edges.csv (source,target[,weight])"
+                "(steps × nodes) and edges.csv (source,target[,weight])"
             ),
         )
     rows = read_csv_table(series_path)
     if len(rows) < 2:
-        raise dataset_error(
-            series_path, "needs a header row naming the regions and at least one row of values"
-        )
+        raise dataset_error(series_path, "needs a header row naming the nodes and at least one row of values")
     header = [name.strip() for name in rows[0][1]]
     skip = 1 if header and header[0].lower() in _LABEL_COLUMNS else 0
     names = header[skip:]
     if not names or any(not name for name in names) or len(set(names)) != len(names):
-        raise dataset_error(
-            series_path, "the header must name every region once (no empty or repeated names)"
-        )
+        raise dataset_error(series_path, "the header must name every node once (no empty or repeated names)")
     table = []
     for line, row in rows[1:]:
         if len(row) != len(header):
@@ -526,7 +545,7 @@ def _read_csv_folder(folder: Path):
             try:
                 row_values.append(parse_number(cell, finite=False))  # non-finite values are named by _series
             except ValueError as error:
-                raise dataset_error(series_path, f"line {line}, region {name!r}: {error}") from None
+                raise dataset_error(series_path, f"line {line}, column {name!r}: {error}") from None
         table.append(row_values)
     values = _series(series_path, table, "series.csv")
     position = {name: index for index, name in enumerate(names)}
@@ -546,7 +565,7 @@ def _read_csv_folder(folder: Path):
             if end not in position:
                 raise dataset_error(
                     edges_path,
-                    f"line {line}: region {end!r} is not a column of series.csv{nearest_hint(end, names)}",
+                    f"line {line}: node {end!r} is not a column of series.csv{nearest_hint(end, names)}",
                 )
         pairs.append((position[ends[0]], position[ends[1]]))
         if weighted:
@@ -556,7 +575,8 @@ def _read_csv_folder(folder: Path):
                 raise dataset_error(edges_path, f"line {line}, weight: {error}") from None
     index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     graphs = [_edges(edges_path, index, weights if weighted else None, values.shape[1], "edges.csv")]
-    return values, graphs, _are_counts(values), 4, "none"
+    unit = step_unit(header[0], [row[0] for _, row in rows[1:]]) if skip else "step"
+    return (values, graphs, _are_counts(values), 4, "none"), tuple(names), unit
 
 
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
@@ -592,8 +612,10 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
                     "in a PyTorch Geometric Temporal layout or a folder with series.csv and edges.csv"
                 )
     layout: Optional[str]
+    names: Tuple[str, ...] = ()
+    unit = TEMPORAL_FACTS[text][0] if text in TEMPORAL_FACTS else "step"
     if path.is_dir():
-        values, graphs, raw, lags, scaling = _read_csv_folder(path)
+        (values, graphs, raw, lags, scaling), names, unit = _read_csv_folder(path)
         layout = "csv"
     else:
         regular_file(
@@ -622,7 +644,38 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         values, graphs, raw, lags, scaling = LAYOUTS[layout].read(path, content)
     if values.shape[0] < 3:
         raise dataset_error(path, f"a series of {values.shape[0]} steps is too short to forecast")
-    return TemporalGraphSeries(label, values, graphs, raw, str(path), layout, lags, scaling)
+    return TemporalGraphSeries(label, values, graphs, raw, str(path), layout, lags, scaling, names, unit)
+
+
+def step_unit(column: str, cells: List[str]) -> str:
+    """What one row of a series is, from its time column: the constant interval of its dates or times
+    (``"5 minutes"``, ``"day"``, ``"week"``), else the column's name where it is a unit, else ``"step"``.
+
+    Examples:
+        >>> step_unit("time", ["2026-03-02 00:00", "2026-03-02 00:05", "2026-03-02 00:10"])
+        '5 minutes'
+        >>> step_unit("date", ["2020-03-01", "2020-03-02"]), step_unit("week", ["1", "2"])
+        ('day', 'week')
+        >>> step_unit("t", ["1", "2"])
+        'step'
+    """
+    stamps = None
+    if cells and all(("-" in cell or ":" in cell) for cell in cells):  # dates or times (a bare "7" is a year)
+        try:
+            stamps = np.array([np.datetime64(cell.strip().replace(" ", "T"), "s") for cell in cells])
+        except ValueError:
+            stamps = None
+    if stamps is not None and len(stamps) > 1:
+        intervals = np.unique(np.diff(stamps).astype(np.int64))
+        if len(intervals) == 1 and intervals[0] > 0:
+            seconds = int(intervals[0])
+            if seconds in _INTERVALS:
+                return _INTERVALS[seconds]
+            for size, word in sorted(_INTERVALS.items(), reverse=True):
+                if seconds % size == 0:
+                    return f"{seconds // size} {word}s"
+            return f"{seconds} seconds"
+    return _UNIT_COLUMNS.get(column.strip().lower(), "step")
 
 
 @dataclass(frozen=True)

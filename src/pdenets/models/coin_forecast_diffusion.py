@@ -73,8 +73,9 @@ def diffuse_forecasts(
 @dataclass(frozen=True)
 class DiffusionChoice:
     """COIN's diffusion over a model's forecasts: ``(γ, r)`` (``γ = 0``: the model kept), the selection days'
-    evidence (mean block gain in MSE, its lower confidence bound, the number of blocks) and the selection-set
-    MSE."""
+    evidence (mean block gain in MSE, its lower confidence bound, the number of blocks judged — for a kept
+    model too, so that "too few blocks" and "no gain beyond the noise" can be told apart) and the
+    selection-set MSE."""
 
     step_size: float
     num_steps: int
@@ -171,7 +172,9 @@ def choose_diffusion(
 
     mask = selection
     block_days = targets.shape[-1]
-    kept = DiffusionChoice(0.0, 0, 0.0, 0.0, 0, masked_mse(prediction, targets, mask).item(), prediction)
+    # the blocks of the selection days (the same for every candidate): a kept model says how many it judged
+    judged = len(block_gains(prediction, prediction, targets, mask, target_steps, block_days))
+    kept = DiffusionChoice(0.0, 0, 0.0, 0.0, judged, masked_mse(prediction, targets, mask).item(), prediction)
     best = kept
     for step_size in sorted(set(step_sizes) - {0.0}):
         operator, out = SliceDiffusion(graphs, step_size), prediction

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
@@ -79,6 +79,16 @@ class CoinForecastConfig(TaskConfig):
     )
     diffusion_num_steps: List[int] = setting(
         [1, 2, 3, 5], "numbers of diffusion steps r tried for COIN over every model"
+    )
+    time_unit: Optional[str] = setting(
+        None,
+        "what one step of the series is, in the report's words, e.g. '5 minutes' (default: from the data: a "
+        "CSV time column's interval or name, day/week for the built-in series, else 'step')",
+    )
+    entity: Optional[str] = setting(
+        None,
+        "what one node of the series is, in the report's words, e.g. sensor (default: region/county for the "
+        "built-in series, else node)",
     )
 
     def validate(self) -> None:

@@ -100,16 +100,23 @@ def forecast_figure(
     forecasts: Dict[str, Dict[str, Any]],
     run_dir,
     filename: str,
+    *,
+    entity: str = "node",
+    unit: str = "step",
 ) -> str:
-    """Horizon-1 forecasts of the four regions with the most cases, unscaled, beside the truth of ``series``.
+    """Horizon-1 forecasts of the four nodes with the largest values, unscaled, beside the truth of
+    ``series``.
 
     Args:
-        series: the region series (a :class:`~pdenets.data.temporal.TemporalGraphSeries`): the truth.
+        series: the series (a :class:`~pdenets.data.temporal.TemporalGraphSeries`): the truth; its node names
+            title the panels.
         mean: ``(N,)`` per-region offset that undoes the scaling.
         std: ``(N,)`` per-region scale that undoes the scaling.
         forecasts: model name → ``{"steps": target steps, "values": (steps, N) forecasts}`` in scaled units.
         run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
         filename: the PNG's name.
+        entity: what a node is (a panel without a node name is "<entity> <index>").
+        unit: what one step is (the x axis).
 
     Returns:
         The file name of the saved figure.
@@ -135,8 +142,8 @@ def forecast_figure(
             if not shown:
                 ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
                 shown = True
-        ax.set_title(f"region {region}", fontsize=9)
-        ax.set_xlabel("step")
+        ax.set_title(series.node_names[region] if series.node_names else f"{entity} {region}", fontsize=9)
+        ax.set_xlabel(f"{unit} (index)" if unit != "step" else "step")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
     handles, labels = axes[0][0].get_legend_handles_labels()

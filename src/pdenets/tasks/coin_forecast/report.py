@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from ...data.paths import dataset_label
-from ...data.temporal import TEMPORAL_DATASETS
+from ...data.temporal import TEMPORAL_DATASETS, TEMPORAL_FACTS, TemporalGraphSeries
 from ...experiments.report import Report
 from ...experiments.summary import PaperValue, Stats
-from .config import CONVECTION_ALONE, LEARNED, CoinForecastConfig
+from .config import CONVECTION_ALONE, LEARNED, UNFITTED, CoinForecastConfig
 from .figures import forecast_figure, graph_figure, horizon_figure
 from .protocol import (
     ForecastData,
@@ -72,63 +72,145 @@ def add_sections(
     """
     sources = results.sources
     figures = results.figures
+    facts = {dataset: _facts(config, dataset, sources) for dataset in results.table}
+    described = [_describe(dataset, fact) for dataset, fact in facts.items()]
+    builtin = [dataset for dataset in results.table if sources.get(dataset, dataset) in TEMPORAL_DATASETS]
     report.paragraph(
-        "The COIN paper's COVID-19 case data is not available offline; this runs its setting — a per-region "
-        "temporal model (convection, shared weights) followed by diffusion of the forecasts on the region "
-        "graph — on "
-        "the offline series `england_covid` (daily cases, a mobility graph per day) and `chickenpox` "
-        "(weekly, "
-        f"standardized as stored). Our protocol: {config.lags} lags, horizons 1–{config.horizons}, the last "
-        f"{config.test_fraction:.0%} of the days are the test period and the {config.val_fraction:.0%} "
-        "before it "
-        "validation (early stopping); every (origin, horizon) pair belongs to the split of its target day. "
-        "COIN: "
+        "COIN's setting: a temporal model run on every node alone (convection, weights shared by the nodes), "
+        "then diffusion of its forecasts over the graph of the nodes. The series: "
+        + "; ".join(described)
+        + "."
+        + (
+            " (The COIN paper's COVID-19 case data is not available offline; the built-in epidemic series "
+            "stand in for it.)"
+            if builtin
+            else ""
+        )
+    )
+    seeds = list(config.seeds)
+    report.paragraph(
+        f"Our protocol: {config.lags} lags, horizons 1–{config.horizons}; the last "
+        f"{config.test_fraction:.0%} "
+        f"of the steps are the test period and the {config.val_fraction:.0%} before it validation (early "
+        "stopping); every (origin, horizon) pair belongs to the split of its target step. COIN: "
         f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. "
-        "Learned "
-        f"models: width {config.hidden_features} (`hidden_features`), float32, Adam on mini-batches of whole "
-        "origins "
-        f"({config.batch_rows} windows; "
-        f"lr {config.lr}, weight decay {config.weight_decay}), at most {config.epochs} passes, validation "
-        "every "
-        f"{config.eval_steps} steps and after every pass, early stopping after {config.patience} steps "
-        "without a "
-        f"better validation MSE; mean ± std over seeds {config.seeds} (the closed-form baselines are "
-        "deterministic)."
+        f"Learned models: width {config.hidden_features} (`hidden_features`), float32, Adam on mini-batches "
+        "of "
+        f"whole origins ({config.batch_rows} windows; lr {config.lr}, weight decay {config.weight_decay}), "
+        "at "
+        f"most {config.epochs} passes, validation every {config.eval_steps} steps and after every pass, "
+        "early "
+        f"stopping after {config.patience} steps without a better validation MSE; "
+        + (
+            f"mean ± std over the seeds {seeds}"
+            if len(seeds) > 1
+            else f"one seed ({seeds[0]}): no spread between seeds is measured"
+        )
+        + " (the closed-form baselines are deterministic)."
     )
     order = [model for model in models if model in config.models]
     for dataset, protocols in results.table.items():
+        series, unit, entity = facts[dataset]
         for protocol, entries in protocols.items():
             report.heading(f"{dataset} — {protocol} protocol")
-            raw = _table(report, dataset, protocol, entries, order)
-            _concentration(report, entries, order)
-            _verdict_paragraphs(report, results, f"{dataset}/{protocol}")
+            data = _series_for(config, dataset, protocol, sources)
+            transform = data.transform if data is not None else None
+            raw = _table(report, dataset, protocol, entries, order, transform=transform, entity=entity)
+            _concentration(report, entries, order, entity=entity, unit=unit)
+            _verdict_paragraphs(report, results, f"{dataset}/{protocol}", unit=unit, seeds=len(seeds))
+            _worse_in_mae(report, entries, order)
             if protocol == "ours":
                 figures[f"{dataset}-horizons"] = horizon_figure(
                     _mae_by_horizon(entries, order, raw), dataset, run_dir, f"{dataset}-horizons.png"
                 )
                 report.figure(
                     figures[f"{dataset}-horizons"],
-                    f"{dataset}: test MAE per horizon ({'cases per region' if raw else 'scaled units'}), "
-                    "mean over seeds.",
+                    f"{dataset}: test MAE per horizon (horizon h: h {plural(unit)} ahead; "
+                    f"{'in the series’ units' if raw else 'scaled units'}), "
+                    + ("mean over seeds." if len(seeds) > 1 else "one seed."),
                 )
-            forecast, graph = _series_figures(config, records, dataset, protocol, order, run_dir, sources)
+            forecast, graph = _series_figures(
+                config, records, dataset, protocol, order, run_dir, sources, entity=entity, unit=unit
+            )
             if forecast:
                 figures[f"{dataset}-{protocol}-forecasts"] = forecast
+                names = "named as in the file" if series is not None and series.node_names else "by index"
                 report.figure(
                     forecast,
-                    f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the "
-                    "four regions with the most cases, truth in black (seed 0 of each model).",
+                    f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the four "
+                    f"{plural_noun(entity)} "
+                    f"with the largest values ({names}), truth in black (seed {min(seeds)} of each model).",
                 )
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
                 report.figure(
                     graph,
-                    f"{dataset} ({protocol}): the region graph (force-directed layout, no map); "
+                    f"{dataset} ({protocol}): the graph of the {plural_noun(entity)} (force-directed "
+                    "layout, no map); "
                     "colour = mean |COIN − convection alone| of the horizon-1 test forecasts "
-                    "(seed 0), size = degree, edges = diffusion weights averaged over the days "
-                    "(those above 0.02 where the graph varies). Where diffusion changes the "
-                    "forecasts most.",
+                    f"(seed {min(seeds)}), size = degree, edges = diffusion weights averaged over the "
+                    f"{plural(unit)} "
+                    "(those above 0.02 where the graph varies). Where diffusion changes the forecasts most.",
                 )
+
+
+def plural(unit: str) -> str:
+    """The steps of a series in words: ``days``, ``weeks``; ``steps`` for a unit with a number
+    (``5 minutes``) or none.
+
+    Examples:
+        >>> plural("day"), plural("5 minutes"), plural("step")
+        ('days', 'steps', 'steps')
+    """
+    return "steps" if unit[:1].isdigit() or unit == "step" else plural_noun(unit)
+
+
+def plural_noun(noun: str) -> str:
+    """An English plural for the one-word names a report uses (``sensor``, ``county``, ``hours``).
+
+    Examples:
+        >>> plural_noun("sensor"), plural_noun("county"), plural_noun("day"), plural_noun("hours")
+        ('sensors', 'counties', 'days', 'hours')
+    """
+    if noun.endswith("s"):
+        return noun
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def _facts(
+    config: CoinForecastConfig, dataset: str, sources: Dict[str, str]
+) -> Tuple[Optional[TemporalGraphSeries], str, str]:
+    """A dataset's series (``None`` where it cannot be read), what one step is and what one node is, in the
+    report's words: the configuration's ``time_unit`` / ``entity``, else the data's."""
+    name = sources.get(dataset, dataset)
+    try:
+        series: Optional[TemporalGraphSeries] = read_series(name, config.data_dir)
+    except (OSError, ValueError):
+        series = None
+    builtin_unit, builtin_entity = TEMPORAL_FACTS.get(name, (None, None))
+    unit = config.time_unit or (series.step_unit if series is not None else builtin_unit) or "step"
+    entity = config.entity or builtin_entity or "node"
+    return series, unit, entity
+
+
+def _describe(dataset: str, facts: Tuple[Optional[TemporalGraphSeries], str, str]) -> str:
+    """One dataset in words: `name` — N entities over T units, counts or values, one graph or one per step."""
+    series, unit, entity = facts
+    if series is None:
+        return f"`{dataset}`"
+    kind = "counts" if series.raw_counts else "values (not counts)"
+    graphs = (
+        f"a graph per {unit if not unit[:1].isdigit() else 'step'}" if series.time_varying else "one graph"
+    )
+    named = f" named {', '.join(series.node_names[:3])}, …" if len(series.node_names) > 3 else ""
+    length = f" of {unit}" if unit[:1].isdigit() else ""
+    return (
+        f"`{dataset}` — {series.num_nodes} {plural_noun(entity)}{named} over {series.num_steps} "
+        f"{plural(unit)}{length}, "
+        f"{kind}, {graphs}"
+    )
 
 
 def _fmt(stats: Optional[Stats], digits: int = 3) -> str:
@@ -138,15 +220,22 @@ def _fmt(stats: Optional[Stats], digits: int = 3) -> str:
 
 
 def _table(
-    report: Report, dataset: str, protocol: str, entries: Dict[str, ForecastCell], order: List[str]
+    report: Report,
+    dataset: str,
+    protocol: str,
+    entries: Dict[str, ForecastCell],
+    order: List[str],
+    *,
+    transform: Optional[str],
+    entity: str,
 ) -> bool:
     """The table of one dataset and protocol: each model, then COIN over it; whether it has raw-unit MAE."""
     raw = any(entry.errors.mae_raw is not None for entry in entries.values())
     headers = (
         ["model", "test MSE", "test MAE"]
-        + (["MAE (cases per region)"] if raw else [])
+        + ([f"MAE (series’ units per {entity})"] if raw else [])
         + (["paper / reference"] if protocol == "pyg-temporal" else [])
-        + ["γ, r chosen on validation", "runs", "s per run"]
+        + ["γ, r chosen", "runs", "s per run"]
     )
     rows = []
     for model in [name for m in order for name in (m, f"{COIN_OVER}{m}")]:
@@ -167,13 +256,22 @@ def _table(
         chosen = (
             ", ".join(f"{g:g}/{r}" if g else "0" for g, r in entry.chosen) if entry.chosen is not None else ""
         )
+        if chosen and entry.over in UNFITTED:
+            chosen += " †"
         rows.append(row + [chosen, entry.runs, f"{entry.seconds_per_run:.1f}"])
+    scaled = f"Scaled units: each {entity} standardized on its training steps" + (
+        ", after log(1 + y)" if transform == "log1p" else ""
+    )
     caption = (
-        "Scaled units (each region standardized on its training days; bursty counts after log(1 + y))"
-        + ("; MAE in cases per region on the raw counts." if raw else ".")
+        scaled + ("; MAE also in the series’ own units (the raw counts)." if raw else ".")
         if protocol == "ours"
-        else "MSE on the series as PyTorch Geometric Temporal's loader gives it."
+        else "MSE on the series as PyTorch Geometric Temporal's loader gives it"
+        + (" (after log(1 + y))." if transform == "log1p" else ".")
         + (" " + PEER_NOTES[dataset] if dataset in PEER_NOTES else "")
+    )
+    caption += (
+        " γ, r: chosen on the validation steps (0: the model kept); † on every step before the test period "
+        "(a forecaster that reads no target)."
     )
     report.table(headers, rows, caption=caption)
     return raw
@@ -188,35 +286,54 @@ def _mae_by_horizon(entries: Dict[str, ForecastCell], order: List[str], raw: boo
     return {model: values for model, values in by_horizon.items() if values is not None}
 
 
-def _concentration(report: Report, entries: Dict[str, ForecastCell], order: List[str]) -> None:
-    """Say so when a few regions hold most of the test error (bursts no training-period scale anticipates)."""
+def _concentration(
+    report: Report, entries: Dict[str, ForecastCell], order: List[str], *, entity: str, unit: str
+) -> None:
+    """Say so when a few nodes hold most of the test error (bursts no training-period scale anticipates)."""
     shares = [entries[m].errors.top5_share.mean for m in order if m in entries]
     if shares and min(shares) > 0.5:
         report.paragraph(
-            f"Five regions hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every model's test "
-            "squared error: "
-            "series whose counts burst in the test period far beyond anything in the training days (Twitter "
-            "mentions of a few users in a tournament's final days), which no scale taken from the training "
-            "days "
-            "anticipates. Compare models on this table with that in mind, or on the MAE."
+            f"Five {plural_noun(entity)} hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every "
+            "model's test "
+            "squared error: series that burst in the test period far beyond anything in the training "
+            f"{plural(unit)}, "
+            "which no scale taken from the training period anticipates. Compare models on this table with "
+            "that in mind, or on the MAE."
         )
 
 
-def _verdict_paragraphs(report: Report, results: ForecastResults, name: str) -> None:
+def _worse_in_mae(report: Report, entries: Dict[str, ForecastCell], order: List[str]) -> None:
+    """Say so where COIN over a model lowers its MSE (what it is chosen on) but raises its MAE."""
+    worse = []
+    for model in order:
+        coin = entries.get(f"{COIN_OVER}{model}")
+        if model in entries and coin is not None:
+            before, after = entries[model].errors.mae.mean, coin.errors.mae.mean
+            if after > before * 1.001:
+                worse.append(f"{model} (+{100 * (after / before - 1):.1f} %)")
+    if worse:
+        report.paragraph(
+            "COIN is chosen on the squared error; over " + ", ".join(worse) + " it raises the test MAE: "
+            "diffusion pulls large errors down and spreads small ones."
+        )
+
+
+def _verdict_paragraphs(
+    report: Report, results: ForecastResults, name: str, *, unit: str, seeds: int
+) -> None:
     """COIN over each model against the model, and COIN against linear regression, in words."""
     check = results.diffusion_check.get(name)
     if check:
         worse = [m for m, c in check.over.items() if not c.coin_not_worse]
         report.paragraph(
-            "COIN over a model diffuses its forecasts on the region graph with the (γ, r) whose gain in "
-            "squared "
-            "error over the model clears its noise on the selection days (the one-sided 95 % lower bound of "
-            "the "
-            "mean gain over blocks of H days is positive; validation days, or every day before the test "
-            "period "
-            "for the last value and the moving average, which read no target); otherwise, and whenever fewer "
-            "than "
-            "5 blocks of days can be judged, it keeps the model (γ = 0). "
+            "COIN over a model diffuses its forecasts on the graph with the (γ, r) whose gain in squared "
+            f"error over the model clears its noise on the selection {plural(unit)} (the one-sided 95 % "
+            "lower "
+            "bound of "
+            f"the mean gain over blocks of H {plural(unit)} is positive; the validation {plural(unit)}, or "
+            "every step "
+            "before the test period for the forecasters that read no target); otherwise, and whenever fewer "
+            f"than 5 blocks of {plural(unit)} can be judged, it keeps the model (γ = 0). "
             + (
                 "It is not worse than its model on the test period for any model. "
                 if not worse
@@ -232,7 +349,8 @@ def _verdict_paragraphs(report: Report, results: ForecastResults, name: str) -> 
         report.paragraph(
             f"COIN {'beats' if verdict.coin_beats_linear else 'does not beat'} linear "
             f"regression here: MSE {verdict.coin_mse:.3f} ± {verdict.coin_std:.3f} vs "
-            f"{verdict.linear_mse:.3f}" + (" (by more than one std)." if verdict.clearly else ".")
+            f"{verdict.linear_mse:.3f}"
+            + (" (by more than one std over seeds)." if verdict.clearly and seeds > 1 else ".")
         )
 
 
@@ -275,7 +393,16 @@ def _diffused_and_convection(models: Iterable[str]) -> Optional[Tuple[str, str]]
 
 
 def _series_figures(
-    config, records, dataset, protocol, order, run_dir, sources
+    config: CoinForecastConfig,
+    records: List[Dict[str, Any]],
+    dataset: str,
+    protocol: str,
+    order: List[str],
+    run_dir: Any,
+    sources: Dict[str, str],
+    *,
+    entity: str,
+    unit: str,
 ) -> Tuple[Optional[str], Optional[str]]:
     """The forecasts figure and the graph figure of one dataset and protocol (the protocol prepared once)."""
     data = _series_for(config, dataset, protocol, sources)
@@ -288,7 +415,14 @@ def _series_figures(
         if (record := _seed_zero(records, dataset, protocol, model)) and record["test_forecast"]["steps"]
     }
     forecast = forecast_figure(
-        series, data.mean, data.std, forecasts, run_dir, f"{dataset}-{protocol}-forecasts.png"
+        series,
+        data.mean,
+        data.std,
+        forecasts,
+        run_dir,
+        f"{dataset}-{protocol}-forecasts.png",
+        entity=entity,
+        unit=unit,
     )
     pair = _diffused_and_convection(forecasts)
     if pair is None:
@@ -301,7 +435,7 @@ def _series_figures(
     for step in steps:
         total = total + diffusion_graph(series.graph_at(step), series.num_nodes).to_dense()
     mean_graph = total / len(steps)
-    # the diffusion weights (rows sum to 1), averaged over the days
+    # the diffusion weights (rows sum to 1), averaged over the steps
     dense = ((mean_graph + mean_graph.T) / 2).numpy()
     graph = graph_figure(
         dense,

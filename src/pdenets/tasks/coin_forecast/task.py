@@ -345,7 +345,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         )
 
     def report(self, results: ForecastResults, records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — COIN for epidemic forecasting")
+        report = self.new_report(results, "pdenets — COIN forecasting: " + ", ".join(results.table))
         forecast_report.add_sections(
             report,
             self.config,
