@@ -1,12 +1,15 @@
+import pytest
 import torch
 from torch_geometric.data import Data
 
 from pdenets.data.transforms import (
     binarize_features,
+    feature_transform_for,
     largest_connected_component,
     preprocess_citation_graph,
     remove_self_loops,
     row_normalize_features,
+    standardize_features,
     to_undirected,
 )
 
@@ -57,3 +60,34 @@ def test_largest_component_is_chosen_when_node_0_lies_in_a_smaller_one():
     assert kept.num_nodes == 4 and kept.original_index.tolist() == [2, 3, 4, 5]
     assert torch.equal(kept.x, x[2:]) and kept.y.tolist() == [1, 1, 0, 1]
     assert {tuple(e) for e in kept.edge_index.T.tolist()} == {(0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2)}
+
+
+def test_standardize_features_is_exact_in_float64():
+    x = torch.tensor([[1.0, 5.0, 2.0], [3.0, 5.0, -1.0], [8.0, 5.0, 0.5]], dtype=torch.float64)
+    out = standardize_features(Data(x=x, edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=3)).x
+    expected = (x - x.mean(0)) / x.std(0, unbiased=False)
+    torch.testing.assert_close(out[:, [0, 2]], expected[:, [0, 2]], rtol=0, atol=1e-15)
+    assert torch.equal(out[:, 1], torch.zeros(3, dtype=torch.float64))  # a constant feature becomes 0
+
+
+def test_auto_keeps_bag_of_words_for_counts_and_standardizes_real_features():
+    assert feature_transform_for(torch.tensor([[0.0, 3.0], [1.0, 0.0]])) == "bag-of-words"
+    # one value off a whole number, or one below zero, makes the features real-valued
+    assert feature_transform_for(torch.tensor([[0.0, 3.0], [1.0, 0.5]])) == "standardize"
+    assert feature_transform_for(torch.tensor([[0.0, 3.0], [-1.0, 0.0]])) == "standardize"
+    assert feature_transform_for(torch.tensor([[0.5]]), "bag-of-words") == "bag-of-words"
+    with pytest.raises(ValueError, match="unknown feature transform 'zscore'; choose one of auto"):
+        feature_transform_for(torch.tensor([[0.5]]), "zscore")
+
+
+def test_real_valued_features_keep_their_information():
+    """Binarizing embeddings would make every row the same; standardized, the rows stay apart."""
+    generator = torch.Generator().manual_seed(0)
+    toy = _toy()
+    toy.x = torch.randn(5, 4, generator=generator)
+    bag = preprocess_citation_graph(toy, "bag-of-words").x
+    assert torch.allclose(bag, torch.full_like(bag, 0.25))  # what the citation protocol would do to them
+    kept = preprocess_citation_graph(toy, "standardize").x
+    assert torch.cdist(kept, kept).fill_diagonal_(1.0).min() > 0.1
+    torch.testing.assert_close(kept.mean(0), torch.zeros(4), atol=1e-6, rtol=0)
+    assert torch.equal(preprocess_citation_graph(toy, "none").x, toy.x[:3])

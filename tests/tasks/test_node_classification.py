@@ -183,6 +183,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
         "device": "cuda",
         "missing_features": "degree",
         "partition": "metis",
+        "feature_transform": "standardize",
     }
     assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
     for name, value in changes.items():
@@ -195,6 +196,8 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
         assert job_key("node-classification", changed) != base, name
     assert job_key("node-classification", replace(job, data_dir="/elsewhere")) == base
     assert job.partition == "contiguous"  # the default split keeps the single process's numbers and keys
+    # bag-of-words features (as the citation graphs hold) keep the keys stored before the setting existed
+    assert job.feature_transform == "bag-of-words"  # tests/test_deprecation.py pins such a key
     # end to end: a config setting reaches the key
     for setting in (
         {"lr": 0.02},
@@ -361,7 +364,7 @@ def test_report_only_builds_the_report_from_stored_runs(graph, tmp_path):
     assert (results["runs_stored"], results["runs_planned"]) == (2, 4)
     assert set(results["table"]["sbm"]) == {"no-diff-resnet"}
     report = (out / "report.md").read_text()
-    assert "2 of 4 runs stored (2 missing)" in report and "| gcn | — | — | — |" in report
+    assert "2 of 4 runs stored (2 missing)" in report and "| gcn | — |\n" in report
 
 
 def test_growing_the_protocol_keeps_the_stored_runs(graph, tmp_path):
@@ -447,6 +450,7 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
             "hyperparameters.dropout_position": "after",
             "hyperparameters.num_steps": 5,
             "hyperparameters.hidden_features": 8,
+            "feature_transform": "standardize",
         },
         skip={
             "device": "one device on a CPU-only machine",
@@ -462,6 +466,42 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
         },
         ignore=("seconds",),
     )
+
+
+def test_real_valued_features_are_standardized_not_binarized(tmp_path):
+    """Embeddings as node features: ``auto`` standardizes them (binarized, every row would be ones and the
+    models would guess); the jobs, the key and the report say so."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 60)
+    same = labels[:, None] == labels[None, :]
+    adjacency = sp.csr_matrix(
+        np.triu(rng.random((180, 180)) < np.where(same, 0.08, 0.01), 1).astype(np.float32)
+    )
+    features = rng.normal(size=(180, 6)) + 1.5 * np.eye(6)[labels]
+    path = tmp_path / "embedded.npz"
+    np.savez(
+        path,
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=np.array(adjacency.shape),
+        attr_matrix=features.astype(np.float32),
+        labels=labels,
+    )
+    job = first_job(str(path), models=["gcn"], max_epochs=60, patience=20)
+    assert job.feature_transform == "standardize"
+    assert job_key("node-classification", job) != job_key(
+        "node-classification", replace(job, feature_transform="bag-of-words")
+    )
+    standardized = train_node_classifier(job)[2]["accuracy"]
+    binarized = train_node_classifier(replace(job, feature_transform="bag-of-words"))[2]["accuracy"]
+    assert standardized > 0.9 and binarized < 0.5 + 1e-9, (standardized, binarized)
+    out = tmp_path / "run"
+    code = main(
+        ["run", "node-classification", "--dataset", str(path), "--models", "gcn", "--out", str(out)] + SHORT
+    )
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert code == 0 and "embedded: standardized per feature" in report and "(paper)" not in report
 
 
 def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_order(graph):
@@ -515,6 +555,7 @@ def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_o
         "classes",
         "gershgorin_bound",
         "spectral_bound",
+        "feature_transform",
     ]
     assert json.loads(json.dumps(plain)) == plain
 

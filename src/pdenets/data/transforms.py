@@ -3,7 +3,9 @@
 The Diff-ResNet protocol (Wang, Dou, Bao, Shi, *Diffusion Mechanism in Residual Neural Network:
 Theory and Applications*, Appendix E.2) composes them in
 :func:`preprocess_citation_graph`: undirected, no self-loops, unit edge weights, largest
-connected component, binary bag-of-words, row-normalized features.
+connected component, binary bag-of-words, row-normalized features. Bag-of-words is what the citation
+graphs hold; a graph whose features are real numbers (embeddings, measurements) is standardized per feature
+instead (:func:`feature_transform_for`), since binarizing it would turn every row into ones.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ __all__ = [
     "binarize_features",
     "row_normalize_features",
     "preprocess_citation_graph",
+    "FEATURE_TRANSFORMS",
+    "feature_transform_for",
+    "standardize_features",
     "adjacency_matrix",
     "PreparedGraph",
     "prepared_graph",
@@ -110,16 +115,61 @@ def row_normalize_features(data: Data) -> Data:
     return _copy(data, x=torch.where(sums > 0, data.x / sums.clamp_min(1e-30), data.x))
 
 
-def preprocess_citation_graph(data: Data) -> Data:
-    """The protocol's preprocessing: undirected, no self-loops, largest component, binary + row-normalized
-    features.
+def standardize_features(data: Data) -> Data:
+    """Each feature shifted to mean 0 and scaled to standard deviation 1 over the nodes (a constant feature
+    becomes 0)."""
+    x = data.x
+    std = x.std(0, unbiased=False, keepdim=True)
+    return _copy(data, x=(x - x.mean(0, keepdim=True)) / torch.where(std > 0, std, torch.ones_like(std)))
+
+
+#: how the node features enter the models: ``auto`` picks ``bag-of-words`` for features that are
+#: non-negative whole numbers (word counts or presence) and ``standardize`` for any other
+FEATURE_TRANSFORMS = {
+    "auto": "bag-of-words for counts or 0/1 features, else standardize",
+    "bag-of-words": "binary presence, each row divided by its sum (the citation protocol)",
+    "standardize": "each feature to mean 0, standard deviation 1 over the nodes",
+    "none": "the file's features as they are",
+}
+
+
+def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
+    """The transform :func:`preprocess_citation_graph` applies to the features ``x``: ``transform`` itself,
+    or for ``"auto"`` ``"bag-of-words"`` where every feature is a non-negative whole number, else
+    ``"standardize"``.
+
+    Examples:
+        >>> import torch
+        >>> feature_transform_for(torch.tensor([[0.0, 2.0], [1.0, 0.0]]))
+        'bag-of-words'
+        >>> feature_transform_for(torch.tensor([[0.5, -1.0], [1.0, 0.0]]))
+        'standardize'
+        >>> feature_transform_for(torch.tensor([[0.5, -1.0]]), "none")
+        'none'
+    """
+    if transform not in FEATURE_TRANSFORMS:
+        choices = ", ".join(FEATURE_TRANSFORMS)
+        raise ValueError(f"unknown feature transform {transform!r}; choose one of {choices}")
+    if transform != "auto":
+        return transform
+    counts = bool((x >= 0).all()) and bool((x == x.round()).all())
+    return "bag-of-words" if counts else "standardize"
+
+
+def preprocess_citation_graph(data: Data, features: str = "bag-of-words") -> Data:
+    """The protocol's preprocessing: undirected, no self-loops, largest component, and the features
+    transformed by ``features`` (:data:`FEATURE_TRANSFORMS`; the citation protocol's binary + row-normalized
+    bag-of-words by default).
 
     The graph keeps unit weights and no self-loops; the GCN-style self-loops and symmetric
     normalization belong to the models (:func:`pdenets.operators.gcn_normalize`).
     """
+    transform = feature_transform_for(data.x, features)
     data = remove_self_loops(to_undirected(data))
     data = largest_connected_component(data)
-    return row_normalize_features(binarize_features(data))
+    if transform == "bag-of-words":
+        return row_normalize_features(binarize_features(data))
+    return standardize_features(data) if transform == "standardize" else data
 
 
 @dataclass(frozen=True)
@@ -138,6 +188,8 @@ class PreparedGraph:
         num_edges: ``E``, the undirected edges.
         num_features: ``F``.
         num_classes: the largest class id plus one.
+        feature_transform: how the features were transformed (:data:`FEATURE_TRANSFORMS`, ``auto``
+            resolved).
     """
 
     x: torch.Tensor
@@ -149,6 +201,7 @@ class PreparedGraph:
     num_edges: int
     num_features: int
     num_classes: int
+    feature_transform: str = "bag-of-words"
 
 
 def graph_label(spec: str) -> str:
@@ -169,7 +222,9 @@ def graph_label(spec: str) -> str:
 
 
 @process_cache(maxsize=8)
-def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "identity") -> PreparedGraph:
+def prepared_graph(
+    spec: str, data_dir: Optional[str], missing_features: str = "identity", features: str = "auto"
+) -> PreparedGraph:
     """Load and preprocess a graph once per process; ``W = D̃^{-1/2}(A + I)D̃^{-1/2}``.
 
     Args:
@@ -178,6 +233,8 @@ def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "
         data_dir: the data directory of named graphs (``None``: the default one).
         missing_features: the features of a graph file without any: ``"identity"`` or ``"degree"``
             (default: ``"identity"``).
+        features: how the features enter the models (:data:`FEATURE_TRANSFORMS`; default ``"auto"``:
+            bag-of-words for counts, else standardized).
 
     Returns:
         The :class:`PreparedGraph`, shared by every later call with the same arguments in this process.
@@ -196,7 +253,9 @@ def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "
     """
     from ..operators.graph import gcn_normalize
 
-    data = preprocess_citation_graph(load_graph(spec, data_dir, missing_features=missing_features))
+    data = load_graph(spec, data_dir, missing_features=missing_features)
+    transform = feature_transform_for(data.x, features)
+    data = preprocess_citation_graph(data, transform)
     return PreparedGraph(
         x=data.x,
         x_sparse=data.x.to_sparse_csr(),
@@ -207,6 +266,7 @@ def prepared_graph(spec: str, data_dir: Optional[str], missing_features: str = "
         num_edges=int(data.edge_index.shape[1] // 2),
         num_features=int(data.x.shape[1]),
         num_classes=int(data.y.max()) + 1,
+        feature_transform=transform,
     )
 
 

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["Report", "format_number"]
+__all__ = ["Report", "format_number", "plural_noun", "counted"]
 
 #: ``scheme:`` at the start of a link (``file:``, ``javascript:``, ``https:``): a URL, not a file name
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -52,6 +52,30 @@ def format_number(value, digits: int = 3) -> str:
             return f"{value:.{digits}g}"
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def plural_noun(noun: str) -> str:
+    """An English plural for the one-word names a report uses (``seed``, ``sensor``, ``county``).
+
+    Examples:
+        >>> plural_noun("sensor"), plural_noun("county"), plural_noun("day"), plural_noun("hours")
+        ('sensors', 'counties', 'days', 'hours')
+    """
+    if noun.endswith("s"):
+        return noun
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one.
+
+    Examples:
+        >>> counted(1, "seed"), counted(3, "seed"), counted(0, "run")
+        ('1 seed', '3 seeds', '0 runs')
+    """
+    return f"{count} {noun if count == 1 else plural_noun(noun)}"
 
 
 def _inline_html(text: str) -> str:

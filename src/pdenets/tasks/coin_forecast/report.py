@@ -16,7 +16,7 @@ import torch
 
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS, TEMPORAL_FACTS, TemporalGraphSeries
-from ...experiments.report import Report
+from ...experiments.report import Report, plural_noun
 from ...experiments.summary import PaperValue, Stats
 from .config import CONVECTION_ALONE, LEARNED, UNFITTED, CoinForecastConfig
 from .figures import forecast_figure, graph_figure, horizon_figure
@@ -163,20 +163,6 @@ def plural(unit: str) -> str:
         ('days', 'steps', 'steps')
     """
     return "steps" if unit[:1].isdigit() or unit == "step" else plural_noun(unit)
-
-
-def plural_noun(noun: str) -> str:
-    """An English plural for the one-word names a report uses (``sensor``, ``county``, ``hours``).
-
-    Examples:
-        >>> plural_noun("sensor"), plural_noun("county"), plural_noun("day"), plural_noun("hours")
-        ('sensors', 'counties', 'days', 'hours')
-    """
-    if noun.endswith("s"):
-        return noun
-    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    return noun + "s"
 
 
 def _facts(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ...data.graphs import MISSING_FEATURES, accepted_forms
+from ...data.transforms import FEATURE_TRANSFORMS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...models.registry import list_models
 from ...operators.partition import PARTITIONERS
@@ -104,6 +105,11 @@ class NodeClassificationConfig(TaskConfig):
     missing_features: str = setting(
         "identity", "features of a graph file without any: identity (one-hot node id) or degree"
     )
+    feature_transform: str = setting(
+        "auto",
+        "how node features enter the models: auto (bag-of-words for counts or 0/1 features, else "
+        "standardize), bag-of-words (binary, rows normalized), standardize (per feature), none",
+    )
     partition: str = setting(
         "contiguous",
         "launched by torchrun: how Diff-ResNet's graph is split over the "
@@ -135,6 +141,7 @@ class NodeClassificationConfig(TaskConfig):
             choices={
                 "dropout_position": ("before", "after"),
                 "missing_features": MISSING_FEATURES,
+                "feature_transform": tuple(FEATURE_TRANSFORMS),
                 "diffuse_in": ("input", "hidden"),
             },
         )

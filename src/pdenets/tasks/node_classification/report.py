@@ -9,12 +9,19 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ...data.transforms import graph_label
 from ...experiments.plots import box_per_group, errorbar_lines, plt
-from ...experiments.report import Report
+from ...experiments.report import Report, counted
 from ...experiments.summary import PaperValue, paper_and_ours
 from .config import NodeClassificationConfig
 from .results import AccuracyCell, NodeClassificationResults
 
 __all__ = ["add_sections"]
+
+#: how a graph's features entered the models, in the report's words
+_FEATURE_WORDS = {
+    "bag-of-words": "binary bag-of-words, each row divided by its sum",
+    "standardize": "standardized per feature (mean 0, standard deviation 1 over the nodes)",
+    "none": "as in the file",
+}
 
 
 def add_sections(
@@ -46,7 +53,8 @@ def add_sections(
     if results.depth:
         figures["depth"] = _depth_figure(results.depth, run_dir)
     report.paragraph(
-        f"{config.num_splits} splits × {config.num_inits} initializations per model and dataset "
+        f"{counted(config.num_splits, 'split')} × {counted(config.num_inits, 'initialization')} "
+        "per model and dataset "
         f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for "
         "training/validation), "
         f"Adam lr {config.lr}, weight decay {config.weight_decay}, early stopping patience "
@@ -60,20 +68,33 @@ def add_sections(
             else ""
         )
     )
-    report.heading("Accuracy (%), mean ± std over all runs, next to the paper")
+    compared = [d for d in datasets if any(d in paper.get(model, {}) for model in config.models)]
+    report.heading("Accuracy (%), mean ± std over all runs" + (", next to the paper" if compared else ""))
     headers, rows = ["model"], []
     for dataset in datasets:
-        headers += [f"{dataset} (pdenets)", f"{dataset} (paper)", f"{dataset} difference"]
+        if dataset in compared:
+            headers += [f"{dataset} (pdenets)", f"{dataset} (paper)", f"{dataset} difference"]
+        else:
+            headers.append(dataset)
     for model in config.models:
         cells = [model]
         for dataset in datasets:
-            cells += paper_and_ours(
-                _measured(results.table.get(dataset, {}).get(model)), paper.get(model, {}).get(dataset)
-            )
+            measured = _measured(results.table.get(dataset, {}).get(model))
+            if dataset in compared:
+                cells += paper_and_ours(measured, paper.get(model, {}).get(dataset))
+            else:
+                cells.append(paper_and_ours(measured, None)[0])
         rows.append(cells)
-    report.table(headers, rows, caption="Difference: pdenets mean minus the paper's mean (points).")
+    report.table(
+        headers,
+        rows,
+        caption="Difference: pdenets mean minus the paper's mean (points)." if compared else None,
+    )
     if "accuracy" in figures:
-        report.figure(figures["accuracy"], "Test accuracy of every run; red stars: the paper's means.")
+        report.figure(
+            figures["accuracy"],
+            "Test accuracy of every run" + ("; red stars: the paper's means." if compared else "."),
+        )
     _time_section(report, results, datasets, config.models)
     _graph_section(report, results)
     if results.depth:
@@ -92,9 +113,15 @@ def add_sections(
     report.heading("Choices")
     report.bullets(
         [
-            "Graphs: the gnn-benchmark .npz files the paper's code reads; largest connected component "
-            "without "
-            "self-loops (Cora 2,485 nodes, CiteSeer 2,110), as that code keeps them.",
+            "Graphs: made undirected, without self-loops, and cut to their largest connected component, as "
+            "the paper's code keeps them ("
+            + "; ".join(f"{name}: {facts.nodes:,} nodes" for name, facts in results.graphs.items())
+            + "). Features: "
+            + "; ".join(
+                f"{name}: {_FEATURE_WORDS.get(facts.feature_transform, facts.feature_transform)}"
+                for name, facts in results.graphs.items()
+            )
+            + f" (`feature_transform = {config.feature_transform}`).",
             "Diff-ResNet diffuses with W = D̃^-1/2 (A+I) D̃^-1/2 and L = diag(W1) − W, the paper code's "
             "operator; "
             f"dropout is applied `{config.dropout_position}` each diffusion step (the paper's code drops "
@@ -135,7 +162,7 @@ def _accuracy_figure(
             values,
             reference=reference,
             reference_label="paper",
-            title=f"{dataset}: test accuracy per run (red star: paper mean)",
+            title=f"{dataset}: test accuracy per run" + (" (red star: paper mean)" if reference else ""),
             ylabel="accuracy (%)",
         )
     return run_dir.save_figure(fig, "accuracy.png")
@@ -218,5 +245,5 @@ def _graph_section(report: Report, results: NodeClassificationResults) -> None:
         ],
         rows,
         caption="Explicit diffusion with W = D^-1/2 (A+I) D^-1/2 and L = diag(W1) - W is stable for "
-        "gamma up to 2/lambda_max(L); Table 6's gamma must stay below it.",
+        "gamma up to 2/lambda_max(L); the step size gamma of every diffusion setting must stay below it.",
     )

@@ -64,6 +64,8 @@ class GraphFacts:
         gershgorin_bound: the largest stable step size ``γ`` of explicit diffusion with the graph's weights,
             from Gershgorin's bound (``1 / max_i Σ_{j≠i} w_ij``).
         spectral_bound: the same from the spectrum (``2 / λ_max(L)``); at least the Gershgorin bound.
+        feature_transform: how the features entered the models (``bag-of-words``, ``standardize``,
+            ``none``).
     """
 
     nodes: int
@@ -72,6 +74,7 @@ class GraphFacts:
     classes: int
     gershgorin_bound: float
     spectral_bound: float
+    feature_transform: str = "bag-of-words"
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,9 @@ class NodeJob:
     #: the dropout masks and the numbers are the single process's; another partition renumbers the nodes,
     #: which hands each node other mask entries (same distribution, other draws): it then enters the store key
     partition: str = field(default="contiguous", metadata={"key": "unless-default"})
+    #: how the features entered the models (``feature_transform`` resolved on the graph): the citation
+    #: graphs' bag-of-words keeps the store keys of the runs made before the setting existed
+    feature_transform: str = field(default="bag-of-words", metadata={"key": "unless-default"})
 
 
 def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
@@ -174,7 +177,7 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
     ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
     counted.
     """
-    graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features)
+    graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform)
     device = torch.device(spec.device)
     split, init_seed = split_of(spec, graph.y)
     start = time.perf_counter()
@@ -207,8 +210,10 @@ def _split_over_processes(spec: NodeJob) -> bool:
 
 
 @process_cache(maxsize=4)
-def _partition(graph_spec: str, data_dir: Optional[str], missing_features: str, how: str, processes: int):
-    return agreed_partition(prepared_graph(graph_spec, data_dir, missing_features).weights, how)
+def _partition(graph_spec: str, data_dir: Optional[str], features: Tuple[str, str], how: str, processes: int):
+    """The agreed partition of a graph (``features``: its ``missing_features`` and ``feature_transform``, the
+    arguments of :func:`prepared_graph`), once per process."""
+    return agreed_partition(prepared_graph(graph_spec, data_dir, *features).weights, how)
 
 
 def _train_partitioned(
@@ -217,9 +222,8 @@ def _train_partitioned(
     """This process's rows of the graph, the same model and protocol; every loss and accuracy over all
     rows."""
     rank = dist.get_rank()
-    partition = _partition(
-        spec.graph, spec.data_dir, spec.missing_features, spec.partition, dist.get_world_size()
-    )
+    features = (spec.missing_features, spec.feature_transform)
+    partition = _partition(spec.graph, spec.data_dir, features, spec.partition, dist.get_world_size())
     hp = _diffusion_settings(spec)  # only a model with diffusion splits its graph (_split_over_processes)
     operator = PartitionedDiffusion(
         rows_of_part(graph.weights, partition, rank),
@@ -276,9 +280,24 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         for graph_spec in dict.fromkeys(
             list(config.datasets) + (list(config.depth_datasets) if config.depths else [])
         ):
-            graph = prepared_graph(graph_spec, config.data_dir, config.missing_features)
+            features = (config.missing_features, config.feature_transform)
+            graph = prepared_graph(graph_spec, config.data_dir, *features)
             self._check_width_fits(graph, graph_label(graph_spec))
-            self.facts[graph_label(graph_spec)] = GraphFacts(**graph_facts(graph))
+            self.facts[graph_label(graph_spec)] = GraphFacts(
+                **graph_facts(graph), feature_transform=graph.feature_transform
+            )
+
+    def _feature_transform(self, graph_spec: str) -> str:
+        """How ``graph_spec``'s features enter the models: the configured ``feature_transform``, ``auto``
+        resolved on the graph's features (read once per process)."""
+        config = self.config
+        if config.feature_transform != "auto":
+            return config.feature_transform
+        facts = getattr(self, "facts", {}).get(graph_label(graph_spec))
+        if facts is not None:
+            return facts.feature_transform
+        graph = prepared_graph(graph_spec, config.data_dir, config.missing_features, config.feature_transform)
+        return graph.feature_transform
 
     def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
         """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features)
@@ -364,6 +383,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                 config.data_dir,
                 config.missing_features,
                 config.partition,
+                self._feature_transform(graph),
             )
             for experiment, graph, model, depth, splits, inits in studies
             for split in range(splits)
@@ -402,7 +422,9 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
 
     def report(self, results: NodeClassificationResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(
-            results, "pdenets — semi-supervised node classification (Diff-ResNet, Table 1)"
+            results,
+            "pdenets — semi-supervised node classification: "
+            + ", ".join(dict.fromkeys(graph_label(d) for d in self.config.datasets)),
         )
         add_sections(report, self.config, results, records, run_dir, paper=PAPER_TABLE1)
         self.write_report(report, run_dir)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...analysis.diffusion_path import ratio_path
 from ...experiments.plots import grouped_bars, mean_band, plt, scatter_classes
-from ...experiments.report import Report
+from ...experiments.report import Report, counted
 from ...experiments.summary import format_mean_std
 from .config import SyntheticConfig
 from .results import PaperScriptCount, SyntheticResults, XorDiffusion
@@ -180,7 +180,7 @@ def _dataset_figure(
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
     ax.set_title(
-        f"accuracy vs epoch (mean and range over {len(config.seeds)} seeds; line: epoch "
+        f"accuracy vs epoch (mean and range over {counted(len(config.seeds), 'seed')}; line: epoch "
         f"{config.paper_epochs})",
         fontsize=9,
     )
@@ -235,7 +235,8 @@ def _classification_section(
 ) -> None:
     report.heading("Moon, circle, spiral: 18-parameter ResNet with and without diffusion (Figs. 4, 11, 12)")
     report.paragraph(
-        f"{len(config.seeds)} seeds; each trains on {2 * config.points_per_class} points (full batch, "
+        f"{counted(len(config.seeds), 'seed')}; each trains on {2 * config.points_per_class} points (full "
+        "batch, "
         f"{config.epochs} epochs, weight decay {config.weight_decay}) and is tested on a held-out sample of "
         f"{2 * config.test_points_per_class} points from another seed, diffused on its own graph. "
         "Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; "
