@@ -55,12 +55,17 @@ def format_number(value, digits: int = 3) -> str:
 
 
 def plural_noun(noun: str) -> str:
-    """An English plural for the one-word names a report uses (``seed``, ``sensor``, ``county``).
+    """An English plural for the one-word names a report uses (``seed``, ``sensor``, ``county``, ``class``); a
+    word already plural (``hours``) stays.
 
     Examples:
         >>> plural_noun("sensor"), plural_noun("county"), plural_noun("day"), plural_noun("hours")
         ('sensors', 'counties', 'days', 'hours')
+        >>> plural_noun("class"), plural_noun("box"), plural_noun("patch")
+        ('classes', 'boxes', 'patches')
     """
+    if noun.endswith(("ss", "x", "ch", "sh")):
+        return noun + "es"
     if noun.endswith("s"):
         return noun
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):

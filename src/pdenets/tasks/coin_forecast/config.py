@@ -20,7 +20,7 @@ LEARNED = learned_forecasters()
 #: period
 UNFITTED = tuple(name for name, entry in FORECASTERS.items() if not entry.fits_targets)
 #: each forecaster that diffuses itself (COIN's own: :func:`~.protocol.diffuses_itself`) → the convection
-#: alone whose forecasts it diffuses, as it declares: the pair the report's region graph compares
+#: alone whose forecasts it diffuses, as it declares: the pair the report's graph figure compares
 CONVECTION_ALONE = {name: entry.convection for name, entry in FORECASTERS.items() if entry.convection}
 #: names that changed, with what they are now
 RENAMED = {
@@ -43,7 +43,7 @@ class CoinForecastConfig(TaskConfig):
     protocols: List[str] = setting(["ours", "pyg-temporal"], "ours (horizons 1..H) and/or pyg-temporal")
     models: List[str] = setting(list(BASELINES + LEARNED), "forecasters: " + ", ".join(BASELINES + LEARNED))
     seeds: List[int] = setting([0, 1, 2], "seeds of the learned models (the closed-form ones need one)")
-    lags: int = setting(7, "past values per region (ours)")
+    lags: int = setting(7, "past values per node (ours)")
     horizons: int = setting(7, "forecast horizons 1..H (ours)")
     test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
     val_fraction: float = setting(
@@ -55,7 +55,7 @@ class CoinForecastConfig(TaskConfig):
         "the series' own loader takes it: Twitter tennis), log1p or none",
     )
     hidden_features: int = setting(32, "width of the learned models", renamed_from=("hidden",))
-    batch_rows: int = setting(2048, "(origin, region) windows per Adam step; whole origins, at least one")
+    batch_rows: int = setting(2048, "(origin, node) windows per Adam step; whole origins, at least one")
     eval_steps: int = setting(
         50, "validate every this many steps, and at the end of every pass over the training origins"
     )
@@ -83,12 +83,12 @@ class CoinForecastConfig(TaskConfig):
     time_unit: Optional[str] = setting(
         None,
         "what one step of the series is, in the report's words, e.g. '5 minutes' (default: from the data: a "
-        "CSV time column's interval or name, day/week for the built-in series, else 'step')",
+        "CSV time column's interval or name, the built-in series' own unit, else 'step')",
     )
     entity: Optional[str] = setting(
         None,
-        "what one node of the series is, in the report's words, e.g. sensor (default: region/county for the "
-        "built-in series, else node)",
+        "what one node of the series is, in the report's words, e.g. sensor (default: the built-in series' "
+        "own word, else node)",
     )
 
     def validate(self) -> None:

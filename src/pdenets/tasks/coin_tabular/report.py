@@ -3,16 +3,42 @@ plot."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ...data.tabular import TabularData
 from ...experiments.plots import plt
-from ...experiments.report import Report
+from ...experiments.report import Report, counted
 from .config import CoinTabularConfig
 from .results import AccuracyCell, CoinTabularResults
 
-__all__ = ["add_sections", "accuracy_figure"]
+__all__ = ["add_sections", "accuracy_figure", "describe"]
+
+#: the COIN paper's own data, when the run holds its stand-in
+_STAND_IN = (
+    "The COIN paper's prostate-cancer data is not available offline; scikit-learn's bundled breast-cancer "
+    "set stands in for it."
+)
+
+
+def describe(table: TabularData) -> str:
+    """A dataset in words: its samples, features and classes (named when there are few).
+
+    Examples:
+        >>> import numpy as np
+        >>> describe(TabularData("machines", np.zeros((3, 2)), np.array([0, 1, 1]), ["failed", "running"],
+        ...                      ["vibration", "current"]))
+        '`machines` — 3 samples, 2 features (vibration, current), 2 classes (failed 1, running 2)'
+    """
+    features = counted(table.features.shape[1], "feature")
+    if table.features.shape[1] <= 6:
+        features += f" ({', '.join(table.feature_names)})"
+    counts = np.bincount(table.labels, minlength=table.num_classes)
+    classes = counted(table.num_classes, "class")
+    if table.num_classes <= 6:
+        classes += " (" + ", ".join(f"{name} {count}" for name, count in zip(table.class_names, counts)) + ")"
+    return f"`{table.name}` — {counted(len(table.labels), 'sample')}, {features}, {classes}"
 
 
 def add_sections(
@@ -21,6 +47,7 @@ def add_sections(
     results: CoinTabularResults,
     models_in_order: Sequence[str],
     run_dir,
+    described: Optional[Mapping[str, str]] = None,
 ) -> None:
     """Add the setting, one accuracy table and one figure per dataset to ``report``.
 
@@ -30,11 +57,13 @@ def add_sections(
         results: the task's results; the figure names are added to its ``figures``.
         models_in_order: the models in the order of the table's columns.
         run_dir: the run folder the figures are saved in.
+        described: each dataset (its label) in words (:func:`describe`), where it could be read.
     """
+    described = dict(described or {})
+    data = "; ".join(described.get(label, f"`{label}`") for label in results.table) or "none stored"
+    stand_in = f" {_STAND_IN}" if "breast-cancer" in results.table or "breast-cancer" in described else ""
     report.paragraph(
-        "The COIN paper's prostate-cancer data is not available offline; this is its setting on "
-        "scikit-learn's "
-        "bundled breast-cancer set (or the CSV given). Per split, k labelled samples per class, the rest "
+        f"The data: {data}.{stand_in} Per split, k labelled samples per class, the rest "
         f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden_features}, dropout "
         f"{config.dropout}; "
         f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "

@@ -217,10 +217,14 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         return CoinTabularConfig(splits=5, epochs=100)
 
     def prepare(self) -> None:
+        """Read every dataset (a bad file fails before any run), check every split can be drawn, and describe
+        each dataset for the report."""
+        self.described: Dict[str, str] = {}
         for dataset in self.config.datasets:
             table = load_tabular(dataset, label_column=self.config.label_column)
             for per_class in self.config.labels_per_class:
                 labelled_split(table.labels, per_class, 0)
+            self.described[_label(dataset)] = tabular_report.describe(table)
 
     def jobs(self) -> List[TabularJob]:
         config = self.config
@@ -283,8 +287,14 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         return CoinTabularResults(table=table, coin_vs_mlp=wins)
 
     def report(self, results: CoinTabularResults, records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — COIN for tabular classification with few labels")
-        tabular_report.add_sections(report, self.config, results, MODELS, run_dir)
+        report = self.new_report(
+            results,
+            "pdenets — COIN, classification with few labels: "
+            + ", ".join(dict.fromkeys(_label(d) for d in self.config.datasets)),
+        )
+        tabular_report.add_sections(
+            report, self.config, results, MODELS, run_dir, getattr(self, "described", {})
+        )
         self.write_report(report, run_dir)
 
 

@@ -464,6 +464,9 @@ class FewShotTask(Task[FewShotConfig]):
         )
 
     def report(self, results: FewShotResults, records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — transductive few-shot classification (Diff-ResNet §5.3)")
+        report = self.new_report(
+            results,
+            "pdenets — transductive few-shot classification: " + ", ".join(getattr(self, "sources", {})),
+        )
         fewshot_report.add_sections(report, self.config, results, records, run_dir)
         self.write_report(report, run_dir)
