@@ -7,8 +7,9 @@ Dtype policy (every public function and layer): **features and points are float3
 float64**. Integer, boolean and complex tensors are refused by name (convert with
 ``.float()``); float16 and bfloat16 are refused by name too, because the sparse products,
 neighbour search and stability bounds are not implemented or not accurate in half
-precision (``.float()`` first, or run the model in float32 under autocast). Graph weights
-are the one documented promotion: integer or boolean adjacency matrices become the
+precision (``.float()`` first, or run the model under autocast: there a layer made of convolutions,
+:class:`~pdenets.nn.HamiltonianBlock`, takes autocast's dtype, and a nonlocal block computes in float32).
+Graph weights are the one documented promotion: integer or boolean adjacency matrices become the
 default floating dtype (:func:`pdenets.operators.as_weight_matrix`), and a diffusion
 applies ``W`` in the dtype of the features it diffuses.
 """
@@ -80,10 +81,19 @@ def check_finite(tensor: torch.Tensor, name: str) -> None:
         raise NonFiniteError(f"{name} contains {bad} NaN/inf value(s); clean or impute the input first")
 
 
-def check_floating(tensor: torch.Tensor, name: str) -> torch.Tensor:
-    """Refuse anything but a float32/float64 tensor, naming the dtype and the fix."""
+def under_autocast(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is in half precision because autocast is on for its device (mixed precision)."""
+    return tensor.dtype in (torch.float16, torch.bfloat16) and torch.is_autocast_enabled(tensor.device.type)
+
+
+def check_floating(tensor: torch.Tensor, name: str, *, autocast_ok: bool = False) -> torch.Tensor:
+    """Refuse anything but a float32/float64 tensor, naming the dtype and the fix; with ``autocast_ok``, a
+    half-precision tensor made under autocast (:func:`under_autocast`) is accepted (a layer whose every
+    operation autocast handles, such as convolutions)."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if autocast_ok and under_autocast(tensor):
+        return tensor
     if tensor.dtype in (torch.float16, torch.bfloat16):
         raise TypeError(
             f"{name} has dtype {tensor.dtype}: half precision is not supported (the sparse products, "

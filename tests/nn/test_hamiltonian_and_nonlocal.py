@@ -150,3 +150,35 @@ def test_nonlocal_block_bad_arguments(device):
         block(torch.randn(1, 4, 2, 8).to(device))
     with pytest.raises(ValueError, match=r"expects \(B, 4, H, W\)"):
         block(torch.randn(1, 3, 8, 8).to(device))
+
+
+# ----------------------------------------------------------------------------------------
+# mixed precision (``--amp``): the blocks inside torch.autocast
+
+
+@pytest.mark.parametrize("operator", NONLOCAL_OPERATORS)
+def test_under_autocast_the_hamiltonian_step_takes_bfloat16_and_the_nonlocal_block_computes_in_float32(
+    operator, device
+):
+    """A half-precision input outside autocast is refused by name; inside it, the Verlet step (convolutions
+    only) runs in autocast's dtype close to float32, and the nonlocal block returns exactly its float32
+    forward."""
+    torch.manual_seed(6)
+    hamiltonian = HamiltonianBlock(4, batch_norm=False).to(device)
+    nonlocal_block = NonlocalBlock(4, operator=operator, subsample=2).to(device)
+    x = torch.randn(2, 4, 8, 8).to(device)
+    half = x.to(torch.bfloat16)
+    for block, name in ((hamiltonian, "HamiltonianBlock"), (nonlocal_block, "NonlocalBlock")):
+        with pytest.raises(TypeError, match=f"input to {name} has dtype torch.bfloat16"):
+            block(half)
+    kind = torch.device(device).type
+    with torch.no_grad(), torch.autocast(kind, dtype=torch.bfloat16):
+        stepped = hamiltonian(half)
+        diffused = nonlocal_block(half)
+    assert stepped.dtype == torch.bfloat16
+    with torch.no_grad():
+        reference = hamiltonian(half.float())
+    assert float((stepped.float() - reference).abs().max()) < 0.05 * float(reference.abs().max())
+    assert diffused.dtype == torch.float32
+    with torch.no_grad():
+        torch.testing.assert_close(diffused, nonlocal_block(half.float()), rtol=0, atol=0)

@@ -115,7 +115,7 @@ class HamiltonianBlock(nn.Module):
         return F.conv_transpose2d(F.relu(norm(conv(x))), conv.weight, padding=1)
 
     def _split(self, x: torch.Tensor):
-        check_floating(x, "input to HamiltonianBlock")
+        check_floating(x, "input to HamiltonianBlock", autocast_ok=True)  # convolutions only
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(f"HamiltonianBlock expects (B, {self.channels}, H, W), got {tuple(x.shape)}")
         return x.chunk(2, dim=1)

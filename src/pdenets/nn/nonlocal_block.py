@@ -46,7 +46,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._checks import check_choice, check_floating, check_positive, check_positive_int
+from .._checks import check_choice, check_floating, check_positive, check_positive_int, under_autocast
 from ..operators.nonlocal_ops import NONLOCAL_OPERATORS, NORMALIZERS, nonlocal_apply
 
 __all__ = ["NonlocalBlock"]
@@ -181,6 +181,9 @@ class NonlocalBlock(nn.Module):
         return out.transpose(1, 2).reshape(batch, channels, height, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if under_autocast(x):  # mixed precision around it: the nonlocal operators compute in float32
+            with torch.autocast(x.device.type, enabled=False):
+                return self.forward(x.float())
         check_floating(x, "input to NonlocalBlock")
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(f"NonlocalBlock expects (B, {self.channels}, H, W), got {tuple(x.shape)}")

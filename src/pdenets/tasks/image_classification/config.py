@@ -44,6 +44,11 @@ class ImageClassificationConfig(TaskConfig):
     subsample: int = setting(2, "max-pooling of keys and values in the nonlocal blocks (CIFAR 2, STL 4)")
     stages: int = setting(2, "stages of each nonlocal block")
     epochs: int = setting(200, "training epochs")
+    amp: bool = setting(
+        False,
+        "mixed precision: bfloat16 autocast for training and evaluation (as timm's --amp; the spectra stay "
+        "float32)",
+    )
     batch_size: int = setting(100, "global batch size")
     lr: float = setting(0.1, "peak learning rate (the paper's piecewise schedule, scaled to the epochs)")
     momentum: float = setting(0.9, "SGD momentum")

@@ -72,7 +72,8 @@ def add_sections(
         f"{config.momentum}) "
         f"with the paper's piecewise learning rate scaled to the epochs, L2 {config.l2} (ResNets "
         f"{config.l2_resnet}), "
-        f"smoothness {config.smoothness}; seeds {config.seeds}."
+        f"smoothness {config.smoothness}; seeds {config.seeds}"
+        + ("; forward passes in bfloat16 mixed precision (`--amp`)." if config.amp else ".")
     )
     for dataset, models in results.table.items():
         _accuracy_table(report, dataset, models, config.test_limit)

@@ -102,6 +102,8 @@ class ImageJob:
     data: Union[CifarSettings, CanvasSettings]
     device: str
     data_dir: Optional[str] = field(default=None, metadata={"key": False})
+    #: bfloat16 autocast for the forward passes (``--amp``); off keeps the keys stored before it existed
+    amp: bool = field(default=False, metadata={"key": "unless-default"})
 
 
 def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
@@ -167,8 +169,8 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
     """Train one network on one data set; its test accuracies (and mean IoU), curve and nonlocal spectra."""
     training = spec.training
     benchmark = _benchmark(spec.dataset, spec.data, spec.data_dir)
-    device = torch.device(spec.device)
-    context = distributed_context(spec.device)
+    context = distributed_context(spec.device)  # under torchrun on CUDA: this process's own GPU
+    device = torch.device(context.device)
     torch.manual_seed(spec.seed)
     head = "pool" if spec.dataset == "cifar10" else "global"  # on the canvases every network pools globally
     model = build_image_model(
@@ -213,9 +215,10 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
             augment=augment,
             penalty=penalty,
             scheduler=scheduler,
-            device=spec.device,
+            device=device,
             shard=context.shard,
             reduce=context.reduce,
+            amp=spec.amp,
         )
         curve.append(metrics)
     seconds = time.perf_counter() - start
@@ -227,7 +230,7 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
         "test_losses": {},
     }
     for name, test in benchmark.tests.items():
-        evaluation = evaluate_classifier(model, test.images, test.labels, device=spec.device)
+        evaluation = evaluate_classifier(model, test.images, test.labels, device=device, amp=spec.amp)
         entry = {"accuracy": evaluation["accuracy"]}
         record["test_losses"][name] = evaluation["loss"]
         if benchmark.segmentation:
@@ -287,6 +290,7 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
                 _data(config, dataset),
                 config.device,
                 config.data_dir,
+                config.amp,
             )
             for dataset in config.datasets
             for model in config.models
