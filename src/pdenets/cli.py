@@ -598,6 +598,10 @@ def _main(argv: List[str]) -> int:
         print(f"rank {rank}: ran {outcome.new} run(s) beside rank 0, which stores them in {outcome.path}")
         return 0
     note = f"{outcome.new} new run(s), {outcome.stored} of {outcome.planned} stored"
+    if outcome.left_out:
+        note += f", {len(outcome.left_out)} left out as unreadable (listed in the report)"
+        for key, problem in outcome.left_out[:5]:
+            print(f"pdenets: stored run {key}: {problem}; left out of the report", file=sys.stderr)
     print(f"done in {outcome.seconds:.1f} s ({note}); report: {outcome.path / 'report.html'}")
     return 0
 

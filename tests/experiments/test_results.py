@@ -110,3 +110,35 @@ def test_the_runner_hands_the_report_typed_results_with_run_facts(tmp_path):
         TypedToyTask(ToyConfig(count=3, workers=1)), out=tmp_path / "run", report_only=True, progress=False
     )
     assert again.summary.run.report_only and again.results["report_only"] is True
+
+
+class DeclaredToyTask(TypedToyTask):
+    """The typed toy task declaring the record field its summary reads."""
+
+    def record_fields(self, spec, record):
+        return {"value": "number"}
+
+
+def test_a_stored_record_missing_a_field_or_of_another_kind_is_left_out_and_named(tmp_path):
+    from ..helpers.stores import drop_field, edit_record, set_field
+
+    run = tmp_path / "run"
+    run_task(DeclaredToyTask(ToyConfig(count=4, workers=1)), out=run, progress=False)
+    missing = edit_record(run, drop_field("value"), where=lambda spec: spec["index"] == 1)
+    text = edit_record(run, set_field("value", "2.0"), where=lambda spec: spec["index"] == 2)
+    outcome = run_task(
+        DeclaredToyTask(ToyConfig(count=4, workers=1)), out=run, report_only=True, progress=False
+    )
+    assert outcome.summary.total == 0.0 + 3.0 and outcome.stored == 4  # runs 0 and 3 are summarized
+    assert outcome.left_out == (
+        (missing, "field 'value' is missing"),
+        (text, "field 'value' holds text '2.0', not a number"),
+    )
+    written = json.loads((run / "results.json").read_text())
+    assert written["runs_left_out"] == [{"key": k, "problem": p} for k, p in outcome.left_out]
+    report = (run / "report.md").read_text()
+    assert "**2 stored runs are left out of every table and figure below**" in report
+    assert f"`{missing}`: field 'value' is missing" in report
+    # a task without a declaration reads what it reads: nothing is left out, nothing is said
+    plain = run_task(TypedToyTask(ToyConfig(count=4, workers=1)), out=tmp_path / "other", progress=False)
+    assert plain.left_out == () and "runs_left_out" not in plain.results

@@ -223,6 +223,31 @@ def test_toy_run_with_every_model_time_varying_graph_resumes(tmp_path):
     assert again.new == 0
 
 
+def test_a_stored_forecast_without_its_coin_field_is_left_out_not_dropped_from_the_coin_rows(
+    tmp_path, capsys
+):
+    """A run of a model COIN diffuses whose record lacks ``coin`` (an older version's, an edit) is named and
+    left out; before, it silently removed the COIN-over row and changed the best COIN variant."""
+    from ..helpers.stores import drop_field, edit_record
+
+    path = tmp_path / "ring.json"
+    _diffusing_series(path, steps=60)
+    out = tmp_path / "run"
+    argv = ["run", "coin-forecast", "--dataset", str(path), "--out", str(out), "--no-progress"]
+    argv += ["--models", "last-value,linear", "--set", "protocols=[ours]", "--set", "seeds=[0]"]
+    assert main(argv) == 0
+    key = edit_record(out, drop_field("coin"), where=lambda spec: spec["model"] == "linear")
+    capsys.readouterr()
+    assert main(argv + ["--report-only"]) == 0
+    printed = capsys.readouterr()
+    assert f"stored run {key}: field 'coin' is missing; left out of the report" in printed.err
+    assert "1 left out as unreadable" in printed.out
+    report = (out / "report.md").read_text()
+    assert f"`{key}`: field 'coin' is missing" in report
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["table"]["ring"]["ours"]) == {"last-value", "coin-over-last-value"}
+
+
 def test_forecast_config_and_data_errors(tmp_path, capsys):
     with pytest.raises(ConfigError, match="neither england_covid"):
         CoinForecastTask(CoinForecastConfig(datasets=["mnist"])).validate()

@@ -8,6 +8,7 @@ report), and the report must carry the engine's header and settings table and sh
 import dataclasses
 import json
 import re
+import sqlite3
 
 import numpy as np
 import pytest
@@ -141,6 +142,39 @@ def test_quick_config_runs_end_to_end_at_toy_size(name, tmp_path, fewshot_featur
     shown = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
     assert all((tmp_path / "run" / figure).is_file() for figure in shown)
     assert (tmp_path / "run" / "report.html").is_file()
+    assert outcome.left_out == (), "the task's record_fields declare a field its own jobs do not write"
+    _damaged_records_are_left_out_and_named(task, tmp_path / "run", outcome.stored)
+
+
+def _damaged_records_are_left_out_and_named(task, run, stored):
+    """``--report-only`` on a store where one run lacks a field the task reads and another holds text in a
+    number's place: both are left out and named (key and field), the rest is reported."""
+    from pdenets.experiments.task import job_key
+
+    from ..helpers.stores import drop_field, edit_record, set_field
+
+    specs = {job_key(task.name, spec): spec for spec in task.jobs()}
+    with sqlite3.connect(run / "results.sqlite") as db:
+        rows = db.execute("SELECT key, record FROM runs WHERE status = 'ok' ORDER BY rowid").fetchall()
+    key, record = rows[0][0], json.loads(rows[0][1])
+    fields = task.record_fields(specs[key], record)
+    assert fields, f"{task.name} declares no record fields"
+    field = next(iter(fields))
+    edit_record(run, drop_field(field), key=key)
+    damaged = {key: f"field {field!r} is missing"}
+    if len(rows) > 1:
+        other, other_record = rows[1][0], json.loads(rows[1][1])
+        name, kind = next(iter(task.record_fields(specs[other], other_record).items()))
+        wrong = 7 if kind == "text" else "damaged"
+        edit_record(run, set_field(name, wrong), key=other)
+        damaged[other] = f"field {name!r} holds"
+    outcome = run_task(task, out=run, report_only=True, progress=False)
+    assert dict(outcome.left_out).keys() == damaged.keys()
+    for key, problem in outcome.left_out:
+        assert problem.startswith(damaged[key]), problem
+    report = (run / "report.md").read_text()
+    assert all(f"`{key}`: {damaged[key]}" in report for key in damaged)
+    assert json.loads((run / "results.json").read_text())["runs_stored"] == stored
 
 
 def _figure_names(figures):

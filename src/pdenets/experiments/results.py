@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["TaskResults", "RunFacts", "results_to_dict", "FLATTEN", "OMIT_NONE"]
+__all__ = ["TaskResults", "RunFacts", "results_to_dict", "left_out_to_list", "FLATTEN", "OMIT_NONE"]
 
 #: field metadata: merge the field's keys into its parent's dict (a mapping or a dataclass)
 FLATTEN: Mapping[str, str] = {"results": "flatten"}
@@ -103,12 +103,15 @@ class RunFacts:
         runs_stored: those found in the results store.
         wall_seconds: wall-clock seconds of the call (of the report alone with ``report_only``).
         report_only: the results were rebuilt from the stored runs (``--report-only``); nothing ran.
+        left_out: the stored runs whose record lacks a field the task reads or holds another kind there
+            (:mod:`pdenets.experiments.records`), as ``(run key, problem)``; they are not in the results.
     """
 
     runs_planned: int
     runs_stored: int
     wall_seconds: float
     report_only: bool = False
+    left_out: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,5 +140,12 @@ class TaskResults:
             )
             if self.run.report_only:
                 plain["report_only"] = True
+            if self.run.left_out:
+                plain["runs_left_out"] = left_out_to_list(self.run.left_out)
         plain["figures"] = results_to_dict(self.figures)
         return plain
+
+
+def left_out_to_list(left_out: Sequence[Tuple[str, str]]) -> List[Dict[str, str]]:
+    """The ``results.json`` form of :attr:`RunFacts.left_out`: ``[{"key": ..., "problem": ...}]``."""
+    return [{"key": key, "problem": problem} for key, problem in left_out]

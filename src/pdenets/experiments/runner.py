@@ -41,9 +41,10 @@ from .._checks import NonFiniteError
 from .config import ConfigError, TaskConfig, config_to_dict
 from .distributed import DistributedContext, distributed_context
 from .parallel import JobError, check_ray_address, execute
-from .results import RunFacts, TaskResults
+from .records import record_problem
+from .results import RunFacts, TaskResults, left_out_to_list
 from .rundir import RunDirectory, default_run_path, to_plain
-from .store import STORE_FILENAME, ResultsStore
+from .store import STORE_FILENAME, ResultsStore, StoredRun
 from .task import Task, get_task, job_key, spec_to_dict
 
 __all__ = ["run_task", "RunOutcome", "RunInterrupted", "JobFailedError", "plan_jobs"]
@@ -88,6 +89,7 @@ class RunOutcome:
         seconds: wall-clock seconds of the call.
         summary: the task's results as :meth:`~pdenets.experiments.task.Task.summarize` returned them (a
             :class:`~pdenets.experiments.results.TaskResults` for the built-in tasks), with the run facts.
+        left_out: the stored runs left out of the results, ``(key, problem)`` (:func:`readable_runs`).
     """
 
     path: Path
@@ -97,6 +99,7 @@ class RunOutcome:
     new: int
     seconds: float
     summary: Any = None
+    left_out: Tuple[Tuple[str, str], ...] = ()
 
 
 def _call_job(run_job: Callable[[Any], Dict[str, Any]], spec: Any) -> Tuple[str, Dict[str, Any], float]:
@@ -231,11 +234,14 @@ def run_task(
                 else _run_pending(task, planned, store, path, progress, inline=context.active)
             )
             stored = store.rows([key for key, _ in planned])
-        records = [run.flat() for run in stored]
+        readable, left_out = readable_runs(task, planned, stored)
+        records = [run.flat() for run in readable]
         try:
             summary = task.summarize(records)
             # with report_only the wall time is the report's, not the runs'
-            facts = RunFacts(len(planned), len(records), time.perf_counter() - start, report_only)
+            facts = RunFacts(
+                len(planned), len(stored), time.perf_counter() - start, report_only, tuple(left_out)
+            )
             summary = _with_facts(summary, facts)
             run_dir.write_results(_plain(summary))
             run_dir.write_csv("runs.csv", [_scalar_columns(r) for r in records])
@@ -244,7 +250,32 @@ def run_task(
             run_dir.write_results(results)
         except KeyboardInterrupt:
             raise RunInterrupted(path, len(records), len(planned)) from None
-    return RunOutcome(path, results, len(planned), len(records), new, time.perf_counter() - start, summary)
+    return RunOutcome(
+        path, results, len(planned), len(stored), new, time.perf_counter() - start, summary, tuple(left_out)
+    )
+
+
+def readable_runs(
+    task: Task, planned: Sequence[Tuple[str, Any]], stored: Sequence[StoredRun]
+) -> Tuple[List[StoredRun], List[Tuple[str, str]]]:
+    """The stored runs whose record holds every field the task reads (:meth:`Task.record_fields` of its
+    spec), and ``(key, problem)`` for each of the others (left out of the summary, named in the report). A
+    run stopped by a non-finite number (status ``diverged``) holds only its error: where the task declares
+    fields, it is left out the same way, the problem being its error."""
+    specs = dict(planned)
+    readable, left_out = [], []
+    for run in stored:
+        problem = None
+        if run.key in specs:
+            fields = task.record_fields(specs[run.key], run.record)
+            problem = record_problem(run.record, fields)
+            if problem is not None and run.status != "ok":
+                problem = f"{run.status}: {run.record.get('error', 'no error recorded')}"
+        if problem is None:
+            readable.append(run)
+        else:
+            left_out.append((run.key, problem))
+    return readable, left_out
 
 
 def _with_facts(summary: Any, facts: RunFacts) -> Any:
@@ -258,6 +289,8 @@ def _with_facts(summary: Any, facts: RunFacts) -> Any:
     )
     if facts.report_only:
         plain["report_only"] = True
+    if facts.left_out:
+        plain["runs_left_out"] = left_out_to_list(facts.left_out)
     return plain
 
 

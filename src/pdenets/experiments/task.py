@@ -35,6 +35,7 @@ from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Sequen
 from .._checks import UnknownNameError, unknown_name
 from .._registry import PluginWarning, Registry
 from .config import TaskConfig, config_fields, config_to_dict
+from .records import RecordFields
 from .report import Report
 from .results import TaskResults
 from .rundir import RunDirectory
@@ -195,6 +196,14 @@ class Task(ABC, Generic[ConfigT]):
             )
         self.config: ConfigT = config
 
+    def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
+        """The fields of the stored ``record`` of the job ``spec`` that :meth:`summarize` and :meth:`report`
+        read, with their kinds (:mod:`pdenets.experiments.records`); ``record`` is given for a record that
+        says itself what it holds (a ``diverged`` flag, a ``part``). A stored record without one of them, or
+        holding another kind, is left out of the summary and named in the report (default: none declared,
+        nothing checked)."""
+        return {}
+
     @classmethod
     def quick_config(cls) -> Any:
         """The small variant behind ``--quick`` (default: the full configuration)."""
@@ -273,6 +282,18 @@ class Task(ABC, Generic[ConfigT]):
             f"`pdenets run {self.name}`: {runs}{timing}"
             " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`)."
         )
+        left_out = results.get("runs_left_out") or []
+        if left_out:
+            shown = "; ".join(f"`{entry['key']}`: {entry['problem']}" for entry in left_out[:10])
+            more = f"; and {len(left_out) - 10} more" if len(left_out) > 10 else ""
+            report.paragraph(
+                f"**{len(left_out)} stored {'run is' if len(left_out) == 1 else 'runs are'} left out of "
+                f"every table and figure below**: {shown}{more}. A record that lacks a field this version "
+                "reads or "
+                "holds another kind there (a run stored by another version, or edited) is rerun by deleting "
+                "its row (`DELETE FROM runs WHERE key = '…'` in `results.sqlite`) and running the same "
+                "command again."
+            )
         return report
 
     def write_report(self, report: Report, run_dir: Union[str, Path, RunDirectory]) -> List[Path]:

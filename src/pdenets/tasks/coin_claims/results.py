@@ -32,6 +32,12 @@ def _fields_of(check: type, record: Mapping[str, Any]) -> Dict[str, Any]:
     return {item.name: record[item.name] for item in fields(check) if item.name != "rows"}
 
 
+def _row(row_type: type, row: Mapping[str, Any]) -> Any:
+    """A typed row from a stored row, by the names of its fields (a column a later version added is not
+    read)."""
+    return row_type(**{item.name: row[item.name] for item in fields(row_type)})
+
+
 @dataclass(frozen=True)
 class SmoothingRow:
     """Randomized smoothing at one noise scale: Monte Carlo ``E f(x + σε)`` for ``f(x) = sin(ωᵀx)`` at 8
@@ -82,7 +88,7 @@ class SmoothingCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "SmoothingCheck":
         """The check from its stored run's record."""
-        return cls(rows=[SmoothingRow(**row) for row in record["rows"]], **_fields_of(cls, record))
+        return cls(rows=[_row(SmoothingRow, row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ class DropoutCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "DropoutCheck":
         """The check from its stored run's record."""
-        return cls(rows=[DropoutRow(**row) for row in record["rows"]], **_fields_of(cls, record))
+        return cls(rows=[_row(DropoutRow, row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,7 @@ class PropagationCheck:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> "PropagationCheck":
         """The check from its stored run's record."""
-        return cls(rows=[PropagationRow(**row) for row in record["rows"]], **_fields_of(cls, record))
+        return cls(rows=[_row(PropagationRow, row) for row in record["rows"]], **_fields_of(cls, record))
 
 
 @dataclass(frozen=True)

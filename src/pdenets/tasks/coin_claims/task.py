@@ -18,12 +18,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 import torch
 
 from ...experiments.plots import plt
+from ...experiments.records import RecordFields, fields_of_dataclass
 from ...experiments.task import Task, register_task
 from ...nn.dropout import fast_dropout
 from ...nn.dropout_diffusion import dropout_readout_variance, dropout_second_order_mean
@@ -188,6 +189,12 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
     config_class = CoinClaimsConfig
     shortcuts = {"check": "checks"}
     columns = {"check": "TEXT"}
+
+    def record_fields(self, spec: ClaimJob, record: Mapping[str, Any]) -> RecordFields:
+        """The fields of the check's typed result (its rows with every column), which is built from the
+        record."""
+        checks = {"smoothing": SmoothingCheck, "dropout": DropoutCheck, "propagation": PropagationCheck}
+        return fields_of_dataclass(checks[spec.check], leave_out=("key", "status"))
 
     @classmethod
     def quick_config(cls) -> CoinClaimsConfig:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ import torch
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError
+from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
@@ -228,6 +229,30 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
     columns = {"dataset": "TEXT", "protocol": "TEXT", "model": "TEXT", "seed": "INTEGER"}
 
+    def record_fields(self, spec: ForecastJob, record: Mapping[str, Any]) -> RecordFields:
+        """The test errors (in counts too, on a count series), the time and the test forecasts; for a model
+        COIN diffuses, its validation MSE and the diffused errors with the chosen (γ, r)."""
+        errors: Dict[str, Any] = {
+            "mse": "number",
+            "mae": "number",
+            "top5_share": "number",
+            "mse_by_horizon": ["number"],
+            "mae_by_horizon": ["number"],
+        }
+        if getattr(self, "counts", {}).get(spec.dataset):
+            errors.update(mae_raw="number", mae_raw_by_horizon=["number"])
+        fields: Dict[str, Any] = {
+            **errors,
+            "seconds": "number",
+            "test_forecast": {"steps": ["integer"], "values": "list"},
+        }
+        if spec.diffusion is not None:
+            fields.update(
+                val_mse="number",
+                coin={"step_size": "number", "num_steps": "integer", "val_mse": "number", **errors},
+            )
+        return fields
+
     @classmethod
     def quick_config(cls) -> CoinForecastConfig:
         """Both datasets and protocols, 4 lags and 3 horizons, one seed, early stopping after 50 steps."""
@@ -235,8 +260,10 @@ class CoinForecastTask(Task[CoinForecastConfig]):
 
     def prepare(self) -> None:
         """Read every series, and check our protocol's split on it, before any run."""
+        self.counts: Dict[str, bool] = {}  # whether a dataset holds counts: its records then hold raw MAEs
         for dataset in self.config.datasets:
             series = read_series(dataset, self.config.data_dir)
+            self.counts[dataset] = series.raw_counts
             if "ours" in self.config.protocols:
                 split_days(series.name, series.num_steps, _setup(self.config))
 

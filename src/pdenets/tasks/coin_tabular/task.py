@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Any, Dict, List, Mapping, Optional, TypedDict
 
 import numpy as np
 import torch
@@ -30,6 +30,7 @@ from ..._cache import process_cache
 from ...data.paths import dataset_label
 from ...data.tabular import TABULAR_DATASETS, load_tabular
 from ...experiments.config import ConfigError
+from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.registry import create_model
@@ -210,6 +211,9 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         "model": "TEXT",
         "accuracy": "REAL",
     }
+
+    def record_fields(self, spec: TabularJob, record: Mapping[str, Any]) -> RecordFields:
+        return {"accuracy": "number"}
 
     @classmethod
     def quick_config(cls) -> CoinTabularConfig:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...data.fewshot import QueryShape, mean_and_interval
+from ...experiments.records import RecordFields
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
 from ...models.backbones import BackboneTraining
@@ -232,6 +233,18 @@ class FewShotTask(Task[FewShotConfig]):
         "first_task": "INTEGER",
     }
     unit = "jobs"
+
+    def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
+        """An episode job's accuracies and time per task (and its open-set scores with open classes), the
+        official runs' errors, the picture's points."""
+        if isinstance(spec, OfficialRunsJob):
+            return {"error_rate": "number", "errors": ["number"]}
+        if isinstance(spec, PictureJob):
+            return {"before": "list", "after": "list", "labels": ["integer"], "support": "integer"}
+        fields: Dict[str, Any] = {"accuracies": ["number"], "seconds_per_task": "number"}
+        if spec.open_set:
+            fields.update(open_auroc=["number?"], open_rejected=["number"], known_rejected=["number"])
+        return fields
 
     @classmethod
     def quick_config(cls) -> FewShotConfig:

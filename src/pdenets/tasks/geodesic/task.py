@@ -41,6 +41,7 @@ from ...analysis.transport import (
     segment_proportions,
 )
 from ...data.vision import load_train_and_tests, pad_crop_flip
+from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.registry import create_model
@@ -237,6 +238,36 @@ class GeodesicTask(Task[GeodesicConfig]):
         "architecture": "architectures",
     }
     columns = {"architecture": "TEXT", "kind": "TEXT", "weight_decay": "REAL", "seed": "INTEGER"}
+
+    def record_fields(self, spec: GeodesicJob, record: Mapping[str, Any]) -> RecordFields:
+        """The LSS curve and the divergence flag of every run; a finished run's scores per stage, accuracies,
+        robustness, ablation and projected tracks (the official test accuracy on CIFAR-10)."""
+        fields: Dict[str, Any] = {"diverged": "flag", "curve": [{"epoch": "integer", "lss": "number?"}]}
+        if record.get("diverged") is not False:
+            return fields
+        curve = {"levels": ["number"], "accuracy": ["number"], "variation": "list"}
+        fields.update(
+            stages=[
+                {
+                    "ots": "number",
+                    "lsr": "number",
+                    "lss": "number",
+                    "width": "integer",
+                    "proportions": ["number"],
+                }
+            ],
+            train_accuracy="number",
+            test_accuracy="number",
+            ots="number",
+            lsr="number",
+            lss="number",
+            robustness={"gaussian": curve, "fgsm": curve},
+            ablation={"counts": ["integer"], "accuracy": ["number"], "block": "text"},
+            projection={"points": "list", "labels": ["integer"]},
+        )
+        if spec.dataset == "cifar10":
+            fields["official_accuracy"] = "number"
+        return fields
 
     @classmethod
     def quick_config(cls) -> GeodesicConfig:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Protocol, Union, cast
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Union, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from ..._cache import process_cache
 from ...data.image_benchmarks import CanvasSettings, CifarSettings, load_image_benchmark
 from ...data.vision import load_cifar10, load_mnist, pad_crop_flip
 from ...experiments.distributed import distributed_context
+from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.image_networks import (
@@ -252,6 +253,19 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
     config_class = ImageClassificationConfig
     shortcuts = {"dataset": "datasets", "model": "models"}
     columns = {"dataset": "TEXT", "model": "TEXT", "seed": "INTEGER"}
+
+    def record_fields(self, spec: ImageJob, record: Mapping[str, Any]) -> RecordFields:
+        """The test metrics of the job's data set, the parameter count, the time and the spectra."""
+        metrics = {"accuracy": "number"}
+        if spec.dataset == "canvas-segmentation":
+            metrics["mean_iou"] = "number"
+        tests = ("held-out", "official") if spec.dataset == "cifar10" else ("test canvases",)
+        return {
+            "tests": {name: metrics for name in tests},
+            "parameters": "integer",
+            "seconds": "number",
+            "spectra": [{"real": ["number"], "symmetric": ["number"]}],
+        }
 
     @classmethod
     def quick_config(cls) -> ImageClassificationConfig:

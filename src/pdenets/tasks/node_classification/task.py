@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -26,6 +26,7 @@ from ..._cache import process_cache
 from ...data.splits import Split
 from ...data.transforms import PreparedGraph, graph_facts, graph_label, prepared_graph
 from ...experiments.config import ConfigError
+from ...experiments.records import RecordFields
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
 from ...models.node_training import (
@@ -266,6 +267,9 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         "val_accuracy": "REAL",
         "epochs": "INTEGER",
     }
+
+    def record_fields(self, spec: NodeJob, record: Mapping[str, Any]) -> RecordFields:
+        return {"accuracy": "number", "seconds": "number", "epochs": "integer"}
 
     @classmethod
     def quick_config(cls) -> NodeClassificationConfig:

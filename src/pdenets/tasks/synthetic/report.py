@@ -207,10 +207,11 @@ def _summary_figure(
     table = results.classification
     groups = [(d, o) for d in config.datasets for o in config.optimizers if o in table.get(d, {})]
     fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 2, 3.4), layout="constrained")
+    nan = float("nan")  # a variant without a stored run in a group (left out of the store) draws no bar
     series = {
         variant: (
-            [table[d][o][variant].test_accuracy.mean for d, o in groups],
-            [table[d][o][variant].test_accuracy.std for d, o in groups],
+            [table[d][o][variant].test_accuracy.mean if variant in table[d][o] else nan for d, o in groups],
+            [table[d][o][variant].test_accuracy.std if variant in table[d][o] else nan for d, o in groups],
         )
         for variant in variants
     }
@@ -220,7 +221,10 @@ def _summary_figure(
         series,
         colors=colors,
         ylabel=f"held-out test accuracy (epoch {config.epochs})",
-        ylim=(min(0.4, *(mean - 0.05 for means, _ in series.values() for mean in means)), 1.02),
+        ylim=(
+            min(0.4, *(mean - 0.05 for means, _ in series.values() for mean in means if mean == mean)),
+            1.02,
+        ),
     )  # every bar
     ax.axhline(0.5, color="k", linewidth=0.5, alpha=0.5)
     return run_dir.save_figure(fig, "summary.png")

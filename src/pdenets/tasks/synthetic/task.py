@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from ...analysis.diffusion_path import diffusion_path, edges_between_groups
 from ...data.synthetic import SyntheticSet, make_synthetic
+from ...experiments.records import RecordFields
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
 from ...models.synthetic_diffresnet import (
@@ -246,6 +247,36 @@ class SyntheticTask(Task[SyntheticConfig]):
         "seed": "INTEGER",
         "test_accuracy": "REAL",
     }
+
+    def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
+        """The distances and cross edges of the XOR diffusion, the accuracies and curves of a classification
+        run (its snapshots where it takes them), the counts of the paper's script, each with its ``part``."""
+        if isinstance(spec, XorJob):
+            return {
+                "part": "text",
+                "distance": ["number"],
+                "diameter": ["number"],
+                "cross_edges": "integer",
+                "positions": "mapping",
+                "labels": ["integer"],
+            }
+        if isinstance(spec, PaperScriptJob):
+            count = {"correct": "integer", "reference": "integer", "seconds": "number"}
+            return {"part": "text", **{variant: count for variant in VARIANTS}}
+        fields: Dict[str, Any] = {
+            "part": "text",
+            "train_accuracy": "number",
+            "test_accuracy": "number",
+            "train_accuracy_at_paper_epochs": "number",
+            "test_accuracy_at_paper_epochs": "number",
+            "diverged_at_epoch": "integer?",
+            "seconds": "number",
+            "train_curve": ["number?"],
+            "test_curve": ["number?"],
+        }
+        if spec.snapshot_epochs:
+            fields.update(snapshots="mapping", points="list", labels=["integer"])
+        return fields
 
     @classmethod
     def quick_config(cls) -> SyntheticConfig:

@@ -1,0 +1,164 @@
+"""The stored records a task can read: each task declares the fields its summary and report read from the
+record of a job (:meth:`~pdenets.experiments.task.Task.record_fields`), and the runner checks every stored
+record against that declaration before summarizing. A record stored by an older version, edited by hand or
+cut short, that lacks a field or holds a value of another kind is left out of the summary and named in the
+report (its run key and the field), never met as a ``KeyError`` deep inside a table or silently dropped.
+
+A declaration maps a field name to its kind:
+
+============  =============================================================
+``number``    an ``int`` or ``float`` (not a ``bool``)
+``integer``   an ``int`` (not a ``bool``)
+``text``      a ``str``
+``flag``      a ``bool``
+``list``      a JSON array
+``mapping``   a JSON object
+a mapping     a JSON object holding these fields, checked the same way
+``[kind]``    a JSON array whose every item has ``kind`` (``[{"epoch": "integer"}]``)
+============  =============================================================
+
+A kind ending in ``?`` (``"number?"``) also accepts ``None`` (JSON ``null``): a number a run could not
+measure is stored as ``null`` (NaN and infinity are not JSON).
+
+Examples:
+    >>> fields = {"accuracy": "number", "epochs": "integer", "coin": {"step_size": "number"}}
+    >>> record_problem({"accuracy": 0.8, "epochs": 12, "coin": {"step_size": 0.5}}, fields) is None
+    True
+    >>> record_problem({"epochs": 12, "coin": {}}, fields)
+    "field 'accuracy' is missing"
+    >>> record_problem({"accuracy": "0.8", "epochs": 12, "coin": {}}, fields)
+    "field 'accuracy' holds text '0.8', not a number"
+    >>> record_problem({"accuracy": 0.8, "epochs": 12, "coin": {"step": 1}}, fields)
+    "field 'coin.step_size' is missing"
+    >>> record_problem({"curve": [{"epoch": 1}, {"epoch": None}]}, {"curve": [{"epoch": "integer"}]})
+    "field 'curve[1].epoch' holds null, not a whole number"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, List, Mapping, Optional, Sequence, Union
+
+__all__ = ["FieldKind", "RecordFields", "record_problem", "fields_of_dataclass"]
+
+FieldKind = Union[str, Mapping[str, Any], List[Any]]
+#: the fields a task reads from one record: name -> kind (see the module's table)
+RecordFields = Mapping[str, FieldKind]
+
+_KIND_WORDS = {
+    "number": "a number",
+    "integer": "a whole number",
+    "text": "text",
+    "flag": "true or false",
+    "list": "a list",
+    "mapping": "a mapping",
+}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "flag":
+        return isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, (list, tuple))
+    if kind == "mapping":
+        return isinstance(value, Mapping)
+    raise ValueError(f"unknown record field kind {kind!r}; choose one of {', '.join(_KIND_WORDS)}")
+
+
+def _shown(value: Any) -> str:
+    kind = {str: "text", bool: "a flag", list: "a list", dict: "a mapping", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+    if isinstance(value, (list, dict)) or value is None:
+        return kind
+    text = repr(value)
+    return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def record_problem(record: Mapping[str, Any], fields: RecordFields, prefix: str = "") -> Optional[str]:
+    """The first way ``record`` departs from ``fields`` (a declaration, see the module), in words naming the
+    field; ``None`` where it holds every field with its kind."""
+    if not isinstance(record, Mapping):
+        where = f"field {prefix.rstrip('.')!r}" if prefix else "the record"
+        return f"{where} holds {_shown(record)}, not a mapping"
+    for name, kind in fields.items():
+        path = f"{prefix}{name}"
+        if name not in record:
+            return f"field {path!r} is missing"
+        problem = _value_problem(record[name], kind, path)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _value_problem(value: Any, kind: FieldKind, path: str) -> Optional[str]:
+    """How ``value`` (at ``path``) departs from ``kind``, or ``None``."""
+    if isinstance(kind, Mapping):
+        return record_problem(value, kind, prefix=f"{path}.")
+    if isinstance(kind, list):
+        if not isinstance(value, (list, tuple)):
+            return f"field {path!r} holds {_shown(value)}, not a list"
+        for position, item in enumerate(value):
+            problem = _value_problem(item, kind[0], f"{path}[{position}]")
+            if problem is not None:
+                return problem
+        return None
+    if value is None and kind.endswith("?"):
+        return None
+    base = kind.rstrip("?")
+    if not _is_kind(value, base):
+        return f"field {path!r} holds {_shown(value)}, not {_KIND_WORDS[base]}"
+    return None
+
+
+_PLAIN_KINDS = {float: "number", int: "integer", str: "text", bool: "flag", dict: "mapping", list: "list"}
+
+
+def _kind_of_annotation(annotation: Any) -> FieldKind:
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Union and type(None) in arguments:
+        (inner,) = [argument for argument in arguments if argument is not type(None)]
+        kind = _kind_of_annotation(inner)
+        return f"{kind}?" if isinstance(kind, str) else kind
+    if origin in (list, tuple, Sequence, typing.Sequence) and arguments:
+        return [_kind_of_annotation(arguments[0])]
+    if origin in (dict, Mapping, typing.Mapping):
+        return "mapping"
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return fields_of_dataclass(annotation)
+    if annotation in _PLAIN_KINDS:
+        return _PLAIN_KINDS[annotation]
+    raise TypeError(f"no record field kind for the annotation {annotation!r}")
+
+
+def fields_of_dataclass(cls: type, leave_out: Sequence[str] = ()) -> RecordFields:
+    """The declaration of a record that a typed row is built from (``Row(**record)``): each field of the
+    dataclass ``cls`` (but ``leave_out``) with the kind of its annotation (``float``: a number, ``int``: a
+    whole number, ``List[float]``: a list of numbers, ``Optional[...]``: may be null, a dataclass: its own
+    fields).
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> from typing import List, Optional
+        >>> @dataclass
+        ... class Row:
+        ...     sigma: float
+        ...     points: int
+        ...     estimates: List[float]
+        ...     note: Optional[str] = None
+        >>> fields_of_dataclass(Row)
+        {'sigma': 'number', 'points': 'integer', 'estimates': ['number'], 'note': 'text?'}
+    """
+    hints = typing.get_type_hints(cls)
+    return {
+        field.name: _kind_of_annotation(hints[field.name])
+        for field in dataclasses.fields(cls)
+        if field.name not in leave_out
+    }
