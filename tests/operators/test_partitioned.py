@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,12 @@ from pdenets.operators import (
     DiffusionOperator,
     PartitionedDiffusion,
     UnstableStepSizeError,
+    check_step_size,
     gcn_normalize,
     load_part,
     partition_graph,
     save_partition,
+    stability_bound,
 )
 from pdenets.operators.partitioned import _PartitionedStep
 
@@ -240,6 +243,61 @@ def test_dropout_after_each_step_matches_too(tmp_path):
     assert ranks[0]["losses"] == pytest.approx(losses, abs=1e-6)
     for name, gradient in gradients.items():
         torch.testing.assert_close(ranks[1]["gradients"][name], gradient, rtol=0, atol=1e-6)
+
+
+def _hub_graph(num_nodes=60, seed=1):
+    """A planted graph with a hub among the last nodes (so in the second of two contiguous parts): its
+    GCN-normalized weights put the largest weighted degree, and so the Gershgorin bound, in one part only."""
+    weights, features, labels = _graph(num_nodes, seed)
+    dense = (_dense(weights) > 0).double()
+    dense[-1, : num_nodes // 2] = dense[: num_nodes // 2, -1] = 1.0  # the hub
+    dense.fill_diagonal_(0.0)
+    edge_index = dense.nonzero().T
+    return gcn_normalize((edge_index, None), num_nodes).to(torch.float64), features, labels
+
+
+@pytest.mark.cpu_only("two torch.distributed processes over gloo (a subprocess), compared on the CPU")
+def test_two_processes_admit_the_step_sizes_one_process_admits_with_its_spectral_bound(tmp_path):
+    """The ranks disagree on their own rows' Gershgorin bound (the hub is in one part); both must end with
+    the single process's bound: Gershgorin's over all rows, and beyond it ``2 / λ_max(L)`` (Lanczos over
+    the ranks against the dense eigenvalues), and refuse past it naming both bounds."""
+    weights, features, labels = _hub_graph()
+    gershgorin = stability_bound(weights)
+    spectral = stability_bound(weights, method="spectral")
+    assert spectral > 1.2 * gershgorin  # a step size between the two is admitted by the spectral bound only
+    between, beyond = (gershgorin + spectral) / 2, 1.05 * spectral
+    partition = partition_graph(weights, 2, method="contiguous")
+    save_partition(tmp_path / "parts", partition, weights, features=features.float(), labels=labels)
+    (tmp_path / "out").mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("WORLD_SIZE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
+        + [str(HELPERS / "partitioned_bound.py"), str(tmp_path / "parts"), str(tmp_path / "out")]
+        + [json.dumps([0.5 * gershgorin, between, beyond])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    ranks = [json.loads((tmp_path / "out" / f"rank-{k}.json").read_text()) for k in range(2)]
+    alone = [rank["alone"] for rank in ranks]
+    assert abs(alone[0] - alone[1]) > 0.1 * gershgorin and min(alone) == pytest.approx(gershgorin)
+    assert check_step_size(between, weights) == pytest.approx(spectral, rel=1e-12)  # one process admits it
+    for rank in ranks:
+        small, middle, large = (rank["answers"][str(step)] for step in (0.5 * gershgorin, between, beyond))
+        assert small["bound"] == pytest.approx(gershgorin, rel=1e-12)
+        assert middle["gershgorin"] == pytest.approx(gershgorin, rel=1e-12)
+        assert middle["bound"] == pytest.approx(
+            spectral, rel=1e-7
+        )  # Lanczos, raised by 1e-8 as one process's
+        assert "exceeds the stability bound 2/lambda_max(L)" in large["error"]
+        named = re.search(r"2/lambda_max\(L\) = ([0-9.e+-]+)", large["error"])
+        assert float(named.group(1)) == pytest.approx(spectral, rel=1e-5)
+        assert f"{gershgorin:.6g}" in large["error"] and "step_size <=" in large["error"]
+    with pytest.raises(UnstableStepSizeError):
+        check_step_size(beyond, weights)
 
 
 def test_layer_refuses_an_operator_of_another_step_size(device):

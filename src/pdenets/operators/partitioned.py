@@ -21,9 +21,11 @@ $$
 
 Only halo rows travel: ``|H_k| × C`` numbers per step each way. The degrees ``Λ`` are sums of a process's
 own rows, so building ``A`` needs no communication; the stability bound ``γ ≤ 1 / max_i Σ_{j≠i} w_ij`` is one
-``all_reduce``. Process ``k``'s dropout masks are rows ``first_k, …`` of the single process's masks
-(:func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_` with ``row_offset``), so a partitioned
-Diff-ResNet computes the single-process loss and gradients (tests/operators/test_partitioned.py).
+``all_reduce``, and beyond it (symmetric ``W``) ``γ ≤ 2 / λ_max(L)``, the bound one process applies too, is
+found by a Lanczos recurrence over the processes (one exchange and one ``all_reduce`` per step). Process
+``k``'s dropout masks are rows ``first_k, …`` of the single process's masks
+(:func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_` with ``row_offset``), so a partitioned Diff-ResNet
+computes the single-process loss and gradients (tests/operators/test_partitioned.py).
 
 One process alone: the halo is empty and this is the plain operator.
 
@@ -67,8 +69,9 @@ class PartitionedDiffusion:
         first: the id of this process's first node: its rows are ``first : first + n_k``. The ranges of
             the processes, in rank order, must tile ``0 : N``.
         step_size: ``γ > 0``.
-        check_stability: refuse ``γ`` beyond the Gershgorin bound ``1 / max_i Σ_{j≠i} w_ij`` over all
-            processes (default: ``True``).
+        check_stability: refuse ``γ`` beyond the stability bound one process would apply (default:
+            ``True``): the Gershgorin bound ``1 / max_i Σ_{j≠i} w_ij`` over all processes, and beyond it, for
+            a symmetric ``W``, ``2 / λ_max(L)`` with ``λ_max`` found by Lanczos over the processes.
         group: the process group (default: ``None``, the default group; without an initialized group the
             operator is the whole graph's, in one process).
 
@@ -127,12 +130,11 @@ class PartitionedDiffusion:
         degrees = np.asarray(graph.sum(1), dtype=graph.dtype).ravel()
         self_weights = np.asarray(graph[:, own].diagonal(), dtype=graph.dtype)
         largest = self._max(float((degrees - self_weights).max()))
-        self.bound = float("inf") if largest <= 0 else 1.0 / largest
-        if check_stability and self.step_size > self.bound * (1 + 1e-6):
-            raise UnstableStepSizeError(
-                f"step_size={step_size:g} exceeds the stability bound {self.bound:.4g} "
-                "(1 / the largest weighted degree over all processes)"
-            )
+        #: the Gershgorin bound ``1 / max_i Σ_{j≠i} w_ij`` over all processes
+        self.gershgorin_bound = float("inf") if largest <= 0 else 1.0 / largest
+        #: the bound that admitted ``γ``: Gershgorin's, or beyond it (symmetric ``W``) ``2 / λ_max(L)``, the
+        #: spectral bound one process accepts too (:func:`~pdenets.operators.check_step_size`)
+        self.bound = self.gershgorin_bound
         diagonal = sp.csr_matrix(
             (1 - self.step_size * degrees, (np.arange(count), np.arange(count) + own.start)),
             shape=(count, total),
@@ -143,20 +145,108 @@ class PartitionedDiffusion:
         columns = matrix.indices.astype(np.int64)
         mine = (columns >= own.start) & (columns < own.stop)
         self.halo = np.unique(columns[~mine])  # sorted: the rows of each owner are one segment
-        local = np.where(mine, columns - own.start, count + np.searchsorted(self.halo, columns))
         self.halo_size = int(self.halo.size)
-        self.matrix = SparseMatrix(
+        self.matrix = self._local(matrix)
+        self._plan_exchange()
+        if check_stability and self.step_size > self.gershgorin_bound * (1 + 1e-6):
+            laplacian = sp.diags(degrees.astype(np.float64), own.start, shape=(count, total), format="csr")
+            self._check_spectral_bound(self._local((laplacian - graph.astype(np.float64)).tocsr()))
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def _local(self, rows: Any) -> SparseMatrix:
+        """Rows ``(n_k, N)`` (scipy CSR, columns in the whole graph's numbering) as ``(n_k, n_k + |H_k|)``:
+        this process's columns first, then the halo's in :attr:`halo` order."""
+        rows.sort_indices()
+        own_start, count = self.row_offset, self.num_nodes
+        columns = rows.indices.astype(np.int64)
+        mine = (columns >= own_start) & (columns < own_start + count)
+        local = np.where(mine, columns - own_start, count + np.searchsorted(self.halo, columns))
+        return SparseMatrix(
             torch.sparse_csr_tensor(
-                torch.from_numpy(matrix.indptr.astype(np.int64)),
+                torch.from_numpy(rows.indptr.astype(np.int64)),
                 torch.from_numpy(local),
-                torch.from_numpy(matrix.data),
+                torch.from_numpy(rows.data),
                 (count, count + self.halo_size),
                 check_invariants=False,
             )
         )
-        self._plan_exchange()
 
-    # -- set-up ---------------------------------------------------------------------------------------------
+    def _sum(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` (float64) summed over the processes."""
+        if self.distributed:
+            dist.all_reduce(values, group=self.group)
+        return values
+
+    def _check_spectral_bound(self, laplacian: SparseMatrix, max_iterations: int = 2000) -> None:
+        r"""Admit ``γ`` beyond Gershgorin's bound up to ``2 / λ_max(L)``, as one process does, or refuse it
+        naming both bounds.
+
+        ``W`` must be symmetric (checked on a random vector: ``‖Lx − Lᵀx‖`` against ``‖Lx‖``).
+        ``λ_max(L)`` comes from the Lanczos recurrence run over the processes: each holds its rows of the
+        Lanczos vectors, ``L v`` is one halo exchange, and the recurrence's two inner products are one
+        ``all_reduce``, so every process builds the same tridiagonal matrix and finds the same ``λ_max``.
+        Its largest Ritz value approaches ``λ_max`` from below; the recurrence stops when it has not moved by
+        more than ``10⁻¹²`` (relative) over ten steps, and the value is raised by ``10⁻⁸`` as the single
+        process's Lanczos is.
+        """
+        from scipy.linalg import eigvalsh_tridiagonal
+
+        def apply(vector: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+            if transpose:
+                extended = laplacian.T.product(vector)
+                return self.return_halo(extended[: self.num_nodes].contiguous(), extended[self.num_nodes :])
+            return laplacian.product(torch.cat([vector, self.exchange(vector)]))
+
+        generator = np.random.default_rng((0, self.row_offset))
+        start = torch.from_numpy(generator.standard_normal((self.num_nodes, 1)))
+        forward = apply(start)
+        difference, size = self._sum(
+            torch.stack([(forward - apply(start, transpose=True)).square().sum(), forward.square().sum()])
+        ).tolist()
+        symmetric = difference <= 1e-18 * max(size, 1e-300)
+        spectral, largest = None, 0.0
+        if symmetric:
+            vector = start / self._sum(start.square().sum()).sqrt()
+            previous = torch.zeros_like(vector)
+            alphas: List[float] = []
+            betas: List[float] = []
+            history: List[float] = []
+            for step in range(min(max_iterations, self.total_nodes)):
+                image = apply(vector) - (betas[-1] * previous if betas else 0.0)
+                alpha = float(self._sum((image * vector).sum()))
+                image = image - alpha * vector
+                beta = float(self._sum(image.square().sum()).sqrt())
+                alphas.append(alpha)
+                if step % 10 == 9 or beta <= 1e-14 or step + 1 == min(max_iterations, self.total_nodes):
+                    ritz = float(eigvalsh_tridiagonal(np.array(alphas), np.array(betas))[-1])
+                    history.append(ritz)
+                    if beta <= 1e-14 or (
+                        len(history) > 1 and abs(history[-1] - history[-2]) <= 1e-12 * abs(history[-1])
+                    ):
+                        break
+                betas.append(beta)
+                previous, vector = vector, image / beta
+            largest = history[-1] * (1 + 1e-8)
+            spectral = float("inf") if largest <= 0 else 2.0 / largest
+            if self.step_size <= spectral * (1 + 1e-6):
+                self.bound = spectral
+                return
+        detail = (
+            f"2/lambda_max(L) = {spectral:.6g} (lambda_max = {largest:.6g}, by Lanczos over the "
+            f"{self.world_size} processes)"
+            if spectral is not None
+            else "1/max_i sum_(j!=i) w_ij (W is not symmetric, so no larger spectral bound applies)"
+        )
+        limit = spectral if spectral is not None else self.gershgorin_bound
+        raise UnstableStepSizeError(
+            f"step_size={self.step_size:g} exceeds the stability bound {detail} of explicit diffusion on "
+            "the partitioned graph (Gershgorin's bound 1/max_i sum_(j!=i) w_ij = "
+            f"{self.gershgorin_bound:.6g}; "
+            "Diff-ResNet paper, Prop. 2): features would grow without bound. Use step_size <= "
+            f"{limit:.6g} with more steps for the same total strength (e.g. --set "
+            "diffusion.<graph>.step_size=...), or pass check_stability=False if you know what you are doing."
+        )
+
     def _gather_ints(self, values: List[int]) -> torch.Tensor:
         """``(K, len(values))``: every process's ``values`` (int64)."""
         mine = torch.tensor(values, dtype=torch.int64)
