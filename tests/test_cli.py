@@ -365,3 +365,23 @@ def test_precedence_quick_then_config_files_in_order_then_flags_then_set(tmp_pat
         "--config", str(first), "--n", "8", "--set", "count=9", "--set", "count=10", "--scale", "2"
     )
     assert (last["count"], last["scale"]) == (10, 2.0)
+
+
+def test_a_failed_collective_is_one_line_naming_its_timeout_variable(tmp_path, monkeypatch, capsys):
+    """A peer that stops mid-run (or a collective past its timeout) surfaces as torch's DistError: one line,
+    status 1, naming ``$PDENETS_COLLECTIVE_TIMEOUT``; ``--debug`` adds the traceback."""
+    import torch.distributed as dist
+
+    import pdenets.cli as cli
+
+    def broken(*args, **kwargs):
+        raise dist.DistBackendError("[../gloo/transport/tcp/pair.cc:534] Connection closed by peer\nmore")
+
+    monkeypatch.setattr(cli, "run_task", broken)
+    assert main(["run", "toy", "--out", str(tmp_path / "run")]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert error.startswith("pdenets: error: a collective among the torchrun processes failed")
+    assert "$PDENETS_COLLECTIVE_TIMEOUT" in error and "Connection closed by peer" in error
+    assert main(["run", "toy", "--out", str(tmp_path / "run"), "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err

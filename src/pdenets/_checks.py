@@ -359,6 +359,44 @@ def unknown_name(kind: str, name: str, valid: Sequence[str]) -> UnknownNameError
     )
 
 
+#: the words a boolean environment variable may hold (any case), and what they mean
+_FLAG_WORDS = {
+    "1": True,
+    "true": True,
+    "on": True,
+    "yes": True,
+    "0": False,
+    "false": False,
+    "off": False,
+    "no": False,
+}
+
+
+def environment_flag(name: str, default: bool) -> bool:
+    """The boolean environment variable ``$name``: ``1``/``true``/``on``/``yes`` or ``0``/``false``/``off``/
+    ``no`` in any case; unset or blank gives ``default``; anything else is refused naming the variable.
+
+    Examples:
+        >>> os.environ["DEMO_SWITCH"] = "Off"
+        >>> environment_flag("DEMO_SWITCH", True)
+        False
+        >>> os.environ["DEMO_SWITCH"] = "maybe"
+        >>> environment_flag("DEMO_SWITCH", True)
+        Traceback (most recent call last):
+        ...
+        ValueError: $DEMO_SWITCH='maybe' is not valid: expected 1/true/on/yes or 0/false/off/no
+        >>> del os.environ["DEMO_SWITCH"]
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    value = _FLAG_WORDS.get(text.lower())
+    if value is None:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"${name}={shown!r} is not valid: expected 1/true/on/yes or 0/false/off/no")
+    return value
+
+
 @overload
 def environment_number(
     name: str,

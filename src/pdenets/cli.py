@@ -25,6 +25,7 @@ import warnings
 from types import FrameType
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Type, Union
 
+import torch.distributed as dist
 import yaml
 
 from . import __version__
@@ -39,6 +40,7 @@ from .experiments.config import (
     renamed_fields,
     resolve_config,
 )
+from .experiments.distributed import RendezvousError
 from .experiments.rundir import RunDirectoryError, to_plain
 from .experiments.runner import JobFailedError, RunInterrupted, launched_by_torchrun, run_task
 from .experiments.store import StoreError
@@ -530,6 +532,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         print(
             f"pdenets: error: {error}" + ("" if debug else " (--debug shows the traceback)"), file=sys.stderr
+        )
+        return 1
+    except RendezvousError as error:
+        if debug:
+            traceback.print_exc()
+        print(f"pdenets: error: {error}", file=sys.stderr)
+        return 1
+    except dist.DistError as error:  # a collective or the store, after the processes had joined
+        if debug:
+            traceback.print_exc()
+        first = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+        print(
+            "pdenets: error: a collective among the torchrun processes failed: a peer stopped, or did not "
+            f"answer within $PDENETS_COLLECTIVE_TIMEOUT seconds (default 1800) ({first})"
+            + ("" if debug else " (--debug shows the traceback)"),
+            file=sys.stderr,
         )
         return 1
     finally:

@@ -223,6 +223,36 @@ def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
     assert "WORLD_SIZE is set but $RANK is not" in done.stdout
 
 
+def test_a_run_whose_other_ranks_never_come_ends_in_one_line_naming_the_timeout_variable(tmp_path):
+    """``pdenets run`` under a launcher environment without the other ranks: exit 1, one line that names
+    ``$PDENETS_RENDEZVOUS_TIMEOUT``, no traceback."""
+    import socket
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = dict(
+        os.environ,
+        WORLD_SIZE="2",
+        RANK="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        PDENETS_RENDEZVOUS_TIMEOUT="2",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pdenets.cli", "run", "synthetic", "--quick", "--out", str(tmp_path / "run")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    (line,) = [text for text in done.stderr.splitlines() if text.strip()]
+    assert line.startswith("pdenets: error: rank 1 of 2 could not join the other ranks")
+    assert "within 2 s ($PDENETS_RENDEZVOUS_TIMEOUT; " in line
+
+
 _RENDEZVOUS = (
     "import json, time\n"
     "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
@@ -273,7 +303,8 @@ def test_a_rank_without_rank_0_gives_up_within_the_rendezvous_timeout(rank_zero)
         else "the other ranks did not answer"
     )
     assert message == (
-        f"rank 1 of 2 could not join the other ranks at 127.0.0.1:{port} within 3 s ({reason}); "
+        f"rank 1 of 2 could not join the other ranks at 127.0.0.1:{port} within 3 s "
+        f"($PDENETS_RENDEZVOUS_TIMEOUT; {reason}); "
         "WORLD_SIZE=2 is set without the other processes? Start them together with torchrun "
         "--nproc-per-node N"
     )
@@ -313,6 +344,10 @@ RENDEZVOUS_ENVIRONMENTS = [
         "$PDENETS_RENDEZVOUS_TIMEOUT='1e300' is not valid: expected a finite number > 0 and <= 10000000",
     ),
     ({"MASTER_PORT": "29_500"}, "$MASTER_PORT='29_500' is not valid: expected an integer >= 1 and <= 65535"),
+    (
+        {"PDENETS_COLLECTIVE_TIMEOUT": "30min"},
+        "$PDENETS_COLLECTIVE_TIMEOUT='30min' is not valid: expected a finite number > 0 and <= 10000000",
+    ),
 ]
 
 

@@ -61,7 +61,16 @@ def test_large_products_take_the_compiled_kernel(monkeypatch):
 
 @pytest.mark.cpu_only("PDENETS_COMPILED_SPMM switches the compiled numba CSR kernel of CPU products")
 def test_the_kernel_can_be_turned_off(monkeypatch):
-    monkeypatch.setenv("PDENETS_COMPILED_SPMM", "0")
-    assert not spmm_kernel.available()
-    monkeypatch.setenv("PDENETS_COMPILED_SPMM", "1")
-    assert spmm_kernel.available()
+    """Every spelling of off turns it off (``false`` and ``off`` used to leave it on); a word that is neither
+    is refused naming the variable."""
+    for off in ("0", "false", "OFF", " No "):
+        monkeypatch.setenv("PDENETS_COMPILED_SPMM", off)
+        assert not spmm_kernel.available(), off
+    for on in ("1", "true", "On", "YES", ""):
+        monkeypatch.setenv("PDENETS_COMPILED_SPMM", on)
+        assert spmm_kernel.available(), on
+    monkeypatch.setenv("PDENETS_COMPILED_SPMM", "disabled")
+    with pytest.raises(
+        ValueError, match=r"^\$PDENETS_COMPILED_SPMM='disabled' is not valid: expected 1/true"
+    ):
+        spmm_kernel.available()

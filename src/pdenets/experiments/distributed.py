@@ -90,8 +90,11 @@ class DistributedContext:
 
 #: seconds a process waits for the other ranks (``$PDENETS_RENDEZVOUS_TIMEOUT`` overrides)
 RENDEZVOUS_TIMEOUT_S = 120.0
-#: the longest ``$PDENETS_RENDEZVOUS_TIMEOUT`` accepted (seconds)
+#: the longest ``$PDENETS_RENDEZVOUS_TIMEOUT`` or ``$PDENETS_COLLECTIVE_TIMEOUT`` accepted (seconds)
 _LONGEST_TIMEOUT_S = 1e7
+#: seconds a collective (a halo exchange, a gradient all-reduce, the list of pending jobs) may wait for the
+#: other processes before it fails (``$PDENETS_COLLECTIVE_TIMEOUT`` overrides)
+COLLECTIVE_TIMEOUT_S = 1800.0
 #: seconds between two attempts to reach rank 0's store
 _POLL_S = 0.1
 #: seconds torch's own timeout error is given to arrive before the deadline is enforced without it
@@ -182,7 +185,8 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
 
     On CUDA the processes use ``nccl`` and one GPU each (:func:`process_device`: the context's ``device``); on
     the CPU ``gloo``. The whole rendezvous — reaching rank 0's store, then every rank joining — ends within
-    ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds (default 120).
+    ``$PDENETS_RENDEZVOUS_TIMEOUT`` seconds (default 120); a collective of the joined group then fails after
+    ``$PDENETS_COLLECTIVE_TIMEOUT`` seconds without its peers (default 1800).
 
     Raises:
         RendezvousError: the other ranks did not join within the timeout, or the environment is
@@ -202,6 +206,9 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
         timeout = environment_number(
             "PDENETS_RENDEZVOUS_TIMEOUT", RENDEZVOUS_TIMEOUT_S, maximum=_LONGEST_TIMEOUT_S
         )
+        collective = environment_number(
+            "PDENETS_COLLECTIVE_TIMEOUT", COLLECTIVE_TIMEOUT_S, maximum=_LONGEST_TIMEOUT_S
+        )
         deadline = time.monotonic() + timeout
         host = os.environ.get("MASTER_ADDR")
         port = _environment_int("MASTER_PORT", 0, minimum=1, maximum=65535) or None
@@ -210,8 +217,8 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
         def failed(reason: str) -> RendezvousError:
             return RendezvousError(
                 f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} "
-                "s "
-                f"({reason[:120]}); WORLD_SIZE={world_size} is set without the other "
+                f"s ($PDENETS_RENDEZVOUS_TIMEOUT; {reason[:120]}); WORLD_SIZE={world_size} is set without "
+                "the other "
                 "processes? Start them together with torchrun --nproc-per-node N"
             )
 
@@ -225,7 +232,7 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
                 "nccl" if device.startswith("cuda") else "gloo",
                 rank=rank,
                 world_size=world_size,
-                timeout=timedelta(seconds=left),
+                timeout=timedelta(seconds=collective),  # the rendezvous itself ends at the deadline above
             )
         except (RuntimeError, ValueError, TimeoutError) as error:
             raise failed(str(error).splitlines()[0]) from None

@@ -37,11 +37,12 @@ Examples:
 from __future__ import annotations
 
 import functools
-import os
 from types import ModuleType
 from typing import Callable, Optional
 
 import numpy as np
+
+from .._checks import environment_flag
 
 __all__ = ["available", "csr_product"]
 
@@ -79,8 +80,8 @@ def _kernel(width: int) -> Callable:
 
 def available() -> bool:
     """Whether the compiled product can run here: ``numba`` importable and ``$PDENETS_COMPILED_SPMM`` not
-    ``0``."""
-    return os.environ.get("PDENETS_COMPILED_SPMM", "1").strip() != "0" and _numba() is not None
+    off (``0``, ``false``, ``off`` or ``no``, any case; another word is refused naming the variable)."""
+    return environment_flag("PDENETS_COMPILED_SPMM", True) and _numba() is not None
 
 
 def csr_product(
