@@ -8,7 +8,8 @@ The package root may name any module: it composes the package (it names the task
 registry, as ``pyproject.toml`` names entry points).
 
     0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
-       _deprecation (and the package root)            cache, settings fields, renamed arguments
+       _deprecation, _limits (and the package root)   cache, settings fields, renamed arguments, the memory
+                                                      budget
     1  _registry                                      the one registry mechanism of every plug-in family
     2  operators                                      graphs, operators and their diffusion family
     3  nn, data                                       layers; readers and the graph preprocessing
@@ -31,6 +32,7 @@ FLOORS = {
     "_cache": 0,
     "_settings": 0,
     "_deprecation": 0,
+    "_limits": 0,
     "_registry": 1,
     "operators": 2,
     "nn": 3,

@@ -35,6 +35,7 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from ..operators.partition import (
+    METIS_EXTRA,
     PARTITIONERS,
     GraphPartition,
     PartFile,
@@ -296,8 +297,17 @@ def agreed_partition(weights: torch.Tensor, spec: str, group: Optional[Any] = No
 
     Raises:
         ValueError: a saved partition of another graph size or another number of parts, named.
+        ImportError: ``"metis"`` without METIS installed, naming the extra (on every process, before any
+            collective).
     """
     world = dist.get_world_size(group) if _active(group) else 1
+    if spec == "metis":
+        try:
+            import pymetis  # noqa: F401
+        except ImportError:
+            raise ImportError(
+                f"partition=metis needs METIS: {METIS_EXTRA}; or use partition=contiguous"
+            ) from None
     if spec not in PARTITIONERS:
         partition = load_partition(spec)
         if partition.num_parts != world or partition.num_nodes != int(weights.shape[0]):
@@ -308,16 +318,7 @@ def agreed_partition(weights: torch.Tensor, spec: str, group: Optional[Any] = No
         return partition
     message: List[Any] = [None]
     if not _active(group) or dist.get_rank(group) == 0:
-        method = spec if spec == "contiguous" or _has_pymetis() else "contiguous"
-        message[0] = partition_graph(weights, world, method=method)
+        message[0] = partition_graph(weights, world, method=spec)  # METIS missing: named, never swapped
     if _active(group):
         dist.broadcast_object_list(message, src=0, group=group)
     return message[0]
-
-
-def _has_pymetis() -> bool:
-    try:
-        import pymetis  # noqa: F401
-    except ImportError:
-        return False
-    return True

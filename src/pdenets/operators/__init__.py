@@ -24,7 +24,15 @@ from .graph import (
 )
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
-from .partition import GraphPartition, PartFile, load_part, load_partition, partition_graph, save_partition
+from .partition import (
+    GraphPartition,
+    PartFile,
+    PartitionError,
+    load_part,
+    load_partition,
+    partition_graph,
+    save_partition,
+)
 from .partitioned import PartitionedDiffusion
 from .propagation import appnp_propagate, gcn_diffusion_operator, gcn_propagate, sgc_propagate
 from .slice_graphs import SliceGraphs, chebyshev_propagation_matrix, gcn_propagation_matrix
@@ -50,6 +58,7 @@ __all__ = [
     "save_partition",
     "load_part",
     "load_partition",
+    "PartitionError",
     "SliceGraphs",
     "gcn_propagation_matrix",
     "chebyshev_propagation_matrix",

@@ -12,8 +12,17 @@ new numbering (``order[new] = old``). Two partitioners:
   node becomes somebody's halo.
 
 :func:`save_partition` writes one file per part (its rows of ``W`` with their new column ids, and the
-features and labels of its nodes where given) and a small ``partition.json``; a process loads only its own
-part (:func:`load_part`), so no process ever holds the whole graph.
+features and labels of its nodes where given), the order, and ``partition.json``; a process loads only its
+own part (:func:`load_part`), so no process ever holds the whole graph.
+
+**A partition cannot lie.** The files hold plain arrays only (``.npy`` / uncompressed ``.npz``, read with
+``allow_pickle=False``, their declared sizes checked against the memory budget before anything is
+allocated). ``partition.json`` is the manifest: ``K``, ``N``, the stored entries ``nnz``, the partitioner
+and its seed, the offsets, each part's first node, rows and entries, and every file's size and SHA-256.
+Every loader checks the manifest (offsets tiling ``0 … N``, parts agreeing with them), each file it reads
+against its size and hash (a part copied over another, or of another partition, is refused), the order for
+being a permutation of ``0 … N−1``, and each part's arrays for their shapes, ranges and order. Every
+failure is one line naming the file (:class:`PartitionError`).
 
 Examples:
     >>> import torch
@@ -25,16 +34,19 @@ Examples:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from .._checks import check_choice, check_positive_int
+from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
 from .graph import GraphLike, as_weight_matrix
 
 __all__ = [
@@ -44,11 +56,23 @@ __all__ = [
     "load_part",
     "load_partition",
     "PartFile",
+    "PartitionError",
     "PARTITIONERS",
 ]
 
 PARTITIONERS = ("metis", "contiguous")
-_FORMAT = "pdenets-partition-1"
+_FORMAT = "pdenets-partition-2"
+#: the formats of partitions written by earlier versions (pickled containers, no hashes): refused by name
+_OLD_FORMATS = ("pdenets-partition-1",)
+#: the largest manifest read (a manifest of a million parts is under this)
+_MANIFEST_BYTES = 64 * 2**20
+#: how to get METIS
+METIS_EXTRA = "pip install 'pdenets[graphs]' (pymetis)"
+
+
+class PartitionError(ValueError):
+    """A saved partition that is damaged, of another graph, or not what its manifest says: one line naming
+    the file."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,7 @@ class GraphPartition:
         offsets: ``(K + 1,)`` int64, part ``k`` holds the new ids ``offsets[k] : offsets[k + 1]``.
         method: the partitioner that made it.
         cut_fraction: the fraction of the stored off-diagonal entries of ``W`` between different parts.
+        seed: the partitioner's random seed (METIS's; the contiguous cut draws nothing).
 
     Examples:
         >>> import torch
@@ -72,6 +97,7 @@ class GraphPartition:
     offsets: torch.Tensor
     method: str
     cut_fraction: float
+    seed: int = 0
 
     @property
     def num_parts(self) -> int:
@@ -161,7 +187,7 @@ def partition_graph(
             import pymetis
         except ImportError as error:
             raise ImportError(
-                'method="metis" needs pymetis (pip install pymetis); or use method="contiguous"'
+                f'method="metis" needs METIS: {METIS_EXTRA}; or use method="contiguous"'
             ) from error
         symmetric = (graph + graph.T).tocsr()
         symmetric.setdiag(0)
@@ -186,7 +212,9 @@ def partition_graph(
         if off_diagonal.any()
         else 0.0
     )
-    return GraphPartition(torch.from_numpy(order), torch.from_numpy(offsets.astype(np.int64)), method, cut)
+    return GraphPartition(
+        torch.from_numpy(order), torch.from_numpy(offsets.astype(np.int64)), method, cut, int(seed)
+    )
 
 
 @dataclass(frozen=True)
@@ -231,7 +259,8 @@ def save_partition(
     features: Optional[torch.Tensor] = None,
     labels: Optional[torch.Tensor] = None,
 ) -> Path:
-    """Write ``partition.json`` and one ``part-k.pt`` per part into ``directory`` (a new or empty folder).
+    """Write ``order.npy``, one ``part-k.npz`` per part and the manifest ``partition.json`` into
+    ``directory`` (a new or empty folder).
 
     Args:
         directory: where to write; an existing folder must be empty (nothing of a user's is overwritten).
@@ -253,7 +282,7 @@ def save_partition(
         >>> parts = partition_graph(path, 2, method="contiguous")
         >>> folder = save_partition(tempfile.mkdtemp() + "/p", parts, path, labels=torch.tensor([0, 0, 1, 1]))
         >>> sorted(name.name for name in folder.iterdir())
-        ['order.pt', 'part-0.pt', 'part-1.pt', 'partition.json']
+        ['order.npy', 'part-0.npz', 'part-1.npz', 'partition.json']
     """
     graph = scipy_graph(weights, partition.num_nodes)
     if graph.shape[0] != partition.num_nodes:
@@ -271,68 +300,234 @@ def save_partition(
             f"{folder} exists and is not an empty folder: give a new folder for the partition"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    order = partition.order.numpy()
+    order = partition.order.numpy().astype(np.int64)
     renumbered = graph[order][:, order].tocsr()
     renumbered.sort_indices()
     dense_features = None
     if features is not None:
         dense_features = features.to_dense() if features.layout != torch.strided else features
+    files: Dict[str, Dict[str, Any]] = {}
+    parts: List[Dict[str, int]] = []
     for part in range(partition.num_parts):
         first, end = partition.rows(part)
         rows = renumbered[first:end]
         nodes = partition.order[first:end]
-        torch.save(
-            {
-                "format": _FORMAT,
-                "part": part,
-                "num_parts": partition.num_parts,
-                "num_nodes": partition.num_nodes,
-                "first": first,
-                "indptr": torch.from_numpy(rows.indptr.astype(np.int64)),
-                "indices": torch.from_numpy(rows.indices.astype(np.int64)),
-                "values": torch.from_numpy(rows.data),
-                "nodes": nodes.clone(),
-                "features": None if dense_features is None else dense_features[nodes].clone(),
-                "labels": None if labels is None else labels[nodes].clone(),
-            },
-            folder / f"part-{part}.pt",
-        )
-    torch.save(partition.order.clone(), folder / "order.pt")
-    (folder / "partition.json").write_text(
-        json.dumps(
-            {
-                "format": _FORMAT,
-                "num_parts": partition.num_parts,
-                "num_nodes": partition.num_nodes,
-                "offsets": partition.offsets.tolist(),
-                "method": partition.method,
-                "cut_fraction": partition.cut_fraction,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
+        arrays = {
+            "indptr": rows.indptr.astype(np.int64),
+            "indices": rows.indices.astype(np.int64),
+            "values": rows.data,
+            "nodes": nodes.numpy().astype(np.int64),
+        }
+        if dense_features is not None:
+            arrays["features"] = dense_features[nodes].numpy()
+        if labels is not None:
+            arrays["labels"] = labels[nodes].numpy()
+        name = f"part-{part}.npz"
+        with open(folder / name, "wb") as handle:
+            np.savez(handle, **arrays)
+        files[name] = _file_facts(folder / name)
+        parts.append({"first": first, "rows": end - first, "nnz": int(rows.nnz)})
+    np.save(folder / "order.npy", order, allow_pickle=False)
+    files["order.npy"] = _file_facts(folder / "order.npy")
+    manifest = {
+        "format": _FORMAT,
+        "num_parts": partition.num_parts,
+        "num_nodes": partition.num_nodes,
+        "nnz": int(renumbered.nnz),
+        "method": partition.method,
+        "seed": int(partition.seed),
+        "cut_fraction": partition.cut_fraction,
+        "offsets": partition.offsets.tolist(),
+        "parts": parts,
+        "features": dense_features is not None,
+        "labels": labels is not None,
+        "files": files,
+    }
+    (folder / "partition.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return folder
 
 
-def _manifest(directory: Union[str, os.PathLike]) -> dict:
+def _file_facts(path: Path) -> Dict[str, Any]:
+    """A file's size and SHA-256, as the manifest records them."""
+    return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _is_count(value: Any, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _manifest(directory: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """``partition.json`` of ``directory``, every field checked: its counts, the offsets tiling ``0 … N``, the
+    parts agreeing with them, and the files it lists (names, sizes, hashes)."""
     folder = Path(directory)
-    manifest = folder / "partition.json"
-    if not manifest.is_file():
+    path = folder / "partition.json"
+    if not path.is_file():
         raise FileNotFoundError(
             f"{folder} holds no partition.json: write one with pdenets.operators.save_partition "
             "(or `pdenets partition`)"
         )
-    facts = json.loads(manifest.read_text(encoding="utf-8"))
-    if not isinstance(facts, dict) or facts.get("format") != _FORMAT:
-        raise ValueError(f"{manifest} is not a pdenets partition (format {_FORMAT})")
+
+    def refuse(problem: str) -> PartitionError:
+        return PartitionError(f"{path}: {problem}")
+
+    if path.stat().st_size > _MANIFEST_BYTES:
+        raise refuse(f"{path.stat().st_size:,} bytes, more than a partition manifest holds")
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise refuse(f"not JSON ({str(error).splitlines()[0][:120]})") from None
+    if not isinstance(facts, dict):
+        raise refuse("not a pdenets partition manifest (a JSON object)")
+    if facts.get("format") in _OLD_FORMATS:
+        raise refuse(
+            f"written by an earlier pdenets ({facts['format']}: pickled part files, no hashes); write the "
+            "partition again with `pdenets partition` or save_partition"
+        )
+    if facts.get("format") != _FORMAT:
+        raise refuse(f"not a pdenets partition (format {_FORMAT})")
+    for name in ("num_parts", "num_nodes"):
+        if not _is_count(facts.get(name), 1):
+            raise refuse(f"{name} must be a whole number >= 1, got {facts.get(name)!r}")
+    if not _is_count(facts.get("nnz")):
+        raise refuse(f"nnz must be a whole number >= 0, got {facts.get('nnz')!r}")
+    if not _is_count(facts.get("seed")) or not isinstance(facts.get("method"), str):
+        raise refuse("the partitioner (method) and its seed are missing or malformed")
+    count, total = facts["num_parts"], facts["num_nodes"]
+    _check_bytes(path, "the order of its nodes", 8 * total)
+    offsets = facts.get("offsets")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != count + 1
+        or not all(_is_count(value) for value in offsets)
+    ):
+        raise refuse(f"offsets must be {count + 1} whole numbers (num_parts + 1)")
+    if offsets[0] != 0 or offsets[-1] != total or any(b <= a for a, b in zip(offsets, offsets[1:])):
+        raise refuse(
+            f"the offsets must tile 0…{total} in increasing parts of at least one node (no overlap, no gap); "
+            f"got {offsets[:4]}{'…' if len(offsets) > 4 else ''} ending at {offsets[-1]}"
+        )
+    parts = facts.get("parts")
+    if not isinstance(parts, list) or len(parts) != count:
+        raise refuse(f"parts must list {count} parts")
+    for index, part in enumerate(parts):
+        expected = {"first": offsets[index], "rows": offsets[index + 1] - offsets[index]}
+        if not isinstance(part, dict) or any(part.get(key) != value for key, value in expected.items()):
+            raise refuse(f"part {index} must start at node {expected['first']} with {expected['rows']} rows")
+        if not _is_count(part.get("nnz")):
+            raise refuse(f"part {index}: nnz must be a whole number >= 0")
+    if sum(part["nnz"] for part in parts) != facts["nnz"]:
+        raise refuse(f"the parts hold {sum(part['nnz'] for part in parts)} entries, not nnz = {facts['nnz']}")
+    files = facts.get("files")
+    names = {"order.npy", *(f"part-{k}.npz" for k in range(count))}
+    if not isinstance(files, dict) or set(files) != names:
+        raise refuse(
+            "files must list order.npy and part-0.npz … part-(K-1).npz, each with its bytes and sha256"
+        )
+    for name, entry in files.items():
+        if (
+            not isinstance(entry, dict)
+            or not _is_count(entry.get("bytes"))
+            or not isinstance(entry.get("sha256"), str)
+            or not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])
+        ):
+            raise refuse(f"files.{name} must hold bytes (a whole number) and sha256 (64 hex digits)")
     return facts
+
+
+def _verified(folder: Path, name: str, facts: Dict[str, Any]) -> Path:
+    """The path of ``name`` after checking it is the file the manifest lists: its size and SHA-256."""
+    path = folder / name
+    entry = facts["files"][name]
+    if not path.is_file():
+        raise PartitionError(f"{path}: missing (partition.json lists it)")
+    size = path.stat().st_size
+    if size != entry["bytes"]:
+        raise PartitionError(
+            f"{path}: {size:,} bytes where partition.json records {entry['bytes']:,}: a damaged file, or one "
+            "of another partition"
+        )
+    if _sha256(path) != entry["sha256"]:
+        raise PartitionError(
+            f"{path}: its SHA-256 differs from partition.json's: a changed file, or one of another part or "
+            "partition"
+        )
+    return path
+
+
+def _check_bytes(path: Path, what: str, needed: int) -> None:
+    """Refuse reading ``needed`` bytes for ``what`` from ``path`` above the memory budget."""
+    budget = memory_budget()
+    if needed > budget:
+        raise PartitionError(
+            f"{path}: {what} would need {format_bytes(needed)}, more than the memory budget "
+            f"{format_bytes(budget)}; if the partition is genuine, raise ${MEMORY_BUDGET_ENV_VAR} (e.g. 32G)"
+        )
+
+
+def _array_header(stream: Any) -> Tuple[Tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(stream)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f"unsupported .npy version {version}")
+    shape, _, dtype = readers[version](stream)
+    return tuple(int(size) for size in shape), np.dtype(dtype)
+
+
+def _part_arrays(path: Path) -> Dict[str, np.ndarray]:
+    """The arrays of a part file (an uncompressed ``.npz``): every member a plain numeric array, the sizes its
+    headers declare checked against the member and the memory budget before anything is read."""
+    import zipfile
+
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise PartitionError(f"{path}: not a .npz archive ({str(error).splitlines()[0][:100]})") from None
+    with archive:
+        members, needed = {}, 0
+        for info in archive.infolist():
+            name = info.filename[:-4]
+            if not info.filename.endswith(".npy") or not name.isidentifier():
+                raise PartitionError(f"{path}: holds {info.filename[:60]!r}, not a plain array")
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise PartitionError(
+                    f"{path}: {name} is compressed; a part file stores its arrays as they are"
+                )
+            try:
+                with archive.open(info) as stream:
+                    shape, dtype = _array_header(stream)
+            except (ValueError, OSError, zipfile.BadZipFile, SyntaxError) as error:
+                raise PartitionError(f"{path}: {name} is not a .npy array ({str(error)[:100]})") from None
+            if dtype.hasobject or dtype.kind not in "biuf":
+                raise PartitionError(
+                    f"{path}: {name} holds {dtype} (pickled Python objects are never read); a part file "
+                    "holds "
+                    "plain numeric arrays"
+                )
+            size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if size > info.file_size:
+                raise PartitionError(
+                    f"{path}: {name} declares {format_bytes(size)} but holds {info.file_size:,} bytes"
+                )
+            members[name], needed = info, needed + size
+        _check_bytes(path, "its arrays", needed)
+        arrays = {}
+        for name, info in members.items():
+            with archive.open(info) as stream:
+                arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
+    return arrays
 
 
 def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
     """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets
-    only).
+    only), checked (see the module).
 
     Args:
         directory: the folder :func:`save_partition` wrote.
@@ -342,7 +537,7 @@ def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
 
     Raises:
         FileNotFoundError: no partition there, named.
-        ValueError: the folder is not a pdenets partition, or its files disagree.
+        PartitionError: a manifest or an order that is damaged or disagrees (one line naming the file).
 
     Examples:
         >>> import tempfile, torch
@@ -352,19 +547,39 @@ def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
         >>> load_partition(folder).offsets.tolist()
         [0, 2, 4]
     """
-    facts = _manifest(directory)
-    order = torch.load(Path(directory) / "order.pt", weights_only=True)
-    offsets = torch.tensor(facts["offsets"], dtype=torch.int64)
-    if order.numel() != facts["num_nodes"] or int(offsets[-1]) != facts["num_nodes"]:
-        raise ValueError(
-            f"the partition in {directory} is inconsistent: order of {order.numel()} nodes, "
-            f"{facts['num_nodes']} declared"
-        )
-    return GraphPartition(order, offsets, str(facts["method"]), float(facts["cut_fraction"]))
+    folder = Path(directory)
+    facts = _manifest(folder)
+    path = _verified(folder, "order.npy", facts)
+    total = facts["num_nodes"]
+    try:
+        with open(path, "rb") as handle:
+            shape, dtype = _array_header(handle)
+    except ValueError as error:
+        raise PartitionError(f"{path}: not a .npy array ({str(error).splitlines()[0][:100]})") from None
+    if shape != (total,) or dtype != np.dtype(np.int64):
+        raise PartitionError(f"{path}: holds {dtype} {shape}, not the int64 ({total},) order")
+    order = np.load(path, allow_pickle=False)
+    counts = np.bincount(order[(order >= 0) & (order < total)], minlength=total)
+    if order.min() < 0 or order.max() >= total or not bool((counts == 1).all()):
+        repeated = np.flatnonzero(counts > 1)
+        absent = np.flatnonzero(counts == 0)
+        detail = (
+            f"node {int(repeated[0])} appears {int(counts[repeated[0]])} times"
+            if repeated.size
+            else "ids out of range"
+        ) + (f", node {int(absent[0])} never" if absent.size else "")
+        raise PartitionError(f"{path}: the order is not a permutation of 0…{total - 1} ({detail})")
+    return GraphPartition(
+        torch.from_numpy(order),
+        torch.tensor(facts["offsets"], dtype=torch.int64),
+        facts["method"],
+        float(facts.get("cut_fraction", 0.0)),
+        facts["seed"],
+    )
 
 
 def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
-    """Read part ``part`` of a partition written by :func:`save_partition`.
+    """Read part ``part`` of a partition written by :func:`save_partition`, checked (see the module).
 
     Args:
         directory: the folder :func:`save_partition` wrote.
@@ -375,7 +590,9 @@ def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
 
     Raises:
         FileNotFoundError: no partition there, named.
-        ValueError: the folder is not a pdenets partition, or ``part`` is out of range.
+        ValueError: ``part`` is out of range.
+        PartitionError: a manifest or part file that is damaged, of another part or partition, or not what
+            the manifest says (one line naming the file).
 
     Examples:
         >>> import tempfile, torch
@@ -387,26 +604,53 @@ def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
     """
     folder = Path(directory)
     facts = _manifest(folder)
-    if not 0 <= part < facts["num_parts"]:
+    if isinstance(part, bool) or not isinstance(part, int) or not 0 <= part < facts["num_parts"]:
         raise ValueError(
             f"part {part} does not exist: the partition in {folder} has {facts['num_parts']} parts"
         )
-    stored = torch.load(folder / f"part-{part}.pt", weights_only=True)
-    rows = stored["indptr"].numel() - 1
+    path = _verified(folder, f"part-{part}.npz", facts)
+    arrays = _part_arrays(path)
+    total = facts["num_nodes"]
+    first, rows, nnz = (facts["parts"][part][key] for key in ("first", "rows", "nnz"))
+    expected = {"indptr": (rows + 1,), "indices": (nnz,), "values": (nnz,), "nodes": (rows,)}
+    if facts.get("labels"):
+        expected["labels"] = (rows,)
+    for name, shape in expected.items():
+        if name not in arrays:
+            raise PartitionError(f"{path}: holds no {name} array")
+        if arrays[name].shape != shape:
+            raise PartitionError(f"{path}: {name} has shape {arrays[name].shape}, not {shape}")
+    for name in ("indptr", "indices", "nodes"):
+        if arrays[name].dtype.kind not in "iu":
+            raise PartitionError(f"{path}: {name} holds {arrays[name].dtype}, not integers")
+    if arrays["values"].dtype.kind != "f":
+        raise PartitionError(f"{path}: values hold {arrays['values'].dtype}, not floating-point weights")
+    indptr, indices, nodes = (arrays[name].astype(np.int64) for name in ("indptr", "indices", "nodes"))
+    if indptr[0] != 0 or indptr[-1] != nnz or bool((np.diff(indptr) < 0).any()):
+        raise PartitionError(f"{path}: indptr must rise from 0 to nnz = {nnz}")
+    if nnz and (indices.min() < 0 or indices.max() >= total):
+        raise PartitionError(f"{path}: a column id lies outside 0…{total - 1}")
+    if rows and (nodes.min() < 0 or nodes.max() >= total or np.unique(nodes).size != rows):
+        raise PartitionError(f"{path}: its nodes must be {rows} distinct ids in 0…{total - 1}")
+    features = None
+    if facts.get("features"):
+        if "features" not in arrays or arrays["features"].ndim != 2 or arrays["features"].shape[0] != rows:
+            raise PartitionError(f"{path}: features must be a ({rows}, F) array")
+        features = torch.from_numpy(arrays["features"])
     weights = torch.sparse_csr_tensor(
-        stored["indptr"],
-        stored["indices"],
-        stored["values"],
-        (rows, stored["num_nodes"]),
+        torch.from_numpy(indptr),
+        torch.from_numpy(indices),
+        torch.from_numpy(arrays["values"]),
+        (rows, total),
         check_invariants=True,
     )
     return PartFile(
         part,
-        stored["num_parts"],
-        stored["num_nodes"],
-        stored["first"],
+        facts["num_parts"],
+        total,
+        first,
         weights,
-        stored["nodes"],
-        stored["features"],
-        stored["labels"],
+        torch.from_numpy(nodes),
+        features,
+        torch.from_numpy(arrays["labels"]) if facts.get("labels") else None,
     )

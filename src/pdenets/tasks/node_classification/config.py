@@ -3,6 +3,7 @@ task, its report and its checks read them)."""
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -11,7 +12,7 @@ from ...data.graphs import MISSING_FEATURES, accepted_forms
 from ...data.transforms import FEATURE_TRANSFORMS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...models.registry import list_models
-from ...operators.partition import PARTITIONERS
+from ...operators.partition import METIS_EXTRA, PARTITIONERS
 
 __all__ = [
     "BaselineSettings",
@@ -146,6 +147,8 @@ class NodeClassificationConfig(TaskConfig):
             },
         )
         check_fields(self, counts=("diffusion_width",))
+        if self.partition == "metis" and importlib.util.find_spec("pymetis") is None:
+            raise ConfigError(f"partition=metis needs METIS: {METIS_EXTRA}; or use partition=contiguous")
         if self.partition not in PARTITIONERS and not (Path(self.partition) / "partition.json").is_file():
             raise ConfigError(
                 f"partition={self.partition!r} is neither a partitioner ({', '.join(PARTITIONERS)}) "
