@@ -57,6 +57,10 @@ def test_partition_orders_parts_contiguously_and_metis_cuts_fewer_edges():
         assert int(torch.diff(partition.offsets).min()) >= 1
         assert torch.equal(partition.new_ids()[partition.order], torch.arange(120))
     assert contiguous.offsets.tolist() == [0, 40, 80, 120]
+    # the contiguous cut keeps the numbering (the single process's dropout draws and keys): pinned here, fast
+    assert torch.equal(contiguous.order, torch.arange(120))
+    uneven = partition_graph(_graph(7)[0], 3, method="contiguous")
+    assert uneven.order.tolist() == list(range(7)) and uneven.offsets.tolist() == [0, 3, 5, 7]
     assert metis.cut_fraction < contiguous.cut_fraction  # the planted blocks are found
     # the cut fraction is the share of off-diagonal entries between parts, counted by hand
     dense = _dense(weights).numpy()
@@ -141,6 +145,26 @@ def test_masks_of_a_row_block_are_the_rows_of_the_whole_mask():
             assert torch.equal(
                 apply_dropout_mask_(torch.ones(100 - offset, columns), 11, p, offset), whole[offset:]
             )
+
+
+@pytest.mark.cpu_only("apply_dropout_mask_ with a row_offset: the NumPy PCG64 masks of a row block, CPU only")
+@pytest.mark.parametrize("p", [0.25, 0.3337])  # one-byte and two-byte thresholds
+def test_a_row_block_starting_at_a_word_boundary_or_one_byte_off_draws_the_whole_masks_rows(p, monkeypatch):
+    """Row blocks whose first byte is exactly one 8-byte word in, one byte before or after it, or several
+    words
+    in, with chunks of a few rows so that every chunk boundary falls inside a word too."""
+    import pdenets.nn.adjoint_diffusion as adjoint
+
+    itemsize = np.dtype(adjoint.keep_threshold(p)[0]).itemsize
+    monkeypatch.setattr(adjoint, "MASK_CHUNK_ENTRIES", 24)  # chunks of 8 rows at most 3 columns
+    for columns in (1, 3, 8):
+        whole = apply_dropout_mask_(torch.ones(64, columns), 7, p)
+        for first_byte in (7, 8, 9, 16, 24, 40):
+            if first_byte % (columns * itemsize):
+                continue
+            offset = first_byte // (columns * itemsize)
+            block = apply_dropout_mask_(torch.ones(64 - offset, columns), 7, p, offset)
+            assert torch.equal(block, whole[offset:]), (columns, first_byte)
 
 
 def _run_pair(tmp_path, partition_method, settings):
