@@ -221,7 +221,7 @@ def run_task(
     if (
         context.active and not context.is_main
     ):  # a torchrun process beside rank 0: run its share, write nothing
-        return _follow_rank_zero(task, planned, start)
+        return _follow_rank_zero(task, planned, start, context)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
         with ResultsStore(run_dir.file(STORE_FILENAME), task=task.name, columns=task.columns) as store:
@@ -250,6 +250,7 @@ def run_task(
             run_dir.write_results(results)
         except KeyboardInterrupt:
             raise RunInterrupted(path, len(records), len(planned)) from None
+    context.close()  # under torchrun: the processes leave together, once rank 0 has written everything
     return RunOutcome(
         path, results, len(planned), len(stored), new, time.perf_counter() - start, summary, tuple(left_out)
     )
@@ -304,7 +305,9 @@ def launched_by_torchrun() -> bool:
     return os.environ.get("WORLD_SIZE", "1").strip() not in ("", "1")
 
 
-def _follow_rank_zero(task: Task, planned: Sequence[Tuple[str, Any]], start: float) -> RunOutcome:
+def _follow_rank_zero(
+    task: Task, planned: Sequence[Tuple[str, Any]], start: float, context: DistributedContext
+) -> RunOutcome:
     """A process other than rank 0 under ``torchrun``: run the jobs rank 0 runs (each is a collective: a graph
     split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the
     report."""
@@ -314,6 +317,7 @@ def _follow_rank_zero(task: Task, planned: Sequence[Tuple[str, Any]], start: flo
     specs = dict(planned)
     for key in pending:
         _call_job(type(task).run_job, specs[key])
+    context.close()  # waits for rank 0's results and report, then both tear their connections down
     return RunOutcome(Path(path), {}, len(planned), 0, len(pending), time.perf_counter() - start)
 
 
