@@ -81,13 +81,18 @@ def _missing_docs_tools():
     return None
 
 
-def _mathjax_hook():
+def _docs_hook(name):
+    """The module ``docs/hooks/<name>.py`` (the hooks are files mkdocs loads, not a package)."""
     spec = importlib.util.spec_from_file_location(
-        "pdenets_docs_mathjax", ROOT / "docs" / "hooks" / "mathjax.py"
+        f"pdenets_docs_{name}", ROOT / "docs" / "hooks" / f"{name}.py"
     )
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     return hook
+
+
+def _mathjax_hook():
+    return _docs_hook("mathjax")
 
 
 @pytest.fixture(scope="module")
@@ -313,12 +318,7 @@ def test_a_newcomer_finds_getting_started_and_the_gallery_with_figures(site):
 
 
 def _crossrefs_hook():
-    spec = importlib.util.spec_from_file_location(
-        "pdenets_docs_crossrefs", ROOT / "docs" / "hooks" / "crossrefs.py"
-    )
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
+    return _docs_hook("crossrefs")
 
 
 def test_roles_resolve_relative_to_their_entry_then_up_then_by_their_end():

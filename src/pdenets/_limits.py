@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import re
 from decimal import Decimal
-from typing import Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
-__all__ = ["MEMORY_BUDGET_ENV_VAR", "MemoryBudgetError", "memory_budget", "format_bytes"]
+__all__ = ["MEMORY_BUDGET_ENV_VAR", "MemoryBudgetError", "memory_budget", "format_bytes", "npy_header"]
 
 MEMORY_BUDGET_ENV_VAR = "PDENETS_MEMORY_BUDGET"
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -88,3 +88,18 @@ def memory_budget() -> int:
         return int(Decimal(match.group(1)) * _UNITS[match.group(2).upper()])
     physical = _physical_memory()
     return min(8 * 2**30, physical // 2) if physical else 8 * 2**30
+
+
+def npy_header(stream: Any) -> Tuple[Tuple[int, ...], np.dtype]:
+    """The shape and dtype a ``.npy`` stream declares, read from its header alone (nothing allocated):
+    what a reader checks against the budget before reading the array.
+
+    Raises:
+        ValueError: not a ``.npy`` header of version 1 or 2.
+    """
+    version = np.lib.format.read_magic(stream)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f"unsupported .npy version {version}")
+    shape, _, dtype = readers[version](stream)
+    return tuple(int(size) for size in shape), np.dtype(dtype)

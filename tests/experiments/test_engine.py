@@ -192,26 +192,33 @@ def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
         toy(tmp_path / "run", count=2, ray_address="auto")
 
 
-def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
+def _launcher_environment(rank, timeout):
+    """The environment torchrun gives rank ``rank`` of 2, pointing at a free port where no other rank will
+    ever come, with a rendezvous timeout of ``timeout`` seconds."""
     import socket
-    import subprocess
-    import sys
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    return dict(
+        os.environ,
+        WORLD_SIZE="2",
+        RANK=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        PDENETS_RENDEZVOUS_TIMEOUT=str(timeout),
+    )
+
+
+def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
+    import subprocess
+    import sys
+
     code = (
         "from pdenets.experiments.distributed import distributed_context, RendezvousError\n"
         "try:\n    distributed_context()\nexcept RendezvousError as error:\n    print(error)\n"
     )
-    environment = dict(
-        os.environ,
-        WORLD_SIZE="2",
-        RANK="0",
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        PDENETS_RENDEZVOUS_TIMEOUT="2",
-    )
+    environment = _launcher_environment(rank=0, timeout=2)
     done = subprocess.run(
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=60
     )
@@ -226,20 +233,9 @@ def test_a_distributed_environment_without_its_other_ranks_fails_in_one_line():
 def test_a_run_whose_other_ranks_never_come_ends_in_one_line_naming_the_timeout_variable(tmp_path):
     """``pdenets run`` under a launcher environment without the other ranks: exit 1, one line that names
     ``$PDENETS_RENDEZVOUS_TIMEOUT``, no traceback."""
-    import socket
     import sys
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    environment = dict(
-        os.environ,
-        WORLD_SIZE="2",
-        RANK="1",
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        PDENETS_RENDEZVOUS_TIMEOUT="2",
-    )
+    environment = _launcher_environment(rank=1, timeout=2)
     done = subprocess.run(
         [sys.executable, "-m", "pdenets.cli", "run", "synthetic", "--quick", "--out", str(tmp_path / "run")],
         env=environment,

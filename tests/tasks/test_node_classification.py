@@ -471,23 +471,7 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
 def test_real_valued_features_are_standardized_not_binarized(tmp_path):
     """Embeddings as node features: ``auto`` standardizes them (binarized, every row would be ones and the
     models would guess); the jobs, the key and the report say so."""
-    rng = np.random.default_rng(0)
-    labels = np.repeat(np.arange(3), 60)
-    same = labels[:, None] == labels[None, :]
-    adjacency = sp.csr_matrix(
-        np.triu(rng.random((180, 180)) < np.where(same, 0.08, 0.01), 1).astype(np.float32)
-    )
-    features = rng.normal(size=(180, 6)) + 1.5 * np.eye(6)[labels]
-    path = tmp_path / "embedded.npz"
-    np.savez(
-        path,
-        adj_data=adjacency.data,
-        adj_indices=adjacency.indices,
-        adj_indptr=adjacency.indptr,
-        adj_shape=np.array(adjacency.shape),
-        attr_matrix=features.astype(np.float32),
-        labels=labels,
-    )
+    path = write_sbm_npz(tmp_path / "embedded.npz", features=6, p_in=0.08, p_out=0.01, embedded=True)
     job = first_job(str(path), models=["gcn"], max_epochs=60, patience=20)
     assert job.feature_transform == "standardize"
     assert job_key("node-classification", job) != job_key(

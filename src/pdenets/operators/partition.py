@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from .._checks import check_choice, check_positive_int
-from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget
+from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget, npy_header
 from .graph import GraphLike, as_weight_matrix
 
 __all__ = [
@@ -472,15 +472,6 @@ def _check_bytes(path: Path, what: str, needed: int) -> None:
         )
 
 
-def _array_header(stream: Any) -> Tuple[Tuple[int, ...], np.dtype]:
-    version = np.lib.format.read_magic(stream)
-    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-    if version not in readers:
-        raise ValueError(f"unsupported .npy version {version}")
-    shape, _, dtype = readers[version](stream)
-    return tuple(int(size) for size in shape), np.dtype(dtype)
-
-
 def _part_arrays(path: Path) -> Dict[str, np.ndarray]:
     """The arrays of a part file (an uncompressed ``.npz``): every member a plain numeric array, the sizes its
     headers declare checked against the member and the memory budget before anything is read."""
@@ -502,7 +493,7 @@ def _part_arrays(path: Path) -> Dict[str, np.ndarray]:
                 )
             try:
                 with archive.open(info) as stream:
-                    shape, dtype = _array_header(stream)
+                    shape, dtype = npy_header(stream)
             except (ValueError, OSError, zipfile.BadZipFile, SyntaxError) as error:
                 raise PartitionError(f"{path}: {name} is not a .npy array ({str(error)[:100]})") from None
             if dtype.hasobject or dtype.kind not in "biuf":
@@ -553,7 +544,7 @@ def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
     total = facts["num_nodes"]
     try:
         with open(path, "rb") as handle:
-            shape, dtype = _array_header(handle)
+            shape, dtype = npy_header(handle)
     except ValueError as error:
         raise PartitionError(f"{path}: not a .npy array ({str(error).splitlines()[0][:100]})") from None
     if shape != (total,) or dtype != np.dtype(np.int64):

@@ -18,6 +18,7 @@ import torch
 
 from ..._checks import check_labels
 from ..._lazy import LazyModule
+from ..._limits import npy_header
 from ..._registry import Registry
 from ..errors import DatasetError, DatasetNotFoundError
 from ..limits import MemoryBudgetError, check_allocation
@@ -105,17 +106,6 @@ def _missing(path: Path, data_dir: Path, source: str, detail: str = "") -> Datas
 # .npz archives: headers first, allocation after
 
 
-def _npy_header(stream) -> Tuple[Tuple[int, ...], np.dtype]:
-    version = np.lib.format.read_magic(stream)
-    reader = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(
-        version
-    )
-    if reader is None:
-        raise ValueError(f"unsupported .npy version {version}")
-    shape, _, dtype = reader(stream)
-    return tuple(int(s) for s in shape), np.dtype(dtype)
-
-
 class NpzArrays(Dict[str, np.ndarray]):
     """The numeric arrays of an ``.npz`` file by name; ``skipped_objects`` names the object arrays left
     unread."""
@@ -153,7 +143,7 @@ def read_npz_arrays(path: Union[str, Path], *, skip_objects: bool = True) -> Npz
             plan = []
             for info in members:
                 with archive.open(info) as stream:
-                    shape, dtype = _npy_header(stream)
+                    shape, dtype = npy_header(stream)
                 if dtype.hasobject:
                     if skip_objects:
                         skipped.append(info.filename[:-4])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal, Optional, Tuple, Union, overload
 import numpy as np
 import torch
 
+from ..._limits import npy_header
 from ..csvfile import (
     MAX_ID,
     is_number,
@@ -24,7 +25,6 @@ from ._common import (
     _dense_features,
     _labels,
     _missing_features,
-    _npy_header,
     _pyg_data,
     register_graph_format,
 )
@@ -92,7 +92,7 @@ def _npy_table(path: Path) -> np.ndarray:
     """A ``.npy`` array read without pickles, its declared size checked against the budget first."""
     try:
         with regular_file(path).open("rb") as stream:
-            shape, dtype = _npy_header(stream)
+            shape, dtype = npy_header(stream)
         check_allocation(math.prod(shape), dtype.itemsize, f"an array of shape {shape}", path)
         return np.load(path, allow_pickle=False)
     except (DatasetError, MemoryBudgetError):  # ours, already naming the file or the setting
