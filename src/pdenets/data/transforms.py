@@ -19,7 +19,7 @@ import torch
 
 from .._cache import process_cache
 from .._lazy import LazyModule
-from .graphs import _pyg_data, load_graph
+from .graphs import PLANETOID_NAMES, _pyg_data, load_graph
 
 #: scipy.sparse, imported when a graph is read (not when pdenets starts)
 sp = LazyModule("scipy.sparse")
@@ -39,6 +39,7 @@ __all__ = [
     "FEATURE_TRANSFORMS",
     "feature_transform_for",
     "standardize_features",
+    "named_feature_transform",
     "adjacency_matrix",
     "PreparedGraph",
     "prepared_graph",
@@ -156,6 +157,22 @@ def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
     return "bag-of-words" if counts else "standardize"
 
 
+def named_feature_transform(spec: str) -> Optional[str]:
+    """``"bag-of-words"`` for the named citation graphs (``cora``, ``citeseer``, ``pubmed``, by name or as
+    ``planetoid/<name>``), whose protocol binarizes their features whatever they store (PubMed's are TF-IDF);
+    ``None`` for any other graph, whose ``auto`` transform is read from its features.
+
+    Examples:
+        >>> named_feature_transform("Cora"), named_feature_transform("planetoid/PubMed")
+        ('bag-of-words', 'bag-of-words')
+        >>> named_feature_transform("graphs/mine.npz") is None
+        True
+    """
+    name = spec.lower()
+    name = name[len("planetoid/") :] if name.startswith("planetoid/") else name
+    return "bag-of-words" if name in PLANETOID_NAMES else None
+
+
 def preprocess_citation_graph(data: Data, features: str = "bag-of-words") -> Data:
     """The protocol's preprocessing: undirected, no self-loops, largest component, and the features
     transformed by ``features`` (:data:`FEATURE_TRANSFORMS`; the citation protocol's binary + row-normalized
@@ -234,7 +251,7 @@ def prepared_graph(
         missing_features: the features of a graph file without any: ``"identity"`` or ``"degree"``
             (default: ``"identity"``).
         features: how the features enter the models (:data:`FEATURE_TRANSFORMS`; default ``"auto"``:
-            bag-of-words for counts, else standardized).
+            bag-of-words for the named citation graphs and for counts, else standardized).
 
     Returns:
         The :class:`PreparedGraph`, shared by every later call with the same arguments in this process.
@@ -254,7 +271,8 @@ def prepared_graph(
     from ..operators.graph import gcn_normalize
 
     data = load_graph(spec, data_dir, missing_features=missing_features)
-    transform = feature_transform_for(data.x, features)
+    named = named_feature_transform(spec) if features == "auto" else None
+    transform = named or feature_transform_for(data.x, features)
     data = preprocess_citation_graph(data, transform)
     return PreparedGraph(
         x=data.x,

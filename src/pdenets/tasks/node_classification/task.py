@@ -24,7 +24,13 @@ import torch.distributed as dist
 
 from ..._cache import process_cache
 from ...data.splits import Split
-from ...data.transforms import PreparedGraph, graph_facts, graph_label, prepared_graph
+from ...data.transforms import (
+    PreparedGraph,
+    graph_facts,
+    graph_label,
+    named_feature_transform,
+    prepared_graph,
+)
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
 from ...experiments.summary import PaperValue, Stats, group_records
@@ -292,11 +298,15 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             )
 
     def _feature_transform(self, graph_spec: str) -> str:
-        """How ``graph_spec``'s features enter the models: the configured ``feature_transform``, ``auto``
-        resolved on the graph's features (read once per process)."""
+        """How ``graph_spec``'s features enter the models: the configured ``feature_transform``, or ``auto``
+        resolved: bag-of-words for a named citation graph (no file read: the jobs of the paper's graphs are
+        planned without the data folder), else from the graph's features (read once per process)."""
         config = self.config
         if config.feature_transform != "auto":
             return config.feature_transform
+        named = named_feature_transform(graph_spec)  # planned without reading the data folder
+        if named is not None:
+            return named
         facts = getattr(self, "facts", {}).get(graph_label(graph_spec))
         if facts is not None:
             return facts.feature_transform
