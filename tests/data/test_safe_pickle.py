@@ -225,3 +225,21 @@ def test_empty_arrays_load_and_bytes_takes_no_size():
     assert load_array_pickle(pickle.dumps({"a": np.zeros(0, np.float32)}, protocol=2))["a"].shape == (0,)
     with pytest.raises(UnsafePickleError, match="refusing bytes\\(...\\) with arguments"):
         load_array_pickle(pickle.dumps(Reduced(bytes, (10**12,)), protocol=2))
+
+
+def test_a_memo_index_far_beyond_the_pickle_is_refused_at_once(tmp_path):
+    """26 random bytes whose LONG_BINPUT names memo entry 1,330,228,426 (found by the fuzz test): Python's
+    unpickler grows its memo to that size (tens of seconds, gigabytes) before failing; refused first."""
+    import time
+
+    path = tmp_path / "memo.pkl"
+    path.write_bytes(b"M~mr\xca\xacIO\x91\xcd\xb4\x0e\xb1qN\x82\x0e S\xb7\x90\xfa\x18\xaa\xa1?")
+    start = time.perf_counter()
+    with pytest.raises(DatasetError, match=r"memo\.pkl: memo index 1,330,228,426 after 1 opcodes"):
+        load_array_pickle(path)
+    assert time.perf_counter() - start < 5
+    # real pickles number their memo entries from 0 (protocols 0-4, the ones the allow-list reads)
+    shared = [np.arange(3)]
+    for protocol in range(5):
+        loaded = load_array_pickle(pickle.dumps({"a": shared, "b": shared, "c": [shared, shared]}, protocol))
+        assert np.array_equal(loaded["c"][1][0], np.arange(3))

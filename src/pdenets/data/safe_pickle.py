@@ -294,6 +294,29 @@ for _name, _cls in _SPARSE.items():
         ALLOWED_GLOBALS[(_module, _name)] = _cls
 
 
+_MEMO_OPCODES = ("PUT", "BINPUT", "LONG_BINPUT")
+
+
+def _check_memo_indices(data: bytes) -> None:
+    """Refuse a memo index beyond the opcodes before it: Python's unpickler grows its memo table to the
+    largest index a ``PUT`` names, so a 26-byte file naming index 1.3·10⁹ would take gigabytes and tens of
+    seconds before failing. A pickler numbers its memo entries 0, 1, 2, ...: never above the opcodes read."""
+    import pickletools
+
+    operations = pickletools.genops(data)
+    count = 0
+    while True:
+        try:
+            opcode, argument, _ = next(operations)
+        except (StopIteration, ValueError, EOFError, UnicodeDecodeError, pickle.UnpicklingError, KeyError):
+            return  # the end, or corrupt further on: the unpickler says where
+        if opcode.name in _MEMO_OPCODES and isinstance(argument, int) and argument > count:
+            raise DatasetError(
+                f"<pickle>: memo index {argument:,} after {count} opcodes: not a pickle any pickler writes"
+            )
+        count += 1
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         try:
@@ -332,6 +355,7 @@ def load_array_pickle(source: Union[str, Path, bytes]) -> Any:
     if not data:
         raise DatasetError(f"{name}: the file is empty (0 bytes); it should hold a pickle of arrays")
     try:
+        _check_memo_indices(data)
         loaded = _plain(_RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load())
         check_expanded(loaded, "its data", name)
         base = _BASE_CLASS.get(type(loaded))
