@@ -26,7 +26,8 @@ steps backward) and with autograd through the stored steps (one mask kept per st
 
 The memory trials build their graphs with :func:`block_graph_csr` (chunked, CSR with 32-bit
 indices), so that the largest epoch measures the network, not the graph generator; one epoch at a
-given size: ``python benchmarks/graph.py --trial pdenets 20000000 20`` (prints the peak and the time).
+given size: ``python benchmarks/graph.py --trial pdenets 20000000 20 [block|knn]`` (prints the peak, the
+epoch's time and the time to build the model, its operator's node order included).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import graph_scale  # noqa: E402
 import pdenets  # noqa: E402,F401
 from _common import largest_size, median_time, peak_memory_gib, run_trial  # noqa: E402
-from _graphs import block_graph_csr  # noqa: E402
+from _graphs import block_graph_csr, knn_graph_csr  # noqa: E402
 from pdenets.models import DiffResNet  # noqa: E402
 from pdenets.operators import gcn_normalize  # noqa: E402
 
@@ -172,17 +173,19 @@ def bench(label, x, labels, weights, train, *, dense_ok: bool, repeats: int):
     return result
 
 
-def trial(kind: str, num_nodes: int, num_steps: int = NUM_STEPS) -> None:
+def trial(kind: str, num_nodes: int, num_steps: int = NUM_STEPS, graph: str = "block") -> None:
     """Child process: one training epoch at size N, features 64.
 
     ``kind``: ``pdenets`` (adjoint backward), ``autograd`` (pdenets, backward through the
-    stored steps) or ``dense``.
+    stored steps) or ``dense``; ``graph``: ``block`` or ``knn`` (:mod:`_graphs`).
     """
     if kind == "dense":
         x, labels, weights, train = make_problem("block", num_nodes)
     else:  # built in CSR with 32-bit indices: at tens of millions of nodes the edge list is the memory
-        x, labels, weights = block_graph_csr(num_nodes, 5, 10, 64)
+        build = knn_graph_csr if graph == "knn" else block_graph_csr
+        x, labels, weights = build(num_nodes, 5, 10, 64)
         train = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(0))[:100]
+    built = time.perf_counter()
     torch.manual_seed(0)
     model = DiffResNet(
         x.shape[1],
@@ -205,12 +208,16 @@ def trial(kind: str, num_nodes: int, num_steps: int = NUM_STEPS) -> None:
         del x, weights  # the model holds the operator
     start = time.perf_counter()
     epoch_function(model, inputs, labels, train)()
-    print(json.dumps({"peak_gib": peak_memory_gib(), "epoch_s": time.perf_counter() - start}))
+    print(
+        json.dumps(
+            {"peak_gib": peak_memory_gib(), "epoch_s": time.perf_counter() - start, "model_s": start - built}
+        )
+    )
 
 
 def main() -> None:
-    if len(sys.argv) in (4, 5) and sys.argv[1] == "--trial":
-        trial(sys.argv[2], *map(int, sys.argv[3:]))
+    if len(sys.argv) in (4, 5, 6) and sys.argv[1] == "--trial":
+        trial(sys.argv[2], *map(int, sys.argv[3:5]), *sys.argv[5:])
         return
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":  # a process of --distributed
         graph_scale.worker(sys.argv[2], sys.argv[3], whole=sys.argv[4] == "whole")
@@ -247,6 +254,13 @@ def main() -> None:
         choices=("metis", "contiguous"),
         help="how --distributed splits the graph (default: metis)",
     )
+    parser.add_argument(
+        "--graph",
+        choices=("knn", "block", "both"),
+        default="both",
+        help="--roofline / --distributed: the k-NN graph of data points, the block graph of random edges, "
+        "or both (default)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="--roofline: timed epochs per thread count")
     parser.add_argument(
         "--estimate",
@@ -264,11 +278,15 @@ def main() -> None:
     if args.roofline or args.distributed:
         if args.distributed and args.distributed < 2:
             parser.error("--distributed needs K >= 2 processes")
-        result = {}
-        if args.roofline:
-            result["roofline"] = graph_scale.roofline(max(1, args.repeats))
-        if args.distributed:
-            result["distributed"] = graph_scale.distributed(args.distributed, args.partitioner)
+        result: dict = {"roofline": {}, "distributed": {}}
+        graphs = graph_scale.GRAPHS if args.graph == "both" else (args.graph,)
+        for graph in graphs:
+            if args.roofline:
+                result["roofline"][graph] = graph_scale.roofline(max(1, args.repeats), graph)
+            if args.distributed:
+                result["distributed"][graph] = graph_scale.distributed(
+                    args.distributed, args.partitioner, graph
+                )
         if args.json:
             with open(args.json, "x", encoding="utf-8") as handle:
                 json.dump(result, handle, indent=2, default=str)

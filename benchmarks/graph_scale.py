@@ -1,12 +1,18 @@
 """One Diff-ResNet epoch on a large graph: how far from the memory roofline, and split over processes.
 
-    python benchmarks/graph.py --roofline # bandwidth, bytes per epoch, epoch time on 1 and 2 cores (~6 min)
-    python benchmarks/graph.py --distributed 2 # the same epoch on 2 processes vs 1: equal loss and gradients,
-                                                  # peak memory per process (~6 min)
+    python benchmarks/graph.py --roofline [--graph knn|block]   # bandwidth, bytes per epoch, node orders,
+                                                                # epoch time on 1 and 2 cores
+    python benchmarks/graph.py --distributed 2 [--graph knn|block] # the same epoch on 2 processes vs 1:
+                                                  # equal loss and gradients, peak memory per process
 
-Both use the 1,048,576-node block graph of ``block_graph_csr`` (5 blocks, average degree ~10, 64 features),
-``r = 20`` diffusion steps with dropout 0.25 before each, ``γ = 0.25``; an epoch is one training step
-(forward, adjoint backward, Adam) and one evaluation pass, as in ``benchmarks/graph.py``.
+Two graphs of 1,048,576 nodes, 64 features, both by default (``--graph`` picks one): ``knn``, the graph
+Diff-ResNet builds on data (each point of a 5-component Gaussian mixture in 3-D linked to its 10 nearest
+points, symmetrized; the nodes in the random order of the points, as a user's ids come), and ``block``
+(``block_graph_csr``: 5 blocks, average degree ~10, 80 % of the edges inside a block, at random: no
+order gives its rows locality, the worst case). ``r = 20`` diffusion steps with dropout 0.25 before each,
+``γ = 0.25``; an epoch is one training step (forward, adjoint backward, Adam) and one evaluation pass, as in
+``benchmarks/graph.py``. The model's operator keeps its default ``node_order="auto"``: the k-NN graph is
+stored in reverse Cuthill–McKee order, the block graph as given.
 
 **Bytes an epoch must move** (the roofline's numerator), per diffusion step on ``C`` columns: the stored
 entries of ``A`` and their column indices (``nnz × (4 + 4)``), the row pointers (``(N + 1) × 4``), one
@@ -83,11 +89,89 @@ def epoch_bytes(
     }
 
 
-def _problem():
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _graphs import block_graph_csr
+#: the graphs measured: a k-NN graph of data points (Diff-ResNet's own kind; nodes in random order), and the
+#: block graph of random edges (the worst case: no order gives its rows locality)
+GRAPHS = ("knn", "block")
 
-    return block_graph_csr(NODES, CLASSES, 10, FEATURES)
+
+def _problem(graph: str = "block", nodes: int = 0):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _graphs import block_graph_csr, knn_graph_csr
+
+    build = knn_graph_csr if graph == "knn" else block_graph_csr
+    return build(nodes or NODES, CLASSES, 10, FEATURES)
+
+
+def compare_orders(weights, graph: str) -> dict:
+    """One step ``A X`` (64 columns, the compiled kernel, 2 threads) in each node order, side by side: the
+    given order, reverse Cuthill–McKee (what ``node_order="auto"`` picks where it pays), METIS parts of
+    4,096 nodes one after another, and (the k-NN graph, whose points are known) a Morton space-filling
+    order of the points."""
+    import scipy.sparse as sp
+
+    from pdenets.operators import spmm_kernel
+    from pdenets.operators.locality import locality, locality_order, permuted
+
+    matrix = sp.csr_matrix(
+        (weights.values().numpy(), weights.col_indices().numpy(), weights.crow_indices().numpy()),
+        shape=tuple(weights.shape),
+    )
+    nodes = matrix.shape[0]
+    orders = {"given": (lambda: None)}
+    orders["RCM"] = lambda: locality_order(matrix, "rcm")
+
+    def metis_parts():
+        import pymetis
+
+        _, membership = pymetis.part_graph(max(2, nodes // 4096), xadj=matrix.indptr, adjncy=matrix.indices)
+        return np.argsort(np.asarray(membership), kind="stable")
+
+    orders["METIS parts of 4,096"] = metis_parts
+    if graph == "knn":
+        from _graphs import mixture_points
+
+        orders["Morton (the points)"] = lambda: morton_order(mixture_points(nodes, CLASSES)[0])
+    torch.set_num_threads(2)
+    features = np.random.default_rng(0).random((nodes, FEATURES), dtype=np.float32)
+    rows = {}
+    print(f"\nnode orders of the {graph} graph: one step A X (64 columns, 2 threads, median of 3):")
+    print("| order | locality (entries within 32,768 rows) | step s | finding the order s |")
+    print("|---|---:|---:|---:|")
+    for name, find in orders.items():
+        start = time.perf_counter()
+        try:
+            order = find()
+        except ImportError as error:
+            print(f"| {name} | — | — | ({error}) |")
+            continue
+        seconds = time.perf_counter() - start
+        stored = matrix if order is None else permuted(matrix, order)
+        spmm_kernel.csr_product(stored.indptr, stored.indices, stored.data, features)
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            spmm_kernel.csr_product(stored.indptr, stored.indices, stored.data, features)
+            times.append(time.perf_counter() - start)
+        rows[name] = {
+            "locality": locality(stored.indptr, stored.indices),
+            "step_s": float(np.median(times)),
+            "order_s": seconds,
+        }
+        print(f"| {name} | {rows[name]['locality']:.3f} | {rows[name]['step_s']:.3f} | {seconds:.1f} |")
+    return rows
+
+
+def morton_order(points: np.ndarray, bits: int = 10) -> np.ndarray:
+    """The points sorted along a Z-order (Morton) curve of ``bits`` bits per axis."""
+    low, span = points.min(0), np.ptp(points, 0) + 1e-12
+    grid = np.clip((points - low) / span * (2**bits - 1), 0, 2**bits - 1).astype(np.uint64)
+    code = np.zeros(len(points), dtype=np.uint64)
+    for bit in range(bits):
+        for axis in range(points.shape[1]):
+            code |= ((grid[:, axis] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(
+                points.shape[1] * bit + axis
+            )
+    return np.argsort(code, kind="stable")
 
 
 def _epoch(model, inputs, labels, train, optimizer, loss_function=None):
@@ -139,7 +223,7 @@ def compare_kernels(weights, step_bytes: float, bandwidth: float) -> dict:
     return kernels
 
 
-def roofline(repeats: int = 1) -> dict:
+def roofline(repeats: int = 1, graph: str = "block") -> dict:
     from pdenets.models import DiffResNet
     from pdenets.operators import spmm_kernel
 
@@ -151,11 +235,11 @@ def roofline(repeats: int = 1) -> dict:
             f"{threads} thread(s): triad {bandwidth[threads] / 1e9:.2f} GB/s, random 256-byte rows "
             f"{gather[threads] / 1e9:.2f} GB/s"
         )
-    x, labels, weights = _problem()
+    x, labels, weights = _problem(graph)
     nnz, nodes = int(weights._nnz()), int(weights.shape[0])
     phases = epoch_bytes(nnz, nodes)
     total = sum(phases.values())
-    print(f"\nblock graph: N = {nodes:,}, stored entries of A = {nnz:,}, {FEATURES} features, r = {STEPS}")
+    print(f"\n{graph} graph: N = {nodes:,}, stored entries of A = {nnz:,}, {FEATURES} features, r = {STEPS}")
     print(
         "bytes per epoch: "
         + ", ".join(f"{name} {value / 1e9:.1f} GB" for name, value in phases.items())
@@ -163,6 +247,7 @@ def roofline(repeats: int = 1) -> dict:
     )
 
     kernels = compare_kernels(weights, phases["forward"] / STEPS, bandwidth[2])
+    orders = compare_orders(weights, graph)
 
     torch.manual_seed(0)
     train = torch.randperm(nodes, generator=torch.Generator().manual_seed(0))[:100]
@@ -178,6 +263,8 @@ def roofline(repeats: int = 1) -> dict:
         check_stability=False,
     )
     del weights
+    stored = model.diffusion.operator_for(x).order is not None
+    print(f"\nthe model's operator: {model.diffusion.operator_for(x)!r}")
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
 
     def epoch():
@@ -232,6 +319,9 @@ def roofline(repeats: int = 1) -> dict:
             f"{times[threads] / gather_bound[threads]:.2f} |"
         )
     result = {
+        "graph": graph,
+        "stored_in_rcm_order": stored,
+        "orders": orders,
         "nodes": nodes,
         "nnz": nnz,
         "bytes": phases,
@@ -243,7 +333,7 @@ def roofline(repeats: int = 1) -> dict:
         "profile_s": spent,
     }
     print(
-        f"roofline: nodes {nodes}, epoch {times[2]:.1f} s, memory bound {bound[2]:.1f} s, "
+        f"roofline: graph {graph}, nodes {nodes}, epoch {times[2]:.1f} s, memory bound {bound[2]:.1f} s, "
         f"ratio {times[2] / bound[2]:.2f}"
     )
     return result
@@ -269,7 +359,7 @@ def worker(folder: str, out: str, whole: bool) -> None:
         partitioned_cross_entropy,
         partitioned_diff_resnet,
     )
-    from pdenets.operators import load_part
+    from pdenets.operators import DiffusionOperator, load_part
 
     torch.set_num_threads(1)
     if not whole:
@@ -315,9 +405,12 @@ def worker(folder: str, out: str, whole: bool) -> None:
             [torch.arange(p.first, p.first + p.labels.numel())[p.labels >= 0][::10000] for p in parts]
         )
         del parts, rows
-        torch.manual_seed(0)
-        model = DiffResNet(FEATURES, CLASSES, weights=weights, **settings)
+        # in the partition's order, as the processes hold it: the same dropout masks on the same rows
+        operator = DiffusionOperator(weights, STEP_SIZE, check_stability=False, node_order="given")
         del weights
+        torch.manual_seed(0)
+        model = DiffResNet(FEATURES, CLASSES, weights=operator, **settings)
+        del operator
         loss_function = None
     else:
         part = load_part(folder, rank)
@@ -357,12 +450,12 @@ def worker(folder: str, out: str, whole: bool) -> None:
         dist.destroy_process_group()
 
 
-def distributed(ranks: int, method: str = "metis") -> dict:
+def distributed(ranks: int, method: str = "metis", graph: str = "block") -> dict:
     from pdenets.operators import partition_graph, save_partition
 
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "graph.py")  # its --worker mode
     with tempfile.TemporaryDirectory() as scratch:
-        x, labels, weights = _problem()
+        x, labels, weights = _problem(graph)
         start = time.perf_counter()
         partition = partition_graph(weights, ranks, method=method)
         partition_s = time.perf_counter() - start
@@ -372,7 +465,8 @@ def distributed(ranks: int, method: str = "metis") -> dict:
         nodes = int(weights.shape[0])
         del x, labels, weights
         print(
-            f"partitioned {nodes:,} nodes into {ranks} parts with {method} in {partition_s:.1f} s "
+            f"{graph} graph: partitioned {nodes:,} nodes into {ranks} parts with {method} in "
+            f"{partition_s:.1f} s "
             f"(cut: {100 * partition.cut_fraction:.1f} % of the edges)"
         )
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -424,12 +518,13 @@ def distributed(ranks: int, method: str = "metis") -> dict:
             f"rows (1 thread)"
         )
     print(
-        f"distributed: ranks {ranks}, max |loss - single| {loss_error:.2e}, max |grad - single| "
-        f"{grad_error:.2e}, "
+        f"distributed: graph {graph}, ranks {ranks}, max |loss - single| {loss_error:.2e}, "
+        f"max |grad - single| {grad_error:.2e}, "
         f"peak per rank {peak:.2f} GiB, single {whole['peak_gib']:.2f} GiB, halo {halo:.1f} % of nodes, "
         f"epoch {epoch:.1f} s"
     )
     return {
+        "graph": graph,
         "ranks": ranks,
         "loss_error": loss_error,
         "grad_error": grad_error,
@@ -527,6 +622,7 @@ def print_estimate(roofline_json=None, network_gbit: float = 100.0) -> None:
     if roofline_json:
         with open(roofline_json, encoding="utf-8") as handle:
             measured = json.load(handle)["roofline"]
+        measured = measured.get("block", measured)  # the block graph's figures (older files: the only ones)
         bandwidth = float(measured["triad_bytes_per_s"]["2"])
         ratio = float(measured["epoch_s"]["2"]) / float(measured["bound_s"]["2"])
     else:

@@ -22,7 +22,11 @@ memory of a training step does not grow with ``r``: the input, the output and on
 array of ``N × C`` (plus a bounded chunk of mask bytes). ``Aᵀ`` is the operator's
 precomputed transpose. On the CPU the masks are the ones :func:`~pdenets.nn.dropout.fast_dropout`
 draws (same seeds from torch's generator, same bytes), so a model gives the same numbers
-with either backward; on other devices they come from a ``torch.Generator`` per step.
+with either backward; on other devices they come from a ``torch.Generator`` per step. An operator stored
+in a locality order (:class:`~pdenets.operators.DiffusionOperator`'s ``node_order``) runs the steps in that
+order, between one permutation in and one out, and both backward passes draw the masks on it. Large masks
+(:data:`~pdenets.nn.mask_kernel.MIN_ENTRIES` entries) are drawn and applied in one compiled pass on every
+thread where ``numba`` is installed (:mod:`~pdenets.nn.mask_kernel`: the same bytes).
 
 Examples:
     >>> import torch
@@ -45,6 +49,7 @@ import torch
 from .._checks import check_choice, check_positive_int, check_probability
 from ..operators.diffusion import DiffusionOperator
 from ..operators.partitioned import PartitionedDiffusion
+from . import mask_kernel
 from .dropout import keep_threshold
 
 __all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
@@ -85,6 +90,11 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
         return features.mul_(keep_mask.to(features.dtype).mul_(scale))
     rows, columns = features.shape
     itemsize = np.dtype(dtype).itemsize
+    if features.numel() >= mask_kernel.MIN_ENTRIES and features.is_contiguous() and mask_kernel.available():
+        mask_kernel.apply_mask(  # the same bytes, drawn on every thread and applied in the same pass
+            features.detach().numpy(), seed, row_offset * columns * itemsize, itemsize, threshold, scale
+        )
+        return features
     rows_per_chunk = max(8, (MASK_CHUNK_ENTRIES // max(columns, 1)) // 8 * 8)  # chunks of whole 8-byte words
     value_type = np.float64 if features.dtype == torch.float64 else np.float32
     bits = np.random.PCG64(seed)
@@ -110,6 +120,15 @@ def apply_dropout_mask_(features: torch.Tensor, seed: int, p: float, row_offset:
     return features
 
 
+def _mask_of(seed: int, p: float, row_offset: int, features: torch.Tensor):
+    """``(seed, first_byte, itemsize, threshold, scale)``: :func:`apply_dropout_mask_`'s mask of a step's
+    output, for a product that applies it as it writes (rows of ``features``' width)."""
+    dtype, threshold, keep = keep_threshold(p)
+    itemsize = np.dtype(dtype).itemsize
+    width = features.shape[1] if features.dim() > 1 else 1
+    return seed, row_offset * width * itemsize, itemsize, threshold, 1.0 / keep
+
+
 def _steps(
     operator: Operator,
     features: torch.Tensor,
@@ -119,16 +138,28 @@ def _steps(
     transpose: bool,
 ) -> torch.Tensor:
     """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
-    order = reversed(seeds) if transpose else seeds
+    order = list(reversed(seeds) if transpose else seeds)
     mask_first = before != transpose  # forward-before and adjoint-after mask the step's input
     offset = operator.row_offset  # a process's rows of a partitioned graph get those rows' masks
-    for index, seed in enumerate(order):
-        if mask_first and seed is not None:
-            features = apply_dropout_mask_(features.clone() if index == 0 else features, seed, p, offset)
-        features = operator.product(features, transpose)
-        if not mask_first and seed is not None:
-            apply_dropout_mask_(features, seed, p, offset)
-    return features
+    reordered = operator.order is not None  # stored in a locality order: the steps run in it, masks too
+    if reordered:
+        features = operator.to_stored(features)  # a copy: the masks below may write into it
+    if mask_first and order and order[0] is not None:
+        features = apply_dropout_mask_(features if reordered else features.clone(), order[0], p, offset)
+    for index in range(len(order)):
+        # the mask that follows this product: the next step's input mask, or this step's output mask
+        following = (order[index + 1] if index + 1 < len(order) else None) if mask_first else order[index]
+        fused = None
+        if following is not None:
+            mask = _mask_of(following, p, offset, features)
+            fused = operator.masked_stored_product(features, transpose, mask)
+        if fused is not None:  # product and mask in one pass
+            features = fused
+            continue
+        features = operator.stored_product(features, transpose)
+        if following is not None:
+            apply_dropout_mask_(features, following, p, offset)
+    return operator.to_nodes(features)
 
 
 class _AdjointDiffusion(torch.autograd.Function):

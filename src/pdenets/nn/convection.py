@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -119,9 +120,10 @@ class _SparseInputConvection(torch.autograd.Function):
     """``x + ReLU(x W₁ᵀ + b₁)`` for a constant sparse ``x`` (the graph variant on bag-of-words inputs).
 
     Autograd through the plain expression keeps ``ReLU(x W₁ᵀ + b₁)`` (4 bytes per entry) and a dense copy
-    of ``x`` for the sum; the backward needs only where the ReLU was active, so this keeps a byte mask and
-    computes the output in one buffer. Gradients: ``∂ℓ/∂W₁ = (G ⊙ M)ᵀ x``, ``∂ℓ/∂b₁ = Σ_rows G ⊙ M`` with
-    ``G = ∂ℓ/∂out`` and ``M`` the mask (``x`` is data: no gradient).
+    of ``x`` for the sum; the backward needs only where the ReLU was active, so this keeps a mask (one bit
+    an entry on the CPU, a byte elsewhere) and computes the output in one buffer. Gradients:
+    ``∂ℓ/∂W₁ = (G ⊙ M)ᵀ x``, ``∂ℓ/∂b₁ = Σ_rows G ⊙ M`` with ``G = ∂ℓ/∂out`` and ``M`` the mask (``x`` is
+    data: no gradient).
     """
 
     @staticmethod
@@ -133,7 +135,10 @@ class _SparseInputConvection(torch.autograd.Function):
             out.add_(bias)
         mask = out > 0
         out.relu_().add_(x)
-        ctx.matrix, ctx.has_bias = matrix, bias is not None
+        ctx.matrix, ctx.has_bias, ctx.packed_columns = matrix, bias is not None, None
+        if mask.device.type == "cpu":  # one bit an entry: 1.2 GiB less at 20 M nodes × 64 features
+            ctx.packed_columns = mask.shape[1]
+            mask = torch.from_numpy(np.packbits(mask.numpy(), axis=1))
         ctx.save_for_backward(mask)
         return out
 
@@ -143,6 +148,9 @@ class _SparseInputConvection(torch.autograd.Function):
         ctx: Any, grad_output: torch.Tensor
     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], None, None]:
         (mask,) = ctx.saved_tensors
+        if ctx.packed_columns is not None:
+            bits = np.unpackbits(mask.numpy(), axis=1, count=ctx.packed_columns)
+            mask = torch.from_numpy(bits.view(np.bool_))
         grad_pre = grad_output * mask
         grad_weight = ctx.matrix.T.product(grad_pre).t() if ctx.needs_input_grad[0] else None
         grad_bias = grad_pre.sum(0) if ctx.has_bias and ctx.needs_input_grad[1] else None

@@ -24,6 +24,7 @@ from .graph import (
 )
 from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
+from .locality import NODE_ORDERS, locality_order
 from .partition import (
     GraphPartition,
     PartFile,
@@ -52,6 +53,8 @@ __all__ = [
     "appnp_propagate",
     "SparseMatrix",
     "PartitionedDiffusion",
+    "NODE_ORDERS",
+    "locality_order",
     "GraphPartition",
     "PartFile",
     "partition_graph",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -58,6 +58,7 @@ from .graph import (
     symmetric_normalize,
 )
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
+from .locality import NODE_ORDERS, locality_order, permuted
 from .slice_graphs import SliceGraphs
 from .sparse import SparseMatrix
 
@@ -162,10 +163,19 @@ class DiffusionOperator:
             eigenvalues lie in ``[0, 2]`` and ``γ ≤ 1`` is stable. With unit self-loops in
             ``W`` and ``γ = 1`` one step is GCN's propagation ``D̃^{-1/2} (A + I) D̃^{-1/2} X``)
             (default: ``"combinatorial"``).
+        node_order: how a sparse ``A`` on the CPU is stored: ``"given"`` (the nodes' own numbers),
+            ``"rcm"`` (renumbered by reverse Cuthill–McKee, so that neighbours sit near each other in
+            memory) or ``"auto"``: RCM where it pays (:func:`~pdenets.operators.locality.locality_order`:
+            graphs of at least 262,144 nodes whose given order has little locality and RCM's much).
+            Renumbering is internal: every method takes and returns features in the nodes' own order;
+            the steps of :meth:`apply` and the adjoint diffusion run in the stored order between one
+            permutation in and one out (dropout masks are drawn in the stored order). (default:
+            ``"auto"``)
 
     Raises:
         UnstableStepSizeError: ``check_stability`` is set and ``γ`` exceeds the stability bound.
-        ValueError: ``γ ≤ 0``, an unknown ``laplacian`` or invalid weights (negative, non-square).
+        ValueError: ``γ ≤ 0``, an unknown ``laplacian`` or ``node_order``, or invalid weights (negative,
+            non-square).
 
     Examples:
         >>> import torch
@@ -178,6 +188,10 @@ class DiffusionOperator:
 
     #: the id of the first row (a whole graph: 0; one process's rows of a partitioned graph start elsewhere)
     row_offset = 0
+    #: the stored order: ``order[i]`` is the node stored as row ``i`` (``None``: the nodes' own order)
+    order: Optional[torch.Tensor] = None
+    #: the inverse of :attr:`order`: ``position[v]`` is the stored row of node ``v``
+    position: Optional[torch.Tensor] = None
 
     def __init__(
         self,
@@ -187,9 +201,11 @@ class DiffusionOperator:
         check_stability: bool = True,
         num_nodes: Optional[int] = None,
         laplacian: str = "combinatorial",
+        node_order: str = "auto",
     ):
         self.step_size = check_positive(step_size, "step_size")
         self.laplacian = check_choice(laplacian, "laplacian", LAPLACIANS)
+        self.node_order = check_choice(node_order, "node_order", NODE_ORDERS)
         if (
             isinstance(weights, torch.Tensor)
             and weights.layout == torch.sparse_csr
@@ -199,6 +215,7 @@ class DiffusionOperator:
             and num_nodes in (None, weights.shape[-1])
             and self._from_csr(weights, check_stability)
         ):
+            self._reorder()
             return
         weights = as_weight_matrix(weights, num_nodes)
         self.num_nodes = _check_has_nodes(int(weights.shape[0]))
@@ -232,6 +249,45 @@ class DiffusionOperator:
         # a sparse A is kept once, as the CSR of its products (no second COO copy)
         self._matrix = matrix if self.dense or self.requires_grad else None
         self.propagation = None if self.dense else SparseMatrix(matrix)
+        if self._matrix is None and matrix.device.type == "cpu":
+            self._reorder()
+
+    def _reorder(self) -> None:
+        """Store ``A`` in :func:`~pdenets.operators.locality.locality_order`'s order, where it finds one."""
+        assert self.propagation is not None  # a CPU sparse operator
+        if self.node_order == "given" or (self.node_order == "auto" and self.num_nodes < 2):
+            return
+        view = self.propagation.scipy(self.propagation._parts()[2].dtype)
+        order = locality_order(view, self.node_order)
+        if order is None:
+            return
+        stored = permuted(view, order)
+        self.propagation = SparseMatrix(
+            torch.sparse_csr_tensor(
+                torch.from_numpy(stored.indptr),
+                torch.from_numpy(stored.indices),
+                torch.from_numpy(stored.data),
+                stored.shape,
+                check_invariants=False,
+            )
+        )
+        index_type = torch.int32 if self.num_nodes < 2**31 else torch.int64
+        self.order = torch.from_numpy(order).to(index_type)
+        position = torch.empty_like(self.order)
+        position[self.order.long()] = torch.arange(self.num_nodes, dtype=index_type)
+        self.position = position
+
+    def to_stored(self, features: torch.Tensor) -> torch.Tensor:
+        """``features`` (node order, ``(N, *)``) in the stored order (themselves when it is the same)."""
+        if self.order is None:
+            return features
+        return features.index_select(0, self.order.to(features.device))
+
+    def to_nodes(self, features: torch.Tensor) -> torch.Tensor:
+        """``features`` in the stored order back in the nodes' own order (themselves when it is the same)."""
+        if self.position is None:
+            return features
+        return features.index_select(0, self.position.to(features.device))
 
     def _warn_if_edgeless(self) -> None:
         if math.isinf(self.bound) and self.num_nodes > 1:
@@ -296,7 +352,11 @@ class DiffusionOperator:
         if self._matrix is not None:
             return self._matrix
         assert self.propagation is not None  # an operator without a kept A is sparse: it stores the CSR
-        return self.propagation.to_coo()
+        stored = self.propagation.to_coo()
+        if self.order is None:
+            return stored
+        order = self.order.long()
+        return torch.sparse_coo_tensor(order[stored.indices()], stored.values(), stored.shape).coalesce()
 
     def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
         """One step ``A X`` (or ``Aᵀ X`` with ``transpose``) on 2-D features ``(N, C)``, outside autograd.
@@ -307,8 +367,24 @@ class DiffusionOperator:
         if self.dense:
             matrix = self.matrix().to(device=features.device, dtype=features.dtype)
             return (matrix.T if transpose else matrix) @ features
+        return self.to_nodes(self.stored_product(self.to_stored(features), transpose))
+
+    def stored_product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """:meth:`product` of features in the stored order (:meth:`to_stored`), in the stored order."""
+        if self.dense:
+            return self.product(features, transpose)
         assert self.propagation is not None  # a sparse operator stores the CSR
         return (self.propagation.T if transpose else self.propagation).product(features)
+
+    def masked_stored_product(
+        self, features: torch.Tensor, transpose: bool, mask: Tuple[int, int, int, int, float]
+    ) -> Optional[torch.Tensor]:
+        """:meth:`stored_product` with a dropout mask applied to the output as it is written, where the
+        compiled kernel runs it (:meth:`~pdenets.operators.SparseMatrix.masked_product`), else ``None``."""
+        if self.dense:
+            return None
+        assert self.propagation is not None  # a sparse operator stores the CSR
+        return (self.propagation.T if transpose else self.propagation).masked_product(features, mask)
 
     def apply(
         self,
@@ -344,7 +420,7 @@ class DiffusionOperator:
             )
         num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
         shape = features.shape
-        flat = features.reshape(shape[0], -1)
+        flat = self.to_stored(features.reshape(shape[0], -1))
         dense = None
         if self.dense:
             assert self._matrix is not None  # a dense operator keeps A
@@ -364,14 +440,15 @@ class DiffusionOperator:
             flat = stepped if step_scale is None else flat + step_scale * (stepped - flat)
             if after_step is not None:
                 flat = after_step(flat)
-        return flat.reshape(shape)
+        return self.to_nodes(flat).reshape(shape)
 
     def __repr__(self) -> str:
         kind = "dense" if self.dense or self.propagation is None else f"sparse, nnz={self.propagation.nnz}"
         laplacian = "" if self.laplacian == "combinatorial" else ", normalized Laplacian"
+        stored = "" if self.order is None else ", stored in RCM order"
         return (
             f"DiffusionOperator(N={self.num_nodes}, step_size={self.step_size:g}, bound={self.bound:.4g}, "
-            f"{kind}{laplacian})"
+            f"{kind}{laplacian}{stored})"
         )
 
 

@@ -6,7 +6,9 @@ contiguous: the nodes are renumbered so that part ``k`` is the range ``offsets[k
 new numbering (``order[new] = old``). Two partitioners:
 
 * ``"metis"``: METIS's multilevel k-way partition (through ``pymetis``): few edges between parts, so
-  few halo rows to exchange per step;
+  few halo rows to exchange per step. Inside each part the nodes follow reverse Cuthill–McKee where that
+  pays (:func:`~pdenets.operators.locality.locality_order`: graphs of 262,144 nodes or more), so that a
+  process's own rows are near each other in memory too;
 * ``"contiguous"``: the nodes in their given order cut into ``K`` equal ranges: free, and as good as the
   numbering (a graph numbered by crawl order or by a previous METIS run); on a random graph nearly every
   node becomes somebody's halo.
@@ -48,6 +50,7 @@ import torch
 from .._checks import check_choice, check_positive_int
 from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget, npy_header
 from .graph import GraphLike, as_weight_matrix
+from .locality import locality_order
 
 __all__ = [
     "GraphPartition",
@@ -203,7 +206,11 @@ def partition_graph(
         assignment = np.asarray(membership, dtype=np.int64)
         if np.bincount(assignment, minlength=num_parts).min() == 0:  # METIS left a part empty: cut evenly
             assignment = (np.arange(size, dtype=np.int64) * num_parts) // size
-    order = np.argsort(assignment, kind="stable")
+    within = locality_order(graph.tocsr(), "auto") if num_parts > 1 and method == "metis" else None
+    if within is None:
+        order = np.argsort(assignment, kind="stable")
+    else:  # each part's nodes in RCM order, so that a process's own rows are near each other too
+        order = within[np.argsort(assignment[within], kind="stable")]
     offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=num_parts))])
     coo = graph.tocoo()
     off_diagonal = coo.row != coo.col

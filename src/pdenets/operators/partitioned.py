@@ -351,6 +351,23 @@ class PartitionedDiffusion:
             index = self._send[peer] = index.to(device)
         return index
 
+    #: a process's rows are stored in the partition's order (its file already grouped them for locality)
+    order = None
+
+    def to_stored(self, features: torch.Tensor) -> torch.Tensor:
+        """``features`` themselves: the rows are stored in their own order."""
+        return features
+
+    to_nodes = to_stored
+
+    def stored_product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """:meth:`product` (the stored order is the rows' own)."""
+        return self.product(features, transpose)
+
+    def masked_stored_product(self, features: torch.Tensor, transpose: bool, mask) -> None:
+        """``None``: the caller multiplies, then masks (a product here exchanges halos first)."""
+        return None
+
     def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
         """One step ``A X`` (or ``Aᵀ G``) on this process's rows ``(n_k, C)``, outside autograd."""
         features = features.contiguous()

@@ -208,6 +208,24 @@ class SparseMatrix:
             return torch.from_numpy(np.ascontiguousarray(self.scipy(_SCIPY_DTYPES[dense.dtype]) @ array))
         return self.torch_csr(dense.device, dense.dtype) @ dense.contiguous()
 
+    def masked_product(
+        self, dense: torch.Tensor, mask: Tuple[int, int, int, int, float]
+    ) -> Optional[torch.Tensor]:
+        """``D (M @ dense)`` in one pass where :meth:`product` takes the compiled kernel, else ``None`` (the
+        caller multiplies and masks). ``mask``: see :func:`~pdenets.operators.spmm_kernel.masked_csr_product`.
+        """
+        if (
+            dense.device.type != "cpu"
+            or dense.dtype not in _SCIPY_DTYPES
+            or self.shape[0] * dense.shape[1] < SCIPY_MIN_OUTPUT
+            or dense.shape[1] > COMPILED_MAX_COLUMNS
+            or not spmm_kernel.available()
+        ):
+            return None
+        crow, col, values = self._parts()
+        array = dense.detach().contiguous().numpy()
+        return torch.from_numpy(spmm_kernel.masked_csr_product(crow, col, values, array, mask))
+
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
         """``M @ dense`` (2-D dense, float32 or float64), differentiable with respect to ``dense``."""
         check_floating(dense, "the dense operand of SparseMatrix.matmul")

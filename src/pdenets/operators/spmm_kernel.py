@@ -36,18 +36,22 @@ Examples:
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import sys
+import threading
 from types import ModuleType
-from typing import Callable, Optional
+from typing import Callable, Optional, Set, Tuple
 
 import numpy as np
 
 from .._checks import environment_flag
 
-__all__ = ["available", "csr_product"]
+__all__ = ["available", "csr_product", "masked_csr_product", "numba_module"]
 
 
-def _numba() -> Optional[ModuleType]:
+def numba_module() -> Optional[ModuleType]:
+    """``numba``, or ``None`` where it is not installed."""
     try:
         import numba
     except ImportError:
@@ -58,7 +62,7 @@ def _numba() -> Optional[ModuleType]:
 @functools.lru_cache(maxsize=None)
 def _kernel(width: int) -> Callable:
     """The kernel for operands of ``width`` columns (a compile-time constant: the sums stay in registers)."""
-    numba = _numba()
+    numba = numba_module()
     assert numba is not None  # the caller checked available()
 
     @numba.njit(parallel=True, fastmath=True, boundscheck=False, nogil=True, cache=False)
@@ -78,10 +82,198 @@ def _kernel(width: int) -> Callable:
     return product
 
 
+@functools.lru_cache(maxsize=None)
+def _masked_kernel(width: int) -> Callable:
+    """The kernel of :func:`masked_csr_product` for operands of ``width`` columns."""
+    numba = numba_module()
+    assert numba is not None  # the caller checked available()
+    from .pcg64 import stepper
+
+    uint64 = numba.uint64
+    step = stepper()
+
+    @numba.njit(parallel=True, fastmath=True, boundscheck=False, nogil=True, cache=False)
+    def product(  # pragma: no cover - compiled
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        values: np.ndarray,
+        dense: np.ndarray,
+        out: np.ndarray,
+        row_bounds: np.ndarray,
+        states: np.ndarray,
+        skips: np.ndarray,
+        itemsize: int,
+        threshold: int,
+        scale: float,
+    ) -> None:
+        units = 8 // itemsize
+        bits = uint64(8 * itemsize)
+        mask = (uint64(1) << bits) - uint64(1)
+        limit = uint64(threshold)
+        zero = scale - scale
+        for part in numba.prange(row_bounds.shape[0] - 1):
+            high, low = states[part, 0], states[part, 1]
+            increment_high, increment_low = states[part, 2], states[part, 3]
+            high, low, word = step(high, low, increment_high, increment_low)
+            position = skips[part]  # the unit of the current word the next entry reads
+            sums = np.empty(width, dtype=out.dtype)  # once per run of rows (a heap array: not per row)
+            for row in range(row_bounds[part], row_bounds[part + 1]):
+                for column in range(width):
+                    sums[column] = 0
+                for entry in range(indptr[row], indptr[row + 1]):
+                    weight = values[entry]
+                    source = indices[entry]
+                    for column in range(width):
+                        sums[column] += weight * dense[source, column]
+                for column in range(width):
+                    if position == units:
+                        high, low, word = step(high, low, increment_high, increment_low)
+                        position = 0
+                    drawn = (word >> (uint64(position) * bits)) & mask
+                    position += 1
+                    out[row, column] = sums[column] * (scale if drawn < limit else zero)
+
+    return product
+
+
+def _warm(product: Callable, indptr: np.ndarray, indices: np.ndarray, dense: np.ndarray) -> None:
+    """Compile ``product`` for these operands' types on a thread of its own.
+
+    numba's compiler leaves a reference cycle that holds the Python frames it ran under, and through
+    them every local of their callers until the cyclic collector runs. Compiled on first use inside a
+    training epoch, that kept the network's diffusion input (one ``N × C`` activation, 4.7 GiB at 20 M
+    nodes) alive to the end of the backward pass. A fresh thread's frames hold nothing.
+    """
+    width = dense.shape[1]
+    tiny = (
+        np.zeros(2, dtype=indptr.dtype),
+        np.zeros(0, dtype=indices.dtype),
+        np.zeros(0, dtype=dense.dtype),
+        np.zeros((1, width), dtype=dense.dtype),
+        np.zeros((1, width), dtype=dense.dtype),
+    )
+    thread = threading.Thread(target=product, args=tiny)
+    thread.start()
+    thread.join()
+
+
+_WARMED: Set[Tuple[int, str, str, str]] = set()
+
+
+def advise_huge_pages(array: np.ndarray) -> None:
+    """Ask the kernel for 2 MiB pages under a large fresh array (``madvise(MADV_HUGEPAGE)``; Linux).
+
+    A product gathers rows of its operand at random; with 4 KiB pages nearly every gathered row is also a
+    TLB miss. Only arrays this module allocates are advised, before they are first written. Where the
+    call is not available or refused, nothing changes.
+    """
+    if array.nbytes < _HUGE_PAGE_MIN_BYTES or _MADVISE is None:
+        return
+    start = array.ctypes.data
+    aligned = (start + _HUGE_PAGE - 1) // _HUGE_PAGE * _HUGE_PAGE
+    end = (start + array.nbytes) // _HUGE_PAGE * _HUGE_PAGE
+    if end > aligned:
+        _MADVISE(ctypes.c_void_p(aligned), ctypes.c_size_t(end - aligned), _MADV_HUGEPAGE)
+
+
+def _libc_madvise():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    function.restype = ctypes.c_int
+    return function
+
+
+_HUGE_PAGE = 1 << 21
+_HUGE_PAGE_MIN_BYTES = 1 << 26
+_MADV_HUGEPAGE = 14
+_MADVISE = _libc_madvise()
+
+
+def masked_csr_product(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    dense: np.ndarray,
+    mask: Tuple[int, int, int, int, float],
+    threads: Optional[int] = None,
+) -> np.ndarray:
+    """``D (M @ dense)``: :func:`csr_product` with each output entry scaled by a dropout mask as written.
+
+    The mask is :func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_`'s, so that the product and the
+    mask cost one pass over the output instead of two: ``mask = (seed, first_byte, itemsize, threshold,
+    scale)``, output entry ``e`` (row-major) keeps (times ``scale``) where the unsigned integer of bytes
+    ``first_byte + e·itemsize …`` of PCG64(seed)'s raw words is below ``threshold``, else is 0. The rows are
+    split over the threads in contiguous runs, each starting from the generator jumped ahead to its first
+    word (:mod:`~pdenets.operators.pcg64`): the same numbers as the product followed by the mask.
+    """
+    if not available():
+        raise RuntimeError("the compiled CSR product needs numba: pip install numba (or pdenets[fast])")
+    import torch
+
+    from .pcg64 import jumped_states
+
+    numba = numba_module()
+    assert numba is not None  # available() said so
+    seed, first_byte, itemsize, threshold, scale = mask
+    dense = np.ascontiguousarray(dense)
+    rows, width = indptr.shape[0] - 1, int(dense.shape[1])
+    wanted = threads if threads is not None else torch.get_num_threads()
+    parts = max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS, rows))
+    numba.set_num_threads(parts)
+    # runs of rows with equal shares of the stored entries
+    row_bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], parts + 1)[1:-1]).astype(np.int64)
+    row_bounds = np.concatenate([[0], np.clip(row_bounds, 0, rows), [rows]]).astype(np.int64)
+    first_bytes = first_byte + row_bounds[:-1] * width * itemsize
+    states = jumped_states(seed, first_bytes // 8)
+    skips = ((first_bytes % 8) // itemsize).astype(np.int64)
+    product = _masked_kernel(width)
+    value = dense.dtype.type(scale)
+    key = (-width, indptr.dtype.str, indices.dtype.str, dense.dtype.str)
+    if key not in _WARMED:
+        tiny = (
+            np.zeros(2, dtype=indptr.dtype),
+            np.zeros(0, dtype=indices.dtype),
+            np.zeros(0, dtype=dense.dtype),
+            np.zeros((1, width), dtype=dense.dtype),
+            np.zeros((1, width), dtype=dense.dtype),
+            np.array([0, 1], dtype=np.int64),
+            jumped_states(0, [0]),
+            np.zeros(1, dtype=np.int64),
+            1,
+            1,
+            value,
+        )
+        thread = threading.Thread(target=product, args=tiny)  # compiled off this stack (see _warm)
+        thread.start()
+        thread.join()
+        _WARMED.add(key)
+    out = np.empty((rows, width), dtype=dense.dtype)
+    advise_huge_pages(out)
+    product(
+        indptr,
+        indices,
+        values.astype(dense.dtype, copy=False),
+        dense,
+        out,
+        row_bounds,
+        states,
+        skips,
+        int(itemsize),
+        int(threshold),
+        value,
+    )
+    return out
+
+
 def available() -> bool:
     """Whether the compiled product can run here: ``numba`` importable and ``$PDENETS_COMPILED_SPMM`` not
     off (``0``, ``false``, ``off`` or ``no``, any case; another word is refused naming the variable)."""
-    return environment_flag("PDENETS_COMPILED_SPMM", True) and _numba() is not None
+    return environment_flag("PDENETS_COMPILED_SPMM", True) and numba_module() is not None
 
 
 def csr_product(
@@ -111,12 +303,18 @@ def csr_product(
         raise RuntimeError("the compiled CSR product needs numba: pip install numba (or pdenets[fast])")
     import torch
 
-    numba = _numba()
+    numba = numba_module()
     assert numba is not None  # available() said so
 
     wanted = threads if threads is not None else torch.get_num_threads()
     numba.set_num_threads(max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS)))
-    out = np.empty((indptr.shape[0] - 1, dense.shape[1]), dtype=dense.dtype)
+    dense = np.ascontiguousarray(dense)
     product = _kernel(int(dense.shape[1]))
-    product(indptr, indices, values.astype(dense.dtype, copy=False), np.ascontiguousarray(dense), out)
+    key = (int(dense.shape[1]), indptr.dtype.str, indices.dtype.str, dense.dtype.str)
+    if key not in _WARMED:
+        _warm(product, indptr, indices, dense)
+        _WARMED.add(key)
+    out = np.empty((indptr.shape[0] - 1, dense.shape[1]), dtype=dense.dtype)
+    advise_huge_pages(out)
+    product(indptr, indices, values.astype(dense.dtype, copy=False), dense, out)
     return out
