@@ -14,9 +14,10 @@ does nothing else, where torch's CSR kernel and SciPy's ``csr_matvecs`` spend 2.
 (1,048,576-node block graph, 22 M entries, 64 float32 columns, ``benchmarks/graph.py --roofline``).
 The output is the only memory it allocates.
 
-Memory: a 20,000,000-node epoch (r = 20) peaked at 23.2 GiB with this kernel against 18.5 GiB with SciPy's
-(1,019 s against 1,877 s); ``PDENETS_COMPILED_SPMM=0`` turns the kernel off where the memory matters more than
-the time.
+Memory: the output is the only array a product allocates, and kernels are compiled on a thread of their
+own (numba's compiler leaves a reference cycle holding the frames it ran under; compiled inside an epoch,
+that kept a 4.7 GiB activation of a 20,000,000-node epoch alive). ``PDENETS_COMPILED_SPMM=0`` turns the
+kernel off.
 
 Without ``numba`` (or with ``PDENETS_COMPILED_SPMM=0``) :func:`available` is ``False`` and
 :class:`~pdenets.operators.sparse.SparseMatrix` keeps its torch/SciPy products; the numbers are the same to
