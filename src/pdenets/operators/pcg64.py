@@ -59,6 +59,7 @@ def jumped_states(seed: int, first_words: Iterable[int]) -> np.ndarray:
 def stepper() -> Callable:
     """A compiled ``step(high, low, increment_high, increment_low) -> (high, low, word)`` (needs numba)."""
     import numba  # the caller checked that it is installed
+
     uint64 = numba.uint64
     multiplier_high, multiplier_low = uint64(MULTIPLIER[0]), uint64(MULTIPLIER[1])
 
