@@ -29,13 +29,12 @@ Examples:
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Callable
 
 import numpy as np
 
 from ..operators.pcg64 import jumped_states, stepper
-from ..operators.spmm_kernel import numba_module
+from ..operators.spmm_kernel import compile_apart, numba_module
 
 __all__ = ["available", "apply_mask", "MIN_ENTRIES"]
 
@@ -92,24 +91,18 @@ def _kernel() -> Callable:
 
 
 def _warm(kernel: Callable, dtype: np.dtype) -> None:
-    """Compile for ``dtype`` on a thread of its own: numba's compiler leaves a reference cycle holding the
-    frames it ran under, and with them whatever their callers held (see ``spmm_kernel``)."""
-    states = jumped_states(0, [0])
-    thread = threading.Thread(
-        target=kernel,
-        args=(
-            np.ones(8, dtype=dtype),
-            states,
-            np.zeros(1, np.int64),
-            np.ones(1, np.int64),
-            0,
-            1,
-            128,
-            dtype.type(2),
-        ),
+    """Compile for ``dtype`` on a thread of its own (:func:`~pdenets.operators.spmm_kernel.compile_apart`)."""
+    compile_apart(
+        kernel,
+        np.ones(8, dtype=dtype),
+        jumped_states(0, [0]),
+        np.zeros(1, np.int64),
+        np.ones(1, np.int64),
+        0,
+        1,
+        128,
+        dtype.type(2),
     )
-    thread.start()
-    thread.join()
 
 
 @functools.lru_cache(maxsize=None)

@@ -137,25 +137,30 @@ def _masked_kernel(width: int) -> Callable:
     return product
 
 
-def _warm(product: Callable, indptr: np.ndarray, indices: np.ndarray, dense: np.ndarray) -> None:
-    """Compile ``product`` for these operands' types on a thread of its own.
+def compile_apart(kernel: Callable, *arguments) -> None:
+    """Call ``kernel(*arguments)`` (tiny arrays of the real types) on a thread of its own, to compile it.
 
     numba's compiler leaves a reference cycle that holds the Python frames it ran under, and through
     them every local of their callers until the cyclic collector runs. Compiled on first use inside a
     training epoch, that kept the network's diffusion input (one ``N × C`` activation, 4.7 GiB at 20 M
     nodes) alive to the end of the backward pass. A fresh thread's frames hold nothing.
     """
+    thread = threading.Thread(target=kernel, args=arguments)
+    thread.start()
+    thread.join()
+
+
+def _warm(product: Callable, indptr: np.ndarray, indices: np.ndarray, dense: np.ndarray) -> None:
+    """Compile ``product`` for these operands' types (:func:`compile_apart`)."""
     width = dense.shape[1]
-    tiny = (
+    compile_apart(
+        product,
         np.zeros(2, dtype=indptr.dtype),
         np.zeros(0, dtype=indices.dtype),
         np.zeros(0, dtype=dense.dtype),
         np.zeros((1, width), dtype=dense.dtype),
         np.zeros((1, width), dtype=dense.dtype),
     )
-    thread = threading.Thread(target=product, args=tiny)
-    thread.start()
-    thread.join()
 
 
 _WARMED: Set[Tuple[int, str, str, str]] = set()
@@ -236,7 +241,8 @@ def masked_csr_product(
     value = dense.dtype.type(scale)
     key = (-width, indptr.dtype.str, indices.dtype.str, dense.dtype.str)
     if key not in _WARMED:
-        tiny = (
+        compile_apart(
+            product,
             np.zeros(2, dtype=indptr.dtype),
             np.zeros(0, dtype=indices.dtype),
             np.zeros(0, dtype=dense.dtype),
@@ -249,9 +255,6 @@ def masked_csr_product(
             1,
             value,
         )
-        thread = threading.Thread(target=product, args=tiny)  # compiled off this stack (see _warm)
-        thread.start()
-        thread.join()
         _WARMED.add(key)
     out = np.empty((rows, width), dtype=dense.dtype)
     advise_huge_pages(out)
