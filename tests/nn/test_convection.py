@@ -86,3 +86,21 @@ def test_sparse_graph_variant_keeps_only_a_mask(bias, device):
     expected = torch.autograd.grad(reference, list(block.parameters()), upstream)
     for got, want in zip(grads, expected):
         torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 8, 1 << 16])
+@pytest.mark.parametrize("columns", [5, 8, 13])
+def test_a_packed_mask_unpacked_in_row_chunks_gives_the_whole_masks_product(chunk_rows, columns, monkeypatch):
+    import numpy as np
+
+    from pdenets.nn import convection
+
+    monkeypatch.setattr(convection, "UNPACK_CHUNK_ROWS", chunk_rows)
+    generator = torch.Generator().manual_seed(columns)
+    gradient = torch.randn(10, columns, generator=generator, dtype=torch.float64)
+    mask = torch.rand(10, columns, generator=generator) > 0.5
+    packed = torch.from_numpy(np.packbits(mask.numpy(), axis=1))
+    expected = gradient * mask.to(gradient.dtype)
+    assert torch.equal(convection._where_active(gradient, packed, columns), expected)
+    assert torch.equal(convection._where_active(gradient, mask, None), expected)
+    assert torch.equal(convection._where_active(gradient.t().contiguous().t(), packed, columns), expected)

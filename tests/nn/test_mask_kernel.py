@@ -107,7 +107,7 @@ def test_fused_steps_give_the_numbers_of_separate_ones(position, monkeypatch):
     results = []
     for fuse in (True, False):
         if not fuse:
-            monkeypatch.setattr(SparseMatrix, "masked_product", lambda self, dense, mask: None)
+            monkeypatch.setattr(SparseMatrix, "masked_product", lambda self, dense, mask, out=None: None)
         torch.manual_seed(4)
         x = features.clone().requires_grad_()
         out = adjoint_diffusion(operator, x, 5, dropout=0.35, dropout_position=position)

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 
 from .._checks import check_floating, check_positive_int
 from ..nn.convection import ConvectionBlock
-from ..nn.diffusion import DiffusionLayer, WeightsArg
+from ..nn.diffusion import DiffusionLayer, WeightsArg, has_hooks
 from .registry import ModelExample, register_model
 
 
@@ -180,7 +180,10 @@ class DiffResNet(nn.Module):
         linear_diffusion = self.num_steps > 0 and (self.diffusion.dropout == 0 or not self.training)
         if linear_diffusion and self.num_classes < out.shape[1]:
             return self.diffusion(F.linear(out, self.classifier.weight), weights) + self.classifier.bias
-        return self.classifier(self.diffusion(out, weights))
+        if has_hooks(self.blocks[-1]):  # a hook saw the last block's output: it may keep it
+            return self.classifier(self.diffusion(out, weights))
+        # the last block's output is the network's own, read by nothing else: the steps may reuse it
+        return self.diffusion.read_out(out, self.classifier, weights, consume_input=True)
 
     def extra_repr(self) -> str:
         return f"num_blocks={self.num_blocks}, num_steps={self.num_steps}, step_size={self.step_size:g}"

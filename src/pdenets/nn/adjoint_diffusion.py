@@ -52,7 +52,7 @@ from ..operators.partitioned import PartitionedDiffusion
 from . import mask_kernel
 from .dropout import keep_threshold
 
-__all__ = ["adjoint_diffusion", "apply_dropout_mask_"]
+__all__ = ["adjoint_diffusion", "adjoint_diffusion_readout", "apply_dropout_mask_"]
 
 #: the operators whose steps this runs: a whole graph's, or one process's rows of a partitioned graph
 Operator = Union[DiffusionOperator, PartitionedDiffusion]
@@ -136,30 +136,40 @@ def _steps(
     p: float,
     before: bool,
     transpose: bool,
+    owned: bool = False,
 ) -> torch.Tensor:
-    """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd."""
+    """``r`` steps forward (``transpose=False``) or their adjoint in reverse order, no autograd.
+
+    Each product writes into the array the step before last wrote (it is read no more), so a run of steps
+    allocates two arrays, not one a step. ``owned``: ``features``' memory may be overwritten (the caller
+    made it and reads it no more): it is then one of the two, and the steps hold two ``N × C`` arrays
+    instead of three.
+    """
     order = list(reversed(seeds) if transpose else seeds)
     mask_first = before != transpose  # forward-before and adjoint-after mask the step's input
     offset = operator.row_offset  # a process's rows of a partitioned graph get those rows' masks
-    reordered = operator.order is not None  # stored in a locality order: the steps run in it, masks too
-    if reordered:
-        features = operator.to_stored(features)  # a copy: the masks below may write into it
+    features = features.detach()
+    spare: Optional[torch.Tensor] = None  # an array read no more: the next product writes into it
+    if operator.order is not None:  # stored in a locality order: the steps run in it, masks too
+        stored = operator.to_stored(features)  # a copy: the masks below may write into it
+        spare, features, owned = (features if owned else None), stored, True
     if mask_first and order and order[0] is not None:
-        features = apply_dropout_mask_(features if reordered else features.clone(), order[0], p, offset)
+        features = apply_dropout_mask_(features if owned else features.clone(), order[0], p, offset)
+        owned = True
     for index in range(len(order)):
         # the mask that follows this product: the next step's input mask, or this step's output mask
         following = (order[index + 1] if index + 1 < len(order) else None) if mask_first else order[index]
-        fused = None
-        if following is not None:
-            mask = _mask_of(following, p, offset, features)
-            fused = operator.masked_stored_product(features, transpose, mask)
-        if fused is not None:  # product and mask in one pass
-            features = fused
-            continue
-        features = operator.stored_product(features, transpose)
-        if following is not None:
-            apply_dropout_mask_(features, following, p, offset)
-    return operator.to_nodes(features)
+        result = None
+        if following is not None:  # product and mask in one pass where the compiled kernel runs
+            result = operator.masked_stored_product(
+                features, transpose, _mask_of(following, p, offset, features), spare
+            )
+        if result is None:
+            result = operator.stored_product(features, transpose, spare)
+            if following is not None:
+                apply_dropout_mask_(result, following, p, offset)
+        spare, features, owned = (features if owned else None), result, True
+    return operator.to_nodes(features, spare)
 
 
 class _AdjointDiffusion(torch.autograd.Function):
@@ -183,6 +193,37 @@ class _AdjointDiffusion(torch.autograd.Function):
             raise RuntimeError(SECOND_ORDER_MESSAGE)
         grad = _steps(ctx.operator, grad_output.contiguous(), ctx.seeds, ctx.p, ctx.before, transpose=True)
         return grad, None, None, None, None
+
+
+def _check_steps(
+    operator: Operator, features: torch.Tensor, num_steps: int, dropout: float, dropout_position: str
+) -> Tuple[int, float, bool]:
+    """``(r, p, before)`` checked, and ``features``' rows against the graph's nodes."""
+    num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+    p = check_probability(dropout, "dropout")
+    before = check_choice(dropout_position, "dropout_position", ("after", "before")) == "before"
+    if features.shape[0] != operator.num_nodes:
+        raise ValueError(
+            f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes"
+        )
+    return num_steps, p, before
+
+
+def _step_seeds(
+    operator: Operator, num_steps: int, p: float, seeds: Optional[Sequence[Optional[int]]]
+) -> List[Optional[int]]:
+    """One mask seed per step: ``seeds`` checked, or drawn from torch's generator (all processes of a
+    partitioned graph agreeing)."""
+    if seeds is not None:
+        if len(seeds) != num_steps:
+            raise ValueError(f"{len(seeds)} seeds for {num_steps} steps: give one seed per step")
+        return list(seeds)
+    drawn: List[Optional[int]] = [
+        int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)
+    ]
+    if isinstance(operator, PartitionedDiffusion):
+        drawn = operator.agree_seeds(drawn)
+    return drawn
 
 
 def adjoint_diffusion(
@@ -211,25 +252,125 @@ def adjoint_diffusion(
         only: a backward with ``create_graph=True`` (for a second derivative) raises a
         ``RuntimeError`` at once, telling to build the layer with ``backward="autograd"``.
     """
-    num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
-    p = check_probability(dropout, "dropout")
-    before = check_choice(dropout_position, "dropout_position", ("after", "before")) == "before"
-    if features.shape[0] != operator.num_nodes:
-        raise ValueError(
-            f"features have {features.shape[0]} rows but the graph has {operator.num_nodes} nodes"
-        )
-    if seeds is None:
-        drawn: List[Optional[int]] = [
-            int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else None for _ in range(num_steps)
-        ]
-        if isinstance(operator, PartitionedDiffusion):
-            drawn = operator.agree_seeds(drawn)
-        seeds = drawn
-    elif len(seeds) != num_steps:
-        raise ValueError(f"{len(seeds)} seeds for {num_steps} steps: give one seed per step")
+    num_steps, p, before = _check_steps(operator, features, num_steps, dropout, dropout_position)
+    seeds = _step_seeds(operator, num_steps, p, seeds)
     if num_steps == 0:
         return features
     if features.dim() == 2:
         return _AdjointDiffusion.apply(features, operator, list(seeds), p, before)
     flat = features.reshape(features.shape[0], -1)
     return _AdjointDiffusion.apply(flat, operator, list(seeds), p, before).reshape(features.shape)
+
+
+def _sole_holder(features: torch.Tensor) -> bool:
+    """Whether no other tensor shares ``features``' memory (autograd keeps an output it saves as a second
+    tensor on the same storage). ``False`` where torch does not tell."""
+    use_count = getattr(torch._C, "_storage_Use_Count", None)
+    if use_count is None or features._base is not None or not features.is_contiguous():
+        return False
+    storage = features.untyped_storage()
+    return use_count(storage._cdata) == 2 and storage.nbytes() == features.numel() * features.element_size()
+
+
+class _AdjointDiffusionReadout(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any,
+        features: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        operator: Operator,
+        seeds: Sequence[Optional[int]],
+        p: float,
+        before: bool,
+        consume: bool,
+    ) -> torch.Tensor:
+        consumed = consume and _sole_holder(features)  # asked before this function's own alias below
+        contiguous = features.detach().contiguous()
+        owned = consumed or contiguous.data_ptr() != features.data_ptr()
+        diffused = _steps(operator, contiguous, seeds, p, before, transpose=False, owned=owned)
+        ctx.operator, ctx.seeds, ctx.p, ctx.before = operator, seeds, p, before
+        ctx.diffused = (
+            diffused  # not an input or output of this function: kept as an attribute, dropped early
+        )
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(weight)
+        return torch.nn.functional.linear(diffused, weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
+        if torch.is_grad_enabled():
+            raise RuntimeError(SECOND_ORDER_MESSAGE)
+        (weight,) = ctx.saved_tensors
+        diffused, ctx.diffused = ctx.diffused, None
+        grad_output = grad_output.contiguous()
+        grad_weight = grad_output.t().mm(diffused) if ctx.needs_input_grad[1] else None
+        grad_bias = grad_output.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        del diffused  # its memory is free before the gradient's steps start
+        grad = None
+        if ctx.needs_input_grad[0]:  # the gradient at X_r is made here: its memory is the steps' own
+            grad = _steps(
+                ctx.operator, grad_output.mm(weight), ctx.seeds, ctx.p, ctx.before, transpose=True, owned=True
+            )
+        return grad, grad_weight, grad_bias, None, None, None, None, None
+
+
+def adjoint_diffusion_readout(
+    operator: Operator,
+    features: torch.Tensor,
+    num_steps: int,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    dropout: float = 0.0,
+    dropout_position: str = "after",
+    seeds: Optional[Sequence[Optional[int]]] = None,
+    consume_input: bool = False,
+) -> torch.Tensor:
+    """``X_r Wᵀ + b``: :func:`adjoint_diffusion` followed by a linear read-out, in one function.
+
+    The same numbers (the same masks for the same seeds) and gradients as
+    ``torch.nn.functional.linear(adjoint_diffusion(...), weight, bias)``, in less memory. The chain holds
+    three ``N × C`` arrays in each pass (the input, the array a step reads and the one it writes; backward:
+    the gradient autograd hands in, and the two). Here the backward makes the gradient at ``X_r``
+    (``G Wᵀ``) itself, after ``∂ℓ/∂W = Gᵀ X_r`` has freed ``X_r``, and runs the adjoint steps in that
+    array and one more; with ``consume_input=True`` the forward steps do the same in the input's memory.
+    That is what a network does with the activation it diffuses before its classifier
+    (:class:`~pdenets.models.DiffResNet`): at 20,000,000 nodes × 64 features each array is 4.8 GiB.
+
+    Args:
+        operator, features, num_steps, dropout, dropout_position, seeds: as :func:`adjoint_diffusion`
+            (``features`` 2-D, ``(N, C)``).
+        weight: ``W`` of shape ``(K, C)``.
+        bias: ``b`` of shape ``(K,)`` or ``None``.
+        consume_input: ``features``' memory may be overwritten: the caller made the tensor, nothing else
+            holds it, and it is not read again (taken only where no other tensor shares its memory, e.g.
+            an output autograd saved; otherwise it is left intact).
+
+    Returns:
+        ``(N, K)``.
+
+    Examples:
+        >>> import torch
+        >>> from pdenets.operators import DiffusionOperator
+        >>> operator = DiffusionOperator(torch.tensor([[0., 1.], [1., 0.]]), step_size=0.25)
+        >>> x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        >>> weight = torch.tensor([[1., -1.]], requires_grad=True)
+        >>> logits = adjoint_diffusion_readout(operator, x, 2, weight)
+        >>> torch.allclose(logits, adjoint_diffusion(operator, x, 2) @ weight.t())
+        True
+        >>> logits.sum().backward(); x.grad
+        tensor([[ 1., -1.],
+                [ 1., -1.]])
+    """
+    num_steps, p, before = _check_steps(operator, features, num_steps, dropout, dropout_position)
+    if features.dim() != 2:
+        raise ValueError(
+            f"features must be 2-D (N, C) for a linear read-out, got shape {tuple(features.shape)}"
+        )
+    seeds = _step_seeds(operator, num_steps, p, seeds)
+    if num_steps == 0:
+        return torch.nn.functional.linear(features, weight, bias)
+    return _AdjointDiffusionReadout.apply(
+        features, weight, bias, operator, seeds, p, before, bool(consume_input)
+    )

@@ -116,6 +116,26 @@ class ConvectionBlock(nn.Module):
         return f"features={self.features}, hidden_features={self.hidden_features}, variant={self.variant!r}"
 
 
+#: rows of the bit mask unpacked at a time (64 columns: 4 MiB of booleans)
+UNPACK_CHUNK_ROWS = 1 << 16
+
+
+def _where_active(gradient: torch.Tensor, mask: torch.Tensor, packed_columns: Optional[int]) -> torch.Tensor:
+    """``G ⊙ M`` in one new array: ``G`` where the ReLU was active, 0 elsewhere. ``mask``: booleans, or
+    their bits packed along rows (``packed_columns`` booleans a row), unpacked a chunk of rows at a time
+    (a whole unpacked mask is 1.2 GiB at 20 M nodes × 64 features, and ``G * M`` converts it to floats)."""
+    zero = torch.zeros((), dtype=gradient.dtype, device=gradient.device)
+    if packed_columns is None:
+        return torch.where(mask, gradient, zero)
+    active = torch.empty_like(gradient, memory_format=torch.contiguous_format)
+    packed = mask.numpy()
+    for start in range(0, gradient.shape[0], UNPACK_CHUNK_ROWS):
+        stop = start + UNPACK_CHUNK_ROWS
+        bits = np.unpackbits(packed[start:stop], axis=1, count=packed_columns).view(np.bool_)
+        torch.where(torch.from_numpy(bits), gradient[start:stop], zero, out=active[start:stop])
+    return active
+
+
 class _SparseInputConvection(torch.autograd.Function):
     """``x + ReLU(x W₁ᵀ + b₁)`` for a constant sparse ``x`` (the graph variant on bag-of-words inputs).
 
@@ -148,10 +168,7 @@ class _SparseInputConvection(torch.autograd.Function):
         ctx: Any, grad_output: torch.Tensor
     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], None, None]:
         (mask,) = ctx.saved_tensors
-        if ctx.packed_columns is not None:
-            bits = np.unpackbits(mask.numpy(), axis=1, count=ctx.packed_columns)
-            mask = torch.from_numpy(bits.view(np.bool_))
-        grad_pre = grad_output * mask
+        grad_pre = _where_active(grad_output, mask, ctx.packed_columns)
         grad_weight = ctx.matrix.T.product(grad_pre).t() if ctx.needs_input_grad[0] else None
         grad_bias = grad_pre.sum(0) if ctx.has_bias and ctx.needs_input_grad[1] else None
         return grad_weight, grad_bias, None, None

@@ -19,7 +19,7 @@ from .._checks import (
 from ..operators.diffusion import LAPLACIANS, DiffusionOperator
 from ..operators.graph import GraphLike
 from ..operators.partitioned import PartitionedDiffusion
-from .adjoint_diffusion import adjoint_diffusion
+from .adjoint_diffusion import adjoint_diffusion, adjoint_diffusion_readout
 from .dropout import fast_dropout
 
 __all__ = ["DiffusionLayer"]
@@ -27,6 +27,23 @@ __all__ = ["DiffusionLayer"]
 WeightsArg = Union[
     GraphLike, Callable[[torch.Tensor], torch.Tensor], DiffusionOperator, PartitionedDiffusion, None
 ]
+
+
+def has_hooks(*modules: nn.Module) -> bool:
+    """Whether any of ``modules`` (or every module, globally) has forward or backward hooks: calls that
+    skip ``Module.__call__`` (a fused path) must not run then."""
+    from torch.nn.modules import module as torch_module
+
+    global_hooks = (
+        "_global_forward_hooks",
+        "_global_forward_pre_hooks",
+        "_global_backward_hooks",
+        "_global_backward_pre_hooks",
+    )
+    if any(getattr(torch_module, name, None) for name in global_hooks):
+        return True
+    local_hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return any(getattr(module, name, None) for module in modules for name in local_hooks)
 
 
 class DiffusionLayer(nn.Module):
@@ -188,9 +205,43 @@ class DiffusionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
         """Diffuse ``x`` (shape ``(N, *)``); ``weights`` overrides the layer's graph."""
+        return self._diffuse(x, weights)
+
+    def read_out(
+        self, x: torch.Tensor, readout: nn.Linear, weights: WeightsArg = None, *, consume_input: bool = False
+    ) -> torch.Tensor:
+        """``readout(self(x, weights))``: the diffused features through a linear layer (a classifier).
+
+        Where the adjoint steps run (training with the default ``backward="adjoint"``), both go into one
+        function (:func:`~pdenets.nn.adjoint_diffusion.adjoint_diffusion_readout`) that holds two
+        ``N × C`` arrays a pass instead of three; ``consume_input``: the caller made ``x`` and reads it no
+        more, so its memory may be one of the two. The numbers are those of the two calls. With hooks on
+        this layer or ``readout`` (or global module hooks) the two modules are called as usual.
+
+        Examples:
+            >>> import torch
+            >>> layer = DiffusionLayer(step_size=0.5, weights=torch.tensor([[0., 1.], [1., 0.]]))
+            >>> readout = torch.nn.Linear(3, 2)
+            >>> x = torch.randn(2, 3, requires_grad=True)
+            >>> torch.allclose(layer.read_out(x, readout), readout(layer(x)))
+            True
+        """
+        if has_hooks(self, readout):
+            return readout(self(x, weights))
+        return self._diffuse(x, weights, readout, consume_input)
+
+    def _diffuse(
+        self,
+        x: torch.Tensor,
+        weights: WeightsArg,
+        readout: Optional[nn.Linear] = None,
+        consume_input: bool = False,
+    ) -> torch.Tensor:
+        """:meth:`forward`, followed by ``readout`` where given."""
         check_dense(x, "input to DiffusionLayer", "DiffusionLayer")
         if self.num_steps == 0:
-            return check_floating(x, "input to DiffusionLayer")
+            out = check_floating(x, "input to DiffusionLayer")
+            return out if readout is None else readout(out)
         check_features(x, "input to DiffusionLayer")
         operator = self.operator_for(x, weights)
         dropout = self.dropout if self.training else 0.0
@@ -206,18 +257,32 @@ class DiffusionLayer(nn.Module):
             and torch.is_grad_enabled()
             and not operator.requires_grad
         ):
-            return adjoint_diffusion(
+            if readout is not None and x.dim() == 2:
+                return adjoint_diffusion_readout(
+                    operator,
+                    x,
+                    self.num_steps,
+                    readout.weight,
+                    readout.bias,
+                    dropout=dropout,
+                    dropout_position=self.dropout_position,
+                    consume_input=consume_input,
+                )
+            out = adjoint_diffusion(
                 operator, x, self.num_steps, dropout=dropout, dropout_position=self.dropout_position
             )
-        if not (self.dropout > 0 and self.training):
-            return operator.apply(x, self.num_steps)
+        elif not (self.dropout > 0 and self.training):
+            out = operator.apply(x, self.num_steps)
+        else:
 
-        def drop(features: torch.Tensor) -> torch.Tensor:
-            return fast_dropout(features, self.dropout, training=True)
+            def drop(features: torch.Tensor) -> torch.Tensor:
+                return fast_dropout(features, self.dropout, training=True)
 
-        if self.dropout_position == "before":
-            return operator.apply(x, self.num_steps, before_step=drop)
-        return operator.apply(x, self.num_steps, after_step=drop)
+            if self.dropout_position == "before":
+                out = operator.apply(x, self.num_steps, before_step=drop)
+            else:
+                out = operator.apply(x, self.num_steps, after_step=drop)
+        return out if readout is None else readout(out)
 
     def reset_parameters(self) -> None:
         """The layer is parameter-free; provided for API symmetry."""

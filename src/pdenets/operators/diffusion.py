@@ -136,6 +136,18 @@ def _check_has_nodes(num_nodes: int) -> int:
     return num_nodes
 
 
+def _rows_in(
+    features: torch.Tensor, order: Optional[torch.Tensor], out: Optional[torch.Tensor]
+) -> torch.Tensor:
+    """``features[order]`` (into ``out`` where given), or ``features`` themselves without an order."""
+    if order is None:
+        return features
+    index = order.to(features.device)
+    if out is None:
+        return features.index_select(0, index)
+    return torch.index_select(features.detach(), 0, index, out=out.detach())
+
+
 class DiffusionOperator:
     r"""The explicit diffusion operator ``A = I − γL`` of a fixed graph, applied to features of shape ``(N,
     *)``.
@@ -277,17 +289,15 @@ class DiffusionOperator:
         position[self.order.long()] = torch.arange(self.num_nodes, dtype=index_type)
         self.position = position
 
-    def to_stored(self, features: torch.Tensor) -> torch.Tensor:
-        """``features`` (node order, ``(N, *)``) in the stored order (themselves when it is the same)."""
-        if self.order is None:
-            return features
-        return features.index_select(0, self.order.to(features.device))
+    def to_stored(self, features: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``features`` (node order, ``(N, *)``) in the stored order (themselves when it is the same);
+        ``out``: a spare tensor of their shape to write a reordered copy into (default: a new one)."""
+        return _rows_in(features, self.order, out)
 
-    def to_nodes(self, features: torch.Tensor) -> torch.Tensor:
-        """``features`` in the stored order back in the nodes' own order (themselves when it is the same)."""
-        if self.position is None:
-            return features
-        return features.index_select(0, self.position.to(features.device))
+    def to_nodes(self, features: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``features`` in the stored order back in the nodes' own order (themselves when it is the same);
+        ``out``: as :meth:`to_stored`'s."""
+        return _rows_in(features, self.position, out)
 
     def _warn_if_edgeless(self) -> None:
         if math.isinf(self.bound) and self.num_nodes > 1:
@@ -369,22 +379,31 @@ class DiffusionOperator:
             return (matrix.T if transpose else matrix) @ features
         return self.to_nodes(self.stored_product(self.to_stored(features), transpose))
 
-    def stored_product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
-        """:meth:`product` of features in the stored order (:meth:`to_stored`), in the stored order."""
+    def stored_product(
+        self, features: torch.Tensor, transpose: bool = False, out: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
+        """:meth:`product` of features in the stored order (:meth:`to_stored`), in the stored order.
+
+        ``out``: a spare tensor of the result's shape (not ``features``) that the product may write into
+        and return (:meth:`~pdenets.operators.SparseMatrix.product`); use the returned tensor."""
         if self.dense:
             return self.product(features, transpose)
         assert self.propagation is not None  # a sparse operator stores the CSR
-        return (self.propagation.T if transpose else self.propagation).product(features)
+        return (self.propagation.T if transpose else self.propagation).product(features, out)
 
     def masked_stored_product(
-        self, features: torch.Tensor, transpose: bool, mask: Tuple[int, int, int, int, float]
+        self,
+        features: torch.Tensor,
+        transpose: bool,
+        mask: Tuple[int, int, int, int, float],
+        out: Optional[torch.Tensor] = None,
     ) -> Optional[torch.Tensor]:
         """:meth:`stored_product` with a dropout mask applied to the output as it is written, where the
         compiled kernel runs it (:meth:`~pdenets.operators.SparseMatrix.masked_product`), else ``None``."""
         if self.dense:
             return None
         assert self.propagation is not None  # a sparse operator stores the CSR
-        return (self.propagation.T if transpose else self.propagation).masked_product(features, mask)
+        return (self.propagation.T if transpose else self.propagation).masked_product(features, mask, out)
 
     def apply(
         self,

@@ -354,27 +354,33 @@ class PartitionedDiffusion:
     #: a process's rows are stored in the partition's order (its file already grouped them for locality)
     order = None
 
-    def to_stored(self, features: torch.Tensor) -> torch.Tensor:
+    def to_stored(self, features: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``features`` themselves: the rows are stored in their own order."""
         return features
 
     to_nodes = to_stored
 
-    def stored_product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+    def stored_product(
+        self, features: torch.Tensor, transpose: bool = False, out: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
         """:meth:`product` (the stored order is the rows' own)."""
-        return self.product(features, transpose)
+        return self.product(features, transpose, out)
 
-    def masked_stored_product(self, features: torch.Tensor, transpose: bool, mask) -> None:
+    def masked_stored_product(self, features: torch.Tensor, transpose: bool, mask, out=None) -> None:
         """``None``: the caller multiplies, then masks (a product here exchanges halos first)."""
         return None
 
-    def product(self, features: torch.Tensor, transpose: bool = False) -> torch.Tensor:
-        """One step ``A X`` (or ``Aᵀ G``) on this process's rows ``(n_k, C)``, outside autograd."""
+    def product(
+        self, features: torch.Tensor, transpose: bool = False, out: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
+        """One step ``A X`` (or ``Aᵀ G``) on this process's rows ``(n_k, C)``, outside autograd; ``out``: a
+        spare tensor of the result's shape that ``A X`` may be written into
+        (:meth:`~pdenets.operators.SparseMatrix.product`)."""
         features = features.contiguous()
         if not transpose:
             if not self.halo_size and self.world_size == 1:
-                return self.matrix.product(features)
-            return self.matrix.product(torch.cat([features, self.exchange(features)]))
+                return self.matrix.product(features, out)
+            return self.matrix.product(torch.cat([features, self.exchange(features)]), out)
         extended = self.matrix.T.product(features)
         return self.return_halo(extended[: self.num_nodes].contiguous(), extended[self.num_nodes :])
 

@@ -193,8 +193,12 @@ class SparseMatrix:
             self._torch[key] = self._csr if same else self._csr.to(device=key[0], dtype=dtype)
         return self._torch[key]
 
-    def product(self, dense: torch.Tensor) -> torch.Tensor:
-        """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward."""
+    def product(self, dense: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``M @ dense`` (2-D dense) outside autograd: for callers that write their own backward.
+
+        ``out``: a spare tensor of the result's shape and dtype (not overlapping ``dense``) that the compiled
+        kernel writes into and returns where it runs; elsewhere a new tensor is returned and ``out`` is left
+        as it was. Callers use the returned tensor either way."""
         check_floating(dense, "the dense operand of SparseMatrix.product")
         wide = dense.shape[1] >= SCIPY_MIN_COLUMNS and torch.get_num_threads() == 1
         large = (
@@ -204,15 +208,20 @@ class SparseMatrix:
             array = dense.detach().contiguous().numpy()
             if large and dense.shape[1] <= COMPILED_MAX_COLUMNS and spmm_kernel.available():
                 crow, col, values = self._parts()
-                return torch.from_numpy(spmm_kernel.csr_product(crow, col, values, array))
+                target = _spare(out, dense)
+                return torch.from_numpy(spmm_kernel.csr_product(crow, col, values, array, out=target))
             return torch.from_numpy(np.ascontiguousarray(self.scipy(_SCIPY_DTYPES[dense.dtype]) @ array))
         return self.torch_csr(dense.device, dense.dtype) @ dense.contiguous()
 
     def masked_product(
-        self, dense: torch.Tensor, mask: Tuple[int, int, int, int, float]
+        self,
+        dense: torch.Tensor,
+        mask: Tuple[int, int, int, int, float],
+        out: Optional[torch.Tensor] = None,
     ) -> Optional[torch.Tensor]:
         """``D (M @ dense)`` in one pass where :meth:`product` takes the compiled kernel, else ``None`` (the
-        caller multiplies and masks). ``mask``: see :func:`~pdenets.operators.spmm_kernel.masked_csr_product`.
+        caller multiplies and masks). ``mask``: see :func:`~pdenets.operators.spmm_kernel.masked_csr_product`;
+        ``out``: as :meth:`product`'s.
         """
         if (
             dense.device.type != "cpu"
@@ -224,7 +233,8 @@ class SparseMatrix:
             return None
         crow, col, values = self._parts()
         array = dense.detach().contiguous().numpy()
-        return torch.from_numpy(spmm_kernel.masked_csr_product(crow, col, values, array, mask))
+        target = _spare(out, dense)
+        return torch.from_numpy(spmm_kernel.masked_csr_product(crow, col, values, array, mask, out=target))
 
     def matmul(self, dense: torch.Tensor) -> torch.Tensor:
         """``M @ dense`` (2-D dense, float32 or float64), differentiable with respect to ``dense``."""
@@ -235,6 +245,15 @@ class SparseMatrix:
 
     def __repr__(self) -> str:
         return f"SparseMatrix(shape={self.shape}, nnz={self.nnz})"
+
+
+def _spare(out: Optional[torch.Tensor], dense: torch.Tensor) -> Optional[np.ndarray]:
+    """``out``'s memory for the compiled kernel to write into (checked there), or ``None``."""
+    if out is None:
+        return None
+    if out.device.type != "cpu" or out.dtype != dense.dtype:
+        raise ValueError("out must be a CPU tensor of the dense operand's dtype")
+    return out.detach().numpy()
 
 
 class _SparseMatmul(torch.autograd.Function):

@@ -12,12 +12,11 @@ over the threads torch is allowed (``torch.get_num_threads()``). On a graph whos
 (a random or web graph) the product is a gather of ``nnz`` rows of ``X`` from memory; this kernel
 does nothing else, where torch's CSR kernel and SciPy's ``csr_matvecs`` spend 2.6× and 8× its time
 (1,048,576-node block graph, 22 M entries, 64 float32 columns, ``benchmarks/graph.py --roofline``).
-The output is the only memory it allocates.
-
-Memory: the output is the only array a product allocates, and kernels are compiled on a thread of their
-own (numba's compiler leaves a reference cycle holding the frames it ran under; compiled inside an epoch,
-that kept a 4.7 GiB activation of a 20,000,000-node epoch alive). ``PDENETS_COMPILED_SPMM=0`` turns the
-kernel off.
+Memory: the output is the only array a product allocates (none where the caller gives one to write
+into: a spare buffer of an earlier step, so that a run of steps faults no fresh pages in), and kernels are
+compiled on a thread of their own (numba's compiler leaves a reference cycle holding the frames it ran
+under; compiled inside an epoch, that kept a 4.7 GiB activation of a 20,000,000-node epoch alive).
+``PDENETS_COMPILED_SPMM=0`` turns the kernel off.
 
 Without ``numba`` (or with ``PDENETS_COMPILED_SPMM=0``) :func:`available` is ``False`` and
 :class:`~pdenets.operators.sparse.SparseMatrix` keeps its torch/SciPy products; the numbers are the same to
@@ -207,6 +206,7 @@ def masked_csr_product(
     dense: np.ndarray,
     mask: Tuple[int, int, int, int, float],
     threads: Optional[int] = None,
+    out: Optional[np.ndarray] = None,
 ) -> np.ndarray:
     """``D (M @ dense)``: :func:`csr_product` with each output entry scaled by a dropout mask as written.
 
@@ -216,6 +216,7 @@ def masked_csr_product(
     ``first_byte + e·itemsize …`` of PCG64(seed)'s raw words is below ``threshold``, else is 0. The rows are
     split over the threads in contiguous runs, each starting from the generator jumped ahead to its first
     word (:mod:`~pdenets.operators.pcg64`): the same numbers as the product followed by the mask.
+    ``out``: as :func:`csr_product`'s.
     """
     if not available():
         raise RuntimeError("the compiled CSR product needs numba: pip install numba (or pdenets[fast])")
@@ -256,8 +257,7 @@ def masked_csr_product(
             value,
         )
         _WARMED.add(key)
-    out = np.empty((rows, width), dtype=dense.dtype)
-    advise_huge_pages(out)
+    out = _output(rows, dense, out)
     product(
         indptr,
         indices,
@@ -274,6 +274,24 @@ def masked_csr_product(
     return out
 
 
+def _output(rows: int, dense: np.ndarray, out: Optional[np.ndarray]) -> np.ndarray:
+    """``out`` checked to take a product of ``dense`` with ``rows`` rows, or a new array (2 MiB pages)."""
+    if out is None:
+        out = np.empty((rows, dense.shape[1]), dtype=dense.dtype)
+        advise_huge_pages(out)
+        return out
+    if out.shape != (rows, dense.shape[1]) or out.dtype != dense.dtype:
+        raise ValueError(
+            f"out must be a {dense.dtype} array of shape {(rows, dense.shape[1])}, "
+            f"got {out.dtype} {out.shape}"
+        )
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be a writeable C-contiguous array")
+    if np.may_share_memory(out, dense):
+        raise ValueError("out must not overlap the dense operand: the product reads it while writing out")
+    return out
+
+
 def available() -> bool:
     """Whether the compiled product can run here: ``numba`` importable and ``$PDENETS_COMPILED_SPMM`` not
     off (``0``, ``false``, ``off`` or ``no``, any case; another word is refused naming the variable)."""
@@ -286,8 +304,9 @@ def csr_product(
     values: np.ndarray,
     dense: np.ndarray,
     threads: Optional[int] = None,
+    out: Optional[np.ndarray] = None,
 ) -> np.ndarray:
-    """``M @ dense`` for ``M`` given by its CSR arrays; a new C-contiguous array of ``dense``'s dtype.
+    """``M @ dense`` for ``M`` given by its CSR arrays; a C-contiguous array of ``dense``'s dtype.
 
     Args:
         indptr: row pointers ``p``, shape ``(n + 1,)`` (int32 or int64).
@@ -296,12 +315,16 @@ def csr_product(
         values: the entries ``v``, shape ``(nnz,)``, of ``dense``'s dtype.
         dense: ``X``, C-contiguous ``(m, C)`` float32 or float64.
         threads: threads to split the rows over (default: ``torch.get_num_threads()``).
+        out: an array to write ``Y`` into (C-contiguous, ``(n, C)``, ``dense``'s dtype, not overlapping
+            ``dense``); default: a new one.
 
     Returns:
-        ``Y = M X`` of shape ``(n, C)``.
+        ``Y = M X`` of shape ``(n, C)`` (``out`` where given).
 
     Raises:
         RuntimeError: ``numba`` is not installed (check :func:`available` first).
+        ValueError: ``out`` of another shape or dtype, not writeable and C-contiguous, or overlapping
+            ``dense``.
     """
     if not available():
         raise RuntimeError("the compiled CSR product needs numba: pip install numba (or pdenets[fast])")
@@ -318,7 +341,6 @@ def csr_product(
     if key not in _WARMED:
         _warm(product, indptr, indices, dense)
         _WARMED.add(key)
-    out = np.empty((indptr.shape[0] - 1, dense.shape[1]), dtype=dense.dtype)
-    advise_huge_pages(out)
+    out = _output(indptr.shape[0] - 1, dense, out)
     product(indptr, indices, values.astype(dense.dtype, copy=False), dense, out)
     return out
