@@ -247,7 +247,10 @@ def test_every_query_set_shape_has_its_table_and_marks_broken_assumptions(featur
     entry = open_set["5-way 1-shot"]["paddle"]
     assert entry["tasks"] == 20 and 0.5 < entry["open_auroc"] <= 1 and 0 <= entry["open_rejected"] <= 1
     report = (out / "report.md").read_text()
-    assert report.count("| PT-MAP † |") == 7 and "| PT-MAP |" in report and "| PADDLE † |" not in report
+    rows = [line for line in report.splitlines() if line.startswith(("| PT-MAP |", "| PADDLE |"))]
+    marked = [row.split(" |")[0] for row in rows if "†" in row]
+    assert marked == ["| PT-MAP"] * 7  # every shape but the balanced one, from the query sets drawn
+    assert "query sets drawn" in report
     assert "one query at a time" in report and "assumes balanced queries" in report
     # one query at a time: the same tasks, every query its own task; PT-MAP falls back to its inductive
     # counterpart
@@ -257,6 +260,28 @@ def test_every_query_set_shape_has_its_table_and_marks_broken_assumptions(featur
     together = outcome.results["ablation"]["balanced, 3 queries per class"]["toy"]["5-way 1-shot"]
     assert single["prototype"]["mean"] == pytest.approx(together["prototype"]["mean"])
     assert single["pt-map"]["mean"] != together["pt-map"]["mean"]
+
+
+def test_the_mark_follows_the_query_sets_drawn_not_the_shape_asked_for(features, tmp_path):
+    # 22 samples a class, 1 shot, 21 queries a class: the Dirichlet proportions asked for cannot be drawn,
+    # every class gives all it has, so every query set is balanced and PT-MAP keeps its promise unmarked
+    task = small(
+        features, methods=["prototype", "pt-map"], shots=[1], tasks=10, tasks_per_job=10, queries=[21],
+        query_distributions=["dirichlet:0.5", "dirichlet:2"],
+    )  # fmt: skip
+    outcome = run_task(task, out=tmp_path / "capped", progress=False)
+    capped = outcome.results["ablation"]["dirichlet:0.5, 21 queries per class"]["toy"]["5-way 1-shot"]
+    assert capped["pt-map"]["unbalanced_share"] == 0 and capped["pt-map"]["empty_class_share"] == 0
+    assert "†" not in (tmp_path / "capped" / "report.md").read_text()
+    task = small(
+        features, methods=["prototype", "pt-map"], shots=[1], tasks=10, tasks_per_job=10, queries=[3],
+        query_distributions=["dirichlet:0.5"],
+    )  # fmt: skip
+    outcome = run_task(task, out=tmp_path / "skewed", progress=False)
+    skewed = outcome.results["ablation"]["dirichlet:0.5, 3 queries per class"]["toy"]["5-way 1-shot"]
+    assert skewed["pt-map"]["unbalanced_share"] == 1.0 and 0 < skewed["pt-map"]["empty_class_share"] <= 1
+    assert "| PT-MAP | " in (tmp_path / "skewed" / "report.md").read_text()
+    assert "†" in (tmp_path / "skewed" / "report.md").read_text()
 
 
 def test_a_method_registered_after_import_is_accepted(features, tmp_path):
@@ -308,6 +333,9 @@ def _episodes(method, accuracies, seconds_per_task, study="ablation", variable=N
         log_likelihoods=[-0.5] * len(accuracies),
         seconds=seconds_per_task * len(accuracies),
         seconds_per_task=seconds_per_task,
+        query_sets=len(accuracies),
+        unbalanced_query_sets=0,
+        empty_class_query_sets=0,
     )
     record.update(shape)
     return record
@@ -329,6 +357,8 @@ def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
         open_auroc=[0.8, 0.6],
         open_rejected=[0.5, 0.25],
         known_rejected=[0.1, 0.0],
+        unbalanced_query_sets=2,
+        empty_class_query_sets=1,
     )
     records = [
         _episodes("internal", [0.9, 0.8], 0.002),
@@ -351,8 +381,6 @@ def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
         balanced: QueryShapeFacts(15, "balanced", 0, "together", True),
         dirichlet: QueryShapeFacts(15, "dirichlet:2", 2, "together", False),
     }
-    assert results.shapes[dirichlet].breaks_assumption_of("pt-map")
-    assert not results.shapes[balanced].breaks_assumption_of("pt-map")
     cell = results.ablation[balanced]["toy"]["5-way 1-shot"]
     assert list(cell) == ["internal", "prototype", "convection"]
     # internal: the four tasks of its two jobs, 0.9 0.8 1.0 0.9 (sample std √(0.02/3)); time: the jobs' mean
@@ -369,6 +397,10 @@ def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
     assert (opened.open_auroc, opened.open_rejected, opened.known_rejected) == pytest.approx(
         (0.7, 0.375, 0.05)
     )
+    # the † mark follows the query sets drawn: both of this cell's broke balance, one left a class empty
+    assert (opened.unbalanced_share, opened.empty_class_share) == (1.0, 0.5)
+    assert opened.breaks_assumption_of("pt-map") and not opened.breaks_assumption_of("prototype")
+    assert internal.unbalanced_share == 0.0 and not internal.breaks_assumption_of("pt-map")
 
     ((sweep, points),) = results.sensitivity.items()
     (point,) = points
@@ -399,8 +431,12 @@ def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
     ]
     episode_keys = ["mean", "ci95", "tasks", "seconds_per_task", "seconds_per_1000_tasks"]
     open_keys = ["open_auroc", "open_rejected", "known_rejected"]
-    assert list(plain["ablation"][balanced]["toy"]["5-way 1-shot"]["internal"]) == episode_keys
-    assert list(plain["ablation"][dirichlet]["toy"]["5-way 1-shot"]["internal"]) == episode_keys + open_keys
+    drawn_keys = ["unbalanced_share", "empty_class_share"]
+    assert list(plain["ablation"][balanced]["toy"]["5-way 1-shot"]["internal"]) == episode_keys + drawn_keys
+    assert (
+        list(plain["ablation"][dirichlet]["toy"]["5-way 1-shot"]["internal"])
+        == episode_keys + open_keys + drawn_keys
+    )
     assert plain["shapes"][dirichlet] == {
         "queries": 15,
         "distribution": "dirichlet:2",
@@ -408,8 +444,8 @@ def test_summarize_returns_typed_results_whose_plain_form_is_pinned():
         "query_mode": "together",
         "balanced": False,
     }
-    assert list(plain["sensitivity"]["n_top"][0]) == ["value"] + episode_keys
-    assert list(plain["timing"][0]) == ["layers"] + episode_keys
+    assert list(plain["sensitivity"]["n_top"][0]) == ["value"] + episode_keys + drawn_keys
+    assert list(plain["timing"][0]) == ["layers"] + episode_keys + drawn_keys
     assert list(plain["official_runs"]["internal"]) == ["error_rate", "per_run"]
     assert plain["claim"]["toy 5-way 1-shot"]["prototype"] == {
         "difference": pytest.approx(25.0),

@@ -49,6 +49,8 @@ __all__ = [
     "official_runs_tensors",
     "episode_scores",
     "EpisodeScores",
+    "query_set_facts",
+    "QuerySetFacts",
     "diffuse_on_task_graph",
     "principal_components",
     "clear_wins",
@@ -318,6 +320,41 @@ class EpisodeScores:
     open_auroc: Optional[List[float]] = None
     open_rejected: Optional[List[float]] = None
     known_rejected: Optional[List[float]] = None
+
+
+@dataclass(frozen=True)
+class QuerySetFacts:
+    """How the query sets actually drawn are spread: counts of query sets (tasks as solved).
+
+    Args:
+        query_sets: the query sets solved (tasks; every query one with ``one-at-a-time``).
+        unbalanced: query sets whose support classes got unequal numbers of queries, or that hold
+            open-set queries: those that break a balance assumption.
+        empty_class: query sets in which some support class got no query.
+    """
+
+    query_sets: int
+    unbalanced: int
+    empty_class: int
+
+
+def query_set_facts(query_labels: torch.Tensor, ways: int) -> QuerySetFacts:
+    """:class:`QuerySetFacts` of query sets ``(T, Q)`` of labels (``OPEN_SET_LABEL`` for open-set queries).
+
+    Examples:
+        >>> query_set_facts(torch.tensor([[0, 1, 2, 0, 1, 2], [0, 0, 1, 1, 1, 1], [0, 0, 1, 1, -1, 2]]), 3)
+        QuerySetFacts(query_sets=3, unbalanced=2, empty_class=1)
+    """
+    if query_labels.dim() != 2:
+        raise ValueError(f"query labels must be (tasks, queries), got shape {tuple(query_labels.shape)}")
+    counts = (query_labels.unsqueeze(2) == torch.arange(ways, device=query_labels.device)).sum(1)
+    open_set = (query_labels < 0).any(1)
+    unequal = counts.max(1).values != counts.min(1).values
+    return QuerySetFacts(
+        query_sets=int(query_labels.shape[0]),
+        unbalanced=int((unequal | open_set).sum()),
+        empty_class=int((counts.min(1).values == 0).sum()),
+    )
 
 
 def _auroc(known: torch.Tensor, unknown: torch.Tensor) -> float:

@@ -189,22 +189,31 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
             columns = list(cells)
             rows = []
             for method in config.methods:
-                breaks = facts.breaks_assumption_of(method)
-                marked = marked or breaks
-                row = [METHOD_NAMES.get(method, method) + (f" {ASSUMPTION_MARK}" if breaks else "")]
+                row = [METHOD_NAMES.get(method, method)]
                 for cell in columns:
                     entry = cells[cell].get(method)
                     text = "—"
                     if entry is not None:
                         text = f"{entry.mean:.2f} ± {entry.ci95:.2f}"
+                        if entry.breaks_assumption_of(method):  # from the query sets drawn, not the request
+                            text += f" {ASSUMPTION_MARK}"
+                            marked = True
                         if entry.tasks != config.tasks:  # a partial run says how many tasks it has so far
                             text += f" ({entry.tasks} tasks)"
                         if entry.open_auroc is not None:
                             text += f", AUROC {entry.open_auroc:.2f}"
                     row.append(text)
                 rows.append(row)
+            rows.append(["query sets drawn: unequal counts or open-set queries / a class without any"])
+            for cell in columns:
+                first = next(iter(cells[cell].values()))
+                unbalanced, empty = first.unbalanced_share or 0.0, first.empty_class_share or 0.0
+                rows[-1].append(f"{100 * unbalanced:.0f} % / {100 * empty:.0f} %")
             caption = (
-                f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet."
+                f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet. "
+                "The last row: the shares of the query sets as drawn (and solved) whose support classes got "
+                "unequal numbers of queries or that hold open-set queries, and in which a class got none "
+                "(every method of a cell sees the same tasks)."
             )
             if facts.open_set:
                 caption += (
@@ -215,8 +224,8 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
     if marked:
         report.paragraph(
             f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
-            "none from elsewhere) and the query sets of this table are not: its result shows what the "
-            "assumption costs, not what the method does on the query sets it was made for."
+            "none from elsewhere) and some query sets of this cell, as drawn, are not: its result shows what "
+            "the assumption costs, not what the method does on the query sets it was made for."
         )
     timing = [
         (shape, dataset, cell, method, entry.seconds_per_1000_tasks)

@@ -36,6 +36,11 @@ __all__ = [
 ]
 
 
+def _assumes_balance(method: str) -> bool:
+    """Whether the registered method ``method`` assumes balanced queries (an unknown name assumes nothing)."""
+    return method in METHOD_CLASSES and METHOD_CLASSES[method].assumes_balanced_queries
+
+
 @dataclass(frozen=True)
 class EpisodeSummary:
     """The tasks of one group of episode jobs: accuracy, time and, on open-set query sets, rejection.
@@ -53,6 +58,9 @@ class EpisodeSummary:
             below 1/2, mean over the tasks (a fraction).
         known_rejected: open-set query sets only: share of the support classes' queries whose top
             probability stays below 1/2, mean over the tasks (a fraction).
+        unbalanced_share: share of the query sets drawn (as solved) that break a balance assumption:
+            unequal counts over the support's classes, or open-set queries.
+        empty_class_share: share of the query sets drawn in which a support class got no query.
     """
 
     mean: float
@@ -63,6 +71,21 @@ class EpisodeSummary:
     open_auroc: Optional[float] = field(default=None, metadata=OMIT_NONE)
     open_rejected: Optional[float] = field(default=None, metadata=OMIT_NONE)
     known_rejected: Optional[float] = field(default=None, metadata=OMIT_NONE)
+    unbalanced_share: Optional[float] = field(default=None, metadata=OMIT_NONE)
+    empty_class_share: Optional[float] = field(default=None, metadata=OMIT_NONE)
+
+    def breaks_assumption_of(self, method: str) -> bool:
+        """Whether ``method`` assumes balanced queries and some query set of these tasks was not balanced
+        (as drawn: :attr:`unbalanced_share` above 0).
+
+        Examples:
+            >>> drawn = EpisodeSummary(90.0, 1.0, 10, 0.01, 10.0, unbalanced_share=0.0)
+            >>> drawn.breaks_assumption_of("pt-map"), drawn.breaks_assumption_of("prototype")
+            (False, False)
+            >>> EpisodeSummary(90.0, 1.0, 10, 0.01, 10.0, unbalanced_share=0.1).breaks_assumption_of("pt-map")
+            True
+        """
+        return bool(self.unbalanced_share) and _assumes_balance(method)
 
 
 @dataclass(frozen=True)
@@ -75,8 +98,9 @@ class QueryShapeFacts:
         open_set: the classes absent from the support that add queries.
         query_mode: ``together`` (the query set solved at once) or ``one-at-a-time`` (every query its own
             task).
-        balanced: every class of the task has as many queries, none from elsewhere, solved together: the
-            query sets every method was made for.
+        balanced: every class of the task was asked for as many queries, none from elsewhere, solved
+            together: the query sets every method was made for (as requested; whether the drawn sets are is
+            :meth:`EpisodeSummary.breaks_assumption_of`'s question).
     """
 
     queries: int
@@ -84,22 +108,6 @@ class QueryShapeFacts:
     open_set: int
     query_mode: str
     balanced: bool
-
-    def breaks_assumption_of(self, method: str) -> bool:
-        """Whether ``method`` assumes balanced queries and these query sets are not balanced.
-
-        Args:
-            method: a registered method's name (an unknown name assumes nothing).
-
-        Examples:
-            >>> QueryShapeFacts(15, "dirichlet:2", 0, "together", False).breaks_assumption_of("pt-map")
-            True
-            >>> QueryShapeFacts(15, "balanced", 0, "together", True).breaks_assumption_of("pt-map")
-            False
-        """
-        return (
-            not self.balanced and method in METHOD_CLASSES and METHOD_CLASSES[method].assumes_balanced_queries
-        )
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from .protocol import (
     official_runs_source,
     official_runs_tensors,
     principal_components,
+    query_set_facts,
     task_points,
     task_seeds,
 )
@@ -123,9 +124,12 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
         features, spec.ways, spec.shots, spec.queries, spec.seed, tasks, shape
     )
     labels, seeds, count = episodes.support_labels, task_seeds(spec.seed, tasks), query.shape[1]
+    solved_labels = episodes.query_labels  # the query sets as solved: their spread decides the † mark
     if spec.query_mode == "one-at-a-time":  # every query its own task, with its task's support and seed
         support, labels = support.repeat_interleave(count, 0), labels.repeat_interleave(count, 0)
         query, seeds = query.reshape(-1, 1, query.shape[2]), [seed for seed in seeds for _ in range(count)]
+        solved_labels = solved_labels.reshape(-1, 1)
+    facts = query_set_facts(solved_labels, spec.ways)
     start = time.perf_counter()
     probabilities = classify(
         support.to(spec.device),
@@ -145,6 +149,9 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
         "log_likelihoods": scores.log_likelihoods,
         "seconds": seconds,
         "seconds_per_task": seconds / len(tasks),
+        "query_sets": facts.query_sets,
+        "unbalanced_query_sets": facts.unbalanced,
+        "empty_class_query_sets": facts.empty_class,
     }
     if scores.open_auroc is not None:
         record.update(
@@ -205,12 +212,15 @@ def _episode_summary(members: Sequence[Mapping[str, Any]]) -> EpisodeSummary:
     def open_set_mean(name: str) -> Optional[float]:
         return float(np.mean([v for m in members for v in m[name]])) if open_set else None
 
+    query_sets = sum(m["query_sets"] for m in members)
     return EpisodeSummary(
         mean=100 * mean,
         ci95=100 * interval,
         tasks=len(accuracies),
         seconds_per_task=seconds,
         seconds_per_1000_tasks=1000 * seconds,
+        unbalanced_share=sum(m["unbalanced_query_sets"] for m in members) / max(query_sets, 1),
+        empty_class_share=sum(m["empty_class_query_sets"] for m in members) / max(query_sets, 1),
         open_auroc=open_set_mean("open_auroc"),
         open_rejected=open_set_mean("open_rejected"),
         known_rejected=open_set_mean("known_rejected"),
@@ -241,7 +251,13 @@ class FewShotTask(Task[FewShotConfig]):
             return {"error_rate": "number", "errors": ["number"]}
         if isinstance(spec, PictureJob):
             return {"before": "list", "after": "list", "labels": ["integer"], "support": "integer"}
-        fields: Dict[str, Any] = {"accuracies": ["number"], "seconds_per_task": "number"}
+        fields: Dict[str, Any] = {
+            "accuracies": ["number"],
+            "seconds_per_task": "number",
+            "query_sets": "integer",
+            "unbalanced_query_sets": "integer",
+            "empty_class_query_sets": "integer",
+        }
         if spec.open_set:
             fields.update(open_auroc=["number?"], open_rejected=["number"], known_rejected=["number"])
         return fields
