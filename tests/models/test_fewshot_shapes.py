@@ -119,21 +119,44 @@ def test_one_query_at_a_time_is_never_uniform_and_never_worse_than_nearest_proto
     assert accuracy >= baseline - 1e-12, (method, accuracy, baseline)
 
 
-def test_balanced_methods_return_their_inductive_counterpart_when_the_queries_cannot_be_balanced(device):
-    from pdenets.models.fewshot import FewShotBatch, power_transform, prototypes
+BALANCE_ASSUMING = {"tim": 15.0, "alpha-tim": 15.0, "pt-map": 20.0, "bd-cspn": 10.0}  # their scales
+
+
+@pytest.mark.parametrize("method, scale", list(BALANCE_ASSUMING.items()))
+def test_balanced_methods_return_nearest_prototype_when_the_queries_cannot_be_balanced(method, scale, device):
+    from pdenets.models.fewshot import FewShotBatch, prototypes
 
     support, support_labels, query, _ = _episodes(5, 2, 1, tasks=2, spread=1.0, device=device)
-    batch = FewShotBatch(support, support_labels, query[:, :3], 5)  # 3 queries, 5 classes
+    support, query = support / 4, query / 4  # probabilities that do not saturate
+    batch = FewShotBatch(support, support_labels, query[:, :4], 5)  # 4 queries, 5 classes: one short
     assert not batch.can_balance
     centres = prototypes(support, support_labels, 5)
-    tim = torch.softmax(-15 / 2 * torch.cdist(batch.query, centres).square(), 2)
-    assert torch.allclose(method_from_name("tim").predict_proba(batch), tim)
-    transformed = power_transform(torch.cat([support, batch.query], 1))
-    pt_centres = prototypes(transformed[:, :10], support_labels, 5)
-    pt_map = torch.softmax(-10 * torch.cdist(transformed[:, 10:], pt_centres).square(), 2)
-    assert torch.allclose(method_from_name("pt-map").predict_proba(batch), pt_map)
+    nearest = torch.softmax(-scale / 2 * torch.cdist(batch.query, centres).square(), 2)
+    torch.testing.assert_close(_method(method).predict_proba(batch), nearest)
     full = FewShotBatch(support, support_labels, query, 5)  # 5 queries: balanced is possible, the method runs
-    assert full.can_balance and not torch.equal(method_from_name("pt-map").predict_proba(full)[:, :3], pt_map)
+    assert full.can_balance
+    assert not torch.allclose(_method(method).predict_proba(full)[:, :4], nearest, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", list(BALANCE_ASSUMING))
+@pytest.mark.parametrize("ways", [5, 20])
+def test_a_single_query_on_raw_features_is_answered_as_nearest_prototype_answers_it(method, ways, device):
+    # synthetic clusters off the origin with negative coordinates, no preprocessing: PT-MAP's power transform
+    # and BD-CSPN's cosine would answer otherwise
+    support, support_labels, query, query_labels = _episodes(
+        ways, 1, 3, tasks=2, spread=0.5, seed=11 + ways, device=device
+    )
+    support, query = support - 3.0, query - 3.0
+    count = query.shape[1]
+    singles = (
+        support.repeat_interleave(count, 0),
+        support_labels.repeat_interleave(count, 0),
+        query.reshape(-1, 1, query.shape[2]),
+    )
+    answers = classify(*singles, ways, _method(method), Preprocessing()).argmax(2)
+    nearest = classify(*singles, ways, "prototype", Preprocessing()).argmax(2)
+    assert torch.equal(answers, nearest)
+    assert 1 / ways < float((nearest == query_labels.reshape(-1, 1)).double().mean()) < 1  # not trivial
 
 
 @pytest.mark.parametrize("method", METHODS)

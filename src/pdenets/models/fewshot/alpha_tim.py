@@ -17,8 +17,8 @@ grows without bound), so classes that are rare among the queries are filled up w
 other classes far less than by TIM. The pull towards spread predictions remains, though, and query
 sets far from balance still break it (:attr:`AlphaTIM.assumes_balanced_queries`): on 5-way 1-shot
 Omniglot tasks with 12 queries of one class and one of each other it lost 3.4 points to nearest
-prototype (TIM: 42), on Dirichlet(2) query counts it gained 1.7. With one query the two entropy terms
-are equal and cancel, leaving the support cross entropy.
+prototype (TIM: 42), on Dirichlet(2) query counts it gained 1.7. With fewer queries than classes
+(:attr:`~.base.FewShotBatch.can_balance` false) it returns nearest prototype, as TIM does.
 
 Defaults are the paper's: ``τ = 15``, equal weights, Adam at ``10⁻⁴`` for 1,000 iterations, and the
 tuned ``α``: 2 for one shot, 7 for five or more, 5 in between (``alpha=None``).
@@ -100,6 +100,8 @@ class AlphaTIM(FewShotMethod):
             conditional = tsallis_entropy(query_probabilities, alpha).mean(1)
             return cross_entropy - (marginal - conditional)
 
+        if not batch.can_balance:
+            return batch.nearest_prototype_proba(settings.temperature)
         weights = fit_class_weights(
             batch, loss, temperature=settings.temperature, lr=settings.lr, iterations=settings.iterations
         )

@@ -179,6 +179,22 @@ class FewShotBatch:
             )
         return self._prototypes
 
+    def nearest_prototype_proba(self, scale: float) -> torch.Tensor:
+        """``softmax_c(−scale ‖q − m_c‖² / 2)`` to :attr:`prototypes`, ``(T, Q, C)``: nearest prototype.
+
+        What a method that assumes balanced queries returns where they cannot be balanced (:attr:`can_balance`
+        false: fewer queries than classes, e.g. one query at a time): its inductive counterpart, with nearest
+        prototype's predictions on any features.
+
+        Examples:
+            >>> batch = FewShotBatch(torch.tensor([[[0.0], [4.0]]]), torch.tensor([[0, 1]]),
+            ...                      torch.tensor([[[1.0]]]), 2)
+            >>> batch.nearest_prototype_proba(1.0).argmax(2).tolist()
+            [[0]]
+        """
+        distances = torch.cdist(self.query, self.prototypes).square()
+        return torch.softmax(-scale / 2 * distances, dim=2)
+
     def chunk(self, start: int, stop: int) -> "FewShotBatch":
         """Tasks ``start … stop − 1`` as a batch of their own."""
         assert self.seeds is not None  # set by __post_init__

@@ -19,8 +19,9 @@ prototypes, ``p(c | x) = softmax_c(T cos(x, \tilde m_c))``; ``T = 10`` (the pape
 The shift assumes the queries hold the classes in the support's proportions: with unbalanced
 queries ``Δ`` also carries ``Σ_c (π^S_c − π^Q_c) m_c`` and moves every query towards the classes the
 queries lack (:attr:`BDCSPN.assumes_balanced_queries`). A query set smaller than the number of
-classes cannot hold them in those proportions: there the shift is skipped (with one query it would
-put the query on the support mean). ``shift=False`` drops the shift everywhere.
+classes cannot hold them in those proportions, nor rectify a prototype of every class: there BD-CSPN
+returns nearest prototype (:meth:`~.base.FewShotBatch.nearest_prototype_proba`; the shift alone would
+put a single query on the support mean). ``shift=False`` drops the shift everywhere.
 """
 
 from __future__ import annotations
@@ -93,11 +94,9 @@ class BDCSPN(FewShotMethod):
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        shifted = (
-            cross_domain_shift(batch.support, batch.query)
-            if settings.shift and batch.can_balance
-            else batch.query
-        )
+        if not batch.can_balance:  # too few queries to rectify by: nearest prototype
+            return batch.nearest_prototype_proba(settings.temperature)
+        shifted = cross_domain_shift(batch.support, batch.query) if settings.shift else batch.query
         centres = bdcspn_prototypes(
             batch.support, batch.support_labels, shifted, batch.ways, settings.temperature
         )

@@ -24,8 +24,9 @@ same rate with weights ``(1, 1, 0.1)`` on cosine logits: its prototypes move by 
 per coordinate, so it stays close to nearest prototype whatever the query set, and gains little on
 balanced ones.) With fewer queries than classes the marginal is no estimate of the class
 proportions — with one query it equals the query's own prediction, and maximising its entropy
-makes the prediction uniform — so there TIM returns its starting classifier (the support means,
-``iterations = 0``). :class:`~.alpha_tim.AlphaTIM` is the variant built for unbalanced queries.
+makes the prediction uniform — so there TIM returns nearest prototype
+(:meth:`~.base.FewShotBatch.nearest_prototype_proba`, its starting classifier when the prototypes are the
+support means). :class:`~.alpha_tim.AlphaTIM` is the variant built for unbalanced queries.
 """
 
 from __future__ import annotations
@@ -125,11 +126,9 @@ class TIM(FewShotMethod):
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
+        if not batch.can_balance:
+            return batch.nearest_prototype_proba(settings.temperature)
         weights = fit_class_weights(
-            batch,
-            self.loss,
-            temperature=settings.temperature,
-            lr=settings.lr,
-            iterations=settings.iterations if batch.can_balance else 0,
+            batch, self.loss, temperature=settings.temperature, lr=settings.lr, iterations=settings.iterations
         )
         return _log_probabilities(batch.query, weights, settings.temperature).exp()
