@@ -206,8 +206,8 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                 rows.append(row)
             rows.append(["query sets drawn: unequal counts or open-set queries / a class without any"])
             for cell in columns:
-                first = next(iter(cells[cell].values()))
-                unbalanced, empty = first.unbalanced_share or 0.0, first.empty_class_share or 0.0
+                drawn = next(iter(cells[cell].values()))
+                unbalanced, empty = drawn.unbalanced_share or 0.0, drawn.empty_class_share or 0.0
                 rows[-1].append(f"{100 * unbalanced:.0f} % / {100 * empty:.0f} %")
             caption = (
                 f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet. "
