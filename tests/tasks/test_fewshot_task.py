@@ -60,6 +60,18 @@ def test_ablation_table_is_complete_and_pinned(features, tmp_path):
     assert set(claim) == {"convection", "external", "prototype"}
     report = (tmp_path / "run" / "report.md").read_text()
     assert "| Internal convection-diffusion (Diff-ResNet) |" in report
+    # rows no cell tells apart are named, with what in the run's settings keeps them together: convection
+    # and external are 0.07 points apart at 1 shot here
+    from types import SimpleNamespace
+
+    from pdenets.tasks.fewshot.report import indistinct_pairs
+
+    cells = {name: {m: SimpleNamespace(**e) for m, e in cell.items()} for name, cell in table.items()}
+    pairs = indistinct_pairs(cells)
+    assert ("external", "convection") in [pair[:2] for pair in pairs]
+    assert "toy: External convection-diffusion and Convection cannot be told apart" in report
+    assert "its regularizer weighs μ = 0.01" in report
+    assert report.count("cannot be told apart") == len(pairs)
 
 
 #: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features

@@ -174,6 +174,58 @@ def add_sections(
         )
 
 
+#: the ablation's pairs whose difference is what a mechanism adds (the second row's method, then the first's)
+ABLATION_PAIRS = (
+    ("convection", "prototype"),
+    ("external", "convection"),
+    ("internal", "convection"),
+    ("internal", "external"),
+)
+
+
+def indistinct_pairs(cells: Mapping[str, Mapping[str, Any]]) -> List[tuple]:
+    """The ablation pairs of one table that no cell tells apart: ``(method, other, largest gap)`` where in
+    every cell both ran, ``|mean − mean'|`` is at most the larger 95 % half-width.
+
+    Examples:
+        >>> from pdenets.tasks.fewshot.results import EpisodeSummary
+        >>> summary = lambda mean: EpisodeSummary(mean, 0.5, 100, 0.01, 10.0)
+        >>> indistinct_pairs({"5-way 1-shot": {"prototype": summary(90.0), "convection": summary(90.2),
+        ...                                    "external": summary(93.0)}})
+        [('convection', 'prototype', 0.20000000000000284)]
+    """
+    found = []
+    for method, other in ABLATION_PAIRS:
+        pairs = [(cell[method], cell[other]) for cell in cells.values() if method in cell and other in cell]
+        if not pairs:
+            continue
+        gaps = [abs(a.mean - b.mean) for a, b in pairs]
+        if all(gap <= max(a.ci95, b.ci95) for gap, (a, b) in zip(gaps, pairs)):
+            found.append((method, other, max(gaps)))
+    return found
+
+
+def _why_alike(method: str, other: str, config: FewShotConfig) -> str:
+    """What in this run's settings keeps ``method``'s row near ``other``'s (the mechanism ``method`` adds)."""
+    settings: Any = config.method(method).settings  # a head's settings (the pairs' methods are heads)
+    reasons = []
+    if getattr(settings, "init", None) == "prototype":
+        reasons.append(
+            f"the head starts as nearest prototype (init = prototype) and takes {settings.epochs} SGD "
+            f"steps at rate {settings.lr:g}"
+        )
+    if method == "external":
+        reasons.append(f"its regularizer weighs μ = {settings.mu:g}")
+    if method == "internal":
+        steps = "10 (one shot) or 5" if settings.num_steps is None else settings.num_steps
+        reasons.append(f"its diffusion runs r = {steps} steps of γ = {settings.step_size:g}")
+    reasons.append(
+        "`--defaults paper` (a random start and 100 steps, the paper's ablation) or larger values in "
+        "`method_settings` give the mechanism room to move the predictions"
+    )
+    return "In this run " + "; ".join(reasons) + "."
+
+
 def _describe(settings) -> str:
     values = [f"{item.name} {getattr(settings, item.name)}" for item in fields(settings)]
     return ", ".join(values).replace("None", "auto") or "none"
@@ -221,6 +273,12 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                     "probability tells them from the open-set queries (0.5: not at all)."
                 )
             report.table([dataset] + columns, rows, caption=caption)
+            for first, second, gap in indistinct_pairs(cells):
+                report.paragraph(
+                    f"{dataset}: {METHOD_NAMES.get(first, first)} and {METHOD_NAMES.get(second, second)} "
+                    f"cannot be told apart in this table: in every cell they differ by at most {gap:.2f} "
+                    f"points, within their 95 % intervals. {_why_alike(first, second, config)}"
+                )
     if marked:
         report.paragraph(
             f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
