@@ -47,8 +47,6 @@ ALLOWED = {
     ("models/forecasting.py", "slice_graphs", "zeros"): "SliceGraphs' slice ids are host metadata",
     ("operators/slice_graphs.py", "__init__", "tensor"): "SliceGraphs' slice ids are host metadata",
     ("models/training.py", "batch", "empty"): "a pinned host buffer: the staging of the copy to the GPU",
-    ("nn/adjoint_diffusion.py", "_step_seeds", "randint"): "a seed drawn from torch's CPU generator, "
-    "used as a Python integer (the global seed decides it on every device)",
     ("nn/dropout.py", "fast_dropout", "randint"): "a seed drawn from torch's CPU generator, used as a Python "
     "integer (the NumPy masks of the CPU path)",
     ("operators/knn.py", "_faiss_search", "arange"): "FAISS answers on the host; the result is moved to the "
