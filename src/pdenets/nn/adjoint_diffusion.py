@@ -339,10 +339,14 @@ def adjoint_diffusion_readout(
     (:class:`~pdenets.models.DiffResNet`): at 20,000,000 nodes × 64 features each array is 4.8 GiB.
 
     Args:
-        operator, features, num_steps, dropout, dropout_position, seeds: as :func:`adjoint_diffusion`
-            (``features`` 2-D, ``(N, C)``).
+        operator: the steps' ``A = I − γL``, as :func:`adjoint_diffusion`'s.
+        features: ``X`` of shape ``(N, C)``.
+        num_steps: ``r``.
         weight: ``W`` of shape ``(K, C)``.
         bias: ``b`` of shape ``(K,)`` or ``None``.
+        dropout: drop rate ``p`` of every step (0: no masks).
+        dropout_position: ``"after"`` or ``"before"`` each step.
+        seeds: one mask seed per step; default: drawn from torch's generator, as :func:`adjoint_diffusion`.
         consume_input: ``features``' memory may be overwritten: the caller made the tensor, nothing else
             holds it, and it is not read again (taken only where no other tensor shares its memory, e.g.
             an output autograd saved; otherwise it is left intact).
