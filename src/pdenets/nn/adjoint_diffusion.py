@@ -290,9 +290,8 @@ class _AdjointDiffusionReadout(torch.autograd.Function):
         owned = consumed or contiguous.data_ptr() != features.data_ptr()
         diffused = _steps(operator, contiguous, seeds, p, before, transpose=False, owned=owned)
         ctx.operator, ctx.seeds, ctx.p, ctx.before = operator, seeds, p, before
-        ctx.diffused = (
-            diffused  # not an input or output of this function: kept as an attribute, dropped early
-        )
+        # not an input or output of this function: kept as an attribute, dropped early in the backward
+        ctx.diffused = diffused
         ctx.has_bias = bias is not None
         ctx.save_for_backward(weight)
         return torch.nn.functional.linear(diffused, weight, bias)

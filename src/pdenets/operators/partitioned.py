@@ -366,7 +366,9 @@ class PartitionedDiffusion:
         """:meth:`product` (the stored order is the rows' own)."""
         return self.product(features, transpose, out)
 
-    def masked_stored_product(self, features: torch.Tensor, transpose: bool, mask, out=None) -> None:
+    def masked_stored_product(
+        self, features: torch.Tensor, transpose: bool, mask, out: Optional[torch.Tensor] = None
+    ) -> None:
         """``None``: the caller multiplies, then masks (a product here exchanges halos first)."""
         return None
 

@@ -21,8 +21,8 @@ Because the column sums are fixed, PT-MAP assumes every class has the same numbe
 queries to the wrong class on purpose. With fewer queries than classes no plan can give every
 class ``Q / C`` of them but the uniform one (one query: ``1/C`` to every class, whatever the
 costs); there PT-MAP returns nearest prototype, ``softmax_c(−λ ‖q_i − m_c‖²)`` on the features as
-given (:meth:`~.base.FewShotBatch.nearest_prototype_proba`: the power transform's means erred on 29 % of
-single queries of synthetic clusters where nearest prototype erred on 10 %).
+given (:meth:`~.base.FewShotBatch.nearest_prototype_proba`): the power transform's means can answer a
+single query otherwise, and worse, on features it does not suit.
 """
 
 from __future__ import annotations

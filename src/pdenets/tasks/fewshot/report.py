@@ -17,6 +17,7 @@ from ...experiments.report import Report
 from ...experiments.summary import PaperValue, format_mean_std
 from ...features.datasets import FEWSHOT_DATASETS
 from .config import FewShotConfig
+from .protocol import clear_wins
 from .results import FewShotResults, SweepPoint, TimingPoint
 
 __all__ = [
@@ -185,7 +186,8 @@ ABLATION_PAIRS = (
 
 def indistinct_pairs(cells: Mapping[str, Mapping[str, Any]]) -> List[tuple]:
     """The ablation pairs of one table that no cell tells apart: ``(method, other, largest gap)`` where in
-    every cell both ran, ``|mean − mean'|`` is at most the larger 95 % half-width.
+    every cell both ran, neither clearly beats the other (:func:`~.protocol.clear_wins`: a gap beyond the
+    sum of the two 95 % half-widths).
 
     Examples:
         >>> from pdenets.tasks.fewshot.results import EpisodeSummary
@@ -196,17 +198,16 @@ def indistinct_pairs(cells: Mapping[str, Mapping[str, Any]]) -> List[tuple]:
     """
     found = []
     for method, other in ABLATION_PAIRS:
-        pairs = [(cell[method], cell[other]) for cell in cells.values() if method in cell and other in cell]
-        if not pairs:
-            continue
-        gaps = [abs(a.mean - b.mean) for a, b in pairs]
-        if all(gap <= max(a.ci95, b.ci95) for gap, (a, b) in zip(gaps, pairs)):
-            found.append((method, other, max(gaps)))
+        shared = [cell for cell in cells.values() if method in cell and other in cell]
+        ahead = [clear_wins(cell, method, [other])[other] for cell in shared]
+        behind = [clear_wins(cell, other, [method])[method] for cell in shared]
+        if shared and not any(win.clearly for win in ahead + behind):
+            found.append((method, other, max(abs(win.difference) for win in ahead)))
     return found
 
 
-def _why_alike(method: str, other: str, config: FewShotConfig) -> str:
-    """What in this run's settings keeps ``method``'s row near ``other``'s (the mechanism ``method`` adds)."""
+def _why_alike(method: str, config: FewShotConfig) -> str:
+    """What in this run's settings keeps ``method``'s row near the row it adds a mechanism to."""
     settings: Any = config.method(method).settings  # a head's settings (the pairs' methods are heads)
     reasons = []
     if getattr(settings, "init", None) == "prototype":
@@ -277,7 +278,7 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                 report.paragraph(
                     f"{dataset}: {METHOD_NAMES.get(first, first)} and {METHOD_NAMES.get(second, second)} "
                     f"cannot be told apart in this table: in every cell they differ by at most {gap:.2f} "
-                    f"points, within their 95 % intervals. {_why_alike(first, second, config)}"
+                    f"points, within their 95 % intervals. {_why_alike(first, config)}"
                 )
     if marked:
         report.paragraph(
