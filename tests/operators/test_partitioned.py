@@ -22,6 +22,7 @@ from pdenets.operators import (
     load_part,
     partition_graph,
     save_partition,
+    spmm_kernel,
     stability_bound,
 )
 from pdenets.operators.partitioned import _PartitionedStep
@@ -167,8 +168,9 @@ def test_a_row_block_starting_at_a_word_boundary_or_one_byte_off_draws_the_whole
             assert torch.equal(block, whole[offset:]), (columns, first_byte)
 
 
-def _run_pair(tmp_path, partition_method, settings):
-    weights, features, labels = _graph()
+def _run_pair(tmp_path, partition_method, settings, weights=None):
+    graph_weights, features, labels = _graph()
+    weights = graph_weights if weights is None else weights
     partition = partition_graph(weights, 2, method=partition_method)
     save_partition(tmp_path / "parts", partition, weights, features=features.float(), labels=labels)
     (tmp_path / "out").mkdir()
@@ -248,6 +250,41 @@ def test_two_processes_give_the_single_process_loss_gradients_and_logits(tmp_pat
     torch.testing.assert_close(torch.cat([r["forward"] for r in ranks]), matrix @ x, rtol=0, atol=1e-6)
     torch.testing.assert_close(torch.cat([r["transposed"] for r in ranks]), matrix.T @ x, rtol=0, atol=1e-6)
     assert 0 < first < 120
+
+
+@pytest.mark.cpu_only("two torch.distributed processes over gloo (a subprocess), compared on the CPU")
+@pytest.mark.parametrize("compiled", [False, True])
+def test_two_processes_on_a_directed_graph_give_its_products_and_gradients(tmp_path, compiled):
+    """``W`` not symmetric: the own blocks are not their own transposes and a halo entry has no mirror, so
+    the transposed step must use the stored transposes of both blocks; ``compiled``: every product through
+    the compiled kernel, writing into the spare arrays the steps pass."""
+    if compiled and not spmm_kernel.available():
+        pytest.skip("the compiled kernel needs numba")
+    weights, _, _ = _graph()
+    dense = _dense(weights).clone()
+    upper = torch.triu(torch.ones_like(dense), 1).bool()
+    dense[upper] *= 1.5  # each edge i < j weighs more from i than from j
+    dense[torch.triu(dense > 0, 1) & (torch.arange(120)[None, :] % 7 == 0)] = 0.0  # some edges one way only
+    directed = dense.to_sparse()
+    settings = {
+        "seed": 2,
+        "num_classes": 3,
+        "block": "graph",
+        "num_steps": 3,
+        "step_size": 0.1,
+        "dropout": 0.2,
+        "dropout_position": "after",
+        "compiled": compiled,
+    }
+    _, features, labels, partition, ranks = _run_pair(tmp_path, "contiguous", settings, directed)
+    settings.pop("compiled")
+    losses, gradients, _, matrix, x = _single(directed, features, labels, partition, settings)
+    assert not torch.equal(matrix, matrix.T) and ranks[0]["halo"] > 0 and ranks[1]["halo"] > 0
+    assert ranks[0]["losses"] == pytest.approx(losses, abs=1e-6)
+    for name, gradient in gradients.items():
+        torch.testing.assert_close(ranks[1]["gradients"][name], gradient, rtol=0, atol=1e-6)
+    torch.testing.assert_close(torch.cat([r["forward"] for r in ranks]), matrix @ x, rtol=0, atol=1e-6)
+    torch.testing.assert_close(torch.cat([r["transposed"] for r in ranks]), matrix.T @ x, rtol=0, atol=1e-6)
 
 
 @pytest.mark.cpu_only("two torch.distributed processes over gloo (a subprocess), compared on the CPU")

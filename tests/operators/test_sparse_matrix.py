@@ -50,3 +50,24 @@ def test_scipy_view_shares_the_stored_indices():
     view = matrix.scipy(np.float32)
     assert np.shares_memory(view.indices, matrix._csr.col_indices().numpy())
     assert np.shares_memory(view.data, matrix._csr.values().numpy())
+
+
+@pytest.mark.cpu_only("the 64-bit index arrays are NumPy arrays shared with the CSR tensor")
+def test_the_stored_32_bit_copy_lets_the_64_bit_indices_go():
+    """``values()`` of a CSR tensor is a view whose base is the whole tensor: the stored copy must not keep
+    it, or the 64-bit indices it replaces stay in memory beside it."""
+    import gc
+    import weakref
+
+    csr = _matrix(symmetric=False).to_sparse_csr()
+    indices = csr.col_indices().numpy().astype(np.int64)
+    pointers = csr.crow_indices().numpy().astype(np.int64)
+    given = torch.sparse_csr_tensor(
+        torch.from_numpy(pointers), torch.from_numpy(indices), csr.values(), csr.shape, check_invariants=False
+    )
+    gone = [weakref.ref(indices), weakref.ref(pointers)]
+    matrix = SparseMatrix(given)
+    del given, indices, pointers
+    gc.collect()
+    assert [reference() is None for reference in gone] == [True, True]
+    assert torch.equal(matrix.to_dense(), csr.to_dense())

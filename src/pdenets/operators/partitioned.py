@@ -19,10 +19,15 @@ $$
     \text{ that } j \text{ sends back to } k).
 $$
 
-Only halo rows travel: ``|H_k| × C`` numbers per step each way. The degrees ``Λ`` are sums of a process's
-own rows, so building ``A`` needs no communication; the stability bound ``γ ≤ 1 / max_i Σ_{j≠i} w_ij`` is one
-``all_reduce``, and beyond it (symmetric ``W``) ``γ ≤ 2 / λ_max(L)``, the bound one process applies too, is
-found by a Lanczos recurrence over the processes (one exchange and one ``all_reduce`` per step). Process
+Only halo rows travel: ``|H_k| × C`` numbers per step each way. A step writes its ``(n_k, C)`` result
+(into a spare array of an earlier step, where the caller gives one) and adds the halo's products to the
+few *boundary* rows that have halo entries; the transposed step writes ``G_{H_k}`` into an array of its
+own, so neither copies ``[X_{P_k}; X_{H_k}]`` into one ``(n_k + |H_k|, C)`` array.
+
+The degrees ``Λ`` are sums of a process's own rows, so building ``A`` needs no communication; the
+stability bound ``γ ≤ 1 / max_i Σ_{j≠i} w_ij`` is one ``all_reduce``, and beyond it (symmetric ``W``)
+``γ ≤ 2 / λ_max(L)``, the bound one process applies too, is found by a Lanczos recurrence over the
+processes (one exchange and one ``all_reduce`` per step). Process
 ``k``'s dropout masks are rows ``first_k, …`` of the single process's masks
 (:func:`~pdenets.nn.adjoint_diffusion.apply_dropout_mask_` with ``row_offset``), so a partitioned Diff-ResNet
 computes the single-process loss and gradients (tests/operators/test_partitioned.py).
@@ -80,6 +85,8 @@ class PartitionedDiffusion:
         row_offset: ``first``.
         halo_size: ``|H_k|``, the rows received per step.
         total_nodes: ``N``.
+        own_block: ``A_{P_k,P_k}`` ``(n_k, n_k)`` (a :class:`~pdenets.operators.SparseMatrix`); the entries
+            of ``A_{P_k,H_k}`` are kept for the few boundary rows that have any.
 
     Raises:
         ValueError: ranges that do not tile the graph, negative weights, non-finite weights.
@@ -146,30 +153,53 @@ class PartitionedDiffusion:
         mine = (columns >= own.start) & (columns < own.stop)
         self.halo = np.unique(columns[~mine])  # sorted: the rows of each owner are one segment
         self.halo_size = int(self.halo.size)
-        self.matrix = self._local(matrix)
+        self._split(matrix)
         self._plan_exchange()
         if check_stability and self.step_size > self.gershgorin_bound * (1 + 1e-6):
             laplacian = sp.diags(degrees.astype(np.float64), own.start, shape=(count, total), format="csr")
             self._check_spectral_bound(self._local((laplacian - graph.astype(np.float64)).tocsr()))
 
     # -- set-up ---------------------------------------------------------------------------------------------
-    def _local(self, rows: Any) -> SparseMatrix:
-        """Rows ``(n_k, N)`` (scipy CSR, columns in the whole graph's numbering) as ``(n_k, n_k + |H_k|)``:
-        this process's columns first, then the halo's in :attr:`halo` order."""
+    def _split(self, matrix: Any) -> None:
+        """Store ``A``'s rows as the own block ``A_{P_k,P_k}`` ``(n_k, n_k)`` and the halo block
+        ``A_{B_k,H_k}`` ``(|B_k|, |H_k|)`` of the *boundary* rows ``B_k`` (those with a halo entry), with
+        ``A_{P_k,H_k}ᵀ`` ``(|H_k|, n_k)`` for the transposed step.
+
+        So a step writes its ``(n_k, C)`` result in place of a spare array and adds the halo's few rows,
+        instead of reading ``[X_{P_k}; X_{H_k}]`` copied into one ``(n_k + |H_k|, C)`` array; the transposed
+        step writes ``G_{H_k}`` apart, instead of into an ``(n_k + |H_k|, C)`` array. The own block of a
+        symmetric ``W`` is its own transpose and stored once."""
+        local, count = self._renumbered(matrix), self.num_nodes
+        own, halo = local[:, :count].tocsr(), local[:, count:].tocsr()
+        own.sort_indices()
+        self.own_block = SparseMatrix(_torch_csr(own))
+        # the transpose built now, while the process holds no features (the own block itself if symmetric)
+        self.own_block.T  # noqa: B018
+        boundary = np.flatnonzero(np.diff(halo.indptr))
+        self._boundary = torch.from_numpy(boundary.astype(np.int64))
+        self._halo_rows = SparseMatrix(_torch_csr(halo[boundary].tocsr()))
+        self._halo_columns = SparseMatrix(_torch_csr(halo.T.tocsr()))
+
+    @property
+    def nnz(self) -> int:
+        """The stored entries of this process's rows of ``A``."""
+        return self.own_block.nnz + self._halo_rows.nnz
+
+    def _renumbered(self, rows: Any) -> Any:
+        """Rows ``(n_k, N)`` (scipy CSR, columns in the whole graph's numbering) as ``(n_k, n_k + |H_k|)``
+        (scipy CSR): this process's columns first, then the halo's in :attr:`halo` order."""
+        import scipy.sparse as sp
+
         rows.sort_indices()
         own_start, count = self.row_offset, self.num_nodes
         columns = rows.indices.astype(np.int64)
         mine = (columns >= own_start) & (columns < own_start + count)
         local = np.where(mine, columns - own_start, count + np.searchsorted(self.halo, columns))
-        return SparseMatrix(
-            torch.sparse_csr_tensor(
-                torch.from_numpy(rows.indptr.astype(np.int64)),
-                torch.from_numpy(local),
-                torch.from_numpy(rows.data),
-                (count, count + self.halo_size),
-                check_invariants=False,
-            )
-        )
+        return sp.csr_matrix((rows.data, local, rows.indptr), shape=(count, count + self.halo_size))
+
+    def _local(self, rows: Any) -> SparseMatrix:
+        """:meth:`_renumbered` as a :class:`~pdenets.operators.SparseMatrix`."""
+        return SparseMatrix(_torch_csr(self._renumbered(rows)))
 
     def _sum(self, values: torch.Tensor) -> torch.Tensor:
         """``values`` (float64) summed over the processes."""
@@ -380,11 +410,23 @@ class PartitionedDiffusion:
         (:meth:`~pdenets.operators.SparseMatrix.product`)."""
         features = features.contiguous()
         if not transpose:
-            if not self.halo_size and self.world_size == 1:
-                return self.matrix.product(features, out)
-            return self.matrix.product(torch.cat([features, self.exchange(features)]), out)
-        extended = self.matrix.T.product(features)
-        return self.return_halo(extended[: self.num_nodes].contiguous(), extended[self.num_nodes :])
+            result = self.own_block.product(features, out)
+            if self.world_size > 1:
+                halo = self.exchange(features)
+                if self.halo_size:
+                    boundary = self._index(features.device)
+                    result.index_add_(0, boundary, self._halo_rows.product(halo))
+            return result
+        result = self.own_block.T.product(features, out)
+        if self.world_size > 1:
+            result = self.return_halo(result, self._halo_columns.product(features))
+        return result
+
+    def _index(self, device: torch.device) -> torch.Tensor:
+        """The boundary rows' ids on ``device`` (kept there after the first use)."""
+        if self._boundary.device != device:
+            self._boundary = self._boundary.to(device)
+        return self._boundary
 
     def agree_seeds(self, seeds: List[Optional[int]]) -> List[Optional[int]]:
         """Process 0's dropout seeds on every process (the masks of one step must be one mask)."""
@@ -435,7 +477,7 @@ class PartitionedDiffusion:
         return (
             f"PartitionedDiffusion(rank {self.rank} of {self.world_size}, rows {self.row_offset}:"
             f"{self.row_offset + self.num_nodes} of N={self.total_nodes}, halo={self.halo_size}, "
-            f"step_size={self.step_size:g}, nnz={self.matrix.nnz})"
+            f"step_size={self.step_size:g}, nnz={self.nnz})"
         )
 
 
@@ -448,3 +490,14 @@ class _PartitionedStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.operator.product(grad_output, transpose=True), None
+
+
+def _torch_csr(matrix: Any) -> torch.Tensor:
+    """A SciPy CSR matrix as a torch sparse CSR tensor (its arrays shared)."""
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(matrix.indptr.astype(np.int64, copy=False)),
+        torch.from_numpy(matrix.indices.astype(np.int64, copy=False)),
+        torch.from_numpy(matrix.data),
+        matrix.shape,
+        check_invariants=False,
+    )

@@ -268,13 +268,16 @@ class _SparseMatmul(torch.autograd.Function):
 
 
 def _compact_csr(matrix: torch.Tensor) -> torch.Tensor:
-    """A CSR tensor with 32-bit row pointers and column indices where every index fits in them."""
+    """A CSR tensor with 32-bit row pointers and column indices where every index fits in them.
+
+    Its values are ``matrix``'s (shared, not copied) but not a view of ``matrix``: ``values()`` is a view
+    whose base is the whole sparse tensor, and kept as such it would keep the 64-bit indices alive too."""
     if matrix.crow_indices().dtype == torch.int32 or max(matrix._nnz(), *matrix.shape) >= 2**31:
         return matrix
     return torch.sparse_csr_tensor(
         matrix.crow_indices().to(torch.int32),
         matrix.col_indices().to(torch.int32),
-        matrix.values(),
+        matrix.values().detach(),
         matrix.shape,
         check_invariants=False,
     )
