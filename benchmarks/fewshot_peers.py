@@ -3,15 +3,18 @@
     python benchmarks/fewshot_peers.py --features FILE.npz [--runs RUNS.npz] [--tasks 1000] [--ways 5]
     [--shots 1,5]
         [--shapes balanced,dirichlet:2,open-set:2,one-at-a-time] [--queries 15]
+        [--methods prototype,bd-cspn,bd-cspn:preset=easyfsl,tim,tim:iterations=50,...]
 
 Every method sees L2-normalized features and the same episodes, one table per query-set shape
 (``--shapes``): ``balanced`` (``--queries`` per class), ``dirichlet:A`` (class proportions drawn per
 task, Veilleux et al. 2021), ``open-set:K`` (balanced, plus queries of ``K`` classes absent from the
 support; accuracy over the support's classes), ``one-at-a-time`` (every query of the balanced tasks
-its own task). Ours solve all tasks of a cell at once (batched);
+its own task). Ours solve the tasks of a block of 100 at once (batched), easyfsl's the same block
+after them, block by block (interleaved, so both see the same machine);
 easyfsl's classes (``PrototypicalNetworks``, ``LaplacianShot``, ``BDCSPN``, ``PTMAP``, ``TIM``,
 identity backbone, their default settings) solve one task at a time, as they are written. For
-every cell the table gives accuracy ± 95 % interval and seconds per 1,000 tasks; ``--runs``
+every cell the table gives accuracy ± 95 % interval, seconds per 1,000 tasks and the number of queries
+the two answer differently; ``--runs``
 adds the error rate on the 20 official Omniglot one-shot runs (the file
 ``pdenets.features.official_runs_features`` writes). Methods without an easyfsl
 counterpart (the Diff-ResNet heads) appear on our side only.
@@ -92,6 +95,17 @@ def easyfsl_predict(peer_class, support, support_labels, query) -> torch.Tensor:
     return torch.stack(predictions)
 
 
+def method_of(spec: str):
+    """A method from ``NAME`` or ``NAME:KEY=VALUE:…`` (``preset=NAME`` picks a preset, e.g.
+    ``bd-cspn:preset=easyfsl``; ``tim:iterations=50`` runs easyfsl's number of steps)."""
+    name, *fields = spec.split(":")
+    changes = {}
+    for field in fields:
+        key, _, value = field.partition("=")
+        changes[key] = value if key == "preset" else json.loads(value)
+    return method_from_name(name, **changes)
+
+
 def timed(function):
     start = time.perf_counter()
     result = function()
@@ -115,12 +129,18 @@ def one_at_a_time(function, support, support_labels, query):
     return result.reshape(support.shape[0], count, *result.shape[2:])
 
 
+#: tasks per block: ours and easyfsl's alternate block by block, so that both see the same machine
+BLOCK = 100
+
+
 def measure_cell(
     support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False
 ):
-    seeds = list(range(support.shape[0]))
+    tasks = support.shape[0]
 
-    def ours(name):
+    def ours(name, block):
+        seeds = list(range(block.start, block.stop))
+
         def solve(s, labels, q):
             repeat = s.shape[0] // len(seeds)
             return classify(
@@ -128,64 +148,71 @@ def measure_cell(
                 labels,
                 q,
                 ways,
-                method_from_name(name),
+                method_of(name),
                 Preprocessing(),
                 seeds=[seed for seed in seeds for _ in range(repeat)],
-                chunk_size=100,
+                chunk_size=BLOCK,
             )
 
-        return (
-            one_at_a_time(solve, support, support_labels, query)
-            if single
-            else solve(support, support_labels, query)
-        )
+        arguments = (support[block], support_labels[block], query[block])
+        return (one_at_a_time(solve, *arguments) if single else solve(*arguments)).argmax(2)
+
+    def theirs(peer, block):
+        def solve(s, labels, q):
+            return easyfsl_predict(peer, s, labels, q)[..., None]
+
+        arguments = (support[block], support_labels[block], query[block])
+        return (one_at_a_time(solve, *arguments) if single else solve(*arguments))[..., 0]
 
     for name in methods:
-        probabilities, seconds = timed(lambda: ours(name))
-        mean, interval = mean_and_interval(task_accuracies(probabilities.argmax(2), query_labels))
-        row = {
-            "cell": cell,
-            "method": name,
-            "pdenets_accuracy": 100 * mean,
-            "pdenets_ci95": 100 * interval,
-            "pdenets_s_per_1000": 1000 * seconds / len(seeds),
-            "tasks": len(seeds),
-        }
-        if name in peers:
-
-            def theirs(s, labels, q):
-                return easyfsl_predict(peers[name], s, labels, q)[..., None]
-
-            try:
-                predictions, seconds = timed(
-                    lambda: (
-                        one_at_a_time(theirs, support, support_labels, query)
-                        if single
-                        else theirs(support, support_labels, query)
-                    )[..., 0]
-                )
-            except Exception as error:  # noqa: BLE001 - a peer that fails on a shape is a result, reported
-                row.update(easyfsl_error=f"{type(error).__name__}: {str(error).splitlines()[0][:80]}")
-            else:
-                mean, interval = mean_and_interval(task_accuracies(predictions, query_labels))
-                row.update(
-                    easyfsl_accuracy=100 * mean,
-                    easyfsl_ci95=100 * interval,
-                    easyfsl_s_per_1000=1000 * seconds / len(seeds),
-                )
+        peer = peers.get(name.split(":")[0])
+        answers = {"pdenets": [], "easyfsl": []}
+        seconds = {"pdenets": 0.0, "easyfsl": 0.0}
+        error = None
+        for start in range(0, tasks, BLOCK):
+            block = slice(start, min(start + BLOCK, tasks))
+            predictions, spent = timed(lambda: ours(name, block))
+            answers["pdenets"].append(predictions)
+            seconds["pdenets"] += spent
+            if peer is not None and error is None:
+                try:
+                    predictions, spent = timed(lambda: theirs(peer, block))
+                except Exception as failure:  # noqa: BLE001 - a peer that fails on a shape is a result
+                    error = f"{type(failure).__name__}: {str(failure).splitlines()[0][:80]}"
+                else:
+                    answers["easyfsl"].append(predictions)
+                    seconds["easyfsl"] += spent
+        row = {"cell": cell, "method": name, "tasks": tasks}
+        for side in ("pdenets", "easyfsl"):
+            if side == "easyfsl" and (peer is None or error is not None):
+                continue
+            mean, interval = mean_and_interval(task_accuracies(torch.cat(answers[side]), query_labels))
+            row.update(
+                {
+                    f"{side}_accuracy": 100 * mean,
+                    f"{side}_ci95": 100 * interval,
+                    f"{side}_s_per_1000": 1000 * seconds[side] / tasks,
+                }
+            )
+        if error is not None:
+            row["easyfsl_error"] = error
+        elif peer is not None:  # queries the two answer differently (open-set ones too)
+            row["queries_answered_apart"] = int(
+                (torch.cat(answers["pdenets"]) != torch.cat(answers["easyfsl"])).sum()
+            )
         rows.append(row)
         if "easyfsl_error" in row:
-            theirs = f"fails ({row['easyfsl_error']})"
+            shown = f"fails ({row['easyfsl_error']})"
         elif "easyfsl_accuracy" in row:
-            theirs = (
+            shown = (
                 f"{row['easyfsl_accuracy']:6.2f} ± {row['easyfsl_ci95']:.2f}  "
-                f"{row['easyfsl_s_per_1000']:8.1f}"
+                f"{row['easyfsl_s_per_1000']:8.1f}   {row['queries_answered_apart']:>8}"
             )
         else:
-            theirs = f"{'—':>15} {'—':>9}"
+            shown = f"{'—':>15} {'—':>9}"
         print(
-            f"{cell:<34} {name:<11} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
-            f"{row['pdenets_s_per_1000']:8.1f}   {theirs}",
+            f"{cell:<34} {name:<22} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
+            f"{row['pdenets_s_per_1000']:8.1f}   {shown}",
             flush=True,
         )
 
@@ -200,7 +227,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=15)
     parser.add_argument("--shapes", default="balanced", help="query-set shapes: " + ", ".join(SHAPES))
     parser.add_argument("--single-tasks", type=int, default=100, help="tasks of the one-at-a-time shape")
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help="NAME or NAME:KEY=VALUE:... (settings changed, preset=NAME), comma-separated",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", default=None)
     parser.add_argument("--ours-only", action="store_true", help="skip easyfsl")
@@ -209,8 +240,8 @@ def main() -> None:
     methods = args.methods.split(",")
     peers = {} if args.ours_only else easyfsl_methods()
     print(
-        f"{'cell':<34} {'method':<11} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} "
-        f"{'s/1000':>8}"
+        f"{'cell':<34} {'method':<22} {'pdenets acc (%)':>15} {'s/1000':>8}   {'easyfsl acc (%)':>15} "
+        f"{'s/1000':>8}   {'answered apart':>8}"
     )
     rows = []
     features = load_features(args.features)

@@ -98,6 +98,34 @@ def _bdcspn(support, labels, query, temperature=10.0, shift=True):
     return _softmax(temperature * _unit(query) @ _unit(np.stack(rectified)).T)
 
 
+def _bdcspn_easyfsl(support, labels, query):
+    """easyfsl's BD-CSPN as its code reads: ``exp(cos)`` logits of the support and of the shifted queries
+    to the support means, each class's column divided by its sum over the class's members (support labels,
+    queries' argmax), the prototypes the weighted sums; cosine logits of the unshifted queries."""
+    support, query = _standardized(support, query)
+    means = _means(support, labels)
+    shifted = query + (support.mean(0) - query.mean(0))
+    support_logits = np.exp(_unit(support) @ _unit(means).T)
+    query_logits = np.exp(_unit(shifted) @ _unit(means).T)
+    support_onehot = np.eye(WAYS)[labels]
+    query_onehot = np.eye(WAYS)[query_logits.argmax(1)]
+    normalization = (support_onehot * support_logits).sum(0) + (query_onehot * query_logits).sum(0)
+    prototypes = (support_onehot * support_logits / normalization).T @ support + (
+        query_onehot * query_logits / normalization
+    ).T @ shifted
+    return _unit(query) @ _unit(prototypes).T
+
+
+def test_bd_cspn_easyfsl_preset_predicts_as_easyfsl_reads(device):
+    """The preset's predictions equal easyfsl's formulas, written from its code; its probabilities are the
+    softmax of those cosines at ``T = 1``."""
+    ours = _ours("bd-cspn", device=device, preset="easyfsl")
+    logits = _per_task(_bdcspn_easyfsl)
+    np.testing.assert_allclose(ours, _softmax(logits), atol=1e-9, rtol=1e-7)
+    paper = _ours("bd-cspn", device=device)
+    assert not np.allclose(paper, ours, atol=1e-3)  # the default is the paper's T = 10, not the preset
+
+
 def _ptmap(
     support,
     labels,

@@ -22,6 +22,13 @@ queries lack (:attr:`BDCSPN.assumes_balanced_queries`). A query set smaller than
 classes cannot hold them in those proportions, nor rectify a prototype of every class: there BD-CSPN
 returns nearest prototype (:meth:`~.base.FewShotBatch.nearest_prototype_proba`; the shift alone would
 put a single query on the support mean). ``shift=False`` drops the shift everywhere.
+
+easyfsl's ``BDCSPN`` weighs the members by ``exp(cos(z, m_c))``, ``T = 1``: the preset ``"easyfsl"``
+(``BDCSPN.preset("easyfsl")``, or ``temperature=1``) gives its predictions (the same on every task of eight
+5-way cells of Omniglot and CLINC150 sentence embeddings, ``benchmarks/fewshot_peers.py``). With ``T = 1``
+the rectified prototypes are closer to the plain means of their members; on the sentence embeddings that
+is 0.2–2.8 points more accurate than the paper's ``T = 10``, on Omniglot within 0.1 point. Its
+probabilities are flatter too (the same ``T`` makes the final softmax); the predictions are not.
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ class BDCSPN(FewShotMethod):
     settings_class = BDCSPNSettings
     settings: BDCSPNSettings
     assumes_balanced_queries = True
+    presets = {"easyfsl": {"temperature": 1.0}}
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
