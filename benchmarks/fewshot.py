@@ -18,12 +18,16 @@ random class centres:
 Both start from the same parameters and must give the same predictions. Times are medians
 of ``--repeats`` runs; the ratio is loop time / batched time. Beside them ``bd-cspn``
 (:class:`~pdenets.models.fewshot.BDCSPN`, closed form, batched) on the same tasks: the cheapest
-transductive method, and what the trained head costs against it (batched time / BD-CSPN time).
+transductive method, and what the trained head costs against it (batched time / BD-CSPN time), and
+LaplacianShot (:class:`~pdenets.models.fewshot.LaplacianShot`) likewise. ``--dims`` picks the widths
+(default ``64,512``; ``384`` is the width of the sentence embeddings).
 
 Roofline: the matrix-product FLOPs of one task's training (``torch.utils.flop_counter``,
 forward and backward, 100 steps), the GFLOP/s each path achieves, and the machine's peak
 measured the same way on one large float32 product. A path far below the peak at the same
-FLOPs is bound by per-operation overhead (Python, dispatch, small products), not arithmetic.
+FLOPs is bound by per-operation overhead (Python, dispatch, small products), not arithmetic. The floor
+(FLOPs / peak) is the time no implementation of the same products beats: against LaplacianShot's time it
+says how close to LaplacianShot the head can come at that width.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pdenets.models.fewshot import BDCSPN, Internal, classify  # noqa: E402
+from pdenets.models.fewshot import BDCSPN, Internal, LaplacianShot, classify  # noqa: E402
 
 
 def tasks(count: int, dim: int, seed: int = 0):
@@ -89,6 +93,7 @@ def main() -> None:
     parser.add_argument(
         "--epochs", type=int, default=None, help="SGD steps per task (default: the head's, 10)"
     )
+    parser.add_argument("--dims", default="64,512", help="feature widths M, comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     count = args.tasks or (100 if args.quick else 1000)
@@ -102,9 +107,11 @@ def main() -> None:
     print(
         f"{'M':>5} {'tasks':>6} {'loop s':>9} {'batched s':>10} {'loop ms/task':>13} {'batched ms/task':>16} "
         f"{'ratio':>7} {'acc loop':>9} {'acc batched':>12} {'same predictions':>17} {'MFLOP/task':>11} "
-        f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16} {'bd-cspn ms/task':>16} {'batched/bd-cspn':>16}"
+        f"{'loop GFLOP/s':>13} {'batched GFLOP/s':>16} {'bd-cspn ms/task':>16} {'batched/bd-cspn':>16} "
+        f"{'laplacianshot ms/task':>22} {'batched/laplacianshot':>22} {'floor ms/task':>14} "
+        f"{'floor/laplacianshot':>20}"
     )
-    for dim in (64, 512):
+    for dim in (int(width) for width in args.dims.split(",")):
         support, support_labels, query, query_labels = tasks(count, dim)
         seeds = list(range(count))
         classify(support[:2], support_labels[:2], query[:2], 5, settings, seeds=seeds[:2])  # warm-up
@@ -113,9 +120,7 @@ def main() -> None:
             args.repeats,
         )
         batched_s, batched = timed(
-            lambda: classify(
-                support, support_labels, query, 5, settings, seeds=seeds, chunk_size=250 if dim <= 128 else 10
-            ),
+            lambda: classify(support, support_labels, query, 5, settings, seeds=seeds),
             args.repeats,
         )
         row = {
@@ -131,13 +136,23 @@ def main() -> None:
         bdcspn_s, _ = timed(
             lambda: classify(support, support_labels, query, 5, BDCSPN()), max(args.repeats, 5)
         )
-        row.update(bdcspn_s=bdcspn_s, batched_over_bdcspn=batched_s / bdcspn_s)
+        laplacian_s, _ = timed(
+            lambda: classify(support, support_labels, query, 5, LaplacianShot()), max(args.repeats, 5)
+        )
+        row.update(
+            bdcspn_s=bdcspn_s,
+            batched_over_bdcspn=batched_s / bdcspn_s,
+            laplacianshot_s=laplacian_s,
+            batched_over_laplacianshot=batched_s / laplacian_s,
+        )
         flops = task_flops(settings, support, support_labels, query)
         row.update(
             flops_per_task=flops,
             loop_gflops=flops * count / loop_s / 1e9,
             batched_gflops=flops * count / batched_s / 1e9,
             peak_gflops=peak,
+            # the head's products alone, run at the machine's peak: no implementation of these FLOPs is faster
+            floor_ms_per_task=1000 * flops / (peak * 1e9),
         )
         rows.append(row)
         print(
@@ -145,7 +160,9 @@ def main() -> None:
             f"{1000 * batched_s / count:>16.2f} {row['ratio']:>6.1f}x {row['accuracy_loop']:>9.4f} "
             f"{row['accuracy_batched']:>12.4f} {str(row['same_predictions']):>17} {flops / 1e6:>11.1f} "
             f"{row['loop_gflops']:>13.2f} {row['batched_gflops']:>16.2f} {1000 * bdcspn_s / count:>16.3f} "
-            f"{row['batched_over_bdcspn']:>15.1f}x",
+            f"{row['batched_over_bdcspn']:>15.1f}x {1000 * laplacian_s / count:>22.3f} "
+            f"{row['batched_over_laplacianshot']:>21.1f}x {row['floor_ms_per_task']:>14.2f} "
+            f"{row['floor_ms_per_task'] / (1000 * laplacian_s / count):>19.1f}x",
             flush=True,
         )
     if args.json:

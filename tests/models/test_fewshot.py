@@ -103,6 +103,23 @@ def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init
     assert not torch.allclose(batched, other, atol=1e-6)
 
 
+def test_heads_train_in_runs_that_fit_the_cache_with_the_numbers_of_all_tasks_at_once(monkeypatch, device):
+    """A head cuts its tasks into runs of ``cached_chunk(M)`` (here 2 of the 5 tasks, then 1): the
+    probabilities, seeds included, are those of the 5 trained together."""
+    from pdenets.models.fewshot import heads
+
+    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=4, device=device)
+    model = method_from_name("internal", epochs=20, num_steps=3)
+    seeds = [21, 22, 23, 24, 25]
+    monkeypatch.setattr(heads, "CACHED_HEAD_ENTRIES", 2 * 12**2)
+    assert heads.cached_chunk(12) == 2
+    runs = classify(support, support_labels, query, 5, model, seeds=seeds)
+    monkeypatch.setattr(heads, "CACHED_HEAD_ENTRIES", 1 << 30)
+    together = classify(support, support_labels, query, 5, model, seeds=seeds)
+    torch.testing.assert_close(runs, together, atol=1e-9, rtol=1e-7)
+    assert heads.cached_chunk(64) >= 5 and heads.cached_chunk(1 << 16) == 2
+
+
 def test_heads_differ_by_method_as_documented(device):
     # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
     # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
