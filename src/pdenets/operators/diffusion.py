@@ -60,7 +60,7 @@ from .graph import (
 from .laplacian import UnstableStepSizeError, _bound_of_checked, _check_step_size_of_checked
 from .locality import NODE_ORDERS, locality_order, permuted
 from .slice_graphs import SliceGraphs
-from .sparse import SparseMatrix
+from .sparse import SparseMatrix, csr_from_scipy
 
 __all__ = [
     "DiffusionOperator",
@@ -274,15 +274,7 @@ class DiffusionOperator:
         if order is None:
             return
         stored = permuted(view, order)
-        self.propagation = SparseMatrix(
-            torch.sparse_csr_tensor(
-                torch.from_numpy(stored.indptr),
-                torch.from_numpy(stored.indices),
-                torch.from_numpy(stored.data),
-                stored.shape,
-                check_invariants=False,
-            )
-        )
+        self.propagation = SparseMatrix(csr_from_scipy(stored))
         index_type = torch.int32 if self.num_nodes < 2**31 else torch.int64
         self.order = torch.from_numpy(order).to(index_type)
         position = torch.empty_like(self.order)
@@ -345,15 +337,7 @@ class DiffusionOperator:
             None,
         )
         self._warn_if_edgeless()
-        self.propagation = SparseMatrix(
-            torch.sparse_csr_tensor(
-                torch.from_numpy(matrix.indptr),
-                torch.from_numpy(matrix.indices),
-                torch.from_numpy(matrix.data),
-                (size, size),
-                check_invariants=False,
-            )
-        )
+        self.propagation = SparseMatrix(csr_from_scipy(matrix))
         return True
 
     def matrix(self) -> torch.Tensor:

@@ -54,7 +54,7 @@ import torch.distributed as dist
 from .._checks import check_dense, check_floating, check_num_nodes, check_positive, check_positive_int
 from .graph import check_weight_values, real_floating_weights
 from .laplacian import UnstableStepSizeError
-from .sparse import SparseMatrix
+from .sparse import SparseMatrix, csr_from_scipy
 
 __all__ = ["PartitionedDiffusion"]
 
@@ -172,13 +172,13 @@ class PartitionedDiffusion:
         local, count = self._renumbered(matrix), self.num_nodes
         own, halo = local[:, :count].tocsr(), local[:, count:].tocsr()
         own.sort_indices()
-        self.own_block = SparseMatrix(_torch_csr(own))
+        self.own_block = SparseMatrix(csr_from_scipy(own))
         # the transpose built now, while the process holds no features (the own block itself if symmetric)
         self.own_block.T  # noqa: B018
         boundary = np.flatnonzero(np.diff(halo.indptr))
         self._boundary = torch.from_numpy(boundary.astype(np.int64))
-        self._halo_rows = SparseMatrix(_torch_csr(halo[boundary].tocsr()))
-        self._halo_columns = SparseMatrix(_torch_csr(halo.T.tocsr()))
+        self._halo_rows = SparseMatrix(csr_from_scipy(halo[boundary].tocsr()))
+        self._halo_columns = SparseMatrix(csr_from_scipy(halo.T.tocsr()))
 
     @property
     def nnz(self) -> int:
@@ -199,7 +199,7 @@ class PartitionedDiffusion:
 
     def _local(self, rows: Any) -> SparseMatrix:
         """:meth:`_renumbered` as a :class:`~pdenets.operators.SparseMatrix`."""
-        return SparseMatrix(_torch_csr(self._renumbered(rows)))
+        return SparseMatrix(csr_from_scipy(self._renumbered(rows)))
 
     def _sum(self, values: torch.Tensor) -> torch.Tensor:
         """``values`` (float64) summed over the processes."""
@@ -490,14 +490,3 @@ class _PartitionedStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.operator.product(grad_output, transpose=True), None
-
-
-def _torch_csr(matrix: Any) -> torch.Tensor:
-    """A SciPy CSR matrix as a torch sparse CSR tensor (its arrays shared)."""
-    return torch.sparse_csr_tensor(
-        torch.from_numpy(matrix.indptr.astype(np.int64, copy=False)),
-        torch.from_numpy(matrix.indices.astype(np.int64, copy=False)),
-        torch.from_numpy(matrix.data),
-        matrix.shape,
-        check_invariants=False,
-    )

@@ -130,13 +130,7 @@ class SparseMatrix:
                 and np.array_equal(flipped.data, values)
             ):
                 return self
-            transposed = torch.sparse_csr_tensor(
-                torch.from_numpy(flipped.indptr),
-                torch.from_numpy(flipped.indices),
-                torch.from_numpy(flipped.data),
-                flipped.shape,
-                check_invariants=False,
-            )
+            transposed = csr_from_scipy(flipped)
         else:
             transposed = self._csr.to_sparse_coo().transpose(0, 1).coalesce().to_sparse_csr()
             if self.shape[0] == self.shape[1] and all(
@@ -265,6 +259,25 @@ class _SparseMatmul(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.matrix.T.matmul(grad_output), None
+
+
+def csr_from_scipy(matrix: "sp.csr_matrix") -> torch.Tensor:
+    """A SciPy CSR matrix as a torch sparse CSR tensor sharing its arrays (no copies, no checks).
+
+    Examples:
+        >>> import scipy.sparse as sp
+        >>> csr_from_scipy(sp.csr_matrix(np.eye(2, dtype=np.float32))).to_dense()
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    indices = matrix.indices
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(np.asarray(matrix.indptr, dtype=indices.dtype)),
+        torch.from_numpy(indices),
+        torch.from_numpy(matrix.data),
+        matrix.shape,
+        check_invariants=False,
+    )
 
 
 def _compact_csr(matrix: torch.Tensor) -> torch.Tensor:
