@@ -84,7 +84,7 @@ def _prototype(support, labels, query):
     return _softmax(-np.linalg.norm(query[:, None] - centres[None], axis=2))
 
 
-def _bdcspn(support, labels, query, temperature=10.0, shift=True):
+def _bdcspn(support, labels, query, temperature=1.0, shift=True):
     support, query = _standardized(support, query)
     moved = query + (support.mean(0) - query.mean(0)) if shift and len(query) >= WAYS else query
     centres = _means(support, labels)
@@ -122,8 +122,10 @@ def test_bd_cspn_easyfsl_preset_predicts_as_easyfsl_reads(device):
     ours = _ours("bd-cspn", device=device, preset="easyfsl")
     logits = _per_task(_bdcspn_easyfsl)
     np.testing.assert_allclose(ours, _softmax(logits), atol=1e-9, rtol=1e-7)
-    paper = _ours("bd-cspn", device=device)
-    assert not np.allclose(paper, ours, atol=1e-3)  # the default is the paper's T = 10, not the preset
+    np.testing.assert_array_equal(_ours("bd-cspn", device=device), ours)  # the default is easyfsl's T = 1
+    paper = _ours("bd-cspn", device=device, preset="paper")
+    np.testing.assert_allclose(paper, _per_task(_bdcspn, temperature=10.0), atol=1e-9, rtol=1e-7)
+    assert not np.allclose(paper, ours, atol=1e-3)
 
 
 def _ptmap(
@@ -240,6 +242,7 @@ def _laplacian_shot(
         ("prototype", _prototype, {}),
         ("bd-cspn", _bdcspn, {}),
         ("bd-cspn", _bdcspn, {"shift": False, "temperature": 4.0}),
+        ("bd-cspn", _bdcspn, {"temperature": 10.0}),
         ("pt-map", _ptmap, {}),
         ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
         ("paddle", _paddle, {}),
@@ -702,9 +705,21 @@ def test_the_estimator_uses_its_random_state_and_refuses_a_broken_base_mean():
     support, labels, query = _episode(tasks=1)
     X, y, Xq = support[0].numpy(), labels[0].numpy(), query[0].numpy()
     params = {"init": "random"}
-    first = DiffusionFewShotClassifier(method_params=params, random_state=1).fit(X, y).predict_proba(Xq)
-    again = DiffusionFewShotClassifier(method_params=params, random_state=1).fit(X, y).predict_proba(Xq)
-    other = DiffusionFewShotClassifier(method_params=params, random_state=2).fit(X, y).predict_proba(Xq)
+    first = (
+        DiffusionFewShotClassifier("internal", method_params=params, random_state=1)
+        .fit(X, y)
+        .predict_proba(Xq)
+    )
+    again = (
+        DiffusionFewShotClassifier("internal", method_params=params, random_state=1)
+        .fit(X, y)
+        .predict_proba(Xq)
+    )
+    other = (
+        DiffusionFewShotClassifier("internal", method_params=params, random_state=2)
+        .fit(X, y)
+        .predict_proba(Xq)
+    )
     assert np.array_equal(first, again) and not np.allclose(first, other, atol=1e-6)
     for broken in (np.full(4, np.nan), np.array([0.0, np.inf, 0.0, 0.0]), np.zeros(5)):
         with pytest.raises(ValueError, match="base_mean must be 4 finite numbers"):
