@@ -11,6 +11,7 @@
 
 from .alpha_tim import AlphaTIM, AlphaTIMSettings
 from .base import (
+    DEFAULT_METHOD,
     METHOD_CLASSES,
     FewShotBatch,
     FewShotMethod,
@@ -56,6 +57,7 @@ __all__ = [
     "FewShotBatch",
     "FewShotMethod",
     "METHOD_CLASSES",
+    "DEFAULT_METHOD",
     "method_from_name",
     "register_method",
     "registered_methods",

@@ -8,7 +8,7 @@ Examples:
     >>> X_support = centres + rng.normal(size=(3, 16))            # one example per class
     >>> y_support = np.array(["cat", "dog", "fox"])
     >>> X_query = np.repeat(centres, 10, axis=0) + rng.normal(size=(30, 16))
-    >>> clf = DiffusionFewShotClassifier(method_params={"epochs": 50}).fit(X_support, y_support)
+    >>> clf = DiffusionFewShotClassifier().fit(X_support, y_support)     # LaplacianShot, the default
     >>> predictions = clf.predict(X_query)
     >>> float((predictions == np.repeat(y_support, 10)).mean())
     1.0
@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .base import FewShotMethod, method_from_name
+from .base import DEFAULT_METHOD, FewShotMethod, method_from_name
 from .methods import Preprocessing, classify
 
 if TYPE_CHECKING:  # scikit-learn >= 1.6
@@ -41,9 +41,12 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
     queries solves another task.
 
     Args:
-        method: a registered method name (``"internal"``, the Diff-ResNet head, default; ``"prototype"``,
-            ``"diffusion"``, ``"convection"``, ``"external"``, ``"bd-cspn"``, ``"pt-map"``, ``"tim"``).
-        method_params: the method's settings, e.g. ``{"num_steps": 5}`` for ``internal``
+        method: a registered method name (default :data:`~pdenets.models.fewshot.DEFAULT_METHOD`,
+            ``"diffusion"``: LaplacianShot, which assumes nothing about the class counts of the queries;
+            ``"internal"``, the Diff-ResNet head; ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``,
+            ``"tim"``, ...).
+        method_params: the method's settings, e.g. ``{"lam": 0.5}`` for ``diffusion``
+            (:class:`~pdenets.models.fewshot.LaplacianShotSettings`) or ``{"num_steps": 5}`` for ``internal``
             (:class:`~pdenets.models.fewshot.InternalSettings`); unknown names are refused.
         centre_and_normalize: subtract ``base_mean`` (if given) and L2-normalize.
         shift: cross-domain shift of the queries; rectify: rectified prototypes.
@@ -53,7 +56,7 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        method: str = "internal",
+        method: str = DEFAULT_METHOD,
         *,
         method_params: Optional[dict] = None,
         centre_and_normalize: bool = False,
