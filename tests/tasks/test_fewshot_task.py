@@ -74,6 +74,24 @@ def test_ablation_table_is_complete_and_pinned(features, tmp_path):
     assert report.count("cannot be told apart") == len(pairs)
 
 
+def test_rows_told_apart_by_nothing_are_explained_by_the_runs_own_settings():
+    """Under the library defaults the heads start as nearest prototype (the cause named, `--defaults paper`
+    offered); under the paper's, nothing in the settings holds the mechanism back and the report says the
+    intervals are what hides it, never suggesting the settings it already has."""
+    from pdenets.tasks.fewshot.report import _why_alike
+
+    library = _why_alike("external", FewShotConfig())
+    assert "starts as nearest prototype" in library and "`--defaults paper`" in library
+    assert "μ = 0.01" in library
+    paper = _why_alike("external", FewShotConfig(defaults="paper"))
+    assert "starts at random and takes 100 SGD steps" in paper and "μ = 0.01" in paper
+    assert "`--defaults paper`" not in paper and "smaller than the intervals" in paper
+    internal = _why_alike(
+        "internal", FewShotConfig(defaults="paper", method_settings={"internal": {"num_steps": 3}})
+    )
+    assert "r = 3 steps" in internal and "starts at random" in internal
+
+
 #: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features
 PINNED_1_SHOT = {
     "prototype": 92.3333,

@@ -220,6 +220,16 @@ def _why_alike(method: str, config: FewShotConfig) -> str:
     if method == "internal":
         steps = "10 (one shot) or 5" if settings.num_steps is None else settings.num_steps
         reasons.append(f"its diffusion runs r = {steps} steps of γ = {settings.step_size:g}")
+    if getattr(settings, "init", None) == "random":  # the paper's start: the settings hold nothing back
+        reasons.insert(
+            0, f"the head starts at random and takes {settings.epochs} SGD steps at rate {settings.lr:g}"
+        )
+        return (
+            "In this run "
+            + "; ".join(reasons)
+            + ": on these features what the mechanism adds is smaller than the intervals; more tasks "
+            "(`--tasks`) narrow them."
+        )
     reasons.append(
         "`--defaults paper` (a random start and 100 steps, the paper's ablation) or larger values in "
         "`method_settings` give the mechanism room to move the predictions"
