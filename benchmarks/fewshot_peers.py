@@ -137,6 +137,8 @@ def measure_cell(
     support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False
 ):
     tasks = support.shape[0]
+    counts = (query_labels[:, :, None] == torch.arange(ways)).sum(1)  # (T, C) queries drawn per class
+    empty = (counts == 0).any(1)  # tasks where some support class got no query
 
     def ours(name, block):
         seeds = list(range(block.start, block.stop))
@@ -182,11 +184,20 @@ def measure_cell(
                 else:
                     answers["easyfsl"].append(predictions)
                     seconds["easyfsl"] += spent
-        row = {"cell": cell, "method": name, "tasks": tasks}
+        row = {
+            "cell": cell,
+            "method": name,
+            "tasks": tasks,
+            "share_with_empty_class": float(empty.double().mean()),
+        }
         for side in ("pdenets", "easyfsl"):
             if side == "easyfsl" and (peer is None or error is not None):
                 continue
-            mean, interval = mean_and_interval(task_accuracies(torch.cat(answers[side]), query_labels))
+            per_task = torch.tensor(task_accuracies(torch.cat(answers[side]), query_labels))
+            mean, interval = mean_and_interval(per_task.tolist())
+            if 0 < int(empty.sum()) < tasks:  # accuracy over the tasks with and without an empty class
+                row[f"{side}_accuracy_empty_class"] = 100 * float(per_task[empty].mean())
+                row[f"{side}_accuracy_no_empty_class"] = 100 * float(per_task[~empty].mean())
             row.update(
                 {
                     f"{side}_accuracy": 100 * mean,
@@ -245,7 +256,7 @@ def main() -> None:
     )
     rows = []
     features = load_features(args.features)
-    for shape in args.shapes.split(","):
+    for shape in filter(None, args.shapes.split(",")):  # --shapes "" with --runs: the runs alone
         single = shape == "one-at-a-time"
         spread = (
             QueryShape(open_set=int(shape.split(":")[1]))
@@ -277,7 +288,8 @@ def main() -> None:
                     methods,
                     peers,
                     rows,
-                    f"{shape} {ways}-way {shots}-shot",
+                    f"{shape} {ways}-way {shots}-shot"
+                    + ("" if args.queries == 15 else f", {args.queries} per class"),
                     single=single,
                 )
     if args.runs:
