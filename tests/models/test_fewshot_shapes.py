@@ -265,3 +265,19 @@ def test_the_graph_follows_the_smallest_class_of_unbalanced_queries(device):
     head = Internal().head_settings(FewShotBatch(support, support_labels, query, 5))
     assert head.n_top == (2, 2) and head.sigma_neighbor == (2, 2)
     # the average class holds 6 points, the rule of the mean would have kept 6 entries
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_duplicate_points_get_an_answer_alike_from_every_method(method, device):
+    """User data holds duplicates (the same sentence twice, embedded alike). With a class that gets no query
+    the graph keeps 2 entries per point, so a query's copy sets its kernel width to zero: the heads' graph
+    links the copies to each other (the kernel's limit) instead of refusing the task."""
+    support, support_labels, query, _ = _episodes(5, 1, [4, 3, 3, 2, 0], tasks=2, device=device)
+    query = torch.cat([query, query[:, :1], query[:, 5:6]], 1)  # two queries twice, one of them a support's
+    query[:, -1] = support[:, 1]
+    probabilities = classify(
+        support, support_labels, query, 5, _method(method), Preprocessing(normalize=True)
+    )
+    assert bool(torch.isfinite(probabilities).all())
+    answers = probabilities.argmax(2)
+    assert torch.equal(answers[:, 0], answers[:, -2])

@@ -3,7 +3,12 @@ import math
 import pytest
 import torch
 
-from pdenets.operators import KnnGaussianWeights, gaussian_kernel, knn_gaussian_weights
+from pdenets.operators import (
+    KnnGaussianWeights,
+    batched_knn_gaussian_weights,
+    gaussian_kernel,
+    knn_gaussian_weights,
+)
 
 
 def _dense_reference(points, n_top, sigma, include_self):
@@ -99,6 +104,37 @@ def test_adaptive_sigma_zero_for_duplicates_is_refused(device):
     points = torch.zeros(5, 2, device=device)
     with pytest.raises(ValueError, match="duplicate"):
         knn_gaussian_weights(points, 2, sigma_neighbor=2)
+
+
+def test_a_zero_width_links_a_point_to_its_copies_as_the_kernels_limit(device):
+    """``coincident="link"``: the limit σ → 0⁺ of exp(−d²/σ²) — 1 at distance 0, 0 beyond — where a point's
+    width-setting neighbour is its copy; every other row is the plain kernel."""
+    sq = torch.tensor([[0.0, 0.0, 2.0], [0.0, 1.0, 4.0]], dtype=torch.float64, device=device)
+    sigma = torch.tensor([[0.0], [2.0]], dtype=torch.float64, device=device)
+    values = gaussian_kernel(sq, sigma, coincident="link")
+    assert values[0].tolist() == [1.0, 1.0, 0.0]
+    torch.testing.assert_close(values[1], torch.exp(-sq[1] / 4))
+    tiny = gaussian_kernel(sq[:1], torch.full((1, 1), 1e-150, dtype=torch.float64, device=device))
+    assert torch.equal(values[:1], tiny)  # the limit, reached
+    with pytest.raises(ValueError, match="duplicate"):
+        gaussian_kernel(sq, sigma)
+    with pytest.raises(ValueError, match="coincident must be one of"):
+        gaussian_kernel(sq, sigma, coincident="ignore")
+    # a cloud with one duplicated point: its two copies are linked to each other only, the rest is unchanged
+    generator = torch.Generator().manual_seed(0)
+    cloud = torch.randn(1, 8, 3, generator=generator, dtype=torch.float64).to(device)
+    copied = torch.cat([cloud, cloud[:, :1]], 1)
+    options = dict(sigma_neighbor=2, include_self=True, normalization="none")
+    with pytest.raises(ValueError, match="duplicate"):
+        batched_knn_gaussian_weights(copied, 3, **options)
+    weights = batched_knn_gaussian_weights(copied, 3, coincident="link", **options)[0]
+    expected = torch.zeros(9, dtype=torch.float64, device=device)
+    expected[[0, 8]] = 1.0
+    assert torch.equal(weights[0], expected) and torch.equal(weights[8], expected)
+    plain = batched_knn_gaussian_weights(cloud, 3, **options)[0]
+    untouched = [i for i in range(1, 8) if not bool(weights[i, 8]) and not bool(plain[i, 0])]
+    assert len(untouched) >= 4
+    torch.testing.assert_close(weights[untouched, :8], plain[untouched])
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,13 @@ __all__ = [
 NORMALIZATIONS = ("symmetric", "row", "none")
 
 
-def gaussian_kernel(sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor]) -> torch.Tensor:
+#: what a zero adaptive width means: an error, or the kernel's limit σ → 0 (weight 1 at distance 0, else 0)
+COINCIDENT = ("raise", "link")
+
+
+def gaussian_kernel(
+    sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor], *, coincident: str = "raise"
+) -> torch.Tensor:
     r"""The Gaussian kernel ``exp(−d² / σ²)``, elementwise.
 
     ``k(d²) = exp(−d² / σ²)``,
@@ -58,12 +64,16 @@ def gaussian_kernel(sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor
         sq_distances: squared distances ``d²``, any shape.
         sigma: a positive float, or a tensor broadcastable to ``sq_distances`` (e.g. a
             ``(N, 1)`` column of per-row bandwidths ``σ_i``).
+        coincident: a zero entry of a ``sigma`` tensor (a point whose width-setting neighbour coincides with
+            it): ``"raise"`` (default) or ``"link"``, the kernel's limit ``σ → 0⁺``: weight 1 at distance 0,
+            0 elsewhere — the point is linked to its copies only.
 
     Returns:
         ``exp(−d² / σ²)``, shape of ``sq_distances`` (broadcast with ``sigma``).
 
     Raises:
-        ValueError: ``sigma`` is not positive (for a tensor: some entry is zero, e.g. duplicate points).
+        ValueError: ``sigma`` is not positive (for a tensor: some entry is zero, e.g. duplicate points, unless
+            ``coincident="link"``).
 
     Examples:
         >>> import torch
@@ -71,12 +81,17 @@ def gaussian_kernel(sq_distances: torch.Tensor, sigma: Union[float, torch.Tensor
         tensor([1.0000, 0.7788, 0.3679])
     """
     check_floating(sq_distances, "sq_distances")
+    check_choice(coincident, "coincident", COINCIDENT)
     if isinstance(sigma, torch.Tensor):
-        if bool((sigma <= 0).any()):
-            raise ValueError(
-                "adaptive sigma is zero for some points (duplicate points?); "
-                "use a larger sigma_neighbor or a fixed sigma"
-            )
+        zero = sigma <= 0
+        if bool(zero.any()):
+            if coincident == "raise" or bool((sigma < 0).any()):
+                raise ValueError(
+                    "adaptive sigma is zero for some points (duplicate points?); "
+                    "use a larger sigma_neighbor or a fixed sigma"
+                )
+            limit = (sq_distances == 0).to(sq_distances.dtype)  # σ → 0⁺: 1 at distance 0, else 0
+            return torch.where(zero, limit, torch.exp(-sq_distances / torch.where(zero, 1.0, sigma).pow(2)))
         return torch.exp(-sq_distances / sigma.pow(2))
     sigma = check_positive(sigma, "sigma")
     return torch.exp(-sq_distances / sigma**2)
@@ -178,6 +193,7 @@ def batched_knn_gaussian_weights(
     include_self: bool = False,
     normalization: str = "symmetric",
     symmetrize_weights: bool = False,
+    coincident: str = "raise",
 ) -> torch.Tensor:
     r""":func:`knn_gaussian_weights` for a batch of small point clouds at once, as dense ``(T, N, N)``
     matrices.
@@ -210,6 +226,10 @@ def batched_knn_gaussian_weights(
             or ``"none"`` (default: ``"symmetric"``).
         symmetrize_weights: return ``(W + Wᵀ)/2`` after normalizing, as the official few-shot code
             does (default: ``False``).
+        coincident: a point whose adaptive width is zero (copies of it fill its list up to the
+            ``sigma_neighbor``-th entry): ``"raise"`` (default) or ``"link"`` it to its copies only, weight
+            1 (:func:`gaussian_kernel`'s limit ``σ → 0⁺``; user data such as embedded sentences hold
+            duplicates).
 
     Returns:
         ``(T, N, N)`` dense weights, one matrix per cloud.
@@ -277,7 +297,7 @@ def batched_knn_gaussian_weights(
     keep = torch.arange(search_k, device=points.device)[None, None, :] < counts[:, None, None]  # (T, 1, k)
     if widths is not None:
         bandwidth = torch.gather(sorted_sq, 2, (widths - 1)[:, None, None].expand(-1, num_points, 1)).sqrt()
-        values = gaussian_kernel(sorted_sq, bandwidth)
+        values = gaussian_kernel(sorted_sq, bandwidth, coincident=coincident)
     else:
         assert sigma is not None  # exactly one of sigma and sigma_neighbor was given
         values = gaussian_kernel(sorted_sq, sigma)

@@ -127,6 +127,7 @@ def task_graphs(
         include_self=True,
         normalization="symmetric",
         symmetrize_weights=True,
+        coincident="link",  # a point with copies (duplicate utterances, say) is linked to them
     )
     if settings.separate_support and support_labels is not None:
         support = support_labels.shape[1]
