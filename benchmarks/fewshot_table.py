@@ -10,7 +10,8 @@ Dirichlet or open-set shape, or one query at a time); the best method without th
 the table:
 
 * ``default − prototype``: the default method (:data:`pdenets.models.fewshot.DEFAULT_METHOD`) minus nearest
-  prototype, and on the tasks where a class got no query (``share_with_empty_class``) the same difference;
+  prototype, and on the tasks where a class got no query (``share_with_empty_class``, shown from 5 % of the
+  tasks) the same difference;
 * ``default − best``: the default minus the best method that does not assume balanced queries;
 * ``† − prototype`` on balanced cells: the lowest difference of a method that assumes balance, at its
   defaults (a ``NAME:KEY=VALUE`` variant is left out).
@@ -69,7 +70,7 @@ def table(rows: List[dict], title: str) -> str:
             gaps.append("—")
         else:
             gap = f"{default['pdenets_accuracy'] - prototype['pdenets_accuracy']:+.2f}"
-            if "pdenets_accuracy_empty_class" in default:
+            if "pdenets_accuracy_empty_class" in default and default["share_with_empty_class"] >= 0.05:
                 empty = default["pdenets_accuracy_empty_class"] - prototype["pdenets_accuracy_empty_class"]
                 share = 100 * default["share_with_empty_class"]
                 gap += f" ({empty:+.2f} on the {share:.0f} % with an empty class)"
