@@ -40,6 +40,7 @@ from torch.nn import functional as F
 from pdenets.data.fewshot import EpisodeSampler, QueryShape, load_features, mean_and_interval
 from pdenets.data.graphs import read_npz_arrays
 from pdenets.models.fewshot import METHODS, Preprocessing, classify, method_from_name
+from pdenets.tasks.fewshot.protocol import classes_without_a_query
 
 PEERS = {
     "prototype": "PrototypicalNetworks",
@@ -137,8 +138,7 @@ def measure_cell(
     support, support_labels, query, query_labels, ways, methods, peers, rows, cell, single=False
 ):
     tasks = support.shape[0]
-    counts = (query_labels[:, :, None] == torch.arange(ways)).sum(1)  # (T, C) queries drawn per class
-    empty = (counts == 0).any(1)  # tasks where some support class got no query
+    empty = classes_without_a_query(query_labels, ways)
 
     def ours(name, block):
         seeds = list(range(block.start, block.stop))
@@ -193,8 +193,9 @@ def measure_cell(
         for side in ("pdenets", "easyfsl"):
             if side == "easyfsl" and (peer is None or error is not None):
                 continue
-            per_task = torch.tensor(task_accuracies(torch.cat(answers[side]), query_labels))
-            mean, interval = mean_and_interval(per_task.tolist())
+            accuracies = task_accuracies(torch.cat(answers[side]), query_labels)
+            per_task = torch.tensor(accuracies)
+            mean, interval = mean_and_interval(accuracies)
             if 0 < int(empty.sum()) < tasks:  # accuracy over the tasks with and without an empty class
                 row[f"{side}_accuracy_empty_class"] = 100 * float(per_task[empty].mean())
                 row[f"{side}_accuracy_no_empty_class"] = 100 * float(per_task[~empty].mean())

@@ -51,6 +51,7 @@ __all__ = [
     "EpisodeScores",
     "query_set_facts",
     "QuerySetFacts",
+    "classes_without_a_query",
     "diffuse_on_task_graph",
     "principal_components",
     "clear_wins",
@@ -345,9 +346,7 @@ def query_set_facts(query_labels: torch.Tensor, ways: int) -> QuerySetFacts:
         >>> query_set_facts(torch.tensor([[0, 1, 2, 0, 1, 2], [0, 0, 1, 1, 1, 1], [0, 0, 1, 1, -1, 2]]), 3)
         QuerySetFacts(query_sets=3, unbalanced=2, empty_class=1)
     """
-    if query_labels.dim() != 2:
-        raise ValueError(f"query labels must be (tasks, queries), got shape {tuple(query_labels.shape)}")
-    counts = (query_labels.unsqueeze(2) == torch.arange(ways, device=query_labels.device)).sum(1)
+    counts = _query_counts(query_labels, ways)
     open_set = (query_labels < 0).any(1)
     unequal = counts.max(1).values != counts.min(1).values
     return QuerySetFacts(
@@ -355,6 +354,24 @@ def query_set_facts(query_labels: torch.Tensor, ways: int) -> QuerySetFacts:
         unbalanced=int((unequal | open_set).sum()),
         empty_class=int((counts.min(1).values == 0).sum()),
     )
+
+
+def classes_without_a_query(query_labels: torch.Tensor, ways: int) -> torch.Tensor:
+    """``(T,)`` booleans: the query sets ``(T, Q)`` in which some support class got no query (the tasks that
+    :attr:`QuerySetFacts.empty_class` counts).
+
+    Examples:
+        >>> classes_without_a_query(torch.tensor([[0, 1, 2, 0], [0, 0, 1, -1]]), 3).tolist()
+        [False, True]
+    """
+    return _query_counts(query_labels, ways).min(1).values == 0
+
+
+def _query_counts(query_labels: torch.Tensor, ways: int) -> torch.Tensor:
+    """``(T, C)`` queries of each support class per query set (open-set labels count for none)."""
+    if query_labels.dim() != 2:
+        raise ValueError(f"query labels must be (tasks, queries), got shape {tuple(query_labels.shape)}")
+    return (query_labels.unsqueeze(2) == torch.arange(ways, device=query_labels.device)).sum(1)
 
 
 def _auroc(known: torch.Tensor, unknown: torch.Tensor) -> float:
