@@ -30,6 +30,11 @@ from pdenets.models.fewshot import DEFAULT_METHOD, METHOD_CLASSES
 BALANCED_PREFIXES = ("balanced", "Lake runs")
 
 
+def signed(difference: float) -> str:
+    """A difference of accuracies to two decimals with its sign; one that rounds to zero is ``+0.00``."""
+    return f"{round(difference, 2) + 0.0:+.2f}"  # + 0.0 turns -0.0 into 0.0
+
+
 def balanced(cell: str) -> bool:
     return cell.startswith(BALANCED_PREFIXES)
 
@@ -69,22 +74,24 @@ def table(rows: List[dict], title: str) -> str:
         if default is None or prototype is None:
             gaps.append("—")
         else:
-            gap = f"{default['pdenets_accuracy'] - prototype['pdenets_accuracy']:+.2f}"
+            gap = signed(default["pdenets_accuracy"] - prototype["pdenets_accuracy"])
             if "pdenets_accuracy_empty_class" in default and default["share_with_empty_class"] >= 0.05:
                 empty = default["pdenets_accuracy_empty_class"] - prototype["pdenets_accuracy_empty_class"]
                 share = 100 * default["share_with_empty_class"]
-                gap += f" ({empty:+.2f} on the {share:.0f} % with an empty class)"
+                gap += f" ({signed(empty)} on the {share:.0f} % with an empty class)"
             gaps.append(gap)
         leader = entries.get(best[cell]) if best[cell] else None
         to_best.append(
             "—"
             if default is None or leader is None
-            else f"{default['pdenets_accuracy'] - leader['pdenets_accuracy']:+.2f} ({best[cell]})"
+            else f"{signed(default['pdenets_accuracy'] - leader['pdenets_accuracy'])} ({best[cell]})"
         )
         marked = [m for m in entries if assumes_balance(m) and ":" not in m]  # at their defaults
         if balanced(cell) and marked and prototype is not None:
             low = min(marked, key=lambda m: entries[m]["pdenets_accuracy"])
-            assumed.append(f"{entries[low]['pdenets_accuracy'] - prototype['pdenets_accuracy']:+.2f} ({low})")
+            assumed.append(
+                f"{signed(entries[low]['pdenets_accuracy'] - prototype['pdenets_accuracy'])} ({low})"
+            )
         else:
             assumed.append("—")
     lines.append(f"| *{DEFAULT_METHOD} − prototype* | " + " | ".join(gaps) + " |")

@@ -3,7 +3,7 @@
 * :mod:`.base` — the method interface (:class:`FewShotMethod`, :class:`FewShotBatch`) and registry;
 * :mod:`.prototype`, :mod:`.laplacianshot`, :mod:`.heads` (convection / external / internal),
   :mod:`.bdcspn`, :mod:`.ptmap`, :mod:`.tim`, :mod:`.alpha_tim`, :mod:`.paddle` — one method per module,
-  batched over tasks;
+  batched over tasks; :mod:`.ensemble` — a weighted mixture of methods, the default;
 * :mod:`.methods` — :class:`Preprocessing` and :func:`classify`;
 * :mod:`.preprocessing` — centering + L2, cross-domain shift, prototype rectification;
 * :mod:`.estimator` — :class:`DiffusionFewShotClassifier`, a scikit-learn estimator for any embeddings.
@@ -20,6 +20,7 @@ from .base import (
     registered_methods,
 )
 from .bdcspn import BDCSPN, BDCSPNSettings
+from .ensemble import Ensemble, EnsembleSettings
 from .heads import (
     Convection,
     ConvectionSettings,
@@ -91,6 +92,8 @@ __all__ = [
     "AlphaTIMSettings",
     "PADDLE",
     "PADDLESettings",
+    "Ensemble",
+    "EnsembleSettings",
     "METHODS",
     "PREPROCESSING",
     "Preprocessing",

@@ -70,13 +70,12 @@ __all__ = [
     "DEFAULT_METHOD",
 ]
 
-#: The method a user can pick without knowing the query set's shape (the estimator's default):
-#: LaplacianShot (``"diffusion"``). It assumes nothing about how the queries spread over the classes, lets a
-#: class receive no query, and with too few queries to link it is nearest (rectified) prototype. On
-#: sentence embeddings with strongly skewed queries (Dirichlet(0.5)) the Diff-ResNet head (``"internal"``)
-#: fell 3.8 points below nearest prototype, 7.6 on the tasks where a class got no query; LaplacianShot was at
-#: most 0.98 below it in every cell of three feature kinds (docs/fewshot.md, "The cell tables").
-DEFAULT_METHOD = "diffusion"
+#: The method a user can pick without knowing the query set's shape or the features (the estimator's
+#: default): the ensemble of LaplacianShot and the Diff-ResNet head (``"ensemble"``, :mod:`.ensemble`).
+#: Neither alone held on every feature kind: the head fell 3.8 points below nearest prototype on sentence
+#: embeddings with strongly skewed queries, and LaplacianShot trailed the head by up to 4 points on raw
+#: pixels (docs/fewshot.md, "The cell tables").
+DEFAULT_METHOD = "ensemble"
 
 #: The few-shot method registry, name → method class in registration order: every module of
 #: :mod:`pdenets.models.fewshot` (a method is one module there) and the ``pdenets.fewshot_methods`` entry

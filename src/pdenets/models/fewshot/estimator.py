@@ -8,7 +8,7 @@ Examples:
     >>> X_support = centres + rng.normal(size=(3, 16))            # one example per class
     >>> y_support = np.array(["cat", "dog", "fox"])
     >>> X_query = np.repeat(centres, 10, axis=0) + rng.normal(size=(30, 16))
-    >>> clf = DiffusionFewShotClassifier().fit(X_support, y_support)     # LaplacianShot, the default
+    >>> clf = DiffusionFewShotClassifier().fit(X_support, y_support)     # the default ensemble
     >>> predictions = clf.predict(X_query)
     >>> float((predictions == np.repeat(y_support, 10)).mean())
     1.0
@@ -42,9 +42,9 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
 
     Args:
         method: a registered method name (default :data:`~pdenets.models.fewshot.DEFAULT_METHOD`,
-            ``"diffusion"``: LaplacianShot, which assumes nothing about the class counts of the queries;
-            ``"internal"``, the Diff-ResNet head; ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``,
-            ``"tim"``, ...).
+            ``"ensemble"``: LaplacianShot and the Diff-ResNet head averaged, which assume nothing about the
+            class counts of the queries; ``"diffusion"``, LaplacianShot alone; ``"internal"``, the head alone;
+            ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``, ``"tim"``, ...).
         method_params: the method's settings, e.g. ``{"lam": 0.5}`` for ``diffusion``
             (:class:`~pdenets.models.fewshot.LaplacianShotSettings`) or ``{"num_steps": 5}`` for ``internal``
             (:class:`~pdenets.models.fewshot.InternalSettings`); unknown names are refused.
