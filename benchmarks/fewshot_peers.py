@@ -14,7 +14,9 @@ after them, block by block (interleaved, so both see the same machine);
 easyfsl's classes (``PrototypicalNetworks``, ``LaplacianShot``, ``BDCSPN``, ``PTMAP``, ``TIM``,
 identity backbone, their default settings) solve one task at a time, as they are written. For
 every cell the table gives accuracy ± 95 % interval, seconds per 1,000 tasks and the number of queries
-the two answer differently; ``--runs``
+the two answer differently; where ``prototype`` runs before a method, also the method's accuracy minus
+nearest prototype's with the interval of the per-task differences (paired: the same tasks; the JSON's
+``pdenets_minus_prototype``); ``--runs``
 adds the error rate on the 20 official Omniglot one-shot runs (the file
 ``pdenets.features.official_runs_features`` writes). Methods without an easyfsl
 counterpart (the Diff-ResNet heads) appear on our side only.
@@ -166,6 +168,7 @@ def measure_cell(
         arguments = (support[block], support_labels[block], query[block])
         return (one_at_a_time(solve, *arguments) if single else solve(*arguments))[..., 0]
 
+    prototype_per_task = None  # nearest prototype's per-task accuracies, when it ran first in this cell
     for name in methods:
         peer = peers.get(name.split(":")[0])
         answers = {"pdenets": [], "easyfsl": []}
@@ -206,6 +209,14 @@ def measure_cell(
                     f"{side}_s_per_1000": 1000 * seconds[side] / tasks,
                 }
             )
+            if side == "pdenets" and name == "prototype":
+                prototype_per_task = per_task
+            elif side == "pdenets" and prototype_per_task is not None:
+                # paired over the same tasks: far narrower than the two intervals side by side
+                gain, gain_interval = mean_and_interval((per_task - prototype_per_task).tolist())
+                row.update(
+                    pdenets_minus_prototype=100 * gain, pdenets_minus_prototype_ci95=100 * gain_interval
+                )
         if error is not None:
             row["easyfsl_error"] = error
         elif peer is not None:  # queries the two answer differently (open-set ones too)
@@ -224,7 +235,13 @@ def measure_cell(
             shown = f"{'—':>15} {'—':>9}"
         print(
             f"{cell:<34} {name:<22} {row['pdenets_accuracy']:6.2f} ± {row['pdenets_ci95']:.2f}  "
-            f"{row['pdenets_s_per_1000']:8.1f}   {shown}",
+            f"{row['pdenets_s_per_1000']:8.1f}   {shown}"
+            + (
+                f"   minus prototype (paired) {row['pdenets_minus_prototype']:+.2f} ± "
+                f"{row['pdenets_minus_prototype_ci95']:.2f}"
+                if "pdenets_minus_prototype" in row
+                else ""
+            ),
             flush=True,
         )
 
