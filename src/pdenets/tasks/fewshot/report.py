@@ -41,7 +41,7 @@ METHOD_NAMES = {
     "tim": "TIM-GD",
     "alpha-tim": "α-TIM",
     "paddle": "PADDLE",
-    "ensemble": "Ensemble (LaplacianShot + Diff-ResNet head)",
+    "ensemble": "Ensemble",
 }
 #: the mark of a result whose method assumes balanced queries, on a query set that is not balanced
 ASSUMPTION_MARK = "†"
