@@ -274,8 +274,14 @@ def _run_ray(items: Sequence[Item], function, address: str, threads: int) -> Ite
                 raise JobError(identifier, error) from error
             yield identifier, result
     finally:
-        for reference in references:
-            ray.cancel(reference, force=True)
+        if references and address == "local":
+            # the cluster is this run's own: shutting it down stops its tasks. Force-cancelling them one by
+            # one raced with a task completing at that moment and aborted Ray's core worker ("Check failed:
+            # it != submissible_tasks_.end()", Ray 2.60, after Ctrl-C)
+            ray.shutdown()
+        else:
+            for reference in references:
+                ray.cancel(reference, force=True)
 
 
 def _ray_entry(function: Callable[[Any], Any], argument: Any, threads: int) -> Any:
