@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 from pdenets.experiments.browser_check import browser_available
 
@@ -83,12 +84,7 @@ def _missing_docs_tools():
 
 def _docs_hook(name):
     """The module ``docs/hooks/<name>.py`` (the hooks are files mkdocs loads, not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        f"pdenets_docs_{name}", ROOT / "docs" / "hooks" / f"{name}.py"
-    )
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
+    return load_script(f"docs/hooks/{name}.py", f"pdenets_docs_{name}")
 
 
 def _mathjax_hook():

@@ -5,15 +5,13 @@ after the tests reuses it); an example that reads the data folder skips, naming 
 missing.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("pdenets_docs_gallery", ROOT / "docs" / "hooks" / "gallery.py")
-gallery = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gallery)
+gallery = load_script("docs/hooks/gallery.py", "pdenets_docs_gallery")
 
 
 @pytest.mark.parametrize("path", gallery.examples(), ids=lambda path: path.stem)

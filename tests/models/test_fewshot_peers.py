@@ -1,21 +1,16 @@
 """``benchmarks/fewshot_peers.py``: the paired difference to nearest prototype is over the same tasks."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def fewshot_peers():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "fewshot_peers.py"
-    spec = importlib.util.spec_from_file_location("fewshot_peers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/fewshot_peers.py", "fewshot_peers")
 
 
 def test_the_difference_to_prototype_is_paired_over_the_same_tasks(fewshot_peers, capsys):

@@ -1,20 +1,14 @@
 """``benchmarks/fewshot_table.py``: the cell table marks, bolds and subtracts what the docs quote from it."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from scripts import load_script
 
 from pdenets.models.fewshot import DEFAULT_METHOD
 
 
 @pytest.fixture(scope="module")
 def fewshot_table():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "fewshot_table.py"
-    spec = importlib.util.spec_from_file_location("fewshot_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/fewshot_table.py", "fewshot_table")
 
 
 def _row(cell, method, accuracy, empty=None):
