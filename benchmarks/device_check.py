@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
@@ -356,13 +357,22 @@ def _image_model(name: str, smoke: bool) -> Any:
 
 
 def check_cifar(devices: List[str], smoke: bool) -> Dict[str, Any]:
-    """One epoch of the paper-width Hamiltonian-74 and its nonlocal-diffusion variant, fp32 and amp."""
+    """The task's first epoch of the paper-width Hamiltonian-74 and its nonlocal-diffusion variant, fp32 and
+    amp: SGD at the schedule's warm-up rate, momentum, the L2 and smoothness penalties of its defaults.
+
+    A row whose loss became NaN or inf keeps its time (the epoch ran to its end) with ``finite: false``."""
     import torch
 
+    from pdenets import NonFiniteError
     from pdenets.data.vision import pad_crop_flip
     from pdenets.models.training import train_epoch
+    from pdenets.tasks.image_classification.config import ImageClassificationConfig
+    from pdenets.tasks.image_classification.task import paper_learning_rate
 
+    config = ImageClassificationConfig()
     images = 200 if smoke else 50_000
+    steps = -(-images // config.batch_size)
+    lr = paper_learning_rate(0, steps, config.epochs, config.lr)  # the first epoch: the warm-up rate
     generator = torch.Generator().manual_seed(0)
     inputs = torch.randn(images, 3, 32, 32, generator=generator)
     targets = torch.randint(0, 10, (images,), generator=generator)
@@ -375,25 +385,28 @@ def check_cifar(devices: List[str], smoke: bool) -> Dict[str, Any]:
                     # the smoke run takes the amp path on the CPU too, so that it is exercised before a GPU
                 torch.manual_seed(0)
                 model = _image_model(name, smoke).to(device)
-                optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+                optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=config.momentum)
 
                 def penalty(model: Any = model) -> Any:
-                    return 2e-4 * model.l2_penalty() + 1e-8 * model.smoothness_penalty()
+                    return config.l2 * model.l2_penalty() + config.smoothness * model.smoothness_penalty()
 
                 subset = images if device != "cpu" or smoke else 300  # the CPU: 3 batches, scaled up
                 start = time.perf_counter()
-                train_epoch(
-                    model,
-                    optimizer,
-                    inputs[:subset],
-                    targets[:subset],
-                    batch_size=100,
-                    generator=torch.Generator().manual_seed(0),
-                    augment=pad_crop_flip,
-                    penalty=penalty,
-                    device=device,
-                    amp=amp,
-                )
+                try:
+                    epoch = train_epoch(
+                        model,
+                        optimizer,
+                        inputs[:subset],
+                        targets[:subset],
+                        batch_size=config.batch_size,
+                        generator=torch.Generator().manual_seed(0),
+                        augment=pad_crop_flip,
+                        penalty=penalty,
+                        device=device,
+                        amp=amp,
+                    )
+                except NonFiniteError:  # raised after the epoch's last step: its time is still an epoch's
+                    epoch = {"loss": math.nan}
                 _synchronize(device)
                 seconds = (time.perf_counter() - start) * images / subset
                 rows.append(
@@ -403,9 +416,11 @@ def check_cifar(devices: List[str], smoke: bool) -> Dict[str, Any]:
                         "amp": amp,
                         "epoch_s": seconds,
                         "estimated_from_images": None if subset == images else subset,
+                        "loss": epoch["loss"],
+                        "finite": math.isfinite(epoch["loss"]),
                     }
                 )
-    return {"images": images, "rows": rows}
+    return {"images": images, "lr": lr, "rows": rows}
 
 
 def check_chickenpox(devices: List[str], smoke: bool) -> Dict[str, Any]:
@@ -545,6 +560,8 @@ def _markdown(results: Dict[str, Any]) -> str:
             dev = by.get((model, "device", amp))
             if (cpu and not amp) or dev:
                 note = " (CPU from a few batches)" if cpu and cpu["estimated_from_images"] and not amp else ""
+                diverged = [r for r in (cpu if not amp else None, dev) if r and not r.get("finite", True)]
+                note += ", loss NaN/inf on " + " and ".join(r["device"] for r in diverged) if diverged else ""
                 row(
                     f"CIFAR-10 epoch, {model}, {'amp (bfloat16)' if amp else 'fp32'}{note}",
                     cpu["epoch_s"] if cpu and not amp else None,
@@ -559,6 +576,8 @@ def _markdown(results: Dict[str, Any]) -> str:
             chickenpox.get("device_s"),
             "s",
         )
+    if cifar.get("lr") is not None:
+        lines += ["", f"The CIFAR-10 epochs train at the schedule's first-epoch rate, lr = {cifar['lr']:g}."]
     estimate = results.get("estimate", {})
     if "hours" in estimate:
         lines += [

@@ -82,7 +82,9 @@ def test_builder_equals_function_and_sparsity(device):
 def test_gaussian_kernel_limits(device):
     sq = torch.tensor([0.0, 1.0, 1e6], device=device)
     values = gaussian_kernel(sq, 1.0)
-    assert values[0] == 1 and values[1] == pytest.approx(math.exp(-1)) and values[2] == 0
+    assert values.device == sq.device
+    at_zero, at_one, far = values.tolist()
+    assert at_zero == 1 and at_one == pytest.approx(math.exp(-1)) and far == 0
 
 
 @pytest.mark.parametrize(
