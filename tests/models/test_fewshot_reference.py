@@ -84,13 +84,18 @@ def _prototype(support, labels, query):
     return _softmax(-np.linalg.norm(query[:, None] - centres[None], axis=2))
 
 
-def _bdcspn(support, labels, query, temperature=1.0, shift=True):
+def _bdcspn(support, labels, query, temperature=1.0, shift=True, balanced_share=True):
     support, query = _standardized(support, query)
     moved = query + (support.mean(0) - query.mean(0)) if shift and len(query) >= WAYS else query
     centres = _means(support, labels)
     points = np.concatenate([support, moved])
     cosine = _unit(points) @ _unit(centres).T
     member = np.concatenate([labels, cosine[len(support) :].argmax(1)])
+    if balanced_share:  # each class keeps its len(query) // WAYS nearest pseudo-labelled queries
+        for c in range(WAYS):
+            mine = [i for i in range(len(support), len(points)) if member[i] == c]
+            nearest_first = sorted(mine, key=lambda i: -cosine[i, c])
+            member[nearest_first[len(query) // WAYS :]] = -1
     rectified = []
     for c in range(WAYS):
         weights = np.exp(temperature * cosine[member == c, c])
@@ -122,9 +127,11 @@ def test_bd_cspn_easyfsl_preset_predicts_as_easyfsl_reads(device):
     ours = _ours("bd-cspn", device=device, preset="easyfsl")
     logits = _per_task(_bdcspn_easyfsl)
     np.testing.assert_allclose(ours, _softmax(logits), atol=1e-9, rtol=1e-7)
-    np.testing.assert_array_equal(_ours("bd-cspn", device=device), ours)  # the default is easyfsl's T = 1
+    # the default is easyfsl's T = 1 with the balanced share
+    np.testing.assert_array_equal(_ours("bd-cspn", device=device, balanced_share=False), ours)
     paper = _ours("bd-cspn", device=device, preset="paper")
-    np.testing.assert_allclose(paper, _per_task(_bdcspn, temperature=10.0), atol=1e-9, rtol=1e-7)
+    expected = _per_task(_bdcspn, temperature=10.0, balanced_share=False)
+    np.testing.assert_allclose(paper, expected, atol=1e-9, rtol=1e-7)
     assert not np.allclose(paper, ours, atol=1e-3)
 
 
@@ -236,6 +243,13 @@ def _laplacian_shot(
     return y
 
 
+def test_bd_cspns_balanced_share_binds_on_the_reference_episode():
+    """5 queries, 3 classes: some class is nearest to two queries and keeps one, so the share changes the
+    answer (the reference rows with and without it test different things)."""
+    with_share, without = _per_task(_bdcspn), _per_task(_bdcspn, balanced_share=False)
+    assert np.abs(with_share - without).max() > 1e-3
+
+
 @pytest.mark.parametrize(
     "name, reference, settings",
     [
@@ -243,6 +257,8 @@ def _laplacian_shot(
         ("bd-cspn", _bdcspn, {}),
         ("bd-cspn", _bdcspn, {"shift": False, "temperature": 4.0}),
         ("bd-cspn", _bdcspn, {"temperature": 10.0}),
+        ("bd-cspn", _bdcspn, {"balanced_share": False}),
+        ("bd-cspn", _bdcspn, {"balanced_share": False, "temperature": 10.0, "shift": False}),
         ("pt-map", _ptmap, {}),
         ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
         ("paddle", _paddle, {}),
