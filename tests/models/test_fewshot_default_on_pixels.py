@@ -10,8 +10,9 @@ from torch.nn import functional as F
 from pdenets.models.fewshot import DEFAULT_METHOD, Preprocessing, classify
 
 
-@requires_data(*OMNIGLOT)
-def test_the_default_gains_on_raw_pixels_where_laplacianshot_alone_does_not():
+def pixel_accuracies(ways: int, tasks: int, methods: dict) -> dict:
+    """Accuracy % of each method (label -> name or instance) on ``tasks`` balanced ``ways``-way 5-shot tasks
+    of L2-normalized raw pixels of the novel alphabets (15 queries per class, seed 0)."""
     from pdenets.data.fewshot import EpisodeSampler, QueryShape
     from pdenets.data.omniglot import NOVEL_ALPHABETS, omniglot_images
 
@@ -19,13 +20,19 @@ def test_the_default_gains_on_raw_pixels_where_laplacianshot_alone_does_not():
     features = F.normalize(images.images.flatten(1).float(), dim=1)
     classes = tuple(range(len(images.class_names)))
     episodes = EpisodeSampler(
-        images.labels, classes, ways=5, shots=5, queries=15, seed=0, shape=QueryShape.parse("balanced")
-    ).sample(range(50))
+        images.labels, classes, ways=ways, shots=5, queries=15, seed=0, shape=QueryShape.parse("balanced")
+    ).sample(range(tasks))
     support, query = features[episodes.support], features[episodes.query]
     accuracy = {}
-    for name in ("prototype", "diffusion", DEFAULT_METHOD):
-        probabilities = classify(support, episodes.support_labels, query, 5, name, Preprocessing())
-        accuracy[name] = 100 * float((probabilities.argmax(2) == episodes.query_labels).double().mean())
+    for label, method in methods.items():
+        probabilities = classify(support, episodes.support_labels, query, ways, method, Preprocessing())
+        accuracy[label] = 100 * float((probabilities.argmax(2) == episodes.query_labels).double().mean())
+    return accuracy
+
+
+@requires_data(*OMNIGLOT)
+def test_the_default_gains_on_raw_pixels_where_laplacianshot_alone_does_not():
+    accuracy = pixel_accuracies(5, 50, {name: name for name in ("prototype", "diffusion", DEFAULT_METHOD)})
     # measured: prototype 59.81, LaplacianShot 60.88, the default 63.49 (the head alone 64.56)
     assert accuracy["diffusion"] < accuracy["prototype"] + 2, accuracy  # LaplacianShot alone gains little
     assert accuracy[DEFAULT_METHOD] > accuracy["diffusion"] + 1.5, accuracy
@@ -36,25 +43,14 @@ def test_bd_cspns_balanced_share_keeps_it_at_nearest_prototype_on_20_way_pixel_t
     """With 20 classes at 37 % accuracy, rectifying by every pseudo-labelled query (the preset ``easyfsl``,
     easyfsl's BD-CSPN) falls below nearest prototype at 5 shots; the balanced share does not (1,000 tasks,
     paired: −0.64 ± 0.10 against −0.08 ± 0.10; docs/fewshot.md)."""
-    from pdenets.data.fewshot import EpisodeSampler, QueryShape
-    from pdenets.data.omniglot import NOVEL_ALPHABETS, omniglot_images
     from pdenets.models.fewshot import method_from_name
 
-    images = omniglot_images(NOVEL_ALPHABETS, size=28)
-    features = F.normalize(images.images.flatten(1).float(), dim=1)
-    classes = tuple(range(len(images.class_names)))
-    episodes = EpisodeSampler(
-        images.labels, classes, ways=20, shots=5, queries=15, seed=0, shape=QueryShape.parse("balanced")
-    ).sample(range(200))
-    support, query = features[episodes.support], features[episodes.query]
-    accuracy = {}
-    for label, method in (
-        ("prototype", "prototype"),
-        ("default", method_from_name("bd-cspn")),
-        ("easyfsl", method_from_name("bd-cspn", preset="easyfsl")),
-    ):
-        probabilities = classify(support, episodes.support_labels, query, 20, method, Preprocessing())
-        accuracy[label] = 100 * float((probabilities.argmax(2) == episodes.query_labels).double().mean())
+    methods = {
+        "prototype": "prototype",
+        "default": method_from_name("bd-cspn"),
+        "easyfsl": method_from_name("bd-cspn", preset="easyfsl"),
+    }
+    accuracy = pixel_accuracies(20, 200, methods)
     # measured on these 200 tasks: prototype 37.19, default 37.01, easyfsl 36.50
     assert accuracy["easyfsl"] < accuracy["prototype"] - 0.3, accuracy
     assert accuracy["default"] > accuracy["easyfsl"] + 0.3, accuracy
