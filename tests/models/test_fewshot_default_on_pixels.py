@@ -39,10 +39,11 @@ def test_the_default_gains_on_raw_pixels_where_laplacianshot_alone_does_not():
 
 
 @requires_data(*OMNIGLOT)
-def test_bd_cspns_balanced_share_keeps_it_at_nearest_prototype_on_20_way_pixel_tasks():
+def test_bd_cspns_balanced_share_lifts_it_above_nearest_prototype_on_20_way_pixel_tasks():
     """With 20 classes at 37 % accuracy, rectifying by every pseudo-labelled query (the preset ``easyfsl``,
-    easyfsl's BD-CSPN) falls below nearest prototype at 5 shots; the balanced share does not (1,000 tasks,
-    paired: −0.64 ± 0.10 against −0.08 ± 0.10; docs/fewshot.md)."""
+    easyfsl's BD-CSPN) falls below nearest prototype at 5 shots; with every class rectified by its balanced
+    share of the queries it rises above it (1,000 tasks, paired: −0.64 ± 0.10 against +0.64 ± 0.12;
+    docs/fewshot.md)."""
     from pdenets.models.fewshot import method_from_name
 
     methods = {
@@ -51,7 +52,6 @@ def test_bd_cspns_balanced_share_keeps_it_at_nearest_prototype_on_20_way_pixel_t
         "easyfsl": method_from_name("bd-cspn", preset="easyfsl"),
     }
     accuracy = pixel_accuracies(20, 200, methods)
-    # measured on these 200 tasks: prototype 37.19, default 37.01, easyfsl 36.50
+    # measured on these 200 tasks: prototype 37.19, default 37.74, easyfsl 36.50
     assert accuracy["easyfsl"] < accuracy["prototype"] - 0.3, accuracy
-    assert accuracy["default"] > accuracy["easyfsl"] + 0.3, accuracy
-    assert accuracy["default"] > accuracy["prototype"] - 0.4, accuracy
+    assert accuracy["default"] > accuracy["prototype"] + 0.3, accuracy

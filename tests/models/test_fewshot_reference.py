@@ -84,6 +84,16 @@ def _prototype(support, labels, query):
     return _softmax(-np.linalg.norm(query[:, None] - centres[None], axis=2))
 
 
+def _balanced_members(cosine, capacity):
+    """Each query's class (-1: none), the most similar (query, class) pair first, each class ``capacity``."""
+    member, load = np.full(len(cosine), -1), np.zeros(cosine.shape[1], dtype=int)
+    for flat in np.argsort(-cosine.ravel(), kind="stable"):
+        i, c = divmod(int(flat), cosine.shape[1])
+        if member[i] == -1 and load[c] < capacity:
+            member[i], load[c] = c, load[c] + 1
+    return member
+
+
 def _bdcspn(support, labels, query, temperature=1.0, shift=True, balanced_share=True):
     support, query = _standardized(support, query)
     moved = query + (support.mean(0) - query.mean(0)) if shift and len(query) >= WAYS else query
@@ -91,11 +101,8 @@ def _bdcspn(support, labels, query, temperature=1.0, shift=True, balanced_share=
     points = np.concatenate([support, moved])
     cosine = _unit(points) @ _unit(centres).T
     member = np.concatenate([labels, cosine[len(support) :].argmax(1)])
-    if balanced_share:  # each class keeps its len(query) // WAYS nearest pseudo-labelled queries
-        for c in range(WAYS):
-            mine = [i for i in range(len(support), len(points)) if member[i] == c]
-            nearest_first = sorted(mine, key=lambda i: -cosine[i, c])
-            member[nearest_first[len(query) // WAYS :]] = -1
+    if balanced_share:
+        member[len(support) :] = _balanced_members(cosine[len(support) :], len(query) // WAYS)
     rectified = []
     for c in range(WAYS):
         weights = np.exp(temperature * cosine[member == c, c])
@@ -244,10 +251,34 @@ def _laplacian_shot(
 
 
 def test_bd_cspns_balanced_share_binds_on_the_reference_episode():
-    """5 queries, 3 classes: some class is nearest to two queries and keeps one, so the share changes the
-    answer (the reference rows with and without it test different things)."""
+    """5 queries, 3 classes, one query a class: the assignment changes the answer."""
     with_share, without = _per_task(_bdcspn), _per_task(_bdcspn, balanced_share=False)
     assert np.abs(with_share - without).max() > 1e-3
+
+
+def test_bd_cspn_equals_its_reference_where_a_refused_query_joins_another_class(device):
+    """On these four tasks a query that its nearest class refuses (that class took a more similar one)
+    joins its next class: the assignment is not "each class its nearest of the queries nearest to it"."""
+    support, labels, query = _episode(tasks=4)
+    rerouted = 0
+    expected = []
+    for t in range(4):
+        standardized, queries = _standardized(support[t].numpy(), query[t].numpy())
+        moved = queries + (standardized.mean(0) - queries.mean(0))
+        cosine = _unit(moved) @ _unit(_means(standardized, labels[t].numpy())).T
+        member = _balanced_members(cosine, len(queries) // WAYS)
+        rerouted += int(((member >= 0) & (member != cosine.argmax(1))).sum())
+        expected.append(_bdcspn(support[t].numpy(), labels[t].numpy(), query[t].numpy()))
+    assert rerouted > 0
+    ours = classify(
+        support.to(device),
+        labels.to(device),
+        query.to(device),
+        WAYS,
+        method_from_name("bd-cspn"),
+        Preprocessing(),
+    )
+    np.testing.assert_allclose(ours.cpu().numpy(), np.stack(expected), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize(
