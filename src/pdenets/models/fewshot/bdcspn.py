@@ -91,7 +91,7 @@ def balanced_assignment(scores: torch.Tensor, capacity: int) -> torch.Tensor:
 
     Computed by deferred acceptance, batched over tasks: every unassigned query proposes to its best class
     that has not refused it; a class keeps its ``capacity`` best of the queries it holds and those
-    proposing, and refuses the rest. ``Q − C · capacity`` queries (or more) stay unassigned.
+    proposing, and refuses the rest. ``max(0, Q − C · capacity)`` queries stay unassigned.
 
     Examples:
         >>> scores = torch.tensor([[[0.9, 0.8], [0.7, 0.1], [0.6, 0.5]]])  # all three prefer class 0
