@@ -129,20 +129,6 @@ def balanced_assignment(scores: torch.Tensor, capacity: int) -> torch.Tensor:
         refusals[live] += refused.long()
         assigned[live] = torch.where(kept, candidate, -1)
     return assigned
-    refused = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
-    for _ in range(queries * ways + 1):  # every round but the last refuses a pair or assigns every proposer
-        free = (assigned < 0) & ~refused.all(2)
-        if not bool(free.any()):
-            break
-        proposal = scores.masked_fill(refused, float("-inf")).argmax(2)
-        candidate = torch.where(assigned >= 0, assigned, torch.where(free, proposal, -1))  # (T, Q)
-        holds = F.one_hot(candidate.clamp(min=0), ways).bool() & (candidate >= 0).unsqueeze(2)  # (T, Q, C)
-        keyed = scores.masked_fill(~holds, float("-inf"))
-        best = keyed.topk(min(capacity, queries), dim=1).indices  # (T, capacity, C): each class's best
-        kept = torch.zeros_like(holds).scatter_(1, best, True) & holds
-        refused |= holds & ~kept
-        assigned = torch.where(kept.any(2), candidate, -1)
-    return assigned
 
 
 def bdcspn_prototypes(
@@ -167,11 +153,11 @@ def bdcspn_prototypes(
     means = prototypes(support, support_labels, ways)
     points = torch.cat([support, query], 1)  # (T, N, M)
     cosine = torch.bmm(F.normalize(points, dim=2), F.normalize(means, dim=2).transpose(1, 2))  # (T, N, C)
-    to_query = cosine[:, support.shape[1] :]
+    query_cosine = cosine[:, support.shape[1] :]  # (T, Q, C)
     if share is None:  # every query joins its nearest prototype's class
-        classes = to_query.argmax(2)
+        classes = query_cosine.argmax(2)
     else:  # every class its `share` queries, the most similar query-class pair first
-        classes = balanced_assignment(to_query, share)
+        classes = balanced_assignment(query_cosine, share)
     member = torch.cat(
         [
             F.one_hot(support_labels, ways).bool(),
