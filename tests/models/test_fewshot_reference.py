@@ -3,7 +3,8 @@
 Each reference below is written from the equations (loops over classes and points, NumPy where it
 can), not from the library's code, and computes the probabilities of two tasks of a 3-way 2-shot
 episode with five queries (2, 2 and 1 per class). A change of any formula — a sign, a weight, a
-normalization, a forgotten set of points — moves the probabilities far beyond the tolerances.
+normalization, a forgotten set of points — moves the probabilities far beyond the tolerances. BD-CSPN's
+balanced assignment is also checked alone, against the same loop over the sorted query–class pairs.
 """
 
 import math
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from pdenets.models.fewshot import FewShotBatch, Preprocessing, classify, method_from_name
+from pdenets.models.fewshot.bdcspn import balanced_assignment
 from pdenets.models.fewshot.heads import initial_parameters
 
 WAYS, SHOTS = 3, 2
@@ -248,6 +250,38 @@ def _laplacian_shot(
             break
         previous = current
     return y
+
+
+@pytest.mark.parametrize(
+    "queries, ways, capacity", [(15, 3, 5), (16, 3, 5), (12, 4, 1), (40, 20, 2), (5, 5, 1)]
+)
+def test_balanced_assignment_equals_the_greedy_over_sorted_pairs(queries, ways, capacity, device):
+    generator = torch.Generator().manual_seed(queries * ways + capacity)
+    scores = torch.randn(6, queries, ways, generator=generator, dtype=torch.float64)
+    assigned = balanced_assignment(scores.to(device), capacity)
+    assert assigned.device.type == torch.device(device).type and assigned.dtype == torch.long
+    assert assigned.cpu().tolist() == [_balanced_members(task.numpy(), capacity).tolist() for task in scores]
+
+
+def test_balanced_assignment_is_stable_and_fills_every_class_to_capacity():
+    generator = torch.Generator().manual_seed(1)
+    scores = torch.rand(20, 23, 4, generator=generator, dtype=torch.float64)
+    assigned = balanced_assignment(scores, 5)
+    for task, member in zip(scores, assigned.tolist()):
+        load = [member.count(c) for c in range(4)]
+        assert load == [5] * 4 and member.count(-1) == 3
+        worst = [min(float(task[q, c]) for q in range(23) if member[q] == c) for c in range(4)]
+        for q in range(23):  # no query and class that would both rather hold each other
+            own = float(task[q, member[q]]) if member[q] >= 0 else float("-inf")
+            assert all(not (task[q, c] > own and task[q, c] > worst[c]) for c in range(4))
+
+
+def test_balanced_assignment_at_capacity_one_is_a_matching_and_with_room_is_the_argmax():
+    scores = torch.tensor([[[0.9, 0.8, 0.1], [0.95, 0.2, 0.3], [0.5, 0.6, 0.4]]])
+    # (1, 0) first; query 0 then takes class 1 and leaves query 2 class 2, not its nearest
+    assert balanced_assignment(scores, 1).tolist() == [[1, 0, 2]]
+    assert balanced_assignment(scores, 3).tolist() == [scores.argmax(2)[0].tolist()]
+    assert balanced_assignment(scores, 0).tolist() == [[-1, -1, -1]]
 
 
 def test_bd_cspns_balanced_share_binds_on_the_reference_episode():
