@@ -1,11 +1,13 @@
 """Graph preprocessing steps, each a small function ``Data -> Data`` usable on its own.
 
-The Diff-ResNet protocol (Wang, Dou, Bao, Shi, *Diffusion Mechanism in Residual Neural Network:
-Theory and Applications*, Appendix E.2) composes them in
-:func:`preprocess_citation_graph`: undirected, no self-loops, unit edge weights, largest
-connected component, binary bag-of-words, row-normalized features. Bag-of-words is what the citation
-graphs hold; a graph whose features are real numbers (embeddings, measurements) is standardized per feature
-instead (:func:`feature_transform_for`), since binarizing it would turn every row into ones.
+The Diff-ResNet protocol (Wang, Dou, Bao, Shi, *Diffusion Mechanism in Residual Neural Network: Theory and
+Applications*, Appendix E.2) composes them in :func:`preprocess_citation_graph`: undirected, no self-loops,
+unit edge weights, largest connected component, binary bag-of-words, row-normalized features. Bag-of-words is
+what the citation graphs hold. A graph whose features are real numbers is transformed by what they look like
+(:func:`feature_transform_for`): sparse non-negative weights (TF-IDF) are divided by each row's sum, which
+keeps their zeros; other sparse values are scaled per feature without centring, which keeps their zeros too;
+dense values (embeddings, measurements) are standardized per feature. Binarizing real values would lose their
+weights; centring sparse ones would fill in their zeros and turn every sparse product into a dense one.
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ __all__ = [
     "largest_connected_component",
     "binarize_features",
     "row_normalize_features",
+    "scale_features",
     "preprocess_citation_graph",
     "FEATURE_TRANSFORMS",
     "feature_transform_for",
+    "feature_density",
+    "SPARSE_FEATURES_DENSITY",
+    "SPARSE_INPUT_DENSITY",
     "standardize_features",
     "named_feature_transform",
     "adjacency_matrix",
@@ -111,9 +117,19 @@ def binarize_features(data: Data) -> Data:
 
 
 def row_normalize_features(data: Data) -> Data:
-    """Each feature row divided by its sum (all-zero rows stay zero)."""
-    sums = data.x.sum(1, keepdim=True)
+    """Each feature row divided by the sum of its absolute values (all-zero rows stay zero): for non-negative
+    features, each row sums to one. Zeros stay zeros."""
+    sums = data.x.abs().sum(1, keepdim=True)
     return _copy(data, x=torch.where(sums > 0, data.x / sums.clamp_min(1e-30), data.x))
+
+
+def scale_features(data: Data) -> Data:
+    """Each feature divided by its standard deviation over the nodes, not centred (a constant feature is left
+    as it is): zeros stay zeros, so sparse features stay sparse (scikit-learn's ``StandardScaler`` with
+    ``with_mean=False``)."""
+    x = data.x
+    std = x.std(0, unbiased=False, keepdim=True)
+    return _copy(data, x=x / torch.where(std > 0, std, torch.ones_like(std)))
 
 
 def standardize_features(data: Data) -> Data:
@@ -124,27 +140,61 @@ def standardize_features(data: Data) -> Data:
     return _copy(data, x=(x - x.mean(0, keepdim=True)) / torch.where(std > 0, std, torch.ones_like(std)))
 
 
+#: ``auto``'s bound between sparse and dense features: the share of non-zero entries at or below which
+#: features are sparse, and transformed so that their zeros stay zeros
+SPARSE_FEATURES_DENSITY = 0.5
+
+#: the share of non-zero entries at or below which a graph's features enter the models as a sparse matrix
+#: (a sparse product then costs less than a dense one; ``benchmarks/feature_kinds.py`` measures both)
+SPARSE_INPUT_DENSITY = 0.1
+
 #: how the node features enter the models: ``auto`` picks ``bag-of-words`` for features that are
-#: non-negative whole numbers (word counts or presence) and ``standardize`` for any other
+#: non-negative whole numbers (word counts or presence), ``row-normalize`` for other sparse non-negative
+#: features (TF-IDF), ``scale`` for other sparse features and ``standardize`` for dense ones
 FEATURE_TRANSFORMS = {
-    "auto": "bag-of-words for counts or 0/1 features, else standardize",
+    "auto": "bag-of-words for counts or 0/1 features, row-normalize for sparse non-negative weights "
+    "(TF-IDF), scale for other sparse features, else standardize",
     "bag-of-words": "binary presence, each row divided by its sum (the citation protocol)",
-    "standardize": "each feature to mean 0, standard deviation 1 over the nodes",
+    "row-normalize": "each row divided by the sum of its absolute values (zeros stay zeros)",
+    "scale": "each feature divided by its standard deviation, not centred (zeros stay zeros)",
+    "standardize": "each feature to mean 0, standard deviation 1 over the nodes (fills in zeros)",
     "none": "the file's features as they are",
 }
 
 
+def feature_density(x: torch.Tensor) -> float:
+    """The share of entries of ``x`` that are not zero (0 for an empty tensor).
+
+    Examples:
+        >>> import torch
+        >>> feature_density(torch.tensor([[0.0, 2.0], [0.0, 0.0]]))
+        0.25
+    """
+    if x.numel() == 0:
+        return 0.0
+    nonzero = x._nnz() if x.layout != torch.strided else int(torch.count_nonzero(x))
+    return nonzero / x.numel()
+
+
 def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
     """The transform :func:`preprocess_citation_graph` applies to the features ``x``: ``transform`` itself,
-    or for ``"auto"`` ``"bag-of-words"`` where every feature is a non-negative whole number, else
-    ``"standardize"``.
+    or for ``"auto"``:
+
+    - ``"bag-of-words"`` where every feature is a non-negative whole number (word counts or presence);
+    - else, where at most :data:`SPARSE_FEATURES_DENSITY` of the entries are non-zero, ``"row-normalize"``
+      for non-negative features (TF-IDF weights) and ``"scale"`` for others: both keep the zeros;
+    - else ``"standardize"``.
 
     Examples:
         >>> import torch
         >>> feature_transform_for(torch.tensor([[0.0, 2.0], [1.0, 0.0]]))
         'bag-of-words'
-        >>> feature_transform_for(torch.tensor([[0.5, -1.0], [1.0, 0.0]]))
+        >>> feature_transform_for(torch.tensor([[0.5, -1.0], [1.0, 0.2]]))
         'standardize'
+        >>> feature_transform_for(torch.tensor([[0.0, 0.0, 0.3], [0.7, 0.0, 0.0]]))
+        'row-normalize'
+        >>> feature_transform_for(torch.tensor([[0.0, 0.0, -0.3], [0.7, 0.0, 0.0]]))
+        'scale'
         >>> feature_transform_for(torch.tensor([[0.5, -1.0]]), "none")
         'none'
     """
@@ -153,8 +203,14 @@ def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
         raise ValueError(f"unknown feature transform {transform!r}; choose one of {choices}")
     if transform != "auto":
         return transform
-    counts = bool((x >= 0).all()) and bool((x == x.round()).all())
-    return "bag-of-words" if counts else "standardize"
+    if not x.is_floating_point():  # booleans and integers are counts (or presence) already
+        return "bag-of-words" if bool((x >= 0).all()) else "scale"
+    non_negative = bool((x >= 0).all())
+    if non_negative and bool((x == x.round()).all()):
+        return "bag-of-words"
+    if feature_density(x) <= SPARSE_FEATURES_DENSITY:
+        return "row-normalize" if non_negative else "scale"
+    return "standardize"
 
 
 def named_feature_transform(spec: str) -> Optional[str]:
@@ -184,9 +240,16 @@ def preprocess_citation_graph(data: Data, features: str = "bag-of-words") -> Dat
     transform = feature_transform_for(data.x, features)
     data = remove_self_loops(to_undirected(data))
     data = largest_connected_component(data)
+    if not data.x.is_floating_point():
+        data = _copy(data, x=data.x.to(torch.get_default_dtype()))
     if transform == "bag-of-words":
         return row_normalize_features(binarize_features(data))
-    return standardize_features(data) if transform == "standardize" else data
+    steps = {
+        "row-normalize": row_normalize_features,
+        "scale": scale_features,
+        "standardize": standardize_features,
+    }
+    return steps[transform](data) if transform in steps else data
 
 
 @dataclass(frozen=True)
@@ -196,8 +259,10 @@ class PreparedGraph:
     Made by :func:`prepared_graph`.
 
     Args:
-        x: ``(N, F)`` row-normalized features.
-        x_sparse: ``x`` as a sparse CSR tensor.
+        x: ``(N, F)`` transformed features (dense).
+        x_input: ``x`` as the models take it: a sparse CSR tensor where at most
+            :data:`SPARSE_INPUT_DENSITY` of its entries are non-zero (bag-of-words, TF-IDF), else ``x`` itself
+            (a sparse product over dense features costs more than a dense one).
         y: ``(N,)`` class ids.
         edge_index: ``(2, 2E)`` undirected edge list without self-loops.
         weights: ``(N, N)`` sparse diffusion weights ``D̃^{-1/2}(A + I)D̃^{-1/2}``.
@@ -210,7 +275,7 @@ class PreparedGraph:
     """
 
     x: torch.Tensor
-    x_sparse: torch.Tensor
+    x_input: torch.Tensor
     y: torch.Tensor
     edge_index: torch.Tensor
     weights: torch.Tensor
@@ -219,6 +284,11 @@ class PreparedGraph:
     num_features: int
     num_classes: int
     feature_transform: str = "bag-of-words"
+
+    @property
+    def x_sparse(self) -> torch.Tensor:
+        """``x`` as a sparse CSR tensor, whatever its density."""
+        return self.x_input if self.x_input.layout == torch.sparse_csr else self.x.to_sparse_csr()
 
 
 def graph_label(spec: str) -> str:
@@ -276,7 +346,7 @@ def prepared_graph(
     data = preprocess_citation_graph(data, transform)
     return PreparedGraph(
         x=data.x,
-        x_sparse=data.x.to_sparse_csr(),
+        x_input=data.x.to_sparse_csr() if feature_density(data.x) <= SPARSE_INPUT_DENSITY else data.x,
         y=data.y,
         edge_index=data.edge_index,
         weights=gcn_normalize((data.edge_index, None), data.num_nodes),

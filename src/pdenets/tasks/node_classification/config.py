@@ -108,8 +108,10 @@ class NodeClassificationConfig(TaskConfig):
     )
     feature_transform: str = setting(
         "auto",
-        "how node features enter the models: auto (bag-of-words for counts or 0/1 features, else "
-        "standardize), bag-of-words (binary, rows normalized), standardize (per feature), none",
+        "how node features enter the models: auto (bag-of-words for counts or 0/1 features, "
+        "row-normalize for sparse non-negative weights such as TF-IDF, scale for other sparse features, "
+        "else standardize), bag-of-words (binary, rows normalized), row-normalize, scale (per feature, "
+        "not centred), standardize (per feature), none",
     )
     partition: str = setting(
         "contiguous",

@@ -9,8 +9,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ...data.transforms import graph_label
 from ...experiments.plots import box_per_group, errorbar_lines, plt
-from ...experiments.report import Report, counted
-from ...experiments.summary import PaperValue, paper_and_ours
+from ...experiments.report import Report, counted, md_escape
+from ...experiments.summary import PaperValue, format_mean_std, paper_and_ours
 from .config import NodeClassificationConfig
 from .results import AccuracyCell, NodeClassificationResults
 
@@ -19,6 +19,8 @@ __all__ = ["add_sections"]
 #: how a graph's features entered the models, in the report's words
 _FEATURE_WORDS = {
     "bag-of-words": "binary bag-of-words, each row divided by its sum",
+    "row-normalize": "each row divided by the sum of its absolute values (zeros kept)",
+    "scale": "each feature divided by its standard deviation over the nodes, not centred (zeros kept)",
     "standardize": "standardized per feature (mean 0, standard deviation 1 over the nodes)",
     "none": "as in the file",
 }
@@ -72,10 +74,11 @@ def add_sections(
     report.heading("Accuracy (%), mean ± std over all runs" + (", next to the paper" if compared else ""))
     headers, rows = ["model"], []
     for dataset in datasets:
+        shown = md_escape(dataset)
         if dataset in compared:
-            headers += [f"{dataset} (pdenets)", f"{dataset} (paper)", f"{dataset} difference"]
+            headers += [f"{shown} (pdenets)", f"{shown} (paper)", f"{shown} difference"]
         else:
-            headers.append(dataset)
+            headers.append(shown)
     for model in config.models:
         cells = [model]
         for dataset in datasets:
@@ -100,11 +103,8 @@ def add_sections(
     if results.depth:
         report.heading("Depth study (Fig. 5)")
         rows = [
-            [dataset, model]
-            + [
-                f"{points[str(d)].mean:.1f} ± {points[str(d)].std:.1f}" if str(d) in points else "—"
-                for d in config.depths
-            ]
+            [md_escape(dataset), model]
+            + [_mean_std(points[str(d)]) if str(d) in points else "—" for d in config.depths]
             for dataset, by_model in results.depth.items()
             for model, points in by_model.items()
         ]
@@ -115,10 +115,10 @@ def add_sections(
         [
             "Graphs: made undirected, without self-loops, and cut to their largest connected component, as "
             "the paper's code keeps them ("
-            + "; ".join(f"{name}: {facts.nodes:,} nodes" for name, facts in results.graphs.items())
+            + "; ".join(f"{md_escape(name)}: {facts.nodes:,} nodes" for name, facts in results.graphs.items())
             + "). Features: "
             + "; ".join(
-                f"{name}: {_FEATURE_WORDS.get(facts.feature_transform, facts.feature_transform)}"
+                f"{md_escape(name)}: {_FEATURE_WORDS.get(facts.feature_transform, facts.feature_transform)}"
                 for name, facts in results.graphs.items()
             )
             + f" (`feature_transform = {config.feature_transform}`).",
@@ -205,7 +205,7 @@ def _time_section(
             if cell is not None:
                 rows.append(
                     [
-                        dataset,
+                        md_escape(dataset),
                         model,
                         f"{cell.seconds_per_run:.2f}",
                         f"{cell.epochs_mean:.0f}",
@@ -223,7 +223,7 @@ def _graph_section(report: Report, results: NodeClassificationResults) -> None:
     report.heading("Graphs and stability")
     rows = [
         [
-            name,
+            md_escape(name),
             facts.nodes,
             facts.edges,
             facts.features,
@@ -247,3 +247,8 @@ def _graph_section(report: Report, results: NodeClassificationResults) -> None:
         caption="Explicit diffusion with W = D^-1/2 (A+I) D^-1/2 and L = diag(W1) - W is stable for "
         "gamma up to 2/lambda_max(L); the step size gamma of every diffusion setting must stay below it.",
     )
+
+
+def _mean_std(cell: AccuracyCell) -> str:
+    """A cell's mean accuracy, ± its std where more than one run has it."""
+    return format_mean_std(cell.mean, cell.std if cell.runs > 1 else None, 1)

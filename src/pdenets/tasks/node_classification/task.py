@@ -33,6 +33,7 @@ from ...data.transforms import (
 )
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
+from ...experiments.report import md_escape
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
 from ...models.node_training import (
@@ -193,7 +194,7 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
     inputs = (
-        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_sparse,)
+        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
     )
     result, record = fit_node_classifier(
         model,
@@ -275,7 +276,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     }
 
     def record_fields(self, spec: NodeJob, record: Mapping[str, Any]) -> RecordFields:
-        return {"accuracy": "number", "seconds": "number", "epochs": "integer"}
+        return {"accuracy": "fraction", "seconds": "number", "epochs": "integer"}
 
     @classmethod
     def quick_config(cls) -> NodeClassificationConfig:
@@ -422,7 +423,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             cell = AccuracyCell(
                 mean=stats.mean,
                 std=stats.std,
-                runs=len(members),
+                runs=stats.count,  # the runs averaged (every record's accuracy is checked finite)
                 seconds_per_run=Stats.of(m["seconds"] for m in members).mean,
                 epochs_mean=Stats.of(m["epochs"] for m in members).mean,
                 paper_mean=paper.mean if paper is not None else None,
@@ -438,7 +439,9 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         report = self.new_report(
             results,
             "pdenets — semi-supervised node classification: "
-            + ", ".join(dict.fromkeys(graph_label(d) for d in self.config.datasets)),
+            + ", ".join(
+                md_escape(label) for label in dict.fromkeys(graph_label(d) for d in self.config.datasets)
+            ),
         )
         add_sections(report, self.config, results, records, run_dir, paper=PAPER_TABLE1)
         self.write_report(report, run_dir)
