@@ -29,6 +29,7 @@ import torch.distributed as dist
 import yaml
 
 from . import __version__
+from .data.errors import DataWarning
 from .data.graphs import accepted_forms
 from .experiments.config import (
     ConfigError,
@@ -491,7 +492,7 @@ def _show_warning(previous: Callable[..., None]) -> Callable[..., None]:
         file: Optional[TextIO] = None,
         line: Optional[str] = None,
     ) -> None:
-        if issubclass(category, (PluginWarning, RenamedSettingWarning)):
+        if issubclass(category, (PluginWarning, RenamedSettingWarning, DataWarning)):
             print(f"pdenets: warning: {message}", file=file or sys.stderr)
         else:
             previous(message, category, filename, lineno, file, line)

@@ -145,9 +145,13 @@ def test_csv_folder_keeps_the_nodes_names_and_the_step_unit(tmp_path):
     series = load_temporal(folder)
     assert series.node_names == ("detector_7", "detector_8", "detector_9") and series.step_unit == "5 minutes"
     assert series.node_name(2) == "detector_9"
-    # one uneven interval: no unit is claimed; a unit-named column without dates still gives its unit
+    assert series.time_axis.column == "time"
+    assert series.time_axis.span() == "4 rows 5 minutes apart, from 2026-03-02 00:00 to 2026-03-02 00:15"
+    # one uneven interval is a gap, refused; a unit-named column of step numbers still gives its unit
     uneven = stamps[:-1] + ["2026-03-02 01:00"]
-    assert step_unit("time", uneven) == "step" and step_unit("week", ["1", "2", "3"]) == "week"
+    with pytest.raises(DatasetError, match="rows are 5 minutes apart except 1 gap: 50 minutes between"):
+        step_unit("time", uneven)
+    assert step_unit("week", ["1", "2", "3"]) == "week"
     assert step_unit("date", ["2020-01-01", "2020-01-08", "2020-01-15"]) == "week"
     assert step_unit("time", ["2026-03-02 00:00", "2026-03-02 02:00"]) == "2 hours"
     # a layout without names numbers its nodes and counts steps

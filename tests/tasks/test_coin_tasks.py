@@ -1020,3 +1020,68 @@ def test_bursty_counts_are_standardized_after_log1p_and_their_raw_mae_undoes_it(
 def test_the_old_recurrent_name_says_what_it_became(tmp_path):
     with pytest.raises(ConfigError, match="gconv-gru was renamed cheb-gru"):
         CoinForecastConfig(models=["gconv-gru"]).validate()
+
+
+def test_exactly_five_blocks_are_enough_to_judge_a_diffusion_and_four_are_not():
+    from pdenets.models.coin_forecast_diffusion import MIN_SELECTION_BLOCKS
+
+    assert MIN_SELECTION_BLOCKS == 5
+    prediction, data = _selection_data(days=5, gain_per_day=1.0, noise=0.0)
+    choice = _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2])
+    assert (choice.step_size, choice.num_steps, choice.blocks) == (1.0, 1, 5)
+    prediction, data = _selection_data(days=4, gain_per_day=1.0, noise=0.0)
+    assert (_choose(prediction, data, [0.0, 0.5, 1.0], [1, 2]).step_size, choice.blocks) == (0.0, 5)
+    assert _choose(prediction, data, [0.0, 0.5, 1.0], [1, 2]).blocks == 4
+
+
+def _three_horizon_selection(origins, seed=0, nodes=4):
+    """Validation windows of ``origins`` origins and horizons 1..3 (each target day forecast by up to three
+    origins): the target is the neighbours' mean, the model predicts the own value."""
+    from pdenets.operators.slice_graphs import SliceGraphs
+
+    generator = torch.Generator().manual_seed(seed)
+    ring = diffusion_graph(
+        (torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]]), None), nodes
+    )
+    days = origins + 2
+    values = torch.randn(days, nodes, generator=generator, dtype=torch.float64)
+    graphs = SliceGraphs([ring], nodes, ids=torch.zeros(days, dtype=torch.long))
+    neighbours = values - graphs.laplacian(values[:, :, None])[:, :, 0]
+    target_steps = torch.arange(origins)[:, None] + torch.arange(3)
+    prediction = values[target_steps].permute(0, 2, 1)  # (S, N, H)
+    targets = neighbours[target_steps].permute(0, 2, 1) + 0.05 * torch.randn(
+        origins, nodes, 3, generator=generator, dtype=torch.float64
+    )
+    mask = torch.ones(origins, nodes, 3, dtype=torch.bool)
+    window_graphs = SliceGraphs([ring], nodes, ids=torch.zeros(origins, dtype=torch.long))
+    return prediction, _Selection(targets, {"val": mask}, target_steps, window_graphs)
+
+
+def test_three_horizons_make_blocks_of_three_target_days_and_the_bound_counts_blocks():
+    """H = 3: the gains are grouped by distinct target day in blocks of 3 days (15 days: 5 blocks, judged; 14
+    days: 4 blocks, the model kept), and Student's bound has blocks − 1 degrees of freedom."""
+    from scipy.stats import t as student
+
+    from pdenets.models.coin_forecast_diffusion import block_gains, diffuse_forecasts
+
+    prediction, data = _three_horizon_selection(origins=13)  # target days 0..14
+    choice = _choose(prediction, data, [1.0], [1])
+    assert choice.blocks == 5 and choice.step_size == 1.0
+    diffused = diffuse_forecasts(prediction, data.graphs, 1.0, 1)
+    gains = block_gains(prediction, diffused, data.targets, data.masks["val"], data.target_steps, 3)
+    assert gains.shape == (5,)
+    bound = float(gains.mean() - student.ppf(0.95, 4) * gains.std() / math.sqrt(5))
+    assert choice.lower_bound == pytest.approx(bound)
+    prediction, data = _three_horizon_selection(origins=12)  # target days 0..13: 4 whole blocks
+    kept = _choose(prediction, data, [1.0], [1])
+    assert (kept.step_size, kept.blocks) == (0.0, 4)
+
+
+def test_a_region_at_exactly_a_tenth_of_the_median_scale_keeps_its_own():
+    from pdenets.tasks.coin_forecast.protocol import region_scales
+
+    days = torch.tensor([[0.0, 0.0, 0.0], [1.0, 10.0, 20.0], [2.0, 20.0, 40.0]])  # stds 1, 10, 20: median 10
+    assert region_scales(days, counts=False).tolist() == [1.0, 10.0, 20.0]  # 1 = 10 / 10: its own scale
+    below = days.clone()
+    below[:, 0] *= 0.99
+    assert region_scales(below, counts=False).tolist() == pytest.approx([10.0, 10.0, 20.0])

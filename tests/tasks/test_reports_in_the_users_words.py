@@ -4,6 +4,7 @@ and their status, speed sensors read every 5 minutes), and its report must name 
 dataset or that dataset's words (Cora, Omniglot, counties, COVID, breast cancer ...). The *Settings* section
 at the end lists the choices a setting accepts, the built-in datasets among them, and is left out."""
 
+import json
 import re
 
 import pytest
@@ -24,7 +25,12 @@ CASES = {
     "coin-tabular": (foreign_data.tabular_csv, ["machines", "failed", "running", "vibration"]),
     "coin-forecast": (
         foreign_data.traffic_folder,
-        ["ring_road", "12 nodes named detector_700", "steps of 5 minutes", "values (not counts)"],
+        [
+            "ring_road",
+            "12 nodes named detector_700",
+            "288 rows 5 minutes apart, from 2026-03-02 00:00 to 2026-03-02 23:55 (column time)",
+            "values (not counts)",
+        ],
     ),
 }
 
@@ -66,3 +72,26 @@ def test_the_forecast_report_uses_the_named_entity_and_the_sensors_names(tmp_pat
     text = _report_text(out)
     assert "12 sensors named detector_700" in text and "for the four sensors with the largest" in text
     assert "log(1 + y)" not in text and "by more than one std" not in text  # no log1p, one seed
+    # a CSV folder has no PyTorch Geometric Temporal loader: its protocol is not run unless asked for
+    assert "pyg-temporal" not in text and "## ring_road — ours protocol" in text
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["table"]["ring_road"]) == ["ours"]
+    # one seed: no spread is printed, in the tables or the verdicts
+    assert "±" not in text.split("## ring_road")[1]
+
+
+def test_asking_for_the_pyg_temporal_protocol_on_a_csv_folder_warns_and_says_what_it_is(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    path = foreign_data.traffic_folder(data, sensors=4, steps=96)
+    out = tmp_path / "run"
+    argv = ["run", "coin-forecast", "--quick", "--dataset", str(path), "--out", str(out), "--no-progress"]
+    assert main(argv + ["--models", "linear", "--set", "protocols=[ours, pyg-temporal]"]) == 0
+    error = capsys.readouterr().err
+    assert (
+        "pdenets: warning: " in error
+        and "no PyTorch Geometric Temporal loader exists for a CSV folder" in error
+    )
+    text = _report_text(out)
+    assert "## ring_road — pyg-temporal protocol" in text
+    assert "MSE on the values as stored (not scaled)" in text and "loader gives it" not in text

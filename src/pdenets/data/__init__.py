@@ -6,7 +6,7 @@ checks declared sizes against a memory budget before allocating
 (:mod:`pdenets.data.limits`).
 """
 
-from .errors import DatasetError, DatasetNotFoundError
+from .errors import DatasetError, DatasetNotFoundError, DataWarning
 from .graphs import load_edge_list, load_graph, load_npz, load_planetoid, save_graph_npz
 from .limits import MEMORY_BUDGET_ENV_VAR, memory_budget
 from .paths import DATA_ENV_VAR, resolve_data_dir
@@ -23,6 +23,7 @@ from .temporal import TEMPORAL_DATASETS, TemporalGraphSeries, load_temporal
 
 __all__ = [
     "DatasetError",
+    "DataWarning",
     "DatasetNotFoundError",
     "UnsafePickleError",
     "load_array_pickle",

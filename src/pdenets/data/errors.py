@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Union
 
-__all__ = ["DatasetError", "DatasetNotFoundError", "dataset_error"]
+__all__ = ["DatasetError", "DatasetNotFoundError", "DataWarning", "dataset_error"]
 
 
 class DatasetError(ValueError):
@@ -39,6 +39,11 @@ class DatasetNotFoundError(DatasetError, FileNotFoundError):
         >>> isinstance(error, DatasetError), isinstance(error, FileNotFoundError)
         (True, True)
     """
+
+
+class DataWarning(UserWarning):
+    """A dataset that is used, with a caveat the user should read (the command line prints it as one
+    ``pdenets: warning:`` line)."""
 
 
 def dataset_error(path: Union[str, Path], problem: str) -> DatasetError:

@@ -23,16 +23,18 @@ layout             keys
                    ``id``, ``links`` with ``source``, ``target``, optional ``weight`` (Montevideo bus)
 =================  ==========================================================================
 
-or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per node (a region, a sensor:
-the header names them; a first column ``day``/``date``/``time``/``step``/``week``/``t`` is a label and
-skipped, and where its cells are dates or times at a constant interval it gives the step's unit,
-:func:`step_unit`) and one row per step, and ``edges.csv`` with ``source,target[,weight]`` naming
-nodes by header name (any other column is refused, with the nearest name). Files may start
-with a UTF-8 byte-order mark; CSV numbers are read strictly (:func:`~pdenets.data.csvfile.parse_number`:
-``1_000`` is refused, not read as 1000). Node ids must be integers (or, in node-link and CSV files,
-the declared names); a float id, an unknown or out-of-range id, a ragged series, a non-finite
-value, a value beyond float64, a negative count, or the weights given twice (``edge_weight`` and
-``weights``) is refused with a :class:`~pdenets.data.DatasetError` naming the file and the place.
+or a CSV folder (or its ``series.csv``): ``series.csv`` with one column per node (a region, a sensor: the
+header names them) and one row per step. A first column named ``date``, ``datetime``, ``timestamp``, ``time``,
+``day``, ``week``, ``month``, ``hour``, ``minute``, ``step``, ``t`` or ``period``, or whose first cell is a
+date, is the time column: it is read strictly (:func:`~pdenets.data.time_column.read_time_column`: dates,
+date-times or step numbers going forward at one interval; a repeated, earlier or missing row is refused naming
+the lines) and gives the step's unit and the series' span, and ``edges.csv`` with ``source,target[,weight]``
+naming nodes by header name (any other column is refused, with the nearest name). Files may start with a UTF-8
+byte-order mark; CSV numbers are read strictly (:func:`~pdenets.data.csvfile.parse_number`: ``1_000`` is
+refused, not read as 1000). Node ids must be integers (or, in node-link and CSV files, the declared names); a
+float id, an unknown or out-of-range id, a ragged series, a non-finite value, a value beyond float64, a
+negative count, or the weights given twice (``edge_weight`` and ``weights``) is refused with a
+:class:`~pdenets.data.DatasetError` naming the file and the place.
 
 Each layout also records how PyTorch Geometric Temporal's loader presents that dataset (its
 default lags and its scaling: none, per-node standardization, ``log(1 + y)``), which the
@@ -45,7 +47,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -58,6 +60,7 @@ from .csvfile import parse_number, read_csv_table, read_text_file, shown_value
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .limits import check_allocation
 from .paths import regular_file, resolve_data_dir
+from .time_column import STEP_COLUMNS, TIME_COLUMNS, TimeAxis, looks_like_time, read_time_column
 
 __all__ = [
     "TemporalGraphSeries",
@@ -73,16 +76,6 @@ __all__ = [
 TEMPORAL_DATASETS = {"england_covid": "temporal/england_covid.json", "chickenpox": "temporal/chickenpox.json"}
 #: the step of each built-in series, and what one of its nodes is
 TEMPORAL_FACTS = {"england_covid": ("day", "region"), "chickenpox": ("week", "county")}
-#: the step units a time column's name means, and the intervals of dated rows (seconds → words)
-_UNIT_COLUMNS = {
-    "day": "day",
-    "date": "day",
-    "week": "week",
-    "month": "month",
-    "hour": "hour",
-    "minute": "minute",
-}
-_INTERVALS = {60: "minute", 3600: "hour", 86400: "day", 7 * 86400: "week"}
 Graph = Tuple[torch.Tensor, torch.Tensor]  # (edge_index (2, E) long, edge_weight (E,) float64)
 #: PyTorch Geometric Temporal's presentation of a series: its default lags and its scaling
 #: (``"none"``, ``"standardize"`` per node with ``np.std``, the same plus 1e-10, or ``"log1p"``)
@@ -104,8 +97,8 @@ class TemporalGraphSeries:
         pyg_scaling: how PyTorch Geometric Temporal scales it (``none``, ``standardize``, ...).
         node_names: the nodes' names where the file gives them (a CSV folder's header), else ``()``.
         step_unit: what one step is, in words: ``"day"``, ``"week"``, ``"5 minutes"`` (from a CSV time
-            column whose values are dates or times at a constant interval, or the column's name), else
-            ``"step"``.
+            column: the interval of its dates or times, or its name for step numbers), else ``"step"``.
+        time_axis: the stamps of the rows where the file has a time column (a CSV folder), else ``None``.
     """
 
     name: str
@@ -118,6 +111,7 @@ class TemporalGraphSeries:
     pyg_scaling: str = "none"
     node_names: Tuple[str, ...] = ()
     step_unit: str = "step"
+    time_axis: Optional[TimeAxis] = field(default=None, compare=False, repr=False)
 
     def node_name(self, node: int) -> str:
         """The name of node ``node``: the file's, else its index as text."""
@@ -494,7 +488,8 @@ def _read_json(path: Path):
         raise dataset_error(path, "not usable JSON: nested too deeply") from None
 
 
-_LABEL_COLUMNS = {"day", "date", "time", "step", "week", "t", "period"}
+#: the names of a series.csv's time column
+_LABEL_COLUMNS = set(TIME_COLUMNS + STEP_COLUMNS)
 
 
 #: the columns of a CSV folder's edges.csv, in order (weight optional)
@@ -532,7 +527,8 @@ def _read_csv_folder(folder: Path):
     if len(rows) < 2:
         raise dataset_error(series_path, "needs a header row naming the nodes and at least one row of values")
     header = [name.strip() for name in rows[0][1]]
-    skip = 1 if header and header[0].lower() in _LABEL_COLUMNS else 0
+    first_cell = rows[1][1][0] if rows[1][1] else ""
+    skip = 1 if header and (header[0].lower() in _LABEL_COLUMNS or looks_like_time(first_cell)) else 0
     names = header[skip:]
     if not names or any(not name for name in names) or len(set(names)) != len(names):
         raise dataset_error(series_path, "the header must name every node once (no empty or repeated names)")
@@ -575,8 +571,10 @@ def _read_csv_folder(folder: Path):
                 raise dataset_error(edges_path, f"line {line}, weight: {error}") from None
     index = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     graphs = [_edges(edges_path, index, weights if weighted else None, values.shape[1], "edges.csv")]
-    unit = step_unit(header[0], [row[0] for _, row in rows[1:]]) if skip else "step"
-    return (values, graphs, _are_counts(values), 4, "none"), tuple(names), unit
+    axis = (
+        read_time_column(series_path, header[0], [(line, row[0]) for line, row in rows[1:]]) if skip else None
+    )
+    return (values, graphs, _are_counts(values), 4, "none"), tuple(names), axis
 
 
 def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] = None) -> TemporalGraphSeries:
@@ -614,8 +612,10 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
     layout: Optional[str]
     names: Tuple[str, ...] = ()
     unit = TEMPORAL_FACTS[text][0] if text in TEMPORAL_FACTS else "step"
+    axis: Optional[TimeAxis] = None
     if path.is_dir():
-        (values, graphs, raw, lags, scaling), names, unit = _read_csv_folder(path)
+        (values, graphs, raw, lags, scaling), names, axis = _read_csv_folder(path)
+        unit = axis.unit if axis is not None else unit
         layout = "csv"
     else:
         regular_file(
@@ -644,12 +644,17 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
         values, graphs, raw, lags, scaling = LAYOUTS[layout].read(path, content)
     if values.shape[0] < 3:
         raise dataset_error(path, f"a series of {values.shape[0]} steps is too short to forecast")
-    return TemporalGraphSeries(label, values, graphs, raw, str(path), layout, lags, scaling, names, unit)
+    return TemporalGraphSeries(
+        label, values, graphs, raw, str(path), layout, lags, scaling, names, unit, time_axis=axis
+    )
 
 
 def step_unit(column: str, cells: List[str]) -> str:
-    """What one row of a series is, from its time column: the constant interval of its dates or times
-    (``"5 minutes"``, ``"day"``, ``"week"``), else the column's name where it is a unit, else ``"step"``.
+    """What one row of a series is, from its time column: the interval of its dates or times (``"5 minutes"``,
+    ``"day"``, ``"week"``), or the column's name for step numbers one apart, else ``"step"``.
+
+    Raises:
+        DatasetError: cells that :func:`~pdenets.data.time_column.read_time_column` refuses.
 
     Examples:
         >>> step_unit("time", ["2026-03-02 00:00", "2026-03-02 00:05", "2026-03-02 00:10"])
@@ -659,23 +664,7 @@ def step_unit(column: str, cells: List[str]) -> str:
         >>> step_unit("t", ["1", "2"])
         'step'
     """
-    stamps = None
-    if cells and all(("-" in cell or ":" in cell) for cell in cells):  # dates or times (a bare "7" is a year)
-        try:
-            stamps = np.array([np.datetime64(cell.strip().replace(" ", "T"), "s") for cell in cells])
-        except ValueError:
-            stamps = None
-    if stamps is not None and len(stamps) > 1:
-        intervals = np.unique(np.diff(stamps).astype(np.int64))
-        if len(intervals) == 1 and intervals[0] > 0:
-            seconds = int(intervals[0])
-            if seconds in _INTERVALS:
-                return _INTERVALS[seconds]
-            for size, word in sorted(_INTERVALS.items(), reverse=True):
-                if seconds % size == 0:
-                    return f"{seconds // size} {word}s"
-            return f"{seconds} seconds"
-    return _UNIT_COLUMNS.get(column.strip().lower(), "step")
+    return read_time_column("the time column", column, list(enumerate(cells, start=2))).unit
 
 
 @dataclass(frozen=True)

@@ -40,14 +40,18 @@ class CoinForecastConfig(TaskConfig):
         "Temporal .json file or a CSV folder (series.csv "
         "+ edges.csv)",
     )
-    protocols: List[str] = setting(["ours", "pyg-temporal"], "ours (horizons 1..H) and/or pyg-temporal")
+    protocols: List[str] = setting(
+        ["auto"],
+        "auto (per dataset: ours and pyg-temporal for the built-in series and PyTorch Geometric Temporal "
+        ".json files, ours for a CSV folder), or ours (horizons 1..H) and/or pyg-temporal",
+    )
     models: List[str] = setting(list(BASELINES + LEARNED), "forecasters: " + ", ".join(BASELINES + LEARNED))
     seeds: List[int] = setting([0, 1, 2], "seeds of the learned models (the closed-form ones need one)")
     lags: int = setting(7, "past values per node (ours)")
     horizons: int = setting(7, "forecast horizons 1..H (ours)")
-    test_fraction: float = setting(0.2, "last fraction of the days that are the test period (ours)")
+    test_fraction: float = setting(0.2, "last fraction of the steps (rows) that are the test period (ours)")
     val_fraction: float = setting(
-        0.1, "fraction of the days before the test period used for early stopping (ours)"
+        0.1, "fraction of the steps before the test period used for early stopping (ours)"
     )
     count_transform: str = setting(
         "auto",
@@ -98,7 +102,11 @@ class CoinForecastConfig(TaskConfig):
         check_fields(
             self,
             non_empty=("datasets", "protocols", "models", "seeds"),
-            choices={"protocols": PROTOCOLS, "models": BASELINES + LEARNED, "count_transform": TRANSFORMS},
+            choices={
+                "protocols": PROTOCOLS + ("auto",),
+                "models": BASELINES + LEARNED,
+                "count_transform": TRANSFORMS,
+            },
             counts=("lags", "horizons", "hidden_features", "batch_rows", "eval_steps", "epochs", "patience"),
             non_negative_counts=("num_steps", "seeds"),
             positive=("step_size", "lr", "test_fraction", "val_fraction"),
@@ -114,6 +122,10 @@ class CoinForecastConfig(TaskConfig):
         ):
             raise ConfigError(
                 f"diffusion_num_steps must be positive integers, got {self.diffusion_num_steps}"
+            )
+        if "auto" in self.protocols and len(self.protocols) > 1:
+            raise ConfigError(
+                f"protocols: auto chooses the protocols of each dataset; give it alone, got {self.protocols}"
             )
         if self.min_improvement >= 1:
             raise ConfigError(f"min_improvement is a relative decrease below 1, got {self.min_improvement}")
@@ -133,5 +145,5 @@ class CoinForecastConfig(TaskConfig):
             )
         if self.test_fraction + self.val_fraction >= 0.9:
             raise ConfigError(
-                "test_fraction + val_fraction must leave at least 10 % of the days for training"
+                "test_fraction + val_fraction must leave at least 10 % of the steps for training"
             )

@@ -116,12 +116,17 @@ def forecast_figure(
         run_dir: the run folder (:class:`~pdenets.experiments.rundir.RunDirectory`) the PNG is saved in.
         filename: the PNG's name.
         entity: what a node is (a panel without a node name is "<entity> <index>").
-        unit: what one step is (the x axis).
+        unit: what one step is (the x axis of a series without a time column; with one, its stamps).
 
     Returns:
         The file name of the saved figure.
     """
     regions = torch.argsort(series.values.sum(0), descending=True)[:4].tolist()
+    axis = series.time_axis  # the file's own stamps, where it has a time column
+
+    def when(steps: Any) -> Any:
+        return axis.times[np.asarray(steps, dtype=np.int64)] if axis is not None else steps
+
     fig, axes = plt.subplots(
         1, len(regions), figsize=(3.6 * len(regions), 3.2), layout="constrained", squeeze=False
     )
@@ -132,7 +137,7 @@ def forecast_figure(
             steps = forecast["steps"]
             values = np.asarray(forecast["values"])[:, region] * float(std[region]) + float(mean[region])
             ax.plot(
-                steps,
+                when(steps),
                 values,
                 color=forecast_color(model),
                 label=model,
@@ -140,10 +145,18 @@ def forecast_figure(
                 alpha=0.9,
             )
             if not shown:
-                ax.plot(steps, series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5)
+                ax.plot(
+                    when(steps), series.values[steps, region].numpy(), "k.-", label="truth", linewidth=1.5
+                )
                 shown = True
         ax.set_title(series.node_names[region] if series.node_names else f"{entity} {region}", fontsize=9)
-        ax.set_xlabel(f"{unit} (index)" if unit != "step" else "step")
+        if axis is not None and axis.dated:
+            from matplotlib import dates as mdates
+
+            locator = mdates.AutoDateLocator(maxticks=5)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.set_xlabel(axis.column if axis is not None else ("step" if unit == "step" else f"step ({unit})"))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("count" if series.raw_counts else "value (as stored)")
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -34,6 +34,7 @@ COIN over any model — its forecasts diffused on the origins' graphs — lives 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
@@ -57,6 +58,7 @@ __all__ = [
     "ForecastSetup",
     "split_days",
     "protocol_windows",
+    "protocols_for",
     "pyg_scaled",
     "region_scales",
     "CLOSED_FORM",
@@ -71,6 +73,22 @@ __all__ = [
 TRANSFORMS = ("auto", "log1p", "none")
 #: the protocols of :func:`protocol_windows`
 PROTOCOLS = ("ours", "pyg-temporal")
+
+
+def protocols_for(dataset: str) -> Tuple[str, ...]:
+    """The protocols that apply to a dataset (what ``protocols = auto`` runs): ``ours`` and ``pyg-temporal``
+    for the built-in series and PyTorch Geometric Temporal ``.json`` files, ``ours`` alone for a CSV folder
+    (no loader of that library exists for it, so its protocol has nothing to compare with).
+
+    Examples:
+        >>> protocols_for("chickenpox"), protocols_for("sensors/series.csv")
+        (('ours', 'pyg-temporal'), ('ours',))
+    """
+    path = Path(dataset).expanduser()
+    csv_folder = dataset.lower().endswith(".csv") or (not dataset.lower().endswith(".json") and path.is_dir())
+    return ("ours",) if csv_folder else PROTOCOLS
+
+
 #: the closed-form reference forecasts of :func:`closed_form_forecast` (the forecaster registry's closed
 #: forms)
 CLOSED_FORM = closed_form_forecasters()

@@ -16,8 +16,9 @@ import torch
 
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS, TEMPORAL_FACTS, TemporalGraphSeries
-from ...experiments.report import Report, plural_noun
-from ...experiments.summary import PaperValue, Stats
+from ...experiments.report import Report, md_escape, plural_noun
+from ...experiments.rundir import file_name_for
+from ...experiments.summary import PaperValue, Stats, format_mean_std
 from .config import CONVECTION_ALONE, LEARNED, UNFITTED, CoinForecastConfig
 from .figures import forecast_figure, graph_figure, horizon_figure
 from .protocol import (
@@ -111,21 +112,38 @@ def add_sections(
     order = [model for model in models if model in config.models]
     for dataset, protocols in results.table.items():
         series, unit, entity = facts[dataset]
+        label, unit_words, entities = (
+            md_escape(dataset),
+            md_escape(plural(unit)),
+            md_escape(plural_noun(entity)),
+        )
         for protocol, entries in protocols.items():
-            report.heading(f"{dataset} — {protocol} protocol")
+            report.heading(f"{label} — {protocol} protocol")
             data = _series_for(config, dataset, protocol, sources)
             transform = data.transform if data is not None else None
-            raw = _table(report, dataset, protocol, entries, order, transform=transform, entity=entity)
-            _concentration(report, entries, order, entity=entity, unit=unit)
-            _verdict_paragraphs(report, results, f"{dataset}/{protocol}", unit=unit, seeds=len(seeds))
+            raw = _table(
+                report,
+                dataset,
+                protocol,
+                entries,
+                order,
+                transform=transform,
+                entity=md_escape(entity),
+                stored=series is not None and series.layout == "csv",
+            )
+            _concentration(report, entries, order, entities=entities, steps=unit_words)
+            _verdict_paragraphs(report, results, f"{dataset}/{protocol}", steps=unit_words, seeds=len(seeds))
             _worse_in_mae(report, entries, order)
             if protocol == "ours":
                 figures[f"{dataset}-horizons"] = horizon_figure(
-                    _mae_by_horizon(entries, order, raw), dataset, run_dir, f"{dataset}-horizons.png"
+                    _mae_by_horizon(entries, order, raw),
+                    dataset,
+                    run_dir,
+                    file_name_for(dataset, "-horizons.png"),
                 )
                 report.figure(
                     figures[f"{dataset}-horizons"],
-                    f"{dataset}: test MAE per horizon (horizon h: h {plural(unit)} ahead; "
+                    f"{label}: test MAE per horizon (horizon h: h {unit_words} ahead; "
                     f"{'in the series’ units' if raw else 'scaled units'}), "
                     + ("mean over seeds." if len(seeds) > 1 else "one seed."),
                 )
@@ -137,19 +155,19 @@ def add_sections(
                 names = "named as in the file" if series is not None and series.node_names else "by index"
                 report.figure(
                     forecast,
-                    f"{dataset} ({protocol}): horizon-1 forecasts over the test period for the four "
-                    f"{plural_noun(entity)} "
+                    f"{label} ({protocol}): horizon-1 forecasts over the test period for the four "
+                    f"{entities} "
                     f"with the largest values ({names}), truth in black (seed {min(seeds)} of each model).",
                 )
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
                 report.figure(
                     graph,
-                    f"{dataset} ({protocol}): the graph of the {plural_noun(entity)} (force-directed "
+                    f"{label} ({protocol}): the graph of the {entities} (force-directed "
                     "layout, no map); "
                     "colour = mean |COIN − convection alone| of the horizon-1 test forecasts "
                     f"(seed {min(seeds)}), size = degree, edges = diffusion weights averaged over the "
-                    f"{plural(unit)} "
+                    f"{unit_words} "
                     "(those above 0.02 where the graph varies). Where diffusion changes the forecasts most.",
                 )
 
@@ -182,27 +200,33 @@ def _facts(
 
 
 def _describe(dataset: str, facts: Tuple[Optional[TemporalGraphSeries], str, str]) -> str:
-    """One dataset in words: `name` — N entities over T units, counts or values, one graph or one per step."""
+    """One dataset in words: **name** — N entities over T units (the file's rows, their interval and first
+    and last stamps where it has a time column), counts or values, one graph or one per step; every name from
+    the file escaped."""
     series, unit, entity = facts
+    label = f"**{md_escape(dataset)}**"
     if series is None:
-        return f"`{dataset}`"
+        return label
     kind = "counts" if series.raw_counts else "values (not counts)"
     graphs = (
-        f"a graph per {unit if not unit[:1].isdigit() else 'step'}" if series.time_varying else "one graph"
+        f"a graph per {md_escape(unit) if not unit[:1].isdigit() else 'step'}"
+        if series.time_varying
+        else "one graph"
     )
-    named = f" named {', '.join(series.node_names[:3])}, …" if len(series.node_names) > 3 else ""
-    length = f" of {unit}" if unit[:1].isdigit() else ""
-    return (
-        f"`{dataset}` — {series.num_nodes} {plural_noun(entity)}{named} over {series.num_steps} "
-        f"{plural(unit)}{length}, "
-        f"{kind}, {graphs}"
-    )
+    shown_names = ", ".join(md_escape(name) for name in series.node_names[:3])
+    named = f" named {shown_names}, …" if len(series.node_names) > 3 else ""
+    axis = series.time_axis
+    if axis is not None:
+        span = f"{md_escape(axis.span())} (column {md_escape(axis.column)})"
+    else:
+        length = f" of {unit}" if unit[:1].isdigit() else ""
+        span = f"over {series.num_steps} {md_escape(plural(unit))}{md_escape(length)}"
+    return f"{label} — {series.num_nodes} {md_escape(plural_noun(entity))}{named}, {span}, {kind}, {graphs}"
 
 
 def _fmt(stats: Optional[Stats], digits: int = 3) -> str:
-    if stats is None:
-        return "—"
-    return f"{stats.mean:.{digits}f} ± {stats.std:.{digits}f}"
+    """``mean ± std`` over the seeds; the mean alone for one seed (no spread is measured)."""
+    return "—" if stats is None else stats.format(digits)
 
 
 def _table(
@@ -214,8 +238,12 @@ def _table(
     *,
     transform: Optional[str],
     entity: str,
+    stored: bool = False,
 ) -> bool:
-    """The table of one dataset and protocol: each model, then COIN over it; whether it has raw-unit MAE."""
+    """The table of one dataset and protocol: each model, then COIN over it; whether it has raw-unit MAE.
+
+    ``entity`` is already Markdown; ``stored``: the series comes from a user's CSV folder, for which no
+    PyTorch Geometric Temporal loader exists (the ``pyg-temporal`` caption says what it then is)."""
     raw = any(entry.errors.mae_raw is not None for entry in entries.values())
     headers = (
         ["model", "test MSE", "test MAE"]
@@ -251,7 +279,13 @@ def _table(
     caption = (
         scaled + ("; MAE also in the series’ own units (the raw counts)." if raw else ".")
         if protocol == "ours"
-        else "MSE on the series as PyTorch Geometric Temporal's loader gives it"
+        else (
+            "MSE on the values as stored (not scaled), split as PyTorch Geometric Temporal splits its "
+            "datasets (the first 20 % of the snapshots for training, horizon 1): no loader of that library "
+            "exists for a CSV folder, so this protocol has no published figures to compare with"
+            if stored
+            else "MSE on the series as PyTorch Geometric Temporal's loader gives it"
+        )
         + (" (after log(1 + y))." if transform == "log1p" else ".")
         + (" " + PEER_NOTES[dataset] if dataset in PEER_NOTES else "")
     )
@@ -273,16 +307,17 @@ def _mae_by_horizon(entries: Dict[str, ForecastCell], order: List[str], raw: boo
 
 
 def _concentration(
-    report: Report, entries: Dict[str, ForecastCell], order: List[str], *, entity: str, unit: str
+    report: Report, entries: Dict[str, ForecastCell], order: List[str], *, entities: str, steps: str
 ) -> None:
-    """Say so when a few nodes hold most of the test error (bursts no training-period scale anticipates)."""
+    """Say so when a few nodes hold most of the test error (bursts no training-period scale anticipates);
+    ``entities`` and ``steps``: the plural words, already Markdown."""
     shares = [entries[m].errors.top5_share.mean for m in order if m in entries]
     if shares and min(shares) > 0.5:
         report.paragraph(
-            f"Five {plural_noun(entity)} hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every "
+            f"Five {entities} hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every "
             "model's test "
             "squared error: series that burst in the test period far beyond anything in the training "
-            f"{plural(unit)}, "
+            f"{steps}, "
             "which no scale taken from the training period anticipates. Compare models on this table with "
             "that in mind, or on the MAE."
         )
@@ -305,21 +340,22 @@ def _worse_in_mae(report: Report, entries: Dict[str, ForecastCell], order: List[
 
 
 def _verdict_paragraphs(
-    report: Report, results: ForecastResults, name: str, *, unit: str, seeds: int
+    report: Report, results: ForecastResults, name: str, *, steps: str, seeds: int
 ) -> None:
-    """COIN over each model against the model, and COIN against linear regression, in words."""
+    """COIN over each model against the model, and COIN against linear regression, in words (``steps``: the
+    plural of the series' step, already Markdown)."""
     check = results.diffusion_check.get(name)
     if check:
         worse = [m for m, c in check.over.items() if not c.coin_not_worse]
         report.paragraph(
             "COIN over a model diffuses its forecasts on the graph with the (γ, r) whose gain in squared "
-            f"error over the model clears its noise on the selection {plural(unit)} (the one-sided 95 % "
+            f"error over the model clears its noise on the selection {steps} (the one-sided 95 % "
             "lower "
             "bound of "
-            f"the mean gain over blocks of H {plural(unit)} is positive; the validation {plural(unit)}, or "
+            f"the mean gain over blocks of H {steps} is positive; the validation {steps}, or "
             "every step "
             "before the test period for the forecasters that read no target); otherwise, and whenever fewer "
-            f"than 5 blocks of {plural(unit)} can be judged, it keeps the model (γ = 0). "
+            f"than 5 blocks of {steps} can be judged, it keeps the model (γ = 0). "
             + (
                 "It is not worse than its model on the test period for any model. "
                 if not worse
@@ -332,9 +368,10 @@ def _verdict_paragraphs(
         )
     verdict = results.coin_vs_linear.get(name)
     if verdict:
+        coin = format_mean_std(verdict.coin_mse, verdict.coin_std if seeds > 1 else None)
         report.paragraph(
             f"COIN {'beats' if verdict.coin_beats_linear else 'does not beat'} linear "
-            f"regression here: MSE {verdict.coin_mse:.3f} ± {verdict.coin_std:.3f} vs "
+            f"regression here: MSE {coin} vs "
             f"{verdict.linear_mse:.3f}"
             + (" (by more than one std over seeds)." if verdict.clearly and seeds > 1 else ".")
         )
@@ -406,7 +443,7 @@ def _series_figures(
         data.std,
         forecasts,
         run_dir,
-        f"{dataset}-{protocol}-forecasts.png",
+        file_name_for(dataset, f"-{protocol}-forecasts.png"),
         entity=entity,
         unit=unit,
     )
@@ -428,7 +465,7 @@ def _series_figures(
         change,
         0.02 if series.time_varying else 0.0,
         run_dir,
-        f"{dataset}-{protocol}-graph.png",
+        file_name_for(dataset, f"-{protocol}-graph.png"),
         title=f"{dataset}: where diffusion changes the forecasts",
         label="mean |COIN − convection| " + ("(counts)" if series.raw_counts else ""),
     )

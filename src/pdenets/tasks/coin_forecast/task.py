@@ -15,16 +15,19 @@ without self-loops, rows normalized.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
 
+from ...data.errors import DataWarning
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
+from ...experiments.report import md_escape
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
@@ -41,6 +44,7 @@ from .protocol import (
     forecast_metrics,
     linear_forecast,
     prepared_protocol,
+    protocols_for,
     read_series,
     split_days,
 )  # noqa: F401
@@ -223,7 +227,8 @@ def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[to
 class CoinForecastTask(Task[CoinForecastConfig]):
     name = "coin-forecast"
     description = (
-        "COIN for epidemic forecasting: per-region convection + diffusion on the region graph, vs baselines"
+        "COIN for series on a graph (regions, sensors): per-node convection + diffusion on the graph, vs "
+        "baselines; forecasts past the series' end"
     )
     config_class = CoinForecastConfig
     shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
@@ -264,8 +269,23 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         for dataset in self.config.datasets:
             series = read_series(dataset, self.config.data_dir)
             self.counts[dataset] = series.raw_counts
-            if "ours" in self.config.protocols:
+            if "ours" in self.protocols(dataset):
                 split_days(series.name, series.num_steps, _setup(self.config))
+            if self.config.protocols != ["auto"] and "pyg-temporal" in self.config.protocols:
+                if "pyg-temporal" not in protocols_for(dataset):
+                    warnings.warn(
+                        f"{dataset}: no PyTorch Geometric Temporal loader exists for a CSV folder; the "
+                        "pyg-temporal protocol runs that library's split on the values as stored (not "
+                        "scaled), with no published figures to compare with",
+                        DataWarning,
+                        stacklevel=2,
+                    )
+
+    def protocols(self, dataset: str) -> Tuple[str, ...]:
+        """The protocols run on ``dataset``: the configured ones, or for ``auto`` those that apply to it
+        (:func:`~.protocol.protocols_for`)."""
+        chosen = self.config.protocols
+        return protocols_for(dataset) if list(chosen) == ["auto"] else tuple(chosen)
 
     def jobs(self) -> List[ForecastJob]:
         config = self.config
@@ -277,7 +297,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         )
         jobs = []
         for dataset in config.datasets:
-            for protocol in config.protocols:
+            for protocol in self.protocols(dataset):
                 setup = _setup(config) if protocol == "ours" else None
                 for model in config.models:
                     # deterministic and untrained: one run, no training settings
@@ -372,7 +392,9 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         )
 
     def report(self, results: ForecastResults, records: List[Dict[str, Any]], run_dir) -> None:
-        report = self.new_report(results, "pdenets — COIN forecasting: " + ", ".join(results.table))
+        report = self.new_report(
+            results, "pdenets — COIN forecasting: " + ", ".join(map(md_escape, results.table))
+        )
         forecast_report.add_sections(
             report,
             self.config,
