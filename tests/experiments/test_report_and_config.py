@@ -1,5 +1,6 @@
 import json
 import math
+import re
 
 from pdenets.experiments.report import Report, format_number
 from pdenets.experiments.rundir import RunDirectory
@@ -57,3 +58,73 @@ def test_csv_and_figures_are_recorded_in_the_marker(tmp_path):
     assert run.file("line.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     marker = json.loads(run.file(".pdenets-run").read_text())
     assert marker["files"] == ["line.png", "rows.csv"] and marker["task"] == "demo"
+
+
+PAYLOADS = [
+    "<script>alert(1)</script>",
+    "[click](javascript:alert(1))",
+    "![x](javascript:alert(1))",
+    "<!-- hidden -->",
+    "a|b\nc",
+    "**bold** _lean_ `tick` # heading",
+    "1. first",
+    "- item",
+    "R&D &lt;",
+]
+
+
+def test_user_text_is_literal_in_markdown_and_html(tmp_path):
+    """Escaped by :func:`md_escape`, a name is shown as written in every block, and no tag, comment, link or
+    image comes from it; the report's own links still work."""
+    import html
+
+    from pdenets.experiments.report import _inline_html, md_escape
+
+    report = Report("Run on " + md_escape(PAYLOADS[0]))
+    for text in PAYLOADS:
+        shown = md_escape(text)
+        assert (
+            "<" not in shown
+            and "](" not in shown
+            and "\n" not in shown
+            and "|" not in shown.replace("\\|", "")
+        )
+        assert html.unescape(re.sub(r"<[^>]+>", "", _inline_html(shown))) == " ".join(text.split())
+        report.heading(shown)
+        report.paragraph(f"The node {shown} and [the runs](runs.csv).")
+        report.bullets([shown])
+        report.table(["name", shown], [[shown, 1.0]], caption=shown)
+    markdown, page = report.markdown(), report.html()
+    for markup in ("<script", "<!--", "](javascript:", "![x]("):
+        assert markup not in markdown
+    assert "<script" not in page and "<!--" not in page and "<img" not in page  # the names show as text
+    assert page.count('<a href="runs.csv">the runs</a>') == len(PAYLOADS)
+    assert "href=" not in page.replace('href="runs.csv"', "")
+    assert "<title>Run on &lt;script&gt;alert(1)&lt;/script&gt;</title>" in page
+    assert markdown.count("\n| name |") == len(PAYLOADS)  # a | or a new line in a name never breaks a table
+
+
+def test_only_the_reports_own_targets_become_links():
+    from pdenets.experiments.report import _inline_html
+
+    kept = "[a](runs.csv) [b](#figure) [c](https://example.org/x) [d](plots/a.png)"
+    assert _inline_html(kept).count("<a href=") == 4
+    for target in ("javascript:alert(1)", "JaVaScRiPt:x", "file:///etc/passwd", "../x.csv", "/etc/passwd",
+                   "data:text/html,x", "java&#9;script:x", "//evil.example"):  # fmt: skip
+        assert "<a " not in _inline_html(f"[t]({target})"), target
+    assert "<img" not in _inline_html("![t](plot.png)")  # images come from Report.figure alone
+
+
+def test_a_code_block_fence_outlasts_the_texts_backticks():
+    report = Report("Demo")
+    report.code("```\nrm -rf\n```")
+    assert "````\n```\nrm -rf\n```\n````" in report.markdown()
+
+
+def test_a_figure_name_from_a_label_is_a_plain_file_name():
+    from pdenets.experiments.rundir import file_name_for
+
+    assert file_name_for("ring_road", "-forecasts.png") == "ring_road-forecasts.png"
+    odd = [file_name_for(label, ".png") for label in ("a:b", "a/b", "../a", "<x>", "a b", "a_b")]
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+\.png", name) for name in odd) and len(set(odd)) == len(odd)
+    assert len(file_name_for("x" * 10_000, ".png")) <= 80 + 9 + 4

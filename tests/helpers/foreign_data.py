@@ -36,64 +36,97 @@ PAPER_WORDS = (
 )
 
 
-def graph_edge_list(folder: Path, nodes_per_team: int = 80, seed: int = 0) -> Path:
-    """Users in three teams, befriending their team 10x as often; 8 features, noisy team means."""
+def graph_edge_list(
+    folder: Path,
+    nodes_per_team: int = 80,
+    seed: int = 0,
+    *,
+    stem: str = "friends",
+    labels: tuple = ("team-north", "team-south", "team-west"),
+) -> Path:
+    """Users in three teams, befriending their team 10x as often; 8 features, noisy team means (the file's
+    ``stem`` and the teams' ``labels`` may be any names without white space)."""
     rng = np.random.default_rng(seed)
     teams = np.repeat(np.arange(3), nodes_per_team)
     n = len(teams)
     same = teams[:, None] == teams[None, :]
     friends = np.triu(rng.random((n, n)) < np.where(same, 0.08, 0.008), 1)
     names = [f"user_{i:03d}" for i in range(n)]
-    path = folder / "friends.txt"
+    path = folder / f"{stem}.txt"
     path.write_text("".join(f"{names[i]} {names[j]}\n" for i, j in zip(*np.nonzero(friends))))
-    labels = ("team-north", "team-south", "team-west")
-    (folder / "friends-labels.txt").write_text(
+    (folder / f"{stem}-labels.txt").write_text(
         "".join(f"{names[i]} {labels[t]}\n" for i, t in enumerate(teams))
     )
     features = rng.normal(size=(n, 8)) + 1.5 * np.eye(8)[teams]
-    (folder / "friends-features.txt").write_text(
+    (folder / f"{stem}-features.txt").write_text(
         "".join(f"{names[i]} " + " ".join(f"{v:.4f}" for v in row) + "\n" for i, row in enumerate(features))
     )
     return path
 
 
 def fewshot_features(
-    folder: Path, classes: int = 24, per_class: int = 30, dim: int = 24, seed: int = 0
+    folder: Path,
+    classes: int = 24,
+    per_class: int = 30,
+    dim: int = 24,
+    seed: int = 0,
+    *,
+    stem: str = "support_intents",
+    names: tuple = (),
 ) -> Path:
-    """Embeddings of ``classes`` named intents: Gaussian clusters around random centres."""
+    """Embeddings of ``classes`` named intents: Gaussian clusters around random centres (the classes' names
+    start with ``names`` where given)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(classes, dim)) * 0.45
     labels = np.repeat(np.arange(classes), per_class)
     features = (centres[labels] + rng.normal(size=(len(labels), dim))).astype(np.float32)
-    names = np.array([f"intent_{k:02d}" for k in range(classes)])
-    path = folder / "support_intents.npz"
-    np.savez(path, features=features, labels=labels, class_names=names)
+    named = list(names) + [f"intent_{k:02d}" for k in range(len(names), classes)]
+    path = folder / f"{stem}.npz"
+    np.savez(path, features=features, labels=labels, class_names=np.array(named))
     return path
 
 
-def tabular_csv(folder: Path, rows: int = 240, seed: int = 0) -> Path:
-    """Machines and whether they failed: 5 sensor readings, the label a word in the last column."""
+def tabular_csv(
+    folder: Path,
+    rows: int = 240,
+    seed: int = 0,
+    *,
+    stem: str = "machines",
+    columns: tuple = ("vibration", "temperature", "pressure", "humidity", "current"),
+    classes: tuple = ("failed", "running"),
+) -> Path:
+    """Machines and whether they failed: 5 sensor readings (``columns``), the label a word in the last column
+    (``classes``: failed, running)."""
     rng = np.random.default_rng(seed)
     failed = rng.random(rows) < 0.4
     readings = rng.normal(size=(rows, 5)) + 1.2 * failed[:, None] * np.array([1.0, -1.0, 0.5, 0.0, 0.8])
-    path = folder / "machines.csv"
-    header = "vibration,temperature,pressure,humidity,current,status\n"
+    path = folder / f"{stem}.csv"
+    header = ",".join(columns) + ",status\n"
     path.write_text(
         header
         + "".join(
-            ",".join(f"{v:.4f}" for v in row) + ("," + ("failed" if bad else "running")) + "\n"
+            ",".join(f"{v:.4f}" for v in row) + ("," + (classes[0] if bad else classes[1])) + "\n"
             for row, bad in zip(readings, failed)
         )
     )
     return path
 
 
-def traffic_folder(folder: Path, sensors: int = 12, steps: int = 288, seed: int = 0) -> Path:
-    """Speed sensors on a ring road read every 5 minutes: a daily wave, neighbours alike, noise."""
+def traffic_folder(
+    folder: Path,
+    sensors: int = 12,
+    steps: int = 288,
+    seed: int = 0,
+    *,
+    stem: str = "ring_road",
+    names: tuple = (),
+) -> Path:
+    """Speed sensors on a ring road read every 5 minutes: a daily wave, neighbours alike, noise (the sensors'
+    names start with ``names`` where given)."""
     rng = np.random.default_rng(seed)
-    root = folder / "ring_road"
+    root = folder / stem
     root.mkdir()
-    names = [f"detector_{700 + k}" for k in range(sensors)]
+    names = list(names) + [f"detector_{700 + k}" for k in range(len(names), sensors)]
     time = np.arange(steps)
     wave = 60 - 15 * np.exp(-(((time % 288) - 100) ** 2) / 400.0)
     speeds = wave[:, None] + rng.normal(scale=2.0, size=(steps, sensors)).cumsum(0) * 0.2

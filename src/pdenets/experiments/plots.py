@@ -25,9 +25,13 @@ __all__ = [
 
 
 def _agg_backend() -> None:
+    """The Agg backend, and text drawn as written: a name from a user's file (``$x$``, ``$\\notacommand$``) is
+    neither typeset as mathematics nor an error that stops a report (no figure of the project uses
+    mathtext)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
 
 
 #: ``matplotlib.pyplot`` on the Agg backend, imported when a report first draws

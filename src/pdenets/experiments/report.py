@@ -17,11 +17,25 @@ import math
 import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
+from urllib.parse import quote
 
-__all__ = ["Report", "format_number", "plural_noun", "counted"]
+__all__ = ["Report", "format_number", "plural_noun", "counted", "md_escape"]
 
 #: ``scheme:`` at the start of a link (``file:``, ``javascript:``, ``https:``): a URL, not a file name
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: control characters and line separators: a name from a file is one line of text
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: Markdown's inline punctuation, backslash-escaped wherever user text is shown
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]()#|!~{}$]")
+#: an underscore at a word's edge (between letters or digits it is never emphasis: ``ring_road`` stays)
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+#: what the HTML renderer reads as literal text, left to right: a backslash escape, a code span, an entity
+_LITERAL = re.compile(
+    r"\\([!-/:-@\[-`{-~])|(`+)(.+?)(?<!`)\2(?!`)|&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+)
+#: the link targets a report may hold: a file of its folder (relative, no ``..``) or an anchor
+_RELATIVE_TARGET = re.compile(r"[A-Za-z0-9._~/%+-]+(#[A-Za-z0-9._~-]*)?|#[A-Za-z0-9._~-]+")
+_WEB_TARGET = re.compile(r"https?://[^\s\"'<>\\`]+")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0
@@ -83,13 +97,75 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun if count == 1 else plural_noun(noun)}"
 
 
+def md_escape(value: object) -> str:
+    """Text from a user's file (a node, class, column or file name) as literal Markdown: shown as written
+    wherever a report puts it (heading, paragraph, bullet, table cell, caption), never read as markup.
+
+    Control characters become spaces; ``&``, ``<`` and ``>`` become entities (so no tag or comment reaches
+    the file); Markdown's punctuation is backslash-escaped, so ``[text](target)`` cannot become a link nor
+    ``![alt](src)`` an image; an underscore between letters or digits stays as it is.
+
+    Examples:
+        >>> md_escape("[click](javascript:alert(1))")
+        '\\\\[click\\\\]\\\\(javascript:alert\\\\(1\\\\)\\\\)'
+        >>> md_escape("<script>"), md_escape("ring_road"), md_escape("a|b")
+        ('&lt;script&gt;', 'ring_road', 'a\\\\|b')
+    """
+    text = _CONTROL.sub(" ", str(value)).strip()
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN_SPECIAL.sub(lambda match: "\\" + match.group(0), text)
+    text = _EDGE_UNDERSCORE.sub(r"\\_", text)
+    text = re.sub(r"^([-+=])", r"\\\1", text)  # a list marker or a setext underline at a line's start
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", text)  # an ordered list's marker
+
+
+def _link_target(target: str) -> Optional[str]:
+    """The ``href`` of a report's own link: an anchor, a file of the report's folder, or a web page; else
+    ``None`` (``javascript:``, ``file:``, ``../``, an absolute path)."""
+    if _WEB_TARGET.fullmatch(target):
+        return target
+    if _RELATIVE_TARGET.fullmatch(target) and not target.startswith("/") and ".." not in target.split("/"):
+        return target
+    return None
+
+
 def _inline_html(text: str) -> str:
-    escaped = html.escape(text)
-    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    """One line of the report's Markdown as HTML: backslash escapes, code spans and entities are literal text;
+    ``**bold**`` and ``*emphasis*`` are kept; ``[text](target)`` is a link only to the report's own targets
+    (:func:`_link_target`), and never an image."""
+    literals: List[str] = []
+
+    def keep(markup: str) -> str:
+        literals.append(markup)
+        return f"\x00{len(literals) - 1}\x00"
+
+    def literal(match: re.Match) -> str:
+        if match.group(1) is not None:
+            return keep(html.escape(match.group(1)))
+        if match.group(2) is not None:
+            body = match.group(3)
+            if body.startswith(" ") and body.endswith(" ") and body.strip(" "):
+                body = body[1:-1]
+            return keep("<code>" + html.escape(body) + "</code>")
+        decoded = html.unescape(match.group(0))
+        return keep(html.escape(decoded)) if decoded != match.group(0) else match.group(0)
+
+    escaped = html.escape(_LITERAL.sub(literal, text.replace("\x00", "\ufffd")))
     escaped = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", escaped)
     escaped = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", escaped)
-    escaped = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', escaped)
-    return escaped
+
+    def link(match: re.Match) -> str:
+        label, target = match.group(1), html.unescape(match.group(2))
+        href = None if "\x00" in target else _link_target(target)  # escaped text is no project target
+        return f'<a href="{html.escape(href)}">{label}</a>' if href else match.group(0)
+
+    escaped = re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", link, escaped)
+    return re.sub("\x00(\\d+)\x00", lambda match: literals[int(match.group(1))], escaped)
+
+
+def _plain_text(text: str) -> str:
+    """The report's Markdown of one line as plain text (the HTML ``<title>``, an image's ``alt``)."""
+    return html.unescape(re.sub(r"<[^>]*>", "", _inline_html(text)))
 
 
 class Report:
@@ -177,17 +253,18 @@ class Report:
                 lines += ["| " + " | ".join(row) + " |" for row in rows]
                 lines += ([""] + [f"*{caption}*"] if caption else []) + [""]
             elif kind == "figure":
-                lines += [f"![{args[1]}]({args[0]})", "", f"*{args[1]}*", ""]
+                lines += [f"![{args[1]}]({quote(args[0])})", "", f"*{args[1]}*", ""]
             elif kind == "code":
-                lines += ["```", args[0].rstrip("\n"), "```", ""]
+                fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", args[0])), default=0))
+                lines += [fence, args[0].rstrip("\n"), fence, ""]
         return "\n".join(lines)
 
     def html(self) -> str:
         parts = [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head><body>",
-            f"<h1>{html.escape(self.title)}</h1>",
+            f"<title>{html.escape(_plain_text(self.title))}</title><style>{_CSS}</style></head><body>",
+            f"<h1>{_inline_html(self.title)}</h1>",
         ]
         for kind, args in self._blocks:
             if kind == "heading":
@@ -212,8 +289,9 @@ class Report:
                 cap = f"<caption>{_inline_html(caption)}</caption>" if caption else ""
                 parts.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
             elif kind == "figure":
+                source, alt = html.escape(quote(args[0])), html.escape(_plain_text(args[1]))
                 parts.append(
-                    f'<figure><img src="{html.escape(args[0])}" alt="{html.escape(args[1])}">'
+                    f'<figure><img src="{source}" alt="{alt}">'
                     f"<figcaption>{_inline_html(args[1])}</figcaption></figure>"
                 )
             elif kind == "code":

@@ -28,11 +28,13 @@ Rules that keep a user's files safe:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import platform
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Union
@@ -54,6 +56,7 @@ __all__ = [
     "atomic_write",
     "default_run_path",
     "resolve_inside",
+    "file_name_for",
     "MARKER",
     "LOCK",
 ]
@@ -93,6 +96,27 @@ def to_plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return to_plain(value.tolist())
     return str(value)
+
+
+#: what a file name built from a label may hold: anything else becomes ``_``
+_FILE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_name_for(label: str, suffix: str = "") -> str:
+    """A file name for a user's label (a dataset, a model): letters, digits, ``.``, ``_`` and ``-`` kept,
+    anything else ``_``, at most 80 characters; where the label had to change, 8 hex digits of its hash keep
+    two labels apart.
+
+    Examples:
+        >>> file_name_for("england_covid", "-horizons.png")
+        'england_covid-horizons.png'
+        >>> file_name_for("../<b>:x", ".png")
+        'b_x-9d60639a.png'
+    """
+    safe = _FILE_NAME_UNSAFE.sub("_", label).strip("._") or "data"
+    if safe != label or len(safe) > 80:
+        safe = f"{safe[:80]}-{hashlib.sha256(label.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return safe + suffix
 
 
 def resolve_inside(folder: Union[str, Path], name: Union[str, Path]) -> Path:

@@ -36,7 +36,7 @@ from .._checks import UnknownNameError, unknown_name
 from .._registry import PluginWarning, Registry
 from .config import TaskConfig, config_fields, config_to_dict
 from .records import RecordFields
-from .report import Report
+from .report import Report, md_escape
 from .results import TaskResults
 from .rundir import RunDirectory
 
@@ -284,13 +284,13 @@ class Task(ABC, Generic[ConfigT]):
         )
         left_out = results.get("runs_left_out") or []
         if left_out:
-            shown = "; ".join(f"`{entry['key']}`: {entry['problem']}" for entry in left_out[:10])
+            shown = "; ".join(f"`{entry['key']}`: {md_escape(entry['problem'])}" for entry in left_out[:10])
             more = f"; and {len(left_out) - 10} more" if len(left_out) > 10 else ""
             report.paragraph(
                 f"**{len(left_out)} stored {'run is' if len(left_out) == 1 else 'runs are'} left out of "
                 f"every table and figure below**: {shown}{more}. A record that lacks a field this version "
-                "reads or "
-                "holds another kind there (a run stored by another version, or edited) is rerun by deleting "
+                "reads, holds another kind there, or a number that is not finite or out of its range (a run "
+                "stored by another version, or edited) is rerun by deleting "
                 "its row (`DELETE FROM runs WHERE key = '…'` in `results.sqlite`) and running the same "
                 "command again."
             )
@@ -316,7 +316,7 @@ class Task(ABC, Generic[ConfigT]):
         """
         values = config_to_dict(self.config)
         rows = [
-            [item.name, _setting_text(values.get(item.name)), item.metadata.get("help", "")]
+            [item.name, md_escape(_setting_text(values.get(item.name))), item.metadata.get("help", "")]
             for item in dataclasses.fields(self.config)
         ]
         report.heading("Settings")

@@ -9,7 +9,8 @@ import numpy as np
 
 from ...data.tabular import TabularData
 from ...experiments.plots import plt
-from ...experiments.report import Report, counted
+from ...experiments.report import Report, counted, md_escape
+from ...experiments.rundir import file_name_for
 from .config import CoinTabularConfig
 from .results import AccuracyCell, CoinTabularResults
 
@@ -23,22 +24,23 @@ _STAND_IN = (
 
 
 def describe(table: TabularData) -> str:
-    """A dataset in words: its samples, features and classes (named when there are few).
+    """A dataset in words, as Markdown: its samples, features and classes (named, escaped, when few).
 
     Examples:
         >>> import numpy as np
         >>> describe(TabularData("machines", np.zeros((3, 2)), np.array([0, 1, 1]), ["failed", "running"],
         ...                      ["vibration", "current"]))
-        '`machines` — 3 samples, 2 features (vibration, current), 2 classes (failed 1, running 2)'
+        '**machines** — 3 samples, 2 features (vibration, current), 2 classes (failed 1, running 2)'
     """
     features = counted(table.features.shape[1], "feature")
     if table.features.shape[1] <= 6:
-        features += f" ({', '.join(table.feature_names)})"
+        features += f" ({', '.join(md_escape(name) for name in table.feature_names)})"
     counts = np.bincount(table.labels, minlength=table.num_classes)
     classes = counted(table.num_classes, "class")
     if table.num_classes <= 6:
-        classes += " (" + ", ".join(f"{name} {count}" for name, count in zip(table.class_names, counts)) + ")"
-    return f"`{table.name}` — {counted(len(table.labels), 'sample')}, {features}, {classes}"
+        named = (f"{md_escape(name)} {count}" for name, count in zip(table.class_names, counts))
+        classes += " (" + ", ".join(named) + ")"
+    return f"**{md_escape(table.name)}** — {counted(len(table.labels), 'sample')}, {features}, {classes}"
 
 
 def add_sections(
@@ -60,7 +62,9 @@ def add_sections(
         described: each dataset (its label) in words (:func:`describe`), where it could be read.
     """
     described = dict(described or {})
-    data = "; ".join(described.get(label, f"`{label}`") for label in results.table) or "none stored"
+    data = (
+        "; ".join(described.get(label, f"**{md_escape(label)}**") for label in results.table) or "none stored"
+    )
     stand_in = f" {_STAND_IN}" if "breast-cancer" in results.table or "breast-cancer" in described else ""
     report.paragraph(
         f"The data: {data}.{stand_in} Per split, k labelled samples per class, the rest "
@@ -75,14 +79,15 @@ def add_sections(
     )
     figures = results.figures
     for dataset, settings in results.table.items():
-        report.heading(f"{dataset}: accuracy on the unlabelled samples (%), mean ± std over splits")
+        label = md_escape(dataset)
+        report.heading(f"{label}: accuracy on the unlabelled samples (%), mean ± std over splits")
         models = [m for m in models_in_order if any(m in s for s in settings.values())]
         rows = []
         for per_class, entries in sorted(settings.items(), key=lambda item: int(item[0])):
             row: List[Any] = [per_class]
             for model in models:
                 entry = entries.get(model)
-                row.append(f"{entry.accuracy.mean:.2f} ± {entry.accuracy.std:.2f}" if entry else "—")
+                row.append(entry.accuracy.format(2) if entry else "—")
             paired = results.coin_vs_mlp.get(f"{dataset}/{per_class}")
             row.append(f"{paired.wins}/{paired.pairs} ({paired.mean_gain:+.2f})" if paired else "—")
             row.append(min(entry.splits for entry in entries.values()))
@@ -94,7 +99,7 @@ def add_sections(
             "more accurate than the MLP alone.",
         )
         figures[dataset] = accuracy_figure(settings, models, dataset, run_dir)
-        report.figure(figures[dataset], f"{dataset}: accuracy vs labels per class (mean ± std over splits).")
+        report.figure(figures[dataset], f"{label}: accuracy vs labels per class (mean ± std over splits).")
 
 
 def accuracy_figure(
@@ -132,4 +137,4 @@ def accuracy_figure(
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(dataset)
-    return run_dir.save_figure(fig, f"{dataset}-accuracy.png")
+    return run_dir.save_figure(fig, file_name_for(dataset, "-accuracy.png"))

@@ -31,6 +31,7 @@ from ...data.paths import dataset_label
 from ...data.tabular import TABULAR_DATASETS, load_tabular
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
+from ...experiments.report import md_escape
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.registry import create_model
@@ -213,7 +214,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
     }
 
     def record_fields(self, spec: TabularJob, record: Mapping[str, Any]) -> RecordFields:
-        return {"accuracy": "number"}
+        return {"accuracy": "fraction"}
 
     @classmethod
     def quick_config(cls) -> CoinTabularConfig:
@@ -294,7 +295,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         report = self.new_report(
             results,
             "pdenets — COIN, classification with few labels: "
-            + ", ".join(dict.fromkeys(_label(d) for d in self.config.datasets)),
+            + ", ".join(md_escape(label) for label in dict.fromkeys(_label(d) for d in self.config.datasets)),
         )
         tabular_report.add_sections(
             report, self.config, results, MODELS, run_dir, getattr(self, "described", {})

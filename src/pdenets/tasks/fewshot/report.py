@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 import numpy as np
 
 from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
-from ...experiments.report import Report
+from ...experiments.report import Report, md_escape
 from ...experiments.summary import PaperValue, format_mean_std
 from ...features.datasets import FEWSHOT_DATASETS
 from .config import FewShotConfig
@@ -130,7 +130,7 @@ def add_sections(
             [
                 study,
                 format_mean_std(point.value, digits=2),
-                f"{point.episodes.mean:.2f} ± {point.episodes.ci95:.2f}",
+                format_mean_std(point.episodes.mean, point.episodes.ci95, 2),
                 point.episodes.tasks,
             ]
             for study, points in results.sensitivity.items()
@@ -154,7 +154,7 @@ def add_sections(
             [
                 p.layers,
                 f"{1000 * p.episodes.seconds_per_task:.2f}",
-                f"{p.episodes.mean:.2f} ± {p.episodes.ci95:.2f}",
+                format_mean_std(p.episodes.mean, p.episodes.ci95, 2),
             ]
             for p in sorted(results.timing, key=lambda p: p.layers)
         ]
@@ -258,7 +258,7 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                     entry = cells[cell].get(method)
                     text = "—"
                     if entry is not None:
-                        text = f"{entry.mean:.2f} ± {entry.ci95:.2f}"
+                        text = format_mean_std(entry.mean, entry.ci95, 2)
                         if entry.breaks_assumption_of(method):  # from the query sets drawn, not the request
                             text += f" {ASSUMPTION_MARK}"
                             marked = True
@@ -274,7 +274,8 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                 unbalanced, empty = drawn.unbalanced_share or 0.0, drawn.empty_class_share or 0.0
                 rows[-1].append(f"{100 * unbalanced:.0f} % / {100 * empty:.0f} %")
             caption = (
-                f"{dataset}: accuracy (%) over {config.tasks} tasks per cell unless marked; — : not run yet. "
+                f"{md_escape(dataset)}: accuracy (%) over {config.tasks} tasks per cell unless marked; "
+                "— : not run yet. "
                 "The last row: the shares of the query sets as drawn (and solved) whose support classes got "
                 "unequal numbers of queries or that hold open-set queries, and in which a class got none "
                 "(every method of a cell sees the same tasks)."
@@ -284,10 +285,11 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                     " Accuracy counts the queries of the support's classes; AUROC: how well the top "
                     "probability tells them from the open-set queries (0.5: not at all)."
                 )
-            report.table([dataset] + columns, rows, caption=caption)
+            report.table([md_escape(dataset)] + columns, rows, caption=caption)
             for first, second, gap in indistinct_pairs(cells):
                 report.paragraph(
-                    f"{dataset}: {METHOD_NAMES.get(first, first)} and {METHOD_NAMES.get(second, second)} "
+                    f"{md_escape(dataset)}: {METHOD_NAMES.get(first, first)} and "
+                    f"{METHOD_NAMES.get(second, second)} "
                     f"cannot be told apart in this table: in every cell they differ by at most {gap:.2f} "
                     f"points, within their 95 % intervals. {_why_alike(first, config)}"
                 )
@@ -314,7 +316,8 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
         report.table(
             ["method", "s per 1,000 tasks"],
             rows,
-            caption=f"{first[1]}, {first[2]}, {first[0]}: time of the method alone (batched), measured in a "
+            caption=f"{md_escape(first[1])}, {first[2]}, {first[0]}: time of the method alone (batched), "
+            "measured in a "
             f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
             "shared the machine (benchmarks/fewshot_peers.py measures alone).",
         )
@@ -329,7 +332,7 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                 f"{other} {win.difference:+.2f} points ({'clearly' if win.clearly else 'not clearly'})"
                 for other, win in beats.items()
             ]
-            lines.append(f"{table}: internal vs " + ", ".join(parts))
+            lines.append(f"{md_escape(table)}: internal vs " + ", ".join(parts))
         report.paragraph(
             "The paper's 1-shot claim — internal convection-diffusion clearly beats convection, external "
             "and nearest prototype ('clearly': the gap exceeds the sum of the two 95 % half-widths):"

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...data.fewshot import QueryShape, mean_and_interval
 from ...experiments.records import RecordFields
+from ...experiments.report import md_escape
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
 from ...models.backbones import BackboneTraining
@@ -248,11 +249,11 @@ class FewShotTask(Task[FewShotConfig]):
         """An episode job's accuracies and time per task (and its open-set scores with open classes), the
         official runs' errors, the picture's points."""
         if isinstance(spec, OfficialRunsJob):
-            return {"error_rate": "number", "errors": ["number"]}
+            return {"error_rate": "fraction", "errors": ["fraction"]}
         if isinstance(spec, PictureJob):
             return {"before": "list", "after": "list", "labels": ["integer"], "support": "integer"}
         fields: Dict[str, Any] = {
-            "accuracies": ["number"],
+            "accuracies": ["fraction"],
             "seconds_per_task": "number",
             "query_sets": "integer",
             "unbalanced_query_sets": "integer",
@@ -495,7 +496,8 @@ class FewShotTask(Task[FewShotConfig]):
     def report(self, results: FewShotResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(
             results,
-            "pdenets — transductive few-shot classification: " + ", ".join(getattr(self, "sources", {})),
+            "pdenets — transductive few-shot classification: "
+            + ", ".join(md_escape(label) for label in getattr(self, "sources", {})),
         )
         fewshot_report.add_sections(report, self.config, results, records, run_dir)
         self.write_report(report, run_dir)

@@ -245,7 +245,7 @@ class GeodesicTask(Task[GeodesicConfig]):
         fields: Dict[str, Any] = {"diverged": "flag", "curve": [{"epoch": "integer", "lss": "number?"}]}
         if record.get("diverged") is not False:
             return fields
-        curve = {"levels": ["number"], "accuracy": ["number"], "variation": "list"}
+        curve = {"levels": ["number"], "accuracy": ["fraction"], "variation": "list"}
         fields.update(
             stages=[
                 {
@@ -256,17 +256,17 @@ class GeodesicTask(Task[GeodesicConfig]):
                     "proportions": ["number"],
                 }
             ],
-            train_accuracy="number",
-            test_accuracy="number",
+            train_accuracy="fraction",
+            test_accuracy="fraction",
             ots="number",
             lsr="number",
             lss="number",
             robustness={"gaussian": curve, "fgsm": curve},
-            ablation={"counts": ["integer"], "accuracy": ["number"], "block": "text"},
+            ablation={"counts": ["integer"], "accuracy": ["fraction"], "block": "text"},
             projection={"points": "list", "labels": ["integer"]},
         )
         if spec.dataset == "cifar10":
-            fields["official_accuracy"] = "number"
+            fields["official_accuracy"] = "fraction"
         return fields
 
     @classmethod

@@ -256,9 +256,9 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
 
     def record_fields(self, spec: ImageJob, record: Mapping[str, Any]) -> RecordFields:
         """The test metrics of the job's data set, the parameter count, the time and the spectra."""
-        metrics = {"accuracy": "number"}
+        metrics = {"accuracy": "fraction"}
         if spec.dataset == "canvas-segmentation":
-            metrics["mean_iou"] = "number"
+            metrics["mean_iou"] = "fraction"
         tests = ("held-out", "official") if spec.dataset == "cifar10" else ("test canvases",)
         return {
             "tests": {name: metrics for name in tests},

@@ -265,10 +265,10 @@ class SyntheticTask(Task[SyntheticConfig]):
             return {"part": "text", **{variant: count for variant in VARIANTS}}
         fields: Dict[str, Any] = {
             "part": "text",
-            "train_accuracy": "number",
-            "test_accuracy": "number",
-            "train_accuracy_at_paper_epochs": "number",
-            "test_accuracy_at_paper_epochs": "number",
+            "train_accuracy": "fraction",
+            "test_accuracy": "fraction",
+            "train_accuracy_at_paper_epochs": "fraction",
+            "test_accuracy_at_paper_epochs": "fraction",
             "diverged_at_epoch": "integer?",
             "seconds": "number",
             "train_curve": ["number?"],
