@@ -142,3 +142,90 @@ def test_a_stored_record_missing_a_field_or_of_another_kind_is_left_out_and_name
     # a task without a declaration reads what it reads: nothing is left out, nothing is said
     plain = run_task(TypedToyTask(ToyConfig(count=4, workers=1)), out=tmp_path / "other", progress=False)
     assert plain.left_out == () and "runs_left_out" not in plain.results
+
+
+class FractionToyTask(TypedToyTask):
+    """The typed toy task whose record's value is a share in [0, 1] (as an accuracy is)."""
+
+    def record_fields(self, spec, record):
+        return {"value": "fraction"}
+
+
+def _raw_record(run, key, text):
+    import sqlite3
+
+    with sqlite3.connect(run / "results.sqlite") as db:
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (text, key))
+
+
+def test_a_non_finite_or_out_of_range_stored_figure_is_left_out_never_averaged(tmp_path):
+    """NaN and infinity (JSON lets a hand edit write them), 1e308 and a negative share, and ``true`` where a
+    number is read: each is left out with its key and field, and the mean and its n hold only the others."""
+    from ..helpers.stores import edit_record, set_field
+
+    run = tmp_path / "run"
+    config = ToyConfig(count=6, workers=1)
+    run_task(FractionToyTask(config), out=run, progress=False)
+    for index in range(6):  # the toy's values are 0..5: make them shares
+        edit_record(run, set_field("value", index / 10), where=lambda spec, i=index: spec["index"] == i)
+    nan = edit_record(run, set_field("value", 0.0), where=lambda spec: spec["index"] == 1)
+    _raw_record(run, nan, '{"value": NaN}')
+    huge = edit_record(run, set_field("value", 1e308), where=lambda spec: spec["index"] == 2)
+    negative = edit_record(run, set_field("value", -0.1), where=lambda spec: spec["index"] == 3)
+    flag = edit_record(run, set_field("value", True), where=lambda spec: spec["index"] == 4)
+    outcome = run_task(FractionToyTask(config), out=run, report_only=True, progress=False)
+    assert outcome.summary.total == pytest.approx(0.0 + 0.5)  # runs 0 and 5 alone
+    assert outcome.left_out == (
+        (nan, "field 'value' holds float nan, not a number in [0, 1]"),
+        (huge, "field 'value' holds float 1e+308, not a number in [0, 1]"),
+        (negative, "field 'value' holds float -0.1, not a number in [0, 1]"),
+        (flag, "field 'value' holds a flag True, not a number in [0, 1]"),
+    )
+    report = (run / "report.md").read_text()
+    assert "**4 stored runs are left out of every table and figure below**" in report
+    # the boundaries of a share are shares; a plain number need only be finite
+    edit_record(run, set_field("value", 1.0), key=huge)
+    edit_record(run, set_field("value", 0), key=negative)
+    again = run_task(FractionToyTask(config), out=run, report_only=True, progress=False)
+    assert [key for key, _ in again.left_out] == [nan, flag]
+    plain = run_task(DeclaredToyTask(config), out=run, report_only=True, progress=False)
+    assert [(key, problem) for key, problem in plain.left_out] == [
+        (nan, "field 'value' holds float nan, not a finite number"),
+        (flag, "field 'value' holds a flag True, not a number"),
+    ]
+
+
+def test_a_stored_record_that_is_not_json_is_left_out_naming_its_key(tmp_path):
+    run = tmp_path / "run"
+    config = ToyConfig(count=3, workers=1)
+    run_task(DeclaredToyTask(config), out=run, progress=False)
+    from ..helpers.stores import edit_record
+
+    broken = edit_record(run, lambda record: None, where=lambda spec: spec["index"] == 1)
+    _raw_record(run, broken, '{"value": 1.0')  # cut short
+    outcome = run_task(DeclaredToyTask(config), out=run, report_only=True, progress=False)
+    assert outcome.summary.total == 0.0 + 2.0
+    ((key, problem),) = outcome.left_out
+    assert key == broken and problem.startswith("its stored record is not JSON (")
+    # a task that declares no field still never reads it
+    plain = run_task(TypedToyTask(config), out=run, report_only=True, progress=False)
+    assert [key for key, _ in plain.left_out] == [broken]
+
+
+def test_a_none_field_without_omit_none_stays_in_the_plain_form_as_null():
+    """Only a field declared with OMIT_NONE leaves the plain form while None; any other None is written (a
+    reader sees the field exists and holds no value)."""
+
+    @dataclass(frozen=True)
+    class Row:
+        measured: Optional[float]
+        note: Optional[str] = field(default=None, metadata=OMIT_NONE)
+
+    @dataclass(frozen=True)
+    class Plain(TaskResults):
+        rows: List[Row]
+        best: Optional[str] = None
+
+    plain = Plain(rows=[Row(None), Row(1.5, "x")]).to_dict()
+    assert plain["rows"] == [{"measured": None}, {"measured": 1.5, "note": "x"}]
+    assert "best" in plain and plain["best"] is None

@@ -2,12 +2,15 @@
 record of a job (:meth:`~pdenets.experiments.task.Task.record_fields`), and the runner checks every stored
 record against that declaration before summarizing. A record stored by an older version, edited by hand or
 cut short, that lacks a field or holds a value of another kind is left out of the summary and named in the
-report (its run key and the field), never met as a ``KeyError`` deep inside a table or silently dropped.
+report (its run key and the field), never met as a ``KeyError`` deep inside a table or silently dropped; so is
+a number that is not finite (a hand-edited ``NaN`` or ``Infinity``) or out of its range (an accuracy of
+``1e308``), which would otherwise be averaged away or dominate a mean.
 
 A declaration maps a field name to its kind:
 
 ============  =============================================================
-``number``    an ``int`` or ``float`` (not a ``bool``)
+``number``    a finite ``int`` or ``float`` (not a ``bool``, NaN or infinity)
+``fraction``  a ``number`` in ``[0, 1]`` (an accuracy, a share)
 ``integer``   an ``int`` (not a ``bool``)
 ``text``      a ``str``
 ``flag``      a ``bool``
@@ -32,11 +35,16 @@ Examples:
     "field 'coin.step_size' is missing"
     >>> record_problem({"curve": [{"epoch": 1}, {"epoch": None}]}, {"curve": [{"epoch": "integer"}]})
     "field 'curve[1].epoch' holds null, not a whole number"
+    >>> record_problem({"accuracy": float("nan")}, {"accuracy": "fraction"})
+    "field 'accuracy' holds float nan, not a number in [0, 1]"
+    >>> record_problem({"accuracy": 1e308}, {"accuracy": "fraction"})
+    "field 'accuracy' holds float 1e+308, not a number in [0, 1]"
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
@@ -48,6 +56,7 @@ RecordFields = Mapping[str, FieldKind]
 
 _KIND_WORDS = {
     "number": "a number",
+    "fraction": "a number in [0, 1]",
     "integer": "a whole number",
     "text": "text",
     "flag": "true or false",
@@ -57,8 +66,12 @@ _KIND_WORDS = {
 
 
 def _is_kind(value: Any, kind: str) -> bool:
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind in ("number", "fraction"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, int):  # an integer beyond float64 is not a finite number
+            return abs(value) < 2**1024 and (kind == "number" or 0 <= value <= 1)
+        return math.isfinite(value) and (kind == "number" or 0.0 <= value <= 1.0)
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "text":
@@ -114,7 +127,9 @@ def _value_problem(value: Any, kind: FieldKind, path: str) -> Optional[str]:
         return None
     base = kind.rstrip("?")
     if not _is_kind(value, base):
-        return f"field {path!r} holds {_shown(value)}, not {_KIND_WORDS[base]}"
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        words = "a finite number" if base == "number" and numeric else _KIND_WORDS[base]
+        return f"field {path!r} holds {_shown(value)}, not {words}"
     return None
 
 

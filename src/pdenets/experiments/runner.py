@@ -44,7 +44,7 @@ from .parallel import JobError, check_ray_address, execute
 from .records import record_problem
 from .results import RunFacts, TaskResults, left_out_to_list
 from .rundir import RunDirectory, default_run_path, to_plain
-from .store import STORE_FILENAME, ResultsStore, StoredRun
+from .store import STORE_FILENAME, UNREADABLE, ResultsStore, StoredRun
 from .task import Task, get_task, job_key, spec_to_dict
 
 __all__ = ["run_task", "RunOutcome", "RunInterrupted", "JobFailedError", "plan_jobs"]
@@ -267,7 +267,9 @@ def readable_runs(
     readable, left_out = [], []
     for run in stored:
         problem = None
-        if run.key in specs:
+        if run.status == UNREADABLE:
+            problem = run.record["error"]
+        elif run.key in specs:
             fields = task.record_fields(specs[run.key], run.record)
             problem = record_problem(run.record, fields)
             if problem is not None and run.status != "ok":

@@ -37,7 +37,15 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Union
 
 from .._io import new_temporary_file
 
-__all__ = ["ResultsStore", "StoredRun", "StoreError", "STORE_FILENAME", "STORE_FORMAT", "STORE_VERSION"]
+__all__ = [
+    "ResultsStore",
+    "StoredRun",
+    "StoreError",
+    "STORE_FILENAME",
+    "STORE_FORMAT",
+    "STORE_VERSION",
+    "UNREADABLE",
+]
 
 STORE_FILENAME = "results.sqlite"
 STORE_FORMAT = "pdenets-results"
@@ -270,7 +278,7 @@ class ResultsStore:
             "SELECT key, spec, record, status, seconds FROM runs ORDER BY rowid"
         )
         runs = {
-            key: StoredRun(key, json.loads(spec), json.loads(record), status, seconds)
+            key: _stored_run(key, spec, record, status, seconds)
             for key, spec, record, status, seconds in cursor
         }
         if keys is None:
@@ -284,3 +292,21 @@ class ResultsStore:
         if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
             raise ValueError("query() runs SELECT statements only")
         return cursor.execute(sql, tuple(parameters)).fetchall()
+
+
+#: the status of a stored run whose spec or record cannot be read as JSON (edited by hand, cut short)
+UNREADABLE = "unreadable"
+
+
+def _stored_run(key: str, spec: Any, record: Any, status: str, seconds: Optional[float]) -> StoredRun:
+    """One row of the store; a spec or record that is not JSON gives a run of status :data:`UNREADABLE` whose
+    record holds only the ``error`` (the runner leaves it out, naming its key), never a bare decode error for
+    the whole store."""
+    decoded = []
+    for name, text in (("spec", spec), ("record", record)):
+        try:
+            decoded.append(json.loads(text))
+        except (TypeError, ValueError) as error:
+            problem = f"its stored {name} is not JSON ({error})"
+            return StoredRun(key, decoded[0] if decoded else {}, {"error": problem}, UNREADABLE, seconds)
+    return StoredRun(key, decoded[0], decoded[1], status, seconds)

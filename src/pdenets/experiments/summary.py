@@ -117,14 +117,22 @@ class Stats:
         )
 
     def format(self, digits: int = 3, *, count: bool = False) -> str:
-        """``mean ± std`` with ``digits`` decimals (``"—"`` without values; see :func:`format_mean_std`).
+        """``mean ± std`` with ``digits`` decimals; the mean alone for one value (no spread is measured),
+        ``"—"`` without values (see :func:`format_mean_std`).
 
         Args:
             digits: decimals (default: ``3``).
             count: append ``(n=count)`` (default: ``False``).
+
+        Examples:
+            >>> Stats.of([0.5, 0.7]).format(), Stats.of([0.5]).format(), Stats.of([]).format()
+            ('0.600 ± 0.100', '0.500', '—')
         """
         return format_mean_std(
-            self.mean if self.count else None, self.std, digits, count=self.count if count else None
+            self.mean if self.count else None,
+            self.std if self.count > 1 else None,
+            digits,
+            count=self.count if count else None,
         )
 
     def as_dict(self) -> Dict[str, float]:
@@ -266,7 +274,7 @@ def paper_and_ours(
     count = None if ours is None else ours.get("runs", ours.get("count"))
     measured = ours if ours is not None and count != 0 and ours.get("mean") is not None else None
     ours_text = (
-        format_mean_std(measured["mean"], measured.get("std"), digits, count=count)
+        format_mean_std(measured["mean"], measured.get("std") if count != 1 else None, digits, count=count)
         if measured is not None
         else "—"
     )
