@@ -273,3 +273,15 @@ def test_pickles_with_shared_references_load_with_their_sharing_or_are_refused(g
         assert "with every shared reference counted as a copy" in str(error)
     else:
         assert _same_shape_and_sharing(graph, loaded, {})
+
+
+def test_the_longest_ids_are_read_however_padded_or_signed_and_one_more_is_refused():
+    from pdenets.data.csvfile import parse_integer
+
+    largest = 2**63 - 1
+    assert parse_integer("0" * 23 + "42") == 42
+    assert parse_integer("+9223372036854775807") == largest == parse_integer("+" + "0" * 22 + str(largest))
+    assert parse_integer("-0009223372036854775807") == -largest
+    for text in ("9223372036854775808", "-9223372036854775808", "+09223372036854775808"):
+        with pytest.raises(ValueError, match="is too large for an id"):
+            parse_integer(text)

@@ -3,7 +3,7 @@ import pytest
 import torch
 from datafiles import CORA_NPZ, requires_data
 
-from pdenets.data.graphs import DatasetNotFoundError, load_graph, load_npz, load_planetoid
+from pdenets.data.graphs import DatasetError, DatasetNotFoundError, load_graph, load_npz, load_planetoid
 from pdenets.data.paths import resolve_data_dir
 
 from ..graph_fixtures import write_sbm_npz
@@ -287,3 +287,81 @@ def test_the_same_graph_as_an_edge_list_and_as_an_npz_trains_to_the_same_numbers
         cell = results["table"]["sbm"]["diff-resnet"]
         accuracies.append({key: value for key, value in cell.items() if key != "seconds_per_run"})
     assert accuracies[0] == accuracies[1] and accuracies[0]["runs"] == 1
+
+
+def test_integer_node_ids_are_one_node_per_value_however_written(tmp_path):
+    """``7``, ``07`` and ``+7`` are the same node (named ``7``), in the edges, labels and features alike; a
+    spelling given twice in the labels is a node given twice; labels ``1`` and ``1.0`` are one class."""
+    path = tmp_path / "ids.txt"
+    path.write_text("7 1\n07 +1\n0003 +7\n")
+    (tmp_path / "ids-labels.txt").write_text("+7 1.0\n1 0\n3 1\n")
+    (tmp_path / "ids-features.txt").write_text("007 1 0\n01 0 1\n3 1 1\n")
+    data = load_graph(str(path))
+    assert data.node_names == ["1", "3", "7"] and data.y.tolist() == [0, 1, 1]
+    assert data.edge_index.tolist() == [[2, 2, 1], [0, 0, 2]] and data.x.tolist() == [[0, 1], [1, 1], [1, 0]]
+    assert getattr(data, "class_names", None) is None
+    (tmp_path / "ids-labels.txt").write_text("7 1\n07 0\n")
+    given_again = r"ids-labels.txt, line 2: node '7' is given again \(first on line 1\)"
+    with pytest.raises(DatasetError, match=given_again):
+        load_graph(str(path))
+    (tmp_path / "ids-labels.txt").write_text("7 1\n1 0\n")
+    # longest ids: 2^63 - 1 however padded or signed; one more is refused naming the file and line
+    (tmp_path / "ids-features.txt").unlink()
+    path.write_text("+0009223372036854775807 -9223372036854775807\n1 7\n")
+    assert load_graph(str(path)).node_names[-1] == "9223372036854775807"
+    path.write_text("1 7\n9223372036854775808 1\n")
+    too_large = r"ids.txt, line 2: '9223372036854775808' is too large for a node id"
+    with pytest.raises(DatasetError, match=too_large):
+        load_graph(str(path))
+
+
+def test_among_word_names_two_spellings_of_one_number_are_refused_naming_both(tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_text("alice 7\nbob 07\n")
+    with pytest.raises(DatasetError) as caught:
+        load_graph(str(path))
+    assert str(caught.value) == (
+        f"{path}, line 2: node '07' and node '7' ({path}, line 1) spell the same number; name each node one "
+        "way"
+    )
+    path.write_text("alice bob\n")
+    (tmp_path / "mixed-labels.txt").write_text("alice 1\nbob 1.0\ncarol cat\n")
+    one_number = r"mixed-labels.txt, line 2: label '1.0' and label '1' \(line 1\) are one"
+    with pytest.raises(DatasetError, match=one_number):
+        load_graph(str(path))
+    (tmp_path / "mixed-labels.txt").write_text("alice 1.5\nbob cat\n")  # a name that is not whole is a name
+    assert load_graph(str(path)).class_names == ["1.5", "cat"]
+
+
+@pytest.mark.parametrize("case", ["missing", "dangling link", "device"])
+def test_an_edge_list_path_that_is_no_file_says_what_it_is(tmp_path, case):
+    path = tmp_path / "graph.txt"
+    if case == "dangling link":
+        path.symlink_to(tmp_path / "gone.txt")
+    elif case == "device":
+        path.symlink_to("/dev/zero")
+    with pytest.raises(DatasetError) as caught:
+        load_graph(str(path))
+    message = str(caught.value)
+    assert "unknown graph" not in message
+    expected = {
+        "missing": "missing edge-list file",
+        "dangling link": "a symbolic link to",
+        "device": "not a regular file (a character device",
+    }[case]
+    assert expected in message and str(path) in message
+
+
+def test_an_edge_list_without_any_label_names_the_labels_file_to_write(tmp_path):
+    path = tmp_path / "plain.txt"
+    path.write_text("1 2\n2 3\n")
+    with pytest.raises(DatasetError) as caught:
+        load_graph(str(path))
+    assert str(caught.value) == (
+        f"{path}: no node is labelled: write one 'node label' pair per line in "
+        f"{tmp_path / 'plain-labels.txt'} "
+        "beside it"
+    )
+    (tmp_path / "plain-labels.txt").write_text("1 -1\n")
+    with pytest.raises(DatasetError, match=r"plain-labels.txt: no node is labelled \(every label is -1\)"):
+        load_graph(str(path))

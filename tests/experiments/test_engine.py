@@ -366,3 +366,54 @@ def test_a_bad_number_in_the_launchers_environment_names_the_variable(monkeypatc
     with pytest.raises(ValueError) as caught:
         distributed_context()
     assert str(caught.value) == message
+
+
+def test_the_collective_timeout_bounds_the_collectives_not_the_rendezvous(monkeypatch):
+    """``$PDENETS_COLLECTIVE_TIMEOUT`` shorter than the rendezvous (0.001 s) is the joined group's timeout:
+    joining is given the rendezvous' own budget, so it is never reported as a rendezvous failure."""
+    import torch.distributed as dist
+
+    from pdenets.experiments import distributed
+
+    calls = {}
+    monkeypatch.setattr(dist, "init_process_group", lambda *a, **k: calls.setdefault("init", k["timeout"]))
+    monkeypatch.setattr(
+        dist.distributed_c10d, "_set_pg_timeout", lambda timeout, group=None: calls.setdefault("pg", timeout)
+    )
+    for name, value in {
+        "WORLD_SIZE": "2",
+        "RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29999",
+        "PDENETS_RENDEZVOUS_TIMEOUT": "40",
+        "PDENETS_COLLECTIVE_TIMEOUT": "0.001",
+    }.items():
+        monkeypatch.setenv(name, value)
+    context = distributed.distributed_context()
+    assert (context.rank, context.world_size) == (0, 2)
+    assert 30 < calls["init"].total_seconds() <= 40  # what is left of the rendezvous' 40 s
+    assert calls["pg"].total_seconds() == pytest.approx(0.001)
+
+
+@pytest.mark.parametrize("port", ["1", "65535"])
+def test_the_ports_at_the_ends_of_the_range_are_accepted(monkeypatch, port):
+    """``MASTER_PORT`` 1 and 65535 are ports: the rendezvous is tried there (and fails within its short
+    timeout, naming the address), where 0 and 65536 are refused as numbers."""
+    from pdenets.experiments.distributed import RendezvousError, distributed_context
+
+    for name, value in {
+        "WORLD_SIZE": "2",
+        "RANK": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": port,
+        "PDENETS_RENDEZVOUS_TIMEOUT": "0.5",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(RendezvousError, match=f"at 127.0.0.1:{port} within 0.5 s"):
+        distributed_context()
+    for outside in ("0", "65536"):
+        monkeypatch.setenv("MASTER_PORT", outside)
+        with pytest.raises(
+            ValueError, match=f"MASTER_PORT='{outside}' is not valid: expected an integer >= 1 and"
+        ):
+            distributed_context()

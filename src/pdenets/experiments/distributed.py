@@ -232,8 +232,10 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
                 "nccl" if device.startswith("cuda") else "gloo",
                 rank=rank,
                 world_size=world_size,
-                timeout=timedelta(seconds=collective),  # the rendezvous itself ends at the deadline above
+                timeout=timedelta(seconds=left),  # joining is bounded by the rendezvous' deadline alone
             )
         except (RuntimeError, ValueError, TimeoutError) as error:
             raise failed(str(error).splitlines()[0]) from None
+        # the joined group's collectives wait $PDENETS_COLLECTIVE_TIMEOUT for their peers, however short
+        dist.distributed_c10d._set_pg_timeout(timedelta(seconds=collective))
     return DistributedContext(rank, world_size, process_device(device))

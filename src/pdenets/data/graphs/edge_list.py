@@ -3,13 +3,16 @@
 ``graph.txt`` (also ``.tsv``, ``.edges``, ``.edgelist``) holds one ``source target`` pair per line, separated
 by spaces, a tab or a comma; lines starting with ``#`` or ``%`` are comments, blank lines are skipped. Nodes
 are named by the file: whole numbers (ordered by value) or any other words (ordered by name); they are
-numbered ``0 … N−1`` in that order, and the node names are kept (``Data.node_names``).
+numbered ``0 … N−1`` in that order, and the node names are kept (``Data.node_names``). Whole numbers are one
+node per value: ``7``, ``07`` and ``+7`` name the same node (``"7"``); among words, two spellings of one
+number are refused, naming both.
 
 Beside it, optionally:
 
 * ``graph-labels.txt`` (same stem, ``-labels`` and the same suffix): one ``node label`` pair per line, the
-  label a whole number or a class name (class names are numbered in sorted order, ``Data.class_names``); a
-  node without a line is unlabelled (``-1``), a node named only here is a node without edges;
+  label a whole number (``1`` and ``1.0`` are class 1) or a class name (class names are numbered in sorted
+  order, ``Data.class_names``); a node without a line is unlabelled (``-1``), a node named only here is a node
+  without edges;
 * ``graph-features.txt``: one ``node x1 x2 … xF`` line per node, numbers read strictly.
 
 Without features the ``missing_features`` rule applies (one-hot ids or degrees). Edges are kept directed,
@@ -90,6 +93,46 @@ def _companion(path: Path, kind: str) -> Optional[Path]:
     return None
 
 
+def _canonical_names(rows: List[Tuple[Path, int, List[str]]]) -> Dict[str, str]:
+    """Each node name of ``rows`` (``(file, line, names)``) → the name of its node: where every name is a
+    whole number, its value written plainly (``07`` and ``+7`` → ``7``), else the name itself.
+
+    Raises:
+        DatasetError: a whole number beyond ``±(2^63 − 1)``, or, among words, two spellings of one number;
+            the message names the file and line of each.
+    """
+    first: Dict[str, Tuple[Path, int]] = {}
+    for file, number, names in rows:
+        for name in names:
+            first.setdefault(name, (file, number))
+    if all(_INTEGER.fullmatch(name) for name in first):
+        canonical = {}
+        for name, (file, number) in first.items():
+            try:
+                canonical[name] = str(parse_integer(name, "node id"))
+            except ValueError as error:
+                raise DatasetError(f"{file}, line {number}: {error}") from None
+        return canonical
+    spelled: Dict[int, str] = {}
+    for name, (file, number) in first.items():
+        if _INTEGER.fullmatch(name):
+            other = spelled.setdefault(int(name), name)
+            if other != name:
+                where = first[other]
+                raise DatasetError(
+                    f"{file}, line {number}: node {shown_value(name)} and node {shown_value(other)} "
+                    f"({where[0]}, line {where[1]}) spell the same number; name each node one way"
+                )
+    return {name: name for name in first}
+
+
+def _renamed(
+    rows: List[Tuple[int, List[str]]], names: Dict[str, str], cells: int
+) -> List[Tuple[int, List[str]]]:
+    """``rows`` with their first ``cells`` cells (the node names) written as their nodes' names."""
+    return [(number, [names[cell] for cell in row[:cells]] + row[cells:]) for number, row in rows]
+
+
 def _node_order(names: List[str]) -> List[str]:
     """Whole-number names by value, else every name by text."""
     if all(_INTEGER.fullmatch(name) for name in names):
@@ -112,6 +155,42 @@ def _per_node(rows: List[Tuple[int, List[str]]], path: Path, what: str) -> Dict[
             )
         table[cells[0]] = (number, cells[1:])
     return table
+
+
+def _class_ids(path: Path, labelled: Dict[str, Tuple[int, List[str]]]) -> Optional[Dict[str, int]]:
+    """Node name → class id where every label is a whole number (``1``, ``+1``, ``1.0``: class 1), else
+    ``None`` (class names); among names, two spellings of one number (``1`` and ``1.0``) are refused.
+
+    Raises:
+        DatasetError: a class id beyond ``±(2^63 − 1)``, or two spellings of one number among class names.
+    """
+    numbers: Dict[str, Optional[float]] = {}
+    for _, rest in labelled.values():
+        if rest[0] not in numbers:
+            try:
+                numbers[rest[0]] = parse_number(rest[0], finite=True)
+            except ValueError:
+                numbers[rest[0]] = None
+    if all(value is not None and float(value).is_integer() for value in numbers.values()):
+        ids = {}
+        for name, (number, rest) in labelled.items():
+            try:
+                ids[name] = parse_integer(rest[0], "class id")
+            except ValueError as error:
+                raise DatasetError(f"{path}, line {number}: {error}") from None
+        return ids
+    first: Dict[float, Tuple[str, int]] = {}
+    for name, (number, rest) in labelled.items():
+        value = numbers[rest[0]]
+        if value is None:
+            continue
+        other = first.setdefault(value, (rest[0], number))
+        if other[0] != rest[0]:
+            raise DatasetError(
+                f"{path}, line {number}: label {shown_value(rest[0])} and label {shown_value(other[0])} "
+                f"(line {other[1]}) are one number written two ways; write each class one way"
+            )
+    return None
 
 
 def load_text_edge_list(path: Union[str, Path], *, missing_features: str = "identity") -> "Data":
@@ -144,9 +223,17 @@ def load_text_edge_list(path: Union[str, Path], *, missing_features: str = "iden
                 f"{path}, line {number}: expected 'source target', got {extra}: {' '.join(cells)!r}"
             )
     labels_path, features_path = _companion(path, "labels"), _companion(path, "features")
-    labelled = _per_node(_rows(labels_path, "node labels"), labels_path, "label") if labels_path else {}
+    label_rows = _rows(labels_path, "node labels") if labels_path else []
+    feature_rows = _rows(features_path, "node features") if features_path else []
+    canonical = _canonical_names(
+        [(path, number, cells) for number, cells in edges]
+        + [(labels_path, number, cells[:1]) for number, cells in label_rows if labels_path is not None]
+        + [(features_path, number, cells[:1]) for number, cells in feature_rows if features_path is not None]
+    )
+    edges = _renamed(edges, canonical, 2)
+    labelled = _per_node(_renamed(label_rows, canonical, 1), labels_path, "label") if labels_path else {}
     described = (
-        _per_node(_rows(features_path, "node features"), features_path, "features") if features_path else {}
+        _per_node(_renamed(feature_rows, canonical, 1), features_path, "features") if features_path else {}
     )
     names = {cell for _, cells in edges for cell in cells} | set(labelled) | set(described)
     if not names:
@@ -167,17 +254,22 @@ def load_text_edge_list(path: Union[str, Path], *, missing_features: str = "iden
                     f"{labels_path}, line {number}: expected 'node label', got {len(rest) + 1} cells"
                 )
         values = [rest[0] for _, rest in labelled.values()]
-        if all(_INTEGER.fullmatch(value) for value in values):
-            for name, (number, rest) in labelled.items():
-                try:
-                    raw_labels[index[name]] = parse_integer(rest[0], "class id")
-                except ValueError as error:
-                    raise DatasetError(f"{labels_path}, line {number}: {error}") from None
+        class_ids = _class_ids(labels_path, labelled)
+        if class_ids is not None:
+            for name, class_id in class_ids.items():
+                raw_labels[index[name]] = class_id
         else:
             class_names = sorted(set(values))
             ids = {label: position for position, label in enumerate(class_names)}
             for name, (_, rest) in labelled.items():
                 raw_labels[index[name]] = ids[rest[0]]
+    if not (raw_labels >= 0).any():
+        expected = path.with_name(f"{path.stem}-labels{path.suffix}")
+        raise DatasetError(
+            f"{labels_path}: no node is labelled (every label is -1)"
+            if labels_path is not None
+            else f"{path}: no node is labelled: write one 'node label' pair per line in {expected} beside it"
+        )
     labels = _labels(raw_labels, num_nodes, labels_path or path)
 
     if features_path is not None:
@@ -215,7 +307,9 @@ def load_text_edge_list(path: Union[str, Path], *, missing_features: str = "iden
 
 
 def _is_text_edge_list(spec: str) -> bool:
-    return spec.lower().endswith(EDGE_LIST_SUFFIXES) and Path(spec).is_file()
+    """A path with an edge list's ending that is not a folder: a missing file, a dangling link or a device is
+    then refused by the reader, naming what is wrong."""
+    return spec.lower().endswith(EDGE_LIST_SUFFIXES) and not Path(spec).is_dir()
 
 
 def _load(spec: str, data_dir: Optional[Union[str, Path]], missing_features: str) -> "Data":
