@@ -805,3 +805,26 @@ def test_the_estimator_uses_its_random_state_and_refuses_a_broken_base_mean():
     for broken in (np.full(4, np.nan), np.array([0.0, np.inf, 0.0, 0.0]), np.zeros(5)):
         with pytest.raises(ValueError, match="base_mean must be 4 finite numbers"):
             DiffusionFewShotClassifier(base_mean=broken).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        # found by a search for the instances that need the most rounds: 10 (5 × 5) and 7 (4 × 4)
+        [
+            [29, 95, 58, 91, 68],
+            [57, 97, 19, 45, 80],
+            [52, 62, 29, 59, 62],
+            [47, 16, 1, 37, 33],
+            [42, 65, 38, 94, 71],
+        ],
+        [[98, 99, 58, 37], [24, 96, 42, 91], [38, 80, 62, 89], [21, 38, 53, 39]],
+    ],
+)
+def test_balanced_assignment_finishes_the_longest_chains_of_refusals(scores):
+    """The instances whose deferred acceptance takes the most rounds (each round refuses one more pair): the
+    assignment still equals the greedy over sorted pairs and fills every class."""
+    scores = torch.tensor([scores], dtype=torch.float64)
+    assigned = balanced_assignment(scores, 1)
+    assert assigned[0].tolist() == _balanced_members(scores[0].numpy(), 1).tolist()
+    assert sorted(assigned[0].tolist()) == list(range(scores.shape[2]))

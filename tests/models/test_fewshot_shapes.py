@@ -281,3 +281,77 @@ def test_duplicate_points_get_an_answer_alike_from_every_method(method, device):
     assert bool(torch.isfinite(probabilities).all())
     answers = probabilities.argmax(2)
     assert torch.equal(answers[:, 0], answers[:, -2])
+
+
+@pytest.mark.parametrize("method", ["bd-cspn", "paddle"])
+@pytest.mark.parametrize("scale", [1e20, 1e-20, 1e30, 1e-30])
+def test_a_scale_free_method_answers_alike_at_any_magnitude_when_called_directly(method, scale):
+    """BD-CSPN's cosines and PADDLE's temperature (set by the prototypes' spread) do not read the features'
+    scale: ``predict_proba`` itself, without :func:`classify`'s rescaling, gives the same probabilities on
+    float32 features whose squares overflow (``1e20``) or underflow (``1e-20``)."""
+    from pdenets.models.fewshot import FewShotBatch
+
+    support, support_labels, query, _ = _episodes(5, 1, 3, tasks=3, spread=2.0, seed=5)
+    support, query = support.float(), query.float()
+    reference = method_from_name(method).predict_proba(FewShotBatch(support, support_labels, query, 5))
+    scaled = method_from_name(method).predict_proba(
+        FewShotBatch(support * scale, support_labels, query * scale, 5)
+    )
+    assert torch.allclose(scaled, reference, atol=1e-5), (method, scale)
+
+
+@pytest.mark.parametrize("method", ["tim", "alpha-tim", "prototype", "diffusion"])
+def test_a_method_with_unit_scale_temperatures_refuses_non_finite_probabilities_naming_itself(method):
+    from pdenets.models.fewshot import FewShotBatch
+
+    support, support_labels, query, _ = _episodes(5, 1, 3, tasks=2, spread=2.0, seed=5)
+    batch = FewShotBatch(support.float() * 1e20, support_labels, query.float() * 1e20, 5)
+    with pytest.raises(ValueError, match=rf"^{method}: non-finite probabilities on features of magnitude"):
+        _method(method).predict_proba(batch)
+
+
+def test_a_plugin_method_returning_nan_is_refused_naming_it():
+    """The check holds for any subclass: a method defined outside pdenets is refused the same way."""
+    from dataclasses import dataclass
+
+    from pdenets.models.fewshot import FewShotBatch, FewShotMethod
+
+    @dataclass(frozen=True)
+    class NoSettings:
+        pass
+
+    class Broken(FewShotMethod):
+        name, is_transductive, settings_class = "broken", False, NoSettings
+
+        def predict_proba(self, batch):
+            return torch.full((batch.tasks, batch.queries, batch.ways), float("nan"))
+
+    support, support_labels, query, _ = _episodes(3, 1, 1, tasks=1)
+    with pytest.raises(ValueError, match="^broken: non-finite probabilities"):
+        Broken().predict_proba(FewShotBatch(support, support_labels, query, 3))
+
+
+def test_pt_map_answers_identical_queries_with_their_nearest_prototype():
+    """Fewer distinct queries than classes cannot be balanced over them (Sinkhorn's plan would be uniform, and
+    every query class 0): PT-MAP answers them as nearest prototype does, as it does fewer queries than
+    classes."""
+    from pdenets.models.fewshot import FewShotBatch
+
+    support, support_labels, query, query_labels = _episodes(5, 1, 3, tasks=2, spread=4.0, seed=2)
+    for position in (0, 7, 14):  # one query of classes 0, 2 and 4, ten times
+        copies = query[:, position : position + 1].expand(-1, 10, -1).contiguous()
+        answers = method_from_name("pt-map").predict_proba(FewShotBatch(support, support_labels, copies, 5))
+        assert (answers.argmax(2) == query_labels[:, position : position + 1]).all(), position
+    two = torch.cat([query[:, :1].expand(-1, 4, -1), query[:, 14:15].expand(-1, 4, -1)], 1)  # 2 < 5 distinct
+    answers = method_from_name("pt-map").predict_proba(FewShotBatch(support, support_labels, two, 5))
+    assert answers.argmax(2)[:, :4].eq(0).all() and answers.argmax(2)[:, 4:].eq(4).all()
+
+
+def test_an_unknown_preset_is_refused_with_the_methods_presets():
+    from pdenets.models.fewshot import BDCSPN
+
+    with pytest.raises(ValueError, match=r"^bd-cspn has no preset 'bogus'; its presets: easyfsl, paper$"):
+        BDCSPN.preset("bogus")
+    with pytest.raises(ValueError, match="tim has no preset 'easyfsl'; its presets: paper"):
+        method_from_name("tim", preset="easyfsl")
+    assert method_from_name("tim", preset="paper").settings == method_from_name("tim").settings

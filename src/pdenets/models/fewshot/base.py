@@ -40,7 +40,13 @@ inductive counterpart instead of forcing a balance that cannot hold (:attr:`FewS
 
 ``presets`` holds named settings of the literature (``"paper"``: how the Diff-ResNet ablation or the
 method's own paper set it); ``Method.preset("paper", **changes)`` or ``method_from_name(name,
-preset="paper")`` builds one.
+preset="paper")`` builds one; an unknown preset is refused with the method's presets.
+
+Probabilities are finite or refused: every method's ``predict_proba`` (a plug-in's too) raises a
+``ValueError`` naming the method where its answer holds NaN or infinity, never a silent NaN. The methods whose
+answer does not depend on the features' scale (BD-CSPN's cosines, PADDLE's temperature set by the prototypes'
+spread, PT-MAP) compute at any magnitude; the others have temperatures set for unit-scale features, which
+:func:`~pdenets.models.fewshot.classify` provides by measuring the task in its support's units.
 
 Episode shape: :attr:`FewShotBatch.points_per_class` — ``(S + Q) / C``, the average number
 of points a class has in the task's graph — is what the transductive methods adapt their
@@ -50,6 +56,7 @@ neighbourhood and diffusion strength to (:mod:`.heads`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Type, TypeVar
@@ -68,6 +75,7 @@ __all__ = [
     "METHOD_CLASSES",
     "registered_methods",
     "DEFAULT_METHOD",
+    "finite_probabilities",
 ]
 
 #: The method a user can pick without knowing the query set's shape or the features (the estimator's
@@ -238,6 +246,25 @@ class FewShotMethod(ABC):
     #: named settings changes from the literature (``"paper"``), see :meth:`preset`.
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every method's own ``predict_proba`` refuses non-finite probabilities, naming the method
+        (:func:`finite_probabilities`)."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("predict_proba")
+        if (
+            own is None
+            or getattr(own, "__isabstractmethod__", False)
+            or getattr(own, "_checks_finite", False)
+        ):
+            return
+
+        @functools.wraps(own)
+        def predict_proba(self: "FewShotMethod", batch: FewShotBatch) -> torch.Tensor:
+            return finite_probabilities(self, own(self, batch), batch)
+
+        predict_proba._checks_finite = True  # type: ignore[attr-defined]
+        cls.predict_proba = predict_proba  # type: ignore[method-assign]
+
     def __init__(self, settings: Any = None, **changes: Any):
         if settings is None:
             settings = self.settings_class(**changes)
@@ -253,10 +280,17 @@ class FewShotMethod(ABC):
     def preset(cls, name: str, **changes: Any) -> "FewShotMethod":
         """The method with the settings of the preset ``name`` (:attr:`presets`), ``changes`` on top.
 
-        A method without such a preset takes its default settings (its defaults are then the literature's).
+        ``"paper"`` is known to every method: one without such a preset takes its default settings (its
+        defaults are then the literature's).
+
+        Raises:
+            ValueError: a preset the method does not have, naming those it has.
         """
         if not isinstance(name, str):
             raise TypeError(f"a preset is named by a string, got {type(name).__name__}")
+        known = {"paper", *cls.presets}
+        if name not in known:
+            raise ValueError(f"{cls.name} has no preset {name!r}; its presets: {', '.join(sorted(known))}")
         return cls(**{**cls.presets.get(name, {}), **changes})
 
     @abstractmethod
@@ -269,6 +303,31 @@ class FewShotMethod(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings!r})"
+
+
+def finite_probabilities(
+    method: FewShotMethod, probabilities: torch.Tensor, batch: FewShotBatch
+) -> torch.Tensor:
+    """``probabilities`` where every one is finite; else a ``ValueError`` naming the method and the features'
+    magnitude (a temperature or a step set for unit-scale features met features of size ``1e20``).
+
+    Examples:
+        >>> batch = FewShotBatch(torch.tensor([[[0.0], [4.0]]]), torch.tensor([[0, 1]]),
+        ...                      torch.tensor([[[1.0]]]), 2)
+        >>> finite_probabilities(method_from_name("prototype"), torch.full((1, 1, 2), float("nan")), batch)
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: prototype: non-finite probabilities on features of magnitude up to 4; its ...
+    """
+    if bool(torch.isfinite(probabilities).all()):
+        return probabilities
+    magnitude = float(torch.cat([batch.support, batch.query], 1).abs().amax())
+    raise ValueError(
+        f"{method.name}: non-finite probabilities on features of magnitude up to {magnitude:.3g}; its "
+        "temperatures are set for features of unit scale: scale them (L2-normalize), or call classify(), "
+        "which measures a task in its support's units"
+    )
 
 
 _Method = TypeVar("_Method", bound=Type[FewShotMethod])

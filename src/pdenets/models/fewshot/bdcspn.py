@@ -60,7 +60,7 @@ from torch.nn import functional as F
 
 from ..._checks import check_positive
 from .base import FewShotBatch, FewShotMethod, register_method
-from .preprocessing import RECTIFICATION_TEMPERATURE, cross_domain_shift, prototypes
+from .preprocessing import RECTIFICATION_TEMPERATURE, cross_domain_shift, prototypes, unit_length
 
 __all__ = ["BDCSPN", "BDCSPNSettings", "balanced_assignment", "bdcspn_prototypes"]
 
@@ -152,7 +152,7 @@ def bdcspn_prototypes(
     """
     means = prototypes(support, support_labels, ways)
     points = torch.cat([support, query], 1)  # (T, N, M)
-    cosine = torch.bmm(F.normalize(points, dim=2), F.normalize(means, dim=2).transpose(1, 2))  # (T, N, C)
+    cosine = torch.bmm(unit_length(points, 2), unit_length(means, 2).transpose(1, 2))  # (T, N, C)
     query_cosine = cosine[:, support.shape[1] :]  # (T, Q, C)
     if share is None:  # every query joins its nearest prototype's class
         classes = query_cosine.argmax(2)
@@ -204,5 +204,5 @@ class BDCSPN(FewShotMethod):
         centres = bdcspn_prototypes(
             batch.support, batch.support_labels, shifted, batch.ways, settings.temperature, share
         )
-        cosine = torch.bmm(F.normalize(batch.query, dim=2), F.normalize(centres, dim=2).transpose(1, 2))
+        cosine = torch.bmm(unit_length(batch.query, 2), unit_length(centres, 2).transpose(1, 2))
         return torch.softmax(settings.temperature * cosine, dim=2)

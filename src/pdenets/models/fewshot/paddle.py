@@ -43,6 +43,7 @@ from torch.nn import functional as F
 
 from ..._checks import check_positive, check_positive_int
 from .base import FewShotBatch, FewShotMethod, register_method
+from .preprocessing import _power_of_two
 
 __all__ = ["PADDLE", "PADDLESettings"]
 
@@ -86,7 +87,10 @@ class PADDLE(FewShotMethod):
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
-        support, query = batch.support, batch.query
+        # an exact power-of-two rescaling of the task: its squared distances neither overflow nor underflow,
+        # and τ (scaled by the prototypes' spread) makes the result the same at any magnitude
+        exact = _power_of_two(torch.cat([batch.support, batch.query], 1), (1, 2))
+        support, query = batch.support / exact, batch.query / exact
         factor = 1.0 if settings.lam is None else settings.lam / batch.queries
         onehot = F.one_hot(batch.support_labels, batch.ways).to(support.dtype)  # (T, S, C)
         support_sums, support_counts = torch.bmm(onehot.transpose(1, 2), support), onehot.sum(1)

@@ -55,6 +55,19 @@ def _power_of_two(features: torch.Tensor, dims) -> torch.Tensor:
     return torch.where(largest > 0, scale, torch.ones_like(largest))
 
 
+def unit_length(features: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Every vector along ``dim`` scaled to unit length, at any magnitude: an exact power-of-two rescaling
+    first, so that ``1e20``- or ``1e-30``-sized vectors (whose squared norms overflow or underflow in float32)
+    give the same unit vectors as ``1``-sized ones; zero vectors stay zero.
+
+    Examples:
+        >>> import torch
+        >>> unit_length(torch.tensor([[3e20, 4e20], [3e-30, 4e-30]])).tolist()
+        [[0.6000000238418579, 0.800000011920929], [0.6000000238418579, 0.800000011920929]]
+    """
+    return F.normalize(features / _power_of_two(features, dim), dim=dim)
+
+
 def centre_and_normalize(
     features: torch.Tensor, base_mean: Optional[torch.Tensor] = None, *, normalize: bool = True
 ) -> torch.Tensor:
@@ -65,7 +78,7 @@ def centre_and_normalize(
     if base_mean is not None:
         features = features - base_mean.to(features)
     if normalize:
-        features = F.normalize(features / _power_of_two(features, -1), dim=-1)
+        features = unit_length(features, -1)
     return features
 
 
@@ -124,7 +137,7 @@ def rectified_prototypes(
     class's mean weight, which Euclidean distances notice and cosines do not."""
     plain = prototypes(support, labels, ways)
     points = torch.cat([support, query], 1)  # (T, N, M)
-    scores = temperature * torch.bmm(F.normalize(points, dim=-1), F.normalize(plain, dim=-1).transpose(1, 2))
+    scores = temperature * torch.bmm(unit_length(points), unit_length(plain).transpose(1, 2))
     assigned = F.one_hot(scores.argmax(2), ways).to(points.dtype)  # (T, N, C)
     weighted = assigned * scores.softmax(2)
     counts = assigned.sum(1)  # (T, C)

@@ -34,8 +34,9 @@ from torch.nn import functional as F
 
 from ..._checks import check_positive, check_positive_int, check_probability
 from .base import FewShotBatch, FewShotMethod, register_method
+from .preprocessing import unit_length
 
-__all__ = ["PTMAP", "PTMAPSettings", "power_transform", "sinkhorn"]
+__all__ = ["PTMAP", "PTMAPSettings", "power_transform", "sinkhorn", "distinct_points"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,20 @@ def sinkhorn(costs: torch.Tensor, lam: float, iterations: int) -> torch.Tensor:
     return log_plan.exp()
 
 
+def distinct_points(points: torch.Tensor) -> torch.Tensor:
+    """The number of distinct points of each task, ``(T, N, M)`` → ``(T,)``: rows compared through one fixed
+    random projection in float64 (equal rows always fall together; distinct ones almost never do).
+
+    Examples:
+        >>> distinct_points(torch.tensor([[[1.0, 2.0], [1.0, 2.0], [0.0, 1.0]]])).tolist()
+        [2]
+    """
+    generator = torch.Generator().manual_seed(0)
+    direction = torch.randn(points.shape[2], generator=generator, dtype=torch.float64).to(points.device)
+    keys = (points.double() @ direction).sort(dim=1).values
+    return 1 + (keys[:, 1:] != keys[:, :-1]).sum(1)
+
+
 @register_method
 class PTMAP(FewShotMethod):
     """Power transform + Sinkhorn-balanced MAP centre estimation (module docstring); ``(T, Q, C)``."""
@@ -107,11 +122,13 @@ class PTMAP(FewShotMethod):
         points = torch.cat([batch.support, batch.query], 1)
         points = power_transform(points, settings.power, settings.epsilon)
         if settings.normalize:
-            points = F.normalize(points, dim=2)
+            points = unit_length(points, 2)
         support, query = points[:, :support_count], points[:, support_count:]
         onehot = F.one_hot(batch.support_labels, batch.ways).to(points.dtype)  # (T, S, C)
         centres = torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]
-        if not batch.can_balance:  # nearest prototype, on the features as given: no transform to trust
+        if not batch.can_balance or bool((distinct_points(query) < batch.ways).any()):
+            # fewer (distinct) queries than classes cannot be balanced over them: Sinkhorn's plan would be
+            # uniform. Nearest prototype, on the features as given: no transform to trust
             return batch.nearest_prototype_proba(2 * settings.lam)
         support_sums = torch.bmm(onehot.transpose(1, 2), support)
         for _ in range(settings.iterations):
