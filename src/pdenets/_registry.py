@@ -46,9 +46,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import pkgutil
+import sys
 import warnings
 from collections.abc import Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, TypeVar
 
@@ -145,6 +146,7 @@ class _Record:
     entry: Any
     source: str
     description: str
+    module: Optional[str] = None
 
 
 def _source_of(module: Optional[str]) -> str:
@@ -202,6 +204,7 @@ class Registry(Mapping[str, E]):
         same: Optional[Callable[[E, E], bool]] = None,
         loads_with: Tuple["Registry[Any]", ...] = (),
         skip: Tuple[str, ...] = (),
+        check: Optional[Callable[[Any], Optional[str]]] = None,
     ) -> None:
         previous = FAMILIES.get(family)
         if previous is not None and (previous.kind, previous.group) != (kind, group or previous.group):
@@ -214,8 +217,10 @@ class Registry(Mapping[str, E]):
         self._same = same or (lambda old, new: old is new)
         self._loads_with = loads_with
         self._skip = frozenset(skip)
+        self._check = check
         self._records: Dict[str, _Record] = {}
         self._loaded = False
+        self._loading = False
         FAMILIES.setdefault(family, self)
 
     # ------------------------------------------------------------------ registering
@@ -236,13 +241,16 @@ class Registry(Mapping[str, E]):
         """
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"a {self.kind} needs a non-empty name, got {name!r}")
+        problem = self._check(entry) if self._check is not None else None
+        if problem:
+            raise TypeError(f"{self.kind} {name!r}: {problem}")
         old = self._records.get(name)
         if old is not None and not self._same(old.entry, entry):
             owner = _PACKAGE if old.source == BUILTIN else old.source
             raise ValueError(f"a {self.kind} named {name!r} is already registered (by {owner})")
         module = module if module is not None else getattr(entry, "__module__", None)
         text = description if description is not None else self._describe(entry)
-        self._records[name] = _Record(entry, _source_of(module), " ".join(str(text or "").split()))
+        self._records[name] = _Record(entry, _source_of(module), " ".join(str(text or "").split()), module)
         return entry
 
     def unregister(self, name: str) -> None:
@@ -311,15 +319,22 @@ class Registry(Mapping[str, E]):
         return self._loaded
 
     def load(self) -> None:
-        """Import the built-in package's modules, then the entry-point group's plug-ins (once a process)."""
-        if self._loaded:
-            return
+        """Import the built-in package's modules, then the entry-point group's plug-ins (once a process).
+
+        The family counts as loaded only once every built-in module has imported: a module that fails takes
+        back what it registered and raises, and the next read imports it again (and raises again)."""
+        if self._loaded or self._loading:
+            return  # a module of the walk that reads its own registry sees what is registered so far
+        self._loading = True
+        try:
+            for other in self._loads_with:
+                other.load()
+            package = self.package or _HOMES.get(self.family)
+            if package is not None:
+                self._walk(package)
+        finally:
+            self._loading = False
         self._loaded = True
-        for other in self._loads_with:
-            other.load()
-        package = self.package or _HOMES.get(self.family)
-        if package is not None:
-            self._walk(package)
         self._load_entry_points()
 
     def reload(self) -> None:
@@ -329,22 +344,19 @@ class Registry(Mapping[str, E]):
 
     def _walk(self, package: str) -> None:
         """Import ``package`` and, when it is a package, each of its public modules (a failure raises)."""
-        root = importlib.import_module(package)
+        root = _import_builtin(package)
         path = getattr(root, "__path__", None)
         if path is None:
             return
         for info in sorted(pkgutil.iter_modules(path), key=lambda info: info.name):
             if not info.name.startswith("_") and info.name not in self._skip:
-                importlib.import_module(f"{package}.{info.name}")
+                _import_builtin(f"{package}.{info.name}")
 
     def _load_entry_points(self) -> None:
         for entry in importlib.metadata.entry_points(group=self.group):
             distribution = getattr(getattr(entry, "dist", None), "name", None)
-            if distribution == _PACKAGE or entry.value.split(":")[0].split(".")[0] == _PACKAGE:
-                entry.load()  # pdenets' own entry (an older install's metadata): a failure is a bug, raised
-                continue
             key = (entry.group, entry.name, entry.value)
-            if key not in _FAILED:
+            if key not in _FAILED:  # every entry point, pdenets' own included, isolated (a failure warns)
                 self._load_plugin(entry, distribution or entry.value.split(":")[0])
 
     def _load_plugin(self, entry: Any, source: str) -> None:
@@ -352,7 +364,8 @@ class Registry(Mapping[str, E]):
         saved = {family: dict(registry._records) for family, registry in FAMILIES.items()}
         _LOADING.append(source)
         try:
-            entry.load()
+            with redirect_stdout(sys.stderr):  # what a plug-in prints never mixes with pdenets' output
+                entry.load()
         except (Exception, SystemExit) as error:  # noqa: BLE001 - a broken plug-in must not take others down
             for family, registry in list(FAMILIES.items()):
                 registry._records.clear()
@@ -367,3 +380,44 @@ class Registry(Mapping[str, E]):
             )
         finally:
             _LOADING.pop()
+
+
+def _import_builtin(name: str) -> Any:
+    """Import a built-in module; when it fails, take back what it registered (in every family) and raise."""
+    before = {family: dict(registry._records) for family, registry in FAMILIES.items()}
+    try:
+        return importlib.import_module(name)
+    except BaseException:
+        for family, registry in list(FAMILIES.items()):
+            old = before.get(family, {})
+            for key, record in list(registry._records.items()):
+                kept = record.module is not None and record.module in sys.modules
+                if old.get(key) is not record and not kept:  # registered by a module that did not finish
+                    if key in old:
+                        registry._records[key] = old[key]
+                    else:
+                        del registry._records[key]
+        raise
+
+
+def call_plugin(
+    registry: "Registry[Any]", name: str, what: str, function: Callable[..., Any], *args: Any
+) -> Any:
+    """``function(*args)`` for the entry ``name`` of ``registry``; when the entry is a plug-in's and the call
+    fails, the entry is left out with one :class:`PluginWarning` naming the plug-in, and ``None`` returned."""
+    record = registry._records.get(name)
+    if record is None or record.source == BUILTIN:
+        return function(*args)
+    try:
+        with redirect_stdout(sys.stderr):
+            return function(*args)
+    except Exception as error:  # noqa: BLE001 - a broken plug-in must not take the built-ins down
+        registry._records.pop(name, None)
+        detail = " ".join(str(error).split()) or "(no message)"
+        warnings.warn(
+            f"the {registry.kind} {name!r} of {record.source!r} failed in {what}: {type(error).__name__}: "
+            f"{detail}; it is left out",
+            PluginWarning,
+            stacklevel=3,
+        )
+        return None

@@ -117,7 +117,13 @@ class Forecaster:
 #: The forecaster registry, name → :class:`Forecaster`, in registration order (the closed forms first): every
 #: module of :mod:`pdenets.models` and the ``pdenets.forecasters`` entry points of other packages.
 FORECASTERS: Registry[Forecaster] = Registry(
-    "forecasters", kind="forecaster", package=__package__, describe=lambda entry: entry.description
+    "forecasters",
+    kind="forecaster",
+    package=__package__,
+    describe=lambda entry: entry.description,
+    check=lambda entry: (
+        None if isinstance(entry, Forecaster) else f"must be a Forecaster, got {type(entry).__name__}"
+    ),
 )
 
 

@@ -128,9 +128,11 @@ def load_graph(
         ...
         ValueError: unknown graph 'no-such-graph': use a path to a .npz file, planetoid/<name>, cora, ...
     """
+    from ..._registry import call_plugin
+
     text = str(spec)
     for entry in _by_priority():
-        if entry.accepts(text):
+        if call_plugin(GRAPH_FORMATS, entry.name, "accepts", entry.accepts, text):
             return entry.load(text, data_dir, missing_features)
     raise ValueError(f"unknown graph {spec!r}: use {accepted_forms()}")
 

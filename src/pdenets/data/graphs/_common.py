@@ -76,8 +76,25 @@ class GraphFormat:
 
 #: The graph-format registry, name → :class:`GraphFormat`: every module of :mod:`pdenets.data.graphs` and the
 #: ``pdenets.graph_formats`` entry points of other packages.
+def _format_problem(entry: object) -> Optional[str]:
+    """Why ``entry`` cannot be a graph format (``None``: it can)."""
+    if not isinstance(entry, GraphFormat):
+        return f"must be a GraphFormat, got {type(entry).__name__}"
+    if not (callable(entry.accepts) and callable(entry.load)):
+        return "accepts and load must be callables"
+    if isinstance(entry.priority, bool) or not isinstance(entry.priority, (int, float)):
+        return f"priority must be a number, got {entry.priority!r}"
+    if not isinstance(entry.usage, str):
+        return f"usage must be a string, got {type(entry.usage).__name__}"
+    return None
+
+
 GRAPH_FORMATS: Registry[GraphFormat] = Registry(
-    "graph-formats", kind="graph format", package=__package__, describe=lambda entry: entry.description
+    "graph-formats",
+    kind="graph format",
+    package=__package__,
+    describe=lambda entry: entry.description,
+    check=_format_problem,
 )
 
 
