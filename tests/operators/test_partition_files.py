@@ -190,7 +190,7 @@ def test_a_part_whose_arrays_disagree_with_the_manifest_is_refused(saved, change
             lambda path: path.write_text(json.dumps({"format": "pdenets-partition-1", "num_parts": 2})),
             "written by an earlier pdenets (pdenets-partition-1: pickled part files, no hashes)",
         ),
-        (lambda path: path.write_text(json.dumps({"format": "pdenets-partition-2"})), "num_parts must be"),
+        (lambda path: path.write_text(json.dumps({"format": "pdenets-partition-3"})), "num_parts must be"),
         (lambda path: path.write_text("[" * 100_000 + "]" * 100_000), "partition.json: not JSON"),
     ],
 )

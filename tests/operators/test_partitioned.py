@@ -374,3 +374,20 @@ def test_layer_refuses_an_operator_of_another_step_size(device):
     x = torch.rand(20, 4, dtype=torch.float64).to(device)
     expected = DiffusionOperator(weights, 0.2).apply(x, 2)
     torch.testing.assert_close(layer(x), expected, rtol=0, atol=1e-12)
+
+
+def test_the_lanczos_bound_of_a_graph_under_ten_nodes_comes_from_its_last_step():
+    """A 7-node weighted path: Lanczos' last β stays above its 1e-14 cut, so the only Ritz value is the one
+    taken at the last step (a graph of fewer than 10 nodes never reaches the every-10-steps check). A step
+    size between Gershgorin's bound and ``2 / λ_max`` is admitted with the spectral bound."""
+    from pdenets.operators.partitioned import PartitionedDiffusion
+
+    nodes = 7
+    dense = torch.zeros(nodes, nodes, dtype=torch.float64)
+    for i in range(nodes - 1):
+        dense[i, i + 1] = dense[i + 1, i] = 1.0 + 0.3 * i
+    gershgorin = stability_bound(dense)
+    spectral = stability_bound(dense, method="spectral")
+    assert spectral > 1.05 * gershgorin
+    operator = PartitionedDiffusion(dense.to_sparse_csr(), 0, (gershgorin + spectral) / 2)
+    assert operator.bound == pytest.approx(spectral, rel=1e-7)

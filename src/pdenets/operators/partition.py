@@ -64,9 +64,12 @@ __all__ = [
 ]
 
 PARTITIONERS = ("metis", "contiguous")
-_FORMAT = "pdenets-partition-2"
-#: the formats of partitions written by earlier versions (pickled containers, no hashes): refused by name
-_OLD_FORMATS = ("pdenets-partition-1",)
+_FORMAT = "pdenets-partition-3"
+#: the formats of partitions written by earlier versions, refused by name: what they lack
+_OLD_FORMATS = {
+    "pdenets-partition-1": "pickled part files, no hashes",
+    "pdenets-partition-2": "no feature width or class count to check the parts against",
+}
 #: the largest manifest read (a manifest of a million parts is under this)
 _MANIFEST_BYTES = 64 * 2**20
 #: how to get METIS
@@ -328,7 +331,7 @@ def save_partition(
         if dense_features is not None:
             arrays["features"] = dense_features[nodes].numpy()
         if labels is not None:
-            arrays["labels"] = labels[nodes].numpy()
+            arrays["labels"] = labels[nodes].numpy().astype(np.int64)
         name = f"part-{part}.npz"
         with open(folder / name, "wb") as handle:
             np.savez(handle, **arrays)
@@ -347,7 +350,9 @@ def save_partition(
         "offsets": partition.offsets.tolist(),
         "parts": parts,
         "features": dense_features is not None,
+        "num_features": int(dense_features.shape[1]) if dense_features is not None else None,
         "labels": labels is not None,
+        "num_classes": (int(labels.max()) + 1 if labels.numel() else 0) if labels is not None else None,
         "files": files,
     }
     (folder / "partition.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -395,7 +400,7 @@ def _manifest(directory: Union[str, os.PathLike]) -> Dict[str, Any]:
         raise refuse("not a pdenets partition manifest (a JSON object)")
     if facts.get("format") in _OLD_FORMATS:
         raise refuse(
-            f"written by an earlier pdenets ({facts['format']}: pickled part files, no hashes); write the "
+            f"written by an earlier pdenets ({facts['format']}: {_OLD_FORMATS[facts['format']]}); write the "
             "partition again with `pdenets partition` or save_partition"
         )
     if facts.get("format") != _FORMAT:
@@ -432,6 +437,11 @@ def _manifest(directory: Union[str, os.PathLike]) -> Dict[str, Any]:
             raise refuse(f"part {index}: nnz must be a whole number >= 0")
     if sum(part["nnz"] for part in parts) != facts["nnz"]:
         raise refuse(f"the parts hold {sum(part['nnz'] for part in parts)} entries, not nnz = {facts['nnz']}")
+    for flag, key in (("features", "num_features"), ("labels", "num_classes")):
+        if not isinstance(facts.get(flag), bool):
+            raise refuse(f"{flag} must be true or false")
+        if facts[flag] and not _is_count(facts.get(key)):
+            raise refuse(f"{key} must be a whole number >= 0 when {flag} are saved, got {facts.get(key)!r}")
     files = facts.get("files")
     names = {"order.npy", *(f"part-{k}.npz" for k in range(count))}
     if not isinstance(files, dict) or set(files) != names:
@@ -523,6 +533,31 @@ def _part_arrays(path: Path) -> Dict[str, np.ndarray]:
     return arrays
 
 
+def _order(folder: Path, facts: Dict[str, Any]) -> np.ndarray:
+    """``order.npy``, checked: the file the manifest lists, the int64 ``(N,)`` permutation of ``0 … N−1``."""
+    path = _verified(folder, "order.npy", facts)
+    total = facts["num_nodes"]
+    try:
+        with open(path, "rb") as handle:
+            shape, dtype = npy_header(handle)
+    except ValueError as error:
+        raise PartitionError(f"{path}: not a .npy array ({str(error).splitlines()[0][:100]})") from None
+    if shape != (total,) or dtype != np.dtype(np.int64):
+        raise PartitionError(f"{path}: holds {dtype} {shape}, not the int64 ({total},) order")
+    order = np.load(path, allow_pickle=False)
+    counts = np.bincount(order[(order >= 0) & (order < total)], minlength=total)
+    if order.min() < 0 or order.max() >= total or not bool((counts == 1).all()):
+        repeated = np.flatnonzero(counts > 1)
+        absent = np.flatnonzero(counts == 0)
+        detail = (
+            f"node {int(repeated[0])} appears {int(counts[repeated[0]])} times"
+            if repeated.size
+            else "ids out of range"
+        ) + (f", node {int(absent[0])} never" if absent.size else "")
+        raise PartitionError(f"{path}: the order is not a permutation of 0…{total - 1} ({detail})")
+    return order
+
+
 def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
     """The :class:`GraphPartition` saved in ``directory`` by :func:`save_partition` (its order and offsets
     only), checked (see the module).
@@ -547,26 +582,7 @@ def load_partition(directory: Union[str, os.PathLike]) -> GraphPartition:
     """
     folder = Path(directory)
     facts = _manifest(folder)
-    path = _verified(folder, "order.npy", facts)
-    total = facts["num_nodes"]
-    try:
-        with open(path, "rb") as handle:
-            shape, dtype = npy_header(handle)
-    except ValueError as error:
-        raise PartitionError(f"{path}: not a .npy array ({str(error).splitlines()[0][:100]})") from None
-    if shape != (total,) or dtype != np.dtype(np.int64):
-        raise PartitionError(f"{path}: holds {dtype} {shape}, not the int64 ({total},) order")
-    order = np.load(path, allow_pickle=False)
-    counts = np.bincount(order[(order >= 0) & (order < total)], minlength=total)
-    if order.min() < 0 or order.max() >= total or not bool((counts == 1).all()):
-        repeated = np.flatnonzero(counts > 1)
-        absent = np.flatnonzero(counts == 0)
-        detail = (
-            f"node {int(repeated[0])} appears {int(counts[repeated[0]])} times"
-            if repeated.size
-            else "ids out of range"
-        ) + (f", node {int(absent[0])} never" if absent.size else "")
-        raise PartitionError(f"{path}: the order is not a permutation of 0…{total - 1} ({detail})")
+    order = _order(folder, facts)
     return GraphPartition(
         torch.from_numpy(order),
         torch.tensor(facts["offsets"], dtype=torch.int64),
@@ -630,10 +646,36 @@ def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
         raise PartitionError(f"{path}: a column id lies outside 0…{total - 1}")
     if rows and (nodes.min() < 0 or nodes.max() >= total or np.unique(nodes).size != rows):
         raise PartitionError(f"{path}: its nodes must be {rows} distinct ids in 0…{total - 1}")
+    values = arrays["values"]
+    if not bool(np.isfinite(values).all()):
+        raise PartitionError(f"{path}: values hold NaN/inf weights")
+    if bool((values < 0).any()):
+        raise PartitionError(f"{path}: values hold negative weights; diffusion weights are >= 0")
+    order = _order(folder, facts)
+    if not np.array_equal(nodes, order[first : first + rows]):
+        raise PartitionError(
+            f"{path}: its nodes are not order.npy[{first}:{first + rows}] (a part of another partition, or "
+            "an order of another)"
+        )
+    labels = None
+    if facts.get("labels"):
+        classes = facts["num_classes"]
+        if arrays["labels"].dtype.kind not in "iu":
+            raise PartitionError(f"{path}: labels hold {arrays['labels'].dtype}, not integer class ids")
+        labels = arrays["labels"].astype(np.int64)
+        if rows and (labels.min() < -1 or labels.max() >= classes):
+            raise PartitionError(
+                f"{path}: labels must be class ids in 0…{classes - 1} (-1: unlabelled), as partition.json "
+                "says"
+            )
     features = None
     if facts.get("features"):
-        if "features" not in arrays or arrays["features"].ndim != 2 or arrays["features"].shape[0] != rows:
-            raise PartitionError(f"{path}: features must be a ({rows}, F) array")
+        width = facts["num_features"]
+        if "features" not in arrays or arrays["features"].shape != (rows, width):
+            found = arrays["features"].shape if "features" in arrays else None
+            raise PartitionError(f"{path}: features must be a ({rows}, {width}) array, got shape {found}")
+        if arrays["features"].dtype.kind == "f" and not bool(np.isfinite(arrays["features"]).all()):
+            raise PartitionError(f"{path}: features hold NaN/inf values")
         features = torch.from_numpy(arrays["features"])
     weights = torch.sparse_csr_tensor(
         torch.from_numpy(indptr),
@@ -650,5 +692,5 @@ def load_part(directory: Union[str, os.PathLike], part: int) -> PartFile:
         weights,
         torch.from_numpy(nodes),
         features,
-        torch.from_numpy(arrays["labels"]) if facts.get("labels") else None,
+        torch.from_numpy(labels) if labels is not None else None,
     )
