@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 from toytask import ToyConfig, ToyJob, ToyTask, stored_count, toy_command
 
+from pdenets.cli import main
 from pdenets.experiments import JobFailedError, ResultsStore, job_key, run_task
 from pdenets.experiments.runner import plan_jobs
 from pdenets.experiments.task import get_task
@@ -417,3 +418,25 @@ def test_the_ports_at_the_ends_of_the_range_are_accepted(monkeypatch, port):
             ValueError, match=f"MASTER_PORT='{outside}' is not valid: expected an integer >= 1 and"
         ):
             distributed_context()
+
+
+def test_report_only_never_replaces_a_report_by_one_of_fewer_runs(tmp_path, capsys):
+    """``--report-only`` with settings that plan fewer of the stored runs (another scale, fewer jobs) keeps
+    the report and its config as they are and names the settings that differ; settings that plan more (runs
+    to come) or the run's own config.yaml rebuild it."""
+    out = tmp_path / "run"
+    assert main(["run", "toy", "--n", "4", "--out", str(out), "--no-progress"]) == 0
+    before = {name: (out / name).read_bytes() for name in ("report.md", "config.yaml", "results.json")}
+    for changed in (["--n", "2"], ["--set", "scale=2.0"]):
+        capsys.readouterr()
+        assert main(["run", "toy", "--out", str(out), "--report-only", *changed]) == 2
+        error = capsys.readouterr().err
+        planned = "2 of the 4" if changed[0] == "--n" else "0 of the 4"
+        assert f"--report-only: these settings plan {planned} runs stored in {out}" in error
+        setting = "count: 4 stored, 2 given" if changed[0] == "--n" else "scale: 1.0 stored, 2.0 given"
+        assert setting in error and "so it is kept as it is" in error and error.count("\n") == 1
+        assert {name: (out / name).read_bytes() for name in before} == before
+    assert main(["run", "toy", "--out", str(out), "--report-only", "--n", "6"]) == 0  # two runs to come
+    results = json.loads((out / "results.json").read_text())
+    assert (results["runs_planned"], results["runs_stored"]) == (6, 4)
+    assert main(["run", "toy", "--out", str(out), "--report-only", "--config", str(out / "config.yaml")]) == 0

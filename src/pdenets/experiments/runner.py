@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import torch.distributed as dist
+import yaml
 from tqdm.auto import tqdm
 
 from .._checks import NonFiniteError
@@ -214,6 +215,7 @@ def run_task(
             raise ValueError(
                 f"--report-only: {out} holds no stored runs ({STORE_FILENAME}); run the task there first"
             )
+        _refuse_a_smaller_report(task, planned, Path(out))
     if task.config.ray_address and not report_only:
         check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
@@ -253,6 +255,41 @@ def run_task(
     context.close()  # under torchrun: the processes leave together, once rank 0 has written everything
     return RunOutcome(
         path, results, len(planned), len(stored), new, time.perf_counter() - start, summary, tuple(left_out)
+    )
+
+
+def _refuse_a_smaller_report(task: Task, planned: Sequence[Tuple[str, Any]], folder: Path) -> None:
+    """``--report-only`` with settings whose runs leave some of the folder's stored runs out would replace
+    its report with a smaller one: refused before anything is written, naming the settings that differ
+    from the run's ``config.yaml``."""
+    with ResultsStore(folder / STORE_FILENAME, task=task.name, columns=task.columns) as store:
+        stored = store.keys()
+    covered = len(stored & {key for key, _ in planned})
+    if covered == len(stored):
+        return
+    given = to_plain(config_to_dict(task.config))
+    try:
+        document = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+        saved = document.get("config", {}) if isinstance(document, dict) else {}
+    except (OSError, yaml.YAMLError):
+        saved = None
+    if isinstance(saved, dict):
+        differ = [name for name in given if name in saved and saved[name] != given[name]]
+        shown = "; ".join(f"{name}: {saved[name]!r} stored, {given[name]!r} given" for name in differ[:6])
+        settings = (
+            f" (the settings that differ from its config.yaml: {shown}"
+            + (f"; and {len(differ) - 6} more" if len(differ) > 6 else "")
+            + ")"
+            if differ
+            else ""
+        )
+    else:
+        settings = " (its config.yaml cannot be read)"
+    raise ValueError(
+        f"--report-only: these settings plan {covered} of the {len(stored)} runs stored in "
+        f"{folder}{settings}; "
+        "its report would leave the others out, so it is kept as it is. Give the run's own settings "
+        f"(--config {folder / 'config.yaml'}, and --quick if it was a quick run)"
     )
 
 
