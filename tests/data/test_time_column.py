@@ -220,3 +220,42 @@ def test_a_series_folder_reads_its_time_column_strictly(tmp_path):
         load_temporal(_folder(tmp_path, "date", ["r0", "r1", "r2"]))
     plain = load_temporal(_folder(tmp_path, "step", ["0", "1", "2", "3"]))
     assert plain.step_unit == "step" and plain.time_axis.span() == "4 rows one step apart, step 0 to 3"
+
+
+@pytest.mark.parametrize(
+    "values, unit, following",
+    [
+        (("2020-01-01", "2020-02-01", "2020-03-01", "2020-04-01"), "month", ["2020-05-01", "2020-06-01"]),
+        (("2020-01-31", "2020-02-29", "2020-03-31"), "month", ["2020-04-30", "2020-05-31"]),
+        (("2020-01-15", "2020-04-15", "2020-07-15"), "3 months", ["2020-10-15", "2021-01-15"]),
+        (("2019-12-31", "2020-12-31"), "year", ["2021-12-31", "2022-12-31"]),
+        (("2020-01-01", "2020-01-29", "2020-02-26"), "4 weeks", ["2020-03-25", "2020-04-22"]),
+    ],
+    ids=["first of the month", "month ends", "quarters", "years", "four weeks"],
+)
+def test_dates_on_one_day_of_every_month_are_a_monthly_series(values, unit, following):
+    """Monthly dates are 28 to 31 days apart: counted in months, they are one interval (a calendar month, a
+    quarter, a year), and the series continues on the same day of the month (or the month's last day)."""
+    axis = read_time_column("s.csv", "date", _cells(*values))
+    assert axis.unit == unit and axis.format(axis.following(2)) == following
+
+
+def test_an_interval_shorter_than_the_step_is_irregular_not_a_gap():
+    stamps = (
+        "2020-01-01 00:00",
+        "2020-01-01 01:00",
+        "2020-01-01 01:30",
+        "2020-01-01 02:30",
+        "2020-01-01 03:30",
+    )
+    with pytest.raises(DatasetError) as caught:
+        read_time_column("s.csv", "time", _cells(*stamps))
+    assert str(caught.value).endswith(
+        "the rows are one hour apart except 1 irregular interval: 30 minutes between line 3 (2020-01-01 "
+        "01:00) "
+        "and line 4 (2020-01-01 01:30); give one row per hour (resample the series to one interval)"
+    )
+    with pytest.raises(
+        DatasetError, match="except 1 gap: 2 months between line 3 .* \\(fill the missing rows\\)"
+    ):
+        read_time_column("s.csv", "date", _cells("2020-01-01", "2020-02-01", "2020-04-01"))

@@ -96,15 +96,17 @@ def test_real_valued_features_keep_their_information():
 
 def test_auto_keeps_sparse_real_features_sparse_at_the_density_bound():
     """TF-IDF weights (sparse, non-negative) are row-normalized, other sparse values scaled without centring:
-    both keep the zeros. The bound is inclusive: half the entries non-zero is sparse, one more is dense."""
-    from pdenets.data.transforms import SPARSE_FEATURES_DENSITY
+    both keep the zeros. The bound is the models' sparse input's, inclusive: a tenth of the entries non-zero
+    is sparse, one more is dense (ReLU embeddings, half zeros, are standardized)."""
+    from pdenets.data.transforms import SPARSE_INPUT_DENSITY
 
-    assert SPARSE_FEATURES_DENSITY == 0.5
-    half = torch.tensor([[0.0, 0.3, 0.0, 0.2], [0.7, 0.0, 0.1, 0.0]])  # 4 of 8 non-zero
-    assert feature_transform_for(half) == "row-normalize"
-    assert feature_transform_for(-half) == "scale"
-    more = half.clone()
-    more[0, 0] = 0.4  # 5 of 8
+    assert SPARSE_INPUT_DENSITY == 0.1
+    tenth = torch.zeros(4, 10)
+    tenth[0, 1], tenth[1, 3], tenth[2, 5], tenth[3, 7] = 0.3, 0.2, 0.7, 0.1  # 4 of 40 non-zero
+    assert feature_transform_for(tenth) == "row-normalize"
+    assert feature_transform_for(-tenth) == "scale"
+    more = tenth.clone()
+    more[0, 0] = 0.4  # 5 of 40
     assert feature_transform_for(more) == "standardize" and feature_transform_for(-more) == "standardize"
 
 
@@ -112,7 +114,10 @@ def test_boolean_and_integer_feature_tensors_are_counts():
     presence = torch.tensor([[True, False], [False, True], [True, True]])
     assert feature_transform_for(presence) == "bag-of-words"
     assert feature_transform_for(presence.long() * 3) == "bag-of-words"
-    assert feature_transform_for(torch.tensor([[0, -2], [1, 0]])) == "scale"
+    assert feature_transform_for(torch.tensor([[0, -2], [1, 3]])) == "standardize"  # signed, dense
+    signed = torch.zeros(2, 10, dtype=torch.long)
+    signed[0, 4] = -2
+    assert feature_transform_for(signed) == "scale"  # signed, sparse
     toy = _toy()
     toy.x = torch.tensor([[True, False], [True, True], [False, True], [True, False], [False, False]])
     out = preprocess_citation_graph(toy).x

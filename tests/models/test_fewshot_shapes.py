@@ -345,6 +345,13 @@ def test_pt_map_answers_identical_queries_with_their_nearest_prototype():
     two = torch.cat([query[:, :1].expand(-1, 4, -1), query[:, 14:15].expand(-1, 4, -1)], 1)  # 2 < 5 distinct
     answers = method_from_name("pt-map").predict_proba(FewShotBatch(support, support_labels, two, 5))
     assert answers.argmax(2)[:, :4].eq(0).all() and answers.argmax(2)[:, 4:].eq(4).all()
+    # a task's answer does not depend on the others of its batch: only the degenerate task falls back
+    mixed = torch.stack([query[0, :8], two[1]])
+    together = method_from_name("pt-map").predict_proba(FewShotBatch(support, support_labels, mixed, 5))
+    alone = method_from_name("pt-map").predict_proba(
+        FewShotBatch(support[:1], support_labels[:1], mixed[:1], 5)
+    )
+    torch.testing.assert_close(together[:1], alone)
 
 
 def test_an_unknown_preset_is_refused_with_the_methods_presets():

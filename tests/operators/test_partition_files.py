@@ -300,3 +300,19 @@ def test_a_file_whose_size_differs_from_the_manifest_is_refused_even_with_its_ha
         f"{saved / name}: {recorded + 16:,} bytes where partition.json records {recorded:,}: a damaged file, "
         "or one of another partition"
     )
+
+
+def test_save_partition_refuses_what_load_part_would_refuse(tmp_path):
+    """Float labels (never rounded), labels below -1 and NaN features are refused before a file is written."""
+    nodes = 6
+    ring = torch.tensor([[i for i in range(nodes)], [(i + 1) % nodes for i in range(nodes)]])
+    weights = gcn_normalize((torch.cat([ring, ring.flip(0)], 1), None), nodes).to(torch.float64)
+    partition = partition_graph(weights, 2, method="contiguous")
+    for changes, message in (
+        ({"labels": torch.tensor([0, 1.5, 0, 1, 0, 1])}, "labels must hold integers"),
+        ({"labels": torch.tensor([0, -3, 0, 1, 0, 1])}, "labels holds -3"),
+        ({"features": torch.full((nodes, 2), float("nan"))}, "features contains 12 NaN/inf"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=message):
+            save_partition(tmp_path / "parts", partition, weights, **changes)
+        assert not (tmp_path / "parts").exists()

@@ -3,13 +3,14 @@
 A series' rows must go forward in time at one interval: :func:`read_time_column` refuses a cell that is not a
 date, a time or a step number (naming the line), a repeated stamp and a stamp earlier than the one before
 (naming both lines), and gaps (giving their count, their sizes and where the first ones are). What it returns,
-a :class:`TimeAxis`, knows the series' span and can continue it (:meth:`TimeAxis.following`): forecasts are
-stamped with the times after the series' last row, at the series' own interval.
+a :class:`TimeAxis`, knows the series' span and can continue it (:meth:`TimeAxis.following`: the stamps after
+the series' last row, at the series' own interval).
 
 Accepted cells, one form for the whole column:
 
 * dates ``YYYY-MM-DD``, date-times ``YYYY-MM-DD HH:MM[:SS[.fff]]`` (or with ``T``; a final ``Z`` is read as
-  UTC and other time-zone offsets are refused), months ``YYYY-MM``;
+  UTC and other time-zone offsets are refused), months ``YYYY-MM``; dates on one day of every month, or on
+  every month's last day, are a monthly (quarterly, yearly) series;
 * whole step numbers (``1``, ``2``, …) in a column named ``day``, ``week``, ``month``, ``hour``, ``minute``,
   ``step``, ``t``, ``period`` or ``time``.
 """
@@ -20,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -119,6 +120,8 @@ class TimeAxis:
         unit: one row in words (``"day"``, ``"5 minutes"``, ``"week"``; a step-number column's unit).
         separator: what stands between date and clock in the file (``" "`` or ``"T"``).
         utc: the stamps end in ``Z``.
+        day_of_month: for dates a whole number of months apart, the day they fall on (``-1``: each month's
+            last day); ``0`` otherwise.
 
     Examples:
         >>> axis = read_time_column("series.csv", "time", [(2, "2026-03-02 00:00"), (3, "2026-03-02 00:05")])
@@ -134,6 +137,7 @@ class TimeAxis:
     unit: str
     separator: str = " "
     utc: bool = False
+    day_of_month: int = 0
 
     @property
     def dated(self) -> bool:
@@ -143,7 +147,12 @@ class TimeAxis:
     def following(self, count: int, after: int = -1) -> np.ndarray:
         """The ``count`` stamps after row ``after`` (default: the last), at the series' interval."""
         last = self.times[after]
-        return last + self.step * np.arange(1, count + 1)
+        if not self.day_of_month:
+            return last + self.step * np.arange(1, count + 1)
+        months = last.astype("datetime64[M]") + self.step * np.arange(1, count + 1)
+        if self.day_of_month < 0:  # each month's last day
+            return (months + 1).astype("datetime64[D]") - np.timedelta64(1, "D")
+        return months.astype("datetime64[D]") + np.timedelta64(self.day_of_month - 1, "D")
 
     def format(self, stamps: Optional[np.ndarray] = None) -> List[str]:
         """Stamps written as the file writes them (``stamps`` default: every row's)."""
@@ -259,14 +268,21 @@ def read_time_column(
                 "the rows must go forward in time"
             )
         raise dataset_error(path, f"column {column!r}: {problem}")
+    day_of_month = 0
+    if form[0] == "D" and int(differences.min()) >= 28:  # 28 days or more apart: a calendar interval?
+        day_of_month = _monthly(times)
+        if day_of_month:  # dates on one day of every month: their interval is counted in months
+            differences = np.diff(times.astype("datetime64[M]")).astype(np.int64)
+            form = ("M", form[1])
     counts = Counter(differences.tolist())
     step_value = max(counts, key=lambda value: (counts[value], -value))  # the commonest; the smaller on a tie
     step: Union[np.timedelta64, int]
     number_unit = _COLUMN_UNITS.get(column.strip().lower(), "step")  # what a step number counts
-    if form[0] == "step":
+    code: Any = form[0]  # numpy's unit of the stamps, or "step"
+    if code == "step":
         step = int(step_value)
     else:
-        step = np.timedelta64(int(step_value), form[0])
+        step = np.timedelta64(int(step_value), code)
     unit = interval_words(step, number_unit)
     irregular = np.flatnonzero(differences != step_value)
     if gaps_allowed:
@@ -275,7 +291,7 @@ def read_time_column(
         words = unit
 
         def size(i: int) -> Union[np.timedelta64, int]:
-            return int(differences[i]) if form[0] == "step" else np.timedelta64(int(differences[i]), form[0])
+            return int(differences[i]) if code == "step" else np.timedelta64(int(differences[i]), code)
 
         shown = ", ".join(
             f"{interval_words(size(i), number_unit)} between "
@@ -283,10 +299,23 @@ def read_time_column(
             for i in irregular[:_GAPS_SHOWN]
         )
         more = f" and {irregular.size - _GAPS_SHOWN} more" if irregular.size > _GAPS_SHOWN else ""
-        noun = "gap" if irregular.size == 1 else "gaps"
+        gaps = bool((differences[irregular] > step_value).all())  # rows missing, not an interval of its own
+        noun = ("gap" if gaps else "irregular interval") + ("" if irregular.size == 1 else "s")
+        fix = "fill the missing rows" if gaps else "resample the series to one interval"
         raise dataset_error(
             path,
             f"column {column!r}: the rows are {'one ' if not words[0].isdigit() else ''}{words} apart except "
-            f"{irregular.size} {noun}: {shown}{more}; give one row per {words} (fill the missing rows)",
+            f"{irregular.size} {noun}: {shown}{more}; give one row per {words} ({fix})",
         )
-    return TimeAxis(column, times, step, unit, form[1], bool(utc))
+    return TimeAxis(column, times, step, unit, form[1], bool(utc), day_of_month)
+
+
+def _monthly(dates: np.ndarray) -> int:
+    """The day of the month every date falls on (``-1``: every one is its month's last day), ``0`` when they
+    do not share one."""
+    months = dates.astype("datetime64[M]")
+    days = (dates - months.astype("datetime64[D]")).astype(np.int64) + 1
+    if bool((days == days[0]).all()) and days[0] <= 28:
+        return int(days[0])
+    last = ((months + 1).astype("datetime64[D]") - np.timedelta64(1, "D")) == dates
+    return -1 if bool(last.all()) else 0

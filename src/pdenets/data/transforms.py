@@ -42,7 +42,6 @@ __all__ = [
     "FEATURE_TRANSFORMS",
     "feature_transform_for",
     "feature_density",
-    "SPARSE_FEATURES_DENSITY",
     "SPARSE_INPUT_DENSITY",
     "standardize_features",
     "named_feature_transform",
@@ -140,12 +139,9 @@ def standardize_features(data: Data) -> Data:
     return _copy(data, x=(x - x.mean(0, keepdim=True)) / torch.where(std > 0, std, torch.ones_like(std)))
 
 
-#: ``auto``'s bound between sparse and dense features: the share of non-zero entries at or below which
-#: features are sparse, and transformed so that their zeros stay zeros
-SPARSE_FEATURES_DENSITY = 0.5
-
-#: the share of non-zero entries at or below which a graph's features enter the models as a sparse matrix
-#: (a sparse product then costs less than a dense one; ``benchmarks/feature_kinds.py`` measures both)
+#: the share of non-zero entries at or below which a graph's features are sparse: they enter the models as a
+#: sparse matrix (a sparse product then costs less than a dense one; ``benchmarks/feature_kinds.py`` measures
+#: both), and ``auto`` transforms them so that their zeros stay zeros
 SPARSE_INPUT_DENSITY = 0.1
 
 #: how the node features enter the models: ``auto`` picks ``bag-of-words`` for features that are
@@ -181,9 +177,12 @@ def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
     or for ``"auto"``:
 
     - ``"bag-of-words"`` where every feature is a non-negative whole number (word counts or presence);
-    - else, where at most :data:`SPARSE_FEATURES_DENSITY` of the entries are non-zero, ``"row-normalize"``
-      for non-negative features (TF-IDF weights) and ``"scale"`` for others: both keep the zeros;
-    - else ``"standardize"``.
+    - else, where at most :data:`SPARSE_INPUT_DENSITY` of the entries are non-zero (sparse features, which
+      the models take as a sparse matrix), ``"row-normalize"`` for non-negative features (TF-IDF weights)
+      and ``"scale"`` for others: both keep the zeros;
+    - else ``"standardize"`` (dense features: embeddings, measurements, ReLU activations).
+
+    Boolean and integer tensors follow the same rules as their values.
 
     Examples:
         >>> import torch
@@ -191,10 +190,10 @@ def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
         'bag-of-words'
         >>> feature_transform_for(torch.tensor([[0.5, -1.0], [1.0, 0.2]]))
         'standardize'
-        >>> feature_transform_for(torch.tensor([[0.0, 0.0, 0.3], [0.7, 0.0, 0.0]]))
-        'row-normalize'
-        >>> feature_transform_for(torch.tensor([[0.0, 0.0, -0.3], [0.7, 0.0, 0.0]]))
-        'scale'
+        >>> sparse = torch.zeros(2, 10)
+        >>> sparse[0, 3], sparse[1, 7] = 0.3, 0.7
+        >>> feature_transform_for(sparse), feature_transform_for(-sparse)
+        ('row-normalize', 'scale')
         >>> feature_transform_for(torch.tensor([[0.5, -1.0]]), "none")
         'none'
     """
@@ -203,12 +202,12 @@ def feature_transform_for(x: torch.Tensor, transform: str = "auto") -> str:
         raise ValueError(f"unknown feature transform {transform!r}; choose one of {choices}")
     if transform != "auto":
         return transform
-    if not x.is_floating_point():  # booleans and integers are counts (or presence) already
-        return "bag-of-words" if bool((x >= 0).all()) else "scale"
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
     non_negative = bool((x >= 0).all())
     if non_negative and bool((x == x.round()).all()):
         return "bag-of-words"
-    if feature_density(x) <= SPARSE_FEATURES_DENSITY:
+    if feature_density(x) <= SPARSE_INPUT_DENSITY:
         return "row-normalize" if non_negative else "scale"
     return "standardize"
 

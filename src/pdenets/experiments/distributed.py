@@ -236,6 +236,8 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
             )
         except (RuntimeError, ValueError, TimeoutError) as error:
             raise failed(str(error).splitlines()[0]) from None
-        # the joined group's collectives wait $PDENETS_COLLECTIVE_TIMEOUT for their peers, however short
+        # the joined group's collectives and its store's waits take $PDENETS_COLLECTIVE_TIMEOUT, however short
         dist.distributed_c10d._set_pg_timeout(timedelta(seconds=collective))
+        if dist.is_initialized():
+            dist.distributed_c10d._get_default_store().set_timeout(timedelta(seconds=collective))
     return DistributedContext(rank, world_size, process_device(device))

@@ -281,7 +281,8 @@ def _refuse_a_smaller_report(task: Task, planned: Sequence[Tuple[str, Any]], fol
             + (f"; and {len(differ) - 6} more" if len(differ) > 6 else "")
             + ")"
             if differ
-            else ""
+            else " (no setting differs from its config.yaml: this version of pdenets plans the runs of these "
+            "settings under other keys, as CHANGELOG.md says of the settings whose meaning changed)"
         )
     else:
         settings = " (its config.yaml cannot be read)"

@@ -47,7 +47,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_positive_int
+from .._checks import check_choice, check_features, check_labels, check_positive_int
 from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget, npy_header
 from .graph import GraphLike, as_weight_matrix
 from .locality import locality_order
@@ -304,6 +304,11 @@ def save_partition(
             raise ValueError(
                 f"{name} have {tensor.shape[0]} rows but the graph has {partition.num_nodes} nodes"
             )
+    # what load_part would refuse is refused here, before anything is written
+    if labels is not None:
+        labels = check_labels(labels, "labels", allow_unlabelled=True)
+    if features is not None:
+        check_features(features.to_dense() if features.layout != torch.strided else features, "features")
     folder = Path(directory)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise FileExistsError(

@@ -126,14 +126,19 @@ class PTMAP(FewShotMethod):
         support, query = points[:, :support_count], points[:, support_count:]
         onehot = F.one_hot(batch.support_labels, batch.ways).to(points.dtype)  # (T, S, C)
         centres = torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]
-        if not batch.can_balance or bool((distinct_points(query) < batch.ways).any()):
-            # fewer (distinct) queries than classes cannot be balanced over them: Sinkhorn's plan would be
-            # uniform. Nearest prototype, on the features as given: no transform to trust
+        if not batch.can_balance:  # nearest prototype, on the features as given: no transform to trust
             return batch.nearest_prototype_proba(2 * settings.lam)
+        # a task of fewer distinct queries than classes cannot be balanced over them either (Sinkhorn's plan
+        # would be uniform): that task, and it alone, is answered as nearest prototype
+        degenerate = distinct_points(query) < batch.ways
         support_sums = torch.bmm(onehot.transpose(1, 2), support)
         for _ in range(settings.iterations):
             plan = sinkhorn(torch.cdist(query, centres).square(), settings.lam, settings.sinkhorn_iterations)
             weighted = support_sums + torch.bmm(plan.transpose(1, 2), query)
             means = weighted / (onehot.sum(1) + plan.sum(1))[..., None]
             centres = centres + settings.alpha * (means - centres)
-        return sinkhorn(torch.cdist(query, centres).square(), settings.lam, settings.sinkhorn_iterations)
+        plan = sinkhorn(torch.cdist(query, centres).square(), settings.lam, settings.sinkhorn_iterations)
+        if bool(degenerate.any()):
+            nearest = batch.nearest_prototype_proba(2 * settings.lam)
+            plan = torch.where(degenerate[:, None, None], nearest, plan)
+        return plan

@@ -219,8 +219,8 @@ def _describe(dataset: str, facts: Tuple[Optional[TemporalGraphSeries], str, str
     if axis is not None:
         span = f"{md_escape(axis.span())} (column {md_escape(axis.column)})"
     else:
-        length = f" of {unit}" if unit[:1].isdigit() else ""
-        span = f"over {series.num_steps} {md_escape(plural(unit))}{md_escape(length)}"
+        length = f" of {md_escape(unit)}" if unit[:1].isdigit() else ""
+        span = f"over {series.num_steps} {md_escape(plural(unit))}{length}"
     return f"{label} — {series.num_nodes} {md_escape(plural_noun(entity))}{named}, {span}, {kind}, {graphs}"
 
 

@@ -228,7 +228,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     name = "coin-forecast"
     description = (
         "COIN for series on a graph (regions, sensors): per-node convection + diffusion on the graph, vs "
-        "baselines; forecasts past the series' end"
+        "baselines"
     )
     config_class = CoinForecastConfig
     shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
