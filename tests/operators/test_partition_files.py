@@ -173,6 +173,16 @@ def test_part_files_hold_plain_arrays_only(saved):
         (lambda a: a.pop("values"), "holds no values array"),
         (lambda a: a.update(values=a["values"].astype(np.int64)), "values hold int64, not floating-point"),
         (lambda a: a.update(labels=a["labels"][:2]), "labels has shape (2,), not (4,)"),
+        # checked against the manifest whatever the hash says (it is forged by _save_part)
+        (lambda a: a.update(nodes=np.array([0, 1, 2, 8])), "its nodes are not order.npy[0:4]"),  # 8: part 2's
+        (lambda a: a.update(nodes=a["nodes"][::-1].copy()), "its nodes are not order.npy[0:4]"),
+        (lambda a: a.update(values=_nan_first(a["values"])), "NaN/inf weights"),
+        (lambda a: a.update(values=-a["values"]), "negative weights"),
+        (lambda a: a.update(labels=np.array([0, 99, 2, 0])), "labels must be class ids in 0…2"),
+        (lambda a: a.update(labels=np.array([0, -5, 2, 0])), "labels must be class ids in 0…2"),
+        (lambda a: a.update(labels=a["labels"].astype(np.float64)), "labels hold float64"),
+        (lambda a: a.update(features=np.zeros((4, 3))), "features must be a (4, 2) array"),
+        (lambda a: a.update(features=np.full((4, 2), np.nan)), "features hold NaN/inf"),
     ],
 )
 def test_a_part_whose_arrays_disagree_with_the_manifest_is_refused(saved, change, message):
@@ -253,31 +263,6 @@ def _nan_first(values):
     values = values.copy()
     values[0] = np.nan
     return values
-
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        (lambda a: a.update(nodes=np.array([0, 1, 2, 8])), "its nodes are not order.npy[0:4]"),  # 8: part 2's
-        (lambda a: a.update(nodes=a["nodes"][::-1].copy()), "its nodes are not order.npy[0:4]"),
-        (lambda a: a.update(values=_nan_first(a["values"])), "NaN/inf weights"),
-        (lambda a: a.update(values=-a["values"]), "negative weights"),
-        (lambda a: a.update(labels=np.array([0, 99, 2, 0])), "labels must be class ids in 0…2"),
-        (lambda a: a.update(labels=np.array([0, -5, 2, 0])), "labels must be class ids in 0…2"),
-        (lambda a: a.update(labels=a["labels"].astype(np.float64)), "labels hold float64"),
-        (lambda a: a.update(features=np.zeros((4, 3))), "features must be a (4, 2) array"),
-        (lambda a: a.update(features=np.full((4, 2), np.nan)), "features hold NaN/inf"),
-    ],
-)
-def test_part_contents_that_disagree_with_the_manifest_are_refused_despite_a_forged_hash(
-    saved, change, message
-):
-    arrays = _part_arrays(saved, 0)
-    change(arrays)
-    _save_part(saved, 0, arrays)
-    with pytest.raises(PartitionError) as caught:
-        load_part(saved, 0)
-    assert str(caught.value).startswith(f"{saved / 'part-0.npz'}: ") and message in str(caught.value)
 
 
 def test_an_order_that_is_another_permutation_is_refused_by_load_part(saved):
