@@ -46,7 +46,7 @@ from pdenets.tasks.fewshot.protocol import classes_without_a_query
 
 PEERS = {
     "prototype": "PrototypicalNetworks",
-    "diffusion": "LaplacianShot",
+    "laplacianshot": "LaplacianShot",
     "bd-cspn": "BDCSPN",
     "pt-map": "PTMAP",
     "tim": "TIM",

@@ -14,7 +14,7 @@ from pdenets.models.fewshot import DiffusionFewShotClassifier
 
 rng = np.random.default_rng(0)
 dim, ways, shots, queries, tasks = 64, 5, 1, 15, 40
-methods = ["prototype", "diffusion", "internal", "pt-map"]
+methods = ["prototype", "laplacianshot", "internal", "pt-map"]
 correct = {method: [] for method in methods}
 for task in range(tasks):
     centres = rng.normal(size=(ways, dim)) * 1.0

@@ -219,6 +219,8 @@ class Registry(Mapping[str, E]):
         self._skip = frozenset(skip)
         self._check = check
         self._records: Dict[str, _Record] = {}
+        #: deprecated name → the entry's current name (:meth:`rename`)
+        self._former: Dict[str, str] = {}
         self._loaded = False
         self._loading = False
         FAMILIES.setdefault(family, self)
@@ -253,6 +255,30 @@ class Registry(Mapping[str, E]):
         self._records[name] = _Record(entry, _source_of(module), " ".join(str(text or "").split()), module)
         return entry
 
+    def rename(self, old: str, new: str) -> None:
+        """Keep ``old``, a name the entry ``new`` had before, as a deprecated name of it.
+
+        Reading ``old`` gives the entry ``new`` with a ``DeprecationWarning`` (:meth:`canonical`); listings
+        show ``new`` only. A name registered for an entry of its own is never taken as a former name.
+        """
+        if not isinstance(old, str) or not old.strip() or old == new:
+            raise ValueError(f"a former {self.kind} name must be a non-empty string other than {new!r}")
+        self._former[old] = new
+
+    def canonical(self, name: Any) -> Any:
+        """The name ``name`` stands for now: itself, or the current name of a former one (with a
+        ``DeprecationWarning`` naming both). Anything else is returned as it is, for the caller to refuse."""
+        self.load()
+        new = self._former.get(name) if isinstance(name, str) else None
+        if new is None or name in self._records:
+            return name
+        warnings.warn(
+            f"the {self.kind} {name!r} is now called {new!r}; {name!r} will be removed (see CHANGELOG.md)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return new
+
     def unregister(self, name: str) -> None:
         """Remove the entry ``name`` (for tests and examples that register a throw-away entry)."""
         self._records.pop(name, None)
@@ -268,7 +294,7 @@ class Registry(Mapping[str, E]):
 
     def __getitem__(self, name: str) -> E:
         self.load()
-        record = self._records.get(name)
+        record = self._records.get(self.canonical(name))
         if record is None:
             raise self.unknown(name)
         return record.entry

@@ -43,9 +43,9 @@ def test_weights_away_from_equal_are_applied_to_their_own_member():
     batch = _batch(3)
     first, second = LaplacianShot().predict_proba(batch), NearestPrototype().predict_proba(batch)
     assert (first - second).abs().max() > 1e-3  # the members disagree, so the weights show
-    ensemble = Ensemble(members=("diffusion", "prototype"), weights=(1.0, 4.0))
+    ensemble = Ensemble(members=("laplacianshot", "prototype"), weights=(1.0, 4.0))
     torch.testing.assert_close(ensemble.predict_proba(batch), 0.2 * first + 0.8 * second, rtol=0, atol=1e-12)
-    only_second = Ensemble(members=("diffusion", "prototype"), weights=(0.0, 2.5))
+    only_second = Ensemble(members=("laplacianshot", "prototype"), weights=(0.0, 2.5))
     torch.testing.assert_close(only_second.predict_proba(batch), second, rtol=0, atol=1e-12)
 
 
@@ -57,7 +57,7 @@ def test_member_instances_keep_their_settings():
     torch.testing.assert_close(ensemble.predict_proba(batch), expected, rtol=0, atol=1e-12)
     assert not torch.allclose(
         ensemble.predict_proba(batch),
-        Ensemble(members=("diffusion", "prototype"), weights=(1.0, 1.0)).predict_proba(batch),
+        Ensemble(members=("laplacianshot", "prototype"), weights=(1.0, 1.0)).predict_proba(batch),
     )
 
 
@@ -87,7 +87,7 @@ def test_one_query_at_a_time_is_the_first_member():
     batch = _batch(0)
     torch.testing.assert_close(
         classify(batch.support, batch.support_labels, batch.query, 4, "ensemble"),
-        classify(batch.support, batch.support_labels, batch.query, 4, "diffusion"),
+        classify(batch.support, batch.support_labels, batch.query, 4, "laplacianshot"),
         rtol=0,
         atol=0,
     )
@@ -101,8 +101,8 @@ def test_reads_prototypes_when_a_member_does():
 
 
 def test_lists_from_a_configuration_become_tuples():
-    settings = EnsembleSettings(members=["diffusion", "prototype"], weights=[1, 2])
-    assert settings.members == ("diffusion", "prototype") and settings.weights == (1, 2)
+    settings = EnsembleSettings(members=["laplacianshot", "prototype"], weights=[1, 2])
+    assert settings.members == ("laplacianshot", "prototype") and settings.weights == (1, 2)
     hash(settings)
 
 
@@ -110,15 +110,15 @@ def test_lists_from_a_configuration_become_tuples():
     "changes, message",
     [
         ({"members": ()}, "at least one member"),
-        ({"members": "diffusion"}, "must be a tuple or list"),
+        ({"members": "laplacianshot"}, "must be a tuple or list"),
         ({"weights": (1.0,)}, "one weight per member"),
         ({"weights": (1.0, -1.0)}, "every weight"),
         ({"weights": (0.0, 0.0)}, "must not all be zero"),
         ({"weights": (1.0, float("nan"))}, "finite numbers"),
         ({"weights": (1.0, "2")}, "finite numbers"),
-        ({"members": ("diffusion", "pt-map")}, "'pt-map' assumes balanced queries"),
-        ({"members": ("diffusion", "difusion")}, "diffusion"),
-        ({"members": ("diffusion", 3)}, "a method or a registered name"),
+        ({"members": ("laplacianshot", "pt-map")}, "'pt-map' assumes balanced queries"),
+        ({"members": ("laplacianshot", "difusion")}, "laplacianshot"),
+        ({"members": ("laplacianshot", 3)}, "a method or a registered name"),
         ({"min_queries_per_class": -1.0}, "min_queries_per_class"),
     ],
 )

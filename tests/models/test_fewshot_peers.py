@@ -25,7 +25,15 @@ def test_the_difference_to_prototype_is_paired_over_the_same_tasks(fewshot_peers
     rows = []
     labels = torch.arange(ways).expand(tasks, -1)
     fewshot_peers.measure_cell(
-        support, labels, query, query_labels, ways, ["diffusion", "prototype", "diffusion"], {}, rows, "toy"
+        support,
+        labels,
+        query,
+        query_labels,
+        ways,
+        ["laplacianshot", "prototype", "laplacianshot"],
+        {},
+        rows,
+        "toy",
     )
     first, prototype, after = rows
     assert "pdenets_minus_prototype" not in first and "pdenets_minus_prototype" not in prototype
@@ -37,7 +45,7 @@ def test_the_difference_to_prototype_is_paired_over_the_same_tasks(fewshot_peers
         ).argmax(2)
         return (predictions == query_labels).double().mean(1).numpy()
 
-    differences = per_task("diffusion") - per_task("prototype")
+    differences = per_task("laplacianshot") - per_task("prototype")
     assert differences.std() > 0 and abs(differences.mean()) > 0.01  # they disagree, on average too
     assert after["pdenets_minus_prototype"] == pytest.approx(100 * differences.mean(), abs=1e-4)
     half_width = 1.959964 * differences.std(ddof=1) / math.sqrt(tasks)

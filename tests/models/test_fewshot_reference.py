@@ -328,10 +328,10 @@ def test_bd_cspn_equals_its_reference_where_a_refused_query_joins_another_class(
         ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
         ("paddle", _paddle, {}),
         ("paddle", _paddle, {"temperature": 20.0, "lam": 2.0, "iterations": 7}),
-        ("diffusion", _laplacian_shot, {}),
-        ("diffusion", _laplacian_shot, {"knn": 3}),
-        ("diffusion", _laplacian_shot, {"knn": 3, "shift": True, "lam": 1.5}),
-        ("diffusion", _laplacian_shot, {"knn": 2, "rectify": False, "squared": False, "lam": 0.5}),
+        ("laplacianshot", _laplacian_shot, {}),
+        ("laplacianshot", _laplacian_shot, {"knn": 3}),
+        ("laplacianshot", _laplacian_shot, {"knn": 3, "shift": True, "lam": 1.5}),
+        ("laplacianshot", _laplacian_shot, {"knn": 2, "rectify": False, "squared": False, "lam": 0.5}),
     ],
 )
 def test_methods_equal_a_plain_implementation_of_their_equations(name, reference, settings, device):
@@ -672,7 +672,7 @@ def test_laplacian_term_pulls_linked_queries_together(device):
     batch = _batch(device)
     affinity_agreement = []
     for lam in (0.0, 3.0):
-        p = method_from_name("diffusion", lam=lam, knn=3).predict_proba(batch)
+        p = method_from_name("laplacianshot", lam=lam, knn=3).predict_proba(batch)
         affinity_agreement.append(float((p @ p.transpose(1, 2)).mean()))
     assert affinity_agreement[1] > affinity_agreement[0]
 

@@ -300,7 +300,7 @@ def test_a_scale_free_method_answers_alike_at_any_magnitude_when_called_directly
     assert torch.allclose(scaled, reference, atol=1e-5), (method, scale)
 
 
-@pytest.mark.parametrize("method", ["tim", "alpha-tim", "prototype", "diffusion"])
+@pytest.mark.parametrize("method", ["tim", "alpha-tim", "prototype", "laplacianshot"])
 def test_a_method_with_unit_scale_temperatures_refuses_non_finite_probabilities_naming_itself(method):
     from pdenets.models.fewshot import FewShotBatch
 

@@ -37,7 +37,7 @@ TOY = {
         tasks_per_job=20,
         shots=[1],
         studies=["ablation"],
-        methods=["prototype", "diffusion", "internal"],
+        methods=["prototype", "laplacianshot", "internal"],
         method_settings={"internal": {"epochs": 5}},
     ),
     "geodesic": dict(

@@ -35,7 +35,7 @@ def small(features, **changes):
         shots=[1, 5],
         workers=1,
         studies=["ablation"],
-        methods=["prototype", "diffusion", "convection", "external", "internal"],
+        methods=["prototype", "laplacianshot", "convection", "external", "internal"],
         method_settings=epochs,
     )
     values.update(changes)
@@ -51,7 +51,7 @@ def test_ablation_table_is_complete_and_pinned(features, tmp_path):
     table = outcome.results["ablation"][BALANCED]["toy"]
     assert set(table) == {"5-way 1-shot", "5-way 5-shot"}
     for cell in table.values():
-        assert set(cell) == {"prototype", "diffusion", "convection", "external", "internal"}
+        assert set(cell) == {"prototype", "laplacianshot", "convection", "external", "internal"}
         assert all(entry["tasks"] == 40 for entry in cell.values())
     assert (outcome.planned, outcome.stored) == (2 * 5 * 2, 20)
     pinned = {method: round(entry["mean"], 4) for method, entry in table["5-way 1-shot"].items()}
@@ -95,7 +95,7 @@ def test_rows_told_apart_by_nothing_are_explained_by_the_runs_own_settings():
 #: mean 5-way 1-shot accuracy (%) over the 40 tasks of seed 0 on the fixture's features
 PINNED_1_SHOT = {
     "prototype": 92.3333,
-    "diffusion": 97.3333,
+    "laplacianshot": 97.3333,
     "convection": 91.8667,
     "external": 91.9333,
     "internal": 97.7667,
@@ -158,7 +158,7 @@ def test_every_setting_reaches_the_job_key(features):
 
     # a setting changes the keys of exactly the method it belongs to: the others stay stored
     assert methods_changed(external={"mu": 0.02}) == {"external"}
-    assert methods_changed(diffusion={"lam": 0.3}) == {"diffusion"}
+    assert methods_changed(laplacianshot={"lam": 0.3}) == {"laplacianshot"}
     assert methods_changed(internal={"n_top": 6}, external={"n_top": 6}) == {"external", "internal"}
     assert methods_changed(internal={"num_steps": 4}) == {"internal"}
     assert methods_changed(convection={"lr": 0.05}) == {"convection"}
@@ -170,7 +170,7 @@ def test_every_setting_reaches_the_job_key(features):
     paper = small(features, defaults="paper")
     paper.prepare()
     assert {job.method for job in paper.jobs() if job_key("few-shot", job) not in base} == {
-        "diffusion",
+        "laplacianshot",
         "convection",
         "external",
         "internal",
@@ -199,7 +199,7 @@ def test_bad_requests_fail_before_anything_is_written(features, tmp_path, capsys
     assert not out.exists()
 
 
-@pytest.mark.parametrize("method", ["prototype", "diffusion", "convection", "external", "internal"])
+@pytest.mark.parametrize("method", ["prototype", "laplacianshot", "convection", "external", "internal"])
 def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
     """Each key setting of an episode job, method settings and preprocessing entry by entry, changes the
     accuracies or the mean log-likelihood of the true class."""
@@ -250,7 +250,7 @@ def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
                     "preprocessing.rectify": "jobs of a method that reads no prototypes carry it off "
                     "(Preprocessing.for_method); its own settings.rectify is checked"
                 }
-                if method == "diffusion"
+                if method == "laplacianshot"
                 else {}
             ),
         },

@@ -73,12 +73,18 @@ def spec_to_dict(spec: Any) -> Dict[str, Any]:
     return dataclasses.asdict(spec)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def _stored_form(value: Any) -> Any:
     """A spec as the plain data its key hashes: ``dataclasses.asdict``, each field under its ``stored_as``
-    name."""
+    name, its value in its ``stored_value`` form."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            item.metadata.get("stored_as", item.name): _stored_form(getattr(value, item.name))
+            item.metadata.get("stored_as", item.name): _stored_form(
+                item.metadata.get("stored_value", _same)(getattr(value, item.name))
+            )
             for item in dataclasses.fields(value)
         }
     if isinstance(value, (list, tuple)):
@@ -96,7 +102,8 @@ def job_key(task: str, spec: Any) -> str:
     enters the key only when it differs from its default (a setting added later that changes the
     numbers only when used: the runs stored before it keep their keys); a field renamed since runs
     were stored declares its old name, ``metadata={"stored_as": "hidden"}``, at any depth of the
-    spec, and the stored runs keep their keys.
+    spec, and the stored runs keep their keys; a field whose *values* were renamed maps them back with
+    ``metadata={"stored_value": function}`` (a renamed method: its name as the runs were stored).
 
     The spec is serialized as sorted JSON (values JSON cannot hold are written with
     ``str``) and hashed with SHA-256; the key is the first 24 hex digits, the same in every

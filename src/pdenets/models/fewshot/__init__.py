@@ -15,9 +15,11 @@ from .base import (
     METHOD_CLASSES,
     FewShotBatch,
     FewShotMethod,
+    canonical_method_name,
     method_from_name,
     register_method,
     registered_methods,
+    stored_method_name,
 )
 from .bdcspn import BDCSPN, BDCSPNSettings
 from .ensemble import Ensemble, EnsembleSettings
@@ -62,6 +64,8 @@ __all__ = [
     "method_from_name",
     "register_method",
     "registered_methods",
+    "canonical_method_name",
+    "stored_method_name",
     "NearestPrototype",
     "PrototypeSettings",
     "LaplacianShot",

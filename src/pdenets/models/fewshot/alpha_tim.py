@@ -78,7 +78,10 @@ class AlphaTIM(FewShotMethod):
     """
 
     name = "alpha-tim"
-    description = "TIM with α-entropies (Veilleux et al. 2021)"
+    description = (
+        "TIM with α-entropies (Veilleux et al. 2021): for queries whose class balance is unknown and mildly"
+        " skewed; on a weak backbone it fell below nearest prototype"
+    )
     is_transductive = True
     settings_class = AlphaTIMSettings
     settings: AlphaTIMSettings

@@ -59,7 +59,7 @@ import dataclasses
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 import torch
 
@@ -76,6 +76,8 @@ __all__ = [
     "registered_methods",
     "DEFAULT_METHOD",
     "finite_probabilities",
+    "canonical_method_name",
+    "stored_method_name",
 ]
 
 #: The method a user can pick without knowing the query set's shape or the features (the estimator's
@@ -245,6 +247,9 @@ class FewShotMethod(ABC):
     assumes_balanced_queries: ClassVar[bool] = False
     #: named settings changes from the literature (``"paper"``), see :meth:`preset`.
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    #: names the method was registered under before, oldest first: still accepted, with a
+    #: ``DeprecationWarning``; the oldest is the name its stored runs' keys hash (:func:`stored_method_name`).
+    former_names: ClassVar[Tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every method's own ``predict_proba`` refuses non-finite probabilities, naming the method
@@ -348,7 +353,29 @@ def register_method(cls: _Method) -> _Method:
     if not frozen:
         raise TypeError(f"{cls.__name__}.settings_class must be a frozen dataclass")
     METHOD_CLASSES.register(cls.name, cls)
+    for former in cls.former_names:
+        METHOD_CLASSES.rename(former, cls.name)
     return cls
+
+
+def canonical_method_name(name: Any) -> Any:
+    """The current name of the method ``name`` names (a former name gives its new one, with a
+    ``DeprecationWarning``); an unknown name is returned as it is, for the caller to refuse."""
+    return METHOD_CLASSES.canonical(name)
+
+
+def stored_method_name(name: str) -> str:
+    """The name the runs of the method ``name`` are stored under: its oldest name (:attr:`FewShotMethod.
+    former_names`), so that a rename keeps every stored run's key; an unknown name as it is.
+
+    Examples:
+        >>> stored_method_name("laplacianshot"), stored_method_name("prototype")
+        ('diffusion', 'prototype')
+    """
+    if name not in METHOD_CLASSES:
+        return name
+    cls = METHOD_CLASSES[name]
+    return cls.former_names[0] if cls.former_names else cls.name
 
 
 def registered_methods() -> List[str]:

@@ -185,7 +185,10 @@ class BDCSPN(FewShotMethod):
     """
 
     name = "bd-cspn"
-    description = "prototype rectification by the queries (BD-CSPN, Liu et al. 2020)"
+    description = (
+        "prototype rectification by the queries (BD-CSPN, Liu et al. 2020): fast, for query sets known to "
+        "be balanced"
+    )
     is_transductive = True
     settings_class = BDCSPNSettings
     settings: BDCSPNSettings

@@ -12,11 +12,12 @@ Below ``q_min`` queries per class on average the first member answers alone: the
 the Diff-ResNet head, diffuses over a graph of support ∪ query that so few queries cannot inform, and its
 first, LaplacianShot, links no query then and is nearest (rectified) prototype.
 
-The defaults — LaplacianShot (``"diffusion"``, weight 3) and the Diff-ResNet head (``"internal"``, weight 1),
-``q_min = 2`` — combine the two diffusions of the library: of the labels over the queries' graph, and of the
-features inside the trained head. Neither is the best alone on every kind of features (docs/fewshot.md, "The
-cell tables"): on raw Omniglot pixels the head led LaplacianShot by up to 4 points; on sentence embeddings
-with skewed queries it fell 3.8 points below nearest prototype where LaplacianShot was 2 above.
+The defaults — LaplacianShot (``"laplacianshot"``, weight 3) and the Diff-ResNet head (``"internal"``,
+weight 1), ``q_min = 2`` — combine the two diffusions of the library: of the labels over the queries' graph,
+and of the features inside the trained head. Neither is the best alone on every kind of features
+(docs/fewshot.md, "The cell tables"): on raw Omniglot pixels the head led LaplacianShot by up to 4 points;
+on sentence embeddings with skewed queries it fell 3.8 points below nearest prototype where LaplacianShot
+was 2 above.
 
 Why 3 : 1 and 2 (accuracy %, the cells' tasks): equal weights scored 87.22 on Omniglot 20-way 1-shot
 Dirichlet(0.5) tasks, 2.34 below PADDLE's 89.56 (3 : 1: 87.90); 4 : 1 gave back more of the head's lead on
@@ -31,30 +32,44 @@ step assumes balanced queries is refused: reports mark a method's results by its
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Tuple, Union
 
 import torch
 
 from ..._checks import check_positive
-from .base import FewShotBatch, FewShotMethod, method_from_name, register_method
+from .base import (
+    FewShotBatch,
+    FewShotMethod,
+    canonical_method_name,
+    method_from_name,
+    register_method,
+    stored_method_name,
+)
 
 __all__ = ["Ensemble", "EnsembleSettings"]
 
 Member = Union[str, FewShotMethod]
 
 
+def _stored_members(members: Tuple[Member, ...]) -> Tuple[Member, ...]:
+    """The members as the stored runs' keys name them (a renamed method by its oldest name)."""
+    return tuple(stored_method_name(member) if isinstance(member, str) else member for member in members)
+
+
 @dataclass(frozen=True)
 class EnsembleSettings:
     """Args:
     members: registered method names (default settings) or method instances; default
-        ``("diffusion", "internal")``.
+        ``("laplacianshot", "internal")``.
     weights: one non-negative weight per member, normalized to sum 1 (default ``(3, 1)``).
     min_queries_per_class: below this many queries per class on average (``Q < q_min · C``) the first member
         answers alone (default 2; 0: always the mixture).
     """
 
-    members: Tuple[Member, ...] = ("diffusion", "internal")
+    members: Tuple[Member, ...] = field(
+        default=("laplacianshot", "internal"), metadata={"stored_value": _stored_members}
+    )
     weights: Tuple[float, ...] = (3.0, 1.0)
     min_queries_per_class: float = 2.0
 
@@ -65,6 +80,7 @@ class EnsembleSettings:
             if isinstance(value, (str, FewShotMethod)) or not isinstance(value, (tuple, list)):
                 raise TypeError(f"{name} must be a tuple or list, got {type(value).__name__}")
             object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "members", tuple(canonical_method_name(member) for member in self.members))
         if not self.members:
             raise ValueError("an ensemble needs at least one member")
         if len(self.weights) != len(self.members):
@@ -109,12 +125,15 @@ class Ensemble(FewShotMethod):
         ...                      centres.repeat_interleave(4, 1) + torch.randn(2, 12, 8), 3)
         >>> Ensemble().predict_proba(batch).sum(2).allclose(torch.ones(2, 12))
         True
-        >>> Ensemble(members=("diffusion", "prototype"), weights=(1.0, 1.0)).predict_proba(batch).shape
+        >>> Ensemble(members=("laplacianshot", "prototype"), weights=(1.0, 1.0)).predict_proba(batch).shape
         torch.Size([2, 12, 3])
     """
 
     name = "ensemble"
-    description = "LaplacianShot and the Diff-ResNet head, averaged (weights 3 : 1); the default"
+    description = (
+        "the default: LaplacianShot and the Diff-ResNet head averaged (3 : 1), for queries of unknown "
+        "balance and features of unknown kind"
+    )
     is_transductive = True
     settings_class = EnsembleSettings
     settings: EnsembleSettings

@@ -43,9 +43,9 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
     Args:
         method: a registered method name (default :data:`~pdenets.models.fewshot.DEFAULT_METHOD`,
             ``"ensemble"``: LaplacianShot and the Diff-ResNet head averaged, which assume nothing about the
-            class counts of the queries; ``"diffusion"``, LaplacianShot alone; ``"internal"``, the head alone;
-            ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``, ``"tim"``, ...).
-        method_params: the method's settings, e.g. ``{"lam": 0.5}`` for ``diffusion``
+            class counts of the queries; ``"laplacianshot"``, LaplacianShot alone; ``"internal"``, the head
+            alone; ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``, ``"tim"``, ...).
+        method_params: the method's settings, e.g. ``{"lam": 0.5}`` for ``laplacianshot``
             (:class:`~pdenets.models.fewshot.LaplacianShotSettings`) or ``{"num_steps": 5}`` for ``internal``
             (:class:`~pdenets.models.fewshot.InternalSettings`); unknown names are refused.
         centre_and_normalize: subtract ``base_mean`` (if given) and L2-normalize.

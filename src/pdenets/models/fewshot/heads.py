@@ -656,7 +656,10 @@ class Convection(TrainedHead):
     """The residual head ``x + FC2 ReLU FC1 x → FC3`` trained on the support set (cross entropy)."""
 
     name = "convection"
-    description = "a residual head trained on the support set (Diff-ResNet ablation: convection)"
+    description = (
+        "a residual head trained on the support set (Diff-ResNet ablation: convection): inductive; at the "
+        "defaults it stays with nearest prototype"
+    )
     settings_class = ConvectionSettings
     settings: ConvectionSettings
     presets = {"paper": {"init": "random", "epochs": 100}}
@@ -668,7 +671,10 @@ class External(TrainedHead):
     convection-diffusion)."""
 
     name = "external"
-    description = "convection + a graph regularizer on the outputs (Diff-ResNet ablation: external)"
+    description = (
+        "convection + a graph regularizer on the outputs (Diff-ResNet ablation: external); for the "
+        "ablation, at the defaults it equals convection"
+    )
     is_transductive = True
     settings_class = ExternalSettings
     settings: ExternalSettings
@@ -696,7 +702,10 @@ class Internal(TrainedHead):
     """
 
     name = "internal"
-    description = "the Diff-ResNet head: diffusion layers inside the network (Diff-ResNet, Wang et al.)"
+    description = (
+        "the Diff-ResNet head (Wang et al.): diffusion layers inside the network; for pixel-like features, "
+        "where it is strongest; it can fall below nearest prototype on skewed queries"
+    )
     is_transductive = True
     settings_class = InternalSettings
     settings: InternalSettings

@@ -1,7 +1,7 @@
 r"""Laplacian-regularized label assignment (LaplacianShot, Ziko et al., ICML 2020), batched over tasks.
 
 The "Diffusion" method of the Diff-ResNet ablation: no network, label propagation only
-(:class:`LaplacianShot`, registered as ``"diffusion"``).
+(:class:`LaplacianShot`, registered as ``"laplacianshot"``; ``"diffusion"``, its former name, is deprecated).
 With unary costs ``a_{ic} = ‖x_i − m_c‖`` of query ``i`` and prototype ``c`` and query
 affinities ``w_{ij}``, LaplacianShot minimises over soft assignments ``y_i`` in the simplex
 
@@ -142,8 +142,12 @@ class LaplacianShotSettings:
 class LaplacianShot(FewShotMethod):
     """Laplacian-regularized assignment of the queries (module docstring); ``(T, Q, C)``."""
 
-    name = "diffusion"
-    description = "LaplacianShot: Laplacian-regularized assignment of the queries (Ziko et al. 2020)"
+    name = "laplacianshot"
+    former_names = ("diffusion",)
+    description = (
+        "LaplacianShot (Ziko et al. 2020): labels smoothed over the queries' graph, assumes no balance; for"
+        " query sets of any shape"
+    )
     is_transductive = True
     settings_class = LaplacianShotSettings
     settings: LaplacianShotSettings

@@ -3,20 +3,20 @@ r"""Few-shot classification of many tasks at once: preprocessing, then any regis
 The registered methods (:func:`~.base.registered_methods`, read live: a method registered later is
 included) are, built in:
 
-================  ============================================================  ============  ========
-name              method                                                        transductive  balanced
-================  ============================================================  ============  ========
-``prototype``     nearest prototype (:mod:`.prototype`)                         no            no
-``diffusion``     LaplacianShot (:mod:`.laplacianshot`)                         yes           no
-``convection``    residual head trained on the support set (:mod:`.heads`)      no            no
-``external``      ``convection`` + graph regularizer on the outputs             yes           no
-``internal``      the Diff-ResNet head: diffusion layers inside the network     yes           no
-``bd-cspn``       prototype rectification (:mod:`.bdcspn`)                      yes           yes
-``pt-map``        power transform + Sinkhorn-balanced centres (:mod:`.ptmap`)   yes           yes
-``tim``           transductive information maximization (:mod:`.tim`)           yes           yes
-``alpha-tim``     TIM with α-entropies (:mod:`.alpha_tim`)                      yes           yes
-``paddle``        minimum description length, PADDLE (:mod:`.paddle`)           yes           no
-================  ============================================================  ============  ========
+==================  ============================================================  ============  ========
+name                method                                                        transductive  balanced
+==================  ============================================================  ============  ========
+``prototype``       nearest prototype (:mod:`.prototype`)                         no            no
+``laplacianshot``   LaplacianShot (:mod:`.laplacianshot`)                         yes           no
+``convection``      residual head trained on the support set (:mod:`.heads`)      no            no
+``external``        ``convection`` + graph regularizer on the outputs             yes           no
+``internal``        the Diff-ResNet head: diffusion layers inside the network     yes           no
+``bd-cspn``         prototype rectification (:mod:`.bdcspn`)                      yes           yes
+``pt-map``          power transform + Sinkhorn-balanced centres (:mod:`.ptmap`)   yes           yes
+``tim``             transductive information maximization (:mod:`.tim`)           yes           yes
+``alpha-tim``       TIM with α-entropies (:mod:`.alpha_tim`)                      yes           yes
+``paddle``          minimum description length, PADDLE (:mod:`.paddle`)           yes           no
+==================  ============================================================  ============  ========
 
 ("balanced": :attr:`~.base.FewShotMethod.assumes_balanced_queries`.) Every method sees the same
 preprocessing (:class:`Preprocessing`): centering by the base mean and L2 normalization, or raw

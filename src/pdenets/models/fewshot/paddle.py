@@ -80,7 +80,10 @@ class PADDLE(FewShotMethod):
     """
 
     name = "paddle"
-    description = "minimum description length: PADDLE (Martin et al. 2022)"
+    description = (
+        "PADDLE (Martin et al. 2022): estimates which classes the queries hold, for many classes of which "
+        "few are present; on a weak backbone it fell below nearest prototype"
+    )
     is_transductive = True
     settings_class = PADDLESettings
     settings: PADDLESettings

@@ -36,7 +36,10 @@ class NearestPrototype(FewShotMethod):
     """
 
     name = "prototype"
-    description = "nearest class mean (Snell et al. 2017)"
+    description = (
+        "nearest class mean (Snell et al. 2017): inductive, the floor to compare with; for one query at a "
+        "time"
+    )
     is_transductive = False
     settings_class = PrototypeSettings
     settings: PrototypeSettings

@@ -110,7 +110,10 @@ class PTMAP(FewShotMethod):
     """Power transform + Sinkhorn-balanced MAP centre estimation (module docstring); ``(T, Q, C)``."""
 
     name = "pt-map"
-    description = "power transform + Sinkhorn-balanced centres: PT-MAP (Hu et al. 2021)"
+    description = (
+        "PT-MAP (Hu et al. 2021): power transform + Sinkhorn-balanced centres, among the best on balanced "
+        "query sets; only when the queries are known to be balanced"
+    )
     is_transductive = True
     settings_class = PTMAPSettings
     settings: PTMAPSettings

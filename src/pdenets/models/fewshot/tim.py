@@ -104,7 +104,10 @@ class TIM(FewShotMethod):
     """Transductive information maximization, gradient-descent version (module docstring); ``(T, Q, C)``."""
 
     name = "tim"
-    description = "transductive information maximization: TIM (Boudiaf et al. 2020)"
+    description = (
+        "TIM (Boudiaf et al. 2020): transductive information maximization, among the best on balanced query"
+        " sets; only when the queries are known to be balanced"
+    )
     is_transductive = True
     settings_class = TIMSettings
     settings: TIMSettings

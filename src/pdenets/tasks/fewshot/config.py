@@ -14,6 +14,7 @@ from ...models.fewshot import (
     PREPROCESSING,
     FewShotMethod,
     ablation_method,
+    canonical_method_name,
     method_from_name,
     registered_methods,
 )
@@ -108,6 +109,11 @@ class FewShotConfig(TaskConfig):
     def validate(self) -> None:
         super().validate()
         methods = registered_methods()  # read now: a method registered after import is accepted
+        # a method's former name (a config.yaml of an older run) is read as its current one, with a warning
+        self.methods = [canonical_method_name(name) for name in self.methods]
+        self.method_settings = {
+            canonical_method_name(name): values for name, values in self.method_settings.items()
+        }
         check_fields(
             self,
             non_empty=(

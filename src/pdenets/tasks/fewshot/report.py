@@ -32,7 +32,7 @@ __all__ = [
 #: the methods' names in tables
 METHOD_NAMES = {
     "prototype": "Nearest prototype",
-    "diffusion": "Diffusion (LaplacianShot)",
+    "laplacianshot": "LaplacianShot",
     "convection": "Convection",
     "external": "External convection-diffusion",
     "internal": "Internal convection-diffusion (Diff-ResNet)",
@@ -56,15 +56,15 @@ def shape_label(queries: int, distribution: str, open_set: int, mode: str) -> st
     return label + (", one query at a time" if mode == "one-at-a-time" else "")
 
 
-PAPER_METHODS = ("prototype", "diffusion", "convection", "external", "internal")
+PAPER_METHODS = ("prototype", "laplacianshot", "convection", "external", "internal")
 _SOURCE = "Diff-ResNet paper, Table 2 (miniImageNet, ResNet-18, 5-way, 1,000 tasks)"
 #: Table 2, miniImageNet with a ResNet-18 backbone: the paper's numbers for context (other data, other
 #: backbone).
 PAPER_TABLE2 = {
     ("prototype", 1): PaperValue(57.09, None, _SOURCE),
     ("prototype", 5): PaperValue(79.30, None, _SOURCE),
-    ("diffusion", 1): PaperValue(57.81, None, _SOURCE),
-    ("diffusion", 5): PaperValue(79.54, None, _SOURCE),
+    ("laplacianshot", 1): PaperValue(57.81, None, _SOURCE),
+    ("laplacianshot", 5): PaperValue(79.54, None, _SOURCE),
     ("convection", 1): PaperValue(53.04, None, _SOURCE),
     ("convection", 5): PaperValue(79.58, None, _SOURCE),
     ("external", 1): PaperValue(55.30, None, _SOURCE),

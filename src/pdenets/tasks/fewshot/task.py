@@ -2,7 +2,7 @@
 
 Studies (``--studies``, all by default):
 
-* ``ablation`` — methods (the paper's five: nearest prototype, LaplacianShot "diffusion",
+* ``ablation`` — methods (the paper's five: nearest prototype, LaplacianShot (the paper's "diffusion"),
   convection, external and internal convection-diffusion; and the peers BD-CSPN, PT-MAP, TIM,
   α-TIM, PADDLE) × ways × shots × datasets, mean accuracy and 95 % confidence interval over
   ``tasks`` episodes (Table 2's layout), one table per shape of the query sets: ``queries`` per
@@ -42,6 +42,7 @@ from ...models.fewshot import (
     adaptive_neighbours,
     classify,
     method_from_name,
+    stored_method_name,
 )
 from . import report as fewshot_report
 from .config import STUDIES, FewShotConfig
@@ -85,7 +86,7 @@ class EpisodeJob:
     first_task: int
     last_task: int
     seed: int
-    method: str
+    method: str = field(metadata={"stored_value": stored_method_name})
     settings: Any
     preprocessing: Preprocessing
     variable: Optional[float]
@@ -111,7 +112,7 @@ class PictureJob:
 @dataclass(frozen=True)
 class OfficialRunsJob:
     fingerprint: str
-    method: str
+    method: str = field(metadata={"stored_value": stored_method_name})
     settings: Any
     preprocessing: Preprocessing
     features: str = field(default="", metadata={"key": False})
