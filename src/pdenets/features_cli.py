@@ -7,6 +7,7 @@
     my_images/train \\
         --out mine.npz
     pdenets features embed-text --dataset clinc150 --out clinc150.npz
+    pdenets features embed-text my_intents.csv --encoder tfidf --out my_intents.npz
 
 The features file is the format :func:`pdenets.data.fewshot.load_features` reads; give it to
 ``pdenets run few-shot --dataset FILE.npz``.
@@ -26,6 +27,7 @@ from .experiments.report import Report
 from .experiments.rundir import RunDirectory
 from .features import image_features, load_backbone, save_backbone, train_image_backbone
 from .features.datasets import FEWSHOT_DATASETS, IMAGE_SPLITS, FewShotDataset
+from .features.text_encoders import text_file_features
 from .models.backbones import BackboneTraining
 
 __all__ = ["run_features_command"]
@@ -160,14 +162,38 @@ def _extract(args) -> int:
 
 
 def _embed_text(args) -> int:
-    dataset = _dataset(args, "text")
-    assert dataset is not None and dataset.embed is not None  # a text dataset (checked by _dataset)
+    if args.file is not None and args.dataset is not None:
+        raise ValueError("give FILE or --dataset, not both")
+    columns = {
+        "text_column": args.text_column,
+        "label_column": args.label_column,
+        "id_column": args.id_column,
+    }
+    if args.file is None:
+        given = [f"--{name.replace('_', '-')}" for name, value in columns.items() if value is not None]
+        if given or args.encoder != "minilm":
+            raise ValueError(f"{', '.join(given) or '--encoder'} applies to FILE, not to --dataset")
+        args.dataset = args.dataset or "clinc150"
     out = Path(args.out)
+    if out.suffix != ".npz":
+        raise ValueError(f"--out {out}: the features file name must end in .npz")
     if out.exists() and not args.overwrite:
         raise ValueError(f"{out} exists; pass --overwrite to replace it")
-    features = dataset.embed(args.data_dir, not args.no_progress)
+    if args.file is not None:
+        if Path(args.file).resolve() == out.resolve():
+            raise ValueError(f"--out {out} is FILE itself: a features file never replaces your texts")
+        features = text_file_features(args.file, args.encoder, progress=not args.no_progress, **columns)
+    else:
+        dataset = _dataset(args, "text")
+        assert dataset is not None and dataset.embed is not None  # a text dataset (checked by _dataset)
+        features = dataset.embed(args.data_dir, not args.no_progress)
     save_features(features, out, overwrite=args.overwrite)
-    print(f"{len(features.labels)} text embeddings of {features.num_classes} classes written to {out}")
+    unlabelled = 0 if features.unlabelled is None else features.unlabelled.shape[0]
+    print(
+        f"{len(features.labels)} text embeddings of {features.num_classes} classes"
+        + (f" and {unlabelled} unlabelled to classify" if unlabelled else "")
+        + f" ({features.dim} dimensions) written to {out}"
+    )
     return 0
 
 

@@ -264,3 +264,60 @@ def test_backbone_files_are_checked_against_the_budget_before_they_are_used(tmp_
         "budget 1.0 KiB",
     ):
         load_backbone(path)
+
+
+def test_ids_and_unlabelled_rows_round_trip_and_a_long_id_costs_its_length(tmp_path):
+    long_id = "<b>" + "x" * 10_000
+    features = FeatureSet(
+        torch.randn(4, 3),
+        torch.tensor([0, 1, 0, 1]),
+        ("a", "b"),
+        ids=("p", "q,r", long_id, "s\nt"),
+        unlabelled=torch.randn(2, 3),
+        unlabelled_ids=("u1", "=1+1"),
+    )
+    path = save_features(features, tmp_path / "f.npz")
+    assert path.stat().st_size < 60_000  # one JSON string (4 bytes a character), not 4 ids padded to 10,003
+    loaded = load_features(path)
+    assert loaded.ids == features.ids and loaded.unlabelled_ids == features.unlabelled_ids
+    assert torch.equal(loaded.unlabelled, features.unlabelled)
+    plain = FeatureSet(torch.randn(2, 3), torch.tensor([0, 1]), ("a", "b"))
+    reloaded = load_features(save_features(plain, tmp_path / "plain.npz"))
+    assert reloaded.ids == () and reloaded.unlabelled is None and reloaded.unlabelled_ids == ()
+    with pytest.raises(ValueError, match="1 ids for 2 labelled rows"):
+        save_features(
+            FeatureSet(torch.randn(2, 3), torch.tensor([0, 1]), ("a", "b"), ids=("x",)), tmp_path / "b.npz"
+        )
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"ids": np.array(["a", "b"])}, "ids must be 3 strings"),
+        ({"ids": np.array(["a", "b", "a"])}, "ids repeats the id 'a'"),
+        ({"ids": np.array(["a", " ", "c"])}, "ids holds an empty id"),
+        ({"ids": np.array('{"not": "a list"}')}, "ids must be a JSON list of strings"),
+        ({"ids": np.arange(3)}, "ids must be 3 strings"),
+        ({"unlabelled": np.zeros((2, 4))}, "unlabelled must be a (U, 3) matrix"),
+        ({"unlabelled": np.array([[0, np.nan, 0]])}, "unlabelled holds 1 NaN/inf"),
+        ({"unlabelled_ids": np.array(["u"])}, "unlabelled_ids without unlabelled rows"),
+        (
+            {"unlabelled": np.zeros((1, 3)), "unlabelled_ids": np.array(["u", "v"])},
+            "unlabelled_ids must be 1",
+        ),
+        (
+            {
+                "ids": np.array(["a", "b", "c"]),
+                "unlabelled": np.zeros((1, 3)),
+                "unlabelled_ids": np.array(["b"]),
+            },
+            "the id 'b' names a labelled and an unlabelled row",
+        ),
+    ],
+)
+def test_bad_ids_or_unlabelled_rows_are_refused_naming_the_array(tmp_path, extra, message):
+    path = tmp_path / "f.npz"
+    np.savez(path, features=np.zeros((3, 3)), labels=np.array([0, 1, 1]), **extra)
+    with pytest.raises(DatasetError) as error:
+        load_features(path)
+    assert message in str(error.value) and str(path) in str(error.value)

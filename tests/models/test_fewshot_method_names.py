@@ -7,7 +7,7 @@ import pytest
 
 from pdenets._registry import Registry
 from pdenets.experiments import job_key
-from pdenets.experiments.config import ConfigError
+from pdenets.experiments.config import ConfigError, RenamedSettingWarning
 from pdenets.models.fewshot import (
     METHOD_CLASSES,
     PREPROCESSING,
@@ -75,7 +75,7 @@ def test_the_rename_keeps_every_stored_runs_key(method):
 
 def test_a_config_of_an_older_run_reads_the_former_name_as_the_new_one():
     config = FewShotConfig(methods=["prototype", "diffusion"], method_settings={"diffusion": {"lam": 0.3}})
-    with pytest.warns(DeprecationWarning, match="now called 'laplacianshot'"):
+    with pytest.warns(RenamedSettingWarning, match="method_settings: the few-shot method 'diffusion' is now"):
         config.validate()
     assert config.methods == ["prototype", "laplacianshot"]
     assert config.method("laplacianshot").settings.lam == 0.3

@@ -12,6 +12,9 @@
                    every class not in base or val)
 ``base_mean``      ``(M,)`` float — the mean feature of the base classes, for centering —
                    optional (default: computed from the base-class samples if any)
+``ids``            ``(N,)`` str — the user's id of each sample — optional
+``unlabelled``     ``(U, M)`` float — samples with no label, kept to be classified — optional
+``unlabelled_ids`` ``(U,)`` str — their ids — optional (default ``u0``, ``u1``, …)
 =================  ==========================================================================
 
 :func:`save_features` writes it; :func:`load_features` reads it and the files that the
@@ -30,8 +33,9 @@ distribution (Veilleux et al. 2021), with queries of classes absent from the sup
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -62,7 +66,8 @@ OPEN_SET_LABEL = -1
 
 @dataclass(frozen=True)
 class FeatureSet:
-    """Embeddings of labelled samples with a base/val/novel class split."""
+    """Embeddings of labelled samples with a base/val/novel class split, and of unlabelled samples (with
+    their ids) to classify."""
 
     features: torch.Tensor
     labels: torch.Tensor
@@ -72,6 +77,9 @@ class FeatureSet:
     novel_classes: Tuple[int, ...] = ()
     base_mean: Optional[torch.Tensor] = None
     source: str = ""
+    ids: Tuple[str, ...] = ()
+    unlabelled: Optional[torch.Tensor] = None
+    unlabelled_ids: Tuple[str, ...] = ()
 
     @property
     def num_classes(self) -> int:
@@ -184,9 +192,11 @@ def _validated(features, labels, class_names, base, val, novel, base_mean, sourc
         torch.from_numpy(np.ascontiguousarray(features)),
         torch.from_numpy(labels.astype(np.int64)),
         class_names,
+        base_classes=splits["base_classes"],
+        val_classes=splits["val_classes"],
+        novel_classes=splits["novel_classes"],
         base_mean=base_mean,
         source=str(source),
-        **splits,
     )
 
 
@@ -360,6 +370,7 @@ def load_features(
             arrays.get("base_mean"),
             path,
         )
+        result = _with_unlabelled(result, arrays, path)
     elif suffix in (".pkl", ".plk", ".pickle"):
         from .safe_pickle import load_array_pickle  # builds on scipy's sparse classes
 
@@ -389,17 +400,75 @@ def load_features(
         raise _fail(path, "unknown features file type; use .npz (the pdenets format), .pkl or .pt")
     if base_mean is not None:
         mean = load_features_mean(base_mean, result.dim)
-        result = FeatureSet(
-            result.features,
-            result.labels,
-            result.class_names,
-            result.base_classes,
-            result.val_classes,
-            result.novel_classes,
-            mean,
-            result.source,
-        )
+        result = replace(result, base_mean=mean)
     return result
+
+
+def _id_strings(values: Any, count: int, what: str, source) -> Tuple[str, ...]:
+    """The ids of an ``ids`` array: ``(N,)`` strings, or one string holding them as a JSON list (what
+    :func:`save_features` writes: a fixed-width string array would pad every id to the longest)."""
+    ids = np.asarray(values)
+    if ids.ndim == 0 and ids.dtype.kind in "US":
+        try:
+            listed = json.loads(str(ids))
+        except ValueError:
+            listed = None
+        if not isinstance(listed, list) or not all(isinstance(value, str) for value in listed):
+            raise _fail(source, f"{what} must be a JSON list of strings or an array of strings")
+        ids = np.array(listed, dtype=object)
+    ids = ids.reshape(-1)
+    if ids.shape != (count,) or ids.dtype.kind not in "USO":
+        raise _fail(
+            source, f"{what} must be {count} strings, one per row, got {ids.dtype} of shape {ids.shape}"
+        )
+    text = tuple(str(value) for value in ids.tolist())
+    repeated = next((value for value, seen in zip(text, _seen(text)) if seen), None)
+    if repeated is not None:
+        raise _fail(source, f"{what} repeats the id {repeated[:80]!r}")
+    if any(not value.strip() for value in text):
+        raise _fail(source, f"{what} holds an empty id")
+    return text
+
+
+def _seen(values: Sequence[str]) -> List[bool]:
+    """Per value, whether it came before."""
+    seen: set = set()
+    flags = []
+    for value in values:
+        flags.append(value in seen)
+        seen.add(value)
+    return flags
+
+
+def _with_unlabelled(result: FeatureSet, arrays: Any, source) -> FeatureSet:
+    """``result`` with the optional ``ids``, ``unlabelled`` and ``unlabelled_ids`` arrays, checked."""
+    changes: Dict[str, Any] = {}
+    if "ids" in arrays:
+        changes["ids"] = _id_strings(arrays["ids"], len(result.labels), "ids", source)
+    if "unlabelled" in arrays:
+        rows = np.asarray(arrays["unlabelled"])
+        if rows.ndim != 2 or rows.shape[1] != result.dim or rows.dtype.kind not in "fiu":
+            raise _fail(
+                source,
+                f"unlabelled must be a (U, {result.dim}) matrix of numbers like features, got "
+                f"{rows.dtype} of shape {rows.shape}",
+            )
+        check_allocation(rows.size, 4, f"the {rows.shape[0]} unlabelled rows in float32", source)
+        rows = rows.astype(np.float32, copy=False)
+        if not np.isfinite(rows).all():
+            raise _fail(source, f"unlabelled holds {int((~np.isfinite(rows)).sum())} NaN/inf value(s)")
+        changes["unlabelled"] = torch.from_numpy(np.ascontiguousarray(rows))
+        changes["unlabelled_ids"] = (
+            _id_strings(arrays["unlabelled_ids"], rows.shape[0], "unlabelled_ids", source)
+            if "unlabelled_ids" in arrays
+            else tuple(f"u{index}" for index in range(rows.shape[0]))
+        )
+    elif "unlabelled_ids" in arrays:
+        raise _fail(source, "unlabelled_ids without unlabelled rows")
+    ids = set(changes.get("ids", ())) & set(changes.get("unlabelled_ids", ()))
+    if ids:
+        raise _fail(source, f"the id {sorted(ids)[0][:80]!r} names a labelled and an unlabelled row")
+    return replace(result, **changes) if changes else result
 
 
 def load_features_mean(source: Union[str, Path, np.ndarray], dim: int) -> torch.Tensor:
@@ -439,6 +508,18 @@ def save_features(features: FeatureSet, path: Union[str, Path], *, overwrite: bo
     }
     if features.base_mean is not None:
         arrays["base_mean"] = features.base_mean.numpy()
+    if features.ids and len(features.ids) != len(features.labels):
+        raise ValueError(f"{len(features.ids)} ids for {len(features.labels)} labelled rows")
+    if features.unlabelled is not None and len(features.unlabelled_ids) != features.unlabelled.shape[0]:
+        raise ValueError(
+            f"{len(features.unlabelled_ids)} unlabelled_ids for {features.unlabelled.shape[0]} unlabelled "
+            "rows"
+        )
+    if features.ids:
+        arrays["ids"] = np.array(json.dumps(list(features.ids)))
+    if features.unlabelled is not None:
+        arrays["unlabelled"] = features.unlabelled.numpy()
+        arrays["unlabelled_ids"] = np.array(json.dumps(list(features.unlabelled_ids)))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as stream:
         np.savez(stream, **arrays)  # type: ignore[arg-type]  # mypy also matches **arrays to allow_pickle: bool

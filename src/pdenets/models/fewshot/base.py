@@ -365,8 +365,9 @@ def canonical_method_name(name: Any) -> Any:
 
 
 def stored_method_name(name: str) -> str:
-    """The name the runs of the method ``name`` are stored under: its oldest name (:attr:`FewShotMethod.
-    former_names`), so that a rename keeps every stored run's key; an unknown name as it is.
+    """The name the runs of the method ``name`` are stored under: its oldest name
+    (:attr:`FewShotMethod.former_names`), so that a rename keeps every stored run's key; an unknown name as
+    it is.
 
     Examples:
         >>> stored_method_name("laplacianshot"), stored_method_name("prototype")

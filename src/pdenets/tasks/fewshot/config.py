@@ -3,12 +3,13 @@ report and its checks read them)."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from itertools import product
 from typing import Any, Dict, List, Optional
 
 from ...data.fewshot import QueryShape
-from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from ...experiments.config import ConfigError, RenamedSettingWarning, TaskConfig, check_fields, setting
 from ...models.fewshot import (
     METHODS,
     PREPROCESSING,
@@ -30,6 +31,22 @@ QUERY_MODES = ("together", "one-at-a-time")
 
 #: the most tasks a table cell may ask for (planning is linear in it)
 MAX_TASKS_PER_CELL = 10_000_000
+
+
+def _current_name(name: Any, setting_name: str) -> Any:
+    """A method's current name; a former one is read with a :class:`RenamedSettingWarning` (one
+    ``pdenets: warning:`` line on the command line)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        current = canonical_method_name(name)
+    if current != name:
+        warnings.warn(
+            f"{setting_name}: the few-shot method {name!r} is now called {current!r}; {name!r} will be "
+            "removed (see CHANGELOG.md)",
+            RenamedSettingWarning,
+            stacklevel=4,
+        )
+    return current
 
 
 @dataclass
@@ -110,9 +127,9 @@ class FewShotConfig(TaskConfig):
         super().validate()
         methods = registered_methods()  # read now: a method registered after import is accepted
         # a method's former name (a config.yaml of an older run) is read as its current one, with a warning
-        self.methods = [canonical_method_name(name) for name in self.methods]
+        self.methods = [_current_name(name, "methods") for name in self.methods]
         self.method_settings = {
-            canonical_method_name(name): values for name, values in self.method_settings.items()
+            _current_name(name, "method_settings"): values for name, values in self.method_settings.items()
         }
         check_fields(
             self,
