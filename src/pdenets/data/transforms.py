@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -49,6 +49,7 @@ __all__ = [
     "PreparedGraph",
     "prepared_graph",
     "graph_label",
+    "is_user_graph",
     "graph_facts",
 ]
 
@@ -271,6 +272,11 @@ class PreparedGraph:
         num_classes: the largest class id plus one.
         feature_transform: how the features were transformed (:data:`FEATURE_TRANSFORMS`, ``auto``
             resolved).
+        class_names: the name of each class id (the file's words where it names its classes, else the ids).
+        source_nodes: the nodes of the graph as read, before the largest component was kept.
+        original_index: ``(N,)`` each kept node's position in the graph as read.
+        source_node_names: the node names of the graph as read (an edge list's), ``None`` where its nodes
+            are numbered; see :meth:`node_ids`.
     """
 
     x: torch.Tensor
@@ -283,11 +289,42 @@ class PreparedGraph:
     num_features: int
     num_classes: int
     feature_transform: str = "bag-of-words"
+    class_names: Tuple[str, ...] = ()
+    source_nodes: int = 0
+    original_index: Optional[torch.Tensor] = None
+    source_node_names: Optional[Sequence[Any]] = None
+
+    def _id(self, position: int) -> str:
+        names = self.source_node_names
+        return str(names[position]) if names is not None else str(position)
+
+    def node_ids(self) -> List[str]:
+        """The user's id of every node, in node order: its name in the file, else its number there."""
+        positions = self.original_index.tolist() if self.original_index is not None else range(self.num_nodes)
+        return [self._id(position) for position in positions]
+
+    def outside_ids(self) -> List[str]:
+        """The ids of the file's nodes outside the largest component (the protocol leaves them out)."""
+        if self.original_index is None or self.source_nodes <= self.num_nodes:
+            return []
+        kept = torch.zeros(self.source_nodes, dtype=torch.bool)
+        kept[self.original_index] = True
+        return [self._id(position) for position in torch.nonzero(~kept).flatten().tolist()]
 
     @property
     def x_sparse(self) -> torch.Tensor:
         """``x`` as a sparse CSR tensor, whatever its density."""
         return self.x_input if self.x_input.layout == torch.sparse_csr else self.x.to_sparse_csr()
+
+
+def is_user_graph(spec: str) -> bool:
+    """Whether ``spec`` names a graph read from the user's own file or folder (not a named dataset).
+
+    Examples:
+        >>> is_user_graph("cora"), is_user_graph("planetoid/PubMed")
+        (False, False)
+    """
+    return named_feature_transform(spec) is None and Path(spec).exists()
 
 
 def graph_label(spec: str) -> str:
@@ -340,9 +377,14 @@ def prepared_graph(
     from ..operators.graph import gcn_normalize
 
     data = load_graph(spec, data_dir, missing_features=missing_features)
+    source_nodes = int(data.num_nodes)
+    names = data["node_names"] if "node_names" in data else None
     named = named_feature_transform(spec) if features == "auto" else None
     transform = named or feature_transform_for(data.x, features)
     data = preprocess_citation_graph(data, transform)
+    num_classes = int(data.y.max()) + 1
+    given = data["class_names"] if "class_names" in data else None
+    class_names = tuple(str(given[c]) if given and c < len(given) else str(c) for c in range(num_classes))
     return PreparedGraph(
         x=data.x,
         x_input=data.x.to_sparse_csr() if feature_density(data.x) <= SPARSE_INPUT_DENSITY else data.x,
@@ -352,8 +394,12 @@ def prepared_graph(
         num_nodes=int(data.num_nodes),
         num_edges=int(data.edge_index.shape[1] // 2),
         num_features=int(data.x.shape[1]),
-        num_classes=int(data.y.max()) + 1,
+        num_classes=num_classes,
         feature_transform=transform,
+        class_names=class_names,
+        source_nodes=source_nodes,
+        original_index=data["original_index"] if "original_index" in data else None,
+        source_node_names=names,
     )
 
 

@@ -113,6 +113,11 @@ class NodeClassificationConfig(TaskConfig):
         "else standardize), bag-of-words (binary, rows normalized), row-normalize, scale (per feature, "
         "not centred), standardize (per feature), none",
     )
+    predictions: str = setting(
+        "auto",
+        "predictions-<model>.csv, every node by its id in your file, from each model's first run: auto (for "
+        "graphs read from your files), always, or never",
+    )
     partition: str = setting(
         "contiguous",
         "launched by torchrun: how Diff-ResNet's graph is split over the "
@@ -146,6 +151,7 @@ class NodeClassificationConfig(TaskConfig):
                 "missing_features": MISSING_FEATURES,
                 "feature_transform": tuple(FEATURE_TRANSFORMS),
                 "diffuse_in": ("input", "hidden"),
+                "predictions": ("auto", "always", "never"),
             },
         )
         check_fields(self, counts=("diffusion_width",))

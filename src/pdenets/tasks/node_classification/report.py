@@ -14,7 +14,7 @@ from ...experiments.summary import PaperValue, format_mean_std, paper_and_ours
 from .config import NodeClassificationConfig
 from .results import AccuracyCell, NodeClassificationResults
 
-__all__ = ["add_sections"]
+__all__ = ["add_sections", "add_predictions_section"]
 
 #: how a graph's features entered the models, in the report's words
 _FEATURE_WORDS = {
@@ -252,3 +252,42 @@ def _graph_section(report: Report, results: NodeClassificationResults) -> None:
 def _mean_std(cell: AccuracyCell) -> str:
     """A cell's mean accuracy, ± its std where more than one run has it."""
     return format_mean_std(cell.mean, cell.std if cell.runs > 1 else None, 1)
+
+
+def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
+    """The predictions files written beside the report (:class:`~.predictions.NodePredictions`), and what
+    they hold; nothing where none was written."""
+    if not written:
+        return
+    report.heading("Predictions")
+    report.paragraph(
+        "Every node of the largest component, by its id in your file, with its split, its label where known, "
+        "the predicted class and each class's probability. They come from each model's first run (split 0, "
+        "initialization 0), trained again with that run's seeds: the test accuracy recomputed from the file "
+        "is that run's."
+    )
+    rows = [
+        [
+            md_escape(entry.graph),
+            md_escape(entry.model),
+            f"`{entry.file}`",
+            f"{entry.nodes:,}",
+            f"{entry.unlabelled:,}",
+            "—" if entry.test_accuracy is None else f"{100 * entry.test_accuracy:.2f}",
+            "—" if entry.stored_accuracy is None else f"{100 * entry.stored_accuracy:.2f}",
+        ]
+        for entry in written
+    ]
+    report.table(
+        ["graph", "model", "file", "nodes predicted", "of them unlabelled", "test acc. (file)", "stored run"],
+        rows,
+        caption="Test accuracy (%) of the first run: recomputed from the file, and as stored.",
+        align="lllrrrr",
+    )
+    outside = {entry.graph: entry.outside for entry in written if entry.outside}
+    for graph, ids in outside.items():
+        shown = ", ".join(md_escape(node[:40]) for node in ids[:5])
+        report.paragraph(
+            f"{md_escape(graph)}: {len(ids):,} node(s) outside the largest component are left out of the "
+            f"protocol's graph and get no prediction ({shown}{', …' if len(ids) > 5 else ''})."
+        )

@@ -28,12 +28,14 @@ from ...data.transforms import (
     PreparedGraph,
     graph_facts,
     graph_label,
+    is_user_graph,
     named_feature_transform,
     prepared_graph,
 )
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
+from ...experiments.rundir import file_name_for
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
 from ...models.node_training import (
@@ -47,7 +49,8 @@ from ...models.registry import create_model, model_entry
 from ...models.training import FitResult
 from ...operators.partitioned import PartitionedDiffusion
 from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
-from .report import add_sections
+from .predictions import NodePredictions, write_node_predictions
+from .report import add_predictions_section, add_sections
 from .results import AccuracyCell, GraphFacts, NodeClassificationResults
 
 __all__ = [
@@ -193,12 +196,9 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
         return _train_partitioned(spec, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
-    inputs = (
-        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
-    )
     result, record = fit_node_classifier(
         model,
-        tuple(t.to(device) for t in inputs),
+        model_inputs(spec, graph),
         graph.y.to(device),
         split,
         lr=float(spec.hyperparameters.lr),
@@ -208,6 +208,15 @@ def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Di
     )
     record["seconds"] = time.perf_counter() - start
     return model, result, record
+
+
+def model_inputs(spec: NodeJob, graph: PreparedGraph) -> Tuple[torch.Tensor, ...]:
+    """What ``spec``'s model takes, on its device: the features (a sparse matrix where they are sparse), and
+    the edges for a model that reads them at each call."""
+    inputs = (
+        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
+    )
+    return tuple(tensor.to(torch.device(spec.device)) for tensor in inputs)
 
 
 def _split_over_processes(spec: NodeJob) -> bool:
@@ -444,7 +453,67 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             ),
         )
         add_sections(report, self.config, results, records, run_dir, paper=PAPER_TABLE1)
+        add_predictions_section(report, self._write_predictions(records, run_dir))
         self.write_report(report, run_dir)
+
+    def _write_predictions(self, records: List[Dict[str, Any]], run_dir) -> List[NodePredictions]:
+        """Each model's first run trained again on each graph of the user's files (``predictions``), and its
+        predictions of every node written (:mod:`.predictions`)."""
+        config = self.config
+        graphs = [
+            spec
+            for spec in dict.fromkeys(config.datasets)
+            if config.predictions == "always" or (config.predictions == "auto" and is_user_graph(spec))
+        ]
+        if not graphs or (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+            return []
+        firsts = {
+            (job.graph, job.model): job
+            for job in self.jobs()
+            if job.experiment == "protocol" and job.split == 0 and job.init == 0
+        }
+        written = []
+        for graph_spec in graphs:
+            label = graph_label(graph_spec)
+            for model_name in config.models:
+                spec = firsts[(graph_spec, model_name)]
+                model, _, record = train_node_classifier(spec)
+                graph = prepared_graph(
+                    spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform
+                )
+                name = "predictions"
+                name += f"-{file_name_for(label)}" if len(graphs) > 1 else ""
+                name += f"-{model_name}" if len(config.models) > 1 else ""
+                path = run_dir.file(name + ".csv")
+                nodes, unlabelled, accuracy = write_node_predictions(
+                    path, model, model_inputs(spec, graph), graph, split_of(spec, graph.y)[0]
+                )
+                run_dir.register(path)
+                stored = next(
+                    (
+                        r.get("accuracy")
+                        for r in records
+                        if r.get("experiment") == "protocol"
+                        and r.get("dataset") == label
+                        and r.get("model") == model_name
+                        and r.get("split") == 0
+                        and r.get("init") == 0
+                    ),
+                    None,
+                )
+                written.append(
+                    NodePredictions(
+                        label,
+                        model_name,
+                        path.name,
+                        nodes,
+                        unlabelled,
+                        tuple(graph.outside_ids()),
+                        accuracy,
+                        stored,
+                    )
+                )
+        return written
 
 
 def table1_config() -> NodeClassificationConfig:

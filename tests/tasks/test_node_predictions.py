@@ -1,0 +1,78 @@
+"""node-classification on a user's edge list whose labels leave nodes out: every node of the graph is
+predicted once, by its name, the unlabelled ones mostly right; the test accuracy recomputed from the file is
+the stored run's; a second report writes the same file."""
+
+import json
+import random
+
+from pdenets.cli import main
+from pdenets.data.transforms import is_user_graph
+from pdenets.experiments.predictions import prediction_accuracy, read_predictions
+
+#: names an edge list allows (no spaces or commas; at most 200 characters)
+HOSTILE = ["<script>alert(1)</script>", "[a](javascript:x)", 'quote"q"', "=SUM(A1)", "x" * 200]
+
+
+def _communities(folder, nodes=150, seed=0):
+    """Three communities, named nodes (some hostile), 30 % of the labels left out; the truth of all."""
+    rng = random.Random(seed)
+    names = [HOSTILE[i // 31] if i % 31 == 0 and i // 31 < len(HOSTILE) else f"n{i}" for i in range(nodes)]
+    classes = ["red", "green", "blue"]
+    community = [i * 3 // nodes for i in range(nodes)]
+    edges = set()
+    for i in range(nodes):
+        for _ in range(4):
+            same = [j for j in range(nodes) if community[j] == community[i]]
+            j = rng.choice(same) if rng.random() < 0.9 else rng.randrange(nodes)
+            if i != j:
+                edges.add((min(i, j), max(i, j)))
+    graph = folder / "my graph.txt"
+    lines = [f"{names[i]} {names[j]}" for i, j in sorted(edges)]
+    graph.write_text("\n".join(lines + ["island1 island2"]) + "\n")
+    labelled = [i for i in range(nodes) if rng.random() >= 0.3]
+    graph.with_name("my graph-labels.txt").write_text(
+        "".join(f"{names[i]} {classes[community[i]]}\n" for i in labelled)
+    )
+    return graph, {names[i]: classes[community[i]] for i in range(nodes)}, set(labelled)
+
+
+def test_every_node_is_predicted_by_its_name_and_the_file_gives_the_reported_accuracy(tmp_path):
+    graph, truth, labelled = _communities(tmp_path)
+    out = tmp_path / "run"
+    argv = ["run", "node-classification", "--dataset", str(graph), "--quick", "--models", "diff-resnet"]
+    argv += ["--set", "train_per_class=5", "--set", "val_per_class=5", "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    rows = read_predictions(out / "predictions.csv")
+    assert sorted(row["id"] for row in rows) == sorted(truth)  # each node once, by its name as written
+    unlabelled = [row for row in rows if row["split"] == "unlabelled"]
+    assert len(unlabelled) == len(truth) - len(labelled) and all(row["label"] == "" for row in unlabelled)
+    right = sum(row["predicted"] == truth[row["id"]] for row in unlabelled) / len(unlabelled)
+    assert right >= 0.85, right
+    assert {row["split"] for row in rows} == {"train", "val", "test", "unlabelled"}
+    assert sum(row["split"] == "train" for row in rows) == 15
+    # the file's test accuracy is the stored first run's, and the report prints it
+    results = json.loads((out / "results.json").read_text())
+    from_file = prediction_accuracy(rows, "test")
+    report = (out / "report.md").read_text()
+    assert f"| {100 * from_file:.2f} | {100 * from_file:.2f} |" in report
+    assert "2 node(s) outside the largest component" in report and "island1" in report
+    assert "<script" not in report and "](javascript:" not in report and "predictions.csv" in report
+    assert results["table"]["my graph"]["diff-resnet"]["runs"] == 2
+    # a second report trains the first run again: the same predictions, bit for bit
+    first = (out / "predictions.csv").read_bytes()
+    assert main(argv + ["--report-only"]) == 0
+    assert (out / "predictions.csv").read_bytes() == first
+
+
+def test_predictions_follow_the_setting_and_name_each_graph_and_model(tmp_path):
+    graph, _, _ = _communities(tmp_path, nodes=60)
+    base = ["run", "node-classification", "--dataset", str(graph), "--max-epochs", "5", "--splits", "1"]
+    base += ["--inits", "1", "--set", "train_per_class=3", "--set", "val_per_class=3", "--no-progress"]
+    assert main(base + ["--models", "gcn", "--set", "predictions=never", "--out", str(tmp_path / "a")]) == 0
+    assert not list((tmp_path / "a").glob("predictions*"))
+    assert main(base + ["--models", "gcn,diff-resnet", "--out", str(tmp_path / "b")]) == 0
+    assert sorted(p.name for p in (tmp_path / "b").glob("predictions*")) == [
+        "predictions-diff-resnet.csv",
+        "predictions-gcn.csv",
+    ]
+    assert not is_user_graph("cora") and is_user_graph(str(graph))
