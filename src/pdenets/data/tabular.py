@@ -2,7 +2,10 @@
 
 A CSV file needs a header row, numeric feature columns and one label column (the last one, or the
 one named by ``label_column``); labels may be any strings or numbers, compared by value (``1``,
-``1.0`` and `` 1`` are one class; an empty label is refused). Feature cells are read strictly
+``1.0`` and `` 1`` are one class); a row whose label cell is empty is *unlabelled* (label ``-1``: it
+takes part, and is predicted, but is never trained on or scored). An ``id_column`` names the rows
+(distinct, non-empty; it is no feature); without one, a row is named by its line number. Feature cells
+are read strictly
 (:func:`~pdenets.data.csvfile.parse_number`: finite decimal numbers; ``1_0`` is refused, not read
 as 10). Features are returned unscaled; the task standardizes them.
 """
@@ -11,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 
 from .._checks import nearest_hint
-from .csvfile import normalized_labels, parse_number, read_csv_table
+from .csvfile import normalized_labels, parse_number, read_csv_table, shown_value
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .paths import regular_file
 
@@ -29,16 +32,24 @@ TABULAR_DATASETS = ("breast-cancer",)
 class TabularData:
     name: str
     features: np.ndarray  # (n, d) float64
-    labels: np.ndarray  # (n,) int64 in 0..c-1
+    labels: np.ndarray  # (n,) int64 in 0..c-1, -1 for an unlabelled row
     class_names: List[str]
     feature_names: List[str]
+    #: each row's id: the id column's cell, else its line number in the file (its row number, from 0, for a
+    #: bundled dataset)
+    row_ids: Optional[List[str]] = None
+
+    def ids(self) -> List[str]:
+        return self.row_ids if self.row_ids is not None else [str(row) for row in range(len(self.labels))]
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
 
 
-def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) -> TabularData:
+def load_tabular(
+    name: Union[str, Path], *, label_column: Optional[str] = None, id_column: Optional[str] = None
+) -> TabularData:
     """``breast-cancer`` (569 × 30, 2 classes, bundled with scikit-learn) or a path to a CSV file."""
     text = str(name)
     if text == "breast-cancer":
@@ -62,43 +73,70 @@ def load_tabular(name: Union[str, Path], *, label_column: Optional[str] = None) 
     header = [h.strip() for h in rows[0][1]]
     if len(header) < 2:
         raise dataset_error(path, "needs at least one feature column and a label column")
-    if label_column is None:
-        label_index = len(header) - 1
-    elif label_column in header:
-        label_index = header.index(label_column)
-    else:
-        raise dataset_error(
-            path,
-            f"no column named {label_column!r}{nearest_hint(label_column, header)}; columns: "
-            f"{', '.join(header[:10])}",
-        )
-    features, labels, lines = [], [], []
+    label_index = _column_index(path, header, label_column, len(header) - 1)
+    id_index = _column_index(path, header, id_column, None)
+    if id_index is not None and id_index == label_index:
+        raise dataset_error(path, f"the column {header[label_index]!r} cannot be both the label and the id")
+    if len(header) - (id_index is not None) < 2:
+        raise dataset_error(path, "needs at least one feature column beside the label and id columns")
+    features, labels, lines, row_ids = [], [], [], []
+    seen: Dict[str, int] = {}
     for number, row in rows[1:]:
         if len(row) != len(header):
             raise dataset_error(path, f"line {number} has {len(row)} fields, the header {len(header)}")
         values = []
         for column, cell in enumerate(row):
-            if column == label_index:
+            if column in (label_index, id_index):
                 continue
             try:
                 values.append(parse_number(cell))
             except ValueError as error:
-                raise dataset_error(path, f"line {number}, column {header[column]!r}: {error}") from None
+                hint = (
+                    " (name it with --id-column, it is then no feature)"
+                    if header[column].lower() == "id"
+                    else ""
+                )
+                raise dataset_error(
+                    path, f"line {number}, column {header[column]!r}: {error}{hint}"
+                ) from None
+        row_id = row[id_index].strip() if id_index is not None else str(number)
+        if not row_id:
+            raise dataset_error(path, f"line {number}: the id column {header[id_index]!r} is empty")
+        if row_id in seen:
+            raise dataset_error(
+                path, f"line {number} repeats the id {shown_value(row_id)} of line {seen[row_id]}"
+            )
+        seen[row_id] = number
         features.append(values)
         labels.append(row[label_index])
         lines.append(number)
-    empty = next((row for row, cell in enumerate(labels) if not cell.strip()), None)
-    if empty is not None:
-        raise dataset_error(path, f"line {lines[empty]}: the label column {header[label_index]!r} is empty")
-    names, ids = normalized_labels(labels)
+        row_ids.append(row_id)
+    known = [row for row, cell in enumerate(labels) if cell.strip()]
+    names, ids = normalized_labels([labels[row] for row in known]) if known else ([], [])
     if len(names) < 2:
         raise dataset_error(
             path, f"the label column {header[label_index]!r} has {len(names)} class(es); need >= 2"
         )
+    class_ids = np.full(len(labels), -1, dtype=np.int64)
+    class_ids[known] = ids
     return TabularData(
         path.stem,
         np.asarray(features, dtype=np.float64),
-        np.asarray(ids, dtype=np.int64),
+        class_ids,
         names,
-        [h for c, h in enumerate(header) if c != label_index],
+        [h for c, h in enumerate(header) if c not in (label_index, id_index)],
+        row_ids,
+    )
+
+
+def _column_index(
+    path: Path, header: List[str], name: Optional[str], default: Optional[int]
+) -> Optional[int]:
+    """The position of the column ``name`` (refused, with the nearest header, if absent), else ``default``."""
+    if name is None:
+        return default
+    if name in header:
+        return header.index(name)
+    raise dataset_error(
+        path, f"no column named {name!r}{nearest_hint(name, header)}; columns: {', '.join(header[:10])}"
     )

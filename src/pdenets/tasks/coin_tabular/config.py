@@ -20,7 +20,17 @@ class CoinTabularConfig(TaskConfig):
     """Configuration of ``pdenets run coin-tabular``."""
 
     datasets: List[str] = setting(["breast-cancer"], "breast-cancer or PATH.csv (label = last column)")
-    label_column: Optional[str] = setting(None, "label column of a CSV file (default: the last)")
+    label_column: Optional[str] = setting(
+        None, "label column of a CSV file (default: the last; an empty cell: an unlabelled row, predicted)"
+    )
+    id_column: Optional[str] = setting(
+        None, "id column of a CSV file, no feature (default: rows by line number)"
+    )
+    predictions: str = setting(
+        "auto",
+        "predictions-<model>.csv, every row by its id, from each model's first split: auto (for your CSV "
+        "files), always, or never",
+    )
     labels_per_class: List[int] = setting([5, 10, 20], "labelled samples per class")
     splits: int = setting(50, "random labelled/unlabelled splits per setting")
     models: List[str] = setting(list(MODELS), "coin, mlp, label-spreading")
@@ -41,7 +51,7 @@ class CoinTabularConfig(TaskConfig):
         check_fields(
             self,
             non_empty=("datasets", "labels_per_class", "models"),
-            choices={"models": MODELS},
+            choices={"models": MODELS, "predictions": ("auto", "always", "never")},
             counts=(
                 "labels_per_class",
                 "splits",

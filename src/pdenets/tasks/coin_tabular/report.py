@@ -14,7 +14,7 @@ from ...experiments.rundir import file_name_for
 from .config import CoinTabularConfig
 from .results import AccuracyCell, CoinTabularResults
 
-__all__ = ["add_sections", "accuracy_figure", "describe"]
+__all__ = ["add_sections", "accuracy_figure", "describe", "add_predictions_section"]
 
 #: the COIN paper's own data, when the run holds its stand-in
 _STAND_IN = (
@@ -35,12 +35,14 @@ def describe(table: TabularData) -> str:
     features = counted(table.features.shape[1], "feature")
     if table.features.shape[1] <= 6:
         features += f" ({', '.join(md_escape(name) for name in table.feature_names)})"
-    counts = np.bincount(table.labels, minlength=table.num_classes)
+    counts = np.bincount(table.labels[table.labels >= 0], minlength=table.num_classes)
     classes = counted(table.num_classes, "class")
     if table.num_classes <= 6:
         named = (f"{md_escape(name)} {count}" for name, count in zip(table.class_names, counts))
         classes += " (" + ", ".join(named) + ")"
-    return f"**{md_escape(table.name)}** — {counted(len(table.labels), 'sample')}, {features}, {classes}"
+    unlabelled = int((table.labels < 0).sum())
+    words = f"**{md_escape(table.name)}** — {counted(len(table.labels), 'sample')}, {features}, {classes}"
+    return words + (f"; {counted(unlabelled, 'sample')} without a label, predicted" if unlabelled else "")
 
 
 def add_sections(
@@ -138,3 +140,46 @@ def accuracy_figure(
     ax.legend()
     ax.set_title(dataset)
     return run_dir.save_figure(fig, file_name_for(dataset, "-accuracy.png"))
+
+
+def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]) -> None:
+    """The predictions files written beside the report and what they hold; nothing where none was written."""
+    if not written:
+        return
+    report.heading("Predictions")
+    report.paragraph(
+        "Every row, by its id in your file (its line number where no id column is named), with its split "
+        "(train: the labelled rows drawn; test: the other rows with a label; unlabelled: an empty label "
+        "cell), "
+        "its label where known, the predicted class and each class's probability. They come from each "
+        "model's first split with the first number of labels per class, trained again with that split's "
+        "seed: the test accuracy recomputed from the file is that split's."
+    )
+    rows = [
+        [
+            md_escape(entry["dataset"]),
+            md_escape(entry["model"]),
+            f"`{entry['file']}`",
+            str(entry["labels_per_class"]),
+            f"{entry['rows']:,}",
+            f"{entry['unlabelled']:,}",
+            "—" if entry["test_accuracy"] is None else f"{100 * entry['test_accuracy']:.2f}",
+            "—" if entry["stored_accuracy"] is None else f"{100 * entry['stored_accuracy']:.2f}",
+        ]
+        for entry in written
+    ]
+    report.table(
+        [
+            "data",
+            "model",
+            "file",
+            "labels per class",
+            "rows",
+            "unlabelled",
+            "test acc. (file)",
+            "stored split",
+        ],
+        rows,
+        caption="Test accuracy (%) of the first split: recomputed from the file, and as stored.",
+        align="lllrrrrr",
+    )

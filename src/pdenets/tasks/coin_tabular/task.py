@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, TypedDict
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
 
 import numpy as np
 import torch
@@ -28,10 +28,12 @@ from torch.nn import functional as F
 
 from ..._cache import process_cache
 from ...data.paths import dataset_label
-from ...data.tabular import TABULAR_DATASETS, load_tabular
+from ...data.tabular import TABULAR_DATASETS, TabularData, load_tabular
 from ...experiments.config import ConfigError
+from ...experiments.predictions import write_predictions
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
+from ...experiments.rundir import file_name_for
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.registry import create_model
@@ -95,13 +97,17 @@ class TabularJob:
     mlp: Optional[MlpSettings] = None
     diffusion: Optional[GraphDiffusion] = None
     spreading: Optional[Spreading] = None
+    #: the id column is no feature: naming one changes the features (the runs of tables without one keep
+    #: their keys)
+    id_column: Optional[str] = field(default=None, metadata={"key": "unless-default"})
 
 
 def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
-    """Indices of ``per_class`` labelled samples of every class, drawn with ``seed``."""
+    """Indices of ``per_class`` labelled samples of every class, drawn with ``seed`` (rows labelled ``-1``,
+    unlabelled, are never drawn)."""
     rng = np.random.default_rng(seed)
     chosen = []
-    for label in np.unique(labels):
+    for label in np.unique(labels[labels >= 0]):
         members = np.flatnonzero(labels == label)
         if len(members) <= per_class:
             raise ConfigError(
@@ -114,9 +120,13 @@ def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
 
 @process_cache(maxsize=8)
 def _table_and_graph(
-    dataset: str, label_column: Optional[str], n_top: Optional[int], sigma_neighbor: Optional[int]
+    dataset: str,
+    label_column: Optional[str],
+    n_top: Optional[int],
+    sigma_neighbor: Optional[int],
+    id_column: Optional[str] = None,
 ) -> Dict[str, Any]:
-    table = load_tabular(dataset, label_column=label_column)
+    table = load_tabular(dataset, label_column=label_column, id_column=id_column)
     features = table.features
     scale = features.std(0)
     features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
@@ -128,18 +138,46 @@ def _table_and_graph(
     return {"table": table, "features": points, "weights": weights}
 
 
+def table_of(spec: TabularJob) -> TabularData:
+    """The table ``spec`` reads (once per process)."""
+    diffusion = spec.diffusion
+    return _table_and_graph(
+        spec.dataset,
+        spec.label_column,
+        diffusion.n_top if diffusion else None,
+        diffusion.sigma_neighbor if diffusion else None,
+        spec.id_column,
+    )["table"]
+
+
 def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
+    start = time.perf_counter()
+    probabilities, labelled, outcome = fit_tabular(spec)
+    labels = table_of(spec).labels
+    scored = np.setdiff1d(np.flatnonzero(labels >= 0), labelled)  # rows of known labels not trained on
+    predictions = probabilities.argmax(1)
+    accuracy = float((predictions[scored] == labels[scored]).mean())
+    return {
+        "accuracy": accuracy,
+        "seconds": time.perf_counter() - start,
+        "unlabelled": int(len(scored)),
+        **outcome,
+    }
+
+
+def fit_tabular(spec: TabularJob) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
+    """Train ``spec``'s model on its split; returns the class probabilities ``(n, C)`` of every row, the
+    labelled rows it trained on, and what its record adds (``mean_confidence`` or ``final_loss``)."""
     diffusion = spec.diffusion
     data = _table_and_graph(
         spec.dataset,
         spec.label_column,
         diffusion.n_top if diffusion else None,
         diffusion.sigma_neighbor if diffusion else None,
+        spec.id_column,
     )
     labels = data["table"].labels
     labelled = labelled_split(labels, spec.labels_per_class, spec.split)
-    unlabelled = np.setdiff1d(np.arange(len(labels)), labelled)
-    start = time.perf_counter()
     if spec.spreading is not None:
         from sklearn.semi_supervised import LabelSpreading
 
@@ -152,8 +190,8 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
             max_iter=1000,
         )
         model.fit(data["features"].numpy(), partial)
-        predictions = model.transduction_
-        outcome = {"mean_confidence": float(model.label_distributions_.max(1).mean())}
+        probabilities = np.asarray(model.label_distributions_, dtype=np.float64)
+        outcome = {"mean_confidence": float(probabilities.max(1).mean())}
     else:
         torch.manual_seed(spec.split)
         mlp = spec.mlp
@@ -186,14 +224,8 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
         outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
         network.eval()
         with torch.no_grad():
-            predictions = network(features).argmax(1).cpu().numpy()
-    accuracy = float((predictions[unlabelled] == labels[unlabelled]).mean())
-    return {
-        "accuracy": accuracy,
-        "seconds": time.perf_counter() - start,
-        "unlabelled": int(len(unlabelled)),
-        **outcome,
-    }
+            probabilities = torch.softmax(network(features), dim=1).cpu().numpy()
+    return probabilities, labelled, outcome
 
 
 @register_task
@@ -226,7 +258,9 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         each dataset for the report."""
         self.described: Dict[str, str] = {}
         for dataset in self.config.datasets:
-            table = load_tabular(dataset, label_column=self.config.label_column)
+            table = load_tabular(
+                dataset, label_column=self.config.label_column, id_column=self.config.id_column
+            )
             for per_class in self.config.labels_per_class:
                 labelled_split(table.labels, per_class, 0)
             self.described[_label(dataset)] = tabular_report.describe(table)
@@ -263,6 +297,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                                 config.device,
                                 config.label_column,
                                 **parts[model],
+                                id_column=config.id_column,
                             )
                         )
         return jobs
@@ -300,7 +335,74 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         tabular_report.add_sections(
             report, self.config, results, MODELS, run_dir, getattr(self, "described", {})
         )
+        tabular_report.add_predictions_section(report, self._write_predictions(records, run_dir))
         self.write_report(report, run_dir)
+
+    def _write_predictions(self, records: List[Dict[str, Any]], run_dir) -> List[Dict[str, Any]]:
+        """Each model's first split (the first ``labels_per_class``) trained again on each table of the
+        user's files (``predictions``), and its predictions of every row written by the rows' ids."""
+        config = self.config
+        datasets = [
+            dataset
+            for dataset in dict.fromkeys(config.datasets)
+            if config.predictions == "always"
+            or (config.predictions == "auto" and dataset not in TABULAR_DATASETS)
+        ]
+        firsts = {
+            (job.dataset, job.model): job
+            for job in self.jobs()
+            if job.split == config.seed and job.labels_per_class == config.labels_per_class[0]
+        }
+        written = []
+        for dataset in datasets:
+            for model in config.models:
+                spec = firsts[(dataset, model)]
+                probabilities, labelled, _ = fit_tabular(spec)
+                table = table_of(spec)
+                splits = np.where(table.labels < 0, "unlabelled", "test").astype(object)
+                splits[labelled] = "train"
+                known = [table.class_names[label] if label >= 0 else None for label in table.labels.tolist()]
+                name = "predictions"
+                name += f"-{file_name_for(_label(dataset))}" if len(datasets) > 1 else ""
+                name += f"-{model}" if len(config.models) > 1 else ""
+                path = run_dir.register(
+                    write_predictions(
+                        run_dir.file(name + ".csv"),
+                        table.ids(),
+                        torch.from_numpy(np.asarray(probabilities, dtype=np.float64)),
+                        table.class_names,
+                        labels=known,
+                        splits=list(splits),
+                        overwrite=True,
+                    )
+                )
+                test = splits == "test"
+                stored = next(
+                    (
+                        r.get("accuracy")
+                        for r in records
+                        if _label(r.get("dataset", "")) == _label(dataset)
+                        and r.get("model") == model
+                        and r.get("split") == spec.split
+                        and r.get("labels_per_class") == spec.labels_per_class
+                    ),
+                    None,
+                )
+                written.append(
+                    {
+                        "dataset": _label(dataset),
+                        "model": model,
+                        "file": path.name,
+                        "rows": len(known),
+                        "unlabelled": int((table.labels < 0).sum()),
+                        "test_accuracy": float((probabilities.argmax(1)[test] == table.labels[test]).mean())
+                        if test.any()
+                        else None,
+                        "stored_accuracy": stored,
+                        "labels_per_class": spec.labels_per_class,
+                    }
+                )
+        return written
 
 
 def _label(dataset: str) -> str:
