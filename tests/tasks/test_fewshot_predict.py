@@ -172,6 +172,15 @@ def test_run_few_shot_takes_the_users_file_and_the_methods_new_and_former_names(
     assert main(run + ["--methods", "prototype,laplacianshot", "--out", str(tmp_path / "run")]) == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "laplacianshot" in json.dumps(results) and "diffusion" not in json.dumps(results["ablation"])
+    # the report speaks of the user's file, not of the paper
+    report = (tmp_path / "run" / "report.md").read_text()
+    for paper_words in ("Table 2", "Fig. 6", "paper's", "miniImageNet"):
+        assert paper_words not in report, paper_words
+    assert "**texts** (`texts.npz`): 80 labelled rows of " in report
+    assert "5 classes (banking, cooking, music, travel, weather); 20 unlabelled rows" in report
+    settings = report.split("## Settings")[1]
+    assert "| backbone_epochs |" not in settings and "| n_top_values |" not in settings
+    assert "Left out, as they do nothing here: backbone_epochs, backbone_seed" in settings
     assert main(run + ["--methods", "diffusion", "--out", str(tmp_path / "old")]) == 0
     assert (
         "pdenets: warning: methods: the few-shot method 'diffusion' is now called 'laplacianshot'"

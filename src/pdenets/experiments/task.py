@@ -322,19 +322,38 @@ class Task(ABC, Generic[ConfigT]):
             True
         """
         values = config_to_dict(self.config)
+        unused = self.settings_left_out()
         rows = [
             [item.name, md_escape(_setting_text(values.get(item.name))), item.metadata.get("help", "")]
             for item in dataclasses.fields(self.config)
+            if item.name not in unused
         ]
         report.heading("Settings")
-        report.table(
-            ["setting", "value", "meaning"],
-            rows,
-            align="lll",
-            caption=f"The configuration of this run of "
-            f"`{self.name}` (`config.yaml`); `pdenets run {self.name} --help` lists the defaults.",
+        caption = (
+            f"The configuration of this run of `{self.name}` (`config.yaml`); "
+            f"`pdenets run {self.name} --help` lists the defaults."
         )
+        if unused:
+            caption += (
+                " Left out, as they do nothing here: "
+                + "; ".join(f"{', '.join(names)} ({why})" for why, names in _grouped(unused).items())
+                + "."
+            )
+        report.table(["setting", "value", "meaning"], rows, align="lll", caption=caption)
         return report.write(run_dir)
+
+    def settings_left_out(self) -> Dict[str, str]:
+        """Settings that do nothing for this run's data and studies, ``name → why``: the report's *Settings*
+        table leaves them out, naming them (``config.yaml`` keeps every setting). Default: none."""
+        return {}
+
+
+def _grouped(reasons: Mapping[str, str]) -> Dict[str, List[str]]:
+    """``name → why`` as ``why → names``, in the order first given."""
+    grouped: Dict[str, List[str]] = {}
+    for name, why in reasons.items():
+        grouped.setdefault(why, []).append(name)
+    return grouped
 
 
 def _setting_text(value: Any) -> str:

@@ -8,12 +8,13 @@ and figures (Figs. 6–10 of the Diff-ResNet paper), with the paper's and the pu
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Dict, List, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
-from ...experiments.report import Report, md_escape
+from ...experiments.report import Report, counted, md_escape
 from ...experiments.summary import PaperValue, format_mean_std
 from ...features.datasets import FEWSHOT_DATASETS
 from .config import FewShotConfig
@@ -83,12 +84,44 @@ PUBLISHED_RUN_ERRORS = {
 }
 
 
+def describe(label: str, path: Any, features: Any) -> str:
+    """A features file in words, as Markdown: its name, rows, dimension, classes (named when few) and the
+    unlabelled rows it holds.
+
+    Examples:
+        >>> import torch
+        >>> from pdenets.data.fewshot import FeatureSet
+        >>> features = FeatureSet(torch.zeros(4, 8), torch.tensor([0, 1, 1, 0]), ("<b>a</b>", "b"))
+        >>> describe("mine", "mine.npz", features)
+        '**mine** (`mine.npz`): 4 labelled rows of 8 dimensions, 2 classes (&lt;b&gt;a&lt;/b&gt;, b)'
+    """
+    taken = set(features.base_classes) | set(features.val_classes)
+    ids = features.novel_classes or [c for c in range(features.num_classes) if c not in taken]
+    novel = [features.class_names[c] for c in ids]
+    text = (
+        f"**{md_escape(label)}** (`{md_escape(Path(str(path)).name)}`): "
+        f"{counted(len(features.labels), 'labelled row')} of {counted(features.dim, 'dimension')}, "
+        f"{counted(len(novel), 'class')}"
+    )
+    if features.base_classes:
+        text += f" drawn into tasks (and {counted(len(features.base_classes), 'base class')})"
+    if len(novel) <= 12:
+        text += " (" + ", ".join(md_escape(name) for name in novel) + ")"
+    if features.unlabelled is not None:
+        text += (
+            f"; {counted(features.unlabelled.shape[0], 'unlabelled row')}, classified by "
+            "`pdenets predict few-shot`"
+        )
+    return text
+
+
 def add_sections(
     report: Report,
     config: FewShotConfig,
     results: FewShotResults,
     records: Sequence[Mapping[str, Any]],
     run_dir,
+    described: Optional[Mapping[str, str]] = None,
 ) -> None:
     """Add the few-shot sections to ``report``: the methods' settings, the ablation tables and the paper's
     claim, the official one-shot runs, the sensitivity and timing sweeps and the before/after picture (each
@@ -103,11 +136,15 @@ def add_sections(
         results: the task's summarized results; its ``figures`` gain the figures drawn.
         records: the stored records (the picture study's projections are read from them).
         run_dir: the run folder the figures are saved into.
+        described: each dataset in words (:func:`describe`), shown first.
 
     Returns:
         Nothing; ``report`` and ``results`` are changed in place.
     """
     figures = results.figures
+    paper = _paper_data(config)
+    if described:
+        report.bullets(list(described.values()))
     report.paragraph(
         f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean "
         "± 95 % "
@@ -125,7 +162,11 @@ def add_sections(
         _official_section(report, results)
     if results.sensitivity:
         figures["sensitivity"] = _sensitivity_figure(results.sensitivity, run_dir)
-        report.heading("Sensitivity (Figs. 7–9): internal convection-diffusion, 5-way 1-shot")
+        report.heading(
+            "Sensitivity"
+            + (" (Figs. 7–9)" if paper else "")
+            + ": internal convection-diffusion, 5-way 1-shot"
+        )
         rows = [
             [
                 study,
@@ -149,7 +190,7 @@ def add_sections(
         )
     if results.timing:
         figures["timing"] = _timing_figure(results.timing, run_dir)
-        report.heading("Time per task against diffusion layers (Fig. 10)")
+        report.heading("Time per task against diffusion layers" + (" (Fig. 10)" if paper else ""))
         rows = [
             [
                 p.layers,
@@ -168,7 +209,7 @@ def add_sections(
     pictures = [r for r in records if "before" in r]
     if pictures:
         figures["picture"] = _picture_figure(pictures, run_dir)
-        report.heading("One task before and after diffusion (Fig. 6)")
+        report.heading("One task before and after diffusion" + (" (Fig. 6)" if paper else ""))
         report.figure(
             figures["picture"],
             "2-D PCA of one 5-way task's features before and after r diffusion steps "
@@ -244,7 +285,11 @@ def _describe(settings) -> str:
 
 
 def _ablation_section(report: Report, results: FewShotResults, config: FewShotConfig) -> None:
-    report.heading("Ablation (Table 2 layout), one table per query-set shape")
+    paper = _paper_data(config)
+    report.heading(
+        ("Ablation (Table 2 layout)" if paper else "Accuracy of each method")
+        + ", one table per query-set shape"
+    )
     marked = False
     for shape, tables in results.ablation.items():
         facts = results.shapes[shape]
@@ -321,11 +366,11 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
             f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
             "shared the machine (benchmarks/fewshot_peers.py measures alone).",
         )
-    if any(dataset in FEWSHOT_DATASETS for dataset in config.datasets):  # a benchmark, not the user's data
+    if paper:  # a benchmark, not the user's data
         _paper_context(report)
     verdicts = results.claim
 
-    if verdicts:
+    if verdicts and paper:
         lines = []
         for table, beats in verdicts.items():
             parts = [
@@ -333,9 +378,11 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
                 for other, win in beats.items()
             ]
             lines.append(f"{md_escape(table)}: internal vs " + ", ".join(parts))
+        others = list(dict.fromkeys(other for beats in verdicts.values() for other in beats))
         report.paragraph(
-            "The paper's 1-shot claim — internal convection-diffusion clearly beats convection, external "
-            "and nearest prototype ('clearly': the gap exceeds the sum of the two 95 % half-widths):"
+            "The Diff-ResNet paper's 1-shot claim, for the methods that ran — internal convection-diffusion "
+            f"clearly beats {', '.join(METHOD_NAMES.get(m, m).lower() for m in others)} ('clearly': the gap "
+            "exceeds the sum of the two 95 % half-widths):"
         )
         report.bullets(lines)
 
@@ -432,6 +479,11 @@ def _picture_figure(pictures, run_dir) -> str:
                 linewidths=0.6,
             )
     return run_dir.save_figure(fig, "picture.png")
+
+
+def _paper_data(config: FewShotConfig) -> bool:
+    """Whether the run holds one of the paper's benchmarks (the paper's figures and claims are spoken of)."""
+    return any(dataset.lower() in FEWSHOT_DATASETS for dataset in config.datasets)
 
 
 def _paper_context(report: Report) -> None:

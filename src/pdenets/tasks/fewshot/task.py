@@ -34,6 +34,7 @@ from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
+from ...features.datasets import FEWSHOT_DATASETS
 from ...models.backbones import BackboneTraining
 from ...models.fewshot import (
     PREPROCESSING,
@@ -495,10 +496,42 @@ class FewShotTask(Task[FewShotConfig]):
         )
 
     def report(self, results: FewShotResults, records: List[Dict[str, Any]], run_dir) -> None:
+        sources = getattr(self, "sources", {})
         report = self.new_report(
             results,
             "pdenets — transductive few-shot classification: "
-            + ", ".join(md_escape(label) for label in getattr(self, "sources", {})),
+            + ", ".join(md_escape(label) for label in sources),
         )
-        fewshot_report.add_sections(report, self.config, results, records, run_dir)
+        described = {
+            label: fewshot_report.describe(label, path, features)
+            for label, (path, _, features) in sources.items()
+        }
+        fewshot_report.add_sections(report, self.config, results, records, run_dir, described)
         self.write_report(report, run_dir)
+
+    def settings_left_out(self) -> Dict[str, str]:
+        """The backbone's settings where no dataset is built from images, and the settings of the studies not
+        run."""
+        config = self.config
+        unused: Dict[str, str] = {}
+        built = [dataset for dataset in config.datasets if dataset.lower() in FEWSHOT_DATASETS]
+        if not any(FEWSHOT_DATASETS[name.lower()].modality == "images" for name in built):
+            for name in ("backbone_epochs", "backbone_seed"):
+                unused[name] = "they train the Omniglot backbone; the features here are given"
+        if not built:
+            unused["features_dir"] = "the cache of built features; the features here are files"
+        studies = {
+            "sensitivity": (
+                "sensitivity_tasks",
+                "n_top_values",
+                "strengths",
+                "step_counts",
+                "fixed_strength",
+            ),
+            "timing": ("timing_layers", "timing_tasks", "timing_strength"),
+        }
+        for study, names in studies.items():
+            if study not in config.studies:
+                for name in names:
+                    unused[name] = f"settings of the {study} study, which did not run"
+        return unused
