@@ -84,6 +84,11 @@ class CoinForecastConfig(TaskConfig):
     diffusion_num_steps: List[int] = setting(
         [1, 2, 3, 5], "numbers of diffusion steps r tried for COIN over every model"
     )
+    forecasts: str = setting(
+        "auto",
+        "forecasts.csv: the H steps after the series' end per node, by the best COIN variant and its model: "
+        "auto (for series of your files), always, or never",
+    )
     time_unit: Optional[str] = setting(
         None,
         "what one step of the series is, in the report's words, e.g. '5 minutes' (default: from the data: a "
@@ -106,6 +111,7 @@ class CoinForecastConfig(TaskConfig):
                 "protocols": PROTOCOLS + ("auto",),
                 "models": BASELINES + LEARNED,
                 "count_transform": TRANSFORMS,
+                "forecasts": ("auto", "always", "never"),
             },
             counts=("lags", "horizons", "hidden_features", "batch_rows", "eval_steps", "epochs", "patience"),
             non_negative_counts=("num_steps", "seeds"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -28,6 +28,7 @@ from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
+from ...experiments.rundir import file_name_for
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
@@ -35,6 +36,7 @@ from ...models.registry import create_model
 from ...models.training import evaluation_mode, fit_steps, masked_mse
 from . import report as forecast_report
 from .config import BASELINES, LEARNED, UNFITTED, CoinForecastConfig
+from .forecasts import diffused_future, future_stamps, future_window, to_series_units, write_forecasts
 from .protocol import (
     ForecastData,
     ForecastSetup,
@@ -125,7 +127,7 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
 REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden_features": 32, "lr": 0.01, "epochs": 200}}
 
 
-def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]:
+def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
     """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
     MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
     model is kept."""
@@ -147,7 +149,7 @@ def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]
     masks = {name: mask.to(device) for name, mask in data.masks.items()}
     graphs = data.diffusion_graphs
     if reference:
-        return _as_documented(model, inputs, targets, masks, graphs, reference)
+        return (*_as_documented(model, inputs, targets, masks, graphs, reference), model)
     train_origins, val_origins = (
         masks[part].flatten(1).any(1).nonzero().squeeze(1).cpu() for part in ("train", "val")
     )
@@ -200,7 +202,7 @@ def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict]
     }
     if getattr(model, "learn_step_size", False):
         info["learned_step_size"] = model.step_size
-    return prediction, info
+    return prediction, info, model
 
 
 def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[torch.Tensor, Dict]:
@@ -326,7 +328,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         start = time.perf_counter()
         closed_form = spec.model in BASELINES
         prediction, info = (
-            (closed_form_forecast(spec.model, data), {}) if closed_form else _learned(spec, data)
+            (closed_form_forecast(spec.model, data), {}) if closed_form else _learned(spec, data)[:2]
         )
         record = {
             "seconds": time.perf_counter() - start,
@@ -403,4 +405,101 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             run_dir,
             models=BASELINES + LEARNED,
         )
+        forecast_report.add_forecasts_section(report, self._write_forecasts(results, records, run_dir))
         self.write_report(report, run_dir)
+
+    def _write_forecasts(
+        self, results: ForecastResults, records: List[Dict[str, Any]], run_dir
+    ) -> List[Dict]:
+        """Per series of the user's files (``forecasts``): the COIN variant over a model with the lowest test
+        MSE of our protocol, and that model, forecast past the series' end (:mod:`.forecasts`), written to
+        ``forecasts.csv`` (``forecasts-<series>.csv`` for several)."""
+        config = self.config
+        datasets = [
+            dataset
+            for dataset in dict.fromkeys(config.datasets)
+            if config.forecasts == "always"
+            or (config.forecasts == "auto" and dataset not in TEMPORAL_DATASETS)
+        ]
+        written = []
+        for dataset in datasets:
+            label = dataset_label(dataset, TEMPORAL_DATASETS)
+            entries = results.table.get(label, {}).get("ours", {})
+            variants = [name for name, cell in entries.items() if cell.over is not None]
+            if not variants:
+                continue
+            best = min(variants, key=lambda name: entries[name].errors.mse.mean)
+            over = entries[best].over
+            assert over is not None
+            seed = config.seeds[0] if over not in BASELINES else 0
+            record = next(
+                (
+                    r
+                    for r in records
+                    if r.get("dataset") == dataset
+                    and r.get("protocol") == "ours"
+                    and r.get("model") == over
+                    and r.get("seed") == seed
+                    and "coin" in r
+                ),
+                None,
+            )
+            spec = next(
+                (
+                    job
+                    for job in self.jobs()
+                    if (job.dataset, job.protocol, job.model, job.seed) == (dataset, "ours", over, seed)
+                ),
+                None,
+            )
+            if record is None or spec is None:
+                continue
+            data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+            window, graphs = future_window(data)
+            if over in BASELINES:
+                extended = replace(
+                    data,
+                    inputs=torch.cat([data.inputs, window.to(data.inputs.dtype)]),
+                    targets=torch.cat([data.targets, torch.zeros_like(data.targets[:1])]),
+                    masks={
+                        name: torch.cat([mask, torch.zeros_like(mask[:1])])
+                        for name, mask in data.masks.items()
+                    },
+                )
+                forecast = closed_form_forecast(over, extended)[-1:].to(torch.float64)
+            else:
+                _, _, model = _learned(spec, data)
+                with evaluation_mode(model), torch.no_grad():
+                    device = torch.device(spec.device)
+                    forecast = model(window.to(device=device, dtype=torch.float32), graphs).to(
+                        "cpu", torch.float64
+                    )
+            coin = record["coin"]
+            diffused = diffused_future(forecast, graphs, float(coin["step_size"]), int(coin["num_steps"]))
+            series = data.series
+            path = run_dir.file(
+                "forecasts" + (f"-{file_name_for(label)}" if len(datasets) > 1 else "") + ".csv"
+            )
+            columns = {
+                over: to_series_units(forecast[0], data),
+                best.replace(COIN_OVER, "coin over "): to_series_units(diffused[0], data),
+            }
+            write_forecasts(path, data, columns, [series.node_name(node) for node in range(series.num_nodes)])
+            run_dir.register(path)
+            written.append(
+                {
+                    "dataset": label,
+                    "file": path.name,
+                    "models": list(columns),
+                    "nodes": series.num_nodes,
+                    "horizons": data.horizons,
+                    "first": future_stamps(data)[0],
+                    "last": future_stamps(data)[-1],
+                    "unit": series.step_unit,
+                    "step_size": float(coin["step_size"]),
+                    "num_steps": int(coin["num_steps"]),
+                    "test_mse": entries[best].errors.mse.mean,
+                    "seed": seed,
+                }
+            )
+        return written

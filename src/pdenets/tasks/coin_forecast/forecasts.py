@@ -1,0 +1,92 @@
+"""The forecast a user came for: the ``H`` steps after the series' last step, per node, in the series' units
+and time stamps (``forecasts.csv`` beside the report).
+
+Our protocol's windows end at origin ``T − 1``; the future origin ``T`` takes the last ``L`` observed steps
+(:func:`future_window`) and diffuses on the graph of the last day. A model's forecast of it is turned back
+into the series' units (:func:`to_series_units`: the protocol's per-node scaling undone, ``log1p`` undone by
+``expm1``); COIN's is that forecast diffused with the ``(γ, r)`` chosen for it in the run
+(:func:`~pdenets.models.coin_forecast_diffusion.diffuse_forecasts`).
+
+The time stamps continue the series' own interval (:meth:`~pdenets.data.time_column.TimeAxis.following`:
+5-minute rows give 5-minute stamps, month ends give month ends); a series without a time column is counted
+in steps (``T``, ``T + 1``, …).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import List, Mapping, Sequence, Tuple
+
+import torch
+
+from ..._io import atomic_write
+from ...models.coin_forecast_diffusion import diffuse_forecasts
+from ...operators import SliceGraphs
+from .protocol import ForecastData, diffusion_graph
+
+__all__ = ["future_window", "to_series_units", "future_stamps", "write_forecasts", "diffused_future"]
+
+
+def future_window(data: ForecastData) -> Tuple[torch.Tensor, SliceGraphs]:
+    """The window of the origin after the series' end, ``(1, N, L)`` in the protocol's scaled units, and its
+    graph (the last day's).
+
+    The last window (origin ``T − 1``) holds steps ``T − 1 − L … T − 2``; its first target is step ``T − 1``:
+    the future window is that window moved on by one step.
+    """
+    if data.protocol != "ours":
+        raise ValueError(f"forecasts past the series' end follow our protocol, not {data.protocol!r}")
+    last = torch.cat([data.inputs[-1, :, 1:], data.targets[-1, :, :1]], dim=1)
+    series = data.series
+    day = series.num_steps - 1
+    graph = diffusion_graph(series.graph_at(day), series.num_nodes)
+    return last[None], SliceGraphs([graph], series.num_nodes, ids=torch.zeros(1, dtype=torch.long))
+
+
+def to_series_units(forecast: torch.Tensor, data: ForecastData) -> torch.Tensor:
+    """``(N, H)`` forecasts in the protocol's scaled units back in the series' own units."""
+    values = forecast.to(torch.float64) * data.std[:, None] + data.mean[:, None]
+    return torch.expm1(values) if data.transform == "log1p" else values
+
+
+def diffused_future(
+    forecast: torch.Tensor, graphs: SliceGraphs, step_size: float, num_steps: int
+) -> torch.Tensor:
+    """COIN's forecast of the future window: ``forecast`` ``(1, N, H)`` diffused with the run's ``(γ, r)``
+    (``γ = 0`` or ``r = 0``: the model's forecast kept, as COIN kept it)."""
+    if step_size <= 0 or num_steps <= 0:
+        return forecast
+    return diffuse_forecasts(forecast.to(torch.float64), graphs, step_size, num_steps)
+
+
+def future_stamps(data: ForecastData) -> List[str]:
+    """The time of each of the ``H`` steps after the series' end: stamps at the series' interval where it
+    has a time column, else step numbers."""
+    axis = data.series.time_axis
+    if axis is not None:
+        return axis.format(axis.following(data.horizons))
+    return [str(data.series.num_steps + horizon) for horizon in range(data.horizons)]
+
+
+def write_forecasts(
+    path: Path, data: ForecastData, forecasts: Mapping[str, torch.Tensor], node_names: Sequence[str]
+) -> Path:
+    """Write ``forecasts.csv``: one row per node and step after the end (``node``, ``time``, ``horizon``),
+    one column per model (``forecasts``: name → ``(N, H)`` in the series' units); replaces an earlier
+    report's file."""
+    stamps = future_stamps(data)
+    columns = list(forecasts)
+    values = {name: forecast.tolist() for name, forecast in forecasts.items()}
+    with atomic_write(path) as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(
+            ["node", data.series.time_axis.column if data.series.time_axis else "step", "horizon"] + columns
+        )
+        for node, name in enumerate(node_names):
+            for horizon, stamp in enumerate(stamps):
+                writer.writerow(
+                    [name, stamp, horizon + 1]
+                    + [f"{values[column][node][horizon]:.6g}" for column in columns]
+                )
+    return path

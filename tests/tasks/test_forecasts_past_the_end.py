@@ -1,0 +1,56 @@
+"""coin-forecast on a user's sensor folder writes the forecast the user came for: the steps after the
+series' last one, per sensor by name, at the series' own interval and in its units."""
+
+import csv
+
+import numpy as np
+
+from pdenets.cli import main
+
+from ..helpers import foreign_data
+
+NAMES = ("<b>north</b>", "=east")
+
+
+def _run(tmp_path, models, *extra):
+    folder = foreign_data.traffic_folder(tmp_path, names=NAMES)
+    out = tmp_path / "run"
+    argv = ["run", "coin-forecast", "--quick", "--dataset", str(folder), "--models", models]
+    assert main(argv + list(extra) + ["--no-progress", "--out", str(out)]) == 0
+    return folder, out
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_the_last_value_forecast_is_the_last_row_and_the_stamps_continue_at_five_minutes(tmp_path):
+    folder, out = _run(tmp_path, "last-value")
+    rows = _rows(out / "forecasts.csv")
+    with open(folder / "series.csv", newline="") as stream:
+        series = list(csv.reader(stream))
+    names, last = series[0][1:], series[-1][1:]
+    assert series[-1][0] == "2026-03-02 23:55"
+    assert list(rows[0]) == ["node", "time", "horizon", "last-value", "coin over last-value"]
+    assert [row["node"] for row in rows] == [name for name in names for _ in range(3)]  # each sensor, by name
+    assert [row["time"] for row in rows[:3]] == ["2026-03-03 00:00", "2026-03-03 00:05", "2026-03-03 00:10"]
+    assert [row["horizon"] for row in rows[:3]] == ["1", "2", "3"]
+    # the protocol's scaling undone: the last value, in the series' units, at every horizon
+    for row in rows:
+        assert np.isclose(float(row["last-value"]), float(last[names.index(row["node"])]), rtol=1e-5), row
+    report = (out / "report.md").read_text()
+    assert "## Forecasts past the end of the series" in report
+    assert "3 (2026-03-03 00:00 to 2026-03-03 00:10)" in report and "<b>" not in report
+
+
+def test_a_learned_model_and_coin_over_it_forecast_every_sensor_and_the_setting_turns_it_off(tmp_path):
+    (tmp_path / "a").mkdir()
+    _, out = _run(tmp_path / "a", "window-mlp")
+    rows = _rows(out / "forecasts.csv")
+    assert list(rows[0])[3:] == ["window-mlp", "coin over window-mlp"] and len(rows) == 12 * 3
+    values = np.array([[float(row["window-mlp"]), float(row["coin over window-mlp"])] for row in rows])
+    assert np.isfinite(values).all() and 20 < values.mean() < 100  # speeds, in km/h as the file holds them
+    (tmp_path / "b").mkdir()
+    _, quiet = _run(tmp_path / "b", "last-value", "--set", "forecasts=never")
+    assert not (quiet / "forecasts.csv").exists()
