@@ -76,3 +76,41 @@ def test_predictions_follow_the_setting_and_name_each_graph_and_model(tmp_path):
         "predictions-gcn.csv",
     ]
     assert not is_user_graph("cora") and is_user_graph(str(graph))
+
+
+def test_the_users_split_file_is_used_exactly_and_keys_its_runs(tmp_path):
+    from pdenets.experiments import job_key
+    from pdenets.tasks.node_classification.task import NodeClassificationConfig, NodeClassificationTask
+
+    graph, truth, labelled = _communities(tmp_path, nodes=90)
+    names = sorted(truth)
+    chosen = [name for name in names if name in {list(truth)[i] for i in labelled}]
+    sets = {name: ("train", "val", "test")[index % 3] for index, name in enumerate(chosen)}
+    split = tmp_path / "split.csv"
+    split.write_text("node,split\n" + "".join(f"{name},{which}\n" for name, which in sets.items()))
+    out = tmp_path / "run"
+    argv = ["run", "node-classification", "--dataset", str(graph), "--models", "gcn", "--max-epochs", "5"]
+    assert main(argv + ["--set", f"split_file={split}", "--no-progress", "--out", str(out)]) == 0
+    rows = read_predictions(out / "predictions.csv")
+    given = {row["id"]: row["split"] for row in rows if row["split"] in ("train", "val", "test")}
+    assert given == sets  # exactly the file's sets, every other node in none
+    assert "your split `split.csv`" in (out / "report.md").read_text()
+
+    def keys(path):
+        config = NodeClassificationConfig(
+            datasets=[str(graph)], models=["gcn"], split_file=path, num_splits=5, num_inits=2
+        )
+        task = NodeClassificationTask(config)
+        task.prepare()
+        return {job_key("node-classification", job) for job in task.jobs()}
+
+    first = keys(str(split))
+    assert len(first) == 2  # the file's one split (num_splits does not apply) x 2 initializations
+    edited = tmp_path / "edited.csv"
+    edited.write_text(split.read_text().replace(",test\n", ",val\n", 1))
+    assert keys(str(edited)).isdisjoint(first)
+    random = NodeClassificationTask(
+        NodeClassificationConfig(datasets=[str(graph)], models=["gcn"], num_splits=1, num_inits=2)
+    )
+    random.prepare()
+    assert {job_key("node-classification", job) for job in random.jobs()}.isdisjoint(first)

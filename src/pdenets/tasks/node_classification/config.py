@@ -113,6 +113,11 @@ class NodeClassificationConfig(TaskConfig):
         "else standardize), bag-of-words (binary, rows normalized), row-normalize, scale (per feature, "
         "not centred), standardize (per feature), none",
     )
+    split_file: Optional[str] = setting(
+        None,
+        "your split: a file of node,split lines (train, val, test) used exactly, in place of the random "
+        "splits (one split; nodes it leaves out are in no set)",
+    )
     predictions: str = setting(
         "auto",
         "predictions-<model>.csv, every node by its id in your file, from each model's first run: auto (for "
@@ -155,6 +160,8 @@ class NodeClassificationConfig(TaskConfig):
             },
         )
         check_fields(self, counts=("diffusion_width",))
+        if self.split_file is not None and not Path(self.split_file).is_file():
+            raise ConfigError(f"split_file {self.split_file!r} is not a file (node,split lines)")
         if self.partition == "metis" and importlib.util.find_spec("pymetis") is None:
             raise ConfigError(f"partition=metis needs METIS: {METIS_EXTRA}; or use partition=contiguous")
         if self.partition not in PARTITIONERS and not (Path(self.partition) / "partition.json").is_file():

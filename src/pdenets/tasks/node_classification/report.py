@@ -5,6 +5,7 @@ stability bounds, the depth study (Fig. 5) and the protocol's choices, with the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ...data.transforms import graph_label
@@ -54,11 +55,15 @@ def add_sections(
         figures["accuracy"] = _accuracy_figure(protocol, datasets, config.models, paper, run_dir)
     if results.depth:
         figures["depth"] = _depth_figure(results.depth, run_dir)
+    sets = (
+        f"your split `{md_escape(Path(config.split_file).name)}` (its training, validation and test nodes "
+        "exactly)"
+        if config.split_file
+        else f"{counted(config.num_splits, 'split')} "
+        f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for training/validation)"
+    )
     report.paragraph(
-        f"{counted(config.num_splits, 'split')} × {counted(config.num_inits, 'initialization')} "
-        "per model and dataset "
-        f"({config.train_per_class}/{config.val_per_class} labelled nodes per class for "
-        "training/validation), "
+        f"{sets} × {counted(config.num_inits, 'initialization')} per model and dataset, "
         f"Adam lr {config.lr}, weight decay {config.weight_decay}, early stopping patience "
         f"{config.patience}, at "
         f"most {config.max_epochs} epochs."

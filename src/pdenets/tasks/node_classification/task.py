@@ -19,10 +19,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 from ..._cache import process_cache
+from ...data.split_file import ItemSplit, read_split_file
 from ...data.splits import Split
 from ...data.transforms import (
     PreparedGraph,
@@ -120,6 +122,9 @@ class NodeJob:
     #: how the features entered the models (``feature_transform`` resolved on the graph): the citation
     #: graphs' bag-of-words keeps the store keys of the runs made before the setting existed
     feature_transform: str = field(default="bag-of-words", metadata={"key": "unless-default"})
+    #: the user's split file (read where the job runs) and the digest of the split it holds (its key)
+    split_file: Optional[str] = field(default=None, metadata={"key": False})
+    split_digest: str = field(default="", metadata={"key": "unless-default"})
 
 
 def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
@@ -176,10 +181,29 @@ def _build_model(
 
 
 def split_of(spec: NodeJob, labels: torch.Tensor) -> Tuple[Split, int]:
-    """The split and the torch seed of ``spec``'s initialization (the paper code's seeding)."""
-    return split_and_init_seed(
-        labels, spec.seed, spec.split, spec.init, spec.train_per_class, spec.val_per_class
+    """The split and the torch seed of ``spec``'s initialization (the paper code's seeding); with a split
+    file, the file's split (:func:`user_split`) and the ``init``-th seed of a stream seeded by ``seed``
+    (nothing is drawn from the labels)."""
+    if spec.split_file is None:
+        return split_and_init_seed(
+            labels, spec.seed, spec.split, spec.init, spec.train_per_class, spec.val_per_class
+        )
+    given = user_split(
+        spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform, spec.split_file
     )
+    if given.digest != spec.split_digest:
+        raise ConfigError(f"{spec.split_file} changed since the runs were planned; run again")
+    seed = int(np.random.RandomState(spec.seed).randint(0, 1_000_000, spec.init + 1)[spec.init])
+    return Split(given.train, given.val, given.test), seed
+
+
+@process_cache(maxsize=8)
+def user_split(
+    graph_spec: str, data_dir: Optional[str], missing: str, transform: str, path: str
+) -> ItemSplit:
+    """The split file ``path`` read against the prepared graph's nodes (once per process)."""
+    graph = prepared_graph(graph_spec, data_dir, missing, transform)
+    return read_split_file(path, graph.node_ids(), graph.y.tolist(), outside=graph.outside_ids())
 
 
 def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
@@ -323,6 +347,16 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         graph = prepared_graph(graph_spec, config.data_dir, config.missing_features, config.feature_transform)
         return graph.feature_transform
 
+    def _split_digest(self, graph_spec: str) -> str:
+        """The digest of the user's split of ``graph_spec`` (``""`` without a split file)."""
+        config = self.config
+        if config.split_file is None:
+            return ""
+        transform = self._feature_transform(graph_spec)
+        return user_split(
+            graph_spec, config.data_dir, config.missing_features, transform, config.split_file
+        ).digest
+
     def _check_width_fits(self, graph: PreparedGraph, label: str) -> None:
         """Refuse a ``diffusion_width`` whose Diff-ResNet arrays (input map, block weights, hidden features)
         exceed the memory budget on ``graph``, before anything is written."""
@@ -377,13 +411,21 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     def jobs(self) -> List[NodeJob]:
         config = self.config
         # (experiment, graph, model, depth (None: the protocol's), splits, initializations)
+        splits = 1 if config.split_file else config.num_splits  # the user's split is one split
         studies: List[Tuple[str, str, str, Optional[int], int, int]] = [
-            ("protocol", graph, model, None, config.num_splits, config.num_inits)
+            ("protocol", graph, model, None, splits, config.num_inits)
             for graph in config.datasets
             for model in config.models
         ]
         studies += [
-            ("depth", graph, model, depth, config.depth_splits, config.depth_inits)
+            (
+                "depth",
+                graph,
+                model,
+                depth,
+                1 if config.split_file else config.depth_splits,
+                config.depth_inits,
+            )
             for graph in (config.depth_datasets if config.depths else [])
             for model in config.depth_models
             for depth in config.depths
@@ -408,6 +450,8 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                 config.missing_features,
                 config.partition,
                 self._feature_transform(graph),
+                config.split_file,
+                self._split_digest(graph),
             )
             for experiment, graph, model, depth, splits, inits in studies
             for split in range(splits)
