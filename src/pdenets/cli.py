@@ -404,41 +404,59 @@ def _features_parser(commands) -> None:
 
 
 def _add_predict(commands) -> None:
-    predict = commands.add_parser("predict", help="classify your unlabelled data: few-shot queries")
-    kinds = predict.add_subparsers(dest="kind", metavar="KIND", required=True)
-    fewshot = kinds.add_parser(
-        "few-shot",
-        help="classify the unlabelled rows of a features file from its (or another file's) labelled rows",
+    predict = commands.add_parser(
+        "predict",
+        help="apply a run's saved model to new data (RUN_DIR), or classify few-shot queries (few-shot)",
         formatter_class=_Formatter,
+        description="pdenets predict RUN_DIR --dataset NEW --out P.csv: the models a run saved "
+        "(model-<name>/) answer new rows; pdenets predict few-shot --support F --out P.csv: the unlabelled "
+        "rows of a features file classified from its labelled ones.",
     )
-    fewshot.add_argument(
+    predict.add_argument(
+        "target", metavar="RUN_DIR|few-shot", help="a run folder with saved models, or few-shot"
+    )
+    predict.add_argument(
+        "--dataset", default=None, metavar="FILE", help="RUN_DIR: the new data (a .csv table)"
+    )
+    predict.add_argument(
+        "--model", default=None, help="RUN_DIR: the saved model to use (default: the only one, or coin)"
+    )
+    predict.add_argument(
         "--support",
-        required=True,
+        default=None,
         metavar="FILE",
-        help="a features file (.npz/.pkl/.pt, e.g. from `pdenets features embed-text`): its labelled rows",
+        help="few-shot: a features file (.npz/.pkl/.pt, e.g. from `pdenets features embed-text`): its "
+        "labelled rows",
     )
-    fewshot.add_argument(
+    predict.add_argument(
         "--queries",
         default=None,
         metavar="FILE",
-        help="a features file whose unlabelled rows (all its rows if it has none) are classified "
+        help="few-shot: a features file whose unlabelled rows (all its rows if it has none) are classified "
         "(default: the unlabelled rows of --support)",
     )
-    fewshot.add_argument("--method", default=None, help="a few-shot method (default: the library's default)")
-    fewshot.add_argument(
-        "--preprocessing", default="normalize", help="raw, normalize, centre or tricks (default normalize)"
+    predict.add_argument(
+        "--method", default=None, help="few-shot: a few-shot method (default: the library's default)"
     )
-    fewshot.add_argument(
+    predict.add_argument(
+        "--preprocessing",
+        default="normalize",
+        help="few-shot: raw, normalize, centre or tricks (default normalize)",
+    )
+    predict.add_argument(
         "--max-queries-per-task",
         type=int,
         default=2000,
-        help="queries solved together; more are solved in tasks of this many, in file order (default 2000)",
+        help="few-shot: queries solved together; more are solved in tasks of this many, in file order "
+        "(default 2000)",
     )
-    fewshot.add_argument("--seed", type=int, default=0, help="seed of the trained heads (default 0)")
-    fewshot.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
-    fewshot.add_argument("--out", required=True, metavar="FILE.csv", help="the predictions file to write")
-    fewshot.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    fewshot.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    predict.add_argument(
+        "--seed", type=int, default=0, help="few-shot: seed of the trained heads (default 0)"
+    )
+    predict.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
+    predict.add_argument("--out", required=True, metavar="FILE.csv", help="the predictions file to write")
+    predict.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    predict.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def _value(info: FieldInfo, raw: Any) -> Any:

@@ -2,6 +2,7 @@
 
     pdenets predict few-shot --support my_texts.npz --out predictions.csv
     pdenets predict few-shot --support labelled.npz --queries new.npz --method laplacianshot --out p.csv
+    pdenets predict runs/wines --dataset new_wines.csv --out new_predictions.csv       # a run's saved model
 
 The predictions file's columns are described in :mod:`pdenets.experiments.predictions`.
 """
@@ -10,25 +11,74 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import List
 
 from .data.fewshot import load_features
 from .experiments.config import check_device
-from .experiments.predictions import write_predictions
+from .experiments.predictions import prediction_accuracy, read_predictions, write_predictions
 from .models.fewshot import DEFAULT_METHOD
+from .tasks.coin_tabular.saved import load_tabular_model, predict_new_rows, read_new_rows
 from .tasks.fewshot.predict import classify_queries
 
 __all__ = ["run_predict_command"]
 
 
-def _fewshot(args) -> int:
+def _checked_out(args, inputs: List[Path]) -> Path:
+    """``--out``: a new ``.csv`` file (an existing one only with ``--overwrite``), never one of the inputs."""
     out = Path(args.out)
     if out.suffix.lower() != ".csv":
         raise ValueError(f"--out {out}: the predictions file name must end in .csv")
-    inputs = [Path(args.support)] + ([Path(args.queries)] if args.queries else [])
     if any(out.resolve() == path.resolve() for path in inputs):
-        raise ValueError(f"--out {out} is an input file: predictions never replace a features file")
+        raise ValueError(f"--out {out} is an input file: predictions never replace the data they answer")
     if out.exists() and not args.overwrite:
         raise ValueError(f"{out} exists; pass --overwrite to replace it")
+    return out
+
+
+def _saved_model(args) -> int:
+    """``pdenets predict RUN_DIR``: a run's saved model answers the rows of ``--dataset``."""
+    run = Path(args.target)
+    if not run.is_dir():
+        raise ValueError(
+            f"{run}: not a run folder (nor few-shot); give the folder a run wrote its report into"
+        )
+    for name in ("support", "queries", "method"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name} is for few-shot queries, not for a run's saved model")
+    if args.dataset is None:
+        raise ValueError("give the new data with --dataset FILE")
+    folders = sorted(path for path in run.glob("model-*") if path.is_dir())
+    if not folders:
+        raise ValueError(f"{run}: no saved model (model-<name>/); runs on your own files save theirs")
+    names = [folder.name[len("model-") :] for folder in folders]
+    chosen = args.model or (names[0] if len(names) == 1 else "coin" if "coin" in names else None)
+    if chosen not in names:
+        raise ValueError(f"{run}: give --model, one of {', '.join(names)}")
+    out = _checked_out(args, [Path(args.dataset)])
+    folder = run / f"model-{chosen}"
+    tensors, manifest = load_tabular_model(folder)
+    rows = read_new_rows(Path(args.dataset), manifest)
+    probabilities = predict_new_rows(tensors, manifest, rows)
+    write_predictions(
+        out, rows.ids, probabilities, manifest["class_names"], labels=rows.labels, overwrite=True
+    )
+    summary = f"{len(rows.ids)} rows of {args.dataset} classified by {folder}; written to {out}"
+    if rows.labels is not None:
+        accuracy = prediction_accuracy(read_predictions(out))
+        if accuracy is not None:
+            summary += f"; {100 * accuracy:.1f} % match the file's labels"
+    print(summary)
+    return 0
+
+
+def _fewshot(args) -> int:
+    for name in ("dataset", "model"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name} is for a run's saved model, not for few-shot queries")
+    if args.support is None:
+        raise ValueError("few-shot needs --support FILE (a features file with labelled rows)")
+    inputs = [Path(args.support)] + ([Path(args.queries)] if args.queries else [])
+    out = _checked_out(args, inputs)
     check_device(args.device)
     support = load_features(args.support)
     source = load_features(args.queries) if args.queries else support
@@ -73,4 +123,4 @@ def _fewshot(args) -> int:
 
 
 def run_predict_command(args) -> int:
-    return {"few-shot": _fewshot}[args.kind](args)
+    return _fewshot(args) if args.target == "few-shot" else _saved_model(args)

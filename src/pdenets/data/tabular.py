@@ -38,6 +38,8 @@ class TabularData:
     #: each row's id: the id column's cell, else its line number in the file (its row number, from 0, for a
     #: bundled dataset)
     row_ids: Optional[List[str]] = None
+    #: the label column's header (a CSV file's)
+    label_column: str = ""
 
     def ids(self) -> List[str]:
         return self.row_ids if self.row_ids is not None else [str(row) for row in range(len(self.labels))]
@@ -126,6 +128,7 @@ def load_tabular(
         names,
         [h for c, h in enumerate(header) if c not in (label_index, id_index)],
         row_ids,
+        header[label_index],
     )
 
 

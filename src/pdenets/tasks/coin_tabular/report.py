@@ -183,3 +183,12 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
         caption="Test accuracy (%) of the first split: recomputed from the file, and as stored.",
         align="lllrrrrr",
     )
+    folders = [entry["model_folder"] for entry in written if entry.get("model_folder")]
+    if folders:
+        report.paragraph(
+            "The models of these predictions are kept in "
+            + ", ".join(f"`{folder}/`" for folder in folders)
+            + " (weights in safetensors, a manifest with their settings, the features' scaling and the class "
+            "names): `pdenets predict RUN_DIR --dataset NEW.csv --model NAME --out P.csv` classifies new "
+            "rows with the same columns."
+        )

@@ -42,6 +42,7 @@ from ...operators import knn_gaussian_weights
 from . import report as tabular_report
 from .config import MODELS, CoinTabularConfig
 from .results import AccuracyCell, CoinTabularResults, PairedComparison
+from .saved import save_tabular_model
 
 __all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
 
@@ -168,6 +169,14 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
 def fit_tabular(spec: TabularJob) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
     """Train ``spec``'s model on its split; returns the class probabilities ``(n, C)`` of every row, the
     labelled rows it trained on, and what its record adds (``mean_confidence`` or ``final_loss``)."""
+    probabilities, labelled, outcome, _ = fit_tabular_model(spec)
+    return probabilities, labelled, outcome
+
+
+def fit_tabular_model(
+    spec: TabularJob,
+) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
+    """:func:`fit_tabular`, and the trained network (``None`` for label spreading, which has none)."""
     diffusion = spec.diffusion
     data = _table_and_graph(
         spec.dataset,
@@ -192,6 +201,7 @@ def fit_tabular(spec: TabularJob) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any
         model.fit(data["features"].numpy(), partial)
         probabilities = np.asarray(model.label_distributions_, dtype=np.float64)
         outcome = {"mean_confidence": float(probabilities.max(1).mean())}
+        network = None
     else:
         torch.manual_seed(spec.split)
         mlp = spec.mlp
@@ -225,7 +235,7 @@ def fit_tabular(spec: TabularJob) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any
         network.eval()
         with torch.no_grad():
             probabilities = torch.softmax(network(features), dim=1).cpu().numpy()
-    return probabilities, labelled, outcome
+    return probabilities, labelled, outcome, network
 
 
 @register_task
@@ -357,8 +367,10 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         for dataset in datasets:
             for model in config.models:
                 spec = firsts[(dataset, model)]
-                probabilities, labelled, _ = fit_tabular(spec)
+                probabilities, labelled, _, network = fit_tabular_model(spec)
                 table = table_of(spec)
+                saved = save_tabular_model(run_dir.file(f"model-{model}"), spec, table, labelled, network)
+                run_dir.register(saved)
                 splits = np.where(table.labels < 0, "unlabelled", "test").astype(object)
                 splits[labelled] = "train"
                 known = [table.class_names[label] if label >= 0 else None for label in table.labels.tolist()]
@@ -400,6 +412,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                         else None,
                         "stored_accuracy": stored,
                         "labels_per_class": spec.labels_per_class,
+                        "model_folder": saved.name,
                     }
                 )
         return written

@@ -206,17 +206,20 @@ def user_split(
     return read_split_file(path, graph.node_ids(), graph.y.tolist(), outside=graph.outside_ids())
 
 
-def train_node_classifier(spec: NodeJob) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
+def train_node_classifier(
+    spec: NodeJob, *, whole: bool = False
+) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
     """Train one run; returns the model (best state restored), the fit history and the record.
 
     ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
-    counted.
+    counted. ``whole``: in this process alone, the whole graph, also under torchrun (the contiguous split
+    over the processes computes the same numbers).
     """
     graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform)
     device = torch.device(spec.device)
     split, init_seed = split_of(spec, graph.y)
     start = time.perf_counter()
-    if _split_over_processes(spec):
+    if not whole and _split_over_processes(spec):
         return _train_partitioned(spec, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
     model = _build_model(spec, graph).to(device)
@@ -509,7 +512,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             for spec in dict.fromkeys(config.datasets)
             if config.predictions == "always" or (config.predictions == "auto" and is_user_graph(spec))
         ]
-        if not graphs or (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        if not graphs:
             return []
         firsts = {
             (job.graph, job.model): job
@@ -521,7 +524,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             label = graph_label(graph_spec)
             for model_name in config.models:
                 spec = firsts[(graph_spec, model_name)]
-                model, _, record = train_node_classifier(spec)
+                model, _, record = train_node_classifier(spec, whole=True)  # rank 0 alone under torchrun
                 graph = prepared_graph(
                     spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform
                 )
