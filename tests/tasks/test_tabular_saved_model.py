@@ -203,3 +203,26 @@ def test_predict_names_what_is_missing(run, tmp_path, capsys):
     for argv, message in cases:
         assert main(argv) == 2, argv
         assert message in capsys.readouterr().err, argv
+
+
+def test_a_run_folder_reused_with_other_settings_keeps_the_saved_model(tmp_path):
+    _write(tmp_path / "wines.csv", 60, seed=0)
+    argv = [
+        "run",
+        "coin-tabular",
+        "--dataset",
+        str(tmp_path / "wines.csv"),
+        "--splits",
+        "1",
+        "--models",
+        "mlp",
+    ]
+    argv += ["--epochs", "20", "--set", "id_column=wine id", "--no-progress", "--out", str(tmp_path / "run")]
+    assert main(argv + ["--labels", "5"]) == 0
+    first = (tmp_path / "run" / "model-mlp" / "weights.safetensors").read_bytes()
+    assert main(argv + ["--labels", "5", "--report-only"]) == 0  # the same model again: rewritten alike
+    assert (tmp_path / "run" / "model-mlp" / "weights.safetensors").read_bytes() == first
+    assert main(argv + ["--labels", "8"]) == 0  # other settings: another folder, the first model kept
+    assert (tmp_path / "run" / "model-mlp" / "weights.safetensors").read_bytes() == first
+    others = sorted(p.name for p in (tmp_path / "run").glob("model-mlp-*"))
+    assert len(others) == 1 and others[0] in (tmp_path / "run" / "report.md").read_text()
