@@ -137,6 +137,39 @@ def task_graphs(
     return weights
 
 
+def stable_task_weights(weights: torch.Tensor, step_size: float, margin: float = 0.99) -> torch.Tensor:
+    """Each task's graph ``(T, N, N)``, scaled down where ``γ = step_size`` would exceed its stability bound
+    ``2/λ_max(L)``: ``W_t ← c_t W_t`` with ``c_t = margin · bound_t / γ`` (``L`` is linear in ``W``: the
+    diffusion as strong as stability allows). Graphs within their bound are returned as they are (the same
+    tensor when none needs it), so every task that was stable before computes the same numbers.
+
+    Large query sets need it: with 100 queries a class the adaptive neighbourhood grows, and ``λ_max``
+    with it, past the paper's ``γ = 0.5``.
+
+    Examples:
+        >>> import torch
+        >>> star = torch.zeros(1, 5, 5); star[0, 0, 1:] = star[0, 1:, 0] = 1.0
+        >>> scaled = stable_task_weights(star, 0.5)      # λ_max(L) = 5: γ up to 0.4
+        >>> round(float(scaled[0, 0, 1]), 3)
+        0.792
+    """
+    weights_ = weights.detach()
+    off_diagonal = weights_.sum(2) - torch.diagonal(weights_, dim1=1, dim2=2)
+    largest = off_diagonal.max(1).values.double()
+    beyond = (largest * step_size > 1).nonzero().flatten()  # only these can exceed the bound (Gershgorin)
+    if len(beyond) == 0:
+        return weights
+    graphs = weights_[beyond].double()
+    laplacians = torch.diag_embed(graphs.sum(2)) - graphs
+    largest_eigenvalue = torch.linalg.eigvalsh(laplacians)[:, -1]
+    over = step_size * largest_eigenvalue > 2 * margin
+    if not bool(over.any()):
+        return weights
+    scale = torch.ones(weights.shape[0], dtype=torch.float64, device=weights.device)
+    scale[beyond[over]] = 2 * margin / (step_size * largest_eigenvalue[over])
+    return weights * scale.to(weights.dtype)[:, None, None]
+
+
 def initial_parameters(in_features: int, ways: int, seeds: Sequence[int]) -> List[torch.Tensor]:
     """Stacked ``[W1, b1, W2, b2, W3, b3]`` of every task's head, drawn as :class:`torch.nn.Linear` draws them
     (uniform on ``±1/√M``, ``M`` the input width of all three layers) from a generator seeded with the task's
@@ -335,6 +368,8 @@ def _train_chunk(
     operator: Optional[BatchedDiffusion] = None
     if settings.num_steps > 0:
         assert weights is not None  # settings.uses_graph holds whenever there are diffusion steps
+        if settings.check_stability:  # a task whose graph would refuse γ diffuses as strongly as it allows
+            weights = stable_task_weights(weights, settings.step_size)
         operator = BatchedDiffusion(weights, settings.step_size, check_stability=settings.check_stability)
     # the cross entropy reads the support rows only; the regularizers read every row
     every_row = settings.mu > 0 or settings.alpha > 0
