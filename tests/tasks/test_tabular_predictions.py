@@ -102,3 +102,33 @@ def test_naming_an_id_column_changes_the_job_keys_and_leaving_it_out_keeps_them(
     with_id = {job_key("coin-tabular", job) for job in CoinTabularTask(named).jobs()}
     assert plain.isdisjoint(with_id)
     assert all(job.id_column is None for job in CoinTabularTask(base).jobs())
+
+
+def test_a_column_headed_id_names_the_rows_without_being_asked(tmp_path):
+    from pdenets.data.tabular import detected_id_column
+
+    path = tmp_path / "t.csv"
+    rng = np.random.default_rng(0)
+    rows = ["ID,x,y,label"]
+    for row in range(40):
+        label = "" if row % 6 == 0 else "ab"[row % 2]
+        rows.append(f"item-{row},{rng.normal() + 3 * (row % 2):.4f},{rng.normal():.4f},{label}")
+    path.write_text("\n".join(rows) + "\n")
+    assert detected_id_column(path) == "ID" and detected_id_column(path, "x") == "x"
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "coin-tabular",
+        "--dataset",
+        str(path),
+        "--labels",
+        "3",
+        "--splits",
+        "1",
+        "--models",
+        "mlp",
+    ]
+    assert main(argv + ["--epochs", "30", "--no-progress", "--out", str(out)]) == 0
+    predicted = read_predictions(out / "predictions.csv")
+    assert [row["id"] for row in predicted] == [f"item-{row}" for row in range(40)]
+    assert "| ID |" not in (out / "report.md").read_text().split("## Settings")[0]  # no feature named ID

@@ -4,7 +4,8 @@ A CSV file needs a header row, numeric feature columns and one label column (the
 one named by ``label_column``); labels may be any strings or numbers, compared by value (``1``,
 ``1.0`` and `` 1`` are one class); a row whose label cell is empty is *unlabelled* (label ``-1``: it
 takes part, and is predicted, but is never trained on or scored). An ``id_column`` names the rows
-(distinct, non-empty; it is no feature); without one, a row is named by its line number. Feature cells
+(distinct, non-empty; it is no feature; :func:`detected_id_column` finds a column headed ``id``); without
+one, a row is named by its line number. Feature cells
 are read strictly
 (:func:`~pdenets.data.csvfile.parse_number`: finite decimal numbers; ``1_0`` is refused, not read
 as 10). Features are returned unscaled; the task standardizes them.
@@ -23,7 +24,7 @@ from .csvfile import normalized_labels, parse_number, read_csv_table, shown_valu
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .paths import regular_file
 
-__all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS"]
+__all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS", "detected_id_column"]
 
 TABULAR_DATASETS = ("breast-cancer",)
 
@@ -130,6 +131,24 @@ def load_tabular(
         row_ids,
         header[label_index],
     )
+
+
+def detected_id_column(name: Union[str, Path], id_column: Optional[str] = None) -> Optional[str]:
+    """The id column of a table: ``id_column`` where given, else a column headed ``id`` (any case) of a CSV
+    file, else ``None`` (a bundled dataset's rows are numbered).
+
+    Examples:
+        >>> detected_id_column("breast-cancer") is None
+        True
+    """
+    if id_column is not None or str(name) in TABULAR_DATASETS:
+        return id_column
+    path = Path(str(name)).expanduser()
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return None
+    rows = read_csv_table(path)
+    header = [cell.strip() for cell in rows[0][1]] if rows else []
+    return next((cell for cell in header if cell.lower() == "id"), None)
 
 
 def _column_index(

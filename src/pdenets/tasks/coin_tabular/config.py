@@ -24,7 +24,7 @@ class CoinTabularConfig(TaskConfig):
         None, "label column of a CSV file (default: the last; an empty cell: an unlabelled row, predicted)"
     )
     id_column: Optional[str] = setting(
-        None, "id column of a CSV file, no feature (default: rows by line number)"
+        None, "id column of a CSV file, no feature (default: a column headed id, else rows by line number)"
     )
     predictions: str = setting(
         "auto",

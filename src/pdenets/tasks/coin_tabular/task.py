@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from ..._cache import process_cache
 from ...data.paths import dataset_label
-from ...data.tabular import TABULAR_DATASETS, TabularData, load_tabular
+from ...data.tabular import TABULAR_DATASETS, TabularData, detected_id_column, load_tabular
 from ...experiments.config import ConfigError
 from ...experiments.predictions import write_predictions
 from ...experiments.records import RecordFields
@@ -269,7 +269,9 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         self.described: Dict[str, str] = {}
         for dataset in self.config.datasets:
             table = load_tabular(
-                dataset, label_column=self.config.label_column, id_column=self.config.id_column
+                dataset,
+                label_column=self.config.label_column,
+                id_column=detected_id_column(dataset, self.config.id_column),
             )
             for per_class in self.config.labels_per_class:
                 labelled_split(table.labels, per_class, 0)
@@ -307,7 +309,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                                 config.device,
                                 config.label_column,
                                 **parts[model],
-                                id_column=config.id_column,
+                                id_column=detected_id_column(dataset, config.id_column),
                             )
                         )
         return jobs
