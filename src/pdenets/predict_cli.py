@@ -9,6 +9,7 @@ The predictions file's columns are described in :mod:`pdenets.experiments.predic
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import List
@@ -19,6 +20,7 @@ from .experiments.predictions import prediction_accuracy, read_predictions, writ
 from .models.fewshot import DEFAULT_METHOD
 from .tasks.coin_tabular.saved import load_tabular_model, predict_new_rows, read_new_rows
 from .tasks.fewshot.predict import classify_queries
+from .tasks.node_classification.saved import predict_graph
 
 __all__ = ["run_predict_command"]
 
@@ -33,6 +35,15 @@ def _checked_out(args, inputs: List[Path]) -> Path:
     if out.exists() and not args.overwrite:
         raise ValueError(f"{out} exists; pass --overwrite to replace it")
     return out
+
+
+def _task_of(folder: Path) -> str:
+    """The task a saved model names (``""`` where its manifest cannot be read: the loader then says why)."""
+    try:
+        document = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return ""
+    return str(document.get("task", "")) if isinstance(document, dict) else ""
 
 
 def _saved_model(args) -> int:
@@ -51,19 +62,26 @@ def _saved_model(args) -> int:
     if not folders:
         raise ValueError(f"{run}: no saved model (model-<name>/); runs on your own files save theirs")
     names = [folder.name[len("model-") :] for folder in folders]
-    chosen = args.model or (names[0] if len(names) == 1 else "coin" if "coin" in names else None)
+    preferred = next((name for name in ("coin", "diff-resnet") if name in names), None)
+    chosen = args.model or (names[0] if len(names) == 1 else preferred)
     if chosen not in names:
         raise ValueError(f"{run}: give --model, one of {', '.join(names)}")
     out = _checked_out(args, [Path(args.dataset)])
     folder = run / f"model-{chosen}"
-    tensors, manifest = load_tabular_model(folder)
-    rows = read_new_rows(Path(args.dataset), manifest)
-    probabilities = predict_new_rows(tensors, manifest, rows)
-    write_predictions(
-        out, rows.ids, probabilities, manifest["class_names"], labels=rows.labels, overwrite=True
-    )
-    summary = f"{len(rows.ids)} rows of {args.dataset} classified by {folder}; written to {out}"
-    if rows.labels is not None:
+    if _task_of(folder) == "node-classification":
+        ids, probabilities, class_names, labels = predict_graph(folder, args.dataset)
+        known = labels if any(label is not None for label in labels) else None
+        write_predictions(out, ids, probabilities, class_names, labels=known, overwrite=True)
+        what = "nodes"
+    else:
+        tensors, manifest = load_tabular_model(folder)
+        rows = read_new_rows(Path(args.dataset), manifest)
+        probabilities = predict_new_rows(tensors, manifest, rows)
+        ids, known = rows.ids, rows.labels
+        write_predictions(out, ids, probabilities, manifest["class_names"], labels=known, overwrite=True)
+        what = "rows"
+    summary = f"{len(ids)} {what} of {args.dataset} classified by {folder}; written to {out}"
+    if known is not None:
         accuracy = prediction_accuracy(read_predictions(out))
         if accuracy is not None:
             summary += f"; {100 * accuracy:.1f} % match the file's labels"

@@ -5,6 +5,8 @@ the stored run's; a second report writes the same file."""
 import json
 import random
 
+import numpy as np
+
 from pdenets.cli import main
 from pdenets.data.transforms import is_user_graph
 from pdenets.experiments.predictions import prediction_accuracy, read_predictions
@@ -114,3 +116,57 @@ def test_the_users_split_file_is_used_exactly_and_keys_its_runs(tmp_path):
     )
     random.prepare()
     assert {job_key("node-classification", job) for job in random.jobs()}.isdisjoint(first)
+
+
+def _with_features(folder, nodes, seed, stem="g"):
+    """Three communities with 4 features each node (its community, blurred); every label known."""
+    rng = np.random.default_rng(seed)
+    community = [i * 3 // nodes for i in range(nodes)]
+    lines = []
+    for i in range(nodes):
+        for _ in range(4):
+            same = [j for j in range(nodes) if community[j] == community[i]]
+            j = int(rng.choice(same)) if rng.random() < 0.9 else int(rng.integers(nodes))
+            if i != j:
+                lines.append(f"v{i} v{j}")
+    (folder / f"{stem}.txt").write_text("\n".join(lines) + "\n")
+    features = [
+        f"v{i} "
+        + " ".join(f"{value:.4f}" for value in np.eye(4)[community[i]] + rng.normal(scale=0.6, size=4))
+        for i in range(nodes)
+    ]
+    (folder / f"{stem}-features.txt").write_text("\n".join(features) + "\n")
+    (folder / f"{stem}-labels.txt").write_text("".join(f"v{i} {'rgb'[community[i]]}\n" for i in range(nodes)))
+    return folder / f"{stem}.txt"
+
+
+def test_the_saved_model_classifies_the_same_graph_alike_and_a_grown_one(tmp_path, capsys):
+    small = tmp_path / "small"
+    small.mkdir()
+    graph = _with_features(small, 90, seed=0)
+    out = tmp_path / "run"
+    argv = ["run", "node-classification", "--dataset", str(graph), "--models", "diff-resnet", "--splits", "1"]
+    argv += ["--inits", "1", "--max-epochs", "40", "--set", "train_per_class=5", "--set", "val_per_class=5"]
+    assert main(argv + ["--no-progress", "--out", str(out)]) == 0
+    same = tmp_path / "same.csv"
+    assert main(["predict", str(out), "--dataset", str(graph), "--out", str(same)]) == 0
+    written = {row["id"]: row for row in read_predictions(out / "predictions.csv")}
+    for row in read_predictions(same):  # reloaded: the run's predictions, digit for digit
+        assert [row[key] for key in row if key.startswith("p(")] == [
+            written[row["id"]][key] for key in row if key.startswith("p(")
+        ]
+    grown_folder = tmp_path / "grown"
+    grown_folder.mkdir()
+    grown = _with_features(grown_folder, 150, seed=1)
+    answer = tmp_path / "grown.csv"
+    assert main(["predict", str(out), "--dataset", str(grown), "--out", str(answer)]) == 0
+    assert "150 nodes of" in capsys.readouterr().out
+    rows = read_predictions(answer)
+    assert len(rows) == 150 and prediction_accuracy(rows) >= 0.85
+    # a graph whose nodes have another number of features is refused in one line
+    (grown_folder / "g-features.txt").write_text("".join(f"v{i} 1 2 3\n" for i in range(150)))
+    from pdenets.data.transforms import prepared_graph
+
+    prepared_graph.cache_clear()  # this process read the file before it was rewritten
+    assert main(["predict", str(out), "--dataset", str(grown), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "features as the run read them, the model 4" in capsys.readouterr().err

@@ -65,7 +65,11 @@ def save_model(
     model: str,
     manifest: Mapping[str, Any],
 ) -> Path:
-    """Write a saved model (module docstring) into ``folder`` (created) and return it.
+    """Write a saved model (module docstring) into ``folder`` (created) and return the folder written.
+
+    A model is never replaced by another: where ``folder`` holds a model whose manifest differs from this
+    one (a run folder reused with other settings), the model goes to ``<folder>-<digest>`` beside it; the
+    same model again (a later report of the same run) is written over itself.
 
     Args:
         folder: the model's folder.
@@ -76,7 +80,7 @@ def save_model(
     """
     from safetensors.torch import save as save_tensors
 
-    folder = Path(folder)
+    folder = _free_folder(Path(folder), {"task": task, "model": model, **dict(manifest)})
     folder.mkdir(parents=True, exist_ok=True)
     plain = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
     weights = folder / WEIGHTS_FILE
@@ -96,6 +100,21 @@ def save_model(
     }
     atomic_write_text(folder / MANIFEST_FILE, json.dumps(document, indent=1, sort_keys=True) + "\n")
     return folder
+
+
+def _free_folder(folder: Path, identity: Mapping[str, Any]) -> Path:
+    """``folder``, unless it holds a model of another identity (module docstring of :func:`save_model`)."""
+    document = folder / MANIFEST_FILE
+    if not document.is_file():
+        return folder
+    try:
+        old = json.loads(document.read_text(encoding="utf-8"))
+    except (ValueError, OSError, UnicodeDecodeError):
+        old = None
+    if isinstance(old, dict) and all(old.get(key) == value for key, value in identity.items()):
+        return folder
+    digest = hashlib.sha256(json.dumps(dict(identity), sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return folder.with_name(f"{folder.name}-{digest}")
 
 
 def load_model(folder: Union[str, Path], *, task: str) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:

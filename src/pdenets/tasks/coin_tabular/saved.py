@@ -15,8 +15,6 @@ missing one, a repeated or empty id or a cell that is no number is refused namin
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -69,28 +67,12 @@ def save_tabular_model(
         "dataset": Path(str(spec.dataset)).name,
     }
     return save_model(
-        _free_folder(Path(folder), manifest),
+        folder,
         tensors,
         task="coin-tabular",
         model=spec.model,
         manifest=manifest,
     )
-
-
-def _free_folder(folder: Path, manifest: Dict[str, Any]) -> Path:
-    """``folder``, unless it holds a model of other settings or data (a run folder reused with other
-    settings): then ``<folder>-<digest>``, so that a saved model is never replaced by another."""
-    document = folder / "model.json"
-    if not document.is_file():
-        return folder
-    try:
-        old = json.loads(document.read_text(encoding="utf-8"))
-    except (ValueError, OSError, UnicodeDecodeError):
-        old = None
-    if isinstance(old, dict) and all(old.get(key) == value for key, value in manifest.items()):
-        return folder  # the same model again (a later report of the same run): its file is rewritten alike
-    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    return folder.with_name(f"{folder.name}-{digest}")
 
 
 def load_tabular_model(folder: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:

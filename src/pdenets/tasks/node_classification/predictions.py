@@ -36,6 +36,7 @@ class NodePredictions:
     outside: Tuple[str, ...]
     test_accuracy: Optional[float]
     stored_accuracy: Optional[float]
+    model_folder: str = ""
 
 
 def node_splits(labels: torch.Tensor, split: Split) -> List[str]:

@@ -289,6 +289,14 @@ def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
         caption="Test accuracy (%) of the first run: recomputed from the file, and as stored.",
         align="lllrrrr",
     )
+    folders = [entry.model_folder for entry in written if entry.model_folder]
+    if folders:
+        report.paragraph(
+            "The models of these predictions are kept in "
+            + ", ".join(f"`{folder}/`" for folder in folders)
+            + " (weights in safetensors and a manifest): `pdenets predict RUN_DIR --dataset GRAPH --model "
+            "NAME --out P.csv` classifies the nodes of this graph or a grown one with the same features."
+        )
     outside = {entry.graph: entry.outside for entry in written if entry.outside}
     for graph, ids in outside.items():
         shown = ", ".join(md_escape(node[:40]) for node in ids[:5])

@@ -54,6 +54,7 @@ from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparamet
 from .predictions import NodePredictions, write_node_predictions
 from .report import add_predictions_section, add_sections
 from .results import AccuracyCell, GraphFacts, NodeClassificationResults
+from .saved import save_node_model
 
 __all__ = [
     "NodeClassificationConfig",
@@ -536,6 +537,9 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                     path, model, model_inputs(spec, graph), graph, split_of(spec, graph.y)[0]
                 )
                 run_dir.register(path)
+                saved = run_dir.register(
+                    save_node_model(run_dir.file(f"model-{model_name}"), spec, model, graph)
+                )
                 stored = next(
                     (
                         r.get("accuracy")
@@ -558,6 +562,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                         tuple(graph.outside_ids()),
                         accuracy,
                         stored,
+                        saved.name,
                     )
                 )
         return written

@@ -1,0 +1,109 @@
+"""node-classification's saved models: the model of the predictions (each model's first run), kept beside the
+report (``model-<name>/``, :mod:`pdenets.experiments.saved_model`), classifies the nodes of the same graph or
+a grown one later (``pdenets predict RUN_DIR --dataset GRAPH``).
+
+The graph given at predict time is read as the run read its graph (the same feature transform and
+missing-features rule) and must give the model's feature width; its labels, where it has them, are written
+beside the predictions. A model's diffusion (Diff-ResNet) or message passing (the baselines) runs on the new
+graph. Per-feature transforms (``standardize``, ``scale``) are computed on the graph given, as the run
+computed them on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+from ...data.errors import DatasetError
+from ...data.transforms import PreparedGraph, graph_label, prepared_graph
+from ...experiments.saved_model import SavedModelError, load_model, save_model
+from ...models.node_training import DiffusionSettings, MessagePassingSettings
+from ...models.training import evaluation_mode
+
+__all__ = ["save_node_model", "predict_graph"]
+
+_SPEC_FIELDS = ("model", "depth", "seed", "train_per_class", "val_per_class", "max_epochs", "patience")
+
+
+def save_node_model(folder: Path, spec: Any, model: torch.nn.Module, graph: PreparedGraph) -> Path:
+    """Keep ``model``, trained by the job ``spec`` (a ``NodeJob``) on ``graph``."""
+    settings = spec.hyperparameters
+    manifest = {
+        **{name: getattr(spec, name) for name in _SPEC_FIELDS},
+        "hyperparameters": {"kind": type(settings).__name__, **asdict(settings)},
+        "missing_features": spec.missing_features,
+        "feature_transform": spec.feature_transform,
+        "num_features": graph.num_features,
+        "class_names": list(graph.class_names),
+        "graph": graph_label(spec.graph),
+    }
+    return save_model(
+        folder, model.state_dict(), task="node-classification", model=spec.model, manifest=manifest
+    )
+
+
+def predict_graph(
+    folder: Path, graph_spec: str, data_dir: Optional[str] = None
+) -> Tuple[List[str], torch.Tensor, List[str], List[Optional[str]]]:
+    """The saved model's class probabilities of every node of ``graph_spec`` (module docstring): the nodes'
+    ids, ``(N, C)`` probabilities, the class names and each node's known label (``None`` where unknown).
+
+    Raises:
+        SavedModelError: a damaged or foreign model.
+        DatasetError: a graph the model cannot read (another feature width, other classes).
+    """
+    from .task import NodeJob, _build_model, model_inputs
+
+    state, manifest = load_model(folder, task="node-classification")
+    kinds = {"DiffusionSettings": DiffusionSettings, "MessagePassingSettings": MessagePassingSettings}
+    settings = dict(manifest.get("hyperparameters") or {})
+    kind = kinds.get(settings.pop("kind", None))
+    if kind is None:
+        raise SavedModelError(f"{Path(folder) / 'model.json'}: no hyperparameters of a known kind")
+    graph = prepared_graph(graph_spec, data_dir, manifest["missing_features"], manifest["feature_transform"])
+    if graph.num_features != manifest["num_features"]:
+        identity = (
+            "; without a features file the features are the node ids"
+            if manifest["missing_features"] == "identity"
+            else ""
+        )
+        raise DatasetError(
+            f"{graph_spec}: its nodes have {graph.num_features} features as the run read them, the model "
+            f"{manifest['num_features']} (another feature width{identity})"
+        )
+    names = list(manifest["class_names"])
+    spec = NodeJob(
+        experiment="protocol",
+        graph=graph_spec,
+        dataset=graph_label(graph_spec),
+        model=manifest["model"],
+        depth=manifest["depth"],
+        split=0,
+        init=0,
+        seed=manifest["seed"],
+        train_per_class=manifest["train_per_class"],
+        val_per_class=manifest["val_per_class"],
+        max_epochs=manifest["max_epochs"],
+        patience=manifest["patience"],
+        hyperparameters=kind(**settings),
+        device="cpu",
+        data_dir=data_dir,
+        missing_features=manifest["missing_features"],
+        feature_transform=manifest["feature_transform"],
+    )
+    graph = replace(graph, num_classes=len(names))  # the model's classes, whatever labels the graph has
+    model = _build_model(spec, graph)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        raise SavedModelError(
+            f"{folder}: the saved weights do not fit the model ({str(error).splitlines()[0]})"
+        ) from None
+    with evaluation_mode(model), torch.no_grad():
+        probabilities = torch.softmax(model(*model_inputs(spec, graph)).float(), dim=1)
+    given = list(graph.class_names)
+    labels = [given[int(label)] if int(label) >= 0 else None for label in graph.y.tolist()]
+    return graph.node_ids(), probabilities, names, labels
