@@ -77,6 +77,7 @@ def load_tabular(
     if len(header) < 2:
         raise dataset_error(path, "needs at least one feature column and a label column")
     label_index = _column_index(path, header, label_column, len(header) - 1)
+    assert label_index is not None  # the default is a position
     id_index = _column_index(path, header, id_column, None)
     if id_index is not None and id_index == label_index:
         raise dataset_error(path, f"the column {header[label_index]!r} cannot be both the label and the id")
@@ -104,7 +105,7 @@ def load_tabular(
                 ) from None
         row_id = row[id_index].strip() if id_index is not None else str(number)
         if not row_id:
-            raise dataset_error(path, f"line {number}: the id column {header[id_index]!r} is empty")
+            raise dataset_error(path, f"line {number}: the id column {header[id_index or 0]!r} is empty")
         if row_id in seen:
             raise dataset_error(
                 path, f"line {number} repeats the id {shown_value(row_id)} of line {seen[row_id]}"

@@ -158,12 +158,11 @@ def predict_new_rows(
         from sklearn.semi_supervised import LabelSpreading
 
         spreading = settings["spreading"]
-        points = torch.cat([stored, scaled]).numpy()
         partial = np.concatenate([trained.numpy(), np.full(len(rows.ids), -1)])
         model = LabelSpreading(
             kernel="knn", n_neighbors=spreading["n_top"], alpha=spreading["spreading_alpha"], max_iter=1000
         )
-        model.fit(points, partial)
+        model.fit(torch.cat([stored, scaled]).numpy(), partial)
         return torch.from_numpy(np.asarray(model.label_distributions_[len(stored) :], dtype=np.float64))
     mlp, diffusion = settings["mlp"], settings.get("diffusion")
     points = torch.cat([stored, scaled]) if diffusion else scaled
