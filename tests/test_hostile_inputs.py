@@ -62,7 +62,7 @@ def _files(folder):
     (folder / "short.json").write_text(json.dumps({"FX": series, "edges": [[0, 1]]}))  # a valid 60-day series
     (folder / "duplicate_keys.json").write_text('{"FX": [[1, 2], [2, 3]], "FX": [[1, 2]], "edges": [[0, 1]]}')
     (folder / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
-    (folder / "empty_label.csv").write_text("a,b,label\n1,2,0\n2,3,1\n3,4,\n")
+    (folder / "empty_id.csv").write_text("id,a,b,label\nq,1,2,0\n,2,3,1\nr,3,4,1\n")
     (folder / "huge_field.csv").write_text("a,b,label\n1,2,0\n" + "1" * 300_000 + ",3,1\n")
     (folder / "empty_run").mkdir()
     block = np.zeros(16384)  # 128 KiB, stored once and named under 20,000 class ids: 2.5 GiB once stacked
@@ -138,7 +138,7 @@ def _files(folder):
             forecast + ["--dataset", path("short.json"), "--horizons", str(10**9)],
             "horizons=1000000000 reaches beyond the series",
         ),
-        (tabular + ["--dataset", path("empty_label.csv")], "is empty"),
+        (tabular + ["--dataset", path("empty_id.csv")], "the id column 'id' is empty"),
         (tabular + ["--dataset", path("huge_field.csv")], "line 3, column 'a'"),
         (["run", "synthetic", "--report-only", "--out", path("empty_run")], "no stored runs"),
         (

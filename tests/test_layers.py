@@ -16,7 +16,8 @@ registry, as ``pyproject.toml`` names entry points).
     4  models, analysis                               networks and their training loop; transport analysis
     5  features, experiments                          backbones embedding raw data; the engine
     6  tasks, features_cli                            one package per application; `pdenets features`
-    7  cli                                            the command line
+    7  predict_cli                                    `pdenets predict`: the tasks' answers on new data
+    8  cli                                            the command line
 """
 
 import ast
@@ -43,7 +44,8 @@ FLOORS = {
     "experiments": 5,
     "tasks": 6,
     "features_cli": 6,
-    "cli": 7,
+    "predict_cli": 7,
+    "cli": 8,
 }
 ROOT = Path(pdenets.__file__).parent
 

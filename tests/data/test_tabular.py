@@ -31,8 +31,10 @@ def test_tabular_csv_labels_whitespace_and_number_spellings_are_one_class(tmp_pa
 
 
 def test_tabular_csv_errors_name_the_line(tmp_path):
-    with pytest.raises(DatasetError, match="line 3: the label column 'kind' is empty"):
-        load_tabular(_csv(tmp_path, "a,kind\n1,x\n2,\n3,y\n"))
+    unlabelled = load_tabular(_csv(tmp_path, "a,kind\n1,x\n2,\n3,y\n"))  # an empty label: an unlabelled row
+    assert unlabelled.labels.tolist() == [0, -1, 1] and unlabelled.ids() == ["2", "3", "4"]
+    with pytest.raises(DatasetError, match="line 3: the id column 'id' is empty"):
+        load_tabular(_csv(tmp_path, "id,a,kind\nq,1,x\n,2,y\n", "ids.csv"), id_column="id")
     long_field = "x" * (csv.field_size_limit() + 10)
     data = load_tabular(_csv(tmp_path, f"a,kind\n1,{long_field}\n2,y\n", "long.csv"))  # read, not _csv.Error
     assert data.features.shape == (2, 1) and data.num_classes == 2

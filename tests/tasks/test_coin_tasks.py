@@ -495,7 +495,7 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
         **training,
     }
     job = ForecastJob(str(path), "ours", model, seed, OURS, ForecastTraining(**settings), "cpu")
-    return data, _learned(job, data)
+    return data, _learned(job, data)[:2]
 
 
 def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):

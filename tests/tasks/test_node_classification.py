@@ -16,13 +16,13 @@ from pdenets.data.graphs import load_npz
 from pdenets.data.splits import split_and_init_seeds, split_seeds
 from pdenets.data.transforms import prepared_graph
 from pdenets.experiments import job_key, run_task
+from pdenets.tasks.node_classification.job import build_model as _build_model
 from pdenets.tasks.node_classification.task import (
     BaselineSettings,
     DiffusionHyperparameters,
     NodeClassificationConfig,
     NodeClassificationTask,
     NodeJob,
-    _build_model,
     split_of,
     train_node_classifier,
 )
@@ -184,8 +184,10 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
         "missing_features": "degree",
         "partition": "metis",
         "feature_transform": "standardize",
+        "split_digest": "0123abcd",
     }
-    assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - {"data_dir", "hyperparameters"}
+    not_keys = {"data_dir", "hyperparameters", "split_file"}  # the split file's content is its digest's
+    assert set(changes) == {f.name for f in dataclasses.fields(NodeJob)} - not_keys
     for name, value in changes.items():
         assert job_key("node-classification", replace(job, **{name: value})) != base, name
     for name, value in dataclasses.asdict(job.hyperparameters).items():
@@ -195,6 +197,7 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
         changed = replace(job, hyperparameters=replace(job.hyperparameters, **{name: other}))
         assert job_key("node-classification", changed) != base, name
     assert job_key("node-classification", replace(job, data_dir="/elsewhere")) == base
+    assert job_key("node-classification", replace(job, split_file="/elsewhere/split.csv")) == base
     assert job.partition == "contiguous"  # the default split keeps the single process's numbers and keys
     # bag-of-words features (as the citation graphs hold) keep the keys stored before the setting existed
     assert job.feature_transform == "bag-of-words"  # tests/test_deprecation.py pins such a key
@@ -219,7 +222,6 @@ def test_store_key_follows_every_setting_that_changes_a_run(graph):
 def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
     from pdenets.data.transforms import prepared_graph
     from pdenets.experiments.config import ConfigError
-    from pdenets.tasks.node_classification.task import _build_model
 
     paper, hidden = first_job(graph), first_job(graph, diffuse_in="hidden", diffusion_width=8)
     assert paper.hyperparameters.hidden_features is None  # the paper's model diffuses in the input width
@@ -463,6 +465,8 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
             "missing_features": "only for graphs without node features",
             "partition": "splits the graph over torchrun processes only (tests/tasks/"
             "test_node_classification_torchrun.py: other draws, other keys)",
+            "split_digest": "the digest of a split file, checked against it "
+            "(tests/tasks/test_node_predictions.py: an edited file, other keys)",
         },
         ignore=("seconds",),
     )
@@ -557,7 +561,7 @@ def test_the_diffusion_steps_of_a_job_are_decided_in_one_place(graph, monkeypatc
     assert steps[("no-diff-resnet", None)] == 0 and steps[("gcn", None)] == 0 and steps[("gcn", 3)] == 0
     prepared = module.prepared_graph(graph, None)
     for job in jobs:
-        built = module._build_model(job, prepared)
+        built = module.build_model(job, prepared)
         assert getattr(built, "num_steps", 0) == steps[(job.model, job.depth)], job.model
     monkeypatch.setattr(module.dist, "is_initialized", lambda: True)
     monkeypatch.setattr(module.dist, "get_world_size", lambda: 2)

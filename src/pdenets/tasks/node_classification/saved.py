@@ -22,6 +22,7 @@ from ...data.transforms import PreparedGraph, graph_label, prepared_graph
 from ...experiments.saved_model import SavedModelError, load_model, save_model
 from ...models.node_training import DiffusionSettings, MessagePassingSettings
 from ...models.training import evaluation_mode
+from .job import NodeJob, build_model, model_inputs
 
 __all__ = ["save_node_model", "predict_graph"]
 
@@ -55,8 +56,6 @@ def predict_graph(
         SavedModelError: a damaged or foreign model.
         DatasetError: a graph the model cannot read (another feature width, other classes).
     """
-    from .task import NodeJob, _build_model, model_inputs
-
     state, manifest = load_model(folder, task="node-classification")
     kinds = {"DiffusionSettings": DiffusionSettings, "MessagePassingSettings": MessagePassingSettings}
     settings = dict(manifest.get("hyperparameters") or {})
@@ -95,7 +94,7 @@ def predict_graph(
         feature_transform=manifest["feature_transform"],
     )
     graph = replace(graph, num_classes=len(names))  # the model's classes, whatever labels the graph has
-    model = _build_model(spec, graph)
+    model = build_model(spec, graph)
     try:
         model.load_state_dict(state)
     except RuntimeError as error:

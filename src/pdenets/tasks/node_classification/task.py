@@ -16,7 +16,6 @@ hence no dropout), and the PyG baselines GCN, GraphSAGE-mean/-maxpool, GAT.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -47,10 +46,11 @@ from ...models.node_training import (
     split_and_init_seed,
 )
 from ...models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
-from ...models.registry import create_model, model_entry
+from ...models.registry import model_entry
 from ...models.training import FitResult
 from ...operators.partitioned import PartitionedDiffusion
 from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
+from .job import NodeJob, _diffusion_settings, build_model, diffusion_steps, model_inputs
 from .predictions import NodePredictions, write_node_predictions
 from .report import add_predictions_section, add_sections
 from .results import AccuracyCell, GraphFacts, NodeClassificationResults
@@ -89,96 +89,6 @@ PAPER_TABLE1: Dict[str, Dict[str, PaperValue]] = {
 #: weight decay 5e-4), GAT at lr 0.005 as its example does; ``baselines`` in the config overrides either
 BASELINE_OPTIMIZER: Dict[str, float] = {"lr": 0.01, "weight_decay": 5e-4}
 BASELINE_OPTIMIZER_BY_MODEL: Dict[str, Dict[str, float]] = {"gat": {"lr": 0.005}}
-
-
-@dataclass(frozen=True)
-class NodeJob:
-    """One (graph, model, depth, split, initialization) of the protocol or the depth study.
-
-    Split ``split`` and its ``init``-th initialization come from prefixes of seeded streams, the same for any
-    number of splits and initializations: a protocol grown from 10 × 2 to 100 × 20 keeps the runs already
-    stored.
-    """
-
-    experiment: str
-    graph: str
-    dataset: str
-    model: str
-    depth: Optional[int]
-    split: int
-    init: int
-    seed: int
-    train_per_class: int
-    val_per_class: int
-    max_epochs: int
-    patience: int
-    hyperparameters: Union[DiffusionSettings, MessagePassingSettings]
-    device: str
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
-    missing_features: str = "identity"
-    #: under torchrun: how the graph is split over the processes. ``contiguous`` keeps the node numbering, so
-    #: the dropout masks and the numbers are the single process's; another partition renumbers the nodes,
-    #: which hands each node other mask entries (same distribution, other draws): it then enters the store key
-    partition: str = field(default="contiguous", metadata={"key": "unless-default"})
-    #: how the features entered the models (``feature_transform`` resolved on the graph): the citation
-    #: graphs' bag-of-words keeps the store keys of the runs made before the setting existed
-    feature_transform: str = field(default="bag-of-words", metadata={"key": "unless-default"})
-    #: the user's split file (read where the job runs) and the digest of the split it holds (its key)
-    split_file: Optional[str] = field(default=None, metadata={"key": False})
-    split_digest: str = field(default="", metadata={"key": "unless-default"})
-
-
-def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
-    """The settings of a job whose model is built on its graph (``graph_input == "constructor"``: the
-    diffusion family), :class:`DiffusionSettings` as :meth:`NodeClassificationTask.hyperparameters` makes
-    them."""
-    hp = spec.hyperparameters
-    assert isinstance(hp, DiffusionSettings), f"{spec.model} diffuses but has {type(hp).__name__}"
-    return hp
-
-
-def diffusion_steps(spec: NodeJob) -> int:
-    """The diffusion steps ``r`` a job's model takes: the depth study's depth, else its graph's ``num_steps``,
-    a variant's fixed value over both (``no-diff-resnet``: 0); 0 for a model not built on its graph.
-
-    The one place the number is decided: the model is built with it, and a job with ``r > 0`` splits its graph
-    over the processes under torchrun.
-    """
-    entry = model_entry(spec.model)
-    if entry.graph_input != "constructor":
-        return 0
-    default = spec.depth if spec.depth is not None else _diffusion_settings(spec).num_steps
-    return int(entry.fixed.get("num_steps", default))
-
-
-def _build_model(
-    spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
-) -> torch.nn.Module:
-    hp, entry = spec.hyperparameters, model_entry(spec.model)
-    sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
-    if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
-        hp = _diffusion_settings(spec)
-        steps = diffusion_steps(spec)
-        return create_model(
-            spec.model,
-            **sizes,
-            block="graph",
-            num_steps=steps,
-            step_size=float(hp.step_size),
-            dropout=float(hp.dropout) if steps else 0.0,
-            dropout_position=hp.dropout_position,
-            weights=(operator or graph.weights) if steps else None,
-            check_stability=hp.check_stability,
-            hidden_features=hp.hidden_features,
-        )
-    architecture = {
-        name: getattr(hp, name)
-        for name in ("hidden_features", "heads", "dropout")
-        if getattr(hp, name) is not None
-    }
-    return create_model(
-        spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2, **architecture
-    )
 
 
 def split_of(spec: NodeJob, labels: torch.Tensor) -> Tuple[Split, int]:
@@ -223,7 +133,7 @@ def train_node_classifier(
     if not whole and _split_over_processes(spec):
         return _train_partitioned(spec, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
-    model = _build_model(spec, graph).to(device)
+    model = build_model(spec, graph).to(device)
     result, record = fit_node_classifier(
         model,
         model_inputs(spec, graph),
@@ -236,15 +146,6 @@ def train_node_classifier(
     )
     record["seconds"] = time.perf_counter() - start
     return model, result, record
-
-
-def model_inputs(spec: NodeJob, graph: PreparedGraph) -> Tuple[torch.Tensor, ...]:
-    """What ``spec``'s model takes, on its device: the features (a sparse matrix where they are sparse), and
-    the edges for a model that reads them at each call."""
-    inputs = (
-        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
-    )
-    return tuple(tensor.to(torch.device(spec.device)) for tensor in inputs)
 
 
 def _split_over_processes(spec: NodeJob) -> bool:
@@ -277,7 +178,7 @@ def _train_partitioned(
         check_stability=hp.check_stability,
     )
     torch.manual_seed(init_seed)
-    model = _build_model(spec, graph, operator)
+    model = build_model(spec, graph, operator)
     nodes = partition.nodes(rank)
     sets = [local_nodes(part, partition, rank) for part in (split.train, split.val, split.test)]
     result, record = fit_partitioned_node_classifier(
