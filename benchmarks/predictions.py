@@ -165,7 +165,7 @@ def fewshot_costs(sizes) -> list:
 
 
 def main_benchmark() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--sizes", default="2000,4000,8000,16000")
     parser.add_argument("--json", default=None)

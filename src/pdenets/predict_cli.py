@@ -68,7 +68,8 @@ def _saved_model(args) -> int:
         raise ValueError(f"{run}: give --model, one of {', '.join(names)}")
     out = _checked_out(args, [Path(args.dataset)])
     folder = run / f"model-{chosen}"
-    if _task_of(folder) == "node-classification":
+    # a table is a .csv file; a graph is any other form (an edge list, a .npz, a folder)
+    if Path(args.dataset).suffix.lower() != ".csv" and _task_of(folder) == "node-classification":
         ids, probabilities, class_names, labels = predict_graph(folder, args.dataset)
         known = labels if any(label is not None for label in labels) else None
         write_predictions(out, ids, probabilities, class_names, labels=known, overwrite=True)
