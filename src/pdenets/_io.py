@@ -6,13 +6,14 @@ store and run folders all use it, so it imports nothing of pdenets.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Tuple, Union
 
-__all__ = ["atomic_write", "atomic_write_text", "new_temporary_file"]
+__all__ = ["atomic_write", "atomic_write_text", "new_temporary_file", "file_sha256"]
 
 
 def _umask() -> int:
@@ -52,3 +53,12 @@ def atomic_write_text(path: Union[str, Path], text: str) -> Path:
     with atomic_write(path) as stream:
         stream.write(text)
     return Path(path)
+
+
+def file_sha256(path: Union[str, Path]) -> str:
+    """The SHA-256 of a file's bytes (hex), read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

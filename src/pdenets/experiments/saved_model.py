@@ -32,7 +32,7 @@ from typing import Any, Dict, Mapping, Tuple, Union
 import torch
 
 from .. import __version__
-from .._io import atomic_write, atomic_write_text
+from .._io import atomic_write, atomic_write_text, file_sha256
 
 __all__ = ["save_model", "load_model", "SavedModelError", "MODEL_FORMAT", "WEIGHTS_FILE", "MANIFEST_FILE"]
 
@@ -49,12 +49,7 @@ class SavedModelError(ValueError):
     file)."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+_sha256 = file_sha256
 
 
 def save_model(

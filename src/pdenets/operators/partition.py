@@ -36,7 +36,6 @@ Examples:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -48,6 +47,7 @@ import numpy as np
 import torch
 
 from .._checks import check_choice, check_features, check_labels, check_positive_int
+from .._io import file_sha256
 from .._limits import MEMORY_BUDGET_ENV_VAR, format_bytes, memory_budget, npy_header
 from .graph import GraphLike, as_weight_matrix
 from .locality import locality_order
@@ -369,12 +369,7 @@ def _file_facts(path: Path) -> Dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+_sha256 = file_sha256
 
 
 def _is_count(value: Any, minimum: int = 0) -> bool:
