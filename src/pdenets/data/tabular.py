@@ -103,14 +103,8 @@ def load_tabular(
                 raise dataset_error(
                     path, f"line {number}, column {header[column]!r}: {error}{hint}"
                 ) from None
-        row_id = row[id_index].strip() if id_index is not None else str(number)
-        if not row_id:
-            raise dataset_error(path, f"line {number}: the id column {header[id_index or 0]!r} is empty")
-        if row_id in seen:
-            raise dataset_error(
-                path, f"line {number} repeats the id {shown_value(row_id)} of line {seen[row_id]}"
-            )
-        seen[row_id] = number
+        column_name = header[id_index] if id_index is not None else None
+        row_id = row_id_of(path, number, row, id_index, column_name, seen)
         features.append(values)
         labels.append(row[label_index])
         lines.append(number)
@@ -132,6 +126,22 @@ def load_tabular(
         row_ids,
         header[label_index],
     )
+
+
+def row_id_of(
+    path: Path, number: int, row: List[str], index: Optional[int], column: Optional[str], seen: Dict[str, int]
+) -> str:
+    """The id of the row on line ``number``: its cell in the id column ``column`` (at ``index``), else the
+    line number; an empty or repeated id is refused naming the line(s). ``seen`` (id → line) grows by it."""
+    row_id = row[index].strip() if index is not None else str(number)
+    if not row_id:
+        raise dataset_error(path, f"line {number}: the id column {column!r} is empty")
+    if row_id in seen:
+        raise dataset_error(
+            path, f"line {number} repeats the id {shown_value(row_id)} of line {seen[row_id]}"
+        )
+    seen[row_id] = number
+    return row_id
 
 
 def detected_id_column(name: Union[str, Path], id_column: Optional[str] = None) -> Optional[str]:

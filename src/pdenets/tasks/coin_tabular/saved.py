@@ -22,9 +22,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ...data.csvfile import parse_number, read_csv_table, shown_value
+from ...data.csvfile import parse_number, read_csv_table
 from ...data.errors import DatasetError, dataset_error
-from ...data.tabular import TabularData
+from ...data.tabular import TabularData, row_id_of
 from ...experiments.saved_model import SavedModelError, load_model, save_model
 from ...models.registry import create_model
 from ...operators import knn_gaussian_weights
@@ -129,14 +129,8 @@ def read_new_rows(path: Path, manifest: Dict[str, Any]) -> NewRows:
     for number, row in rows[1:]:
         if len(row) != len(header):
             raise dataset_error(path, f"line {number} has {len(row)} fields, the header {len(header)}")
-        row_id = row[header.index(id_column)].strip() if id_column else str(number)
-        if not row_id:
-            raise dataset_error(path, f"line {number}: the id column {id_column!r} is empty")
-        if row_id in seen:
-            raise dataset_error(
-                path, f"line {number} repeats the id {shown_value(row_id)} of line {seen[row_id]}"
-            )
-        seen[row_id] = number
+        index = header.index(id_column) if id_column else None
+        row_id = row_id_of(path, number, row, index, id_column, seen)
         try:
             values.append([parse_number(row[position]) for position in positions])
         except ValueError as error:
