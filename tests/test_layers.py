@@ -8,8 +8,8 @@ The package root may name any module: it composes the package (it names the task
 registry, as ``pyproject.toml`` names entry points).
 
     0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
-       _deprecation, _limits (and the package root)   cache, settings fields, renamed arguments, the memory
-                                                      budget
+       _deprecation, _limits, saved_model (and the    cache, settings fields, renamed arguments, the memory
+       package root)                                  budget, a trained model's safe files
     1  _registry                                      the one registry mechanism of every plug-in family
     2  operators                                      graphs, operators and their diffusion family
     3  nn, data                                       layers; readers and the graph preprocessing
@@ -34,6 +34,7 @@ FLOORS = {
     "_settings": 0,
     "_deprecation": 0,
     "_limits": 0,
+    "saved_model": 0,
     "_registry": 1,
     "operators": 2,
     "nn": 3,

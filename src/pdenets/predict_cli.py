@@ -77,7 +77,7 @@ def _saved_model(args) -> int:
     else:
         tensors, manifest = load_tabular_model(folder)
         rows = read_new_rows(Path(args.dataset), manifest)
-        probabilities = predict_new_rows(tensors, manifest, rows)
+        probabilities = predict_new_rows(tensors, manifest, rows.features)
         ids, known = rows.ids, rows.labels
         write_predictions(out, ids, probabilities, manifest["class_names"], labels=known, overwrite=True)
         what = "rows"

@@ -14,11 +14,20 @@ Examples:
     1.0
     >>> clf.predict_proba(X_query).shape
     (30, 3)
+
+Kept and used again (:mod:`pdenets.saved_model`: safetensors and a checked manifest)::
+
+    >>> import tempfile
+    >>> folder = clf.save(tempfile.mkdtemp() + "/my-classifier")
+    >>> again = DiffusionFewShotClassifier.load(folder)
+    >>> bool((again.predict(X_query) == predictions).all())
+    True
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Optional, Union
 
 import numpy as np
 import torch
@@ -26,6 +35,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ...saved_model import SavedModelError, labels_from_json, labels_to_json, load_model, save_model
 from .base import DEFAULT_METHOD, FewShotMethod, method_from_name
 from .methods import Preprocessing, classify
 
@@ -131,6 +141,50 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(1)]
+
+    def save(self, folder: Union[str, Path]) -> Path:
+        """Keep the fitted classifier in ``folder`` (:func:`~pdenets.saved_model.save_model`: the support set
+        in safetensors, the method, its settings and the class names in ``model.json``); returns the folder
+        written (another classifier's folder is never replaced: see ``save_model``)."""
+        check_is_fitted(self, "support_")
+        tensors = {
+            "support": torch.from_numpy(self.support_),
+            "support_labels": torch.from_numpy(self.support_labels_.astype(np.int64)),
+        }
+        if self.base_mean is not None:
+            tensors["base_mean"] = torch.as_tensor(np.asarray(self.base_mean, dtype=np.float64))
+        names = getattr(self, "feature_names_in_", None)
+        manifest = {
+            "params": {name: value for name, value in self.get_params().items() if name != "base_mean"},
+            "classes": labels_to_json(self.classes_),
+            "feature_names": None if names is None else [str(name) for name in names],
+        }
+        return save_model(folder, tensors, task="few-shot", model=self.method, manifest=manifest)
+
+    @classmethod
+    def load(cls, folder: Union[str, Path]) -> "DiffusionFewShotClassifier":
+        """A classifier kept by :meth:`save`, checked (:func:`~pdenets.saved_model.load_model`).
+
+        Raises:
+            SavedModelError: the folder holds no such classifier, or an altered one (naming the file).
+        """
+        tensors, manifest = load_model(folder, task="few-shot")
+        params, classes = manifest.get("params"), manifest.get("classes")
+        if not isinstance(params, dict) or not isinstance(classes, dict) or "support" not in tensors:
+            raise SavedModelError(f"{Path(folder) / 'model.json'}: not a few-shot classifier's manifest")
+        mean = tensors.get("base_mean")
+        try:
+            classifier = cls(**params, base_mean=None if mean is None else mean.numpy())
+            classifier._method()
+        except (TypeError, ValueError) as error:
+            raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
+        classifier.support_ = tensors["support"].numpy()
+        classifier.support_labels_ = tensors["support_labels"].numpy()
+        classifier.classes_ = labels_from_json(classes, Path(folder) / "model.json")
+        classifier.n_features_in_ = classifier.support_.shape[1]
+        if manifest.get("feature_names") is not None:
+            classifier.feature_names_in_ = np.asarray(manifest["feature_names"], dtype=object)
+        return classifier
 
     def _more_tags(self) -> Dict[str, bool]:  # scikit-learn < 1.6
         return {"requires_y": True, "poor_score": True}

@@ -1,5 +1,5 @@
 """coin-tabular's saved models: a model trained on the user's table, kept beside the report
-(``model-<name>/``, :mod:`pdenets.experiments.saved_model`), answers new rows later
+(``model-<name>/``, :mod:`pdenets.saved_model`), answers new rows later
 (``pdenets predict RUN_DIR --dataset NEW.csv``).
 
 COIN and label spreading are transductive: a new row is classified on the sample graph of the training
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -25,58 +25,92 @@ import torch
 from ...data.csvfile import parse_number, read_csv_table
 from ...data.errors import DatasetError, dataset_error
 from ...data.tabular import TabularData, row_id_of
-from ...experiments.saved_model import SavedModelError, load_model, save_model
 from ...models.registry import create_model
 from ...operators import knn_gaussian_weights
+from ...saved_model import SavedModelError, load_model, save_model
 
-__all__ = ["save_tabular_model", "load_tabular_model", "NewRows", "read_new_rows", "predict_new_rows"]
+__all__ = [
+    "save_tabular_model",
+    "save_rows_model",
+    "load_tabular_model",
+    "NewRows",
+    "read_new_rows",
+    "predict_new_rows",
+]
 
 
-def _scaling(table: TabularData) -> Tuple[np.ndarray, np.ndarray]:
+def _scaling(features: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """The per-feature mean and scale the task standardizes with (a constant feature keeps scale 1)."""
-    scale = table.features.std(0)
-    return table.features.mean(0), np.where(scale > 0, scale, 1.0)
+    scale = features.std(0)
+    return features.mean(0), np.where(scale > 0, scale, 1.0)
 
 
 def save_tabular_model(
     folder: Path, spec: Any, table: TabularData, labelled: np.ndarray, network: Optional[torch.nn.Module]
 ) -> Path:
     """Keep the model of the job ``spec`` (a ``TabularJob``) trained on ``table``'s rows ``labelled``."""
-    mean, scale = _scaling(table)
     trained = np.full(len(table.labels), -1, dtype=np.int64)
     trained[labelled] = table.labels[labelled]
+    return save_rows_model(
+        folder,
+        model=spec.model,
+        settings=spec,
+        features=table.features,
+        trained_labels=trained,
+        feature_names=table.feature_names,
+        class_names=table.class_names,
+        network=network,
+        about={
+            "id_column": spec.id_column,
+            "label_column": table.label_column or spec.label_column,
+            "labels_per_class": spec.labels_per_class,
+            "split": spec.split,
+            "dataset": Path(str(spec.dataset)).name,
+        },
+    )
+
+
+def save_rows_model(
+    folder: Path,
+    *,
+    model: str,
+    settings: Any,
+    features: np.ndarray,
+    trained_labels: np.ndarray,
+    feature_names: Sequence[str],
+    class_names: Sequence[str],
+    network: Optional[torch.nn.Module],
+    about: Dict[str, Any],
+) -> Path:
+    """Keep a model trained on rows (module docstring): ``features`` ``(n, F)`` as read (the scaling is
+    computed and kept here), ``trained_labels`` ``(n,)`` the class ids it trained on (``-1`` elsewhere),
+    ``settings`` with the ``mlp``/``diffusion``/``spreading`` of a ``TabularJob``, and what ``about`` adds to
+    the manifest (``id_column`` and ``label_column`` at least)."""
+    mean, scale = _scaling(features)
     tensors: Dict[str, torch.Tensor] = {
-        "features": torch.from_numpy((table.features - mean) / scale),
-        "trained_labels": torch.from_numpy(trained),
+        "features": torch.from_numpy((features - mean) / scale),
+        "trained_labels": torch.from_numpy(np.asarray(trained_labels, dtype=np.int64)),
         "mean": torch.from_numpy(mean),
         "scale": torch.from_numpy(scale),
     }
     if network is not None:
         tensors.update({f"network.{name}": value for name, value in network.state_dict().items()})
-    settings = {
-        name: asdict(getattr(spec, name)) for name in ("mlp", "diffusion", "spreading") if getattr(spec, name)
+    chosen = {
+        name: asdict(getattr(settings, name))
+        for name in ("mlp", "diffusion", "spreading")
+        if getattr(settings, name)
     }
     manifest = {
-        "settings": settings,
-        "feature_names": list(table.feature_names),
-        "class_names": list(table.class_names),
-        "id_column": spec.id_column,
-        "label_column": table.label_column or spec.label_column,
-        "labels_per_class": spec.labels_per_class,
-        "split": spec.split,
-        "dataset": Path(str(spec.dataset)).name,
+        "settings": chosen,
+        "feature_names": [str(name) for name in feature_names],
+        "class_names": [str(name) for name in class_names],
+        **about,
     }
-    return save_model(
-        folder,
-        tensors,
-        task="coin-tabular",
-        model=spec.model,
-        manifest=manifest,
-    )
+    return save_model(folder, tensors, task="coin-tabular", model=model, manifest=manifest)
 
 
 def load_tabular_model(folder: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:
-    """A saved coin-tabular model, checked (:func:`~pdenets.experiments.saved_model.load_model`) and its
+    """A saved coin-tabular model, checked (:func:`~pdenets.saved_model.load_model`) and its
     manifest's fields present."""
     tensors, manifest = load_model(folder, task="coin-tabular")
     for name in ("settings", "feature_names", "class_names", "model"):
@@ -141,10 +175,12 @@ def read_new_rows(path: Path, manifest: Dict[str, Any]) -> NewRows:
 
 
 def predict_new_rows(
-    tensors: Dict[str, torch.Tensor], manifest: Dict[str, Any], rows: NewRows
+    tensors: Dict[str, torch.Tensor], manifest: Dict[str, Any], features: np.ndarray
 ) -> torch.Tensor:
-    """Class probabilities ``(M, C)`` of the new rows by the saved model (module docstring)."""
-    scaled = torch.from_numpy((rows.features - tensors["mean"].numpy()) / tensors["scale"].numpy())
+    """Class probabilities ``(M, C)`` of new rows ``features`` ``(M, F)`` (in the model's column order, as
+    read) by the saved model (module docstring)."""
+    count = len(features)
+    scaled = torch.from_numpy((features - tensors["mean"].numpy()) / tensors["scale"].numpy())
     settings = manifest["settings"]
     stored, trained = tensors["features"], tensors["trained_labels"]
     classes = len(manifest["class_names"])
@@ -152,7 +188,7 @@ def predict_new_rows(
         from sklearn.semi_supervised import LabelSpreading
 
         spreading = settings["spreading"]
-        partial = np.concatenate([trained.numpy(), np.full(len(rows.ids), -1)])
+        partial = np.concatenate([trained.numpy(), np.full(count, -1)])
         model = LabelSpreading(
             kernel="knn", n_neighbors=spreading["n_top"], alpha=spreading["spreading_alpha"], max_iter=1000
         )
@@ -188,4 +224,4 @@ def predict_new_rows(
     network.eval()
     with torch.no_grad():
         probabilities = torch.softmax(network(points), dim=1)
-    return probabilities[-len(rows.ids) :]
+    return probabilities[len(points) - count :]

@@ -187,55 +187,84 @@ def fit_tabular_model(
     )
     labels = data["table"].labels
     labelled = labelled_split(labels, spec.labels_per_class, spec.split)
-    if spec.spreading is not None:
+    probabilities, outcome, network = train_on_rows(
+        data["features"],
+        data["weights"],
+        labels,
+        labelled,
+        data["table"].num_classes,
+        spec,
+        seed=spec.split,
+        device=spec.device,
+    )
+    return probabilities, labelled, outcome, network
+
+
+def train_on_rows(
+    features: torch.Tensor,
+    weights: Optional[torch.Tensor],
+    labels: np.ndarray,
+    labelled: np.ndarray,
+    num_classes: int,
+    settings: Any,
+    *,
+    seed: int,
+    device: str = "cpu",
+) -> Tuple[np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
+    """Train one model on the rows ``labelled`` of standardized ``features`` ``(n, F)`` (every row takes part
+    through the sample graph ``weights``); returns the class probabilities ``(n, C)`` of every row, what its
+    record adds (``mean_confidence`` or ``final_loss``) and the network (``None`` for label spreading).
+
+    ``settings`` carries ``mlp``, ``diffusion`` and ``spreading`` as a :class:`TabularJob` does (the unused
+    ones ``None``); ``seed`` seeds the network's initialization.
+    """
+    if settings.spreading is not None:
         from sklearn.semi_supervised import LabelSpreading
 
         partial = np.full(len(labels), -1)
         partial[labelled] = labels[labelled]
         model = LabelSpreading(
             kernel="knn",
-            n_neighbors=spec.spreading.n_top,
-            alpha=spec.spreading.spreading_alpha,
+            n_neighbors=settings.spreading.n_top,
+            alpha=settings.spreading.spreading_alpha,
             max_iter=1000,
         )
-        model.fit(data["features"].numpy(), partial)
+        model.fit(features.numpy(), partial)
         probabilities = np.asarray(model.label_distributions_, dtype=np.float64)
-        outcome = {"mean_confidence": float(probabilities.max(1).mean())}
-        network = None
-    else:
-        torch.manual_seed(spec.split)
-        mlp = spec.mlp
-        assert mlp is not None  # the jobs without label spreading (mlp, coin) carry their MLP settings
-        network = (
-            create_model(
-                "coin-mlp",
-                in_features=data["features"].shape[1],
-                num_classes=data["table"].num_classes,
-                hidden_features=mlp.hidden_features,
-                num_layers=mlp.layers,
-                dropout=mlp.dropout,
-                graph=data["weights"],
-                step_size=diffusion.step_size if diffusion else 0.5,
-                num_steps=diffusion.num_steps if diffusion else 0,
-            )
-            .double()
-            .to(spec.device)
+        return probabilities, {"mean_confidence": float(probabilities.max(1).mean())}, None
+    torch.manual_seed(seed)
+    mlp, diffusion = settings.mlp, settings.diffusion
+    assert mlp is not None  # the jobs without label spreading (mlp, coin) carry their MLP settings
+    network = (
+        create_model(
+            "coin-mlp",
+            in_features=features.shape[1],
+            num_classes=num_classes,
+            hidden_features=mlp.hidden_features,
+            num_layers=mlp.layers,
+            dropout=mlp.dropout,
+            graph=weights,
+            step_size=diffusion.step_size if diffusion else 0.5,
+            num_steps=diffusion.num_steps if diffusion else 0,
         )
-        features = data["features"].to(spec.device)
-        targets = torch.from_numpy(labels).to(spec.device)
-        train = torch.from_numpy(labelled).to(spec.device)
-        optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
-        fitted = fit(
-            network,
-            optimizer,
-            lambda: F.cross_entropy(network(features)[train], targets[train]),
-            max_epochs=mlp.epochs,
-        )
-        outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
-        network.eval()
-        with torch.no_grad():
-            probabilities = torch.softmax(network(features), dim=1).cpu().numpy()
-    return probabilities, labelled, outcome, network
+        .double()
+        .to(device)
+    )
+    features = features.to(device)
+    targets = torch.from_numpy(labels).to(device)
+    train = torch.from_numpy(labelled).to(device)
+    optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
+    fitted = fit(
+        network,
+        optimizer,
+        lambda: F.cross_entropy(network(features)[train], targets[train]),
+        max_epochs=mlp.epochs,
+    )
+    outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
+    network.eval()
+    with torch.no_grad():
+        probabilities = torch.softmax(network(features), dim=1).cpu().numpy()
+    return probabilities, outcome, network
 
 
 @register_task

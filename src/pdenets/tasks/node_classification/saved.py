@@ -1,5 +1,5 @@
 """node-classification's saved models: the model of the predictions (each model's first run), kept beside the
-report (``model-<name>/``, :mod:`pdenets.experiments.saved_model`), classifies the nodes of the same graph or
+report (``model-<name>/``, :mod:`pdenets.saved_model`), classifies the nodes of the same graph or
 a grown one later (``pdenets predict RUN_DIR --dataset GRAPH``).
 
 The graph given at predict time is read as the run read its graph (the same feature transform and
@@ -19,9 +19,9 @@ import torch
 
 from ...data.errors import DatasetError
 from ...data.transforms import PreparedGraph, graph_label, prepared_graph
-from ...experiments.saved_model import SavedModelError, load_model, save_model
 from ...models.node_training import DiffusionSettings, MessagePassingSettings
 from ...models.training import evaluation_mode
+from ...saved_model import SavedModelError, load_model, save_model
 from .job import NodeJob, build_model, model_inputs
 
 __all__ = ["save_node_model", "predict_graph"]

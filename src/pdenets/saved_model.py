@@ -29,12 +29,22 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple, Union
 
+import numpy as np
 import torch
 
-from .. import __version__
-from .._io import atomic_write, atomic_write_text, file_sha256
+from . import __version__
+from ._io import atomic_write, atomic_write_text, file_sha256
 
-__all__ = ["save_model", "load_model", "SavedModelError", "MODEL_FORMAT", "WEIGHTS_FILE", "MANIFEST_FILE"]
+__all__ = [
+    "save_model",
+    "load_model",
+    "labels_to_json",
+    "labels_from_json",
+    "SavedModelError",
+    "MODEL_FORMAT",
+    "WEIGHTS_FILE",
+    "MANIFEST_FILE",
+]
 
 #: the version of the saved-model layout
 MODEL_FORMAT = 1
@@ -165,3 +175,36 @@ def load_model(folder: Union[str, Path], *, task: str) -> Tuple[Dict[str, torch.
     if shapes != found:
         raise SavedModelError(f"{weights}: its tensors are not those its manifest lists")
     return tensors, manifest
+
+
+def labels_to_json(classes: np.ndarray) -> Dict[str, Any]:
+    """An estimator's ``classes_`` as JSON values and their kind, so that integer labels come back integers.
+
+    Examples:
+        >>> labels_from_json(labels_to_json(np.array([3, 7]))).tolist()
+        [3, 7]
+        >>> labels_from_json(labels_to_json(np.array(["cat", "dog"]))).tolist()
+        ['cat', 'dog']
+    """
+    if classes.dtype == bool:
+        return {"kind": "bool", "values": [bool(value) for value in classes]}
+    if np.issubdtype(classes.dtype, np.integer):
+        return {"kind": "int", "values": [int(value) for value in classes]}
+    if np.issubdtype(classes.dtype, np.floating):
+        return {"kind": "float", "values": [float(value) for value in classes]}
+    return {"kind": "str", "values": [str(value) for value in classes]}
+
+
+def labels_from_json(document: Any, source: Union[str, Path] = "a saved model") -> np.ndarray:
+    """The labels :func:`labels_to_json` wrote (:class:`SavedModelError` naming ``source``, the manifest,
+    where they are not readable)."""
+    kinds = {"int": np.int64, "float": np.float64, "bool": bool, "str": str}
+    if not isinstance(document, dict) or document.get("kind") not in kinds:
+        raise SavedModelError(f"{source}: its class labels are not readable")
+    values = document.get("values")
+    if not isinstance(values, list):
+        raise SavedModelError(f"{source}: its class labels are not readable")
+    try:
+        return np.asarray(values, dtype=kinds[document["kind"]])
+    except (TypeError, ValueError):
+        raise SavedModelError(f"{source}: its class labels are not readable") from None

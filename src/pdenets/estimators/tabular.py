@@ -1,0 +1,313 @@
+"""COIN on a table with few labels, as a scikit-learn classifier (the ``coin-tabular`` task's models).
+
+``fit(X, y)`` standardizes the columns, builds the Gaussian kNN graph of the rows and trains on the rows
+whose label is known; a label ``-1`` (scikit-learn's semi-supervised convention) marks a row that takes
+part through the graph without a label. ``predict(X_new)`` classifies new rows on the graph of the training
+rows and the new rows together (COIN, label spreading) or row by row (the MLP), as ``pdenets predict
+RUN_DIR`` does with a run's saved model; ``save``/``load`` use the same safe files
+(:mod:`pdenets.saved_model`), so a model kept by a run loads here and one saved here answers
+``pdenets predict``.
+
+Examples:
+    >>> import numpy as np
+    >>> from pdenets.estimators import COINTabularClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.array([[0.0, 0.0], [4.0, 4.0]])
+    >>> X = np.repeat(centres, 40, axis=0) + rng.normal(size=(80, 2))
+    >>> y = np.repeat([0, 1], 40)
+    >>> partial = np.where(rng.random(80) < 0.8, -1, y)          # 80 % of the labels unknown
+    >>> model = COINTabularClassifier(epochs=100).fit(X, partial)
+    >>> float((model.transduction_ == y).mean()) >= 0.95
+    True
+    >>> model.predict(centres).tolist()
+    [0, 1]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Dict, Union
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..operators import knn_gaussian_weights
+from ..saved_model import SavedModelError, labels_from_json, labels_to_json, save_model
+from ..tasks.coin_tabular.saved import load_tabular_model, predict_new_rows
+from ..tasks.coin_tabular.task import GraphDiffusion, MlpSettings, Spreading, train_on_rows
+
+if TYPE_CHECKING:  # scikit-learn >= 1.6
+    from sklearn.utils import Tags
+
+__all__ = ["COINTabularClassifier"]
+
+#: the models of the coin-tabular task
+TABULAR_MODELS = ("coin", "mlp", "label-spreading")
+
+
+class COINTabularClassifier(ClassifierMixin, BaseEstimator):
+    """COIN (an MLP, then ``num_steps`` diffusion steps ``X ← (I − γL)X`` on the rows' Gaussian kNN graph,
+    then a linear classifier), the MLP alone, or label spreading, trained on the labelled rows of a table.
+
+    Args:
+        model: ``"coin"`` (default), ``"mlp"`` or ``"label-spreading"``.
+        hidden_features: the MLP's width (default: 64).
+        layers: the MLP's layers (default: 2).
+        dropout: the MLP's dropout (default: 0.2).
+        n_top: neighbours of the sample graph (default: 10; fewer where the table has fewer rows).
+        sigma_neighbor: the Gaussian bandwidth is the distance to this neighbour (default: 5).
+        step_size: ``γ`` of the diffusion (the graph's rows sum to one: stable up to 1; default: 0.25).
+        num_steps: ``r``, the diffusion steps (default: 3).
+        spreading_alpha: ``alpha`` of label spreading (default: 0.2).
+        epochs: full-batch Adam epochs (default: 200).
+        lr: Adam's learning rate (default: 0.01).
+        weight_decay: Adam's weight decay (default: 5e-4).
+        random_state: the seed of the network's initialization (default: 0).
+        unlabelled: the label that marks a row without one (default: ``-1``, or ``"-1"`` among text labels;
+            ``None``: every label is a class).
+
+    Attributes:
+        classes_: the class labels (``-1`` is never one).
+        transduction_: the predicted label of every training row.
+        label_distributions_: ``(n, C)`` the class probabilities of every training row.
+    """
+
+    def __init__(
+        self,
+        model: str = "coin",
+        *,
+        hidden_features: int = 64,
+        layers: int = 2,
+        dropout: float = 0.2,
+        n_top: int = 10,
+        sigma_neighbor: int = 5,
+        step_size: float = 0.25,
+        num_steps: int = 3,
+        spreading_alpha: float = 0.2,
+        epochs: int = 200,
+        lr: float = 0.01,
+        weight_decay: float = 5e-4,
+        random_state: int = 0,
+        unlabelled: Union[int, str, None] = -1,
+    ):
+        self.model = model
+        self.hidden_features = hidden_features
+        self.layers = layers
+        self.dropout = dropout
+        self.n_top = n_top
+        self.sigma_neighbor = sigma_neighbor
+        self.step_size = step_size
+        self.num_steps = num_steps
+        self.spreading_alpha = spreading_alpha
+        self.epochs = epochs
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.random_state = random_state
+        self.unlabelled = unlabelled
+
+    def _settings(self, rows: int) -> SimpleNamespace:
+        """The task's settings of this model; the graph's neighbours capped at the rows there are."""
+        if self.model not in TABULAR_MODELS:
+            raise ValueError(f"model must be one of {', '.join(TABULAR_MODELS)}, got {self.model!r}")
+        for name in ("hidden_features", "layers", "epochs", "n_top", "sigma_neighbor"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.num_steps, (int, np.integer)) or self.num_steps < 0:
+            raise ValueError(f"num_steps must be a whole number ≥ 0, got {self.num_steps!r}")
+        if not 0 < self.step_size <= 1:
+            raise ValueError(
+                f"step_size must be in (0, 1] (the graph's rows sum to one), got {self.step_size!r}"
+            )
+        if not 0 <= self.dropout < 1 or not 0 < self.spreading_alpha < 1:
+            raise ValueError("dropout must be in [0, 1) and spreading_alpha in (0, 1)")
+        n_top = int(min(self.n_top, rows - 1))
+        mlp = MlpSettings(
+            int(self.hidden_features),
+            int(self.layers),
+            float(self.dropout),
+            int(self.epochs),
+            float(self.lr),
+            float(self.weight_decay),
+        )
+        return SimpleNamespace(
+            mlp=mlp if self.model != "label-spreading" else None,
+            diffusion=(
+                GraphDiffusion(
+                    n_top, int(min(self.sigma_neighbor, n_top)), float(self.step_size), int(self.num_steps)
+                )
+                if self.model == "coin"
+                else None
+            ),
+            spreading=Spreading(n_top, float(self.spreading_alpha))
+            if self.model == "label-spreading"
+            else None,
+        )
+
+    def fit(self, X, y) -> "COINTabularClassifier":
+        """Train on the rows of ``X`` ``(n, F)`` whose label in ``y`` is not ``-1``; every row shapes the
+        graph."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        if not np.isfinite(X).all():
+            raise ValueError("X holds NaN or infinite values; fill or drop them first")
+        check_classification_targets(y)
+        known = ~_unlabelled(y, self.unlabelled)
+        if not known.any():
+            raise ValueError(
+                f"every label is {self.unlabelled!r} (unlabelled): at least one row of each class needs its label"
+            )
+        if len(X) < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 rows, got 1 sample")
+        settings = self._settings(len(X))
+        self.classes_, encoded = np.unique(y[known], return_inverse=True)
+        labels = np.full(len(y), -1, dtype=np.int64)
+        labels[known] = encoded
+        mean, scale = X.mean(0), np.where(X.std(0) > 0, X.std(0), 1.0)
+        points = torch.from_numpy((X - mean) / scale)
+        weights = None
+        if settings.diffusion is not None:
+            weights = knn_gaussian_weights(
+                points,
+                settings.diffusion.n_top,
+                sigma_neighbor=settings.diffusion.sigma_neighbor,
+                normalization="row",
+            )
+        if len(self.classes_) == 1:
+            probabilities, network = np.ones((len(X), 1)), None
+        else:
+            probabilities, _, network = train_on_rows(
+                points,
+                weights,
+                labels,
+                np.flatnonzero(known),
+                len(self.classes_),
+                settings,
+                seed=int(self.random_state),
+            )
+        self.label_distributions_ = probabilities
+        self.transduction_ = self.classes_[probabilities.argmax(1)]
+        self.settings_ = settings
+        names = getattr(self, "feature_names_in_", None)
+        feature_names = (
+            [str(name) for name in names]
+            if names is not None
+            else [f"x{column}" for column in range(X.shape[1])]
+        )
+        tensors: Dict[str, torch.Tensor] = {
+            "features": points,
+            "trained_labels": torch.from_numpy(labels),
+            "mean": torch.from_numpy(mean),
+            "scale": torch.from_numpy(scale),
+        }
+        if network is not None:
+            tensors.update({f"network.{name}": value for name, value in network.state_dict().items()})
+        self.state_ = tensors
+        self.manifest_ = {
+            "model": self.model,
+            "settings": {
+                name: asdict(getattr(settings, name))
+                for name in ("mlp", "diffusion", "spreading")
+                if getattr(settings, name) is not None
+            },
+            "feature_names": feature_names,
+            "class_names": [str(name) for name in self.classes_],
+        }
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities ``(m, C)`` of new rows, in the order of ``classes_``."""
+        check_is_fitted(self, "state_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if not np.isfinite(X).all():
+            raise ValueError("X holds NaN or infinite values; fill or drop them first")
+        if len(self.classes_) == 1:
+            return np.ones((len(X), 1))
+        return predict_new_rows(self.state_, self.manifest_, X).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        """The class of each new row (the most probable one)."""
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(1)]
+
+    def save(self, folder: Union[str, Path]) -> Path:
+        """Keep the fitted model in ``folder`` (the files of a run's ``model-<name>/``); returns the folder
+        written (another model's folder is never replaced)."""
+        check_is_fitted(self, "state_")
+        if len(self.classes_) == 1:
+            raise ValueError("a model of one class has nothing to save")
+        state = self.state_
+        manifest = {name: value for name, value in self.manifest_.items() if name != "model"}
+        return save_model(
+            folder,
+            state,
+            task="coin-tabular",
+            model=self.model,
+            manifest={
+                **manifest,
+                "id_column": None,
+                "label_column": None,
+                "classes": labels_to_json(self.classes_),
+                "params": self.get_params(),
+            },
+        )
+
+    @classmethod
+    def load(cls, folder: Union[str, Path]) -> "COINTabularClassifier":
+        """A model kept by :meth:`save` or by a ``coin-tabular`` run (``RUN_DIR/model-<name>``), checked; it
+        answers as the saved one did, bit for bit.
+
+        Raises:
+            SavedModelError: an altered, truncated or foreign model, naming the file.
+        """
+        tensors, manifest = load_tabular_model(Path(folder))
+        settings = manifest["settings"]
+        params = manifest.get("params")
+        if not isinstance(params, dict):  # a run's model: its settings are the task's
+            merged = {"model": manifest["model"]}
+            for name in ("mlp", "diffusion", "spreading"):
+                merged.update(settings.get(name) or {})
+            params = {name: value for name, value in merged.items() if name in cls._get_param_names()}
+        try:
+            model = cls(**params)
+            model.settings_ = SimpleNamespace(
+                mlp=MlpSettings(**settings["mlp"]) if "mlp" in settings else None,
+                diffusion=GraphDiffusion(**settings["diffusion"]) if "diffusion" in settings else None,
+                spreading=Spreading(**settings["spreading"]) if "spreading" in settings else None,
+            )
+            classes = (
+                labels_from_json(manifest["classes"], Path(folder) / "model.json")
+                if "classes" in manifest
+                else np.asarray(manifest["class_names"], dtype=str)
+            )
+        except (TypeError, ValueError) as error:
+            raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
+        model.classes_ = classes
+        model.state_ = tensors
+        model.manifest_ = manifest
+        model.n_features_in_ = tensors["features"].shape[1]
+        names = list(manifest["feature_names"])
+        if names != [f"x{column}" for column in range(len(names))]:
+            model.feature_names_in_ = np.asarray(names, dtype=object)
+        return model
+
+    def _more_tags(self) -> Dict[str, bool]:  # scikit-learn < 1.6
+        return {"requires_y": True, "poor_score": True}
+
+    def __sklearn_tags__(self) -> "Tags":  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+def _unlabelled(y: np.ndarray, marker: Union[int, str, None]) -> np.ndarray:
+    """The rows labelled ``marker`` (as a number or as text)."""
+    if marker is None:
+        return np.zeros(len(y), dtype=bool)
+    if np.issubdtype(y.dtype, np.number):
+        return y == marker
+    return np.asarray([str(value) == str(marker) for value in y], dtype=bool)
