@@ -8,15 +8,17 @@ The package root may name any module: it composes the package (it names the task
 registry, as ``pyproject.toml`` names entry points).
 
     0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
-       _deprecation, _limits, saved_model (and the    cache, settings fields, renamed arguments, the memory
-       package root)                                  budget, a trained model's safe files
-    1  _registry                                      the one registry mechanism of every plug-in family
+       _deprecation, _limits (and the package root)   cache, settings fields, renamed arguments, the memory
+                                                      budget
+    1  _registry, saved_model                         the one registry mechanism of every plug-in family; a
+                                                      trained model's safe files
     2  operators                                      graphs, operators and their diffusion family
     3  nn, data                                       layers; readers and the graph preprocessing
     4  models, analysis                               networks and their training loop; transport analysis
     5  features, experiments                          backbones embedding raw data; the engine
     6  tasks, features_cli                            one package per application; `pdenets features`
-    7  predict_cli                                    `pdenets predict`: the tasks' answers on new data
+    7  predict_cli, estimators                        `pdenets predict` and the scikit-learn style estimators:
+                                                      the tasks' models on the user's data
     8  cli                                            the command line
 """
 
@@ -34,8 +36,8 @@ FLOORS = {
     "_settings": 0,
     "_deprecation": 0,
     "_limits": 0,
-    "saved_model": 0,
     "_registry": 1,
+    "saved_model": 1,
     "operators": 2,
     "nn": 3,
     "data": 3,
@@ -46,6 +48,7 @@ FLOORS = {
     "tasks": 6,
     "features_cli": 6,
     "predict_cli": 7,
+    "estimators": 7,
     "cli": 8,
 }
 ROOT = Path(pdenets.__file__).parent
