@@ -5,7 +5,7 @@ the stored run's; a second report writes the same file."""
 import json
 import random
 
-import numpy as np
+from usergraphs import write_graph_with_features as _with_features
 
 from pdenets.cli import main
 from pdenets.data.transforms import is_user_graph
@@ -116,28 +116,6 @@ def test_the_users_split_file_is_used_exactly_and_keys_its_runs(tmp_path):
     )
     random.prepare()
     assert {job_key("node-classification", job) for job in random.jobs()}.isdisjoint(first)
-
-
-def _with_features(folder, nodes, seed, stem="g"):
-    """Three communities with 4 features each node (its community, blurred); every label known."""
-    rng = np.random.default_rng(seed)
-    community = [i * 3 // nodes for i in range(nodes)]
-    lines = []
-    for i in range(nodes):
-        for _ in range(4):
-            same = [j for j in range(nodes) if community[j] == community[i]]
-            j = int(rng.choice(same)) if rng.random() < 0.9 else int(rng.integers(nodes))
-            if i != j:
-                lines.append(f"v{i} v{j}")
-    (folder / f"{stem}.txt").write_text("\n".join(lines) + "\n")
-    features = [
-        f"v{i} "
-        + " ".join(f"{value:.4f}" for value in np.eye(4)[community[i]] + rng.normal(scale=0.6, size=4))
-        for i in range(nodes)
-    ]
-    (folder / f"{stem}-features.txt").write_text("\n".join(features) + "\n")
-    (folder / f"{stem}-labels.txt").write_text("".join(f"v{i} {'rgb'[community[i]]}\n" for i in range(nodes)))
-    return folder / f"{stem}.txt"
 
 
 def test_the_saved_model_classifies_the_same_graph_alike_and_a_grown_one(tmp_path, capsys):

@@ -48,6 +48,7 @@ __all__ = [
     "adjacency_matrix",
     "PreparedGraph",
     "prepared_graph",
+    "prepare_graph",
     "graph_label",
     "is_user_graph",
     "graph_facts",
@@ -374,15 +375,31 @@ def prepared_graph(
         >>> tuple(graph.weights.shape)
         (4, 4)
     """
+    data = load_graph(spec, data_dir, missing_features=missing_features)
+    named = named_feature_transform(spec) if features == "auto" else None
+    return prepare_graph(data, named or features)
+
+
+def prepare_graph(data: Data, features: str = "auto") -> PreparedGraph:
+    """The protocol's preprocessing of a graph held in memory (:func:`prepared_graph` reads one from a file):
+    undirected, without self-loops, its largest component, its features transformed by ``features``
+    (:data:`FEATURE_TRANSFORMS`), and the diffusion weights ``D̃^{-1/2}(A + I)D̃^{-1/2}``.
+
+    Args:
+        data: a PyG ``Data`` with ``x`` ``(N, F)``, ``edge_index`` ``(2, E)`` and ``y`` ``(N,)`` (``-1``: no
+            label); optionally ``node_names`` and ``class_names``.
+        features: a transform of :data:`FEATURE_TRANSFORMS` (default ``"auto"``: read from the features).
+
+    Returns:
+        The :class:`PreparedGraph`.
+    """
     from ..operators.graph import gcn_normalize
 
-    data = load_graph(spec, data_dir, missing_features=missing_features)
     source_nodes = int(data.num_nodes)
     names = data["node_names"] if "node_names" in data else None
-    named = named_feature_transform(spec) if features == "auto" else None
-    transform = named or feature_transform_for(data.x, features)
+    transform = feature_transform_for(data.x, features)
     data = preprocess_citation_graph(data, transform)
-    num_classes = int(data.y.max()) + 1
+    num_classes = max(int(data.y.max()) + 1, 1)
     given = data["class_names"] if "class_names" in data else None
     class_names = tuple(str(given[c]) if given and c < len(given) else str(c) for c in range(num_classes))
     return PreparedGraph(

@@ -12,6 +12,7 @@
 """
 
 from ..models.fewshot.estimator import DiffusionFewShotClassifier
+from .node import DiffusionNodeClassifier
 from .tabular import COINTabularClassifier
 
-__all__ = ["COINTabularClassifier", "DiffusionFewShotClassifier"]
+__all__ = ["COINTabularClassifier", "DiffusionNodeClassifier", "DiffusionFewShotClassifier"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -24,15 +24,24 @@ from ...models.training import evaluation_mode
 from ...saved_model import SavedModelError, load_model, save_model
 from .job import NodeJob, build_model, model_inputs
 
-__all__ = ["save_node_model", "predict_graph"]
+__all__ = ["save_node_model", "predict_graph", "load_node_model", "node_probabilities"]
 
+_KINDS = {"DiffusionSettings": DiffusionSettings, "MessagePassingSettings": MessagePassingSettings}
 _SPEC_FIELDS = ("model", "depth", "seed", "train_per_class", "val_per_class", "max_epochs", "patience")
 
 
-def save_node_model(folder: Path, spec: Any, model: torch.nn.Module, graph: PreparedGraph) -> Path:
-    """Keep ``model``, trained by the job ``spec`` (a ``NodeJob``) on ``graph``."""
+def save_node_model(
+    folder: Path,
+    spec: Any,
+    model: torch.nn.Module,
+    graph: PreparedGraph,
+    about: Optional[Dict[str, Any]] = None,
+) -> Path:
+    """Keep ``model``, trained by the job ``spec`` (a ``NodeJob``) on ``graph`` (``about``: more manifest
+    entries)."""
     settings = spec.hyperparameters
     manifest = {
+        **(about or {}),
         **{name: getattr(spec, name) for name in _SPEC_FIELDS},
         "hyperparameters": {"kind": type(settings).__name__, **asdict(settings)},
         "missing_features": spec.missing_features,
@@ -56,13 +65,33 @@ def predict_graph(
         SavedModelError: a damaged or foreign model.
         DatasetError: a graph the model cannot read (another feature width, other classes).
     """
-    state, manifest = load_model(folder, task="node-classification")
-    kinds = {"DiffusionSettings": DiffusionSettings, "MessagePassingSettings": MessagePassingSettings}
-    settings = dict(manifest.get("hyperparameters") or {})
-    kind = kinds.get(settings.pop("kind", None))
-    if kind is None:
-        raise SavedModelError(f"{Path(folder) / 'model.json'}: no hyperparameters of a known kind")
+    state, manifest = load_node_model(folder)
     graph = prepared_graph(graph_spec, data_dir, manifest["missing_features"], manifest["feature_transform"])
+    probabilities = node_probabilities(state, manifest, graph, graph_spec, folder)
+    given = list(graph.class_names)
+    labels = [given[int(label)] if int(label) >= 0 else None for label in graph.y.tolist()]
+    return graph.node_ids(), probabilities, list(manifest["class_names"]), labels
+
+
+def load_node_model(folder: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:
+    """A saved node-classification model's weights and manifest, checked
+    (:func:`~pdenets.saved_model.load_model`) and its hyperparameters of a known kind."""
+    state, manifest = load_model(folder, task="node-classification")
+    kind = (manifest.get("hyperparameters") or {}).get("kind")
+    if kind not in _KINDS or not all(name in manifest for name in _SPEC_FIELDS + ("class_names",)):
+        raise SavedModelError(f"{Path(folder) / 'model.json'}: no hyperparameters of a known kind")
+    return state, manifest
+
+
+def node_probabilities(
+    state: Dict[str, torch.Tensor],
+    manifest: Dict[str, Any],
+    graph: PreparedGraph,
+    graph_spec: str,
+    source: Any = "the saved model",
+) -> torch.Tensor:
+    """``(N, C)`` class probabilities of ``graph``'s nodes by a saved model (its weights ``state`` and its
+    ``manifest``); ``graph_spec`` names the graph in messages, ``source`` the model."""
     if graph.num_features != manifest["num_features"]:
         identity = (
             "; without a features file the features are the node ids"
@@ -73,11 +102,12 @@ def predict_graph(
             f"{graph_spec}: its nodes have {graph.num_features} features as the run read them, the model "
             f"{manifest['num_features']} (another feature width{identity})"
         )
-    names = list(manifest["class_names"])
+    settings = dict(manifest["hyperparameters"])
+    kind = _KINDS[settings.pop("kind")]
     spec = NodeJob(
         experiment="protocol",
         graph=graph_spec,
-        dataset=graph_label(graph_spec),
+        dataset=graph_spec,
         model=manifest["model"],
         depth=manifest["depth"],
         split=0,
@@ -89,20 +119,18 @@ def predict_graph(
         patience=manifest["patience"],
         hyperparameters=kind(**settings),
         device="cpu",
-        data_dir=data_dir,
         missing_features=manifest["missing_features"],
         feature_transform=manifest["feature_transform"],
     )
-    graph = replace(graph, num_classes=len(names))  # the model's classes, whatever labels the graph has
+    graph = replace(
+        graph, num_classes=len(manifest["class_names"])
+    )  # the model's classes, whatever the graph's
     model = build_model(spec, graph)
     try:
         model.load_state_dict(state)
     except RuntimeError as error:
         raise SavedModelError(
-            f"{folder}: the saved weights do not fit the model ({str(error).splitlines()[0]})"
+            f"{source}: the saved weights do not fit the model ({str(error).splitlines()[0]})"
         ) from None
     with evaluation_mode(model), torch.no_grad():
-        probabilities = torch.softmax(model(*model_inputs(spec, graph)).float(), dim=1)
-    given = list(graph.class_names)
-    labels = [given[int(label)] if int(label) >= 0 else None for label in graph.y.tolist()]
-    return graph.node_ids(), probabilities, names, labels
+        return torch.softmax(model(*model_inputs(spec, graph)).float(), dim=1)

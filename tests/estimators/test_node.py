@@ -1,0 +1,108 @@
+"""DiffusionNodeClassifier: the node-classification task's models on a graph held in memory or in a file,
+the unlabelled nodes predicted, saved in the format of a run's models and read by ``pdenets predict``."""
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from usergraphs import write_graph_with_features as _with_features
+
+from pdenets.cli import main
+from pdenets.estimators import DiffusionNodeClassifier
+from pdenets.experiments.predictions import read_predictions
+from pdenets.saved_model import SavedModelError
+
+
+def _communities(nodes=150, seed=0, unknown=0.3):
+    """Three communities with blurred features; the truth and labels with ``unknown`` of them left out."""
+    generator = torch.Generator().manual_seed(seed)
+    truth = torch.arange(nodes) * 3 // nodes
+    pairs = torch.randint(0, nodes, (2, 8 * nodes), generator=generator)
+    inside = truth[pairs[0]] == truth[pairs[1]]
+    edges = torch.cat([pairs[:, inside], pairs[:, ~inside][:, : nodes // 10]], 1)
+    x = torch.eye(3)[truth] + 0.8 * torch.randn(nodes, 3, generator=generator)
+    hidden = torch.rand(nodes, generator=generator) < unknown
+    return Data(x=x, edge_index=edges), truth, torch.where(hidden, -1, truth), hidden
+
+
+@pytest.mark.parametrize("model", ["diff-resnet", "gcn"])
+def test_unlabelled_nodes_are_predicted_on_hidden_truth(model):
+    graph, truth, labels, hidden = _communities()
+    names = np.array(["red", "green", "blue"])
+    given = np.where(hidden.numpy(), None, names[truth.numpy()])
+    estimator = DiffusionNodeClassifier(model, max_epochs=200).fit(graph, given)
+    assert estimator.classes_.tolist() == ["blue", "green", "red"]
+    predicted = estimator.predict()
+    assert len(predicted) == len(estimator.node_ids()) == 150
+    right = (predicted[hidden.numpy()] == names[truth.numpy()][hidden.numpy()]).mean()
+    assert right >= 0.85, right
+    probabilities = estimator.predict_proba()
+    assert probabilities.shape == (150, 3) and np.allclose(probabilities.sum(1), 1, atol=1e-6)
+
+
+def test_settings_and_the_seed_are_used():
+    graph, _, labels, _ = _communities(90, seed=1)
+    base = DiffusionNodeClassifier(max_epochs=30).fit(graph, labels).predict_proba()
+    again = DiffusionNodeClassifier(max_epochs=30).fit(graph, labels).predict_proba()
+    assert np.array_equal(base, again)
+    for changed in (
+        DiffusionNodeClassifier(max_epochs=30, random_state=1),
+        DiffusionNodeClassifier(max_epochs=30, settings={"num_steps": 2}),
+        DiffusionNodeClassifier(max_epochs=30, settings={"step_size": 0.1}),
+        DiffusionNodeClassifier(max_epochs=30, feature_transform="none"),
+    ):
+        assert not np.allclose(changed.fit(graph, labels).predict_proba(), base, atol=1e-6), changed
+
+
+def test_saved_here_read_by_pdenets_predict_and_a_runs_model_loaded_here(tmp_path, capsys):
+    folder = tmp_path / "g"
+    folder.mkdir()
+    graph = _with_features(folder, 90, seed=0)
+    estimator = DiffusionNodeClassifier(max_epochs=40).fit(str(graph))
+    saved = estimator.save(tmp_path / "mine" / "model-diff-resnet")
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(tmp_path / "mine"), "--dataset", str(graph), "--out", str(out)]) == 0
+    rows = read_predictions(out)
+    assert [row["id"] for row in rows] == estimator.node_ids()
+    assert [row["predicted"] for row in rows] == estimator.predict().tolist()
+    again = DiffusionNodeClassifier.load(saved)
+    assert torch.equal(
+        torch.from_numpy(again.predict_proba(str(graph))), torch.from_numpy(estimator.predict_proba())
+    )
+    with pytest.raises(ValueError, match="give the graph"):
+        again.predict()
+    # a run's model: loaded here, it answers a grown graph as ``pdenets predict`` does
+    run = tmp_path / "run"
+    argv = ["run", "node-classification", "--dataset", str(graph), "--models", "diff-resnet", "--splits", "1"]
+    argv += ["--inits", "1", "--max-epochs", "40", "--set", "train_per_class=5", "--set", "val_per_class=5"]
+    assert main(argv + ["--no-progress", "--out", str(run)]) == 0
+    grown_folder = tmp_path / "grown"
+    grown_folder.mkdir()
+    grown = _with_features(grown_folder, 150, seed=1)
+    answer = tmp_path / "grown.csv"
+    assert main(["predict", str(run), "--dataset", str(grown), "--out", str(answer)]) == 0
+    loaded = DiffusionNodeClassifier.load(run / "model-diff-resnet")
+    assert loaded.classes_.tolist() == ["b", "g", "r"]
+    assert [row["predicted"] for row in read_predictions(answer)] == loaded.predict(str(grown)).tolist()
+
+
+def test_bad_graphs_labels_and_settings_are_refused(tmp_path):
+    graph, _, labels, _ = _communities(60)
+    cases = [
+        (DiffusionNodeClassifier("nonsense"), graph, labels, "model must be one of"),
+        (DiffusionNodeClassifier(settings={"steps": 3}), graph, labels, "unknown 'steps'"),
+        (DiffusionNodeClassifier(val_fraction=1.0), graph, labels, "val_fraction"),
+        (DiffusionNodeClassifier(), graph, labels[:-1], "one label per node"),
+        (DiffusionNodeClassifier(), graph, torch.full((60,), -1), "every label is unknown"),
+        (DiffusionNodeClassifier(), (graph.x, graph.edge_index + 60), labels, "outside 0"),
+        (DiffusionNodeClassifier(), (graph.x * float("nan"), graph.edge_index), labels, "NaN"),
+        (DiffusionNodeClassifier(), [1, 2], labels, "graph must be"),
+    ]
+    for estimator, given, known, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            estimator.fit(given, known)
+    fresh, _, labels, _ = _communities(60)
+    folder = DiffusionNodeClassifier(max_epochs=5).fit(fresh, labels).save(tmp_path / "m")
+    (folder / "weights.safetensors").write_bytes(b"0" + (folder / "weights.safetensors").read_bytes()[1:])
+    with pytest.raises(SavedModelError, match="SHA-256"):
+        DiffusionNodeClassifier.load(folder)
