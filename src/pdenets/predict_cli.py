@@ -3,6 +3,8 @@
     pdenets predict few-shot --support my_texts.npz --out predictions.csv
     pdenets predict few-shot --support labelled.npz --queries new.npz --method laplacianshot --out p.csv
     pdenets predict runs/wines --dataset new_wines.csv --out new_predictions.csv       # a run's saved model
+    pdenets predict runs/sensors --dataset sensors_longer/ --out forecasts.csv    # the steps after its end
+    pdenets predict runs/wines/model-mlp --dataset new_wines.csv --out p.csv           # one model's folder
 
 The predictions file's columns are described in :mod:`pdenets.experiments.predictions`.
 """
@@ -15,9 +17,12 @@ from pathlib import Path
 from typing import List
 
 from .data.fewshot import load_features
+from .data.temporal import load_temporal
 from .experiments.config import check_device
 from .experiments.predictions import prediction_accuracy, read_predictions, write_predictions
 from .models.fewshot import DEFAULT_METHOD
+from .tasks.coin_forecast.forecasts import write_forecasts
+from .tasks.coin_forecast.saved import forecast_series, load_forecast_model
 from .tasks.coin_tabular.saved import load_tabular_model, predict_new_rows, read_new_rows
 from .tasks.fewshot.predict import classify_queries
 from .tasks.node_classification.saved import predict_graph
@@ -46,6 +51,37 @@ def _task_of(folder: Path) -> str:
     return str(document.get("task", "")) if isinstance(document, dict) else ""
 
 
+def _model_folder(run: Path, model) -> Path:
+    """The saved model to use: ``run`` itself where it is a model's folder, else its ``model-<name>/`` (the
+    one there is, ``--model``, or COIN / Diff-ResNet)."""
+    if (run / "model.json").is_file():
+        if model is not None:
+            raise ValueError(f"{run} is a saved model's folder; --model chooses among a run's models")
+        return run
+    folders = sorted(path for path in run.glob("model-*") if path.is_dir())
+    if not folders:
+        raise ValueError(f"{run}: no saved model (model-<name>/); runs on your own files save theirs")
+    names = [folder.name[len("model-") :] for folder in folders]
+    preferred = next((name for name in ("coin", "diff-resnet") if name in names), None)
+    chosen = model or (names[0] if len(names) == 1 else preferred)
+    if chosen not in names:
+        raise ValueError(f"{run}: give --model, one of {', '.join(names)}")
+    return run / f"model-{chosen}"
+
+
+def _forecast(folder: Path, dataset: str, out: Path) -> int:
+    """A forecaster's saved model forecasts the steps after the end of the series ``dataset``."""
+    tensors, manifest = load_forecast_model(folder)
+    series = load_temporal(dataset)
+    forecast = forecast_series(tensors, manifest, series, dataset)
+    write_forecasts(out, series, forecast.columns, forecast.node_names)
+    print(
+        f"{len(forecast.node_names)} nodes of {dataset} forecast {len(forecast.stamps)} steps after its "
+        f"last ({forecast.stamps[0]} to {forecast.stamps[-1]}) by {folder}; written to {out}"
+    )
+    return 0
+
+
 def _saved_model(args) -> int:
     """``pdenets predict RUN_DIR``: a run's saved model answers the rows of ``--dataset``."""
     run = Path(args.target)
@@ -58,18 +94,13 @@ def _saved_model(args) -> int:
             raise ValueError(f"--{name} is for few-shot queries, not for a run's saved model")
     if args.dataset is None:
         raise ValueError("give the new data with --dataset FILE")
-    folders = sorted(path for path in run.glob("model-*") if path.is_dir())
-    if not folders:
-        raise ValueError(f"{run}: no saved model (model-<name>/); runs on your own files save theirs")
-    names = [folder.name[len("model-") :] for folder in folders]
-    preferred = next((name for name in ("coin", "diff-resnet") if name in names), None)
-    chosen = args.model or (names[0] if len(names) == 1 else preferred)
-    if chosen not in names:
-        raise ValueError(f"{run}: give --model, one of {', '.join(names)}")
+    folder = _model_folder(run, args.model)
     out = _checked_out(args, [Path(args.dataset)])
-    folder = run / f"model-{chosen}"
+    task = _task_of(folder)
+    if task == "coin-forecast":
+        return _forecast(folder, args.dataset, out)
     # a table is a .csv file; a graph is any other form (an edge list, a .npz, a folder)
-    if Path(args.dataset).suffix.lower() != ".csv" and _task_of(folder) == "node-classification":
+    if Path(args.dataset).suffix.lower() != ".csv" and task == "node-classification":
         ids, probabilities, class_names, labels = predict_graph(folder, args.dataset)
         known = labels if any(label is not None for label in labels) else None
         write_predictions(out, ids, probabilities, class_names, labels=known, overwrite=True)

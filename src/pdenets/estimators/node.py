@@ -204,7 +204,8 @@ class DiffusionNodeClassifier(BaseEstimator):
 
     def _split(self, y: torch.Tensor) -> Split:
         rng = np.random.default_rng(int(self.random_state))
-        train, val = [], []
+        train: List[int] = []
+        val: List[int] = []
         for label in torch.unique(y[y >= 0]).tolist():
             members = rng.permutation(np.flatnonzero(y.numpy() == label))
             held = int(round(self.val_fraction * len(members))) if len(members) > 1 else 0

@@ -65,6 +65,7 @@ __all__ = [
     "learned_forecasters",
     "closed_form_forecasters",
     "linear_forecast",
+    "linear_coefficients",
     "WindowMLP",
     "WindowGCN",
     "GraphConvGRU",
@@ -230,7 +231,34 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
         [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]
     """
     design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
+    coefficients = linear_coefficients(inputs, targets, train)
     out = torch.empty_like(targets)
+    for horizon in range(targets.shape[-1]):
+        out[..., horizon] = (design @ coefficients[horizon].unsqueeze(-1).to(design)).squeeze(-1)
+    return out
+
+
+def linear_coefficients(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Tensor) -> torch.Tensor:
+    """The least-squares fit of :func:`linear_forecast`: ``(H, L + 1)``, per horizon the weights of the ``L``
+    lags and the intercept (last), so that a window ``w`` forecasts ``[w, 1] @ coefficients.T``.
+
+    Args:
+        inputs: ``(S, N, L)`` windows.
+        targets: ``(S, N, H)`` targets.
+        train: ``(S, N, H)`` booleans, the targets to fit.
+
+    Returns:
+        ``(H, L + 1)`` coefficients (in the inputs' dtype).
+
+    Examples:
+        >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
+        >>> observed = torch.ones(6, 1, 1, dtype=torch.bool)
+        >>> fit = linear_coefficients(inputs, 2 * inputs[..., 1:] + 1, observed)
+        >>> fit.shape, (torch.cat([inputs[0, 0], torch.ones(1, dtype=torch.float64)]) @ fit.T).round().tolist()
+        (torch.Size([1, 3]), [3.0])
+    """
+    design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)
+    rows_of = []
     for horizon in range(targets.shape[-1]):
         rows = train[..., horizon]
         # LAPACK's gelsd through NumPy (an explicit transfer to the host: a closed form, solved once): the
@@ -241,8 +269,8 @@ def linear_forecast(inputs: torch.Tensor, targets: torch.Tensor, train: torch.Te
             targets[..., horizon][rows].unsqueeze(-1).detach().cpu().numpy(),
             rcond=None,
         )
-        out[..., horizon] = (design @ torch.from_numpy(solution).to(design)).squeeze(-1)
-    return out
+        rows_of.append(torch.from_numpy(solution[:, 0]))
+    return torch.stack(rows_of)
 
 
 register_forecaster(

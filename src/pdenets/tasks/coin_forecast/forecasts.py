@@ -21,11 +21,20 @@ from typing import List, Mapping, Sequence, Tuple
 import torch
 
 from ..._io import atomic_write
+from ...data.temporal import TemporalGraphSeries
 from ...models.coin_forecast_diffusion import diffuse_forecasts
 from ...operators import SliceGraphs
 from .protocol import ForecastData, diffusion_graph
 
-__all__ = ["future_window", "to_series_units", "future_stamps", "write_forecasts", "diffused_future"]
+__all__ = [
+    "future_window",
+    "to_series_units",
+    "unscaled",
+    "future_stamps",
+    "stamps_after",
+    "write_forecasts",
+    "diffused_future",
+]
 
 
 def future_window(data: ForecastData) -> Tuple[torch.Tensor, SliceGraphs]:
@@ -46,8 +55,14 @@ def future_window(data: ForecastData) -> Tuple[torch.Tensor, SliceGraphs]:
 
 def to_series_units(forecast: torch.Tensor, data: ForecastData) -> torch.Tensor:
     """``(N, H)`` forecasts in the protocol's scaled units back in the series' own units."""
-    values = forecast.to(torch.float64) * data.std[:, None] + data.mean[:, None]
-    return torch.expm1(values) if data.transform == "log1p" else values
+    return unscaled(forecast, data.mean, data.std, data.transform)
+
+
+def unscaled(forecast: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, transform: str) -> torch.Tensor:
+    """``(N, H)`` forecasts scaled by the per-node ``mean`` and ``std`` after ``transform`` (``log1p`` or
+    ``none``), in the series' own units."""
+    values = forecast.to(torch.float64) * std[:, None].to(torch.float64) + mean[:, None].to(torch.float64)
+    return torch.expm1(values) if transform == "log1p" else values
 
 
 def diffused_future(
@@ -63,25 +78,34 @@ def diffused_future(
 def future_stamps(data: ForecastData) -> List[str]:
     """The time of each of the ``H`` steps after the series' end: stamps at the series' interval where it
     has a time column, else step numbers."""
-    axis = data.series.time_axis
+    return stamps_after(data.series, data.horizons)
+
+
+def stamps_after(series: TemporalGraphSeries, horizons: int) -> List[str]:
+    """The time of each of the ``horizons`` steps after ``series``' last step (:func:`future_stamps`)."""
+    axis = series.time_axis
     if axis is not None:
-        return axis.format(axis.following(data.horizons))
-    return [str(data.series.num_steps + horizon) for horizon in range(data.horizons)]
+        return axis.format(axis.following(horizons))
+    return [str(series.num_steps + horizon) for horizon in range(horizons)]
 
 
 def write_forecasts(
-    path: Path, data: ForecastData, forecasts: Mapping[str, torch.Tensor], node_names: Sequence[str]
+    path: Path,
+    series: TemporalGraphSeries,
+    forecasts: Mapping[str, torch.Tensor],
+    node_names: Sequence[str],
 ) -> Path:
-    """Write ``forecasts.csv``: one row per node and step after the end (``node``, ``time``, ``horizon``),
-    one column per model (``forecasts``: name → ``(N, H)`` in the series' units); replaces an earlier
-    report's file."""
-    stamps = future_stamps(data)
+    """Write ``forecasts.csv``: one row per node and step after ``series``' end (``node``, ``time``,
+    ``horizon``), one column per model (``forecasts``: name → ``(N, H)`` in the series' units); replaces an
+    earlier report's file."""
+    horizons = next(iter(forecasts.values())).shape[1]
+    stamps = stamps_after(series, horizons)
     columns = list(forecasts)
     values = {name: forecast.tolist() for name, forecast in forecasts.items()}
     with atomic_write(path) as stream:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(
-            ["node", data.series.time_axis.column if data.series.time_axis else "step", "horizon"] + columns
+            ["node", series.time_axis.column if series.time_axis else "step", "horizon"] + columns
         )
         for node, name in enumerate(node_names):
             for horizon, stamp in enumerate(stamps):

@@ -485,15 +485,18 @@ def add_forecasts_section(report: Report, written: Sequence[Dict[str, Any]]) -> 
             f"{entry['nodes']:,}",
             f"{entry['horizons']} ({md_escape(entry['first'])} to {md_escape(entry['last'])})",
             f"γ = {entry['step_size']:g}, r = {entry['num_steps']}",
+            f"`{entry['model_folder']}/`" if entry.get("model_folder") else "",
         ]
         for entry in written
     ]
     report.table(
-        ["series", "file", "columns", "nodes", "steps after the end", "COIN's diffusion"],
+        ["series", "file", "columns", "nodes", "steps after the end", "COIN's diffusion", "saved model"],
         rows,
-        align="lllrll",
+        align="lllrlll",
         caption="One row per node and step after the last one, at the series' own interval, in its units. "
         "The COIN variant is the one with the lowest test MSE of this run (our protocol), its model trained "
         "again with the first seed; COIN diffuses that model's forecast with the (γ, r) chosen for it in "
-        "the run (γ = 0: the model's forecast kept).",
+        "the run (γ = 0: the model's forecast kept). The saved model forecasts past the end of a longer "
+        "series of the same sensors and interval: `pdenets predict RUN_DIR --dataset LONGER_SERIES --out "
+        "forecasts-later.csv`.",
     )

@@ -32,7 +32,7 @@ from ...experiments.rundir import file_name_for
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.coin_forecast_diffusion import choose_diffusion
-from ...models.registry import create_model
+from ...models.forecasting import linear_coefficients
 from ...models.training import evaluation_mode, fit_steps, masked_mse
 from . import report as forecast_report
 from .config import BASELINES, LEARNED, UNFITTED, CoinForecastConfig
@@ -59,6 +59,7 @@ from .results import (
     coin_vs_linear,
     diffusion_checks,
 )
+from .saved import REFERENCE_TRAINING, forecaster_network, save_forecast_model
 
 __all__ = [
     "CoinForecastConfig",
@@ -121,30 +122,15 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
     )
 
 
-#: how the reference models train: as their documentation does (PyTorch Geometric Temporal's chickenpox
-#: example: hidden 32, Adam at 0.01 without weight decay, 200 full-batch epochs on the per-node MSE, the last
-#: model kept)
-REFERENCE_TRAINING = {"pygt-gconv-gru": {"hidden_features": 32, "lr": 0.01, "epochs": 200}}
-
-
 def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
     """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
     MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
     model is kept."""
     training, device = spec.training, torch.device(spec.device)
     assert training is not None  # a learned model's job carries its training settings (closed forms none)
-    coin = dict(
-        step_size=training.step_size, num_steps=training.num_steps, learn_step_size=training.learn_step_size
-    )
     reference = REFERENCE_TRAINING.get(spec.model)
     torch.manual_seed(spec.seed)
-    model = create_model(
-        spec.model,
-        in_features=data.lags,
-        num_classes=data.horizons,
-        hidden_features=reference["hidden_features"] if reference else training.hidden_features,
-        **(coin if diffuses_itself(spec.model) else {}),
-    ).to(device)
+    model = forecaster_network(spec.model, data.lags, data.horizons, training).to(device)
     inputs, targets = (part.to(device=device, dtype=torch.float32) for part in (data.inputs, data.targets))
     masks = {name: mask.to(device) for name, mask in data.masks.items()}
     graphs = data.diffusion_graphs
@@ -456,7 +442,12 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 continue
             data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
             window, graphs = future_window(data)
+            network, coefficients = None, None
             if over in BASELINES:
+                if over == "linear":
+                    coefficients = linear_coefficients(
+                        data.inputs, data.targets, data.masks["train"] | data.masks["val"]
+                    )
                 extended = replace(
                     data,
                     inputs=torch.cat([data.inputs, window.to(data.inputs.dtype)]),
@@ -469,6 +460,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 forecast = closed_form_forecast(over, extended)[-1:].to(torch.float64)
             else:
                 _, _, model = _learned(spec, data)
+                network = model
                 with evaluation_mode(model), torch.no_grad():
                     device = torch.device(spec.device)
                     forecast = model(window.to(device=device, dtype=torch.float32), graphs).to(
@@ -484,8 +476,23 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 over: to_series_units(forecast[0], data),
                 best.replace(COIN_OVER, "coin over "): to_series_units(diffused[0], data),
             }
-            write_forecasts(path, data, columns, [series.node_name(node) for node in range(series.num_nodes)])
+            write_forecasts(
+                path, series, columns, [series.node_name(node) for node in range(series.num_nodes)]
+            )
             run_dir.register(path)
+            model_folder = "model-" + over + (f"-{file_name_for(label)}" if len(datasets) > 1 else "")
+            saved = save_forecast_model(
+                run_dir.file(model_folder),
+                model=over,
+                data=data,
+                training=spec.training,
+                network=network,
+                coefficients=coefficients,
+                step_size=float(coin["step_size"]),
+                num_steps=int(coin["num_steps"]),
+                about={"dataset": label, "seed": seed, "test_mse": entries[best].errors.mse.mean},
+            )
+            run_dir.register(saved)
             written.append(
                 {
                     "dataset": label,
@@ -500,6 +507,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                     "num_steps": int(coin["num_steps"]),
                     "test_mse": entries[best].errors.mse.mean,
                     "seed": seed,
+                    "model_folder": saved.name,
                 }
             )
         return written
