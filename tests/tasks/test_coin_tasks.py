@@ -476,7 +476,7 @@ def test_claims_summarize_builds_typed_results_whose_plain_form_keeps_the_keys_a
 
 
 def _learned_run(path, model="window-mlp", seed=0, **training):
-    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, _learned
+    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, train_forecaster
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
@@ -495,7 +495,7 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
         **training,
     }
     job = ForecastJob(str(path), "ours", model, seed, OURS, ForecastTraining(**settings), "cpu")
-    return data, _learned(job, data)[:2]
+    return data, train_forecaster(job, data)[:2]
 
 
 def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):

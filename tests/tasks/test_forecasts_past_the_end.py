@@ -78,6 +78,9 @@ def test_the_saved_forecaster_answers_the_same_series_as_the_run_and_a_longer_on
     longer = foreign_data.traffic_folder(tmp_path, steps=300, seed=3, stem="longer", names=NAMES)
     with open(longer / "series.csv", newline="") as stream:
         table = list(csv.reader(stream))
+    run = tmp_path / "linear" / "run"
+    straight = tmp_path / "straight.csv"
+    assert main(["predict", str(run), "--dataset", str(longer), "--out", str(straight)]) == 0
     order = [0] + list(range(len(table[0]) - 1, 0, -1))
     (longer / "series.csv").write_text("\n".join(",".join(row[k] for k in order) for row in table) + "\n")
     answer = tmp_path / "longer.csv"
@@ -89,6 +92,9 @@ def test_the_saved_forecaster_answers_the_same_series_as_the_run_and_a_longer_on
     rows = _rows(answer)
     assert [row["time"] for row in rows[:3]] == ["2026-03-03 01:00", "2026-03-03 01:05", "2026-03-03 01:10"]
     assert {row["node"] for row in rows} == set(table[0][1:])
+    # each sensor's forecast is its own, whatever the order of the columns
+    assert _values(rows, "coin over linear") == _values(_rows(straight), "coin over linear")
+    assert _values(rows, "linear") == _values(_rows(straight), "linear")
     # another time step, other sensors, too short a series: refused in one line naming the file
     coarse = foreign_data.traffic_folder(tmp_path, steps=100, stem="coarse", names=NAMES)
     text = (coarse / "series.csv").read_text().replace(":05,", ":10,").splitlines()

@@ -12,7 +12,8 @@
 """
 
 from ..models.fewshot.estimator import DiffusionFewShotClassifier
+from .forecast import COINForecaster
 from .node import DiffusionNodeClassifier
 from .tabular import COINTabularClassifier
 
-__all__ = ["COINTabularClassifier", "DiffusionNodeClassifier", "DiffusionFewShotClassifier"]
+__all__ = ["COINTabularClassifier", "DiffusionNodeClassifier", "COINForecaster", "DiffusionFewShotClassifier"]

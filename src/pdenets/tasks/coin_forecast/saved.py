@@ -61,8 +61,14 @@ def forecaster_network(model: str, lags: int, horizons: int, training: Any) -> t
     )
 
 
-def save_forecast_model(
-    folder: Path,
+def save_forecast_model(folder: Path, **parts: Any) -> Path:
+    """Keep a forecaster (the arguments of :func:`forecast_model_state`) in ``folder``."""
+    tensors, manifest = forecast_model_state(**parts)
+    model = manifest.pop("model")
+    return save_model(folder, tensors, task="coin-forecast", model=model, manifest=manifest)
+
+
+def forecast_model_state(
     *,
     model: str,
     data: ForecastData,
@@ -72,19 +78,22 @@ def save_forecast_model(
     step_size: float,
     num_steps: int,
     about: Dict[str, Any],
-) -> Path:
-    """Keep the forecaster ``model`` fitted on ``data`` (``network`` for a learned one, ``coefficients`` for
-    ``linear``) with COIN's ``(step_size, num_steps)`` over it (module docstring)."""
+) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:
+    """The tensors and manifest of the forecaster ``model`` fitted on ``data`` (``network`` for a learned one,
+    ``coefficients`` for ``linear``) with COIN's ``(step_size, num_steps)`` over it (module docstring)."""
     series = data.series
     tensors: Dict[str, torch.Tensor] = {
         "mean": data.mean.to(torch.float64),
         "std": data.std.to(torch.float64),
     }
     if network is not None:
-        tensors.update({f"network.{name}": value for name, value in network.state_dict().items()})
+        tensors.update(
+            {f"network.{name}": value.detach().cpu() for name, value in network.state_dict().items()}
+        )
     if coefficients is not None:
         tensors["coefficients"] = coefficients.to(torch.float64)
     manifest = {
+        "model": model,
         "lags": data.lags,
         "horizons": data.horizons,
         "transform": data.transform,
@@ -96,7 +105,7 @@ def save_forecast_model(
         "step_unit": series.step_unit,
         **about,
     }
-    return save_model(folder, tensors, task="coin-forecast", model=model, manifest=manifest)
+    return tensors, manifest
 
 
 def load_forecast_model(folder: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, Any]]:

@@ -122,7 +122,7 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
     )
 
 
-def _learned(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
+def train_forecaster(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
     """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
     MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
     model is kept."""
@@ -314,7 +314,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         start = time.perf_counter()
         closed_form = spec.model in BASELINES
         prediction, info = (
-            (closed_form_forecast(spec.model, data), {}) if closed_form else _learned(spec, data)[:2]
+            (closed_form_forecast(spec.model, data), {}) if closed_form else train_forecaster(spec, data)[:2]
         )
         record = {
             "seconds": time.perf_counter() - start,
@@ -459,7 +459,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 )
                 forecast = closed_form_forecast(over, extended)[-1:].to(torch.float64)
             else:
-                _, _, model = _learned(spec, data)
+                _, _, model = train_forecaster(spec, data)
                 network = model
                 with evaluation_mode(model), torch.no_grad():
                     device = torch.device(spec.device)
