@@ -148,3 +148,28 @@ def test_the_saved_model_classifies_the_same_graph_alike_and_a_grown_one(tmp_pat
     prepared_graph.cache_clear()  # this process read the file before it was rewritten
     assert main(["predict", str(out), "--dataset", str(grown), "--out", str(tmp_path / "x.csv")]) == 2
     assert "features as the run read them, the model 4" in capsys.readouterr().err
+
+
+def test_a_split_file_beside_the_graph_is_used_and_named_and_split_overrides_it(tmp_path, capsys):
+    folder = tmp_path / "g"
+    folder.mkdir()
+    graph = _with_features(folder, 60, seed=2)
+    sets = {f"v{i}": ("train" if i % 10 < 2 else "val" if i % 10 < 4 else "test") for i in range(60)}
+    (folder / "g-split.csv").write_text("node,split\n" + "".join(f"{n},{s}\n" for n, s in sets.items()))
+    argv = ["run", "node-classification", "--dataset", str(graph), "--models", "diff-resnet", "--inits", "1"]
+    argv += ["--max-epochs", "20", "--set", "predictions=always", "--no-progress"]
+    assert main(argv + ["--out", str(tmp_path / "beside")]) == 0
+    rows = read_predictions(tmp_path / "beside" / "predictions.csv")
+    assert {row["id"]: row["split"] for row in rows} == sets
+    assert "your split `g-split.csv`" in (tmp_path / "beside" / "report.md").read_text()
+    other = tmp_path / "mine.csv"
+    other.write_text("".join(f"v{i},{'train' if i < 30 else 'val'}\n" for i in range(60)))
+    assert main(argv + ["--split", str(other), "--out", str(tmp_path / "given")]) == 2  # no test node
+    assert "no item is in test" in capsys.readouterr().err
+    other.write_text(
+        "".join(f"v{i},{'train' if i < 30 else 'val' if i < 40 else 'test'}\n" for i in range(60))
+    )
+    assert main(argv + ["--split", str(other), "--out", str(tmp_path / "given")]) == 0
+    rows = read_predictions(tmp_path / "given" / "predictions.csv")
+    assert sum(row["split"] == "train" for row in rows) == 30
+    assert "your split `mine.csv`" in (tmp_path / "given" / "report.md").read_text()

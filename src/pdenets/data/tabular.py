@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -41,6 +41,10 @@ class TabularData:
     row_ids: Optional[List[str]] = None
     #: the label column's header (a CSV file's)
     label_column: str = ""
+    #: the table's own split: a column headed ``split`` (any case), as ``(line, row id, set word)`` for its
+    #: non-empty cells (:func:`~pdenets.data.split_file.split_of_entries` reads them); ``None``: no such
+    #: column
+    split_entries: Optional[List[Tuple[int, str, str]]] = None
 
     def ids(self) -> List[str]:
         return self.row_ids if self.row_ids is not None else [str(row) for row in range(len(self.labels))]
@@ -81,8 +85,17 @@ def load_tabular(
     id_index = _column_index(path, header, id_column, None)
     if id_index is not None and id_index == label_index:
         raise dataset_error(path, f"the column {header[label_index]!r} cannot be both the label and the id")
-    if len(header) - (id_index is not None) < 2:
+    split_index = next(
+        (
+            column
+            for column, cell in enumerate(header)
+            if cell.lower() == "split" and column not in (label_index, id_index)
+        ),
+        None,
+    )
+    if len(header) - (id_index is not None) - (split_index is not None) < 2:
         raise dataset_error(path, "needs at least one feature column beside the label and id columns")
+    split_entries: List[Tuple[int, str, str]] = []
     features, labels, lines, row_ids = [], [], [], []
     seen: Dict[str, int] = {}
     for number, row in rows[1:]:
@@ -90,7 +103,7 @@ def load_tabular(
             raise dataset_error(path, f"line {number} has {len(row)} fields, the header {len(header)}")
         values = []
         for column, cell in enumerate(row):
-            if column in (label_index, id_index):
+            if column in (label_index, id_index, split_index):
                 continue
             try:
                 values.append(parse_number(cell))
@@ -105,6 +118,8 @@ def load_tabular(
                 ) from None
         column_name = header[id_index] if id_index is not None else None
         row_id = row_id_of(path, number, row, id_index, column_name, seen)
+        if split_index is not None and row[split_index].strip():
+            split_entries.append((number, row_id, row[split_index].strip()))
         features.append(values)
         labels.append(row[label_index])
         lines.append(number)
@@ -122,9 +137,10 @@ def load_tabular(
         np.asarray(features, dtype=np.float64),
         class_ids,
         names,
-        [h for c, h in enumerate(header) if c not in (label_index, id_index)],
+        [h for c, h in enumerate(header) if c not in (label_index, id_index, split_index)],
         row_ids,
         header[label_index],
+        split_entries if split_index is not None else None,
     )
 
 

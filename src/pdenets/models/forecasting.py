@@ -254,7 +254,8 @@ def linear_coefficients(inputs: torch.Tensor, targets: torch.Tensor, train: torc
         >>> inputs = torch.arange(12.0, dtype=torch.float64).reshape(6, 1, 2)
         >>> observed = torch.ones(6, 1, 1, dtype=torch.bool)
         >>> fit = linear_coefficients(inputs, 2 * inputs[..., 1:] + 1, observed)
-        >>> fit.shape, (torch.cat([inputs[0, 0], torch.ones(1, dtype=torch.float64)]) @ fit.T).round().tolist()
+        >>> window = torch.cat([inputs[0, 0], torch.ones(1, dtype=torch.float64)])
+        >>> fit.shape, (window @ fit.T).round().tolist()
         (torch.Size([1, 3]), [3.0])
     """
     design = torch.cat([inputs, torch.ones_like(inputs[..., :1])], -1)

@@ -4,6 +4,7 @@ report and its checks read them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import List, Optional
 
 from ...data.tabular import TABULAR_DATASETS
@@ -30,6 +31,11 @@ class CoinTabularConfig(TaskConfig):
         "auto",
         "predictions-<model>.csv, every row by its id, from each model's first split: auto (for your CSV "
         "files), always, or never",
+    )
+    split_file: Optional[str] = setting(
+        None,
+        "your split: a file of id,split lines (train or test) used exactly, one split; a column headed split "
+        "in the table does the same",
     )
     labels_per_class: List[int] = setting([5, 10, 20], "labelled samples per class")
     splits: int = setting(50, "random labelled/unlabelled splits per setting")
@@ -72,6 +78,11 @@ class CoinTabularConfig(TaskConfig):
             raise ConfigError(f"step_size must be <= 1 on a row-normalized graph, got {self.step_size}")
         if not 0 < self.spreading_alpha < 1:
             raise ConfigError(f"spreading_alpha must lie in (0, 1), got {self.spreading_alpha}")
+        if self.split_file is not None:
+            if not Path(self.split_file).is_file():
+                raise ConfigError(f"split_file {self.split_file!r} is not a file (id,split lines)")
+            if len(set(self.datasets)) > 1:
+                raise ConfigError("split_file names the rows of one table; give one dataset with it")
         for dataset in self.datasets:
             if dataset not in TABULAR_DATASETS and not dataset.lower().endswith(".csv"):
                 raise ConfigError(f"datasets: {dataset!r} is neither breast-cancer nor a .csv path")

@@ -86,7 +86,7 @@ def add_sections(
         models = [m for m in models_in_order if any(m in s for s in settings.values())]
         rows = []
         for per_class, entries in sorted(settings.items(), key=lambda item: int(item[0])):
-            row: List[Any] = [per_class]
+            row: List[Any] = [per_class if per_class != "0" else "your split"]
             for model in models:
                 entry = entries.get(model)
                 row.append(entry.accuracy.format(2) if entry else "—")
@@ -100,6 +100,8 @@ def add_sections(
             caption="The same splits for every model; the paired column counts splits where COIN is "
             "more accurate than the MLP alone.",
         )
+        if set(settings) == {"0"}:  # the user's split: one split, nothing to plot against
+            continue
         figures[dataset] = accuracy_figure(settings, models, dataset, run_dir)
         report.figure(figures[dataset], f"{label}: accuracy vs labels per class (mean ± std over splits).")
 
@@ -153,14 +155,15 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
         "cell), "
         "its label where known, the predicted class and each class's probability. They come from each "
         "model's first split with the first number of labels per class, trained again with that split's "
-        "seed: the test accuracy recomputed from the file is that split's."
+        "seed: the test accuracy recomputed from the file is that split's. With your split (a split "
+        "column or split_file), train and test are your rows, and a labelled row in neither has no split."
     )
     rows = [
         [
             md_escape(entry["dataset"]),
             md_escape(entry["model"]),
             f"`{entry['file']}`",
-            str(entry["labels_per_class"]),
+            str(entry["labels_per_class"]) if entry["labels_per_class"] else "your split",
             f"{entry['rows']:,}",
             f"{entry['unlabelled']:,}",
             "—" if entry["test_accuracy"] is None else f"{100 * entry['test_accuracy']:.2f}",

@@ -140,7 +140,7 @@ def read_new_rows(path: Path, manifest: Dict[str, Any]) -> NewRows:
     label_column = manifest.get("label_column")
     missing = [name for name in features + ([id_column] if id_column else []) if name not in header]
     known = set(features) | {id_column, label_column}
-    extra = [name for name in header if name not in known]
+    extra = [name for name in header if name not in known and name.lower() != "split"]
     labels_at = header.index(label_column) if label_column in header else None
     if labels_at is None and len(extra) == 1 and not missing:  # the training file's label column by any name
         labels_at, extra = header.index(extra[0]), []

@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from ..._cache import process_cache
 from ...data.paths import dataset_label
+from ...data.split_file import ItemSplit, read_split_file, split_of_entries
 from ...data.tabular import TABULAR_DATASETS, TabularData, detected_id_column, load_tabular
 from ...experiments.config import ConfigError
 from ...experiments.predictions import write_predictions
@@ -101,6 +102,51 @@ class TabularJob:
     #: the id column is no feature: naming one changes the features (the runs of tables without one keep
     #: their keys)
     id_column: Optional[str] = field(default=None, metadata={"key": "unless-default"})
+    #: the user's split (a split file, or the table's split column): the file, read where the job runs, and
+    #: the digest of the split it holds (its key); ``labels_per_class`` is then 0
+    split_file: Optional[str] = field(default=None, metadata={"key": False})
+    split_digest: str = field(default="", metadata={"key": "unless-default"})
+
+
+@process_cache(maxsize=8)
+def user_split(
+    dataset: str, label_column: Optional[str], id_column: Optional[str], split_file: Optional[str]
+) -> Optional[ItemSplit]:
+    """The user's split of a table: ``split_file``'s (``id,split`` lines), else the table's column headed
+    ``split``; ``None`` where it has neither. Its sets are ``train`` (the labelled rows) and ``test`` (the
+    rows scored); a table has no validation rows (its models train a fixed number of epochs)."""
+    table = load_tabular(dataset, label_column=label_column, id_column=id_column)
+    if split_file is not None:
+        if table.split_entries is not None:
+            raise ConfigError(
+                f"{dataset} has a split column and split_file {split_file} is given: keep one of them"
+            )
+        return read_split_file(
+            split_file, table.ids(), table.labels.tolist(), sets=("train", "test"), required=("train", "test")
+        )
+    if table.split_entries is None:
+        return None
+    return split_of_entries(
+        f"{dataset}, split column, line",
+        table.split_entries,
+        table.ids(),
+        table.labels.tolist(),
+        sets=("train", "test"),
+        required=("train", "test"),
+    )
+
+
+def rows_of(spec: TabularJob) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """The rows ``spec`` trains on, and the rows it is scored on where the user's split names them (``None``:
+    every labelled row not trained on)."""
+    labels = table_of(spec).labels
+    if not spec.split_digest:
+        return labelled_split(labels, spec.labels_per_class, spec.split), None
+    given = user_split(spec.dataset, spec.label_column, spec.id_column, spec.split_file)
+    if given is None or given.digest != spec.split_digest:
+        raise ConfigError(f"the split of {spec.dataset} changed since the runs were planned; run again")
+    test = given.test.numpy()
+    return given.train.numpy(), test[labels[test] >= 0]
 
 
 def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
@@ -155,7 +201,9 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
     start = time.perf_counter()
     probabilities, labelled, outcome = fit_tabular(spec)
     labels = table_of(spec).labels
-    scored = np.setdiff1d(np.flatnonzero(labels >= 0), labelled)  # rows of known labels not trained on
+    _, given = rows_of(spec)
+    # the user's test rows, else every row of known label not trained on
+    scored = given if given is not None else np.setdiff1d(np.flatnonzero(labels >= 0), labelled)
     predictions = probabilities.argmax(1)
     accuracy = float((predictions[scored] == labels[scored]).mean())
     return {
@@ -186,7 +234,7 @@ def fit_tabular_model(
         spec.id_column,
     )
     labels = data["table"].labels
-    labelled = labelled_split(labels, spec.labels_per_class, spec.split)
+    labelled, _ = rows_of(spec)
     probabilities, outcome, network = train_on_rows(
         data["features"],
         data["weights"],
@@ -275,7 +323,12 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         "spreading"
     )
     config_class = CoinTabularConfig
-    shortcuts = {"dataset": "datasets", "model": "models", "labels": "labels_per_class"}
+    shortcuts = {
+        "dataset": "datasets",
+        "model": "models",
+        "labels": "labels_per_class",
+        "split": "split_file",
+    }
     columns = {
         "dataset": "TEXT",
         "labels_per_class": "INTEGER",
@@ -302,7 +355,13 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                 label_column=self.config.label_column,
                 id_column=detected_id_column(dataset, self.config.id_column),
             )
-            for per_class in self.config.labels_per_class:
+            given = user_split(
+                dataset,
+                self.config.label_column,
+                detected_id_column(dataset, self.config.id_column),
+                self.config.split_file,
+            )
+            for per_class in self.config.labels_per_class if given is None else ():
                 labelled_split(table.labels, per_class, 0)
             self.described[_label(dataset)] = tabular_report.describe(table)
 
@@ -326,8 +385,12 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         }
         jobs = []
         for dataset in config.datasets:
-            for per_class in config.labels_per_class:
-                for split in range(config.seed, config.seed + config.splits):
+            id_column = detected_id_column(dataset, config.id_column)
+            given = user_split(dataset, config.label_column, id_column, config.split_file)
+            # the user's split is one split; labels_per_class 0 names it
+            per_classes = [0] if given is not None else config.labels_per_class
+            for per_class in per_classes:
+                for split in range(config.seed, config.seed + (1 if given is not None else config.splits)):
                     for model in config.models:
                         jobs.append(
                             TabularJob(
@@ -338,7 +401,9 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                                 config.device,
                                 config.label_column,
                                 **parts[model],
-                                id_column=detected_id_column(dataset, config.id_column),
+                                id_column=id_column,
+                                split_file=config.split_file,
+                                split_digest=given.digest if given is not None else "",
                             )
                         )
         return jobs
@@ -389,11 +454,9 @@ class CoinTabularTask(Task[CoinTabularConfig]):
             if config.predictions == "always"
             or (config.predictions == "auto" and dataset not in TABULAR_DATASETS)
         ]
-        firsts = {
-            (job.dataset, job.model): job
-            for job in self.jobs()
-            if job.split == config.seed and job.labels_per_class == config.labels_per_class[0]
-        }
+        firsts: Dict[Tuple[str, str], TabularJob] = {}
+        for job in self.jobs():  # the first split of the first labels_per_class (or the user's split)
+            firsts.setdefault((job.dataset, job.model), job)
         written = []
         for dataset in datasets:
             for model in config.models:
@@ -402,7 +465,12 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                 table = table_of(spec)
                 saved = save_tabular_model(run_dir.file(f"model-{model}"), spec, table, labelled, network)
                 run_dir.register(saved)
-                splits = np.where(table.labels < 0, "unlabelled", "test").astype(object)
+                _, given = rows_of(spec)
+                splits = np.where(table.labels < 0, "unlabelled", "test" if given is None else "").astype(
+                    object
+                )
+                if given is not None:
+                    splits[given] = "test"
                 splits[labelled] = "train"
                 known = [table.class_names[label] if label >= 0 else None for label in table.labels.tolist()]
                 name = "predictions"

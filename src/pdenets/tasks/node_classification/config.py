@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ...data.graphs import MISSING_FEATURES, accepted_forms
-from ...data.transforms import FEATURE_TRANSFORMS
+from ...data.split_file import split_file_beside
+from ...data.transforms import FEATURE_TRANSFORMS, is_user_graph
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
 from ...models.registry import list_models
 from ...operators.partition import METIS_EXTRA, PARTITIONERS
@@ -116,7 +117,8 @@ class NodeClassificationConfig(TaskConfig):
     split_file: Optional[str] = setting(
         None,
         "your split: a file of node,split lines (train, val, test) used exactly, in place of the random "
-        "splits (one split; nodes it leaves out are in no set)",
+        "splits (one split; nodes it leaves out are in no set); default: split.csv in a graph folder or "
+        "<graph>-split.csv beside a graph file, where there is one",
     )
     predictions: str = setting(
         "auto",
@@ -160,6 +162,8 @@ class NodeClassificationConfig(TaskConfig):
             },
         )
         check_fields(self, counts=("diffusion_width",))
+        if self.split_file is None and len(set(self.datasets)) == 1 and is_user_graph(self.datasets[0]):
+            self.split_file = split_file_beside(self.datasets[0])  # the split that comes with the graph
         if self.split_file is not None and not Path(self.split_file).is_file():
             raise ConfigError(f"split_file {self.split_file!r} is not a file (node,split lines)")
         if self.partition == "metis" and importlib.util.find_spec("pymetis") is None:

@@ -114,7 +114,13 @@ def user_split(
 ) -> ItemSplit:
     """The split file ``path`` read against the prepared graph's nodes (once per process)."""
     graph = prepared_graph(graph_spec, data_dir, missing, transform)
-    return read_split_file(path, graph.node_ids(), graph.y.tolist(), outside=graph.outside_ids())
+    return read_split_file(
+        path,
+        graph.node_ids(),
+        graph.y.tolist(),
+        outside=graph.outside_ids(),
+        required=("train", "val", "test"),  # the runs are scored on the test nodes
+    )
 
 
 def train_node_classifier(
@@ -200,7 +206,13 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     name = "node-classification"
     description = "semi-supervised node classification: random-split protocol, Diff-ResNet and PyG baselines"
     config_class = NodeClassificationConfig
-    shortcuts = {"dataset": "datasets", "model": "models", "splits": "num_splits", "inits": "num_inits"}
+    shortcuts = {
+        "dataset": "datasets",
+        "model": "models",
+        "splits": "num_splits",
+        "inits": "num_inits",
+        "split": "split_file",
+    }
     columns = {
         "experiment": "TEXT",
         "dataset": "TEXT",
