@@ -24,7 +24,7 @@ from .csvfile import normalized_labels, parse_number, read_csv_table, shown_valu
 from .errors import DatasetError, DatasetNotFoundError, dataset_error
 from .paths import regular_file
 
-__all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS", "detected_id_column"]
+__all__ = ["TabularData", "load_tabular", "TABULAR_DATASETS", "detected_id_column", "has_split_column"]
 
 TABULAR_DATASETS = ("breast-cancer",)
 
@@ -176,6 +176,22 @@ def detected_id_column(name: Union[str, Path], id_column: Optional[str] = None) 
     rows = read_csv_table(path)
     header = [cell.strip() for cell in rows[0][1]] if rows else []
     return next((cell for cell in header if cell.lower() == "id"), None)
+
+
+def has_split_column(name: Union[str, Path], label_column: Optional[str] = None) -> bool:
+    """Whether a CSV table has a column headed ``split`` (any case) that is not its label column: the table's
+    own split (:attr:`TabularData.split_entries`); only the header is read.
+
+    Examples:
+        >>> has_split_column("breast-cancer")
+        False
+    """
+    path = Path(str(name)).expanduser()
+    if str(name) in TABULAR_DATASETS or path.suffix.lower() != ".csv" or not path.is_file():
+        return False
+    rows = read_csv_table(path)
+    header = [cell.strip() for cell in rows[0][1]] if rows else []
+    return any(cell.lower() == "split" and cell != label_column for cell in header)
 
 
 def _column_index(

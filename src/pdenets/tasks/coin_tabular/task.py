@@ -29,7 +29,13 @@ from torch.nn import functional as F
 from ..._cache import process_cache
 from ...data.paths import dataset_label
 from ...data.split_file import ItemSplit, read_split_file, split_of_entries
-from ...data.tabular import TABULAR_DATASETS, TabularData, detected_id_column, load_tabular
+from ...data.tabular import (
+    TABULAR_DATASETS,
+    TabularData,
+    detected_id_column,
+    has_split_column,
+    load_tabular,
+)
 from ...experiments.config import ConfigError
 from ...experiments.predictions import write_predictions
 from ...experiments.records import RecordFields
@@ -115,6 +121,8 @@ def user_split(
     """The user's split of a table: ``split_file``'s (``id,split`` lines), else the table's column headed
     ``split``; ``None`` where it has neither. Its sets are ``train`` (the labelled rows) and ``test`` (the
     rows scored); a table has no validation rows (its models train a fixed number of epochs)."""
+    if split_file is None and not has_split_column(dataset, label_column):
+        return None  # (the table is not read: a table that needs an id column fails where it is read)
     table = load_tabular(dataset, label_column=label_column, id_column=id_column)
     if split_file is not None:
         if table.split_entries is not None:
