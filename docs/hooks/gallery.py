@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -70,8 +71,8 @@ def run_example(path: Path, timeout: float = TIMEOUT_S) -> Dict[str, object]:
     figures."""
     folder = OUTPUT / path.stem
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        old.unlink()
+    for old in folder.iterdir():  # an example may write folders (a run folder) beside its files
+        shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
     environment = {
         **os.environ,
         "MPLBACKEND": "Agg",

@@ -41,12 +41,14 @@ def test_the_split_column_and_a_split_file_are_used_exactly_and_agree(tmp_path, 
         coin = next(r for r in csv.DictReader(stream) if r["model"] == "coin")
     assert coin["labels_per_class"] == "0" and coin["unlabelled"] == "30"
     assert prediction_accuracy(rows, "test") == pytest.approx(float(coin["accuracy"]))
-    assert "| your split |" in (tmp_path / "column" / "report.md").read_text()
+    report = (tmp_path / "column" / "report.md").read_text()
+    assert "| your split |" in report and "the table's split column" in report
     # the same split as a file (--split): the same runs, the same numbers
     plain = _table(tmp_path / "plain.csv", split_column=False)
     split = tmp_path / "my split.csv"
     split.write_text("id,set\n" + "".join(f"r{row},{'train' if row < 10 else 'test'}\n" for row in range(40)))
     assert _run(plain, tmp_path / "file", "--split", str(split)) == 0
+    assert "`my split.csv`" in (tmp_path / "file" / "report.md").read_text()
     again = read_predictions(tmp_path / "file" / "predictions-coin.csv")
     assert [row["split"] for row in again] == [row["split"] for row in rows]
     assert [row["p(dry)"] for row in again] == [row["p(dry)"] for row in rows]

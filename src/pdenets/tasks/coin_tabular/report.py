@@ -3,6 +3,7 @@ plot."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -94,11 +95,16 @@ def add_sections(
             row.append(f"{paired.wins}/{paired.pairs} ({paired.mean_gain:+.2f})" if paired else "—")
             row.append(min(entry.splits for entry in entries.values()))
             rows.append(row)
+        yours = (
+            f" Your split: the training and test rows of `{md_escape(Path(config.split_file).name)}`."
+            if config.split_file
+            else " Your split: the training and test rows of the table's split column."
+        )
         report.table(
             ["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"],
             rows,
             caption="The same splits for every model; the paired column counts splits where COIN is "
-            "more accurate than the MLP alone.",
+            "more accurate than the MLP alone." + (yours if "0" in settings else ""),
         )
         if set(settings) == {"0"}:  # the user's split: one split, nothing to plot against
             continue
