@@ -180,7 +180,7 @@ class DiffusionNodeClassifier(BaseEstimator):
             data.y = torch.as_tensor(self._encode(labels, nodes))
             data.class_names = [str(name) for name in self.classes_]
         elif "y" not in data or data.y is None:
-            data.y = torch.full((nodes,), -1, dtype=torch.long)
+            data.y = torch.full((nodes,), -1, dtype=torch.long, device=data.edge_index.device)
         return prepare_graph(data, features or self.feature_transform)
 
     def _encode(self, labels: Sequence, nodes: int) -> np.ndarray:

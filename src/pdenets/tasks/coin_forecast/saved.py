@@ -133,7 +133,7 @@ def _node_order(series: TemporalGraphSeries, manifest: Dict[str, Any], source: s
     if series.num_nodes != len(names):
         raise DatasetError(f"{source}: {series.num_nodes} nodes, the model was fitted on {len(names)}")
     if not manifest.get("named_nodes", True) or not series.node_names:
-        return torch.arange(len(names))
+        return torch.arange(len(names), device=series.values.device)
     given = {name: row for row, name in enumerate(series.node_names)}
     unknown = [name for name in given if name not in set(names)]
     if unknown:
@@ -141,7 +141,7 @@ def _node_order(series: TemporalGraphSeries, manifest: Dict[str, Any], source: s
             f"{source}: nodes the model was not fitted on: {', '.join(map(repr, unknown[:5]))}"
             + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         )
-    return torch.tensor([given[name] for name in names])
+    return torch.tensor([given[name] for name in names], device=series.values.device)
 
 
 def forecast_series(
@@ -169,13 +169,15 @@ def forecast_series(
     graph = series.graph_at(series.num_steps - 1)
     if isinstance(graph, tuple):  # the graph's node ids, renumbered in the model's order
         position = torch.empty_like(order)
-        position[order] = torch.arange(len(order))
+        position[order] = torch.arange(len(order), device=order.device)
         graph = (position[graph[0]], graph[1])
     else:
         dense = graph.to_dense() if graph.is_sparse else torch.as_tensor(graph)
         graph = dense[order][:, order]
     nodes = len(order)
-    graphs = SliceGraphs([diffusion_graph(graph, nodes)], nodes, ids=torch.zeros(1, dtype=torch.long))
+    graphs = SliceGraphs(
+        [diffusion_graph(graph, nodes)], nodes, ids=torch.zeros(1, dtype=torch.long, device=window.device)
+    )
     model = manifest["model"]
     if model == "linear":
         design = torch.cat([window, torch.ones_like(window[..., :1])], -1)
