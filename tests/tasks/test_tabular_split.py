@@ -43,6 +43,9 @@ def test_the_split_column_and_a_split_file_are_used_exactly_and_agree(tmp_path, 
     assert prediction_accuracy(rows, "test") == pytest.approx(float(coin["accuracy"]))
     report = (tmp_path / "column" / "report.md").read_text()
     assert "| your split |" in report and "the table's split column" in report
+    assert "Your split: its training rows" in report and "Per split, k labelled" not in report
+    assert "| labels_per_class | 5, 10, 20 |" not in report and "| splits | 50 |" not in report
+    assert "Left out, as they do nothing here: labels_per_class, splits" in report
     # the same split as a file (--split): the same runs, the same numbers
     plain = _table(tmp_path / "plain.csv", split_column=False)
     split = tmp_path / "my split.csv"

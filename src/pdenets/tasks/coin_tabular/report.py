@@ -70,8 +70,13 @@ def add_sections(
     )
     stand_in = f" {_STAND_IN}" if "breast-cancer" in results.table or "breast-cancer" in described else ""
     report.paragraph(
-        f"The data: {data}.{stand_in} Per split, k labelled samples per class, the rest "
-        f"unlabelled and scored. MLP: {config.layers} layers of width {config.hidden_features}, dropout "
+        f"The data: {data}.{stand_in} "
+        + (
+            "Your split: its training rows are the labelled ones, its test rows are scored. "
+            if any("0" in settings for settings in results.table.values())
+            else "Per split, k labelled samples per class, the rest unlabelled and scored. "
+        )
+        + f"MLP: {config.layers} layers of width {config.hidden_features}, dropout "
         f"{config.dropout}; "
         f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "
         f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "

@@ -420,6 +420,13 @@ class CoinTabularTask(Task[CoinTabularConfig]):
     def run_job(spec: TabularJob) -> Dict[str, Any]:
         return run_tabular_job(spec)
 
+    def settings_left_out(self) -> Dict[str, str]:
+        """With the user's split on every table, the random splits' settings do nothing."""
+        jobs = self.jobs()
+        if jobs and all(job.split_digest for job in jobs):
+            return {name: "your split replaces the random splits" for name in ("labels_per_class", "splits")}
+        return {}
+
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * record['accuracy']:.1f}%"
 
