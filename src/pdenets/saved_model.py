@@ -38,6 +38,7 @@ from ._io import atomic_write, atomic_write_text, file_sha256
 __all__ = [
     "save_model",
     "load_model",
+    "load_weights",
     "labels_to_json",
     "labels_from_json",
     "SavedModelError",
@@ -175,6 +176,27 @@ def load_model(folder: Union[str, Path], *, task: str) -> Tuple[Dict[str, torch.
     if shapes != found:
         raise SavedModelError(f"{weights}: its tensors are not those its manifest lists")
     return tensors, manifest
+
+
+def load_weights(
+    module: torch.nn.Module, tensors: Mapping[str, torch.Tensor], source: Any, prefix: str = ""
+) -> torch.nn.Module:
+    """Load the saved ``tensors`` whose names start with ``prefix`` (stripped) into ``module``; weights that
+    do not fit it are refused as :class:`SavedModelError` naming ``source`` (the model's folder or file).
+
+    Examples:
+        >>> layer = torch.nn.Linear(2, 1)
+        >>> load_weights(layer, {"net.weight": torch.ones(1, 2), "net.bias": torch.zeros(1)}, "demo", "net.")
+        Linear(in_features=2, out_features=1, bias=True)
+    """
+    state = {name[len(prefix) :]: value for name, value in tensors.items() if name.startswith(prefix)}
+    try:
+        module.load_state_dict(state)
+    except RuntimeError as error:
+        raise SavedModelError(
+            f"{source}: the saved weights do not fit the model ({str(error).splitlines()[0]})"
+        ) from None
+    return module
 
 
 def labels_to_json(classes: np.ndarray) -> Dict[str, Any]:

@@ -24,7 +24,7 @@ from ...models.forecasting import FORECASTERS
 from ...models.registry import create_model
 from ...models.training import evaluation_mode
 from ...operators import SliceGraphs
-from ...saved_model import SavedModelError, load_model, save_model
+from ...saved_model import SavedModelError, load_model, load_weights, save_model
 from .forecasts import diffused_future, stamps_after, unscaled
 from .protocol import ForecastData, diffuses_itself, diffusion_graph
 
@@ -190,15 +190,7 @@ def forecast_series(
         if not isinstance(training, dict):
             raise SavedModelError(f"{source}: a learned forecaster without its training settings")
         network = forecaster_network(model, lags, horizons, SimpleNamespace(**training))
-        state = {
-            name[len("network.") :]: value for name, value in tensors.items() if name.startswith("network.")
-        }
-        try:
-            network.load_state_dict(state)
-        except RuntimeError as error:
-            raise SavedModelError(
-                f"the saved network does not fit its settings ({str(error).splitlines()[0]})"
-            ) from None
+        load_weights(network, tensors, "the saved forecaster", prefix="network.")
         with evaluation_mode(network), torch.no_grad():
             forecast = network(window.to(torch.float32), graphs).to(torch.float64)
     coin = manifest["coin"]

@@ -27,7 +27,7 @@ from ...data.errors import DatasetError, dataset_error
 from ...data.tabular import TabularData, row_id_of
 from ...models.registry import create_model
 from ...operators import knn_gaussian_weights
-from ...saved_model import SavedModelError, load_model, save_model
+from ...saved_model import SavedModelError, load_model, load_weights, save_model
 
 __all__ = [
     "save_tabular_model",
@@ -214,13 +214,7 @@ def predict_new_rows(
         step_size=diffusion["step_size"] if diffusion else 0.5,
         num_steps=diffusion["num_steps"] if diffusion else 0,
     ).double()
-    state = {name[len("network.") :]: value for name, value in tensors.items() if name.startswith("network.")}
-    try:
-        network.load_state_dict(state)
-    except RuntimeError as error:
-        raise SavedModelError(
-            f"the saved network does not fit its settings ({str(error).splitlines()[0]})"
-        ) from None
+    load_weights(network, tensors, "the saved model", prefix="network.")
     network.eval()
     with torch.no_grad():
         probabilities = torch.softmax(network(points), dim=1)

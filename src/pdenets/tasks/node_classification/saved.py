@@ -21,7 +21,7 @@ from ...data.errors import DatasetError
 from ...data.transforms import PreparedGraph, graph_label, prepared_graph
 from ...models.node_training import DiffusionSettings, MessagePassingSettings
 from ...models.training import evaluation_mode
-from ...saved_model import SavedModelError, load_model, save_model
+from ...saved_model import SavedModelError, load_model, load_weights, save_model
 from .job import NodeJob, build_model, model_inputs
 
 __all__ = ["save_node_model", "predict_graph", "load_node_model", "node_probabilities"]
@@ -126,11 +126,6 @@ def node_probabilities(
         graph, num_classes=len(manifest["class_names"])
     )  # the model's classes, whatever the graph's
     model = build_model(spec, graph)
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as error:
-        raise SavedModelError(
-            f"{source}: the saved weights do not fit the model ({str(error).splitlines()[0]})"
-        ) from None
+    load_weights(model, state, source)
     with evaluation_mode(model), torch.no_grad():
         return torch.softmax(model(*model_inputs(spec, graph)).float(), dim=1)
