@@ -19,7 +19,7 @@ def _task(seed=0, labels=("cat", "dog", "fox")):
     return support, np.repeat(np.asarray(labels), 2), queries
 
 
-@pytest.mark.parametrize("method", ["ensemble", "laplacianshot", "pt-map"])
+@pytest.mark.parametrize("method", ["adaptive", "ensemble", "laplacianshot", "pt-map"])
 def test_a_reloaded_classifier_answers_bit_for_bit(tmp_path, method):
     support, labels, queries = _task()
     params = {"lam": 0.3} if method == "laplacianshot" else None

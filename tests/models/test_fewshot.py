@@ -326,7 +326,7 @@ def test_the_default_method_keeps_nearest_prototypes_accuracy_when_a_class_gets_
 
 @pytest.mark.cpu_only(ESTIMATOR_ON_NUMPY)
 def test_estimator_params_and_clone():
-    assert DiffusionFewShotClassifier().method == DEFAULT_METHOD == "ensemble"
+    assert DiffusionFewShotClassifier().method == DEFAULT_METHOD == "adaptive"
     clf = DiffusionFewShotClassifier("internal", method_params={"num_steps": 4})
     assert clf.get_params()["method_params"] == {"num_steps": 4}
     clf.set_params(method_params={"mu": 0.1}, method="external")

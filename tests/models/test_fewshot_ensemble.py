@@ -29,11 +29,11 @@ def _batch(queries_per_class: int, ways: int = 4, tasks: int = 3, seed: int = 0)
     return FewShotBatch(support, labels, query, ways)
 
 
-def test_the_default_is_the_ensemble_of_laplacianshot_and_the_diffresnet_head_three_to_one():
-    assert DEFAULT_METHOD == "ensemble"
+def test_the_ensemble_is_laplacianshot_and_the_diffresnet_head_three_to_one_the_defaults_free_method():
+    assert method_from_name(DEFAULT_METHOD).settings.free == "ensemble"
     batch = _batch(4)
     expected = 0.75 * LaplacianShot().predict_proba(batch) + 0.25 * Internal().predict_proba(batch)
-    got = method_from_name(DEFAULT_METHOD).predict_proba(batch)
+    got = method_from_name("ensemble").predict_proba(batch)
     assert got.dtype == torch.float64
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(got.sum(2), torch.ones(3, 16, dtype=torch.float64))

@@ -69,7 +69,7 @@ def test_unlabelled_texts_are_predicted_once_each_by_their_ids(tmp_path, capsys)
         assert np.allclose(probabilities.sum(1), 1, atol=1e-4)
     default = tmp_path / "default.csv"
     assert main(["predict", "few-shot", "--support", str(features), "--out", str(default)]) == 0
-    assert "with ensemble" in capsys.readouterr().out and len(read_predictions(default)) == 30
+    assert "with adaptive" in capsys.readouterr().out and len(read_predictions(default)) == 30
 
 
 def test_labelled_queries_print_the_accuracy_the_file_gives(tmp_path, capsys):

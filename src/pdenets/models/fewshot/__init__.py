@@ -3,12 +3,14 @@
 * :mod:`.base` — the method interface (:class:`FewShotMethod`, :class:`FewShotBatch`) and registry;
 * :mod:`.prototype`, :mod:`.laplacianshot`, :mod:`.heads` (convection / external / internal),
   :mod:`.bdcspn`, :mod:`.ptmap`, :mod:`.tim`, :mod:`.alpha_tim`, :mod:`.paddle` — one method per module,
-  batched over tasks; :mod:`.ensemble` — a weighted mixture of methods, the default;
+  batched over tasks; :mod:`.ensemble` — a weighted mixture of methods; :mod:`.adaptive` — a
+  balance-assuming method where a test finds the queries balanced, the ensemble elsewhere: the default;
 * :mod:`.methods` — :class:`Preprocessing` and :func:`classify`;
 * :mod:`.preprocessing` — centering + L2, cross-domain shift, prototype rectification;
 * :mod:`.estimator` — :class:`DiffusionFewShotClassifier`, a scikit-learn estimator for any embeddings.
 """
 
+from .adaptive import Adaptive, AdaptiveSettings, balance_p_values
 from .alpha_tim import AlphaTIM, AlphaTIMSettings
 from .base import (
     DEFAULT_METHOD,
@@ -57,6 +59,9 @@ from .ptmap import PTMAP, PTMAPSettings, power_transform, sinkhorn
 from .tim import TIM, TIMSettings
 
 __all__ = [
+    "Adaptive",
+    "AdaptiveSettings",
+    "balance_p_values",
     "FewShotBatch",
     "FewShotMethod",
     "METHOD_CLASSES",

@@ -81,11 +81,11 @@ __all__ = [
 ]
 
 #: The method a user can pick without knowing the query set's shape or the features (the estimator's
-#: default): the ensemble of LaplacianShot and the Diff-ResNet head (``"ensemble"``, :mod:`.ensemble`).
-#: Neither alone held on every feature kind: the head fell 3.8 points below nearest prototype on sentence
-#: embeddings with strongly skewed queries, and LaplacianShot trailed the head by up to 4 points on raw
-#: pixels (docs/fewshot.md, "The cell tables").
-DEFAULT_METHOD = "ensemble"
+#: default): PT-MAP (TIM from 5 shots) on the tasks whose queries pass a balance test, the ensemble of
+#: LaplacianShot and the Diff-ResNet head elsewhere (``"adaptive"``, :mod:`.adaptive`). The ensemble alone
+#: left 1–9 points to PT-MAP or TIM on balanced 1-shot tasks; a balance-assuming method alone fell far below
+#: nearest prototype on skewed queries (docs/fewshot.md, "Which method to choose").
+DEFAULT_METHOD = "adaptive"
 
 #: The few-shot method registry, name → method class in registration order: every module of
 #: :mod:`pdenets.models.fewshot` (a method is one module there) and the ``pdenets.fewshot_methods`` entry
@@ -226,6 +226,24 @@ class FewShotBatch:
         )
         if self._prototypes is not None:
             part._prototypes = self._prototypes[start:stop]
+        return part
+
+    def select(self, tasks: torch.Tensor) -> "FewShotBatch":
+        """The tasks at the indices ``tasks`` ``(K,)``, in that order, as a batch of their own (their seeds
+        kept)."""
+        assert self.seeds is not None  # set by __post_init__
+        indices = [int(index) for index in tasks.tolist()]
+        on_device = torch.as_tensor(indices, dtype=torch.long, device=self.support.device)
+        part = FewShotBatch(
+            self.support[on_device],
+            self.support_labels[on_device],
+            self.query[on_device],
+            self.ways,
+            [self.seeds[index] for index in indices],
+            self.rectify,
+        )
+        if self._prototypes is not None:
+            part._prototypes = self._prototypes[on_device]
         return part
 
 

@@ -1,4 +1,5 @@
-r"""A weighted mixture of few-shot methods: the library's default, LaplacianShot with the Diff-ResNet head.
+r"""A weighted mixture of few-shot methods: LaplacianShot with the Diff-ResNet head, the default's answer
+where the queries do not look balanced (:mod:`.adaptive`).
 
 With member probabilities ``p^{(k)}`` ``(T, Q, C)`` and weights ``w_k ≥ 0``,
 
@@ -131,8 +132,9 @@ class Ensemble(FewShotMethod):
 
     name = "ensemble"
     description = (
-        "the default: LaplacianShot and the Diff-ResNet head averaged (3 : 1), for queries of unknown "
-        "balance and features of unknown kind"
+        "LaplacianShot and the Diff-ResNet head averaged (3 : 1), assuming nothing of the queries: the "
+        "default's answer where they do not look balanced, and a choice where balanced answers must not be "
+        "taken"
     )
     is_transductive = True
     settings_class = EnsembleSettings

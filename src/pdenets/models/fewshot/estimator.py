@@ -27,7 +27,7 @@ Kept and used again (:mod:`pdenets.saved_model`: safetensors and a checked manif
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Optional, Union
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -36,6 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ...saved_model import SavedModelError, labels_from_json, labels_to_json, load_model, save_model
+from .adaptive import Adaptive
 from .base import DEFAULT_METHOD, FewShotMethod, method_from_name
 from .methods import Preprocessing, classify
 
@@ -52,7 +53,8 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
 
     Args:
         method: a registered method name (default :data:`~pdenets.models.fewshot.DEFAULT_METHOD`,
-            ``"ensemble"``: LaplacianShot and the Diff-ResNet head averaged, which assume nothing about the
+            ``"adaptive"``: PT-MAP, or TIM from 5 shots, where the queries pass a balance test, else
+            ``"ensemble"``, LaplacianShot and the Diff-ResNet head averaged, which assume nothing about the
             class counts of the queries; ``"laplacianshot"``, LaplacianShot alone; ``"internal"``, the head
             alone; ``"prototype"``, ``"paddle"``, ``"bd-cspn"``, ``"pt-map"``, ``"tim"``, ...).
         method_params: the method's settings, e.g. ``{"lam": 0.5}`` for ``laplacianshot``
@@ -62,6 +64,9 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         shift: cross-domain shift of the queries; rectify: rectified prototypes.
         base_mean: ``(M,)`` mean of the base-class features, for centering.
         random_state: seed of the trained heads' initialization.
+
+    :meth:`answering_method` says which method answers a query set and, with ``"adaptive"``, the p-value of
+    the balance test that chose it.
     """
 
     def __init__(
@@ -114,12 +119,8 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         self.support_labels_ = encoded
         return self
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``(Q, C)`` of the queries, in the order of ``classes_``."""
-        check_is_fitted(self, "support_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        if len(self.classes_) == 1:
-            return np.ones((X.shape[0], 1))
+    def _solve(self, X, method: FewShotMethod) -> np.ndarray:
+        """``method``'s probabilities ``(Q, C)`` for the queries ``X`` (validated) as one task."""
         support = torch.from_numpy(self.support_)[None]
         query = torch.from_numpy(X)[None]
         labels = torch.from_numpy(self.support_labels_.astype(np.int64))[None]
@@ -131,12 +132,39 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
             labels,
             query,
             len(self.classes_),
-            self._method(),
+            method,
             self._preprocessing(),
             base_mean=mean,
             seeds=[self.random_state],
         )
         return probabilities[0].numpy()
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities ``(Q, C)`` of the queries, in the order of ``classes_``."""
+        check_is_fitted(self, "support_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if len(self.classes_) == 1:
+            return np.ones((X.shape[0], 1))
+        return self._solve(X, self._method())
+
+    def answering_method(self, X) -> Tuple[str, Optional[float]]:
+        """The registered name of the method that answers the queries ``X`` and, with ``"adaptive"``, the
+        p-value of the balance test that chose it (``None`` with another method).
+
+        With ``"adaptive"`` this runs its free method on ``X`` (what the answer costs without the balanced
+        method); ``predict`` answers with ``"pt-map"`` or ``"tim"`` where the p-value is at least
+        ``balance_level``.
+        """
+        check_is_fitted(self, "support_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        method = self._method()
+        if not isinstance(method, Adaptive) or len(self.classes_) == 1:
+            return method.name, None
+        free = method.free_method()
+        p_values, balanced = method.decide(torch.from_numpy(self._solve(X, free))[None])
+        shots = len(self.support_labels_) / len(self.classes_)
+        chosen = method.balanced_method(shots) if bool(balanced[0]) else free
+        return chosen.name, float(p_values[0])
 
     def predict(self, X) -> np.ndarray:
         probabilities = self.predict_proba(X)

@@ -43,6 +43,7 @@ METHOD_NAMES = {
     "alpha-tim": "α-TIM",
     "paddle": "PADDLE",
     "ensemble": "Ensemble",
+    "adaptive": "Adaptive (the default)",
 }
 #: the mark of a result whose method assumes balanced queries, on a query set that is not balanced
 ASSUMPTION_MARK = "†"
