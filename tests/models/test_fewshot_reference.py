@@ -181,14 +181,16 @@ def _ptmap(
     return plan(centres)
 
 
-def _paddle(support, labels, query, temperature=50.0, iterations=100, lam=None):
+def _paddle(support, labels, query, temperature=50.0, iterations=100, lam=None, paper_lam=False):
     support, query = _standardized(support, query)
     centres = _means(support, labels)
     spread = sum(
         ((centres[a] - centres[b]) ** 2).sum() for a in range(WAYS) for b in range(WAYS) if a != b
     ) / (WAYS * (WAYS - 1))
     tau = temperature / spread
-    factor = 1.0 if lam is None else lam / len(query)
+    if lam is None:  # the paper's λ = Q, or the queries beyond one per class
+        lam = len(query) if paper_lam else max(len(query) - WAYS, 0)
+    factor = lam / len(query)
     prior = np.zeros(WAYS)
     u = _softmax(-tau / 2 * ((query[:, None] - centres[None]) ** 2).sum(2))
     for _ in range(iterations):
@@ -327,6 +329,7 @@ def test_bd_cspn_equals_its_reference_where_a_refused_query_joins_another_class(
         ("pt-map", _ptmap, {}),
         ("pt-map", _ptmap, {"alpha": 0.5, "lam": 3.0, "power": 1.0, "iterations": 5}),
         ("paddle", _paddle, {}),
+        ("paddle", _paddle, {"paper_lam": True}),
         ("paddle", _paddle, {"temperature": 20.0, "lam": 2.0, "iterations": 7}),
         ("laplacianshot", _laplacian_shot, {}),
         ("laplacianshot", _laplacian_shot, {"knn": 3}),
@@ -441,17 +444,24 @@ def test_information_maximization_equals_adam_on_the_written_out_loss(name, refe
     assert np.abs(expected - unmoved).max() > 0.01  # it moved
 
 
-def test_alpha_tim_takes_the_papers_alpha_for_the_shots(device):
+def test_alpha_tim_takes_the_papers_alpha_for_the_shots_and_1_2_below_two_queries_per_class(device):
     from pdenets.models.fewshot import AlphaTIM
 
-    support, labels, query = _episode(device=device)
+    support, labels, query = _episode(device=device)  # 5 queries, 3 classes
 
-    def batch(shots):
+    def batch(shots, queries):
         support_labels = torch.arange(WAYS, device=device).repeat_interleave(shots).expand(2, -1)
-        return FewShotBatch(support[:, : WAYS * shots], support_labels, query, WAYS)
+        return FewShotBatch(
+            support[:, : WAYS * shots], support_labels, query.repeat(1, 2, 1)[:, :queries], WAYS
+        )
 
-    assert [AlphaTIM().alpha(batch(s)) for s in (1, 2)] == [2.0, 5.0]
-    assert AlphaTIM(alpha=3.0).alpha(batch(1)) == 3.0
+    assert [AlphaTIM().alpha(batch(s, 2 * WAYS)) for s in (1, 2)] == [
+        2.0,
+        5.0,
+    ]  # 2 queries per class: the paper's
+    assert [AlphaTIM().alpha(batch(s, 2 * WAYS - 1)) for s in (1, 2)] == [1.2, 1.2]
+    assert [AlphaTIM.preset("paper").alpha(batch(s, 2 * WAYS - 1)) for s in (1, 2)] == [2.0, 5.0]
+    assert AlphaTIM(alpha=3.0).alpha(batch(1, WAYS)) == 3.0
 
 
 def _graph(points, labels, n_top, sigma_neighbor, separate):
@@ -828,3 +838,19 @@ def test_balanced_assignment_finishes_the_longest_chains_of_refusals(scores):
     assigned = balanced_assignment(scores, 1)
     assert assigned[0].tolist() == _balanced_members(scores[0].numpy(), 1).tolist()
     assert sorted(assigned[0].tolist()) == list(range(scores.shape[2]))
+
+
+def test_paddle_weighs_the_proportions_by_the_queries_beyond_one_per_class(device):
+    batch = _batch(device)  # 5 queries, 3 classes: λ = 2 by default, 5 in the paper
+    queries = batch.query.shape[1]
+    default = method_from_name("paddle").predict_proba(batch)
+    torch.testing.assert_close(default, method_from_name("paddle", lam=queries - WAYS).predict_proba(batch))
+    paper = method_from_name("paddle", preset="paper").predict_proba(batch)
+    torch.testing.assert_close(paper, method_from_name("paddle", lam=float(queries)).predict_proba(batch))
+    assert not torch.allclose(default, paper, atol=1e-4)
+    # one query per class: the proportions are not weighed at all
+    even = FewShotBatch(batch.support, batch.support_labels, batch.query[:, :WAYS], WAYS)
+    torch.testing.assert_close(
+        method_from_name("paddle").predict_proba(even),
+        method_from_name("paddle", lam=0.0).predict_proba(even),
+    )

@@ -21,7 +21,13 @@ prototype (TIM: 42), on Dirichlet(2) query counts it gained 1.7. With fewer quer
 (:attr:`~.base.FewShotBatch.can_balance` false) it returns nearest prototype, as TIM does.
 
 Defaults are the paper's: ``τ = 15``, equal weights, Adam at ``10⁻⁴`` for 1,000 iterations, and the
-tuned ``α``: 2 for one shot, 7 for five or more, 5 in between (``alpha=None``).
+tuned ``α``: 2 for one shot, 7 for five or more, 5 in between (``alpha=None``) — except on tasks of fewer
+than 2 queries per class on average, where ``α = 1.2``. The paper tuned ``α`` on 15 queries per class; with
+one query per class its ``α = 2`` fell below nearest prototype on the 20 Lake runs (−1.50 points with a
+Conv-4 after 1 epoch, −0.50 after 10), and ``α = 1.2`` (closer to TIM, whose balance such tasks have) was
+above it (+1.25 and +5.50), as on 200 tasks of one query per class of Omniglot features (10 epochs: +3.80
+at 5-way, +3.97 at 20-way, against +0.60 and +0.25) (``benchmarks/fewshot_peers.py``, docs/fewshot.md,
+"Weak backbones"). ``paper_alpha=True`` (the preset ``paper``) keeps the paper's ``α`` there too.
 """
 
 from __future__ import annotations
@@ -37,16 +43,23 @@ from .tim import _log_probabilities, fit_class_weights
 
 __all__ = ["AlphaTIM", "AlphaTIMSettings", "tsallis_entropy"]
 
+#: below this many queries per class on average, ``α = 1.2`` (module docstring)
+FEW_QUERIES_PER_CLASS = 2
+
 
 @dataclass(frozen=True)
 class AlphaTIMSettings:
     """Args:
-    alpha: ``α > 1`` of the entropies (``None``, default: 2 for one shot, 7 for five or more, 5 in between).
+    alpha: ``α > 1`` of the entropies (``None``, default: 2 for one shot, 7 for five or more, 5 in between;
+        1.2 below 2 queries per class unless ``paper_alpha``).
+    paper_alpha: with ``alpha=None``, the paper's ``α`` whatever the queries per class (default False; the
+        preset ``paper``).
     temperature: ``τ`` (default 15).
     iterations: Adam steps (default 1000); lr: Adam's learning rate (default 1e-4).
     """
 
     alpha: Optional[float] = None
+    paper_alpha: bool = False
     temperature: float = 15.0
     iterations: int = 1000
     lr: float = 1e-4
@@ -80,17 +93,20 @@ class AlphaTIM(FewShotMethod):
     name = "alpha-tim"
     description = (
         "TIM with α-entropies (Veilleux et al. 2021): for queries whose class balance is unknown and mildly"
-        " skewed; on a weak backbone it fell below nearest prototype"
+        " skewed"
     )
     is_transductive = True
     settings_class = AlphaTIMSettings
     settings: AlphaTIMSettings
     assumes_balanced_queries = True
+    presets = {"paper": {"paper_alpha": True}}
 
     def alpha(self, batch: FewShotBatch) -> float:
-        """``α`` for this batch's shots (the paper's tuned values unless set)."""
+        """``α`` for this batch's shots and queries per class (module docstring) unless set."""
         if self.settings.alpha is not None:
             return self.settings.alpha
+        if not self.settings.paper_alpha and batch.queries < FEW_QUERIES_PER_CLASS * batch.ways:
+            return 1.2
         return 2.0 if batch.shots <= 1 else (7.0 if batch.shots >= 5 else 5.0)
 
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:

@@ -739,7 +739,8 @@ class Internal(TrainedHead):
     name = "internal"
     description = (
         "the Diff-ResNet head (Wang et al.): diffusion layers inside the network; for pixel-like features, "
-        "where it is strongest; it can fall below nearest prototype on skewed queries"
+        "where it is strongest; it can fall below nearest prototype on skewed queries and with one query "
+        "per class"
     )
     is_transductive = True
     settings_class = InternalSettings
