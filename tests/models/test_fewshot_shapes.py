@@ -361,4 +361,8 @@ def test_an_unknown_preset_is_refused_with_the_methods_presets():
         BDCSPN.preset("bogus")
     with pytest.raises(ValueError, match="tim has no preset 'easyfsl'; its presets: paper"):
         method_from_name("tim", preset="easyfsl")
-    assert method_from_name("tim", preset="paper").settings == method_from_name("tim").settings
+    # a method without a paper preset of its own: its defaults are the paper's
+    assert method_from_name("prototype", preset="paper").settings == method_from_name("prototype").settings
+    paper_tim = method_from_name("tim", preset="paper").settings
+    assert (paper_tim.iterations, paper_tim.lr) == (1000, 1e-4)
+    assert method_from_name("tim").settings.iterations == 100
