@@ -56,7 +56,8 @@ Member = Union[str, FewShotMethod]
 
 def balance_p_values(probabilities: torch.Tensor) -> torch.Tensor:
     """Pearson's χ² p-value per task that the predicted classes of ``probabilities`` ``(T, Q, C)`` come from
-    equally likely classes (module docstring); ``(T,)``, float64. 1 where ``C = 1``.
+    equally likely classes (module docstring); ``(T,)``, float64, on the probabilities' device; 1 where
+    ``C = 1``.
 
     Examples:
         >>> import torch
@@ -70,10 +71,12 @@ def balance_p_values(probabilities: torch.Tensor) -> torch.Tensor:
     if probabilities.dim() != 3:
         raise ValueError(f"probabilities must be (T, Q, C), got shape {tuple(probabilities.shape)}")
     tasks, queries, ways = probabilities.shape
+    device = probabilities.device
     if ways == 1:
-        return torch.ones(tasks, dtype=torch.float64)
-    counts = torch.zeros(tasks, ways, dtype=torch.float64)
-    counts.scatter_add_(1, probabilities.argmax(2).cpu(), torch.ones(tasks, queries, dtype=torch.float64))
+        return torch.ones(tasks, dtype=torch.float64, device=device)
+    counts = torch.zeros(tasks, ways, dtype=torch.float64, device=device)
+    ones = torch.ones(tasks, queries, dtype=torch.float64, device=device)
+    counts.scatter_add_(1, probabilities.argmax(2), ones)
     expected = queries / ways
     statistic = ((counts - expected) ** 2 / expected).sum(1)
     degrees = torch.full_like(statistic, (ways - 1) / 2)
