@@ -26,8 +26,9 @@ exactly balanced queries only the free method's errors move the counts, so ``X²
 ``χ²`` law there and the test accepts nearly every balanced task; tasks it accepts with unbalanced queries are
 the nearly balanced ones, where forcing balance costs least (on Omniglot's Dirichlet(2) draws, which its 20
 samples per character cap near balance, it still cost the default 2.96 points against the best method).
-The test has little power with few queries per class: 39 queries of 20 classes, 1 to 3 each, pass it (p ≈ 0.99), and forcing 1.95 per class then costs
-queries; that ``C`` does not divide ``Q`` says for sure that the counts are not equal.
+The test has little power with few queries per class: 39 queries of 20 classes, 1 to 3 each, pass it
+(p ≈ 0.99), and forcing 1.95 per class then costs queries; that ``C`` does not divide ``Q`` says for sure that
+the counts are not equal.
 
 Why ``balance_level = 0.2`` and ``tim_from_shots = 5`` is measured in ``benchmarks/fewshot_adaptive.py``
 (its docstring names the cells and the commands); docs/fewshot.md gives the tables. The method assumes
