@@ -68,7 +68,7 @@ DATA_FILES = (
     "cifar10/convnetjs_png/cifar10_labels.json",
     *(f"cifar10/convnetjs_png/cifar10_batch_{b}.png" for b in (0, 40, 50)),
 )
-SMOKE_TEST_FILES = ("tests/operators/test_diffusion.py", "tests/nn/test_diffusion_layer.py")
+SMOKE_TEST_FILES = ("tests/operators/test_diffusion.py", "tests/nn/test_diffusion.py")
 
 
 def prepare() -> None:
@@ -443,7 +443,7 @@ def check_chickenpox(devices: List[str], smoke: bool) -> Dict[str, Any]:
         task.prepare()
         (spec,) = task.jobs()
         start = time.perf_counter()
-        record = task.run_job(spec)
+        record = task.run_job(spec, task.local_context())
         _synchronize(device)
         result[f"{_kind(device)}_s"] = time.perf_counter() - start
         result[f"{_kind(device)}_test_mse"] = record["mse"]

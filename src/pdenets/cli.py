@@ -265,9 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
         "partition",
         help="split a graph's nodes into parts for torchrun runs, once, and save them",
         description="Split a node-classification graph (after the task's preprocessing) into K parts and "
-        "save "
-        "each part's rows, features and labels; give the folder to `torchrun --nproc-per-node K pdenets "
-        "run node-classification --partition FOLDER ...`.",
+        "save each part's rows, features and labels; give the folder to `torchrun --nproc-per-node K "
+        "pdenets run node-classification --partition FOLDER ...`.",
         allow_abbrev=False,
     )
     partition.add_argument("graph", help="the graph: " + accepted_forms())

@@ -7,8 +7,7 @@ from torch import nn
 
 from pdenets.analysis.tracks import project_tracks, record_tracks
 from pdenets.analysis.transport import line_shape_score
-from pdenets.models import create_model
-from pdenets.models.transport_pairs import TransportBlock, TransportCNN, TransportMLP, initialize
+from pdenets.models.transport_pairs import TransportBlock, TransportCNN, TransportMLP
 
 
 def test_tracks_are_the_block_inputs_and_outputs_in_order(device):
@@ -51,27 +50,6 @@ def test_stages_of_different_widths_are_kept_apart(device):
     assert all(torch.isfinite(line_shape_score(s.tracks)).all() for s in stages)
 
 
-def test_plain_and_resnet_pairs_share_parameters_and_differ_by_the_identity(device):
-    for name in ("mlp", "cnn-k1", "cnn-k4"):
-        kwargs = {"width": 9, "num_blocks": 2} if name == "mlp" else {"blocks": 2}
-        if name == "cnn-k4":
-            kwargs["widths"] = (4, 6)
-        plain, res = (create_model(f"{kind}-{name}", **kwargs).to(device) for kind in ("plain", "resnet"))
-        assert [(k, v.shape) for k, v in plain.state_dict().items()] == [
-            (k, v.shape) for k, v in res.state_dict().items()
-        ]
-        res.load_state_dict(plain.state_dict())
-        blocks = [(p, r) for p, r in zip(plain.modules(), res.modules()) if isinstance(p, TransportBlock)]
-        x = torch.randn(3, 9) if name == "mlp" else torch.randn(3, blocks[0][0].first.in_channels, 5, 5)
-        x = x.to(device)
-        for block_plain, block_res in blocks[:1]:
-            torch.testing.assert_close(block_res(x) - block_plain(x), x)
-    full = create_model("resnet-mlp")
-    assert full.input.out_features == 1000 and len(full.blocks) == 5 and full.head.out_features == 10
-    k4 = create_model("resnet-cnn-k4")
-    assert [m.out_channels for m in k4.body if isinstance(m, nn.Conv2d)] == [128, 256, 512]
-
-
 def test_subsampling_budget_and_bad_inputs(device):
     net = TransportMLP(6, 3, width=5, num_blocks=2).to(device)
     x = torch.randn(50, 6).to(device)
@@ -110,31 +88,6 @@ def test_random_projection_is_one_linear_map_and_keeps_straight_tracks_straight(
         project_tracks(torch.randn(4, 5).to(device))
     with pytest.raises(ValueError, match="dim"):
         project_tracks(straight, 0)
-
-
-def test_initialization_keeps_each_members_signal_and_the_heads_fit_the_paper_shapes(device):
-    torch.manual_seed(0)
-    plain, res = (
-        TransportMLP(400, 10, width=400, num_blocks=2, residual=False).to(device),
-        TransportMLP(400, 10, width=400, num_blocks=2, residual=True).to(device),
-    )
-    # auto: He normal (std √(2/fan_in)) for the plain network, PyTorch's uniform bound 1/√fan_in for the
-    # ResNet
-    assert abs(float(plain.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
-    assert float(plain.blocks[0].first.bias.detach().abs().max()) == 0
-    assert float(res.blocks[0].first.weight.detach().abs().max()) <= 1 / 400**0.5
-    explicit = TransportMLP(400, 10, width=400, num_blocks=2, residual=True, init="kaiming").to(device)
-    assert abs(float(explicit.blocks[0].first.weight.detach().std()) - (2 / 400) ** 0.5) < 2e-3
-    with pytest.raises(ValueError, match="init must be one of"):
-        initialize(plain, "xavier", residual=False)
-    k1 = TransportCNN(3, 10, widths=(32,), blocks=1).to(device)
-    assert k1.head.in_features == 32 * 16 * 16 and k1(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
-    k4 = TransportCNN(3, 10, widths=(4, 5, 6, 7), blocks=1, stem_stride=1).to(device)
-    assert k4.head.in_features == 7 * 4 * 4 and k4(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
-    pooled = TransportCNN(3, 10, widths=(4, 5), blocks=1, head="pool").to(device)
-    assert pooled.head.in_features == 5 and pooled(torch.randn(2, 3, 32, 32).to(device)).shape == (2, 10)
-    with pytest.raises(ValueError, match="head must be"):
-        TransportCNN(3, 10, head="mean")
 
 
 def test_a_block_that_changes_the_width_is_never_dropped_silently(device):

@@ -50,7 +50,9 @@ def test_same_numbers_as_the_tasks_run_on_the_same_rows(tmp_path):
     np.savetxt(path, np.column_stack([X, y]), delimiter=",", header=header, comments="", fmt="%.10g")
     mlp = MlpSettings(hidden_features=16, layers=2, dropout=0.1, epochs=40, lr=0.02, weight_decay=1e-3)
     diffusion = GraphDiffusion(n_top=7, sigma_neighbor=3, step_size=0.4, num_steps=2)
-    spec = TabularJob(str(path), 5, 3, "coin", "cpu", mlp=mlp, diffusion=diffusion)
+    spec = TabularJob(
+        dataset=str(path), labels_per_class=5, split=3, model="coin", mlp=mlp, diffusion=diffusion
+    )
     probabilities, labelled, _, _ = fit_tabular_model(spec)
     assert labelled.tolist() == labelled_split(y, 5, 3).tolist()
     partial = np.full(len(y), -1)

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import partial
 from typing import Any, Callable, Dict, Iterable, List, Mapping
 
 import numpy as np
+
+from pdenets.experiments.context import RunContext
+from pdenets.experiments.runner import takes_context
 
 
 def _is_pairs(value: Any) -> bool:
@@ -56,6 +60,10 @@ def _comparable(record: Dict[str, Any], ignore: Iterable[str]) -> Dict[str, Any]
     return {key: value for key, value in record.items() if key not in set(ignore)}
 
 
+def _in_context(run: Callable[[Any, RunContext], Dict[str, Any]], spec: Any) -> Dict[str, Any]:
+    return run(spec, RunContext())
+
+
 def assert_every_key_setting_matters(
     run: Callable[[Any], Dict[str, Any]],
     spec: Any,
@@ -76,6 +84,8 @@ def assert_every_key_setting_matters(
         ignore: record fields that vary between identical runs (timings).
     """
     changes, skip = dict(changes or {}), dict(skip or {})
+    if takes_context(run):  # run_job(spec, context): the default context, the CPU
+        run = partial(_in_context, run)
     base = _comparable(run(spec), ignore)
     again = _comparable(run(spec), ignore)
     varying = sorted(key for key in set(base) | set(again) if not _equal(base.get(key), again.get(key)))

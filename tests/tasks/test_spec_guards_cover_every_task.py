@@ -12,20 +12,23 @@ HERE = Path(__file__).resolve().parent
 
 #: task → (test file, test function) that runs the guard on the task's jobs.
 GUARDS = {
-    "coin-claims": ("test_coin_tasks.py", "test_every_setting_of_a_claim_job_reaches_the_result"),
-    "coin-forecast": ("test_coin_tasks.py", "test_every_setting_of_a_forecast_job_reaches_the_result"),
-    "coin-tabular": ("test_coin_tasks.py", "test_every_setting_of_a_tabular_job_reaches_the_result"),
-    "few-shot": ("test_fewshot_task.py", "test_every_setting_of_an_episode_job_reaches_the_result"),
-    "geodesic": ("test_geodesic_task.py", "test_every_setting_of_a_geodesic_job_reaches_the_result"),
+    "coin-claims": ("coin_claims/test_task.py", "test_every_setting_of_a_claim_job_reaches_the_result"),
+    "coin-forecast": (
+        "coin_forecast/test_task.py",
+        "test_every_setting_of_a_forecast_job_reaches_the_result",
+    ),
+    "coin-tabular": ("coin_tabular/test_task.py", "test_every_setting_of_a_tabular_job_reaches_the_result"),
+    "few-shot": ("fewshot/test_task.py", "test_every_setting_of_an_episode_job_reaches_the_result"),
+    "geodesic": ("geodesic/test_task.py", "test_every_setting_of_a_geodesic_job_reaches_the_result"),
     "image-classification": (
-        "test_image_classification.py",
+        "image_classification/test_task.py",
         "test_every_setting_of_an_image_job_reaches_the_result",
     ),
     "node-classification": (
-        "test_node_classification.py",
+        "node_classification/test_task.py",
         "test_every_setting_of_a_node_job_reaches_the_result",
     ),
-    "synthetic": ("test_synthetic_cli.py", "test_every_setting_of_a_synthetic_job_reaches_the_result"),
+    "synthetic": ("synthetic/test_task.py", "test_every_setting_of_a_synthetic_job_reaches_the_result"),
 }
 
 

@@ -54,8 +54,7 @@ def _require(path: Path) -> Path:
         path,
         DatasetNotFoundError(
             f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get "
-            "the file "
-            f"from {SOURCE}. pdenets never downloads data."
+            f"the file from {SOURCE}. pdenets never downloads data."
         ),
     )
 

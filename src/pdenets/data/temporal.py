@@ -622,10 +622,8 @@ def load_temporal(name: Union[str, Path], data_dir: Optional[Union[str, Path]] =
             path,
             DatasetNotFoundError(
                 f"missing dataset file {path}. Set the data directory with --data-dir or $PDENETS_DATA (the "
-                "temporal/ "
-                "folder: github.com/benedekrozemberczki/pytorch_geometric_temporal, dataset/). pdenets never "
-                "downloads "
-                "data."
+                "temporal/ folder: github.com/benedekrozemberczki/pytorch_geometric_temporal, dataset/). "
+                "pdenets never downloads data."
             ),
         )
         content = _read_json(path)

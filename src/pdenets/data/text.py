@@ -51,9 +51,8 @@ def load_clinc150(data_dir=None) -> Tuple[List[str], np.ndarray, List[str], dict
         regular_file(
             path,
             DatasetNotFoundError(
-                f"missing dataset file {path}. Set the data directory with --data-dir "
-                f"or ${DATA_ENV_VAR}; get it from {SOURCE}. pdenets never downloads "
-                "data."
+                f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; "
+                f"get it from {SOURCE}. pdenets never downloads data."
             ),
         )
     documents = {name: read_text_file(path, "a JSON document") for name, path in paths.items()}

@@ -69,9 +69,8 @@ def _require(path: Path, source: str) -> Path:
     return regular_file(
         path,
         DatasetNotFoundError(
-            f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get it "
-            "from "
-            f"{_SOURCES[source]}. pdenets never downloads data."
+            f"missing dataset file {path}. Set the data directory with --data-dir or ${DATA_ENV_VAR}; get "
+            f"it from {_SOURCES[source]}. pdenets never downloads data."
         ),
     )
 

@@ -155,7 +155,14 @@ class COINForecaster(BaseEstimator):
                 )
             training_used = None
         else:
-            job = ForecastJob(series.name, "ours", self.model, int(self.random_state), setup, training, "cpu")
+            job = ForecastJob(
+                dataset=series.name,
+                protocol="ours",
+                model=self.model,
+                seed=int(self.random_state),
+                setup=setup,
+                training=training,
+            )
             prediction, _, network = train_forecaster(job, data)
             training_used = training
         step_size, num_steps, coin = 0.0, 0, prediction

@@ -136,7 +136,6 @@ class DiffusionNodeClassifier(BaseEstimator):
             max_epochs=int(self.max_epochs),
             patience=int(self.patience),
             hyperparameters=replace(defaults, **given),
-            device="cpu",
             missing_features=self.missing_features,
             feature_transform=self.feature_transform,
         )

@@ -159,8 +159,8 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         known = ~_unlabelled(y, self.unlabelled)
         if not known.any():
             raise ValueError(
-                f"every label is {self.unlabelled!r} (unlabelled): at least one row of each class needs "
-                "its label"
+                f"every label is {self.unlabelled!r} (unlabelled): at least one row of each class needs its "
+                "label"
             )
         if len(X) < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 rows, got 1 sample")

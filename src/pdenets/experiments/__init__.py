@@ -1,6 +1,8 @@
 """The experiment engine every task uses.
 
 * :mod:`~pdenets.experiments.task` — the task protocol and the task registry;
+* :mod:`~pdenets.experiments.context` — :class:`RunContext`: how a run runs (device, data folder, threads,
+  place under ``torchrun``), resolved once and handed to every job;
 * :mod:`~pdenets.experiments.runner` — :func:`run_task`: validate, run directory, store,
   resume, process pool or Ray, progress, ``results.json``, CSVs, report;
 * :mod:`~pdenets.experiments.results` — a task's typed results and their ``results.json`` form;
@@ -17,6 +19,7 @@ See ``docs/tasks.md`` for adding a task.
 
 from ..models.training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 from .config import ConfigError, TaskConfig, check_fields, config_to_dict, resolve_config, setting
+from .context import RunContext, run_context
 from .report import Report
 from .results import FLATTEN, OMIT_NONE, RunFacts, TaskResults, results_to_dict
 from .rundir import RunDirectory, RunDirectoryError
@@ -41,6 +44,8 @@ __all__ = [
     "resolve_config",
     "setting",
     "check_fields",
+    "RunContext",
+    "run_context",
     "Report",
     "TaskResults",
     "RunFacts",

@@ -248,8 +248,8 @@ def check_device(device: str) -> None:
             )
         if parsed.index is not None and parsed.index >= torch.cuda.device_count():
             raise ConfigError(
-                f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} "
-                "CUDA device(s)"
+                f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} CUDA "
+                "device(s)"
             )
     elif parsed.type == "mps":
         if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):

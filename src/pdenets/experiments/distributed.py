@@ -112,9 +112,8 @@ def _environment_int(name: str, default=None, *, minimum: int = 0, maximum=None)
     if value is None:
         if default is None:
             raise RendezvousError(
-                f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun "
-                "(torchrun --nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and "
-                "MASTER_PORT"
+                f"WORLD_SIZE is set but ${name} is not: start distributed runs with torchrun (torchrun "
+                "--nproc-per-node N ...), which sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT"
             )
         return default
     return value
@@ -216,10 +215,9 @@ def distributed_context(device: str = "cpu") -> DistributedContext:
 
         def failed(reason: str) -> RendezvousError:
             return RendezvousError(
-                f"rank {rank} of {world_size} could not join the other ranks at {address} within {timeout:g} "
-                f"s ($PDENETS_RENDEZVOUS_TIMEOUT; {reason[:120]}); WORLD_SIZE={world_size} is set without "
-                "the other "
-                "processes? Start them together with torchrun --nproc-per-node N"
+                f"rank {rank} of {world_size} could not join the other ranks at {address} within "
+                f"{timeout:g} s ($PDENETS_RENDEZVOUS_TIMEOUT; {reason[:120]}); WORLD_SIZE={world_size} is "
+                "set without the other processes? Start them together with torchrun --nproc-per-node N"
             )
 
         try:

@@ -157,7 +157,9 @@ def fields_of_dataclass(cls: type, leave_out: Sequence[str] = ()) -> RecordField
     """The declaration of a record that a typed row is built from (``Row(**record)``): each field of the
     dataclass ``cls`` (but ``leave_out``) with the kind of its annotation (``float``: a number, ``int``: a
     whole number, ``List[float]``: a list of numbers, ``Optional[...]``: may be null, a dataclass: its own
-    fields).
+    fields). A field's ``metadata={"kind": "fraction"}`` names a narrower kind than its annotation's; a field
+    with ``metadata={"read": False}`` is stored but read by no summary, and left out (a record stored before
+    it existed is still read).
 
     Examples:
         >>> from dataclasses import dataclass
@@ -173,7 +175,7 @@ def fields_of_dataclass(cls: type, leave_out: Sequence[str] = ()) -> RecordField
     """
     hints = typing.get_type_hints(cls)
     return {
-        field.name: _kind_of_annotation(hints[field.name])
+        field.name: field.metadata.get("kind") or _kind_of_annotation(hints[field.name])
         for field in dataclasses.fields(cls)
-        if field.name not in leave_out
+        if field.name not in leave_out and field.metadata.get("read", True)
     }

@@ -149,8 +149,8 @@ def resolve_inside(folder: Union[str, Path], name: Union[str, Path]) -> Path:
     target = (base / name).resolve()
     if target != base and base not in target.parents:
         raise RunDirectoryError(
-            f"{str(name)!r} leads outside the folder {folder} (to {target}); give the name of a "
-            "file inside it"
+            f"{str(name)!r} leads outside the folder {folder} (to {target}); give the name of a file inside "
+            "it"
         )
     return target
 
@@ -289,14 +289,13 @@ class RunDirectory:
         if previous is None and others:
             raise RunDirectoryError(
                 f"--out {path} is not empty and holds no pdenets run (found: {_listing(others)}); choose a "
-                "new or "
-                "empty folder, or pass --overwrite to write into it (files of the same names are replaced)"
+                "new or empty folder, or pass --overwrite to write into it (files of the same names are "
+                "replaced)"
             )
         if previous is not None and previous["task"] != task:
             raise RunDirectoryError(
                 f"--out {path} holds a pdenets run of task {previous['task']!r}, not {task!r}; choose "
-                "another "
-                "folder, or pass --overwrite to replace that run"
+                "another folder, or pass --overwrite to replace that run"
             )
         return previous
 

@@ -26,6 +26,7 @@ status ``diverged`` instead of stopping the whole protocol.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import time
 from contextlib import closing
@@ -40,7 +41,8 @@ from tqdm.auto import tqdm
 
 from .._checks import NonFiniteError
 from .config import ConfigError, TaskConfig, config_to_dict
-from .distributed import DistributedContext, distributed_context
+from .context import RunContext, run_context
+from .distributed import distributed_context
 from .parallel import JobError, check_ray_address, execute
 from .records import record_problem
 from .results import RunFacts, TaskResults, left_out_to_list
@@ -103,15 +105,32 @@ class RunOutcome:
     left_out: Tuple[Tuple[str, str], ...] = ()
 
 
-def _call_job(run_job: Callable[[Any], Dict[str, Any]], spec: Any) -> Tuple[str, Dict[str, Any], float]:
-    """Worker side: run one job, turn divergence into a record, make the record JSON-able."""
+def takes_context(run_job: Callable[..., Any]) -> bool:
+    """Whether a task's ``run_job`` takes the run's context, ``run_job(spec, context)``; a task written
+    before the context existed takes the spec alone, ``run_job(spec)``, and is called so."""
+    try:
+        parameters = inspect.signature(run_job).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    variadic = any(p.kind == p.VAR_POSITIONAL for p in parameters)
+    return variadic or len(positional) >= 2
+
+
+def _call_job(
+    run_job: Callable[..., Any], context: Optional[RunContext], spec: Any
+) -> Tuple[str, Dict[str, Any], float]:
+    """Worker side: run one job in ``context`` (``None``: a ``run_job(spec)`` of one argument), turn
+    divergence into a record, make the record JSON-able (a record dataclass becomes its fields)."""
     start = time.perf_counter()
     try:
-        record, status = run_job(spec), "ok"
+        record, status = (run_job(spec) if context is None else run_job(spec, context)), "ok"
     except NonFiniteError as error:
         record, status = {"error": str(error)}, "diverged"
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        record = dataclasses.asdict(record)
     if not isinstance(record, dict):
-        raise TypeError(f"run_job must return a dict, got {type(record).__name__}")
+        raise TypeError(f"run_job must return a dict or a record dataclass, got {type(record).__name__}")
     return status, to_plain(record), time.perf_counter() - start
 
 
@@ -136,6 +155,13 @@ def plan_jobs(task: Task) -> List[Tuple[str, Any]]:
             raise ValueError(f"task {task.name!r} planned the same job twice: {spec}")
         seen[key] = spec
     return planned
+
+
+def job_function(task: Task, context: RunContext) -> Callable[[Any], Tuple[str, Dict[str, Any], float]]:
+    """What a worker calls on one spec: the task's ``run_job`` in ``context`` (picklable, for a process pool
+    or Ray)."""
+    run_job = type(task).run_job
+    return partial(_call_job, run_job, context if takes_context(run_job) else None)
 
 
 def _describe(spec: Any) -> str:
@@ -219,22 +245,20 @@ def run_task(
     if task.config.ray_address and not report_only:
         check_ray_address(task.config.ray_address)  # before the run folder: nothing written for a bad address
     path = Path(out) if out is not None else default_run_path(run_name or task.name, runs_root)
-    context = distributed_context(task.config.device) if launched_by_torchrun() else DistributedContext()
+    context = run_context(
+        task.config, distributed_context(task.config.device) if launched_by_torchrun() else None
+    )
     if (
-        context.active and not context.is_main
+        context.distributed.active and not context.distributed.is_main
     ):  # a torchrun process beside rank 0: run its share, write nothing
         return _follow_rank_zero(task, planned, start, context)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
         with ResultsStore(run_dir.file(STORE_FILENAME), task=task.name, columns=task.columns) as store:
-            if context.active:  # the other processes run the same pending jobs, in the same order
+            if context.distributed.active:  # the other processes run the same pending jobs, in the same order
                 pending = [] if report_only else [key for key, _ in planned if key not in store.keys()]
                 dist.broadcast_object_list([pending, str(path)], src=0)
-            new = (
-                0
-                if report_only
-                else _run_pending(task, planned, store, path, progress, inline=context.active)
-            )
+            new = 0 if report_only else _run_pending(task, planned, store, path, progress, context)
             stored = store.rows([key for key, _ in planned])
         readable, left_out = readable_runs(task, planned, stored)
         records = [run.flat() for run in readable]
@@ -252,7 +276,7 @@ def run_task(
             run_dir.write_results(results)
         except KeyboardInterrupt:
             raise RunInterrupted(path, len(records), len(planned)) from None
-    context.close()  # under torchrun: the processes leave together, once rank 0 has written everything
+    context.distributed.close()  # under torchrun: the processes leave together, once rank 0 wrote everything
     return RunOutcome(
         path, results, len(planned), len(stored), new, time.perf_counter() - start, summary, tuple(left_out)
     )
@@ -346,7 +370,7 @@ def launched_by_torchrun() -> bool:
 
 
 def _follow_rank_zero(
-    task: Task, planned: Sequence[Tuple[str, Any]], start: float, context: DistributedContext
+    task: Task, planned: Sequence[Tuple[str, Any]], start: float, context: RunContext
 ) -> RunOutcome:
     """A process other than rank 0 under ``torchrun``: run the jobs rank 0 runs (each is a collective: a graph
     split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the
@@ -355,9 +379,10 @@ def _follow_rank_zero(
     dist.broadcast_object_list(message, src=0)
     pending, path = message
     specs = dict(planned)
+    job = job_function(task, context)
     for key in pending:
-        _call_job(type(task).run_job, specs[key])
-    context.close()  # waits for rank 0's results and report, then both tear their connections down
+        job(specs[key])
+    context.distributed.close()  # waits for rank 0's results and report; then both close their connections
     return RunOutcome(Path(path), {}, len(planned), 0, len(pending), time.perf_counter() - start)
 
 
@@ -367,8 +392,9 @@ def _run_pending(
     store: ResultsStore,
     path: Path,
     progress: bool,
-    inline: bool = False,
+    context: RunContext,
 ) -> int:
+    inline = context.distributed.active
     done = store.keys()
     pending = [(key, spec) for key, spec in planned if key not in done]
     if not pending:
@@ -387,7 +413,7 @@ def _run_pending(
     new = 0
     results = execute(
         pending,
-        partial(_call_job, type(task).run_job),
+        job_function(task, context),
         workers=1 if inline else config.workers,
         threads=config.threads,
         ray_address=None if inline else config.ray_address,

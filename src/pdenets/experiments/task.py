@@ -7,8 +7,11 @@ A task is one file of science. It declares
 * :meth:`Task.jobs` — the independent runs it plans, as frozen dataclasses (job specs);
   the hash of a spec is its key in the results store, so every field that changes the
   result belongs in the spec;
-* :meth:`Task.run_job` — a static method: one spec in, one record (a JSON-able dict) out;
-  it runs in a worker process;
+* :meth:`Task.run_job` — a static method: one spec and the run's
+  :class:`~pdenets.experiments.context.RunContext` (device, data folder, threads, place under ``torchrun``)
+  in, one record out (a record dataclass, the task's ``record_type``, or a JSON-able dict); it runs in a
+  worker process. The spec never holds the device or the data folder: the same spec runs anywhere under
+  one key;
 * :meth:`Task.summarize` — records in, the results out: a frozen
   :class:`~pdenets.experiments.results.TaskResults` dataclass whose ``to_dict()`` is ``results.json``;
 * :meth:`Task.report` — writes tables, figures and ``report.md``/``report.html``; it starts from
@@ -30,12 +33,26 @@ import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Sequence, Type, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Generic,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from .._checks import UnknownNameError, unknown_name
 from .._registry import PluginWarning, Registry
 from .config import TaskConfig, config_fields, config_to_dict
-from .records import RecordFields
+from .context import RunContext, run_context
+from .records import RecordFields, fields_of_dataclass
 from .report import Report, md_escape
 from .results import TaskResults
 from .rundir import RunDirectory
@@ -103,7 +120,10 @@ def job_key(task: str, spec: Any) -> str:
     numbers only when used: the runs stored before it keep their keys); a field renamed since runs
     were stored declares its old name, ``metadata={"stored_as": "hidden"}``, at any depth of the
     spec, and the stored runs keep their keys; a field whose *values* were renamed maps them back with
-    ``metadata={"stored_value": function}`` (a renamed method: its name as the runs were stored).
+    ``metadata={"stored_value": function}`` (a renamed method: its name as the runs were stored); a field
+    that has left the spec but that the stored keys hashed is declared with its value in the spec class's
+    ``stored_constants`` (``{"device": "cpu"}``: the device moved to the run's context, and the keys of the
+    runs stored on the CPU stay).
 
     The spec is serialized as sorted JSON (values JSON cannot hold are written with
     ``str``) and hashed with SHA-256; the key is the first 24 hex digits, the same in every
@@ -133,6 +153,7 @@ def job_key(task: str, spec: Any) -> str:
     if not dataclasses.is_dataclass(spec) or isinstance(spec, type):
         raise TypeError(f"a job spec must be a dataclass instance, got {type(spec).__name__}")
     values = _stored_form(spec)
+    values.update(getattr(type(spec), "stored_constants", {}))
     for item in dataclasses.fields(spec):
         rule = item.metadata.get("key", True)
         if rule is False or (rule == "unless-default" and getattr(spec, item.name) == item.default):
@@ -176,7 +197,7 @@ class Task(ABC, Generic[ConfigT]):
         ...     def jobs(self):
         ...         return []
         ...     @staticmethod
-        ...     def run_job(spec):
+        ...     def run_job(spec, context):
         ...         return {}
         ...     def summarize(self, records):
         ...         return {}
@@ -195,6 +216,8 @@ class Task(ABC, Generic[ConfigT]):
     columns: ClassVar[Mapping[str, str]] = {}
     #: what the progress bar counts
     unit: ClassVar[str] = "runs"
+    #: the dataclass ``run_job`` returns: the stored record's schema, checked by ``--report-only``
+    record_type: ClassVar[Optional[type]] = None
 
     def __init__(self, config: ConfigT):
         if not isinstance(config, self.config_class):
@@ -207,8 +230,11 @@ class Task(ABC, Generic[ConfigT]):
         """The fields of the stored ``record`` of the job ``spec`` that :meth:`summarize` and :meth:`report`
         read, with their kinds (:mod:`pdenets.experiments.records`); ``record`` is given for a record that
         says itself what it holds (a ``diverged`` flag, a ``part``). A stored record without one of them, or
-        holding another kind, is left out of the summary and named in the report (default: none declared,
-        nothing checked)."""
+        holding another kind, is left out of the summary and named in the report (default: the fields of the
+        task's ``record_type``, :func:`~pdenets.experiments.records.fields_of_dataclass`; without one, none
+        declared, nothing checked)."""
+        if self.record_type is not None:
+            return fields_of_dataclass(self.record_type)
         return {}
 
     @classmethod
@@ -229,8 +255,10 @@ class Task(ABC, Generic[ConfigT]):
 
     @staticmethod
     @abstractmethod
-    def run_job(spec: Any) -> Dict[str, Any]:
-        """Run one job; returns its record (JSON-able values; no field named like a spec field)."""
+    def run_job(spec: Any, context: RunContext) -> Any:
+        """Run one job in ``context`` (its device, data folder, threads); returns its record: an instance of
+        the task's ``record_type`` or a dict of JSON-able values (no field named like a spec field). A
+        ``run_job(spec)`` of one parameter is called without the context."""
 
     @abstractmethod
     def summarize(self, records: List[Dict[str, Any]]) -> Any:
@@ -244,6 +272,11 @@ class Task(ABC, Generic[ConfigT]):
     def report(self, results: Any, records: List[Dict[str, Any]], run_dir) -> None:
         """Write figures and the human report into ``run_dir``; ``results`` is what :meth:`summarize`
         returned, with the engine's run facts (``results.run``, or its keys in a plain dict)."""
+
+    def local_context(self) -> RunContext:
+        """The context of the work a task does itself, outside its jobs (a report's predictions, on rank 0
+        alone under ``torchrun``): this process, on the configuration's device."""
+        return run_context(self.config)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         """A few words on a finished run for the progress bar (default: none)."""
@@ -296,10 +329,9 @@ class Task(ABC, Generic[ConfigT]):
             report.paragraph(
                 f"**{len(left_out)} stored {'run is' if len(left_out) == 1 else 'runs are'} left out of "
                 f"every table and figure below**: {shown}{more}. A record that lacks a field this version "
-                "reads, holds another kind there, or a number that is not finite or out of its range (a run "
-                "stored by another version, or edited) is rerun by deleting "
-                "its row (`DELETE FROM runs WHERE key = '…'` in `results.sqlite`) and running the same "
-                "command again."
+                "reads, holds another kind there, or a number that is not finite or out of its range (a "
+                "run stored by another version, or edited) is rerun by deleting its row (`DELETE FROM runs "
+                "WHERE key = '…'` in `results.sqlite`) and running the same command again."
             )
         return report
 
@@ -521,7 +553,7 @@ def register_task(cls: T) -> T:
         ...     def jobs(self):
         ...         return []
         ...     @staticmethod
-        ...     def run_job(spec):
+        ...     def run_job(spec, context):
         ...         return {}
         ...     def summarize(self, records):
         ...         return {}

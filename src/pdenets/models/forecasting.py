@@ -306,8 +306,8 @@ def slice_graphs(graph: GraphSequence, origins: int, nodes: int) -> SliceGraphs:
         return SliceGraphs(graph, nodes)
     if graph is None:
         raise ValueError(
-            "this forecaster needs the region graph: pass graph= (one adjacency, a list per origin or "
-            "a SliceGraphs)"
+            "this forecaster needs the region graph: pass graph= (one adjacency, a list per origin or a "
+            "SliceGraphs)"
         )
     return SliceGraphs([graph], nodes, ids=torch.zeros(origins, dtype=torch.long))
 

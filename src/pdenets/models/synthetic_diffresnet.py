@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, cast
 
+from .._checks import unknown_name
 from .._settings import setting
 from .registry import create_model
 
@@ -78,7 +79,11 @@ def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -
         >>> net = synthetic_network("diff-resnet", TABLE4["moon"])
         >>> sum(p.numel() for p in net.parameters()), net.num_steps
         (18, 60)
+    Raises:
+        UnknownNameError: ``variant`` is not one of :data:`VARIANTS` (the message names the closest).
     """
+    if variant not in _MODEL:
+        raise unknown_name("synthetic variant", variant, list(_MODEL))
     num_steps = hyperparameters.num_steps if variant == "diff-resnet" else 0
     # both registered names build a DiffResNet ("no-diff-resnet" with num_steps=0)
     return cast(

@@ -80,8 +80,8 @@ def inverse_fractional_constant(n: int, s: float) -> float:
     """$c_{n,−s} = Γ(n/2−s) / (4^s π^{n/2} Γ(s))$, ``0 < s < n/2``."""
     if not 0 < s < n / 2:
         raise ValueError(
-            f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the "
-            "log kernel)"
+            f"the inverse fractional Laplacian needs 0 < s < n/2 = {n / 2}, got s={s} (s = n/2 is the log "
+            "kernel)"
         )
     return math.gamma(n / 2 - s) / (4**s * math.pi ** (n / 2) * math.gamma(s))
 

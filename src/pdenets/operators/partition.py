@@ -516,8 +516,7 @@ def _part_arrays(path: Path) -> Dict[str, np.ndarray]:
             if dtype.hasobject or dtype.kind not in "biuf":
                 raise PartitionError(
                     f"{path}: {name} holds {dtype} (pickled Python objects are never read); a part file "
-                    "holds "
-                    "plain numeric arrays"
+                    "holds plain numeric arrays"
                 )
             size = int(np.prod(shape, dtype=object)) * dtype.itemsize
             if size > info.file_size:

@@ -350,16 +350,13 @@ def _check_not_empty(values: torch.Tensor, indices: torch.Tensor, sq: torch.Tens
     if not bool(connected.any()):
         raise ValueError(
             f"{width} is so small that every weight exp(-d^2/sigma^2) between distinct points underflows to "
-            "0 "
-            f"(neighbour distances {float(distances.min()):.3g} to {float(distances.max()):.3g}): the graph "
-            "has no "
-            f"edges and diffusion would do nothing. Use sigma near the neighbour distances (e.g. "
-            f"{float(distances.median()):.3g}) or an adaptive width (sigma_neighbor=...)"
+            f"0 (neighbour distances {float(distances.min()):.3g} to {float(distances.max()):.3g}): the "
+            "graph has no edges and diffusion would do nothing. Use sigma near the neighbour distances "
+            f"(e.g. {float(distances.median()):.3g}) or an adaptive width (sigma_neighbor=...)"
         )
     warnings.warn(
         f"{int((~connected).sum())} of {connected.numel()} points have no neighbour with a non-zero weight "
-        "under "
-        f"{width}: they are cut off from the graph and diffusion leaves them unchanged",
+        f"under {width}: they are cut off from the graph and diffusion leaves them unchanged",
         RuntimeWarning,
         stacklevel=3,
     )

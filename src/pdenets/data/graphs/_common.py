@@ -112,10 +112,9 @@ def register_graph_format(entry: GraphFormat) -> GraphFormat:
 
 def _missing(path: Path, data_dir: Path, source: str, detail: str = "") -> DatasetNotFoundError:
     return DatasetNotFoundError(
-        f"missing dataset file {path}{detail}. Searched data directory {data_dir} (set it with --data-dir or "
-        f"${DATA_ENV_VAR}). Get the file from {GRAPH_SOURCES[source]} and place it at that path; pdenets "
-        "never "
-        "downloads data."
+        f"missing dataset file {path}{detail}. Searched data directory {data_dir} (set it with --data-dir "
+        f"or ${DATA_ENV_VAR}). Get the file from {GRAPH_SOURCES[source]} and place it at that path; pdenets "
+        "never downloads data."
     )
 
 

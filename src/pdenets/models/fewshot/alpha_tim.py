@@ -92,8 +92,8 @@ class AlphaTIM(FewShotMethod):
 
     name = "alpha-tim"
     description = (
-        "TIM with α-entropies (Veilleux et al. 2021): for queries whose class balance is unknown and mildly"
-        " skewed"
+        "TIM with α-entropies (Veilleux et al. 2021): for queries whose class balance is unknown and mildly "
+        "skewed"
     )
     is_transductive = True
     settings_class = AlphaTIMSettings

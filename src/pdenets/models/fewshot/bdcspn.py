@@ -32,22 +32,13 @@ classes cannot hold them in those proportions, nor rectify a prototype of every 
 returns nearest prototype (:meth:`~.base.FewShotBatch.nearest_prototype_proba`; the shift alone would
 put a single query on the support mean). ``shift=False`` drops the shift everywhere.
 
-The default ``T = 1`` is easyfsl's: its ``BDCSPN`` weighs the members by ``exp(cos(z, m_c))``. The
-preset ``"easyfsl"`` (``T = 1`` without the balanced share, every pseudo-labelled query a member) gives its
-predictions (the same on every task of eight 5-way cells of Omniglot and CLINC150 sentence embeddings,
-``benchmarks/fewshot_peers.py``). The balanced share is what the default adds to it. Measured on balanced
-tasks (1,000 per cell, accuracy minus nearest prototype's, paired), it raised BD-CSPN in every cell of four
-feature kinds, most where the classes are many and the shots few: Omniglot Conv-4 features +7.03 → +9.15
-(20-way 1-shot), CLINC150 embeddings +5.45 → +7.07 (20-way 1-shot), MNIST pixels +1.83 → +2.58 (5-way
-5-shot), raw Omniglot pixels −0.64 → +0.64 ± 0.12 (20-way 5-shot, where nearest prototype is right on
-37 % of the queries) and +0.92 → +2.17 (20-way 1-shot). The assignment takes a few rounds of
-:func:`balanced_assignment` per task: 1.6 against 0.4 s per 1,000 20-way 1-shot tasks of 64-d features.
-The paper's ``T = 10``
-(preset ``"paper"``) weighs the members nearest the mean far more; on balanced tasks it fell below nearest
-prototype where ``T = 1`` did not (CLINC150 5-shot: 97.48 against 97.78, ``T = 1`` 98.19; 20-way 5-shot:
-90.70 against 91.48, ``T = 1`` 92.05) and was within 0.4 point of ``T = 1`` on Omniglot (docs/fewshot.md).
-The probabilities are flatter with ``T = 1`` (the same ``T`` makes the final softmax); the predictions
-are not.
+The default ``T = 1`` is easyfsl's: its ``BDCSPN`` weighs the members by ``exp(cos(z, m_c))``, and the preset
+``"easyfsl"`` (``T = 1`` without the balanced share, every pseudo-labelled query a member) gives its
+predictions (``python benchmarks/fewshot_peers.py`` compares them task by task). The balanced share is what
+the default adds to it; the paper's ``T = 10`` (preset ``"paper"``) weighs the members nearest the mean far
+more. What each changes, measured on four feature kinds, is in docs/fewshot.md (*BD-CSPN's assignment*), from
+the command named there. The probabilities are flatter with ``T = 1`` (the same ``T`` makes the final
+softmax); the predictions are not.
 """
 
 from __future__ import annotations

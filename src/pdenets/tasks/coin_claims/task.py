@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 import torch
 
+from ...experiments.context import RunContext
 from ...experiments.plots import plt
 from ...experiments.records import RecordFields, fields_of_dataclass
 from ...experiments.task import Task, register_task
@@ -36,27 +37,27 @@ from .results import CoinClaimsResults, DropoutCheck, PropagationCheck, Smoothin
 __all__ = ["CoinClaimsConfig", "CoinClaimsTask", "ClaimJob"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClaimJob:
+    """One of the three checks, with the settings it computes with (the others empty)."""
+
     check: str
     sigmas: tuple
     samples: int
     drop_rates: tuple
     seed: int
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
-    #: where the checks compute (draws from a generator of that device: on the CPU, the runs stored before it)
-    device: str = field(default="cpu", metadata={"key": "unless-default"})
 
 
-def _generator(spec: ClaimJob) -> torch.Generator:
-    """The check's random stream, on its device (the CPU's is the one the stored runs drew from)."""
-    return torch.Generator(device=spec.device).manual_seed(spec.seed)
+def _generator(spec: ClaimJob, device: torch.device) -> torch.Generator:
+    """The check's random stream, on the device it computes on (the CPU's is the one the stored runs drew
+    from)."""
+    return torch.Generator(device=device).manual_seed(spec.seed)
 
 
-def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
-    generator = _generator(spec)
-    omega = torch.tensor([0.6, -0.3, 0.8], dtype=torch.float64, device=spec.device)
-    points = torch.randn(8, 3, dtype=torch.float64, generator=generator, device=spec.device)
+def _smoothing(spec: ClaimJob, device: torch.device, data_dir: Optional[str]) -> Dict[str, Any]:
+    generator = _generator(spec, device)
+    omega = torch.tensor([0.6, -0.3, 0.8], dtype=torch.float64, device=device)
+    points = torch.randn(8, 3, dtype=torch.float64, generator=generator, device=device)
     rows = []
     for sigma in spec.sigmas:
         estimate = gaussian_smoothing(
@@ -86,11 +87,11 @@ def _smoothing(spec: ClaimJob) -> Dict[str, Any]:
     return {"rows": rows, "norm_omega_sq": float(omega.square().sum())}
 
 
-def _dropout(spec: ClaimJob) -> Dict[str, Any]:
-    generator = _generator(spec)
-    hidden = torch.randn(32, dtype=torch.float64, generator=generator, device=spec.device)
-    weight = torch.randn(4, 32, dtype=torch.float64, generator=generator, device=spec.device)
-    matrix = torch.randn(32, 32, dtype=torch.float64, generator=generator, device=spec.device) / 32
+def _dropout(spec: ClaimJob, device: torch.device, data_dir: Optional[str]) -> Dict[str, Any]:
+    generator = _generator(spec, device)
+    hidden = torch.randn(32, dtype=torch.float64, generator=generator, device=device)
+    weight = torch.randn(4, 32, dtype=torch.float64, generator=generator, device=device)
+    matrix = torch.randn(32, 32, dtype=torch.float64, generator=generator, device=device) / 32
     rows = []
     for p in spec.drop_rates:
         torch.manual_seed(spec.seed)
@@ -114,7 +115,7 @@ def _dropout(spec: ClaimJob) -> Dict[str, Any]:
     return {"rows": rows, "masks": spec.samples * 10}
 
 
-def _propagation(spec: ClaimJob) -> Dict[str, Any]:
+def _propagation(spec: ClaimJob, device: torch.device, data_dir: Optional[str]) -> Dict[str, Any]:
     from torch_geometric.nn import APPNP, GCNConv, SGConv
 
     graphs = {}
@@ -128,29 +129,29 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
 
         from ...data.graphs import load_graph
 
-        cora = load_graph("cora", spec.data_dir)
+        cora = load_graph("cora", data_dir)
         graphs["cora (undirected)"] = (to_undirected(cora.edge_index), None, int(cora.num_nodes))
         graphs["cora (directed, as stored)"] = (cora.edge_index, None, int(cora.num_nodes))
     except (OSError, ValueError):  # no Cora in the data directory: the random graph still checks the identity
         pass
     rows = []
     for name, (edge_index, edge_weight, nodes) in graphs.items():
-        x = torch.randn(nodes, 16, dtype=torch.float64, generator=generator).to(spec.device)
-        edge_index = edge_index.to(spec.device)
+        x = torch.randn(nodes, 16, dtype=torch.float64, generator=generator).to(device)
+        edge_index = edge_index.to(device)
         # W[i, j] = weight of edge (i, j) and row i diffuses from its columns; PyG's layers send messages from
         # source to target, so a directed edge list is the same graph with its edges reversed
         ours = edge_index.flip(0) if "directed, as stored" in name else edge_index
         graph = (
             ours,
-            torch.ones(edge_index.shape[1], dtype=torch.float64, device=spec.device)
+            torch.ones(edge_index.shape[1], dtype=torch.float64, device=device)
             if edge_weight is None
             else edge_weight,
         )
-        conv = GCNConv(16, 16, bias=False).double().to(spec.device)
-        sgc = SGConv(16, 16, K=2, bias=False).double().to(spec.device)
+        conv = GCNConv(16, 16, bias=False).double().to(device)
+        sgc = SGConv(16, 16, K=2, bias=False).double().to(device)
         with torch.no_grad():
-            conv.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=spec.device))
-            sgc.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=spec.device))
+            conv.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=device))
+            sgc.lin.weight.copy_(torch.eye(16, dtype=torch.float64, device=device))
         with torch.no_grad():  # the layers' weights need no gradient here
             differences = {
                 "GCN = 1 step, γ = 1": (gcn_propagate(x, graph, nodes), conv(x, edge_index)),
@@ -172,9 +173,11 @@ def _propagation(spec: ClaimJob) -> Dict[str, Any]:
     return {"rows": rows}
 
 
-def run_claim(spec: ClaimJob) -> Dict[str, Any]:
+def run_claim(spec: ClaimJob, context: RunContext = RunContext()) -> Dict[str, Any]:
+    """Run one check in ``context`` (its device; the data folder, where the propagation check finds Cora)."""
     start = time.perf_counter()
-    out = {"smoothing": _smoothing, "dropout": _dropout, "propagation": _propagation}[spec.check](spec)
+    check = {"smoothing": _smoothing, "dropout": _dropout, "propagation": _propagation}[spec.check]
+    out = check(spec, context.device, context.data_dir)
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -207,20 +210,18 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
         uses = {"smoothing": ("sigmas", "samples"), "dropout": ("drop_rates", "samples"), "propagation": ()}
         return [
             ClaimJob(
-                check,
-                tuple(config.sigmas) if "sigmas" in uses[check] else (),
-                config.samples if "samples" in uses[check] else 0,
-                tuple(config.drop_rates) if "drop_rates" in uses[check] else (),
-                config.seed,
-                config.data_dir,
-                device=config.device,
+                check=check,
+                sigmas=tuple(config.sigmas) if "sigmas" in uses[check] else (),
+                samples=config.samples if "samples" in uses[check] else 0,
+                drop_rates=tuple(config.drop_rates) if "drop_rates" in uses[check] else (),
+                seed=config.seed,
             )
             for check in config.checks
         ]
 
     @staticmethod
-    def run_job(spec: ClaimJob) -> Dict[str, Any]:
-        return run_claim(spec)
+    def run_job(spec: ClaimJob, context: RunContext) -> Dict[str, Any]:
+        return run_claim(spec, context)
 
     def summarize(self, records: List[Dict[str, Any]]) -> CoinClaimsResults:
         by_check = {record["check"]: record for record in records}
@@ -233,7 +234,7 @@ class CoinClaimsTask(Task[CoinClaimsConfig]):
     def report(self, results: CoinClaimsResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(results, "pdenets — COIN's claims, measured")
         report.paragraph(
-            "Each claim is a unit test too (tests/nn/test_smoothing_and_dropout_diffusion.py, "
+            "Each claim is a unit test too (tests/nn/test_smoothing.py, tests/nn/test_dropout_diffusion.py, "
             "tests/operators/test_propagation.py); the derivations are in docs/coin.md."
         )
         figures = results.figures

@@ -25,8 +25,7 @@ CONVECTION_ALONE = {name: entry.convection for name, entry in FORECASTERS.items(
 #: names that changed, with what they are now
 RENAMED = {
     "gconv-gru": "gconv-gru was renamed cheb-gru (our GRU over the lags with K = 2 Chebyshev gates and early "
-    "stopping); pygt-gconv-gru is PyTorch Geometric Temporal's GConvGRU as its documentation "
-    "trains it"
+    "stopping); pygt-gconv-gru is PyTorch Geometric Temporal's GConvGRU as its documentation trains it"
 }
 
 
@@ -36,9 +35,8 @@ class CoinForecastConfig(TaskConfig):
 
     datasets: List[str] = setting(
         ["chickenpox", "england_covid"],
-        "england_covid, chickenpox, a PyTorch Geometric "
-        "Temporal .json file or a CSV folder (series.csv "
-        "+ edges.csv)",
+        "england_covid, chickenpox, a PyTorch Geometric Temporal .json file or a CSV folder (series.csv + "
+        "edges.csv)",
     )
     protocols: List[str] = setting(
         ["auto"],

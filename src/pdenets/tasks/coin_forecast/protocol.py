@@ -126,10 +126,12 @@ class ForecastSetup:
 
     @classmethod
     def of(cls, settings: Any) -> "ForecastSetup":
-        """The setup of any object with attributes of the same names (e.g. a task's configuration).
+        """The setup of any object with attributes of the same names (e.g. a task's configuration, whose
+        ``count_transform`` is the setup's ``transform``).
 
         Args:
-            settings: an object with ``lags``, ``horizons``, ``test_fraction`` and ``val_fraction``.
+            settings: an object with ``lags``, ``horizons``, ``test_fraction`` and ``val_fraction``, and
+                ``transform`` or ``count_transform`` (default: ``"auto"``).
 
         Returns:
             A :class:`ForecastSetup`.
@@ -138,14 +140,17 @@ class ForecastSetup:
             >>> from types import SimpleNamespace
             >>> ForecastSetup.of(SimpleNamespace(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1))
             ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1, transform='auto')
+            >>> config = SimpleNamespace(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
+            >>> config.count_transform = "log1p"
+            >>> ForecastSetup.of(config).transform
+            'log1p'
         """
-        return cls(
-            **{
-                item.name: getattr(settings, item.name)
-                for item in fields(cls)
-                if hasattr(settings, item.name)
-            }
-        )
+        values = {
+            item.name: getattr(settings, item.name) for item in fields(cls) if hasattr(settings, item.name)
+        }
+        if "transform" not in values and hasattr(settings, "count_transform"):
+            values["transform"] = settings.count_transform
+        return cls(**values)
 
     def transform_of(self, series: TemporalGraphSeries) -> str:
         """``"log1p"`` or ``"none"``: this setup's transform for ``series`` (``auto`` follows the series'

@@ -91,17 +91,14 @@ def add_sections(
     seeds = list(config.seeds)
     report.paragraph(
         f"Our protocol: {config.lags} lags, horizons 1–{config.horizons}; the last "
-        f"{config.test_fraction:.0%} "
-        f"of the steps are the test period and the {config.val_fraction:.0%} before it validation (early "
-        "stopping); every (origin, horizon) pair belongs to the split of its target step. COIN: "
-        f"γ = {config.step_size}, r = {config.num_steps} on the graph without self-loops, rows normalized. "
-        f"Learned models: width {config.hidden_features} (`hidden_features`), float32, Adam on mini-batches "
-        "of "
-        f"whole origins ({config.batch_rows} windows; lr {config.lr}, weight decay {config.weight_decay}), "
-        "at "
-        f"most {config.epochs} passes, validation every {config.eval_steps} steps and after every pass, "
-        "early "
-        f"stopping after {config.patience} steps without a better validation MSE; "
+        f"{config.test_fraction:.0%} of the steps are the test period and the {config.val_fraction:.0%} "
+        "before it validation (early stopping); every (origin, horizon) pair belongs to the split of its "
+        f"target step. COIN: γ = {config.step_size}, r = {config.num_steps} on the graph without "
+        f"self-loops, rows normalized. Learned models: width {config.hidden_features} (`hidden_features`), "
+        f"float32, Adam on mini-batches of whole origins ({config.batch_rows} windows; lr {config.lr}, "
+        f"weight decay {config.weight_decay}), at most {config.epochs} passes, validation every "
+        f"{config.eval_steps} steps and after every pass, early stopping after {config.patience} steps "
+        "without a better validation MSE; "
         + (
             f"mean ± std over the seeds {seeds}"
             if len(seeds) > 1
@@ -156,19 +153,18 @@ def add_sections(
                 report.figure(
                     forecast,
                     f"{label} ({protocol}): horizon-1 forecasts over the test period for the four "
-                    f"{entities} "
-                    f"with the largest values ({names}), truth in black (seed {min(seeds)} of each model).",
+                    f"{entities} with the largest values ({names}), truth in black (seed {min(seeds)} of "
+                    "each model).",
                 )
             if graph:
                 figures[f"{dataset}-{protocol}-graph"] = graph
                 report.figure(
                     graph,
-                    f"{label} ({protocol}): the graph of the {entities} (force-directed "
-                    "layout, no map); "
-                    "colour = mean |COIN − convection alone| of the horizon-1 test forecasts "
-                    f"(seed {min(seeds)}), size = degree, edges = diffusion weights averaged over the "
-                    f"{unit_words} "
-                    "(those above 0.02 where the graph varies). Where diffusion changes the forecasts most.",
+                    f"{label} ({protocol}): the graph of the {entities} (force-directed layout, no map); "
+                    "colour = mean |COIN − convection alone| of the horizon-1 test forecasts (seed "
+                    f"{min(seeds)}), size = degree, edges = diffusion weights averaged over the "
+                    f"{unit_words} (those above 0.02 where the graph varies). Where diffusion changes the "
+                    "forecasts most.",
                 )
 
 
@@ -314,12 +310,10 @@ def _concentration(
     shares = [entries[m].errors.top5_share.mean for m in order if m in entries]
     if shares and min(shares) > 0.5:
         report.paragraph(
-            f"Five {entities} hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every "
-            "model's test "
+            f"Five {entities} hold {100 * min(shares):.0f}–{100 * max(shares):.0f} % of every model's test "
             "squared error: series that burst in the test period far beyond anything in the training "
-            f"{steps}, "
-            "which no scale taken from the training period anticipates. Compare models on this table with "
-            "that in mind, or on the MAE."
+            f"{steps}, which no scale taken from the training period anticipates. Compare models on this "
+            "table with that in mind, or on the MAE."
         )
 
 
@@ -349,19 +343,15 @@ def _verdict_paragraphs(
         worse = [m for m, c in check.over.items() if not c.coin_not_worse]
         report.paragraph(
             "COIN over a model diffuses its forecasts on the graph with the (γ, r) whose gain in squared "
-            f"error over the model clears its noise on the selection {steps} (the one-sided 95 % "
-            "lower "
-            "bound of "
-            f"the mean gain over blocks of H {steps} is positive; the validation {steps}, or "
-            "every step "
-            "before the test period for the forecasters that read no target); otherwise, and whenever fewer "
-            f"than 5 blocks of {steps} can be judged, it keeps the model (γ = 0). "
+            f"error over the model clears its noise on the selection {steps} (the one-sided 95 % lower "
+            f"bound of the mean gain over blocks of H {steps} is positive; the validation {steps}, or every "
+            "step before the test period for the forecasters that read no target); otherwise, and whenever "
+            f"fewer than 5 blocks of {steps} can be judged, it keeps the model (γ = 0). "
             + (
                 "It is not worse than its model on the test period for any model. "
                 if not worse
                 else f"On the test period it is worse than its model for {', '.join(worse)} (chosen before "
-                "the test "
-                "period, so this can happen). "
+                "the test period, so this can happen). "
             )
             + f"Best COIN variant: {check.best_coin} ({check.best_coin_mse:.3f}); best other model: "
             f"{check.best_model} ({check.best_model_mse:.3f})."

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from ...data.errors import DataWarning
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
 from ...experiments.config import ConfigError
+from ...experiments.context import CPU, RunContext
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
 from ...experiments.rundir import file_name_for
@@ -99,7 +100,7 @@ class DiffusionGrid:
     num_steps: Tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ForecastJob:
     """One run; ``setup``/``training``/``diffusion`` are ``None`` for pyg-temporal/closed-form
     models/coin-forecast."""
@@ -110,23 +111,24 @@ class ForecastJob:
     seed: int
     setup: Optional[ForecastSetup]
     training: Optional[ForecastTraining]
-    device: str
     diffusion: Optional[DiffusionGrid] = None
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
 def _setup(config: CoinForecastConfig) -> ForecastSetup:
-    """Our protocol's settings of a configuration (its ``count_transform`` is the setup's ``transform``)."""
-    return ForecastSetup(
-        config.lags, config.horizons, config.test_fraction, config.val_fraction, config.count_transform
-    )
+    """Our protocol's settings of a configuration (its ``count_transform`` is the setup's ``transform``): the
+    runs' and the report's, :meth:`~.protocol.ForecastSetup.of`."""
+    return ForecastSetup.of(config)
 
 
-def train_forecaster(spec: ForecastJob, data: ForecastData) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
-    """Mini-batch Adam over whole origins (``batch_rows`` windows a step), early stopping on the validation
-    MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass); the best
-    model is kept."""
-    training, device = spec.training, torch.device(spec.device)
+def train_forecaster(
+    spec: ForecastJob, data: ForecastData, device: torch.device = CPU
+) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
+    """Mini-batch Adam over whole origins (``batch_rows`` windows a step) on ``device``, early stopping on the
+    validation MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass);
+    the best model is kept."""
+    training = spec.training
     assert training is not None  # a learned model's job carries its training settings (closed forms none)
     reference = REFERENCE_TRAINING.get(spec.model)
     torch.manual_seed(spec.seed)
@@ -232,7 +234,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             "mse_by_horizon": ["number"],
             "mae_by_horizon": ["number"],
         }
-        if getattr(self, "counts", {}).get(spec.dataset):
+        if self.holds_counts(spec.dataset):
             errors.update(mae_raw="number", mae_raw_by_horizon=["number"])
         fields: Dict[str, Any] = {
             **errors,
@@ -253,10 +255,8 @@ class CoinForecastTask(Task[CoinForecastConfig]):
 
     def prepare(self) -> None:
         """Read every series, and check our protocol's split on it, before any run."""
-        self.counts: Dict[str, bool] = {}  # whether a dataset holds counts: its records then hold raw MAEs
         for dataset in self.config.datasets:
             series = read_series(dataset, self.config.data_dir)
-            self.counts[dataset] = series.raw_counts
             if "ours" in self.protocols(dataset):
                 split_days(series.name, series.num_steps, _setup(self.config))
             if self.config.protocols != ["auto"] and "pyg-temporal" in self.config.protocols:
@@ -268,6 +268,11 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                         DataWarning,
                         stacklevel=2,
                     )
+
+    def holds_counts(self, dataset: str) -> bool:
+        """Whether ``dataset`` holds counts: its records then hold the raw MAEs too (the series is read once
+        per process)."""
+        return read_series(dataset, self.config.data_dir).raw_counts
 
     def protocols(self, dataset: str) -> Tuple[str, ...]:
         """The protocols run on ``dataset``: the configured ones, or for ``auto`` those that apply to it
@@ -293,28 +298,28 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                     for seed in config.seeds[:1] if closed_form else config.seeds:
                         jobs.append(
                             ForecastJob(
-                                dataset,
-                                protocol,
-                                model,
-                                0 if closed_form else seed,
-                                setup,
-                                None if closed_form else training,
-                                config.device,
-                                None if diffuses_itself(model) else grid,
-                                config.data_dir,
+                                dataset=dataset,
+                                protocol=protocol,
+                                model=model,
+                                seed=0 if closed_form else seed,
+                                setup=setup,
+                                training=None if closed_form else training,
+                                diffusion=None if diffuses_itself(model) else grid,
                             )
                         )
         return jobs
 
     @staticmethod
-    def run_job(spec: ForecastJob) -> Dict[str, Any]:
+    def run_job(spec: ForecastJob, context: RunContext) -> Dict[str, Any]:
         """One model's test errors, COIN's over it (with ``spec.diffusion``) and its horizon-1 test
         forecasts."""
-        data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+        data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, context.data_dir)
         start = time.perf_counter()
         closed_form = spec.model in BASELINES
         prediction, info = (
-            (closed_form_forecast(spec.model, data), {}) if closed_form else train_forecaster(spec, data)[:2]
+            (closed_form_forecast(spec.model, data), {})
+            if closed_form
+            else train_forecaster(spec, data, context.device)[:2]
         )
         record = {
             "seconds": time.perf_counter() - start,
@@ -400,7 +405,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         """Per series of the user's files (``forecasts``): the COIN variant over a model with the lowest test
         MSE of our protocol, and that model, forecast past the series' end (:mod:`.forecasts`), written to
         ``forecasts.csv`` (``forecasts-<series>.csv`` for several)."""
-        config = self.config
+        config, context = self.config, self.local_context()
         datasets = [
             dataset
             for dataset in dict.fromkeys(config.datasets)
@@ -440,7 +445,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             )
             if record is None or spec is None:
                 continue
-            data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, spec.data_dir)
+            data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, context.data_dir)
             window, graphs = future_window(data)
             network, coefficients = None, None
             if over in BASELINES:
@@ -459,11 +464,10 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 )
                 forecast = closed_form_forecast(over, extended)[-1:].to(torch.float64)
             else:
-                _, _, model = train_forecaster(spec, data)
+                _, _, model = train_forecaster(spec, data, context.device)
                 network = model
                 with evaluation_mode(model), torch.no_grad():
-                    device = torch.device(spec.device)
-                    forecast = model(window.to(device=device, dtype=torch.float32), graphs).to(
+                    forecast = model(window.to(device=context.device, dtype=torch.float32), graphs).to(
                         "cpu", torch.float64
                     )
             coin = record["coin"]

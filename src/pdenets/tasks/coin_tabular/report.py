@@ -77,13 +77,11 @@ def add_sections(
             else "Per split, k labelled samples per class, the rest unlabelled and scored. "
         )
         + f"MLP: {config.layers} layers of width {config.hidden_features}, dropout "
-        f"{config.dropout}; "
-        f"COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = {config.step_size}) on the "
-        f"Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance to neighbour "
-        f"{config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} epochs of "
-        "Adam "
-        f"(lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, {config.n_top} "
-        f"neighbours, α = {config.spreading_alpha}."
+        f"{config.dropout}; COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = "
+        f"{config.step_size}) on the Gaussian {config.n_top}-NN graph of all samples (bandwidth: distance "
+        f"to neighbour {config.sigma_neighbor}, rows normalized), then a linear classifier; {config.epochs} "
+        f"epochs of Adam (lr {config.lr}, weight decay {config.weight_decay}). LabelSpreading: kNN kernel, "
+        f"{config.n_top} neighbours, α = {config.spreading_alpha}."
     )
     figures = results.figures
     for dataset, settings in results.table.items():
@@ -163,10 +161,9 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
     report.paragraph(
         "Every row, by its id in your file (its line number where no id column is named), with its split "
         "(train: the labelled rows drawn; test: the other rows with a label; unlabelled: an empty label "
-        "cell), "
-        "its label where known, the predicted class and each class's probability. They come from each "
-        "model's first split with the first number of labels per class, trained again with that split's "
-        "seed: the test accuracy recomputed from the file is that split's. With your split (a split "
+        "cell), its label where known, the predicted class and each class's probability. They come from "
+        "each model's first split with the first number of labels per class, trained again with that "
+        "split's seed: the test accuracy recomputed from the file is that split's. With your split (a split "
         "column or split_file), train and test are your rows, and a labelled row in neither has no split."
     )
     rows = [

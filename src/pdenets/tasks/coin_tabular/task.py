@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, TypedDict
 
 import numpy as np
 import torch
@@ -37,6 +37,7 @@ from ...data.tabular import (
     load_tabular,
 )
 from ...experiments.config import ConfigError
+from ...experiments.context import CPU, RunContext
 from ...experiments.predictions import write_predictions
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
@@ -92,7 +93,7 @@ class _ModelSettings(TypedDict, total=False):
     spreading: Spreading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TabularJob:
     """One split of one model; only the settings its model computes with are set (the others are ``None``)."""
 
@@ -100,7 +101,6 @@ class TabularJob:
     labels_per_class: int
     split: int
     model: str
-    device: str
     label_column: Optional[str] = None
     mlp: Optional[MlpSettings] = None
     diffusion: Optional[GraphDiffusion] = None
@@ -112,6 +112,8 @@ class TabularJob:
     #: the digest of the split it holds (its key); ``labels_per_class`` is then 0
     split_file: Optional[str] = field(default=None, metadata={"key": False})
     split_digest: str = field(default="", metadata={"key": "unless-default"})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
 @process_cache(maxsize=8)
@@ -166,8 +168,8 @@ def labelled_split(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
         members = np.flatnonzero(labels == label)
         if len(members) <= per_class:
             raise ConfigError(
-                f"class {label} has {len(members)} samples; {per_class} labelled ones would leave none "
-                "to predict"
+                f"class {label} has {len(members)} samples; {per_class} labelled ones would leave none to "
+                "predict"
             )
         chosen.append(rng.choice(members, per_class, replace=False))
     return np.sort(np.concatenate(chosen))
@@ -205,9 +207,10 @@ def table_of(spec: TabularJob) -> TabularData:
     )["table"]
 
 
-def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
+def run_tabular_job(spec: TabularJob, device: torch.device = CPU) -> Dict[str, Any]:
+    """Train ``spec``'s model on ``device``; its accuracy on the scored rows, the time and its outcome."""
     start = time.perf_counter()
-    probabilities, labelled, outcome = fit_tabular(spec)
+    probabilities, labelled, outcome = fit_tabular(spec, device)
     labels = table_of(spec).labels
     _, given = rows_of(spec)
     # the user's test rows, else every row of known label not trained on
@@ -222,15 +225,17 @@ def run_tabular_job(spec: TabularJob) -> Dict[str, Any]:
     }
 
 
-def fit_tabular(spec: TabularJob) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
+def fit_tabular(
+    spec: TabularJob, device: torch.device = CPU
+) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
     """Train ``spec``'s model on its split; returns the class probabilities ``(n, C)`` of every row, the
     labelled rows it trained on, and what its record adds (``mean_confidence`` or ``final_loss``)."""
-    probabilities, labelled, outcome, _ = fit_tabular_model(spec)
+    probabilities, labelled, outcome, _ = fit_tabular_model(spec, device)
     return probabilities, labelled, outcome
 
 
 def fit_tabular_model(
-    spec: TabularJob,
+    spec: TabularJob, device: torch.device = CPU
 ) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
     """:func:`fit_tabular`, and the trained network (``None`` for label spreading, which has none)."""
     diffusion = spec.diffusion
@@ -251,7 +256,7 @@ def fit_tabular_model(
         data["table"].num_classes,
         spec,
         seed=spec.split,
-        device=spec.device,
+        device=device,
     )
     return probabilities, labelled, outcome, network
 
@@ -265,7 +270,7 @@ def train_on_rows(
     settings: Any,
     *,
     seed: int,
-    device: str = "cpu",
+    device: torch.device = CPU,
 ) -> Tuple[np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
     """Train one model on the rows ``labelled`` of standardized ``features`` ``(n, F)`` (every row takes part
     through the sample graph ``weights``); returns the class probabilities ``(n, C)`` of every row, what its
@@ -402,12 +407,11 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                     for model in config.models:
                         jobs.append(
                             TabularJob(
-                                dataset,
-                                per_class,
-                                split,
-                                model,
-                                config.device,
-                                config.label_column,
+                                dataset=dataset,
+                                labels_per_class=per_class,
+                                split=split,
+                                model=model,
+                                label_column=config.label_column,
                                 **parts[model],
                                 id_column=id_column,
                                 split_file=config.split_file,
@@ -417,8 +421,8 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         return jobs
 
     @staticmethod
-    def run_job(spec: TabularJob) -> Dict[str, Any]:
-        return run_tabular_job(spec)
+    def run_job(spec: TabularJob, context: RunContext) -> Dict[str, Any]:
+        return run_tabular_job(spec, context.device)
 
     def settings_left_out(self) -> Dict[str, str]:
         """With the user's split on every table, the random splits' settings do nothing."""
@@ -462,7 +466,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
     def _write_predictions(self, records: List[Dict[str, Any]], run_dir) -> List[Dict[str, Any]]:
         """Each model's first split (the first ``labels_per_class``) trained again on each table of the
         user's files (``predictions``), and its predictions of every row written by the rows' ids."""
-        config = self.config
+        config, device = self.config, self.local_context().device
         datasets = [
             dataset
             for dataset in dict.fromkeys(config.datasets)
@@ -476,7 +480,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         for dataset in datasets:
             for model in config.models:
                 spec = firsts[(dataset, model)]
-                probabilities, labelled, _, network = fit_tabular_model(spec)
+                probabilities, labelled, _, network = fit_tabular_model(spec, device)
                 table = table_of(spec)
                 saved = save_tabular_model(run_dir.file(f"model-{model}"), spec, table, labelled, network)
                 run_dir.register(saved)

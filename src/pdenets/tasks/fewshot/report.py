@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
 from ...experiments.report import Report, counted, md_escape
@@ -147,9 +148,8 @@ def add_sections(
     if described:
         report.bullets(list(described.values()))
     report.paragraph(
-        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, mean "
-        "± 95 % "
-        "confidence interval (1.96 σ/√n) over tasks. Settings per method:"
+        f"Preprocessing `{config.preprocessing}`; `{config.defaults}` method defaults. Accuracies in %, "
+        "mean ± 95 % confidence interval (1.96 σ/√n) over tasks. Settings per method:"
     )
     report.bullets(
         [
@@ -363,9 +363,8 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
             ["method", "s per 1,000 tasks"],
             rows,
             caption=f"{md_escape(first[1])}, {first[2]}, {first[0]}: time of the method alone (batched), "
-            "measured in a "
-            f"worker with {config.threads or 'cores / workers'} torch thread(s); other jobs may have "
-            "shared the machine (benchmarks/fewshot_peers.py measures alone).",
+            f"measured in a worker with {config.threads or 'cores / workers'} torch thread(s); other jobs "
+            "may have shared the machine (benchmarks/fewshot_peers.py measures alone).",
         )
     if paper:  # a benchmark, not the user's data
         _paper_context(report)
@@ -479,6 +478,34 @@ def _picture_figure(pictures, run_dir) -> str:
                 c=CLASS_COLORS[labels[:support] % len(CLASS_COLORS)],
                 linewidths=0.6,
             )
+    classes = sorted({int(label) for label in np.asarray(pictures[0]["labels"])})
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="*",
+            linestyle="",
+            markersize=11,
+            markerfacecolor="white",
+            color="k",
+            label="support",
+        ),
+        Line2D([], [], marker="o", linestyle="", markersize=5, color="0.4", label="queries"),
+    ] + [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            markersize=6,
+            color=CLASS_COLORS[c % len(CLASS_COLORS)],
+            label=f"class {c + 1} of the task",
+        )
+        for c in classes
+    ]
+    fig.legend(
+        handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False
+    )
     return run_dir.save_figure(fig, "picture.png")
 
 
@@ -492,8 +519,8 @@ def _paper_context(report: Report) -> None:
     report.paragraph(
         "For context, the paper's Table 2 on miniImageNet with a ResNet-18 (raw features, 5-way): "
         + "; ".join(
-            f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / {PAPER_TABLE2[(m, 5)].format(2)} "
-            f"(5-shot)"
+            f"{METHOD_NAMES[m]} {PAPER_TABLE2[(m, 1)].format(2)} (1-shot) / "
+            f"{PAPER_TABLE2[(m, 5)].format(2)} (5-shot)"
             for m in PAPER_METHODS
         )
         + ". Other data and backbone: compare orderings, not values."

@@ -25,11 +25,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+import torch
 
 from ...data.fewshot import QueryShape, mean_and_interval
+from ...experiments.context import RunContext
 from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
 from ...experiments.summary import group_records
@@ -74,7 +76,7 @@ from .results import (
 __all__ = ["FewShotConfig", "FewShotTask", "EpisodeJob", "PREPROCESSING", "STUDIES"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeJob:
     """Tasks ``first_task … last_task − 1`` of one (study, dataset, ways, shots, settings)."""
 
@@ -91,16 +93,19 @@ class EpisodeJob:
     settings: Any
     preprocessing: Preprocessing
     variable: Optional[float]
-    device: str
     distribution: str = "balanced"
     open_set: int = 0
     query_mode: str = "together"
     features: str = field(default="", metadata={"key": False})
     chunk_size: int = field(default=100, metadata={"key": False})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PictureJob:
+    """The picture study's features, before and after diffusion, at one number of shots."""
+
     dataset: str
     fingerprint: str
     shots: int
@@ -110,8 +115,10 @@ class PictureJob:
     features: str = field(default="", metadata={"key": False})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OfficialRunsJob:
+    """One method on the official runs of Lake et al."""
+
     fingerprint: str
     method: str = field(metadata={"stored_value": stored_method_name})
     settings: Any
@@ -119,7 +126,7 @@ class OfficialRunsJob:
     features: str = field(default="", metadata={"key": False})
 
 
-def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
+def _run_episodes(spec: EpisodeJob, device: torch.device) -> Dict[str, Any]:
     features = features_file(spec.features)
     tasks = range(spec.first_task, spec.last_task)
     shape = QueryShape.parse(spec.distribution, spec.open_set)
@@ -135,9 +142,9 @@ def _run_episodes(spec: EpisodeJob) -> Dict[str, Any]:
     facts = query_set_facts(solved_labels, spec.ways)
     start = time.perf_counter()
     probabilities = classify(
-        support.to(spec.device),
-        labels.to(spec.device),
-        query.to(spec.device),
+        support.to(device),
+        labels.to(device),
+        query.to(device),
         spec.ways,
         method_from_name(spec.method, spec.settings),
         spec.preprocessing,
@@ -326,25 +333,24 @@ class FewShotTask(Task[FewShotConfig]):
             for first in range(0, tasks, config.tasks_per_job):
                 jobs.append(
                     EpisodeJob(
-                        study,
-                        label,
-                        fingerprint,
-                        ways,
-                        shots,
-                        queries,
-                        first,
-                        min(tasks, first + config.tasks_per_job),
-                        config.seed,
-                        name,
-                        settings,
-                        preprocessing,
-                        variable,
-                        config.device,
-                        spread.distribution,
-                        spread.open_set,
-                        mode,
-                        path,
-                        config.chunk_size,
+                        study=study,
+                        dataset=label,
+                        fingerprint=fingerprint,
+                        ways=ways,
+                        shots=shots,
+                        queries=queries,
+                        first_task=first,
+                        last_task=min(tasks, first + config.tasks_per_job),
+                        seed=config.seed,
+                        method=name,
+                        settings=settings,
+                        preprocessing=preprocessing,
+                        variable=variable,
+                        distribution=spread.distribution,
+                        open_set=spread.open_set,
+                        query_mode=mode,
+                        features=path,
+                        chunk_size=config.chunk_size,
                     )
                 )
 
@@ -397,16 +403,36 @@ class FewShotTask(Task[FewShotConfig]):
             path, fingerprint, _ = self.sources[first]
             for shots in config.shots:
                 _, settings, preprocessing = self.job_method("internal")
-                jobs.append(PictureJob(first, fingerprint, shots, config.seed, settings, preprocessing, path))
+                jobs.append(
+                    PictureJob(
+                        dataset=first,
+                        fingerprint=fingerprint,
+                        shots=shots,
+                        seed=config.seed,
+                        settings=settings,
+                        preprocessing=preprocessing,
+                        features=path,
+                    )
+                )
         if self.official is not None:
             for method in config.methods:
-                jobs.append(OfficialRunsJob(self.official[1], *self.job_method(method), self.official[0]))
+                name, settings, preprocessing = self.job_method(method)
+                jobs.append(
+                    OfficialRunsJob(
+                        fingerprint=self.official[1],
+                        method=name,
+                        settings=settings,
+                        preprocessing=preprocessing,
+                        features=self.official[0],
+                    )
+                )
         return jobs
 
     @staticmethod
-    def run_job(spec) -> Dict[str, Any]:
+    def run_job(spec, context: RunContext) -> Dict[str, Any]:
+        if isinstance(spec, EpisodeJob):
+            return _run_episodes(spec, context.device)
         runners: Dict[type, Callable[[Any], Dict[str, Any]]] = {
-            EpisodeJob: _run_episodes,
             PictureJob: _run_picture,
             OfficialRunsJob: _run_official,
         }

@@ -83,8 +83,8 @@ PAPER: Dict[Tuple[str, str], Dict[Tuple[str, float], Dict[str, PaperValue]]] = {
 _ARCHITECTURE_TEXT = {
     "mlp": "MLP 784 → {width}, {blocks} blocks v(x) = W₂σ(W₁σ(x)) (ResNet: x + v(x)), → 10",
     "k1": (
-        "CNN K = 1: stride-2 3×3 stem 3×32×32 → 32×16×16, 10 blocks of two 3×3 convolutions, global pool, "
-        "→ 10"
+        "CNN K = 1: stride-2 3×3 stem 3×32×32 → 32×16×16, 10 blocks of two 3×3 convolutions, global pool, → "
+        "10"
     ),
     "k4": "CNN K = 4: stages {k4} channels at 32², 16², 8², 4², 5 blocks each, stride-2 1×1 projections, → "
     "10",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from ...analysis.transport import (
     segment_proportions,
 )
 from ...data.vision import load_train_and_tests, pad_crop_flip
+from ...experiments.context import RunContext
 from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
@@ -54,8 +55,11 @@ from .results import GeodesicCell, GeodesicResults, StageScores
 __all__ = ["GeodesicConfig", "GeodesicTask", "GeodesicJob", "PAPER"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GeodesicJob:
+    """One network of the pair (plain or ResNet) trained on one data set at one weight decay and seed, and
+    the analyses run on it; built by keyword."""
+
     dataset: str
     architecture: str
     kind: str
@@ -79,10 +83,10 @@ class GeodesicJob:
     ablation_block: int
     ablation_counts: Tuple[int, ...]
     projection_points: int
-    device: str
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
     #: mixed precision (bfloat16 autocast) of the training and the accuracies; a run without it keeps its key
     amp: bool = field(default=False, metadata={"key": "unless-default"})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
 #: the training images and the test sets of a dataset, kept per process (image sets are large: only the last
@@ -127,11 +131,14 @@ def _mean_over_stages(stages: List[Dict[str, Any]], metric: str) -> float:
     return float(np.mean([stage[metric] for stage in stages]))
 
 
-def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
-    train, tests = _load(spec.dataset, spec.train_limit, spec.test_limit, spec.data_dir)
+def run_geodesic_job(spec: GeodesicJob, context: RunContext = RunContext()) -> Dict[str, Any]:
+    """Train one network of the pair in ``context``; its curve, scores, accuracies, robustness, unit
+    ablation and track projection."""
+    train, tests = _load(spec.dataset, spec.train_limit, spec.test_limit, context.data_dir)
     test = tests["test"]
     torch.manual_seed(spec.seed)
-    model = build_pair_member(spec).to(spec.device)
+    device = context.device
+    model = build_pair_member(spec).to(device)
     optimizer = torch.optim.SGD(
         model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay
     )
@@ -153,7 +160,7 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
                 batch_size=spec.batch_size,
                 generator=generator,
                 augment=augment,
-                device=spec.device,
+                device=device,
                 amp=spec.amp,
             )
         except NonFiniteError:
@@ -178,7 +185,7 @@ def run_geodesic_job(spec: GeodesicJob) -> Dict[str, Any]:
         record[metric] = _mean_over_stages(stages, metric)
     for name, images in {"train": train, **tests}.items():  # train_accuracy, test_accuracy, official_accuracy
         record[f"{name}_accuracy"] = evaluate_classifier(
-            model, images.images, images.labels, batch_size=1000, device=spec.device, amp=spec.amp
+            model, images.images, images.labels, batch_size=1000, device=device, amp=spec.amp
         )["accuracy"]
     probe_x, probe_y = test.images[: spec.robustness_points], test.labels[: spec.robustness_points]
     record["robustness"] = {
@@ -299,39 +306,37 @@ class GeodesicTask(Task[GeodesicConfig]):
                 for gamma, kind, seed in itertools.product(c.weight_decays, c.kinds, c.seeds):
                     out.append(
                         GeodesicJob(
-                            dataset,
-                            architecture,
-                            kind,
-                            float(gamma),
-                            seed,
-                            c.width if mlp else None,
-                            c.blocks if mlp else None,
-                            tuple(c.k4_widths) if architecture == "k4" else None,
-                            c.init,
-                            c.epochs,
-                            c.batch_size,
-                            c.lr,
-                            c.momentum,
-                            c.augment and dataset == "cifar10",
-                            c.train_limit,
-                            c.test_limit,
-                            c.track_points,
-                            tuple(float(v) for v in c.noise_levels),
-                            tuple(float(v) for v in c.fgsm_levels),
-                            c.robustness_points,
-                            c.ablation_block,
-                            tuple(int(k) for k in c.ablation_counts),
-                            c.projection_points,
-                            c.device,
-                            c.data_dir,
+                            dataset=dataset,
+                            architecture=architecture,
+                            kind=kind,
+                            weight_decay=float(gamma),
+                            seed=seed,
+                            width=c.width if mlp else None,
+                            blocks=c.blocks if mlp else None,
+                            k4_widths=tuple(c.k4_widths) if architecture == "k4" else None,
+                            init=c.init,
+                            epochs=c.epochs,
+                            batch_size=c.batch_size,
+                            lr=c.lr,
+                            momentum=c.momentum,
+                            augment=c.augment and dataset == "cifar10",
+                            train_limit=c.train_limit,
+                            test_limit=c.test_limit,
+                            track_points=c.track_points,
+                            noise_levels=tuple(float(v) for v in c.noise_levels),
+                            fgsm_levels=tuple(float(v) for v in c.fgsm_levels),
+                            robustness_points=c.robustness_points,
+                            ablation_block=c.ablation_block,
+                            ablation_counts=tuple(int(k) for k in c.ablation_counts),
+                            projection_points=c.projection_points,
                             amp=c.amp,
                         )
                     )
         return out
 
     @staticmethod
-    def run_job(spec: GeodesicJob) -> Dict[str, Any]:
-        return run_geodesic_job(spec)
+    def run_job(spec: GeodesicJob, context: RunContext) -> Dict[str, Any]:
+        return run_geodesic_job(spec, context)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         if record["diverged"]:

@@ -108,8 +108,10 @@ class ImageClassificationConfig(TaskConfig):
             raise ConfigError(f"units {self.units} and widths {self.widths} need the same length")
         if any(w % 2 for w in self.widths):
             raise ConfigError(f"widths must be even, got {self.widths}")
-        if (self.resnet_depth - 2) % 6:
-            raise ConfigError(f"resnet_depth must be 6n + 2, got {self.resnet_depth}")
+        if self.resnet_depth < 8 or (self.resnet_depth - 2) % 6:
+            raise ConfigError(
+                f"resnet_depth must be 6n + 2 with n ≥ 1 (8, 14, 20, …), got {self.resnet_depth}"
+            )
         if self.train_limit is not None and self.train_limit < self.batch_size:
             raise ConfigError("train_limit must be at least one batch")
         if self.test_limit is not None and self.test_limit < 1:

@@ -65,14 +65,11 @@ def add_sections(
     figures = results.figures
     report.paragraph(
         f"Units {config.units}, widths {config.widths}, h = {config.step_size}, λ = {config.lam}, s = "
-        f"{config.s}, "
-        f"subsampling {config.subsample}, {config.stages} stages; ResNet v1 depth {config.resnet_depth} "
-        "(widths "
-        f"{config.resnet_widths}); {config.epochs} epochs, batch {config.batch_size}, SGD (momentum "
-        f"{config.momentum}) "
-        f"with the paper's piecewise learning rate scaled to the epochs, L2 {config.l2} (ResNets "
-        f"{config.l2_resnet}), "
-        f"smoothness {config.smoothness}; seeds {config.seeds}"
+        f"{config.s}, subsampling {config.subsample}, {config.stages} stages; ResNet v1 depth "
+        f"{config.resnet_depth} (widths {config.resnet_widths}); {config.epochs} epochs, batch "
+        f"{config.batch_size}, SGD (momentum {config.momentum}) with the paper's piecewise learning rate "
+        f"scaled to the epochs, L2 {config.l2} (ResNets {config.l2_resnet}), smoothness "
+        f"{config.smoothness}; seeds {config.seeds}"
         + ("; forward passes in bfloat16 mixed precision (`--amp`)." if config.amp else ".")
     )
     for dataset, models in results.table.items():

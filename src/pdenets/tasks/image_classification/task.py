@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Union, cast
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Protocol, Union, cast
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ import torch
 from ..._cache import process_cache
 from ...data.image_benchmarks import CanvasSettings, CifarSettings, load_image_benchmark
 from ...data.vision import load_cifar10, load_mnist, pad_crop_flip
-from ...experiments.distributed import distributed_context
+from ...experiments.context import RunContext
 from ...experiments.records import RecordFields
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
@@ -91,7 +91,7 @@ class ImageTraining:
     smoothness: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImageJob:
     """One network (at the settings it uses) trained with one seed on one data set."""
 
@@ -101,10 +101,10 @@ class ImageJob:
     architecture: ImageArchitecture
     training: ImageTraining
     data: Union[CifarSettings, CanvasSettings]
-    device: str
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
     #: bfloat16 autocast for the forward passes (``--amp``); off keeps the keys stored before it existed
     amp: bool = field(default=False, metadata={"key": "unless-default"})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
 def _architecture(config: ImageClassificationConfig) -> ImageArchitecture:
@@ -166,12 +166,12 @@ class _Regularized(Protocol):
     def smoothness_penalty(self) -> torch.Tensor: ...
 
 
-def run_image_job(spec: ImageJob) -> Dict[str, Any]:
-    """Train one network on one data set; its test accuracies (and mean IoU), curve and nonlocal spectra."""
+def run_image_job(spec: ImageJob, context: RunContext = RunContext()) -> Dict[str, Any]:
+    """Train one network on one data set in ``context`` (under ``torchrun`` each process's own device, the
+    network wrapped in DDP); its test accuracies (and mean IoU), curve and nonlocal spectra."""
     training = spec.training
-    benchmark = _benchmark(spec.dataset, spec.data, spec.data_dir)
-    context = distributed_context(spec.device)  # under torchrun on CUDA: this process's own GPU
-    device = torch.device(context.device)
+    benchmark = _benchmark(spec.dataset, spec.data, context.data_dir)
+    device, processes = context.device, context.distributed
     torch.manual_seed(spec.seed)
     head = "pool" if spec.dataset == "cifar10" else "global"  # on the canvases every network pools globally
     model = build_image_model(
@@ -184,7 +184,7 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
         head=head,
     ).to(device)
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    trained = context.wrap(model)
+    trained = processes.wrap(model)
     optimizer = torch.optim.SGD(trained.parameters(), lr=training.lr, momentum=training.momentum)
     train = benchmark.train
     steps_per_epoch = -(-len(train) // training.batch_size)
@@ -217,8 +217,8 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
             penalty=penalty,
             scheduler=scheduler,
             device=device,
-            shard=context.shard,
-            reduce=context.reduce,
+            shard=processes.shard,
+            reduce=processes.reduce,
             amp=spec.amp,
         )
         curve.append(metrics)
@@ -238,7 +238,6 @@ def run_image_job(spec: ImageJob) -> Dict[str, Any]:
             entry["mean_iou"] = mean_iou(evaluation["predictions"], test.labels, benchmark.classes)
         record["tests"][name] = entry
     record["spectra"] = nonlocal_spectra(model)
-    context.close()
     return record
 
 
@@ -296,15 +295,13 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
         architecture = _architecture(config)
         return [
             ImageJob(
-                dataset,
-                model,
-                seed,
-                model_architecture(model, architecture),
-                _training(config, model),
-                _data(config, dataset),
-                config.device,
-                config.data_dir,
-                config.amp,
+                dataset=dataset,
+                model=model,
+                seed=seed,
+                architecture=model_architecture(model, architecture),
+                training=_training(config, model),
+                data=_data(config, dataset),
+                amp=config.amp,
             )
             for dataset in config.datasets
             for model in config.models
@@ -312,8 +309,8 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
         ]
 
     @staticmethod
-    def run_job(spec: ImageJob) -> Dict[str, Any]:
-        return run_image_job(spec)
+    def run_job(spec: ImageJob, context: RunContext) -> Dict[str, Any]:
+        return run_image_job(spec, context)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         first = next(iter(record["tests"].values()))

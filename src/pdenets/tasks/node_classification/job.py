@@ -6,11 +6,12 @@ settings (:mod:`.saved`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
+from typing import Any, ClassVar, Mapping, Optional, Tuple, Union
 
 import torch
 
 from ...data.transforms import PreparedGraph
+from ...experiments.context import CPU
 from ...models.node_training import DiffusionSettings, MessagePassingSettings
 from ...models.registry import create_model, model_entry
 from ...operators.partitioned import PartitionedDiffusion
@@ -18,7 +19,7 @@ from ...operators.partitioned import PartitionedDiffusion
 __all__ = ["NodeJob", "build_model", "diffusion_steps", "model_inputs"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeJob:
     """One (graph, model, depth, split, initialization) of the protocol or the depth study.
 
@@ -40,8 +41,6 @@ class NodeJob:
     max_epochs: int
     patience: int
     hyperparameters: Union[DiffusionSettings, MessagePassingSettings]
-    device: str
-    data_dir: Optional[str] = field(default=None, metadata={"key": False})
     missing_features: str = "identity"
     #: under torchrun: how the graph is split over the processes. ``contiguous`` keeps the node numbering, so
     #: the dropout masks and the numbers are the single process's; another partition renumbers the nodes,
@@ -53,6 +52,8 @@ class NodeJob:
     #: the user's split file (read where the job runs) and the digest of the split it holds (its key)
     split_file: Optional[str] = field(default=None, metadata={"key": False})
     split_digest: str = field(default="", metadata={"key": "unless-default"})
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
 def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
@@ -108,10 +109,10 @@ def build_model(
     )
 
 
-def model_inputs(spec: NodeJob, graph: PreparedGraph) -> Tuple[torch.Tensor, ...]:
-    """What ``spec``'s model takes, on its device: the features (a sparse matrix where they are sparse), and
+def model_inputs(spec: NodeJob, graph: PreparedGraph, device: torch.device = CPU) -> Tuple[torch.Tensor, ...]:
+    """What ``spec``'s model takes, on ``device``: the features (a sparse matrix where they are sparse), and
     the edges for a model that reads them at each call."""
     inputs = (
         (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
     )
-    return tuple(tensor.to(torch.device(spec.device)) for tensor in inputs)
+    return tuple(tensor.to(device) for tensor in inputs)

@@ -69,8 +69,7 @@ def add_sections(
         f"most {config.max_epochs} epochs."
         + (
             f" Diff-ResNet diffuses in a learned {config.diffusion_width}-wide space (`--diffuse-in "
-            "hidden`), not "
-            "in the input features as in the paper."
+            "hidden`), not in the input features as in the paper."
             if config.diffuse_in == "hidden"
             else ""
         )
@@ -128,19 +127,14 @@ def add_sections(
             )
             + f" (`feature_transform = {config.feature_transform}`).",
             "Diff-ResNet diffuses with W = D̃^-1/2 (A+I) D̃^-1/2 and L = diag(W1) − W, the paper code's "
-            "operator; "
-            f"dropout is applied `{config.dropout_position}` each diffusion step (the paper's code drops "
-            "before each "
-            "step, its text after).",
+            f"operator; dropout is applied `{config.dropout_position}` each diffusion step (the paper's "
+            "code drops before each step, its text after).",
             "No-Diff-ResNet is the same network with r = 0, hence without dropout (dropout lives in the "
-            "diffusion "
-            "steps).",
-            "Baselines: PyG layers with the original papers' settings (GCN 16 hidden, dropout 0.5; GraphSAGE "
-            "64 "
-            "hidden; GAT 8 heads × 8, dropout 0.6, lr 0.005), trained in the same protocol.",
-            "Early stopping: an epoch counts as an improvement when the validation loss does not increase or "
-            "the "
-            "validation accuracy does not decrease; the state of the last improvement is restored.",
+            "diffusion steps).",
+            "Baselines: PyG layers with the original papers' settings (GCN 16 hidden, dropout 0.5; "
+            "GraphSAGE 64 hidden; GAT 8 heads × 8, dropout 0.6, lr 0.005), trained in the same protocol.",
+            "Early stopping: an epoch counts as an improvement when the validation loss does not increase "
+            "or the validation accuracy does not decrease; the state of the last improvement is restored.",
         ]
     )
 
@@ -266,10 +260,10 @@ def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
         return
     report.heading("Predictions")
     report.paragraph(
-        "Every node of the largest component, by its id in your file, with its split, its label where known, "
-        "the predicted class and each class's probability. They come from each model's first run (split 0, "
-        "initialization 0), trained again with that run's seeds: the test accuracy recomputed from the file "
-        "is that run's."
+        "Every node of the largest component, by its id in your file, with its split, its label where "
+        "known, the predicted class and each class's probability. They come from each model's first run "
+        "(split 0, initialization 0), trained again with that run's seeds: the test accuracy recomputed "
+        "from the file is that run's."
     )
     rows = [
         [

@@ -21,7 +21,24 @@ from typing import Dict, Optional
 
 from ...experiments.results import OMIT_NONE, TaskResults
 
-__all__ = ["NodeClassificationResults", "AccuracyCell", "GraphFacts"]
+__all__ = ["NodeClassificationResults", "AccuracyCell", "GraphFacts", "NodeRecord"]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """What one run returns and the store keeps: the test ``accuracy`` (a fraction), the validation and test
+    losses, the epochs trained and the best one, the epoch it diverged at (``None``: it did not) and the
+    seconds from building the model to the test accuracy. The summary reads ``accuracy``, ``epochs`` and
+    ``seconds``: the others are stored, not read (a record stored before them still reports)."""
+
+    accuracy: float = field(metadata={"kind": "fraction"})
+    val_accuracy: float = field(metadata={"read": False})
+    val_loss: float = field(metadata={"read": False})
+    test_loss: float = field(metadata={"read": False})
+    epochs: int
+    best_epoch: int = field(metadata={"read": False})
+    diverged_at_epoch: Optional[int] = field(metadata={"read": False})
+    seconds: float
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,6 @@ def node_probabilities(
         max_epochs=manifest["max_epochs"],
         patience=manifest["patience"],
         hyperparameters=kind(**settings),
-        device="cpu",
         missing_features=manifest["missing_features"],
         feature_transform=manifest["feature_transform"],
     )

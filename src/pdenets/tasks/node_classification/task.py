@@ -16,7 +16,7 @@ hence no dropout), and the PyG baselines GCN, GraphSAGE-mean/-maxpool, GAT.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ from ...data.transforms import (
     prepared_graph,
 )
 from ...experiments.config import ConfigError
-from ...experiments.records import RecordFields
+from ...experiments.context import RunContext
 from ...experiments.report import md_escape
 from ...experiments.rundir import file_name_for
 from ...experiments.summary import PaperValue, Stats, group_records
@@ -53,7 +53,7 @@ from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparamet
 from .job import NodeJob, _diffusion_settings, build_model, diffusion_steps, model_inputs
 from .predictions import NodePredictions, write_node_predictions
 from .report import add_predictions_section, add_sections
-from .results import AccuracyCell, GraphFacts, NodeClassificationResults
+from .results import AccuracyCell, GraphFacts, NodeClassificationResults, NodeRecord
 from .saved import save_node_model
 
 __all__ = [
@@ -91,17 +91,15 @@ BASELINE_OPTIMIZER: Dict[str, float] = {"lr": 0.01, "weight_decay": 5e-4}
 BASELINE_OPTIMIZER_BY_MODEL: Dict[str, Dict[str, float]] = {"gat": {"lr": 0.005}}
 
 
-def split_of(spec: NodeJob, labels: torch.Tensor) -> Tuple[Split, int]:
+def split_of(spec: NodeJob, labels: torch.Tensor, data_dir: Optional[str] = None) -> Tuple[Split, int]:
     """The split and the torch seed of ``spec``'s initialization (the paper code's seeding); with a split
     file, the file's split (:func:`user_split`) and the ``init``-th seed of a stream seeded by ``seed``
-    (nothing is drawn from the labels)."""
+    (nothing is drawn from the labels); ``data_dir``: where the graph's files lie (the run's context)."""
     if spec.split_file is None:
         return split_and_init_seed(
             labels, spec.seed, spec.split, spec.init, spec.train_per_class, spec.val_per_class
         )
-    given = user_split(
-        spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform, spec.split_file
-    )
+    given = user_split(spec.graph, data_dir, spec.missing_features, spec.feature_transform, spec.split_file)
     if given.digest != spec.split_digest:
         raise ConfigError(f"{spec.split_file} changed since the runs were planned; run again")
     seed = int(np.random.RandomState(spec.seed).randint(0, 1_000_000, spec.init + 1)[spec.init])
@@ -124,25 +122,26 @@ def user_split(
 
 
 def train_node_classifier(
-    spec: NodeJob, *, whole: bool = False
+    spec: NodeJob, context: RunContext = RunContext(), *, whole: bool = False
 ) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
-    """Train one run; returns the model (best state restored), the fit history and the record.
+    """Train one run in ``context`` (its device and data folder); returns the model (best state restored), the
+    fit history and the record.
 
     ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
     counted. ``whole``: in this process alone, the whole graph, also under torchrun (the contiguous split
     over the processes computes the same numbers).
     """
-    graph = prepared_graph(spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform)
-    device = torch.device(spec.device)
-    split, init_seed = split_of(spec, graph.y)
+    graph = prepared_graph(spec.graph, context.data_dir, spec.missing_features, spec.feature_transform)
+    device = context.device
+    split, init_seed = split_of(spec, graph.y, context.data_dir)
     start = time.perf_counter()
     if not whole and _split_over_processes(spec):
-        return _train_partitioned(spec, graph, split, init_seed, start)
+        return _train_partitioned(spec, context.data_dir, graph, split, init_seed, start)
     torch.manual_seed(init_seed)
     model = build_model(spec, graph).to(device)
     result, record = fit_node_classifier(
         model,
-        model_inputs(spec, graph),
+        model_inputs(spec, graph, device),
         graph.y.to(device),
         split,
         lr=float(spec.hyperparameters.lr),
@@ -169,13 +168,13 @@ def _partition(graph_spec: str, data_dir: Optional[str], features: Tuple[str, st
 
 
 def _train_partitioned(
-    spec: NodeJob, graph: PreparedGraph, split: Split, init_seed: int, start: float
+    spec: NodeJob, data_dir: Optional[str], graph: PreparedGraph, split: Split, init_seed: int, start: float
 ) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
     """This process's rows of the graph, the same model and protocol; every loss and accuracy over all
     rows."""
     rank = dist.get_rank()
     features = (spec.missing_features, spec.feature_transform)
-    partition = _partition(spec.graph, spec.data_dir, features, spec.partition, dist.get_world_size())
+    partition = _partition(spec.graph, data_dir, features, spec.partition, dist.get_world_size())
     hp = _diffusion_settings(spec)  # only a model with diffusion splits its graph (_split_over_processes)
     operator = PartitionedDiffusion(
         rows_of_part(graph.weights, partition, rank),
@@ -224,9 +223,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         "val_accuracy": "REAL",
         "epochs": "INTEGER",
     }
-
-    def record_fields(self, spec: NodeJob, record: Mapping[str, Any]) -> RecordFields:
-        return {"accuracy": "fraction", "seconds": "number", "epochs": "integer"}
+    record_type = NodeRecord
 
     @classmethod
     def quick_config(cls) -> NodeClassificationConfig:
@@ -349,26 +346,24 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         ]
         return [
             NodeJob(
-                experiment,
-                graph,
-                graph_label(graph),
-                model,
-                depth,
-                split,
-                init,
-                config.seed,
-                config.train_per_class,
-                config.val_per_class,
-                config.max_epochs,
-                config.patience,
-                self.hyperparameters(model, graph),
-                config.device,
-                config.data_dir,
-                config.missing_features,
-                config.partition,
-                self._feature_transform(graph),
-                config.split_file,
-                self._split_digest(graph),
+                experiment=experiment,
+                graph=graph,
+                dataset=graph_label(graph),
+                model=model,
+                depth=depth,
+                split=split,
+                init=init,
+                seed=config.seed,
+                train_per_class=config.train_per_class,
+                val_per_class=config.val_per_class,
+                max_epochs=config.max_epochs,
+                patience=config.patience,
+                hyperparameters=self.hyperparameters(model, graph),
+                missing_features=config.missing_features,
+                partition=config.partition,
+                feature_transform=self._feature_transform(graph),
+                split_file=config.split_file,
+                split_digest=self._split_digest(graph),
             )
             for experiment, graph, model, depth, splits, inits in studies
             for split in range(splits)
@@ -376,8 +371,8 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
         ]
 
     @staticmethod
-    def run_job(spec: NodeJob) -> Dict[str, Any]:
-        return train_node_classifier(spec)[2]
+    def run_job(spec: NodeJob, context: RunContext) -> NodeRecord:
+        return NodeRecord(**train_node_classifier(spec, context)[2])
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * record['accuracy']:.1f}%"
@@ -420,7 +415,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     def _write_predictions(self, records: List[Dict[str, Any]], run_dir) -> List[NodePredictions]:
         """Each model's first run trained again on each graph of the user's files (``predictions``), and its
         predictions of every node written (:mod:`.predictions`)."""
-        config = self.config
+        config, context = self.config, self.local_context()
         graphs = [
             spec
             for spec in dict.fromkeys(config.datasets)
@@ -438,16 +433,21 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             label = graph_label(graph_spec)
             for model_name in config.models:
                 spec = firsts[(graph_spec, model_name)]
-                model, _, record = train_node_classifier(spec, whole=True)  # rank 0 alone under torchrun
+                # rank 0 alone under torchrun
+                model, _, record = train_node_classifier(spec, context, whole=True)
                 graph = prepared_graph(
-                    spec.graph, spec.data_dir, spec.missing_features, spec.feature_transform
+                    spec.graph, context.data_dir, spec.missing_features, spec.feature_transform
                 )
                 name = "predictions"
                 name += f"-{file_name_for(label)}" if len(graphs) > 1 else ""
                 name += f"-{model_name}" if len(config.models) > 1 else ""
                 path = run_dir.file(name + ".csv")
                 nodes, unlabelled, accuracy = write_node_predictions(
-                    path, model, model_inputs(spec, graph), graph, split_of(spec, graph.y)[0]
+                    path,
+                    model,
+                    model_inputs(spec, graph, context.device),
+                    graph,
+                    split_of(spec, graph.y, context.data_dir)[0],
                 )
                 run_dir.register(path)
                 saved = run_dir.register(

@@ -136,9 +136,9 @@ def _xor_section(report: Report, records, xor: XorDiffusion, config: SyntheticCo
     )
     report.paragraph(
         "Prop. 1 assumes that each subclass (disc) is a connected component of the graph. Where the kNN "
-        "graph "
-        "joins two discs (column 2 > 0) those discs diffuse toward a common point, D(t) stops shrinking and "
-        "L/D levels off; where it does not, D(t) decays exponentially and L/D grows without bound."
+        "graph joins two discs (column 2 > 0) those discs diffuse toward a common point, D(t) stops "
+        "shrinking and L/D levels off; where it does not, D(t) decays exponentially and L/D grows without "
+        "bound."
     )
     report.figure(
         figure,
@@ -240,14 +240,11 @@ def _classification_section(
     report.heading("Moon, circle, spiral: 18-parameter ResNet with and without diffusion (Figs. 4, 11, 12)")
     report.paragraph(
         f"{counted(len(config.seeds), 'seed')}; each trains on {2 * config.points_per_class} points (full "
-        "batch, "
-        f"{config.epochs} epochs, weight decay {config.weight_decay}) and is tested on a held-out sample of "
-        f"{2 * config.test_points_per_class} points from another seed, diffused on its own graph. "
-        "Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; "
-        f"'at {config.paper_epochs}' "
-        "is the accuracy after the paper's 20 steps. A run whose loss, parameters or outputs become "
-        "non-finite "
-        "stops and keeps its last finite parameters ('diverged')."
+        f"batch, {config.epochs} epochs, weight decay {config.weight_decay}) and is tested on a held-out "
+        f"sample of {2 * config.test_points_per_class} points from another seed, diffused on its own graph. "
+        "Accuracies: mean ± std over seeds; 'perfect' counts seeds with 100 % on that split; 'at "
+        f"{config.paper_epochs}' is the accuracy after the paper's 20 steps. A run whose loss, parameters "
+        "or outputs become non-finite stops and keeps its last finite parameters ('diverged')."
     )
     rows = []
     for name, by_optimizer in results.classification.items():
@@ -289,9 +286,9 @@ def _classification_section(
             if f"{name}_{optimizer}" in figures:
                 report.figure(
                     figures[f"{name}_{optimizer}"],
-                    f"{name}, {optimizer}: raw data; accuracy vs epoch (solid train, dashed test); features "
-                    "before the classifier at several epochs without (middle row) and with (bottom row) "
-                    "diffusion.",
+                    f"{name}, {optimizer}: raw data; accuracy vs epoch (solid train, dashed test); "
+                    "features before the classifier at several epochs without (middle row) and with "
+                    "(bottom row) diffusion.",
                 )
 
 

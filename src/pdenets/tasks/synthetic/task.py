@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from ...analysis.diffusion_path import diffusion_path, edges_between_groups
 from ...data.synthetic import SyntheticSet, make_synthetic
+from ...experiments.context import RunContext
 from ...experiments.records import RecordFields
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
@@ -74,8 +75,10 @@ class TrainingProtocol:
     dtype: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class XorJob:
+    """The XOR diffusion of one seed: distance and diameter along the diffusion path."""
+
     seed: int
     points_per_disc: int
     n_top: int
@@ -84,11 +87,14 @@ class XorJob:
     steps: int
     report_steps: Tuple[int, ...]
     graph: GraphConvention
-    device: str
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClassificationJob:
+    """One network variant trained on one synthetic set with one optimizer and seed."""
+
     dataset: str
     seed: int
     optimizer: str
@@ -98,16 +104,20 @@ class ClassificationJob:
     protocol: TrainingProtocol
     graph: GraphConvention
     snapshot_epochs: Tuple[int, ...]
-    device: str
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PaperScriptJob:
+    """The paper scripts' data, seeds and steps on one set."""
+
     dataset: str
-    device: str
+    #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
+    stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
 
-def _on_graph(data: SyntheticSet, kernel, graph: GraphConvention, device: str, dtype: torch.dtype):
+def _on_graph(data: SyntheticSet, kernel, graph: GraphConvention, device: torch.device, dtype: torch.dtype):
     """Points (in ``dtype``) and labels on ``device``, and the kNN Gaussian weights (``kernel.n_top``,
     ``.sigma``)."""
     points = data.points.to(device, dtype)
@@ -121,11 +131,9 @@ def _on_graph(data: SyntheticSet, kernel, graph: GraphConvention, device: str, d
     return points, data.labels.to(device), weights
 
 
-def _run_xor(spec: XorJob) -> Dict[str, Any]:
+def _run_xor(spec: XorJob, device: torch.device) -> Dict[str, Any]:
     data = make_synthetic("xor", spec.points_per_disc, seed=spec.seed)
-    points, _, weights = _on_graph(
-        data, spec, spec.graph, spec.device, torch.float64
-    )  # analysis: full precision
+    points, _, weights = _on_graph(data, spec, spec.graph, device, torch.float64)  # analysis: full precision
     path = diffusion_path(points, data.groups, weights, spec.step_size, spec.steps, keep=spec.report_steps)
     return {
         "labels": data.labels.numpy(),
@@ -136,15 +144,15 @@ def _run_xor(spec: XorJob) -> Dict[str, Any]:
     }
 
 
-def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
+def _run_classification(spec: ClassificationJob, device: torch.device) -> Dict[str, Any]:
     """Full-batch SGD on the training sample; train and held-out test accuracy after every epoch."""
     hp, protocol, dtype = spec.hyperparameters, spec.protocol, getattr(torch, spec.protocol.dtype)
     train = make_synthetic(spec.dataset, protocol.points_per_class, seed=spec.seed)
-    train_points, train_labels, train_weights = _on_graph(train, hp, spec.graph, spec.device, dtype)
+    train_points, train_labels, train_weights = _on_graph(train, hp, spec.graph, device, dtype)
     test = make_synthetic(spec.dataset, protocol.test_points_per_class, seed=TEST_SEED_OFFSET + spec.seed)
-    test_points, test_labels, test_weights = _on_graph(test, hp, spec.graph, spec.device, dtype)
+    test_points, test_labels, test_weights = _on_graph(test, hp, spec.graph, device, dtype)
     torch.manual_seed(spec.seed)
-    model = synthetic_network(spec.variant, hp).to(spec.device, dtype)
+    model = synthetic_network(spec.variant, hp).to(device, dtype)
     optimizer = torch.optim.SGD(
         model.parameters(), lr=hp.lr, momentum=spec.momentum, weight_decay=protocol.weight_decay
     )
@@ -194,17 +202,17 @@ def _run_classification(spec: ClassificationJob) -> Dict[str, Any]:
     return record
 
 
-def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
+def _run_paper_script(spec: PaperScriptJob, device: torch.device) -> Dict[str, Any]:
     """The paper scripts' data, seeds and 20 full-batch SGD steps in float32. The scripts build a new
     optimizer (momentum 0.9, weight decay 5e-4) every step, so each step is a plain SGD step: no momentum
     carries over."""
     reference, hp = PAPER_SCRIPT_REFERENCE[spec.dataset], TABLE4[spec.dataset]
     data = make_synthetic(spec.dataset, 500, grid=True, seed=np.random.RandomState(reference["seed"]))
-    points, labels, weights = _on_graph(data, hp, GraphConvention(True, "row"), spec.device, torch.float32)
+    points, labels, weights = _on_graph(data, hp, GraphConvention(True, "row"), device, torch.float32)
     record = {}
     for variant in VARIANTS:
         torch.manual_seed(reference["seed"])
-        model = synthetic_network(variant, hp).to(spec.device)
+        model = synthetic_network(variant, hp).to(device)
         start = time.perf_counter()
         fit(
             model,
@@ -224,7 +232,7 @@ def _run_paper_script(spec: PaperScriptJob) -> Dict[str, Any]:
 
 #: job type → (part of the suite, how to run it)
 #: the result's ``part`` and the function running a job, per job type
-_PARTS: Dict[type, Tuple[str, Callable[[Any], Dict[str, Any]]]] = {
+_PARTS: Dict[type, Tuple[str, Callable[[Any, torch.device], Dict[str, Any]]]] = {
     XorJob: ("xor", _run_xor),
     ClassificationJob: ("classification", _run_classification),
     PaperScriptJob: ("paper-script", _run_paper_script),
@@ -288,15 +296,14 @@ class SyntheticTask(Task[SyntheticConfig]):
         graph = GraphConvention(config.include_self, config.normalization)
         jobs: List[Any] = [
             XorJob(
-                config.seed + seed,
-                config.xor_points_per_disc,
-                config.xor_n_top,
-                config.xor_sigma,
-                config.xor_step_size,
-                config.xor_steps,
-                tuple(config.xor_report_steps),
-                graph,
-                config.device,
+                seed=config.seed + seed,
+                points_per_disc=config.xor_points_per_disc,
+                n_top=config.xor_n_top,
+                sigma=config.xor_sigma,
+                step_size=config.xor_step_size,
+                steps=config.xor_steps,
+                report_steps=tuple(config.xor_report_steps),
+                graph=graph,
             )
             for seed in config.xor_seeds
         ]
@@ -311,16 +318,15 @@ class SyntheticTask(Task[SyntheticConfig]):
         shown = tuple(e for e in config.feature_epochs if e <= config.epochs)
         jobs += [
             ClassificationJob(
-                name,
-                config.seed + seed,
-                optimizer,
-                settings.momentum,
-                variant,
-                config.hyperparameters[name],
-                protocol,
-                graph,
-                shown if seed == config.seeds[0] else (),
-                config.device,
+                dataset=name,
+                seed=config.seed + seed,
+                optimizer=optimizer,
+                momentum=settings.momentum,
+                variant=variant,
+                hyperparameters=config.hyperparameters[name],
+                protocol=protocol,
+                graph=graph,
+                snapshot_epochs=shown if seed == config.seeds[0] else (),
             )
             for name in config.datasets
             for seed in config.seeds
@@ -328,13 +334,13 @@ class SyntheticTask(Task[SyntheticConfig]):
             for variant in VARIANTS
         ]
         if config.paper_script_check:
-            jobs += [PaperScriptJob(name, config.device) for name in config.datasets]
+            jobs += [PaperScriptJob(dataset=name) for name in config.datasets]
         return jobs
 
     @staticmethod
-    def run_job(spec) -> Dict[str, Any]:
+    def run_job(spec, context: RunContext) -> Dict[str, Any]:
         part, run = _PARTS[type(spec)]
-        return {"part": part, **run(spec)}
+        return {"part": part, **run(spec, context.device)}
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"test={record['test_accuracy']:.3f}" if "test_accuracy" in record else ""
