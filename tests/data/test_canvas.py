@@ -1,7 +1,10 @@
-"""MNIST and CIFAR-10 readers (offline files), the augmentation, and the two-digit canvases."""
+"""The two-digit canvases: labels, masks and pixels against a reference drawn from the digits and
+positions, the distance between the digits at its limit, and the requests that are refused."""
 
 import gzip
+import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -102,3 +105,56 @@ def test_test_canvases_are_drawn_with_their_own_seed(tmp_path):
     assert torch.equal(test.images, expected[2].images) and torch.equal(test.labels, expected[2].labels)
     assert torch.equal(benchmark.train.images, expected[1].images)
     assert not torch.equal(benchmark.train.images, test.images)
+
+
+def _unique_digits(side=8):
+    """Ten glyphs, one per class: a canvas's digit values name the glyphs it holds."""
+    g = torch.Generator().manual_seed(1)
+    return ImageData(torch.rand(10, 1, side, side, generator=g), torch.arange(10), "ten")
+
+
+def test_canvases_match_a_reference_drawn_from_their_digits_and_positions():
+    digits = _unique_digits()
+    canvases = two_digit_canvases(digits, 25, size=20, min_distance=6.0, seed=5)
+    assert len(canvases) == 25 and canvases.positions.min() >= 0 and canvases.positions.max() <= 20 - 8
+    glyphs = digits.images[:, 0].numpy()
+    for index in range(25):
+        image = np.zeros((20, 20), dtype=np.float32)
+        mask = np.zeros((20, 20), dtype=np.int64)
+        label = int(canvases.digits[index].sum()) % 10
+        for slot in range(2):
+            row, col = canvases.positions[index, slot].tolist()
+            glyph = glyphs[int(canvases.digits[index, slot])]
+            window = (slice(row, row + 8), slice(col, col + 8))
+            image[window] = np.maximum(image[window], glyph)  # overlapping strokes: the brighter, not the sum
+            mask[window][glyph > 0.5] = 1 + label
+        assert np.array_equal(canvases.images[index, 0].numpy(), image), index
+        assert np.array_equal(canvases.masks[index].numpy(), mask), index
+
+
+def test_min_distance_at_the_diagonal_of_the_room_forces_opposite_corners():
+    digits = _unique_digits()
+    room = 10 - 8
+    canvases = two_digit_canvases(digits, 12, size=10, min_distance=math.hypot(room, room), seed=0)
+    for first, second in canvases.positions.tolist():
+        assert {tuple(first), tuple(second)} in ({(0, 0), (2, 2)}, {(0, 2), (2, 0)})
+    with pytest.raises(ValueError, match="is more than any two positions on a 10x10 canvas allow"):
+        two_digit_canvases(digits, 1, size=10, min_distance=math.hypot(room, room) + 1e-9)
+    stacked = two_digit_canvases(digits, 6, size=8, min_distance=0.0, seed=0)  # no room: both at (0, 0)
+    assert int(stacked.positions.abs().sum()) == 0
+    expected = torch.maximum(digits.images[stacked.digits[:, 0], 0], digits.images[stacked.digits[:, 1], 0])
+    assert torch.equal(stacked.images[:, 0], expected)
+
+
+def test_canvas_requests_that_cannot_be_met_are_refused():
+    digits = _unique_digits()
+    with pytest.raises(ValueError, match="label='same' needs digits of at least two classes"):
+        two_digit_canvases(digits, 2, size=10, min_distance=0.0, label="same", digit_classes=[4])
+    with pytest.raises(ValueError, match="name classes the digits do not have: none given"):
+        two_digit_canvases(digits, 2, size=10, min_distance=0.0, digit_classes=[])
+    with pytest.raises(ValueError, match="count must be an integer >= 1, got 0"):
+        two_digit_canvases(digits, 0, size=10, min_distance=0.0)
+    with pytest.raises(TypeError, match="count must be an integer, got float"):
+        two_digit_canvases(digits, 2.0, size=10, min_distance=0.0)
+    with pytest.raises(ValueError, match=r"label must be one of \['same', 'sum'\], got 'sum '"):
+        canvas_classes("sum ")

@@ -1,5 +1,5 @@
-"""Loaders and splits given broken, hostile or inconsistent input: a DatasetError naming the file, never a
-traceback from deep inside numpy/scipy, never an allocation the file cannot justify, nothing executed."""
+"""The memory budget: sizes a file declares are refused before anything is allocated, the budget's exact
+boundary, and what loaded data expands to once every shared reference counts as a copy."""
 
 import io
 import zipfile
@@ -7,9 +7,11 @@ import zipfile
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from pdenets.data import DatasetError, load_graph, load_npz
 from pdenets.data.graphs import load_edge_list, read_npz_arrays
+from pdenets.data.limits import check_allocation, check_expanded, expanded_bytes, memory_budget
 
 
 def _graph_arrays(n=6, features=3, labels=None):
@@ -128,3 +130,56 @@ def test_a_malformed_memory_budget_is_named_by_every_archive_reader(tmp_path, mo
         assert (
             str(caught.value) == "$PDENETS_MEMORY_BUDGET='abc' is not a size such as 4000000000, 512M or 16G"
         )
+
+
+# ----------------------------------------------------------------------------------------
+# the budget itself, and what loaded data expands to
+
+
+def test_an_allocation_of_exactly_the_budget_passes_and_one_item_more_is_refused(monkeypatch):
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1.5K")
+    assert memory_budget() == 1536
+    check_allocation(192, 8, "the rows", "t.csv")  # 1536 bytes
+    with pytest.raises(DatasetError) as caught:
+        check_allocation(193, 8, "the rows", "t.csv", reason="the header lies")
+    assert str(caught.value) == (
+        "t.csv: the rows would need 1.5 KiB, more than the memory budget 1.5 KiB; the header lies. "
+        "If the file is genuine, raise $PDENETS_MEMORY_BUDGET (e.g. 32G)"
+    )
+    for count in (float("inf"), float("nan")):  # a count that is no finite number is never allocated
+        with pytest.raises(DatasetError, match="would need infinitely many bytes"):
+            check_allocation(count, 1, "the rows", "t.csv")
+
+
+def test_expanded_bytes_counts_each_kind_of_value_by_hand():
+    assert [expanded_bytes(v) for v in (None, True, 3, 2.5, 1j, "héllo", b"abc")] == [8, 8, 8, 8, 16, 20, 3]
+    assert expanded_bytes(np.float32(1)) == 4 and expanded_bytes(torch.zeros(3, dtype=torch.float16)) == 6
+    block = np.zeros(10)  # 80 bytes
+    pair = [block, block]
+    assert expanded_bytes(pair) == 2 * 8 + 2 * 80
+    assert expanded_bytes((pair, pair)) == 2 * 8 + 2 * 176  # sharing at every level doubles
+    assert expanded_bytes({"k": block, 1: "ab"}) == 2 * 16 + (4 + 80) + (8 + 8)
+    objects = np.empty(2, dtype=object)
+    objects[0], objects[1] = block, None
+    assert expanded_bytes(objects) == objects.nbytes + 80 + 8
+    assert expanded_bytes(frozenset({1, 2})) == 2 * 8 + 2 * 8
+
+
+def test_check_expanded_refuses_cycles_and_sizes_above_the_budget_but_not_shared_branches(monkeypatch):
+    block = np.zeros(10)
+    shared = [block]
+    diamond = [shared, [shared], {"again": shared}]  # one object reached three ways is no cycle
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "1K")
+    check_expanded(diamond, "its data", "d.pkl")
+    outer = []
+    outer.append({"inner": [outer]})
+    with pytest.raises(DatasetError, match=r"^c.pkl: its data refers to itself \(a cycle of references\)"):
+        check_expanded(outer, "its data", "c.pkl")
+    monkeypatch.setenv("PDENETS_MEMORY_BUDGET", "175")
+    check_expanded(block, "its data", "p.pkl")
+    with pytest.raises(DatasetError) as caught:
+        check_expanded([block, block], "its data", "p.pkl")  # 176 bytes
+    assert str(caught.value).startswith(
+        "p.pkl: its data, with every shared reference counted as a copy, would need 176 B, more than the "
+        "memory budget 175 B; a small file can refer to one array many times"
+    )

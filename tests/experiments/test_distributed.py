@@ -1,4 +1,5 @@
-"""The engine's contract on a toy task: jobs → store → resume → summary → report."""
+"""The launcher's environment read and checked, the rendezvous bounded by its timeout, and the single-process
+context: sharding, reduction and wrapping as the identity, and each process's device."""
 
 import json
 import os
@@ -232,3 +233,114 @@ def test_the_ports_at_the_ends_of_the_range_are_accepted(monkeypatch, port):
             ValueError, match=f"MASTER_PORT='{outside}' is not valid: expected an integer >= 1 and"
         ):
             distributed_context()
+
+
+# ----------------------------------------------------------------------------------------
+# one process (no launcher)
+
+LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def no_launcher(monkeypatch):
+    for name in LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("world_size", [None, "", "1"])
+def test_without_a_launcher_the_context_is_one_main_process_on_the_device_asked(no_launcher, world_size):
+    """``WORLD_SIZE`` unset, blank or 1: rank 0 of 1 whatever ``RANK`` says, and no process group joined."""
+    import torch.distributed as dist
+
+    from pdenets.experiments.distributed import DistributedContext, distributed_context
+
+    if world_size is not None:
+        no_launcher.setenv("WORLD_SIZE", world_size)
+    no_launcher.setenv("RANK", "5")
+    context = distributed_context("cpu")
+    assert context == DistributedContext(0, 1, "cpu")
+    assert context.is_main and not context.active and not dist.is_initialized()
+    assert distributed_context("meta").device == "meta"
+
+
+def test_the_single_process_context_is_the_identity_on_batches_sums_and_models():
+    import torch
+
+    from pdenets.experiments.distributed import DistributedContext
+
+    context = DistributedContext()
+    batch = torch.arange(7.0)  # no divisibility asked of one process
+    assert context.shard(batch) is batch and context.reduce(batch) is batch
+    model = torch.nn.Linear(2, 1)
+    assert context.wrap(model) is model
+    context.close()  # nothing to tear down
+    DistributedContext(1, 2).close()  # several processes named but no group joined: nothing to tear down
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_the_shards_of_a_global_batch_are_its_contiguous_equal_slices_in_rank_order(world_size):
+    import torch
+
+    from pdenets.experiments.distributed import DistributedContext
+
+    batch = torch.arange(12 * 2).reshape(12, 2)
+    shards = [DistributedContext(rank, world_size).shard(batch) for rank in range(world_size)]
+    size = 12 // world_size
+    for rank, shard in enumerate(shards):
+        assert shard.tolist() == [[2 * row, 2 * row + 1] for row in range(rank * size, (rank + 1) * size)]
+    assert torch.equal(torch.cat(shards), batch)  # together the shards are the batch, once each
+    assert [DistributedContext(rank, world_size).is_main for rank in range(world_size)] == [True] + [
+        False
+    ] * (world_size - 1)
+
+
+def test_a_global_batch_that_does_not_divide_over_the_processes_is_refused():
+    import torch
+
+    from pdenets.experiments.distributed import DistributedContext
+
+    with pytest.raises(ValueError, match="a global batch of 7 does not split over 2 processes; choose"):
+        DistributedContext(1, 2).shard(torch.zeros(7, 3))
+    assert DistributedContext(2, 3).shard(torch.zeros(0, 3)).shape == (0, 3)  # an empty batch splits evenly
+
+
+def test_a_rank_outside_the_world_is_refused_before_any_rendezvous(no_launcher):
+    from pdenets.experiments.distributed import RendezvousError, distributed_context
+
+    no_launcher.setenv("WORLD_SIZE", "2")
+    no_launcher.setenv("RANK", "2")  # ranks are 0 and 1
+    with pytest.raises(RendezvousError, match="RANK=2 is outside 0…1 \\(WORLD_SIZE=2\\)"):
+        distributed_context()
+    no_launcher.delenv("RANK")
+    with pytest.raises(RendezvousError, match=r"WORLD_SIZE is set but \$RANK is not: start distributed runs"):
+        distributed_context()
+    no_launcher.setenv("WORLD_SIZE", "0")
+    with pytest.raises(ValueError, match="WORLD_SIZE='0' is not valid: expected an integer >= 1"):
+        distributed_context()
+
+
+@pytest.mark.parametrize(
+    "local_rank, gpus, expected",
+    [(None, 2, "cuda:0"), ("1", 2, "cuda:1"), ("3", 2, "cuda:1"), ("4", 2, "cuda:0"), ("2", 0, "cuda:0")],
+)
+def test_a_bare_cuda_device_is_the_local_ranks_gpu_modulo_the_gpus_there_are(
+    no_launcher, local_rank, gpus, expected
+):
+    """``cuda`` becomes ``cuda:<LOCAL_RANK mod GPUs>``, made the current device; an explicit index or another
+    device is kept as given."""
+    import torch
+
+    from pdenets.experiments.distributed import process_device
+
+    chosen = []
+    no_launcher.setattr(torch.cuda, "device_count", lambda: gpus)
+    no_launcher.setattr(torch.cuda, "set_device", chosen.append)
+    if local_rank is not None:
+        no_launcher.setenv("LOCAL_RANK", local_rank)
+    assert process_device("cuda") == expected and chosen == [int(expected[-1])]
+    assert [process_device(name) for name in ("cuda:3", "cpu", "meta")] == ["cuda:3", "cpu", "meta"]
+    assert len(chosen) == 1  # only the bare `cuda` chose a device
+    no_launcher.setenv("LOCAL_RANK", "-1")
+    with pytest.raises(ValueError, match="LOCAL_RANK='-1' is not valid: expected an integer >= 0"):
+        process_device("cuda")

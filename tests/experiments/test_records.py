@@ -2,8 +2,8 @@
 nested paths named in full, and declarations derived from a record dataclass."""
 
 import math
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -110,3 +110,86 @@ def test_a_field_may_name_a_narrower_kind_or_be_stored_without_being_read():
         "field 'accuracy' holds float 1.5, not a number in [0, 1]"
     )
     assert record_problem({"accuracy": 0.5, "epochs": 3}, fields_of_dataclass(Scored)) is None  # no loss
+
+
+@pytest.mark.parametrize(
+    "value, kind, message",
+    [
+        (float("nan"), "number", "field 'x' holds float nan, not a finite number"),
+        (float("-inf"), "number?", "field 'x' holds float -inf, not a finite number"),
+        ("0.5", "number", "field 'x' holds text '0.5', not a number"),
+        (True, "integer", "field 'x' holds a flag True, not a whole number"),
+        (1, "flag", "field 'x' holds int 1, not true or false"),
+        ({"a": 1}, "text", "field 'x' holds a mapping, not text"),
+        ("a", "integer?", "field 'x' holds text 'a', not a whole number"),
+        (1.5, "fraction?", "field 'x' holds float 1.5, not a number in [0, 1]"),
+        ([1], "mapping", "field 'x' holds a list, not a mapping"),
+    ],
+)
+def test_each_refusal_names_the_value_and_the_kind_it_misses(value, kind, message):
+    assert record_problem({"x": value}, {"x": kind}) == message
+
+
+@pytest.mark.parametrize("kind", ["number?", "fraction?", "integer?", "text?", "flag?", "list?", "mapping?"])
+def test_a_kind_ending_in_a_question_mark_also_takes_null_and_only_that_kind_otherwise(kind):
+    assert record_problem({"x": None}, {"x": kind}) is None
+    assert record_problem({"x": None}, {"x": kind[:-1]}) == f"field 'x' holds null, not {_words(kind[:-1])}"
+
+
+def _words(kind):
+    return {
+        "number": "a number",
+        "fraction": "a number in [0, 1]",
+        "integer": "a whole number",
+        "text": "text",
+        "flag": "true or false",
+        "list": "a list",
+        "mapping": "a mapping",
+    }[kind]
+
+
+def test_lists_of_a_kind_check_every_item_and_name_its_position():
+    fields = {"curve": [{"epoch": "integer", "loss": "number?"}], "seeds": ["integer"]}
+    assert record_problem({"curve": [], "seeds": ()}, fields) is None  # empty, and a tuple is a list
+    good = {"curve": [{"epoch": 1, "loss": None}, {"epoch": 2, "loss": 0.5}], "seeds": (0, 1), "extra": "x"}
+    assert record_problem(good, fields) is None  # a field nobody declared is nobody's concern
+    assert record_problem({**good, "curve": [{"epoch": 1, "loss": 0.1}, {"loss": 0.2}]}, fields) == (
+        "field 'curve[1].epoch' is missing"
+    )
+    assert (
+        record_problem({**good, "curve": {"epoch": 1}}, fields) == "field 'curve' holds a mapping, not a list"
+    )
+    assert record_problem({**good, "seeds": [0, 1, 2.0]}, fields) == (
+        "field 'seeds[2]' holds float 2.0, not a whole number"
+    )
+    # the first problem in the declaration's order is the one named
+    assert record_problem({"seeds": ["a"]}, fields) == "field 'curve' is missing"
+
+
+def test_annotations_map_to_their_kinds_a_flag_is_no_integer_and_metadata_narrows_or_hides():
+    @dataclass
+    class Row:
+        accuracy: float = field(metadata={"kind": "fraction"})
+        converged: bool = True
+        maybe: Optional[bool] = None
+        shares: Tuple[float, ...] = ()
+        extra: Dict[str, int] = field(default_factory=dict)
+        debug: str = field(default="", metadata={"read": False})
+
+    fields = fields_of_dataclass(Row)
+    assert fields == {
+        "accuracy": "fraction",
+        "converged": "flag",
+        "maybe": "flag?",
+        "shares": ["number"],
+        "extra": "mapping",
+    }
+    record = {"accuracy": 0.5, "converged": False, "maybe": None, "shares": [0.25, 1], "extra": {}}
+    assert record_problem(record, fields) is None  # no `debug`: a record stored before it existed
+    assert record_problem({**record, "accuracy": 1.5}, fields) == (
+        "field 'accuracy' holds float 1.5, not a number in [0, 1]"
+    )
+    assert (
+        record_problem({**record, "converged": 0}, fields)
+        == "field 'converged' holds int 0, not true or false"
+    )

@@ -75,12 +75,13 @@ def synthetic_network(variant: str, hyperparameters: SyntheticHyperparameters) -
     Returns:
         A freshly initialized network (from the current torch seed) taking 2-D points and their weights.
 
+    Raises:
+        UnknownNameError: ``variant`` is not one of :data:`VARIANTS` (the message names the closest).
+
     Examples:
         >>> net = synthetic_network("diff-resnet", TABLE4["moon"])
         >>> sum(p.numel() for p in net.parameters()), net.num_steps
         (18, 60)
-    Raises:
-        UnknownNameError: ``variant`` is not one of :data:`VARIANTS` (the message names the closest).
     """
     if variant not in _MODEL:
         raise unknown_name("synthetic variant", variant, list(_MODEL))

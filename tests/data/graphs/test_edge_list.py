@@ -1,4 +1,9 @@
+"""Text edge lists: node naming and ordering, separators and comments, companion label and feature files,
+degree and identity features, and the lines that are refused."""
+
+import numpy as np
 import pytest
+import torch
 
 from pdenets.data.graphs import DatasetError, load_graph
 
@@ -85,3 +90,52 @@ def test_an_edge_list_path_that_is_no_file_says_what_it_is(tmp_path, case):
         "device": "not a regular file (a character device",
     }[case]
     assert expected in message and str(path) in message
+
+
+def test_separators_comments_and_suffixes_as_snap_and_networkx_write_them(tmp_path):
+    path = tmp_path / "SNAP.EDGELIST"
+    path.write_text("  # FromNodeId\tToNodeId\n0\t1\n1,2\n2   0\n  % trailing comment\n\n0 1\n")
+    (tmp_path / "SNAP-labels.EDGELIST").write_text("0 0\n1 1\n2 0\n")
+    data = load_graph(str(path), missing_features="identity")
+    assert data.edge_index.tolist() == [[0, 1, 2, 0], [1, 2, 0, 1]]  # a repeated edge is kept, as written
+    assert torch.equal(data.x, torch.eye(3)) and data.name == "SNAP" and data.source == str(path)
+
+
+def test_degree_features_are_out_degrees_and_label_only_nodes_are_isolated(tmp_path):
+    path = tmp_path / "g.txt"
+    edges = [(5, 5), (5, 9), (5, 9), (9, 2), (2, 5)]  # a self-loop and a repeated edge
+    path.write_text("".join(f"{a} {b}\n" for a, b in edges))
+    (tmp_path / "g-labels.txt").write_text("2 1\n5 -1\n11 0\n")  # node 11 has no edge; -1: unlabelled
+    data = load_graph(str(path), missing_features="degree")
+    assert data.node_names == ["2", "5", "9", "11"] and data.num_nodes == 4
+    position = {int(name): index for index, name in enumerate(data.node_names)}
+    sources = np.array([position[a] for a, _ in edges])
+    assert data.x[:, 0].tolist() == np.bincount(sources, minlength=4).astype(float).tolist() == [1, 3, 1, 0]
+    assert data.y.tolist() == [1, -1, -1, 0]
+    with pytest.raises(ValueError, match="missing_features must be one of"):
+        load_graph(str(path), missing_features="zeros")
+
+
+def test_word_nodes_sort_by_text_and_a_node_may_appear_only_in_the_features(tmp_path):
+    path = tmp_path / "w.tsv"
+    path.write_text("alice\tBob\n")
+    (tmp_path / "w-labels.tsv").write_text("alice x\n")
+    (tmp_path / "w-features.tsv").write_text("alice 1 2\nBob 3 4\ncarol 5 nan\n")
+    with pytest.raises(DatasetError, match="w-features.tsv: the node features hold 1 NaN/inf value"):
+        load_graph(str(path))
+    (tmp_path / "w-features.tsv").write_text("alice 1 2\nBob 3 4\ncarol -5e-1 6\n")
+    data = load_graph(str(path))
+    assert data.node_names == ["Bob", "alice", "carol"]  # upper case sorts first, as text does
+    assert data.edge_index.tolist() == [[1], [0]] and data.y.tolist() == [-1, 0, -1]
+    assert data.x.tolist() == [[3, 4], [1, 2], [-0.5, 6]] and data.class_names == ["x"]
+
+
+def test_numbered_classes_must_run_from_zero_without_gaps(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("0 1\n1 2\n")
+    (tmp_path / "c-labels.txt").write_text("0 0\n1 2\n")
+    with pytest.raises(DatasetError, match=r"c-labels.txt: .*found classes \[0, 2\]"):
+        load_graph(str(path))
+    (tmp_path / "c-labels.txt").write_text("0 -2\n1 0\n")
+    with pytest.raises(DatasetError, match=r"c-labels.txt: labels holds -2"):
+        load_graph(str(path))

@@ -1,9 +1,12 @@
+"""gnn-benchmark .npz graphs: both key layouts, labels as ids or one-hot rows, stored entries as edges, named
+graphs of the data folder, and save_graph_npz's round trip."""
+
 import numpy as np
 import pytest
 import torch
 from datafiles import CORA_NPZ, requires_data
 
-from pdenets.data.graphs import load_graph, load_npz
+from pdenets.data.graphs import DatasetNotFoundError, load_graph, load_npz
 
 from ...graph_fixtures import write_sbm_npz
 
@@ -205,3 +208,76 @@ def test_the_same_graph_as_an_edge_list_and_as_an_npz_trains_to_the_same_numbers
         cell = results["table"]["sbm"]["diff-resnet"]
         accuracies.append({key: value for key, value in cell.items() if key != "seconds_per_run"})
     assert accuracies[0] == accuracies[1] and accuracies[0]["runs"] == 1
+
+
+def _arrays(adjacency, **extra):
+    return dict(
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=np.array(adjacency.shape),
+        **extra,
+    )
+
+
+def test_one_hot_labels_with_empty_rows_are_unlabelled_in_either_layout(tmp_path):
+    import scipy.sparse as sp
+
+    adjacency, features, _ = _ring(4)
+    onehot = np.array([[0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 1]], dtype=np.float32)
+    np.savez(tmp_path / "dense.npz", **_arrays(adjacency, attr_matrix=features, labels=onehot))
+    sparse = sp.csr_matrix(onehot)
+    layout = {f"labels_{part}": getattr(sparse, part) for part in ("data", "indices", "indptr")}
+    np.savez(
+        tmp_path / "sparse.npz",
+        **_arrays(adjacency, attr_matrix=features, labels_shape=np.array([4, 3]), **layout),
+    )
+    for name in ("dense.npz", "sparse.npz"):
+        assert load_npz(tmp_path / name).y.tolist() == [1, -1, 0, 2], name
+
+
+def test_stored_entries_become_directed_edges_whatever_their_weight(tmp_path):
+    import scipy.sparse as sp
+
+    adjacency = sp.csr_matrix(np.array([[0, 2.5, 0], [0, 0, 0], [0.1, 7, 0]]))
+    np.savez(tmp_path / "w.npz", **_arrays(adjacency, labels=np.array([0, 1, 0])))
+    data = load_npz(tmp_path / "w.npz", missing_features="degree", name="weighted")
+    assert data.edge_index.tolist() == [[0, 2, 2], [1, 0, 1]] and data.name == "weighted"
+    assert data.x[:, 0].tolist() == [1.0, 0.0, 2.0]  # out-degrees: weights are not read
+
+
+def test_named_graphs_come_from_the_data_folder_and_bare_names_need_a_path(tmp_path, monkeypatch):
+    adjacency, features, labels = _ring(5)
+    (tmp_path / "npz").mkdir()
+    np.savez(tmp_path / "npz" / "citeseer.npz", **_arrays(adjacency, attr_matrix=features, labels=labels))
+    data = load_graph("CiteSeer", tmp_path)
+    assert data.name == "citeseer" and data.source == str(tmp_path / "npz" / "citeseer.npz")
+    with pytest.raises(DatasetNotFoundError) as caught:
+        load_graph("pubmed", tmp_path)
+    message = str(caught.value)
+    assert (
+        f"missing dataset file {tmp_path / 'npz' / 'pubmed.npz'}. Searched data directory {tmp_path}"
+        in message
+    )
+    assert "github.com/shchur/gnn-benchmark" in message and "never downloads" in message
+    monkeypatch.chdir(tmp_path / "npz")
+    assert load_graph("citeseer.npz").name == "citeseer"  # a file of the working directory
+    with pytest.raises(ValueError, match="unknown graph 'other.npz'"):
+        load_graph("other.npz")  # neither a file here nor a path
+    with pytest.raises(DatasetNotFoundError, match="missing dataset file sub/other.npz"):
+        load_graph("sub/other.npz")
+
+
+def test_save_graph_npz_writes_edges_row_by_row_and_refuses_other_suffixes(tmp_path):
+    from torch_geometric.data import Data
+
+    from pdenets.data import save_graph_npz
+
+    graph = Data(x=torch.eye(3), edge_index=torch.tensor([[2, 0, 1], [0, 2, 0]]), y=torch.tensor([0, 1, 0]))
+    loaded = load_npz(save_graph_npz(graph, tmp_path / "g.npz"))
+    assert loaded.edge_index.tolist() == [[0, 1, 2], [2, 0, 0]]  # the same edges, in row-major order
+    stored = np.load(tmp_path / "g.npz")
+    assert stored["adj_data"].dtype == np.float32 and stored["adj_data"].tolist() == [1.0, 1.0, 1.0]
+    assert stored["labels"].dtype == np.int64 and stored["attr_shape"].tolist() == [3, 3]
+    with pytest.raises(ValueError, match="g.zip: the file name must end in .npz"):
+        save_graph_npz(graph, tmp_path / "g.zip")
