@@ -193,3 +193,14 @@ def test_annotations_map_to_their_kinds_a_flag_is_no_integer_and_metadata_narrow
         record_problem({**record, "converged": 0}, fields)
         == "field 'converged' holds int 0, not true or false"
     )
+
+
+def test_abstract_sequence_and_mapping_annotations_have_their_kinds():
+    from typing import Mapping, Sequence
+
+    @dataclass
+    class Abstract:
+        counts: Sequence[int]
+        named: Mapping[str, float]
+
+    assert fields_of_dataclass(Abstract) == {"counts": ["integer"], "named": "mapping"}

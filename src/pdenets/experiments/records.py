@@ -43,6 +43,7 @@ Examples:
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import math
 import typing
@@ -142,9 +143,9 @@ def _kind_of_annotation(annotation: Any) -> FieldKind:
         (inner,) = [argument for argument in arguments if argument is not type(None)]
         kind = _kind_of_annotation(inner)
         return f"{kind}?" if isinstance(kind, str) else kind
-    if origin in (list, tuple, Sequence, typing.Sequence) and arguments:
+    if origin in (list, tuple, collections.abc.Sequence) and arguments:
         return [_kind_of_annotation(arguments[0])]
-    if origin in (dict, Mapping, typing.Mapping):
+    if origin in (dict, collections.abc.Mapping):
         return "mapping"
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return fields_of_dataclass(annotation)

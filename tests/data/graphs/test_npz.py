@@ -281,3 +281,16 @@ def test_save_graph_npz_writes_edges_row_by_row_and_refuses_other_suffixes(tmp_p
     assert stored["labels"].dtype == np.int64 and stored["attr_shape"].tolist() == [3, 3]
     with pytest.raises(ValueError, match="g.zip: the file name must end in .npz"):
         save_graph_npz(graph, tmp_path / "g.zip")
+
+
+@pytest.mark.parametrize("rule, width", [("identity", 8), ("degree", 1)])
+def test_a_graph_named_from_the_data_folder_takes_the_missing_features_rule_too(tmp_path, rule, width):
+    """``cora`` read by name, as its path: the same ``missing_features`` rule where the file has no
+    attributes (the name once always gave the identity)."""
+    adjacency, _, labels = _ring()
+    (tmp_path / "npz").mkdir()
+    np.savez(tmp_path / "npz" / "cora.npz", **_arrays(adjacency, labels=labels))
+    by_name = load_graph("cora", tmp_path, missing_features=rule)
+    by_path = load_graph(str(tmp_path / "npz" / "cora.npz"), missing_features=rule)
+    assert by_name.x.shape == (8, width)
+    assert torch.equal(by_name.x, by_path.x)

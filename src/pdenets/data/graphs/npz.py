@@ -213,7 +213,7 @@ def _load_npz_path(spec: str, data_dir: Optional[Union[str, Path]], missing_feat
 def _load_named(spec: str, data_dir: Optional[Union[str, Path]], missing_features: str) -> Data:
     root = resolve_data_dir(data_dir)
     name = spec.lower()
-    return load_npz(root / "npz" / f"{name}.npz", name=name, data_dir=root)
+    return load_npz(root / "npz" / f"{name}.npz", name=name, data_dir=root, missing_features=missing_features)
 
 
 register_graph_format(
