@@ -154,3 +154,19 @@ def test_a_missing_or_foreign_backbone_file_is_refused_naming_it(tmp_path):
     (tmp_path / "text.pt").write_text("not a torch file")
     with pytest.raises(DatasetError, match="text.pt: not a pdenets backbone file"):
         load_backbone(tmp_path / "text.pt")
+
+
+def test_every_backbone_setting_reaches_the_features_file_name():
+    """A cached features file is reused by name: a setting missing from it would hand a run features trained
+    otherwise (momentum, weight decay and the validation share once were)."""
+    import dataclasses
+
+    from pdenets.features.embeddings import _setting_tag
+    from pdenets.models.backbones import BackboneTraining
+
+    base = BackboneTraining()
+    assert _setting_tag(base) == "e30-b128-lr0.1-r1-s2-seed0"  # the name of the files already built
+    for item in dataclasses.fields(base):
+        value = getattr(base, item.name)
+        other = (not value) if isinstance(value, bool) else value * 2 + 1
+        assert _setting_tag(dataclasses.replace(base, **{item.name: other})) != _setting_tag(base), item.name

@@ -52,11 +52,29 @@ def features_dir(directory: Optional[Union[str, Path]] = None) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "pdenets" / "features"
 
 
+#: settings named in a features file's name only away from their defaults (the files built before they were
+#: named keep their names)
+_NAMED_AWAY_FROM_DEFAULT = (("momentum", "m"), ("weight_decay", "wd"), ("validation_fraction", "v"))
+
+
 def _setting_tag(settings: BackboneTraining) -> str:
+    """Every training setting that changes the features, in a file name.
+
+    Examples:
+        >>> _setting_tag(BackboneTraining())
+        'e30-b128-lr0.1-r1-s2-seed0'
+        >>> _setting_tag(BackboneTraining(momentum=0.0, weight_decay=1e-3))
+        'e30-b128-lr0.1-r1-s2-seed0-m0-wd0.001'
+    """
     values = asdict(settings)
-    return "e{epochs}-b{batch_size}-lr{lr:g}-r{r}-s{max_shift}-seed{seed}".format(
+    tag = "e{epochs}-b{batch_size}-lr{lr:g}-r{r}-s{max_shift}-seed{seed}".format(
         r=int(values["rotations"]), **values
     )
+    defaults = asdict(BackboneTraining())
+    for name, letter in _NAMED_AWAY_FROM_DEFAULT:
+        if values[name] != defaults[name]:
+            tag += f"-{letter}{values[name]:g}"
+    return tag
 
 
 def cached_features(
