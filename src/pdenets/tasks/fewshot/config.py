@@ -91,7 +91,9 @@ class FewShotConfig(TaskConfig):
         "(fields of each method's settings class)",
     )
     sensitivity_tasks: int = setting(1000, "tasks per point of the sensitivity sweeps")
-    n_top_values: List[int] = setting([4, 6, 8, 10, 12, 16, 20], "n_top values of the sweep (paper units)")
+    n_top_values: List[int] = setting(
+        [4, 6, 8, 10, 12, 16, 20], "n_top values of the sweep (the point itself counted)"
+    )
     strengths: List[float] = setting(
         [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0], "total strengths r*gamma (gamma 0.5)"
     )
@@ -170,7 +172,7 @@ class FewShotConfig(TaskConfig):
         )
         if any(value < 3 for value in self.n_top_values):
             raise ConfigError(
-                "n_top_values must be >= 3 (paper units: n_top - 1 entries are kept, at least 2)"
+                "n_top_values must be >= 3 (the point itself counted: n_top - 1 entries are kept, at least 2)"
             )
         if any(ways < 2 for ways in self.ways):
             raise ConfigError("ways must be >= 2: a 1-way task has nothing to classify")

@@ -181,8 +181,8 @@ def add_sections(
         report.table(
             ["sweep", "value", "accuracy (%)", "tasks"],
             rows,
-            caption="n_top in paper units (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); strength = "
-            "r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).",
+            caption="n_top counts the point itself (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); "
+            "strength = r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).",
         )
         report.figure(
             figures["sensitivity"],
@@ -274,8 +274,8 @@ def _why_alike(method: str, config: FewShotConfig) -> str:
             "(`--tasks`) narrow them."
         )
     reasons.append(
-        "`--defaults paper` (a random start and 100 steps, the paper's ablation) or larger values in "
-        "`method_settings` give the mechanism room to move the predictions"
+        "`--defaults paper` (a random start and 100 steps, as the published ablation trains) or larger "
+        "values in `method_settings` give the mechanism room to move the predictions"
     )
     return "In this run " + "; ".join(reasons) + "."
 
@@ -404,7 +404,7 @@ def _official_section(report: Report, results: FewShotResults) -> None:
 
 def _sensitivity_figure(sensitivity: Dict[str, List[SweepPoint]], run_dir) -> str:
     titles = {
-        "n_top": "n_top (paper units)",
+        "n_top": "n_top (the point itself counted)",
         "strength": "total strength rγ (γ = 0.5)",
         "steps": "steps r (rγ = 5)",
     }
