@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
-from matplotlib.lines import Line2D
 
 from ...experiments.plots import CLASS_COLORS, errorbar_lines, plt, scatter_classes
 from ...experiments.report import Report, counted, md_escape
@@ -458,6 +457,8 @@ def _timing_figure(timing: List[TimingPoint], run_dir) -> str:
 
 
 def _picture_figure(pictures, run_dir) -> str:
+    from matplotlib.lines import Line2D  # plotting is imported where a figure is drawn, not with the task
+
     fig, axes = plt.subplots(
         len(pictures), 2, figsize=(7, 3.4 * len(pictures)), squeeze=False, layout="constrained"
     )
