@@ -139,33 +139,6 @@ def _selection_data(days, gain_per_day, noise, seed=0, nodes=4):
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Selection:
-    """The parts of a protocol's windows that COIN's choice reads."""
-
-    targets: torch.Tensor
-    masks: dict
-    target_steps: torch.Tensor
-    graphs: object
-
-
-def _choose(prediction, data, step_sizes, num_steps, **options):
-    """COIN's choice on the validation entries of a protocol's windows (or of a :class:`_Selection`)."""
-    from pdenets.models.coin_forecast_diffusion import choose_diffusion
-
-    graphs = data.graphs
-    return choose_diffusion(
-        prediction,
-        data.targets,
-        graphs,
-        data.target_steps,
-        data.masks["val"],
-        step_sizes,
-        num_steps,
-        **options,
-    )
-
-
 def test_one_validation_snapshot_never_buys_diffusion():
 
     # the diffusion helps on the one validation day, and would help on test: too little to tell, the model is
@@ -260,69 +233,6 @@ def test_three_horizons_make_blocks_of_three_target_days_and_the_bound_counts_bl
     prediction, data = _three_horizon_selection(origins=12)  # target days 0..13: 4 whole blocks
     kept = _choose(prediction, data, [1.0], [1])
     assert (kept.step_size, kept.blocks) == (0.0, 4)
-
-
-OURS = ForecastSetup(lags=4, horizons=3, test_fraction=0.2, val_fraction=0.1)
-
-
-def _ring(nodes, stride=1):
-    return [[i, (i + stride) % nodes] for i in range(nodes)] + [
-        [(i + stride) % nodes, i] for i in range(nodes)
-    ]
-
-
-def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
-    """x_{t+1} = 0.9 W x_t + noise on a ring (W row-normalized, no self-loops): the future is the neighbours'
-    present."""
-    rng = np.random.default_rng(seed)
-    values = np.zeros((steps, nodes))
-    values[0] = rng.normal(size=nodes)
-    for t in range(1, steps):
-        values[t] = 0.45 * (np.roll(values[t - 1], 1) + np.roll(values[t - 1], -1)) + 0.3 * rng.normal(
-            size=nodes
-        )
-    if time_varying:
-        content = {
-            "y": values.tolist(),
-            "edge_mapping": {
-                "edge_index": {str(t): _ring(nodes, stride=1 + t % 2) for t in range(steps)},
-                "edge_weight": {str(t): [1.0 + t % 3] * (2 * nodes) for t in range(steps)},
-            },
-        }
-    else:
-        content = {"FX": values.tolist(), "edges": _ring(nodes)}
-    path.write_text(json.dumps(content))
-    return values
-
-
-def _learned_run(path, model="window-mlp", seed=0, **training):
-    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, train_forecaster
-
-    series = load_temporal(path)
-    data = prepare_protocol(series, "ours", OURS)
-    settings = {
-        "hidden_features": 8,
-        "step_size": 0.1,
-        "num_steps": 1,
-        "learn_step_size": True,
-        "epochs": 400,
-        "patience": 30,
-        "lr": 0.01,
-        "weight_decay": 0.0,
-        "batch_rows": 48,
-        "eval_steps": 5,
-        "min_improvement": 0.005,
-        **training,
-    }
-    job = ForecastJob(
-        dataset=str(path),
-        protocol="ours",
-        model=model,
-        seed=seed,
-        setup=OURS,
-        training=ForecastTraining(**settings),
-    )
-    return data, train_forecaster(job, data)[:2]
 
 
 def test_the_forecast_graph_loses_its_self_loops_before_its_rows_are_normalized():
