@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+from fewshot_tasks import separable_tasks
 
 from pdenets.models.fewshot import (
     METHOD_CLASSES,
@@ -21,32 +22,6 @@ from pdenets.models.fewshot import (
 )
 from pdenets.models.fewshot.base import finite_probabilities
 from pdenets.operators import batched_knn_gaussian_weights, knn_gaussian_weights
-
-
-def _tasks(
-    tasks=4,
-    ways=5,
-    shots=1,
-    queries=15,
-    dim=12,
-    spread=6.0,
-    noise=1.0,
-    seed=0,
-    dtype=torch.float64,
-    device="cpu",
-):
-    """Support, labels, queries, query labels: drawn on the CPU by a seeded generator, moved to ``device``."""
-    generator = torch.Generator().manual_seed(seed)
-    centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
-    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(
-        tasks, ways * shots, dim, generator=generator, dtype=dtype
-    )
-    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(
-        tasks, ways * queries, dim, generator=generator, dtype=dtype
-    )
-    support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
-    query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
-    return tuple(tensor.to(device) for tensor in (support, support_labels, query, query_labels))
 
 
 def test_batched_graph_equals_the_sparse_graph_of_each_task(device):
@@ -70,8 +45,8 @@ def test_batched_graph_equals_the_sparse_graph_of_each_task(device):
     )
 
 
-def test_classify_refuses_bad_tasks(device):
-    support, support_labels, query, _ = _tasks(tasks=2, device=device)
+def test_classify_refuses_badseparable_tasks(device):
+    support, support_labels, query, _ = separable_tasks(tasks=2, device=device)
     with pytest.raises(ValueError, match="at least one support sample of each of the 6 classes"):
         classify(support, support_labels, query, 6, "prototype")
     with pytest.raises(ValueError, match="must agree"):
@@ -132,7 +107,7 @@ def test_a_sixth_method_is_one_class(device):
             return torch.nn.functional.one_hot(nearest, batch.ways).to(batch.query.dtype)
 
     try:
-        support, support_labels, query, query_labels = _tasks(device=device)
+        support, support_labels, query, query_labels = separable_tasks(device=device)
         predictions = classify(support, support_labels, query, 5, "nearest-neighbour-test").argmax(2)
         assert torch.equal(predictions, query_labels)
     finally:

@@ -4,6 +4,7 @@ preprocessing formulas, the scikit-learn estimator."""
 import numpy as np
 import pytest
 import torch
+from fewshot_tasks import separable_tasks
 
 from pdenets.models.fewshot import (
     DEFAULT_METHOD,
@@ -17,32 +18,6 @@ from pdenets.models.fewshot import (
     train_heads,
     train_heads_one_by_one,
 )
-
-
-def _tasks(
-    tasks=4,
-    ways=5,
-    shots=1,
-    queries=15,
-    dim=12,
-    spread=6.0,
-    noise=1.0,
-    seed=0,
-    dtype=torch.float64,
-    device="cpu",
-):
-    """Support, labels, queries, query labels: drawn on the CPU by a seeded generator, moved to ``device``."""
-    generator = torch.Generator().manual_seed(seed)
-    centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
-    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(
-        tasks, ways * shots, dim, generator=generator, dtype=dtype
-    )
-    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(
-        tasks, ways * queries, dim, generator=generator, dtype=dtype
-    )
-    support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
-    query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
-    return tuple(tensor.to(device) for tensor in (support, support_labels, query, query_labels))
 
 
 def _fast(name, **changes):
@@ -63,7 +38,7 @@ def test_every_method_solves_a_separable_problem(method, shots, device):
     # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
     # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
     # (the methods convection, external and internal)
-    support, support_labels, query, query_labels = _tasks(shots=shots, device=device)
+    support, support_labels, query, query_labels = separable_tasks(shots=shots, device=device)
     probabilities = classify(support, support_labels, query, 5, _fast(method), Preprocessing(normalize=True))
     assert probabilities.shape == (4, 75, 5)
     assert torch.allclose(probabilities.sum(2), torch.ones(4, 75, dtype=probabilities.dtype, device=device))
@@ -78,7 +53,9 @@ def test_every_method_solves_a_separable_problem(method, shots, device):
 def test_batched_training_equals_one_task_at_a_time(method, alpha, rectify, init, device):
     # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
     # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
-    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=3, device=device)
+    support, support_labels, query, _ = separable_tasks(
+        tasks=5, shots=2, spread=1.0, noise=1.0, seed=3, device=device
+    )
     preprocessing = Preprocessing(normalize=True, shift=rectify, rectify=rectify)
     steps = {"num_steps": 4} if method == "internal" else {}
     model = method_from_name(method, alpha=alpha, epochs=25, init=init, **steps)
@@ -97,7 +74,9 @@ def test_heads_train_in_runs_that_fit_the_cache_with_the_numbers_of_all_tasks_at
     probabilities, seeds included, are those of the 5 trained together."""
     from pdenets.models.fewshot import heads
 
-    support, support_labels, query, _ = _tasks(tasks=5, shots=2, spread=1.0, noise=1.0, seed=4, device=device)
+    support, support_labels, query, _ = separable_tasks(
+        tasks=5, shots=2, spread=1.0, noise=1.0, seed=4, device=device
+    )
     model = method_from_name("internal", epochs=20, num_steps=3)
     seeds = [21, 22, 23, 24, 25]
     monkeypatch.setattr(heads, "CACHED_HEAD_ENTRIES", 2 * 12**2)
@@ -112,7 +91,7 @@ def test_heads_train_in_runs_that_fit_the_cache_with_the_numbers_of_all_tasks_at
 def test_heads_differ_by_method_as_documented(device):
     # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
     # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
-    support, support_labels, query, _ = _tasks(tasks=2, spread=0.8, seed=5, device=device)
+    support, support_labels, query, _ = separable_tasks(tasks=2, spread=0.8, seed=5, device=device)
     common = dict(epochs=20, n_top=7, sigma_neighbor=4)
     plain = train_heads(
         support, support_labels, query, 5, HeadSettings(num_steps=0, mu=0.0, **common), [0, 1]
@@ -130,7 +109,7 @@ def test_heads_differ_by_method_as_documented(device):
     assert torch.allclose(internal, reference, atol=1e-9)
 
 
-def _skewed_tasks(tasks=60, ways=5, queries=75, dim=384, seed=0):
+def _skewedseparable_tasks(tasks=60, ways=5, queries=75, dim=384, seed=0):
     """5-way 1-shot tasks of embedding-like clusters (a few directions of large spread shared by all classes)
     whose queries follow Dirichlet(0.5) class proportions: about two tasks in three leave a class without a
     query."""
@@ -156,7 +135,7 @@ def test_the_default_method_keeps_nearest_prototypes_accuracy_when_a_class_gets_
     """The default is the method a user picks blind: with strongly skewed queries, and on the tasks where a
     class got none, it is not more than a point below nearest prototype (the Diff-ResNet head falls 2 points
     below it here, 6 on the tasks with an empty class)."""
-    support, labels, query, query_labels = _skewed_tasks()
+    support, labels, query, query_labels = _skewedseparable_tasks()
     empty = ((query_labels[:, :, None] == torch.arange(5)).sum(1) == 0).any(1)
     assert 20 <= int(empty.sum()) <= 50  # both kinds of task are there
     scores = {}
@@ -172,7 +151,7 @@ def test_the_default_method_keeps_nearest_prototypes_accuracy_when_a_class_gets_
 def test_internal_without_diffusion_is_convection_and_untrained_heads_are_nearest_prototype(device):
     # device: needs the heads' initial parameters on the inputs' device (models/fewshot/heads.py:
     # initial_parameters draws them on the CPU; _train_chunk and train_heads_one_by_one keep them there)
-    support, support_labels, query, _ = _tasks(tasks=3, spread=1.0, seed=6, device=device)
+    support, support_labels, query, _ = separable_tasks(tasks=3, spread=1.0, seed=6, device=device)
     batch = dict(preprocessing=Preprocessing(normalize=True), seeds=[4, 5, 6])
     convection = classify(
         support, support_labels, query, 5, method_from_name("convection", epochs=30), **batch

@@ -4,6 +4,7 @@ preprocessing formulas, the scikit-learn estimator."""
 import numpy as np
 import pytest
 import torch
+from fewshot_tasks import separable_tasks
 
 from pdenets.models.fewshot import (
     TIM,
@@ -14,36 +15,10 @@ from pdenets.models.fewshot import (
 from pdenets.models.fewshot.tim import fit_class_weights
 
 
-def _tasks(
-    tasks=4,
-    ways=5,
-    shots=1,
-    queries=15,
-    dim=12,
-    spread=6.0,
-    noise=1.0,
-    seed=0,
-    dtype=torch.float64,
-    device="cpu",
-):
-    """Support, labels, queries, query labels: drawn on the CPU by a seeded generator, moved to ``device``."""
-    generator = torch.Generator().manual_seed(seed)
-    centres = torch.randn(tasks, ways, dim, generator=generator, dtype=dtype) * spread
-    support = centres.repeat_interleave(shots, 1) + noise * torch.randn(
-        tasks, ways * shots, dim, generator=generator, dtype=dtype
-    )
-    query = centres.repeat_interleave(queries, 1) + noise * torch.randn(
-        tasks, ways * queries, dim, generator=generator, dtype=dtype
-    )
-    support_labels = torch.arange(ways).repeat_interleave(shots).expand(tasks, -1)
-    query_labels = torch.arange(ways).repeat_interleave(queries).expand(tasks, -1)
-    return tuple(tensor.to(device) for tensor in (support, support_labels, query, query_labels))
-
-
 def test_tim_without_iterations_is_the_prototype_softmax_and_its_loss_falls(device):
     from pdenets.models.fewshot import TIM
 
-    support, support_labels, query, query_labels = _tasks(tasks=2, spread=1.0, seed=4, device=device)
+    support, support_labels, query, query_labels = separable_tasks(tasks=2, spread=1.0, seed=4, device=device)
     batch = FewShotBatch(support, support_labels, query, 5)
     centres = prototypes(support, support_labels, 5)
     expected = torch.softmax(-15 / 2 * torch.cdist(query, centres).square(), 2)
