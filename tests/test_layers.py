@@ -10,8 +10,8 @@ registry, as ``pyproject.toml`` names entry points).
     0  _checks, _io, _lazy, _cache, _settings,       ground: checks, atomic files, lazy modules, the process
        _deprecation, _limits (and the package root)   cache, settings fields, renamed arguments, the memory
                                                       budget
-    1  _registry, saved_model                         the one registry mechanism of every plug-in family; a
-                                                      trained model's safe files
+    1  _registry, saved_model, _output                the one registry mechanism of every plug-in family; a
+                                                      trained model's safe files; files for a user to open
     2  operators                                      graphs, operators and their diffusion family
     3  nn, data                                       layers; readers and the graph preprocessing
     4  models, analysis                               networks and their training loop; transport analysis
@@ -38,6 +38,7 @@ FLOORS = {
     "_limits": 0,
     "_registry": 1,
     "saved_model": 1,
+    "_output": 1,
     "operators": 2,
     "nn": 3,
     "data": 3,

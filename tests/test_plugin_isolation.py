@@ -205,3 +205,51 @@ def test_an_ambiguous_abbreviation_gets_no_suggestion(capsys):
     assert main(["list", "fe"]) == 2  # fewshot-methods, fewshot-datasets, feature-extractors
     err = capsys.readouterr().err
     assert "unknown family 'fe'; valid: " in err and "did you mean" not in err
+
+
+# 6 ------------------------------------------------------------------------------------------------
+_SHADOW = """
+from pdenets.experiments.task import Task, register_task
+
+@register_task
+class Shadow(Task):
+    name = "coin-tabular"
+    def jobs(self):
+        return []
+    @staticmethod
+    def run_job(spec, context):
+        return {}
+    def summarize(self, records):
+        return {}
+    def report(self, results, records, run_dir):
+        pass
+"""
+
+
+def test_a_plugin_task_under_a_builtin_name_is_one_warning_and_every_task_still_lists(
+    on_path, monkeypatch, capsys
+):
+    from pdenets.experiments.task import TASKS
+
+    on_path("pdenets_t6_shadow", _SHADOW)
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", _entry_points(("pdenets.tasks", "shadow", "pdenets_t6_shadow"))
+    )
+    assert main(["tasks"]) == 0
+    out, err = capsys.readouterr()
+    assert err.count("pdenets: warning:") == 1 and "already registered (by pdenets)" in err
+    assert "coin-tabular" in out and "node-classification" in out
+    assert TASKS["coin-tabular"].__module__ == "pdenets.tasks.coin_tabular.task"
+
+
+def test_user_code_registering_a_builtin_name_before_the_tasks_load_is_refused_and_the_list_kept(on_path):
+    from pdenets.experiments.task import TASKS
+
+    TASKS._loaded = False  # as in a fresh process: the user's registration comes first
+    on_path("pdenets_t6_direct", "")
+    namespace: dict = {}
+    with pytest.raises(
+        ValueError, match="a task named 'coin-tabular' is already registered \\(by pdenets\\)"
+    ):
+        exec(compile(_SHADOW, "pdenets_t6_direct.py", "exec"), namespace)
+    assert TASKS.loaded and len(TASKS) >= 8 and TASKS["coin-tabular"].__module__.startswith("pdenets.")

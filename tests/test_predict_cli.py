@@ -8,6 +8,7 @@ import pytest
 
 from pdenets import __version__
 from pdenets.cli import main
+from pdenets.saved_model import MODEL_FORMAT
 
 
 def _run_with(tmp_path, *names, task=None):
@@ -16,7 +17,7 @@ def _run_with(tmp_path, *names, task=None):
     for name in names:
         (run / f"model-{name}").mkdir(parents=True)
         if task is not None:
-            manifest = {"format": 1, "pdenets": __version__, "task": task}
+            manifest = {"format": MODEL_FORMAT, "pdenets": __version__, "task": task}
             (run / f"model-{name}" / "model.json").write_text(json.dumps(manifest))
     run.mkdir(parents=True, exist_ok=True)
     return run
@@ -90,8 +91,8 @@ def test_the_manifests_task_and_the_datas_form_choose_the_reader(tmp_path, capsy
         ),
         (["RUN", "--method", "prototype"], "p.csv", "--method is for few-shot queries"),
         (["RUN"], "p.csv", "give the new data with --dataset FILE"),
-        (["RUN", "--dataset", "new.csv"], "new.csv", "is an input file: predictions never replace"),
-        (["RUN", "--dataset", "new.csv"], "p.json", "the predictions file name must end in .csv"),
+        (["RUN", "--dataset", "new.csv"], "new.csv", "is an input file"),
+        (["RUN", "--dataset", "new.csv"], "p.json", "the file name must end in .csv"),
         (
             ["few-shot", "--support", "s.npz", "--dataset", "d.csv"],
             "p.csv",

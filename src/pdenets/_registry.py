@@ -168,7 +168,9 @@ class Registry(Mapping[str, E]):
     """The entries of one family of plug-ins, found by walking a package and an entry-point group.
 
     Reading the registry (``registry[name]``, ``name in registry``, iteration, ``len``) loads the family once
-    per process (see the module docstring); registering never does. Entries keep their registration order.
+    per process (see the module docstring); so does registering an entry that is not built in, so that a name
+    of pdenets' own is known taken before a plug-in (or the user's code) asks for it. Entries keep their
+    registration order.
 
     Args:
         family: the family's name, e.g. ``"fewshot-methods"`` (unique; ``pdenets list FAMILY``).
@@ -238,6 +240,10 @@ class Registry(Mapping[str, E]):
             description: one line for listings (default: from ``describe``).
             module: the module that defines the entry, for its source (default: ``entry.__module__``).
 
+        A name of pdenets' own is taken before any other entry is registered (the built-ins are loaded
+        first): a plug-in that asks for one is refused here, and the family still loads whole (an entry
+        point's plug-in is then left out with one :class:`PluginWarning`, :meth:`load`).
+
         Raises:
             ValueError: ``name`` is empty or not a string, or another entry is registered under it.
         """
@@ -246,13 +252,16 @@ class Registry(Mapping[str, E]):
         problem = self._check(entry) if self._check is not None else None
         if problem:
             raise TypeError(f"{self.kind} {name!r}: {problem}")
+        module = module if module is not None else getattr(entry, "__module__", None)
+        source = _source_of(module)
+        if source != BUILTIN and not self._loaded and not self._loading:
+            self.load()  # the built-in names first: a plug-in never shadows one, nor breaks the family's load
         old = self._records.get(name)
         if old is not None and not self._same(old.entry, entry):
             owner = _PACKAGE if old.source == BUILTIN else old.source
             raise ValueError(f"a {self.kind} named {name!r} is already registered (by {owner})")
-        module = module if module is not None else getattr(entry, "__module__", None)
         text = description if description is not None else self._describe(entry)
-        self._records[name] = _Record(entry, _source_of(module), " ".join(str(text or "").split()), module)
+        self._records[name] = _Record(entry, source, " ".join(str(text or "").split()), module)
         return entry
 
     def rename(self, old: str, new: str) -> None:

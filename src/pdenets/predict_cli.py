@@ -11,50 +11,64 @@ The predictions file's columns are described in :mod:`pdenets.experiments.predic
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import List
 
+import torch
+
+from ._output import OutputError, checked_output
 from .data.fewshot import load_features
 from .data.temporal import load_temporal
 from .experiments.config import check_device
 from .experiments.predictions import prediction_accuracy, read_predictions, write_predictions
 from .models.fewshot import DEFAULT_METHOD
+from .saved_model import saved_task
 from .tasks.coin_forecast.forecasts import write_forecasts
-from .tasks.coin_forecast.saved import forecast_series, load_forecast_model
-from .tasks.coin_tabular.saved import load_tabular_model, predict_new_rows, read_new_rows
+from .tasks.coin_forecast.model import ForecastModel
+from .tasks.coin_tabular.model import TabularModel
 from .tasks.fewshot.predict import classify_queries
-from .tasks.node_classification.saved import predict_graph
+from .tasks.node_classification.model import NodeModel
 
 __all__ = ["run_predict_command"]
 
 
+#: the files read beside a dataset file ``<stem><suffix>``: its labels, features and split
+_COMPANIONS = ("-labels", "-features", "-split")
+
+
+def _read_beside(dataset: Path) -> List[Path]:
+    """``dataset`` and the files a reader may take with it (an edge list's ``<stem>-labels.csv``, …); a folder
+    dataset stands for every file inside it."""
+    if dataset.is_dir():
+        return [dataset]
+    suffixes = {dataset.suffix, ".csv", ".txt"}
+    return [dataset] + [
+        dataset.with_name(dataset.stem + kind + end) for kind in _COMPANIONS for end in suffixes
+    ]
+
+
 def _checked_out(args, inputs: List[Path]) -> Path:
-    """``--out``: a new ``.csv`` file (an existing one only with ``--overwrite``), never one of the inputs."""
-    out = Path(args.out)
-    if out.suffix.lower() != ".csv":
-        raise ValueError(f"--out {out}: the predictions file name must end in .csv")
-    if any(out.resolve() == path.resolve() for path in inputs):
-        raise ValueError(f"--out {out} is an input file: predictions never replace the data they answer")
-    if out.exists() and not args.overwrite:
-        raise ValueError(f"{out} exists; pass --overwrite to replace it")
-    return out
+    """``--out``: a new ``.csv`` file (an existing one only with ``--overwrite``), never one of the inputs nor
+    a file inside or beside them that their readers read, in a folder that can be written (one line
+    otherwise, before any model is read)."""
+    read = [path for given in inputs for path in _read_beside(Path(given))]
+    try:
+        return checked_output(args.out, inputs=read, overwrite=args.overwrite, suffix=".csv")
+    except OutputError as error:
+        raise ValueError(f"--out {error}") from None
 
 
 def _task_of(folder: Path) -> str:
     """The task a saved model names (``""`` where its manifest cannot be read: the loader then says why)."""
-    try:
-        document = json.loads((folder / "model.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return ""
-    return str(document.get("task", "")) if isinstance(document, dict) else ""
+    return saved_task(folder)
 
 
 def _model_folder(run: Path, model) -> Path:
     """The saved model to use: ``run`` itself where it is a model's folder, else its ``model-<name>/`` (the
     one there is, ``--model``, or COIN / Diff-ResNet)."""
-    if (run / "model.json").is_file():
+    manifest = run / "model.json"
+    if manifest.exists() or manifest.is_symlink():  # a model's folder (its loader checks the file itself)
         if model is not None:
             raise ValueError(f"{run} is a saved model's folder; --model chooses among a run's models")
         return run
@@ -69,12 +83,12 @@ def _model_folder(run: Path, model) -> Path:
     return run / f"model-{chosen}"
 
 
-def _forecast(folder: Path, dataset: str, out: Path) -> int:
+def _forecast(folder: Path, dataset: str, out: Path, overwrite: bool) -> int:
     """A forecaster's saved model forecasts the steps after the end of the series ``dataset``."""
-    tensors, manifest = load_forecast_model(folder)
+    model = ForecastModel.load(folder)
     series = load_temporal(dataset)
-    forecast = forecast_series(tensors, manifest, series, dataset)
-    write_forecasts(out, series, forecast.columns, forecast.node_names)
+    forecast = model.forecast(series, dataset)
+    write_forecasts(out, series, forecast.columns, forecast.node_names, overwrite=overwrite)
     print(
         f"{len(forecast.node_names)} nodes of {dataset} forecast {len(forecast.stamps)} steps after its "
         f"last ({forecast.stamps[0]} to {forecast.stamps[-1]}) by {folder}; written to {out}"
@@ -98,19 +112,23 @@ def _saved_model(args) -> int:
     out = _checked_out(args, [Path(args.dataset)])
     task = _task_of(folder)
     if task == "coin-forecast":
-        return _forecast(folder, args.dataset, out)
+        return _forecast(folder, args.dataset, out, args.overwrite)
     # a table is a .csv file; a graph is any other form (an edge list, a .npz, a folder)
     if Path(args.dataset).suffix.lower() != ".csv" and task == "node-classification":
-        ids, probabilities, class_names, labels = predict_graph(folder, args.dataset)
-        known = labels if any(label is not None for label in labels) else None
-        write_predictions(out, ids, probabilities, class_names, labels=known, overwrite=True)
+        nodes = NodeModel.load(folder)
+        graph = nodes.read_graph(args.dataset)
+        probabilities = nodes.predict_proba(graph, args.dataset)
+        given = list(graph.class_names)
+        labels = [given[int(label)] if int(label) >= 0 else None for label in graph.y.tolist()]
+        ids, known = graph.node_ids(), labels if any(label is not None for label in labels) else None
+        write_predictions(out, ids, probabilities, nodes.class_names, labels=known, overwrite=args.overwrite)
         what = "nodes"
     else:
-        tensors, manifest = load_tabular_model(folder)
-        rows = read_new_rows(Path(args.dataset), manifest)
-        probabilities = predict_new_rows(tensors, manifest, rows.features)
+        model = TabularModel.load(folder)
+        rows = model.read_rows(Path(args.dataset))
+        probabilities = torch.from_numpy(model.predict_proba(rows.features))
         ids, known = rows.ids, rows.labels
-        write_predictions(out, ids, probabilities, manifest["class_names"], labels=known, overwrite=True)
+        write_predictions(out, ids, probabilities, model.class_names, labels=known, overwrite=args.overwrite)
         what = "rows"
     summary = f"{len(ids)} {what} of {args.dataset} classified by {folder}; written to {out}"
     if known is not None:
@@ -157,7 +175,7 @@ def _fewshot(args) -> int:
     )
     seconds = time.perf_counter() - start
     write_predictions(
-        out, ids, prediction.probabilities, prediction.class_names, labels=labels, overwrite=True
+        out, ids, prediction.probabilities, prediction.class_names, labels=labels, overwrite=args.overwrite
     )
     summary = (
         f"{len(ids)} queries of {where} classified into {len(prediction.class_names)} classes from "

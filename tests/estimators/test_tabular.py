@@ -17,7 +17,7 @@ from pdenets.tasks.coin_tabular.task import (
     GraphDiffusion,
     MlpSettings,
     TabularJob,
-    fit_tabular_model,
+    fit_job,
     labelled_split,
 )
 
@@ -53,7 +53,8 @@ def test_same_numbers_as_the_tasks_run_on_the_same_rows(tmp_path):
     spec = TabularJob(
         dataset=str(path), labels_per_class=5, split=3, model="coin", mlp=mlp, diffusion=diffusion
     )
-    probabilities, labelled, _, _ = fit_tabular_model(spec)
+    fitted, labelled = fit_job(spec)
+    probabilities = fitted.probabilities
     assert labelled.tolist() == labelled_split(y, 5, 3).tolist()
     partial = np.full(len(y), -1)
     partial[labelled] = y[labelled]
@@ -150,7 +151,7 @@ def test_altered_files_and_bad_settings_are_refused(wine, tmp_path):
     for params, message in (
         ({"model": "gcn"}, "model must be one of"),
         ({"step_size": 1.5}, "step_size must be in"),
-        ({"n_top": 0}, "n_top must be a positive integer"),
+        ({"n_top": 0}, "n_top must be a whole number ≥ 1"),
         ({"num_steps": -1}, "num_steps"),
     ):
         with pytest.raises(ValueError, match=message):

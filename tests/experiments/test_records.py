@@ -1,13 +1,15 @@
 """The declaration of a stored record and the check of a record against it: each kind at its boundaries,
 nested paths named in full, and declarations derived from a record dataclass."""
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from pdenets.experiments.records import fields_of_dataclass, record_problem
+from pdenets.experiments.records import fields_of_dataclass, record_dict, record_from_dict, record_problem
 
 
 @pytest.mark.parametrize(
@@ -204,3 +206,40 @@ def test_abstract_sequence_and_mapping_annotations_have_their_kinds():
         named: Mapping[str, float]
 
     assert fields_of_dataclass(Abstract) == {"counts": ["integer"], "named": "mapping"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Score:
+    accuracy: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tests:
+    held_out: _Score = dataclasses.field(metadata={"stored_as": "held-out"})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Run:
+    tests: _Tests
+    stages: typing.List[_Score]
+    note: typing.Optional[str] = dataclasses.field(default=None, metadata={"omit_none": True})
+
+
+def test_a_record_comes_back_from_its_stored_dict_nested_and_listed_alike():
+    stored = {"tests": {"held-out": {"accuracy": 0.5}}, "stages": [{"accuracy": 0.1}, {"accuracy": 0.2}]}
+    record = record_from_dict(_Run, stored)
+    assert record == _Run(tests=_Tests(_Score(0.5)), stages=[_Score(0.1), _Score(0.2)])
+    assert record_dict(record) == stored  # a None the record may omit is not stored
+    assert record_dict(dataclasses.replace(record, note="n"))["note"] == "n"
+    assert fields_of_dataclass(_Run) == {
+        "tests": {"held-out": {"accuracy": "number"}},
+        "stages": [{"accuracy": "number"}],
+        "note": "text?",
+    }
+
+
+def test_a_stored_dict_with_a_field_too_many_or_too_few_is_refused_naming_it():
+    with pytest.raises(TypeError, match="_Tests: no field for 'held_out'"):
+        record_from_dict(_Tests, {"held_out": {"accuracy": 0.5}})
+    with pytest.raises(TypeError, match="_Run: no field 'stages' among tests"):
+        record_from_dict(_Run, {"tests": {"held-out": {"accuracy": 0.5}}})

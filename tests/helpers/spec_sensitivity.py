@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping
 import numpy as np
 
 from pdenets.experiments.context import RunContext
+from pdenets.experiments.records import record_dict
 from pdenets.experiments.runner import takes_context
 
 
@@ -56,8 +57,9 @@ def _equal(first: Any, second: Any) -> bool:
     return first == second
 
 
-def _comparable(record: Dict[str, Any], ignore: Iterable[str]) -> Dict[str, Any]:
-    return {key: value for key, value in record.items() if key not in set(ignore)}
+def _comparable(record: Any, ignore: Iterable[str]) -> Dict[str, Any]:
+    """The record as the store keeps it (a record dataclass: its fields), the keys ``ignore`` left out."""
+    return {key: value for key, value in record_dict(record).items() if key not in set(ignore)}
 
 
 def _in_context(run: Callable[[Any, RunContext], Dict[str, Any]], spec: Any) -> Dict[str, Any]:

@@ -51,7 +51,7 @@ def _diffusing_series(path, steps=160, nodes=12, seed=0, time_varying=False):
 
 
 def _learned_run(path, model="window-mlp", seed=0, **training):
-    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, train_forecaster
+    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, fit_job
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
@@ -77,7 +77,8 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
         setup=OURS,
         training=ForecastTraining(**settings),
     )
-    return data, train_forecaster(job, data)[:2]
+    fitted = fit_job(job, data, choose=False)
+    return data, (fitted.prediction, fitted.info)
 
 
 @dataclasses.dataclass(frozen=True)

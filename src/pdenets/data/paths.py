@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 from typing import Optional, Union
 
+from .._io import FILE_KINDS
 from .errors import DatasetError, DatasetNotFoundError
 
 __all__ = ["resolve_data_dir", "DATA_ENV_VAR", "dataset_label", "regular_file"]
@@ -68,13 +69,7 @@ def dataset_label(dataset: str, registered) -> str:
     return dataset if dataset in registered else Path(dataset).stem
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-)
+_KINDS = FILE_KINDS  # what a path that is not a regular file is, in words
 
 
 def regular_file(path: Union[str, Path], missing: Optional[Exception] = None) -> Path:

@@ -17,7 +17,7 @@ import torch
 
 from .._checks import check_labels, check_positive_int
 
-__all__ = ["Split", "per_class_split", "split_seeds", "split_and_init_seeds"]
+__all__ = ["Split", "per_class_split", "split_seeds", "split_and_init_seeds", "held_out_split"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +84,40 @@ def split_and_init_seeds(
     split = per_class_split(labels, train_per_class, val_per_class, random_state=random_state)
     init_seeds = [int(s) for s in random_state.randint(0, 1_000_000, num_inits)]
     return split, init_seeds
+
+
+def held_out_split(labels: torch.Tensor, val_fraction: float, seed: int) -> Split:
+    """The labelled nodes (``labels >= 0``) split for early stopping: ``val_fraction`` of each class's nodes
+    (rounded; at least one where the class has two or more and ``val_fraction > 0``, never all of them) for
+    validation, the others for training, drawn with ``seed``. A class with one labelled node trains on it;
+    where no node is held out, the validation (and test) nodes are the training nodes.
+
+    Examples:
+        >>> labels = torch.tensor([0, 0, 0, 0, 1, 1, -1])
+        >>> split = held_out_split(labels, 0.25, seed=0)
+        >>> len(split.train), len(split.val), sorted(labels[split.val].tolist())
+        (4, 2, [0, 1])
+        >>> held_out_split(labels, 1.0, seed=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: val_fraction must be in [0, 1), got 1.0
+    """
+    if (
+        isinstance(val_fraction, bool)
+        or not isinstance(val_fraction, (int, float))
+        or not 0 <= val_fraction < 1
+    ):
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
+    rng = np.random.default_rng(int(seed))
+    values = labels.cpu().numpy()
+    train: List[int] = []
+    val: List[int] = []
+    for label in np.unique(values[values >= 0]).tolist():
+        members = rng.permutation(np.flatnonzero(values == label))
+        held = int(round(val_fraction * len(members))) if len(members) > 1 else 0
+        held = min(max(held, 1 if val_fraction > 0 and len(members) > 1 else 0), len(members) - 1)
+        val.extend(members[:held])
+        train.extend(members[held:])
+    train_nodes = torch.as_tensor(sorted(train), dtype=torch.long)
+    val_nodes = torch.as_tensor(sorted(val), dtype=torch.long) if val else train_nodes
+    return Split(train_nodes, val_nodes, val_nodes)

@@ -380,6 +380,24 @@ def prepared_graph(
     return prepare_graph(data, named or features)
 
 
+def _checked_in_memory(data: Data) -> Data:
+    """``data``, its edges as ``int64``; refused where its edges are not ``(2, E)`` numbers of its nodes or
+    its features hold NaN or infinity (a file's readers check theirs as they read)."""
+    nodes = int(data.num_nodes)
+    edge_index = torch.as_tensor(data.edge_index)
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(
+            f"edge_index must be (2, E) integers, got {tuple(edge_index.shape)} {edge_index.dtype}"
+        )
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= nodes):
+        raise ValueError(f"edge_index names nodes outside 0…{nodes - 1}")
+    x = data.x
+    values = x.values() if x.is_sparse else x
+    if x.is_floating_point() and not bool(torch.isfinite(values).all()):
+        raise ValueError("the node features hold NaN or infinite values")
+    return data if edge_index.dtype == torch.int64 else _copy(data, edge_index=edge_index.long())
+
+
 def prepare_graph(data: Data, features: str = "auto") -> PreparedGraph:
     """The protocol's preprocessing of a graph held in memory (:func:`prepared_graph` reads one from a file):
     undirected, without self-loops, its largest component, its features transformed by ``features``
@@ -395,6 +413,7 @@ def prepare_graph(data: Data, features: str = "auto") -> PreparedGraph:
     """
     from ..operators.graph import gcn_normalize
 
+    data = _checked_in_memory(data)
     source_nodes = int(data.num_nodes)
     names = data["node_names"] if "node_names" in data else None
     transform = feature_transform_for(data.x, features)

@@ -1,7 +1,8 @@
 """COIN forecasting of a region series as an estimator: ``fit(series)``, ``predict(horizon)`` (the steps after
 the series' end), ``save``/``load`` (the coin-forecast task's models).
 
-``fit`` runs the task's protocol on the series (windows of ``lags`` steps, horizons ``1…H``; the last
+A thin scikit-learn face of the task's model (:mod:`pdenets.tasks.coin_forecast.model`): ``fit`` runs the
+task's protocol on the series (windows of ``lags`` steps, horizons ``1…H``; the last
 ``test_fraction`` of the steps held out and measured, the ``val_fraction`` before them for early stopping
 and for choosing COIN's ``(γ, r)``): the forecaster ``model`` is fitted, then COIN's diffusion of its
 forecasts on the series' graph is chosen where the validation days show a gain. ``predict`` forecasts the
@@ -35,19 +36,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..data.temporal import TemporalGraphSeries, load_temporal
-from ..models.coin_forecast_diffusion import choose_diffusion
-from ..models.forecasting import FORECASTERS, linear_coefficients
-from ..saved_model import SavedModelError, save_model
-from ..tasks.coin_forecast.config import BASELINES, UNFITTED, CoinForecastConfig
-from ..tasks.coin_forecast.protocol import (
-    ForecastSetup,
-    closed_form_forecast,
-    diffuses_itself,
-    forecast_metrics,
-    prepare_protocol,
-)
-from ..tasks.coin_forecast.saved import forecast_model_state, forecast_series, load_forecast_model
-from ..tasks.coin_forecast.task import ForecastJob, ForecastTraining, train_forecaster
+from ..models.forecasting import FORECASTERS
+from ..saved_model import SavedModelError
+from ..tasks.coin_forecast.config import BASELINES, CoinForecastConfig
+from ..tasks.coin_forecast.model import DiffusionGrid, ForecastModel, ForecastTraining, fit_forecaster
+from ..tasks.coin_forecast.protocol import ForecastSetup, diffuses_itself, forecast_metrics, prepare_protocol
 
 __all__ = ["COINForecaster"]
 
@@ -77,6 +70,7 @@ class COINForecaster(BaseEstimator):
         step_size_, num_steps_: COIN's chosen ``(γ, r)`` (``γ = 0``: the model's forecast kept).
         test_mse_: the test MSE (scaled units, horizons averaged) of COIN over the model, and
             ``model_test_mse_`` of the model alone.
+        model_: the fitted :class:`~pdenets.tasks.coin_forecast.model.ForecastModel`.
     """
 
     def __init__(
@@ -104,20 +98,11 @@ class COINForecaster(BaseEstimator):
         self.training = training
         self.random_state = random_state
 
-    def _checked(self) -> ForecastTraining:
+    def _training(self) -> Optional[ForecastTraining]:
+        """A learned model's training settings (the task's, ``training`` over them); ``None`` for a closed
+        form."""
         if self.model not in FORECASTERS:
             raise ValueError(f"model must be one of {', '.join(FORECASTERS)}, got {self.model!r}")
-        for name in ("lags", "horizons"):
-            if not isinstance(getattr(self, name), (int, np.integer)) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not (
-            0 < self.test_fraction and 0 < self.val_fraction and self.test_fraction + self.val_fraction < 0.9
-        ):
-            raise ValueError(
-                "test_fraction and val_fraction must be positive and leave 10 % of the steps to fit"
-            )
-        if self.transform not in ("auto", "log1p", "none"):
-            raise ValueError(f"transform must be auto, log1p or none, got {self.transform!r}")
         defaults = {name: getattr(_DEFAULTS, name) for name in ForecastTraining.__dataclass_fields__}
         given = dict(self.training or {})
         unknown = sorted(set(given) - set(defaults))
@@ -125,7 +110,8 @@ class COINForecaster(BaseEstimator):
             raise ValueError(
                 f"training: unknown {', '.join(map(repr, unknown))}; known: {', '.join(defaults)}"
             )
-        return ForecastTraining(**{**defaults, **given})
+        training = ForecastTraining(**{**defaults, **given})
+        return None if self.model in BASELINES else training
 
     @staticmethod
     def _series(series: Union[str, Path, TemporalGraphSeries]) -> TemporalGraphSeries:
@@ -140,69 +126,40 @@ class COINForecaster(BaseEstimator):
 
     def fit(self, series: Union[str, Path, TemporalGraphSeries]) -> "COINForecaster":
         """Fit the forecaster and choose COIN's diffusion over it on ``series`` (module docstring)."""
-        training = self._checked()
+        training = self._training()
         series = self._series(series)
-        setup = ForecastSetup(
-            int(self.lags), int(self.horizons), self.test_fraction, self.val_fraction, self.transform
-        )
+        setup = ForecastSetup(self.lags, self.horizons, self.test_fraction, self.val_fraction, self.transform)
         data = prepare_protocol(series, "ours", setup)
-        network, coefficients = None, None
-        if self.model in BASELINES:
-            prediction = closed_form_forecast(self.model, data)
-            if self.model == "linear":
-                coefficients = linear_coefficients(
-                    data.inputs, data.targets, data.masks["train"] | data.masks["val"]
-                )
-            training_used = None
-        else:
-            job = ForecastJob(
-                dataset=series.name,
-                protocol="ours",
-                model=self.model,
-                seed=int(self.random_state),
-                setup=setup,
-                training=training,
-            )
-            prediction, _, network = train_forecaster(job, data)
-            training_used = training
-        step_size, num_steps, coin = 0.0, 0, prediction
-        if not diffuses_itself(self.model):
-            masks = data.masks
-            choice = choose_diffusion(
-                prediction,
-                data.targets,
-                data.diffusion_graphs,
-                data.target_steps,
-                masks["train"] | masks["val"] if self.model in UNFITTED else masks["val"],
-                sorted(set(self.step_sizes or _DEFAULTS.diffusion_step_sizes)),
-                sorted(set(self.num_steps or _DEFAULTS.diffusion_num_steps)),
-            )
-            step_size, num_steps, coin = choice.step_size, choice.num_steps, choice.forecasts
-        self.step_size_, self.num_steps_ = float(step_size), int(num_steps)
-        self.model_test_mse_ = float(forecast_metrics(prediction, data)["mse"])
-        self.test_mse_ = float(forecast_metrics(coin, data)["mse"])
-        self.state_, self.manifest_ = forecast_model_state(
-            model=self.model,
-            data=data,
-            training=training_used,
-            network=network,
-            coefficients=coefficients,
-            step_size=step_size,
-            num_steps=num_steps,
+        grid = DiffusionGrid(
+            tuple(sorted(set(self.step_sizes or _DEFAULTS.diffusion_step_sizes))),
+            tuple(sorted(set(self.num_steps or _DEFAULTS.diffusion_num_steps))),
+        )
+        self.model_ = fit_forecaster(
+            data,
+            self.model,
+            seed=int(self.random_state),
+            training=training,
+            grid=None if diffuses_itself(self.model) else grid,
             about={"params": self.get_params(), "dataset": series.name},
         )
+        choice = self.model_.choice
+        assert self.model_.prediction is not None
+        self.step_size_, self.num_steps_ = self.model_.step_size, self.model_.num_steps
+        self.model_test_mse_ = float(forecast_metrics(self.model_.prediction, data)["mse"])
+        diffused = choice.forecasts if choice is not None else self.model_.prediction
+        self.test_mse_ = float(forecast_metrics(diffused, data)["mse"])
         self.series_ = series
-        self.node_names_ = list(self.manifest_["node_names"])
+        self.node_names_ = list(self.model_.node_names)
         return self
 
     def _forecast(self, series: Optional[Union[str, Path, TemporalGraphSeries]]):
-        check_is_fitted(self, "state_")
+        check_is_fitted(self, "model_")
         if series is None:
             if not hasattr(self, "series_"):
                 raise ValueError("a loaded forecaster has no series of its own: give the series to forecast")
-            return forecast_series(self.state_, self.manifest_, self.series_, "the fitted series")
+            return self.model_.forecast(self.series_, "the fitted series")
         name = str(series) if isinstance(series, (str, Path)) else series.name
-        return forecast_series(self.state_, self.manifest_, self._series(series), name)
+        return self.model_.forecast(self._series(series), name)
 
     def predict(
         self,
@@ -219,15 +176,15 @@ class COINForecaster(BaseEstimator):
             series: a series of the same nodes and interval, e.g. the fitted one grown by new steps.
             diffused: COIN's forecast (default) or the model's.
         """
-        check_is_fitted(self, "state_")
-        horizons = int(self.manifest_["horizons"])
+        check_is_fitted(self, "model_")
+        horizons = self.model_.horizons
         horizon = horizons if horizon is None else horizon
         if not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= horizons:
             raise ValueError(
                 f"horizon must be 1…{horizons} (the horizons it was fitted for), got {horizon!r}"
             )
         forecast = self._forecast(series)
-        model = self.manifest_["model"]
+        model = self.model_.model
         column = forecast.columns[f"coin over {model}" if diffused else model]
         return column[:, :horizon].numpy()
 
@@ -237,10 +194,8 @@ class COINForecaster(BaseEstimator):
 
     def save(self, folder: Union[str, Path]) -> Path:
         """Keep the fitted forecaster in ``folder`` (the files of a run's ``model-<name>/``)."""
-        check_is_fitted(self, "state_")
-        manifest = dict(self.manifest_)
-        model = manifest.pop("model")
-        return save_model(folder, self.state_, task="coin-forecast", model=model, manifest=manifest)
+        check_is_fitted(self, "model_")
+        return self.model_.save(folder)
 
     @classmethod
     def load(cls, folder: Union[str, Path]) -> "COINForecaster":
@@ -250,18 +205,17 @@ class COINForecaster(BaseEstimator):
         Raises:
             SavedModelError: an altered, truncated or foreign model, naming the file.
         """
-        tensors, manifest = load_forecast_model(Path(folder))
-        params = manifest.get("params")
+        model = ForecastModel.load(folder)
+        params = model.about.get("params")
         if not isinstance(params, dict):  # a run's model
-            params = {"model": manifest["model"], "lags": manifest["lags"], "horizons": manifest["horizons"]}
-            if isinstance(manifest.get("training"), dict):
-                params["training"] = manifest["training"]
+            params = {"model": model.model, "lags": model.lags, "horizons": model.horizons}
+            if model.training is not None:
+                params["training"] = dict(vars(model.training))
         try:
             forecaster = cls(**params)
         except TypeError as error:
             raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
-        forecaster.state_, forecaster.manifest_ = tensors, manifest
-        forecaster.node_names_ = list(manifest["node_names"])
-        forecaster.step_size_ = float(manifest["coin"]["step_size"])
-        forecaster.num_steps_ = int(manifest["coin"]["num_steps"])
+        forecaster.model_ = model
+        forecaster.node_names_ = list(model.node_names)
+        forecaster.step_size_, forecaster.num_steps_ = model.step_size, model.num_steps
         return forecaster

@@ -1,12 +1,12 @@
 """COIN on a table with few labels, as a scikit-learn classifier (the ``coin-tabular`` task's models).
 
-``fit(X, y)`` standardizes the columns, builds the Gaussian kNN graph of the rows and trains on the rows
-whose label is known; a label ``-1`` (scikit-learn's semi-supervised convention) marks a row that takes
-part through the graph without a label. ``predict(X_new)`` classifies new rows on the graph of the training
-rows and the new rows together (COIN, label spreading) or row by row (the MLP), as ``pdenets predict
-RUN_DIR`` does with a run's saved model; ``save``/``load`` use the same safe files
-(:mod:`pdenets.saved_model`), so a model kept by a run loads here and one saved here answers
-``pdenets predict``.
+A thin scikit-learn face of the task's model (:mod:`pdenets.tasks.coin_tabular.model`): ``fit(X, y)``
+standardizes the columns, builds the Gaussian kNN graph of the rows and trains on the rows whose label is
+known; a label ``-1`` (scikit-learn's semi-supervised convention) marks a row that takes part through the
+graph without a label. ``predict(X_new)`` classifies new rows on the graph of the training rows and the new
+rows together (COIN, label spreading) or row by row (the MLP), as ``pdenets predict RUN_DIR`` does with a
+run's saved model; ``save``/``load`` are the model's, so a model kept by a run loads here and one saved here
+answers ``pdenets predict``.
 
 Examples:
     >>> import numpy as np
@@ -25,29 +25,36 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Dict, Union
 
 import numpy as np
-import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..operators import knn_gaussian_weights
-from ..saved_model import SavedModelError, labels_from_json, labels_to_json, save_model
-from ..tasks.coin_tabular.saved import load_tabular_model, predict_new_rows
-from ..tasks.coin_tabular.task import GraphDiffusion, MlpSettings, Spreading, train_on_rows
+from ..saved_model import SavedModelError, labels_from_json, labels_to_json
+from ..tasks.coin_tabular.model import TabularModel, TabularSettings, fit_table
 
 if TYPE_CHECKING:  # scikit-learn >= 1.6
     from sklearn.utils import Tags
 
 __all__ = ["COINTabularClassifier"]
 
-#: the models of the coin-tabular task
-TABULAR_MODELS = ("coin", "mlp", "label-spreading")
+#: the settings of the task's models, by the names of the estimator's parameters
+_SETTINGS = (
+    "hidden_features",
+    "layers",
+    "dropout",
+    "epochs",
+    "lr",
+    "weight_decay",
+    "n_top",
+    "sigma_neighbor",
+    "step_size",
+    "num_steps",
+    "spreading_alpha",
+)
 
 
 class COINTabularClassifier(ClassifierMixin, BaseEstimator):
@@ -75,6 +82,7 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         classes_: the class labels (``-1`` is never one).
         transduction_: the predicted label of every training row.
         label_distributions_: ``(n, C)`` the class probabilities of every training row.
+        model_: the fitted :class:`~pdenets.tasks.coin_tabular.model.TabularModel`.
     """
 
     def __init__(
@@ -110,45 +118,6 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.unlabelled = unlabelled
 
-    def _settings(self, rows: int) -> SimpleNamespace:
-        """The task's settings of this model; the graph's neighbours capped at the rows there are."""
-        if self.model not in TABULAR_MODELS:
-            raise ValueError(f"model must be one of {', '.join(TABULAR_MODELS)}, got {self.model!r}")
-        for name in ("hidden_features", "layers", "epochs", "n_top", "sigma_neighbor"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.num_steps, (int, np.integer)) or self.num_steps < 0:
-            raise ValueError(f"num_steps must be a whole number ≥ 0, got {self.num_steps!r}")
-        if not 0 < self.step_size <= 1:
-            raise ValueError(
-                f"step_size must be in (0, 1] (the graph's rows sum to one), got {self.step_size!r}"
-            )
-        if not 0 <= self.dropout < 1 or not 0 < self.spreading_alpha < 1:
-            raise ValueError("dropout must be in [0, 1) and spreading_alpha in (0, 1)")
-        n_top = int(min(self.n_top, rows - 1))
-        mlp = MlpSettings(
-            int(self.hidden_features),
-            int(self.layers),
-            float(self.dropout),
-            int(self.epochs),
-            float(self.lr),
-            float(self.weight_decay),
-        )
-        return SimpleNamespace(
-            mlp=mlp if self.model != "label-spreading" else None,
-            diffusion=(
-                GraphDiffusion(
-                    n_top, int(min(self.sigma_neighbor, n_top)), float(self.step_size), int(self.num_steps)
-                )
-                if self.model == "coin"
-                else None
-            ),
-            spreading=Spreading(n_top, float(self.spreading_alpha))
-            if self.model == "label-spreading"
-            else None,
-        )
-
     def fit(self, X, y) -> "COINTabularClassifier":
         """Train on the rows of ``X`` ``(n, F)`` whose label in ``y`` is not ``-1``; every row shapes the
         graph."""
@@ -164,71 +133,37 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
             )
         if len(X) < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 rows, got 1 sample")
-        settings = self._settings(len(X))
+        settings = TabularSettings.of(
+            self.model, **{name: getattr(self, name) for name in _SETTINGS}, rows=len(X)
+        )
         self.classes_, encoded = np.unique(y[known], return_inverse=True)
         labels = np.full(len(y), -1, dtype=np.int64)
         labels[known] = encoded
-        mean, scale = X.mean(0), np.where(X.std(0) > 0, X.std(0), 1.0)
-        points = torch.from_numpy((X - mean) / scale)
-        weights = None
-        if settings.diffusion is not None:
-            weights = knn_gaussian_weights(
-                points,
-                settings.diffusion.n_top,
-                sigma_neighbor=settings.diffusion.sigma_neighbor,
-                normalization="row",
-            )
-        if len(self.classes_) == 1:
-            probabilities, network = np.ones((len(X), 1)), None
-        else:
-            probabilities, _, network = train_on_rows(
-                points,
-                weights,
-                labels,
-                np.flatnonzero(known),
-                len(self.classes_),
-                settings,
-                seed=int(self.random_state),
-            )
-        self.label_distributions_ = probabilities
-        self.transduction_ = self.classes_[probabilities.argmax(1)]
-        self.settings_ = settings
         names = getattr(self, "feature_names_in_", None)
-        feature_names = (
-            [str(name) for name in names]
+        self.model_ = fit_table(
+            X,
+            labels,
+            np.flatnonzero(known),
+            settings,
+            class_names=[str(name) for name in self.classes_],
+            feature_names=[str(name) for name in names]
             if names is not None
-            else [f"x{column}" for column in range(X.shape[1])]
+            else [f"x{column}" for column in range(X.shape[1])],
+            seed=int(self.random_state),
+            about={"classes": labels_to_json(self.classes_), "params": self.get_params()},
         )
-        tensors: Dict[str, torch.Tensor] = {
-            "features": points,
-            "trained_labels": torch.from_numpy(labels),
-            "mean": torch.from_numpy(mean),
-            "scale": torch.from_numpy(scale),
-        }
-        if network is not None:
-            tensors.update({f"network.{name}": value for name, value in network.state_dict().items()})
-        self.state_ = tensors
-        self.manifest_ = {
-            "model": self.model,
-            "settings": {
-                name: asdict(getattr(settings, name))
-                for name in ("mlp", "diffusion", "spreading")
-                if getattr(settings, name) is not None
-            },
-            "feature_names": feature_names,
-            "class_names": [str(name) for name in self.classes_],
-        }
+        assert self.model_.probabilities is not None
+        self.label_distributions_ = self.model_.probabilities
+        self.transduction_ = self.classes_[self.label_distributions_.argmax(1)]
         return self
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities ``(m, C)`` of new rows, in the order of ``classes_``."""
-        check_is_fitted(self, "state_")
+        check_is_fitted(self, "model_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if not np.isfinite(X).all():
             raise ValueError("X holds NaN or infinite values; fill or drop them first")
-        if len(self.classes_) == 1:
-            return np.ones((len(X), 1))
-        return predict_new_rows(self.state_, self.manifest_, X).numpy()
+        return self.model_.predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
         """The class of each new row (the most probable one)."""
@@ -238,24 +173,8 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
     def save(self, folder: Union[str, Path]) -> Path:
         """Keep the fitted model in ``folder`` (the files of a run's ``model-<name>/``); returns the folder
         written (another model's folder is never replaced)."""
-        check_is_fitted(self, "state_")
-        if len(self.classes_) == 1:
-            raise ValueError("a model of one class has nothing to save")
-        state = self.state_
-        manifest = {name: value for name, value in self.manifest_.items() if name != "model"}
-        return save_model(
-            folder,
-            state,
-            task="coin-tabular",
-            model=self.model,
-            manifest={
-                **manifest,
-                "id_column": None,
-                "label_column": None,
-                "classes": labels_to_json(self.classes_),
-                "params": self.get_params(),
-            },
-        )
+        check_is_fitted(self, "model_")
+        return self.model_.save(folder)
 
     @classmethod
     def load(cls, folder: Union[str, Path]) -> "COINTabularClassifier":
@@ -265,36 +184,32 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             SavedModelError: an altered, truncated or foreign model, naming the file.
         """
-        tensors, manifest = load_tabular_model(Path(folder))
-        settings = manifest["settings"]
-        params = manifest.get("params")
+        model = TabularModel.load(folder)
+        source = Path(folder) / "model.json"
+        params = model.about.get("params")
         if not isinstance(params, dict):  # a run's model: its settings are the task's
-            merged = {"model": manifest["model"]}
-            for name in ("mlp", "diffusion", "spreading"):
-                merged.update(settings.get(name) or {})
+            settings = model.settings.as_json()
+            merged = {"model": model.settings.model}
+            for part in settings.values():
+                merged.update(part)
             params = {name: value for name, value in merged.items() if name in cls._get_param_names()}
         try:
-            model = cls(**params)
-            model.settings_ = SimpleNamespace(
-                mlp=MlpSettings(**settings["mlp"]) if "mlp" in settings else None,
-                diffusion=GraphDiffusion(**settings["diffusion"]) if "diffusion" in settings else None,
-                spreading=Spreading(**settings["spreading"]) if "spreading" in settings else None,
-            )
-            classes = (
-                labels_from_json(manifest["classes"], Path(folder) / "model.json")
-                if "classes" in manifest
-                else np.asarray(manifest["class_names"], dtype=str)
-            )
-        except (TypeError, ValueError) as error:
-            raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
-        model.classes_ = classes
-        model.state_ = tensors
-        model.manifest_ = manifest
-        model.n_features_in_ = tensors["features"].shape[1]
-        names = list(manifest["feature_names"])
+            estimator = cls(**params)
+        except TypeError as error:
+            raise SavedModelError(f"{source}: {error}") from None
+        classes = (
+            labels_from_json(model.about["classes"], source)
+            if "classes" in model.about
+            else np.asarray(model.class_names, dtype=str)
+        )
+        if [str(label) for label in classes] != list(model.class_names):
+            raise SavedModelError(f"{source}: its classes are not its class_names")
+        estimator.classes_, estimator.model_ = classes, model
+        estimator.n_features_in_ = len(model.feature_names)
+        names = list(model.feature_names)
         if names != [f"x{column}" for column in range(len(names))]:
-            model.feature_names_in_ = np.asarray(names, dtype=object)
-        return model
+            estimator.feature_names_in_ = np.asarray(names, dtype=object)
+        return estimator
 
     def _more_tags(self) -> Dict[str, bool]:  # scikit-learn < 1.6
         return {"requires_y": True, "poor_score": True}

@@ -7,10 +7,12 @@ class's probability.
 ``class_names``;
 
 ``label`` is the known label (empty where there is none), ``split`` where the items fall in several
-(``train``/``val``/``test``/``unlabelled``). Ids and class names are written as given: the ``csv`` module
-quotes commas, quotes and line breaks, so any id reads back unchanged (:func:`read_predictions`); nothing
-is ever interpreted. Class names must be distinct (each names a column). The file is written atomically
-and never replaces an existing file unless asked.
+(``train``/``val``/``test``/``unlabelled``). Ids and class names are written as given, except that a cell a
+spreadsheet would evaluate as a formula (a leading ``=``, ``+``, ``-``, ``@``, tab or carriage return) gets a
+leading apostrophe (:mod:`pdenets._output`); the ``csv`` module quotes commas, quotes and line breaks, and
+:func:`read_predictions` undoes the apostrophe, so any id reads back unchanged. Class names must be distinct
+(each names a column, ``p(<class>)``: never a formula, it starts with ``p``). The file is created in one step
+and never replaces an existing file, nor one of ``inputs``, unless asked.
 
 Examples:
     >>> import tempfile, pathlib, torch
@@ -23,17 +25,21 @@ Examples:
     q2,,dog,0.2,0.8
     >>> read_predictions(path)[1]["predicted"]
     'dog'
+    >>> _ = write_predictions(path, ["=1+2"], probabilities[:1], ["cat", "dog"], overwrite=True)
+    >>> path.read_text().splitlines()[1]                  # a spreadsheet shows the text, evaluates nothing
+    "'=1+2,cat,0.9,0.1"
+    >>> read_predictions(path)[0]["id"]
+    '=1+2'
 """
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
-from .._io import atomic_write
+from .._output import read_csv_rows, write_csv
 
 __all__ = ["write_predictions", "read_predictions", "prediction_accuracy"]
 
@@ -47,6 +53,7 @@ def write_predictions(
     labels: Optional[Sequence[Optional[str]]] = None,
     splits: Optional[Sequence[str]] = None,
     overwrite: bool = False,
+    inputs: Sequence[Union[str, Path]] = (),
 ) -> Path:
     """Write the predictions file (module docstring) and return its path.
 
@@ -60,9 +67,12 @@ def write_predictions(
             given.
         splits: the split of each row; the column is left out if not given.
         overwrite: replace an existing file (default: refuse).
+        inputs: the files and folders the predictions answer (never written over, nor into).
 
     Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is false.
+        pdenets._output.OutputExistsError: ``path`` exists and ``overwrite`` is false (a
+            ``FileExistsError``).
+        pdenets._output.OutputError: ``path`` cannot be written (a folder, an input, no permission).
         ValueError: sizes that disagree, repeated ids or class names, or non-finite probabilities.
     """
     path = Path(path)
@@ -83,14 +93,10 @@ def write_predictions(
     header += ["predicted"] + [f"p({name})" for name in class_names]
     if len(set(header)) != len(header):
         raise ValueError("the class names of a predictions file must be distinct")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
     predicted = probabilities.argmax(1).tolist()
     values = probabilities.detach().to(torch.float64).cpu().tolist()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(header)
+
+    def rows():
         for row in range(count):
             cells = [str(ids[row])]
             if splits is not None:
@@ -99,14 +105,19 @@ def write_predictions(
                 cells.append("" if labels[row] is None else str(labels[row]))
             cells.append(str(class_names[predicted[row]]))
             cells += [f"{value:.6g}" for value in values[row]]
-            writer.writerow(cells)
-    return path
+            yield cells
+
+    return write_csv(path, header, rows(), overwrite=overwrite, inputs=inputs)
 
 
 def read_predictions(path: Union[str, Path]) -> List[Dict[str, str]]:
-    """The rows of a predictions file as ``{column: cell}`` dicts, in the file's order."""
-    with open(path, newline="", encoding="utf-8") as stream:
-        return list(csv.DictReader(stream))
+    """The rows of a predictions file as ``{column: cell}`` dicts, in the file's order (every cell as it was
+    given to :func:`write_predictions`)."""
+    rows = read_csv_rows(path)
+    if not rows:
+        return []
+    header = rows[0]
+    return [dict(zip(header, row)) for row in rows[1:]]
 
 
 def prediction_accuracy(rows: Sequence[Dict[str, str]], split: Optional[str] = None) -> Optional[float]:

@@ -49,7 +49,14 @@ import math
 import typing
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
-__all__ = ["FieldKind", "RecordFields", "record_problem", "fields_of_dataclass"]
+__all__ = [
+    "FieldKind",
+    "RecordFields",
+    "record_problem",
+    "fields_of_dataclass",
+    "record_dict",
+    "record_from_dict",
+]
 
 FieldKind = Union[str, Mapping[str, Any], List[Any]]
 #: the fields a task reads from one record: name -> kind (see the module's table)
@@ -154,13 +161,106 @@ def _kind_of_annotation(annotation: Any) -> FieldKind:
     raise TypeError(f"no record field kind for the annotation {annotation!r}")
 
 
+def _stored_name(field: dataclasses.Field) -> str:
+    return field.metadata.get("stored_as", field.name)
+
+
+def record_dict(record: Any) -> Any:
+    """A record dataclass as the store keeps it: its fields by name (``metadata={"stored_as": …}``: under
+    that name, e.g. one that is no Python name, ``"diff-resnet"``), nested dataclasses alike; a field with
+    ``metadata={"omit_none": True}`` left out where it holds ``None`` (a value only some runs have); any
+    other value as it is.
+
+    Examples:
+        >>> from dataclasses import dataclass, field
+        >>> @dataclass
+        ... class Count:
+        ...     correct: int
+        >>> @dataclass
+        ... class Counts:
+        ...     diff_resnet: Count = field(metadata={"stored_as": "diff-resnet"})
+        ...     note: Optional[str] = field(default=None, metadata={"omit_none": True})
+        >>> record_dict(Counts(Count(3)))
+        {'diff-resnet': {'correct': 3}}
+    """
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {
+            _stored_name(field): record_dict(getattr(record, field.name))
+            for field in dataclasses.fields(record)
+            if not (field.metadata.get("omit_none") and getattr(record, field.name) is None)
+        }
+    if isinstance(record, dict):
+        return {key: record_dict(value) for key, value in record.items()}
+    if isinstance(record, (list, tuple)):
+        return [record_dict(value) for value in record]
+    return record
+
+
+def _dataclass_in(annotation: Any) -> Optional[type]:
+    """The dataclass an annotation names (itself, or inside ``Optional``), else ``None``."""
+    if typing.get_origin(annotation) is Union:
+        inner = [argument for argument in typing.get_args(annotation) if argument is not type(None)]
+        annotation = inner[0] if len(inner) == 1 else None
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
+
+
+def record_from_dict(cls: type, values: Mapping[str, Any]) -> Any:
+    """The record dataclass ``cls`` from the values of its fields under their stored names (the inverse of
+    :func:`record_dict`): a nested dataclass, or a list of them, is built from its mapping alike.
+
+    Raises:
+        TypeError: ``values`` lacks a field of ``cls`` or holds one it has not (naming both).
+
+    Examples:
+        >>> from dataclasses import dataclass, field
+        >>> @dataclass
+        ... class Count:
+        ...     correct: int
+        ...     diff_resnet: int = field(metadata={"stored_as": "diff-resnet"})
+        >>> record_from_dict(Count, {"correct": 3, "diff-resnet": 4})
+        Count(correct=3, diff_resnet=4)
+        >>> record_from_dict(Count, {"correct": 3, "diff_resnet": 4})
+        Traceback (most recent call last):
+        ...
+        TypeError: Count: no field for 'diff_resnet'
+    """
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    names = {_stored_name(field) for field in fields}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise TypeError(f"{cls.__name__}: no field for {', '.join(map(repr, unknown))}")
+    built = {}
+    for field in fields:
+        stored = _stored_name(field)
+        if stored not in values:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                if not (field.metadata.get("omit_none")):
+                    raise TypeError(f"{cls.__name__}: no field {stored!r} among {', '.join(values)}")
+            continue
+        value, annotation = values[stored], hints[field.name]
+        inner = _dataclass_in(annotation)
+        arguments = typing.get_args(annotation)
+        listed = (
+            _dataclass_in(arguments[0])
+            if arguments and typing.get_origin(annotation) in (list, tuple, collections.abc.Sequence)
+            else None
+        )
+        if inner is not None and isinstance(value, Mapping):
+            value = record_from_dict(inner, value)
+        elif listed is not None and isinstance(value, (list, tuple)):
+            value = [record_from_dict(listed, item) if isinstance(item, Mapping) else item for item in value]
+        built[field.name] = value
+    return cls(**built)
+
+
 def fields_of_dataclass(cls: type, leave_out: Sequence[str] = ()) -> RecordFields:
     """The declaration of a record that a typed row is built from (``Row(**record)``): each field of the
     dataclass ``cls`` (but ``leave_out``) with the kind of its annotation (``float``: a number, ``int``: a
     whole number, ``List[float]``: a list of numbers, ``Optional[...]``: may be null, a dataclass: its own
     fields). A field's ``metadata={"kind": "fraction"}`` names a narrower kind than its annotation's; a field
     with ``metadata={"read": False}`` is stored but read by no summary, and left out (a record stored before
-    it existed is still read).
+    it existed is still read); a field is declared under its ``stored_as`` name (:func:`record_dict`).
 
     Examples:
         >>> from dataclasses import dataclass
@@ -176,7 +276,7 @@ def fields_of_dataclass(cls: type, leave_out: Sequence[str] = ()) -> RecordField
     """
     hints = typing.get_type_hints(cls)
     return {
-        field.name: field.metadata.get("kind") or _kind_of_annotation(hints[field.name])
+        _stored_name(field): field.metadata.get("kind") or _kind_of_annotation(hints[field.name])
         for field in dataclasses.fields(cls)
         if field.name not in leave_out and field.metadata.get("read", True)
     }

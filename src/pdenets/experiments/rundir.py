@@ -27,9 +27,7 @@ Rules that keep a user's files safe:
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 import os
@@ -42,6 +40,7 @@ from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Union
 import yaml
 
 from .._io import atomic_write, atomic_write_text, new_temporary_file  # noqa: F401  (re-exported)
+from .._output import csv_text
 
 try:  # POSIX advisory locks; elsewhere the lock is best effort (exclusive creation only)
     import fcntl
@@ -388,13 +387,12 @@ class RunDirectory:
         return json.loads(self.file("results.json").read_text(encoding="utf-8"))
 
     def write_csv(self, name: str, rows: Iterable[Mapping[str, Any]]) -> Path:
+        """A table for the user (``runs.csv``): one column per key of any row, empty where a row has none;
+        cells a spreadsheet would evaluate neutralized (:mod:`pdenets._output`)."""
         rows = [to_plain(dict(r)) for r in rows]
         fields = list(dict.fromkeys(k for r in rows for k in r))
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        return self.write_text(name, buffer.getvalue())
+        cells = ([_cell(r.get(k)) for k in fields] for r in rows)
+        return self.write_text(name, csv_text(fields, cells))
 
     def save_figure(self, figure, name: str, *, dpi: int = 110) -> str:
         """Save a matplotlib figure as ``name`` (atomically), close it, return the file name."""
@@ -410,6 +408,11 @@ class RunDirectory:
             plt.close(figure)
         self._wrote(target)
         return name
+
+
+def _cell(value: Any) -> Any:
+    """A value as ``csv`` writes it (``None``: empty)."""
+    return "" if value is None else value
 
 
 def _version() -> str:

@@ -44,7 +44,7 @@ from .config import ConfigError, TaskConfig, config_to_dict
 from .context import RunContext, run_context
 from .distributed import distributed_context
 from .parallel import JobError, check_ray_address, execute
-from .records import record_problem
+from .records import record_dict, record_problem
 from .results import RunFacts, TaskResults, left_out_to_list
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, UNREADABLE, ResultsStore, StoredRun
@@ -128,7 +128,7 @@ def _call_job(
     except NonFiniteError as error:
         record, status = {"error": str(error)}, "diverged"
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        record = dataclasses.asdict(record)
+        record = record_dict(record)
     if not isinstance(record, dict):
         raise TypeError(f"run_job must return a dict or a record dataclass, got {type(record).__name__}")
     return status, to_plain(record), time.perf_counter() - start

@@ -216,7 +216,8 @@ class Task(ABC, Generic[ConfigT]):
     columns: ClassVar[Mapping[str, str]] = {}
     #: what the progress bar counts
     unit: ClassVar[str] = "runs"
-    #: the dataclass ``run_job`` returns: the stored record's schema, checked by ``--report-only``
+    #: the dataclass ``run_job`` returns: the stored record's schema, checked by ``--report-only`` (a task of
+    #: several kinds of job names each job's with :meth:`record_type_of`)
     record_type: ClassVar[Optional[type]] = None
 
     def __init__(self, config: ConfigT):
@@ -231,11 +232,16 @@ class Task(ABC, Generic[ConfigT]):
         read, with their kinds (:mod:`pdenets.experiments.records`); ``record`` is given for a record that
         says itself what it holds (a ``diverged`` flag, a ``part``). A stored record without one of them, or
         holding another kind, is left out of the summary and named in the report (default: the fields of the
-        task's ``record_type``, :func:`~pdenets.experiments.records.fields_of_dataclass`; without one, none
-        declared, nothing checked)."""
-        if self.record_type is not None:
-            return fields_of_dataclass(self.record_type)
-        return {}
+        task's record dataclass for the job, :meth:`record_type_of`, read by
+        :func:`~pdenets.experiments.records.fields_of_dataclass`; without one, none declared, nothing
+        checked)."""
+        kind = self.record_type_of(spec, record)
+        return fields_of_dataclass(kind) if kind is not None else {}
+
+    def record_type_of(self, spec: Any, record: Mapping[str, Any]) -> Optional[type]:
+        """The record dataclass ``run_job`` returns for the job ``spec`` (``record``: the stored one, for a
+        record that says itself what it holds, a ``diverged`` flag); default: ``record_type``."""
+        return self.record_type
 
     @classmethod
     def quick_config(cls) -> Any:

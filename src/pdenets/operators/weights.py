@@ -107,6 +107,7 @@ def knn_gaussian_weights(
     normalization: str = "symmetric",
     symmetrize_weights: bool = False,
     backend: str = "auto",
+    coincident: str = "raise",
 ) -> torch.Tensor:
     r"""Sparse Gaussian-kernel weights on the ``n_top``-nearest-neighbour graph.
 
@@ -132,6 +133,9 @@ def knn_gaussian_weights(
             does (default: ``False``).
         backend: neighbour search backend of :func:`~pdenets.operators.knn.knn_search`
             (default: ``"auto"``).
+        coincident: a point whose adaptive width is zero (copies of it fill its list up to the
+            ``sigma_neighbor``-th entry): ``"raise"`` (default) or ``"link"`` it to its copies only, weight
+            1 (:func:`gaussian_kernel`'s limit ``σ → 0⁺``).
 
     Returns:
         ``(N, N)`` coalesced sparse COO tensor with at most ``N · n_top`` (twice that if
@@ -165,7 +169,7 @@ def knn_gaussian_weights(
     sq = neighbors.sq_distances
     if sigma_neighbor is not None:
         bandwidth = sq[:, sigma_neighbor - 1 : sigma_neighbor].sqrt()
-        values = gaussian_kernel(sq[:, :n_top], bandwidth)
+        values = gaussian_kernel(sq[:, :n_top], bandwidth, coincident=coincident)
     else:
         assert sigma is not None  # exactly one of sigma and sigma_neighbor was given
         values = gaussian_kernel(sq[:, :n_top], sigma)

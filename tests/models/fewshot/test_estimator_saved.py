@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pdenets.estimators import DiffusionFewShotClassifier
-from pdenets.saved_model import SavedModelError
+from pdenets.saved_model import SavedModelError, load_model, save_model
 
 
 def _task(seed=0, labels=("cat", "dog", "fox")):
@@ -50,10 +50,24 @@ def test_altered_or_foreign_files_are_refused(tmp_path):
     folder = DiffusionFewShotClassifier("prototype").fit(support, labels).save(tmp_path / "m")
     manifest_path = folder / "model.json"
     manifest = json.loads(manifest_path.read_text())
+    tensors, _ = load_model(folder, task="few-shot")
+    plain = {k: v for k, v in manifest.items() if k not in ("format", "pdenets", "task", "model", "shapes")}
+    plain.pop("weights")
+    for change, message in (
+        ({"classes": {"kind": "complex", "values": [1]}}, "class labels are not readable"),
+        ({"classes": {"kind": "int", "values": [1, 2]}}, "2 classes, its support labels name 3"),
+        ({"params": {**manifest["params"], "method": "nonsense"}}, "nonsense"),
+        ({"feature_names": ["f"] * 16}, "feature_names repeats 'f'"),
+    ):
+        other = save_model(
+            tmp_path / "other", tensors, task="few-shot", model="prototype", manifest={**plain, **change}
+        )
+        with pytest.raises(SavedModelError, match=message) as error:
+            DiffusionFewShotClassifier.load(other)
+        assert "model.json" in str(error.value)
     for change, message in (
         ({"task": "coin-tabular"}, "coin-tabular"),
-        ({"classes": {"kind": "complex", "values": [1]}}, "class labels are not readable"),
-        ({"params": {**manifest["params"], "method": "nonsense"}}, "nonsense"),
+        ({"classes": {"kind": "int", "values": [2, 1, 0]}}, "edited after the model was saved"),
     ):
         manifest_path.write_text(json.dumps({**manifest, **change}))
         with pytest.raises(SavedModelError, match=message) as error:

@@ -5,6 +5,7 @@ import csv
 
 import numpy as np
 
+from pdenets._output import read_csv_rows
 from pdenets.cli import main
 
 from ...helpers import foreign_data
@@ -21,8 +22,9 @@ def _run(tmp_path, models, *extra):
 
 
 def _rows(path):
-    with open(path, newline="", encoding="utf-8") as stream:
-        return list(csv.DictReader(stream))
+    """The file's rows, each cell as it was given (:func:`pdenets._output.read_csv_rows`)."""
+    header, *rows = read_csv_rows(path)
+    return [dict(zip(header, row)) for row in rows]
 
 
 def test_the_last_value_forecast_is_the_last_row_and_the_stamps_continue_at_five_minutes(tmp_path):
@@ -34,6 +36,8 @@ def test_the_last_value_forecast_is_the_last_row_and_the_stamps_continue_at_five
     assert series[-1][0] == "2026-03-02 23:55"
     assert list(rows[0]) == ["node", "time", "horizon", "last-value", "coin over last-value"]
     assert [row["node"] for row in rows] == [name for name in names for _ in range(3)]  # each sensor, by name
+    # "=east" is written so that a spreadsheet shows it and evaluates nothing
+    assert "\n'=east,2026-03-03 00:00,1," in (out / "forecasts.csv").read_text()
     assert [row["time"] for row in rows[:3]] == ["2026-03-03 00:00", "2026-03-03 00:05", "2026-03-03 00:10"]
     assert [row["horizon"] for row in rows[:3]] == ["1", "2", "3"]
     # the protocol's scaling undone: the last value, in the series' units, at every horizon

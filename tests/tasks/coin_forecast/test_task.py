@@ -230,7 +230,7 @@ def test_forecast_config_and_data_errors(tmp_path, capsys):
 
 
 def _learned_run(path, model="window-mlp", seed=0, **training):
-    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, train_forecaster
+    from pdenets.tasks.coin_forecast.task import ForecastJob, ForecastTraining, fit_job
 
     series = load_temporal(path)
     data = prepare_protocol(series, "ours", OURS)
@@ -256,7 +256,8 @@ def _learned_run(path, model="window-mlp", seed=0, **training):
         setup=OURS,
         training=ForecastTraining(**settings),
     )
-    return data, train_forecaster(job, data)[:2]
+    fitted = fit_job(job, data, choose=False)
+    return data, (fitted.prediction, fitted.info)
 
 
 def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
@@ -279,7 +280,7 @@ def test_mini_batch_training_stops_early_and_validates_on_schedule(tmp_path):
 
 
 def test_the_batch_order_is_drawn_from_the_runs_seed(tmp_path, monkeypatch):
-    import pdenets.tasks.coin_forecast.task as coin_forecast
+    import pdenets.tasks.coin_forecast.model as coin_forecast
 
     path = tmp_path / "ring.json"
     _diffusing_series(path, steps=40, nodes=3)

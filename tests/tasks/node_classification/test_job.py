@@ -4,7 +4,7 @@ import pytest
 
 from pdenets.data.transforms import prepared_graph
 from pdenets.experiments import job_key
-from pdenets.tasks.node_classification.job import build_model as _build_model
+from pdenets.tasks.node_classification.model import build_network as _build_model
 from pdenets.tasks.node_classification.task import (
     DiffusionHyperparameters,
     NodeClassificationConfig,
@@ -64,17 +64,18 @@ def test_diffusing_in_a_hidden_width_builds_that_model_and_keys_its_runs(graph):
 def test_the_diffusion_steps_of_a_job_are_decided_in_one_place(graph, monkeypatch):
     """r: the graph's setting, the depth study's depth over it, a variant's fixed value over both, 0 for a
     model that takes its graph at forward; the model is built with it and only r > 0 splits over torchrun."""
+    from pdenets.tasks.node_classification import model as networks
     from pdenets.tasks.node_classification import task as module
 
     config = dict(models=["diff-resnet", "no-diff-resnet", "gcn"], depths=[3])
     config["diffusion"] = {"default": DiffusionHyperparameters(0.25, 7, 0.25)}
     jobs = task(graph, **config).jobs()
-    steps = {(job.model, job.depth): module.diffusion_steps(job) for job in jobs}
+    steps = {(job.model, job.depth): networks.diffusion_steps(job) for job in jobs}
     assert steps[("diff-resnet", None)] == 7 and steps[("diff-resnet", 3)] == 3
     assert steps[("no-diff-resnet", None)] == 0 and steps[("gcn", None)] == 0 and steps[("gcn", 3)] == 0
     prepared = module.prepared_graph(graph, None)
     for job in jobs:
-        built = module.build_model(job, prepared)
+        built = networks.build_network(job, prepared)
         assert getattr(built, "num_steps", 0) == steps[(job.model, job.depth)], job.model
     monkeypatch.setattr(module.dist, "is_initialized", lambda: True)
     monkeypatch.setattr(module.dist, "get_world_size", lambda: 2)

@@ -111,8 +111,15 @@ def test_the_users_split_file_is_used_exactly_and_keys_its_runs(tmp_path):
     edited = tmp_path / "edited.csv"
     edited.write_text(split.read_text().replace(",test\n", ",val\n", 1))
     assert keys(str(edited)).isdisjoint(first)
-    random = NodeClassificationTask(
-        NodeClassificationConfig(datasets=[str(graph)], models=["gcn"], num_splits=1, num_inits=2)
+    random = NodeClassificationTask(  # 19 labelled nodes a class: random splits of 5 + 5
+        NodeClassificationConfig(
+            datasets=[str(graph)],
+            models=["gcn"],
+            num_splits=1,
+            num_inits=2,
+            train_per_class=5,
+            val_per_class=5,
+        )
     )
     random.prepare()
     assert {job_key("node-classification", job) for job in random.jobs()}.isdisjoint(first)

@@ -16,7 +16,7 @@ from pdenets.data.graphs import load_npz
 from pdenets.data.splits import split_and_init_seeds, split_seeds
 from pdenets.data.transforms import prepared_graph
 from pdenets.experiments import job_key, run_task
-from pdenets.tasks.node_classification.job import build_model as _build_model
+from pdenets.tasks.node_classification.model import build_network as _build_model
 from pdenets.tasks.node_classification.task import (
     NodeClassificationConfig,
     NodeClassificationTask,
@@ -167,10 +167,12 @@ def test_early_stopping_fires_and_restores_the_best_state(graph):
         first_job(graph, max_epochs=300, patience=7),
         hyperparameters=replace(first_job(graph).hyperparameters, lr=0.05),
     )
-    model, fitted, record = train_node_classifier(job)
+    trained = train_node_classifier(job)
+    model, fitted, record = trained.network, trained.result, trained.record
     assert fitted.epochs < 300, "this graph must make early stopping fire"
     assert record["epochs"] - record["best_epoch"] == 7 == job.patience
-    rerun, refit, _ = train_node_classifier(replace(job, max_epochs=record["best_epoch"]))
+    again = train_node_classifier(replace(job, max_epochs=record["best_epoch"]))
+    rerun, refit = again.network, again.result
     assert refit.epochs == refit.best_epoch == record["best_epoch"]
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, rerun.state_dict()[name]), name
@@ -416,7 +418,7 @@ def test_every_setting_of_a_node_job_reaches_the_result(graph, tmp_path, model):
     )
     spec = first_job(hard, models=[model], max_epochs=150, patience=3)
     assert_every_key_setting_matters(
-        lambda job: train_node_classifier(job)[2],
+        lambda job: train_node_classifier(job).record,
         spec,
         changes={
             "graph": other,
@@ -453,8 +455,8 @@ def test_real_valued_features_are_standardized_not_binarized(tmp_path):
     assert job_key("node-classification", job) != job_key(
         "node-classification", replace(job, feature_transform="bag-of-words")
     )
-    standardized = train_node_classifier(job)[2]["accuracy"]
-    binarized = train_node_classifier(replace(job, feature_transform="bag-of-words"))[2]["accuracy"]
+    standardized = train_node_classifier(job).record["accuracy"]
+    binarized = train_node_classifier(replace(job, feature_transform="bag-of-words")).record["accuracy"]
     assert standardized > 0.9 and binarized < 0.5 + 1e-9, (standardized, binarized)
     out = tmp_path / "run"
     code = main(
@@ -462,3 +464,27 @@ def test_real_valued_features_are_standardized_not_binarized(tmp_path):
     )
     report = (out / "report.md").read_text(encoding="utf-8")
     assert code == 0 and "embedded: standardized per feature" in report and "(paper)" not in report
+
+
+def test_a_split_the_graph_cannot_give_is_refused_before_any_job_in_one_line_with_the_number_needed(
+    graph, tmp_path, capsys
+):
+    """60 labelled nodes a class: 31 + 30 per class do not fit; 30 + 30 fit each class but leave no node to
+    test; 29 + 30 leave one per class (the boundary)."""
+    from pdenets.cli import main
+    from pdenets.experiments.config import ConfigError
+    from pdenets.experiments.store import STORE_FILENAME
+
+    out = tmp_path / "run"
+    argv = ["run", "node-classification", "--dataset", graph, "--no-progress", "--out", str(out)]
+    assert main(argv + ["--train-per-class", "31", "--val-per-class", "30"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "job (" not in error, error
+    assert (
+        "class '0' has 60 labelled nodes (and 2 other classes); the random split needs 61 of each class"
+        in error
+    )
+    assert "(31 training + 30 validation)" in error and not (out / STORE_FILENAME).exists()
+    with pytest.raises(ConfigError, match="its 180 labelled nodes leave none to test after 30 training"):
+        task(graph, train_per_class=30, val_per_class=30).prepare()
+    task(graph, train_per_class=29, val_per_class=30).prepare()

@@ -8,6 +8,7 @@ import yaml
 
 from pdenets.cli import main
 from pdenets.experiments.context import RunContext
+from pdenets.experiments.records import record_dict
 from pdenets.tasks.synthetic.task import (
     PAPER_SCRIPT_REFERENCE,
     ClassificationJob,
@@ -124,7 +125,7 @@ def test_diverging_run_stops_cleanly_and_keeps_its_last_finite_state(num_steps):
         graph=GraphConvention(True, "row"),
         snapshot_epochs=(0, 5, 10),
     )
-    record = SyntheticTask.run_job(spec, RunContext())
+    record = record_dict(SyntheticTask.run_job(spec, RunContext()))
     diverged = record["diverged_at_epoch"]
     assert diverged is not None and 1 <= diverged <= 10
     assert len(record["test_curve"]) == len(record["train_curve"]) == 11

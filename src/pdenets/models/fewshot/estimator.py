@@ -35,7 +35,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ...saved_model import SavedModelError, labels_from_json, labels_to_json, load_model, save_model
+from ...saved_model import (
+    SavedModelError,
+    distinct_names,
+    labels_from_json,
+    labels_to_json,
+    load_model,
+    save_model,
+)
 from .adaptive import Adaptive
 from .base import DEFAULT_METHOD, FewShotMethod, method_from_name
 from .methods import Preprocessing, classify
@@ -197,21 +204,33 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
             SavedModelError: the folder holds no such classifier, or an altered one (naming the file).
         """
         tensors, manifest = load_model(folder, task="few-shot")
+        source = Path(folder) / "model.json"
         params, classes = manifest.get("params"), manifest.get("classes")
-        if not isinstance(params, dict) or not isinstance(classes, dict) or "support" not in tensors:
-            raise SavedModelError(f"{Path(folder) / 'model.json'}: not a few-shot classifier's manifest")
+        support, labels = tensors.get("support"), tensors.get("support_labels")
+        if not isinstance(params, dict) or not isinstance(classes, dict) or support is None or labels is None:
+            raise SavedModelError(f"{source}: not a few-shot classifier's manifest")
+        if support.ndim != 2 or labels.dtype != torch.int64 or labels.shape != (len(support),):
+            raise SavedModelError(f"{source}: its support is not a table of rows with one label each")
         mean = tensors.get("base_mean")
+        if mean is not None and tuple(mean.shape) != (support.shape[1],):
+            raise SavedModelError(f"{source}: its base mean is not one value per feature")
         try:
             classifier = cls(**params, base_mean=None if mean is None else mean.numpy())
             classifier._method()
         except (TypeError, ValueError) as error:
-            raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
-        classifier.support_ = tensors["support"].numpy()
-        classifier.support_labels_ = tensors["support_labels"].numpy()
-        classifier.classes_ = labels_from_json(classes, Path(folder) / "model.json")
+            raise SavedModelError(f"{source}: {error}") from None
+        classifier.classes_ = labels_from_json(classes, source)
+        named = int(labels.max()) + 1 if labels.numel() else 0
+        lowest = int(labels.min()) if labels.numel() else 0
+        classes_given = classifier.classes_.tolist()
+        if lowest < 0 or named > len(classes_given) or len(set(classes_given)) != len(classes_given):
+            raise SavedModelError(f"{source}: {len(classes_given)} classes, its support labels name {named}")
+        classifier.support_ = support.numpy()
+        classifier.support_labels_ = labels.numpy()
         classifier.n_features_in_ = classifier.support_.shape[1]
         if manifest.get("feature_names") is not None:
-            classifier.feature_names_in_ = np.asarray(manifest["feature_names"], dtype=object)
+            names = distinct_names(manifest["feature_names"], "feature_names", source, count=support.shape[1])
+            classifier.feature_names_in_ = np.asarray(names, dtype=object)
         return classifier
 
     def _more_tags(self) -> Dict[str, bool]:  # scikit-learn < 1.6

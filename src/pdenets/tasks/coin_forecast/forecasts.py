@@ -14,13 +14,12 @@ in steps (``T``, ``T + 1``, …).
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import List, Mapping, Sequence, Tuple
+from typing import List, Mapping, Sequence, Tuple, Union
 
 import torch
 
-from ..._io import atomic_write
+from ..._output import write_csv
 from ...data.temporal import TemporalGraphSeries
 from ...models.coin_forecast_diffusion import diffuse_forecasts
 from ...operators import SliceGraphs
@@ -94,23 +93,22 @@ def write_forecasts(
     series: TemporalGraphSeries,
     forecasts: Mapping[str, torch.Tensor],
     node_names: Sequence[str],
+    *,
+    overwrite: bool = True,
+    inputs: Sequence[Union[str, Path]] = (),
 ) -> Path:
     """Write ``forecasts.csv``: one row per node and step after ``series``' end (``node``, ``time``,
     ``horizon``), one column per model (``forecasts``: name → ``(N, H)`` in the series' units); replaces an
-    earlier report's file."""
+    earlier report's file (``overwrite``), never one of ``inputs``. Node and model names a spreadsheet would
+    evaluate are neutralized (:mod:`pdenets._output`)."""
     horizons = next(iter(forecasts.values())).shape[1]
     stamps = stamps_after(series, horizons)
     columns = list(forecasts)
     values = {name: forecast.tolist() for name, forecast in forecasts.items()}
-    with atomic_write(path) as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(
-            ["node", series.time_axis.column if series.time_axis else "step", "horizon"] + columns
-        )
-        for node, name in enumerate(node_names):
-            for horizon, stamp in enumerate(stamps):
-                writer.writerow(
-                    [name, stamp, horizon + 1]
-                    + [f"{values[column][node][horizon]:.6g}" for column in columns]
-                )
-    return path
+    header = ["node", series.time_axis.column if series.time_axis else "step", "horizon"] + columns
+    rows = (
+        [name, stamp, horizon + 1] + [f"{values[column][node][horizon]:.6g}" for column in columns]
+        for node, name in enumerate(node_names)
+        for horizon, stamp in enumerate(stamps)
+    )
+    return write_csv(path, header, rows, overwrite=overwrite, inputs=inputs)

@@ -33,6 +33,7 @@ COIN over any model — its forecasts diffused on the origins' graphs — lives 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -123,6 +124,23 @@ class ForecastSetup:
     test_fraction: float
     val_fraction: float
     transform: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("lags", "horizons"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            object.__setattr__(self, name, int(value))  # a NumPy integer kept a Python one (a store key)
+        fractions = (self.test_fraction, self.val_fraction)
+        if not all(isinstance(f, numbers.Real) and not isinstance(f, bool) and f > 0 for f in fractions) or (
+            sum(fractions) >= 0.9
+        ):
+            raise ValueError(
+                "test_fraction and val_fraction must be positive and leave 10 % of the steps to fit, got "
+                f"{self.test_fraction!r} and {self.val_fraction!r}"
+            )
+        if self.transform not in TRANSFORMS:
+            raise ValueError(f"transform must be one of {', '.join(TRANSFORMS)}, got {self.transform!r}")
 
     @classmethod
     def of(cls, settings: Any) -> "ForecastSetup":

@@ -39,7 +39,111 @@ __all__ = [
     "coin_vs_linear",
     "diffusion_checks",
     "COIN_OVER",
+    "ForecastRecord",
+    "CountRecord",
+    "DiffusedRecord",
+    "DiffusedCountRecord",
+    "record_class",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _TestErrors:
+    """The test errors of forecasts on the protocol's scale (:func:`~.protocol.forecast_metrics`)."""
+
+    mse: float
+    mae: float
+    top5_share: float
+    mse_by_horizon: List[float]
+    mae_by_horizon: List[float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CountErrors(_TestErrors):
+    """... and, on a count series, the MAE in counts."""
+
+    mae_raw: float
+    mae_raw_by_horizon: List[float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Choice:
+    """COIN's ``(γ, r)`` over a model and its selection-set MSE; the evidence behind it (stored, not read)."""
+
+    step_size: float
+    num_steps: int
+    val_mse: float
+    gain: float = field(metadata={"read": False})
+    lower_bound: float = field(metadata={"read": False})
+    blocks: int = field(metadata={"read": False})
+    selected_on: str = field(metadata={"read": False})
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoinChoice(_Choice, _TestErrors):
+    """COIN over a model: its choice and the test errors of the diffused forecasts."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoinCountChoice(_Choice, _CountErrors):
+    """COIN over a model on a count series."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestForecast:
+    """The horizon-1 forecasts of the test origins, to plot (:func:`~.protocol.first_horizon_forecasts`)."""
+
+    steps: List[int]
+    values: List[Any] = field(metadata={"kind": "list"})
+
+
+_TRAINING = {"read": False, "omit_none": True}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForecastRecord(_TestErrors):
+    """What one run returns and the store keeps: the seconds, the test errors, the validation MSE and the test
+    forecasts; a learned model's training history too (stored, not read)."""
+
+    seconds: float
+    val_mse: float = field(metadata={"read": False})
+    test_forecast: TestForecast
+    epochs: Optional[int] = field(default=None, metadata=_TRAINING)
+    steps: Optional[int] = field(default=None, metadata=_TRAINING)
+    best_step: Optional[int] = field(default=None, metadata=_TRAINING)
+    best_epoch: Optional[int] = field(default=None, metadata=_TRAINING)
+    validations: Optional[int] = field(default=None, metadata=_TRAINING)
+    curve: Optional[List[Any]] = field(default=None, metadata=_TRAINING)
+    learned_step_size: Optional[float] = field(default=None, metadata=_TRAINING)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountRecord(ForecastRecord, _CountErrors):
+    """A run on a count series: the MAE in counts too."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusedRecord(ForecastRecord):
+    """A run with COIN over its model."""
+
+    val_mse: float
+    coin: CoinChoice
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusedCountRecord(CountRecord):
+    """A run with COIN over its model, on a count series."""
+
+    val_mse: float
+    coin: CoinCountChoice
+
+
+def record_class(counts: bool, diffused: bool) -> type:
+    """The record dataclass of a run on a series of ``counts`` (or not), with COIN over its model or not."""
+    if diffused:
+        return DiffusedCountRecord if counts else DiffusedRecord
+    return CountRecord if counts else ForecastRecord
+
 
 #: the prefix of the table's entries of COIN over a model: ``coin-over-MODEL``
 COIN_OVER = "coin-over-"

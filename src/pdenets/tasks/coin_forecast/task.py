@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -25,23 +25,20 @@ import torch
 from ...data.errors import DataWarning
 from ...data.paths import dataset_label
 from ...data.temporal import TEMPORAL_DATASETS
-from ...experiments.config import ConfigError
 from ...experiments.context import CPU, RunContext
-from ...experiments.records import RecordFields
+from ...experiments.records import record_from_dict
 from ...experiments.report import md_escape
 from ...experiments.rundir import file_name_for
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
-from ...models.coin_forecast_diffusion import choose_diffusion
-from ...models.forecasting import linear_coefficients
-from ...models.training import evaluation_mode, fit_steps, masked_mse
+from ...models.training import masked_mse
 from . import report as forecast_report
 from .config import BASELINES, LEARNED, UNFITTED, CoinForecastConfig
-from .forecasts import diffused_future, future_stamps, future_window, to_series_units, write_forecasts
+from .forecasts import future_stamps, write_forecasts
+from .model import DiffusionGrid, ForecastModel, ForecastTraining, fit_forecaster
 from .protocol import (
     ForecastData,
     ForecastSetup,
-    closed_form_forecast,
     diffuses_itself,
     first_horizon_forecasts,
     forecast_metrics,
@@ -55,12 +52,13 @@ from .results import (
     COIN_OVER,
     ForecastCell,
     ForecastErrors,
+    ForecastRecord,
     ForecastResults,
     ForecastTable,
     coin_vs_linear,
     diffusion_checks,
+    record_class,
 )
-from .saved import REFERENCE_TRAINING, forecaster_network, save_forecast_model
 
 __all__ = [
     "CoinForecastConfig",
@@ -69,35 +67,11 @@ __all__ = [
     "ForecastSetup",
     "ForecastTraining",
     "DiffusionGrid",
+    "fit_job",
     "BASELINES",
     "LEARNED",
     "linear_forecast",
 ]
-
-
-@dataclass(frozen=True)
-class ForecastTraining:
-    """How a learned model is trained: the configuration's settings of the same names."""
-
-    hidden_features: int = field(metadata={"stored_as": "hidden"})  # the runs stored before keep their keys
-    step_size: float
-    num_steps: int
-    learn_step_size: bool
-    epochs: int
-    patience: int
-    min_improvement: float
-    lr: float
-    weight_decay: float
-    batch_rows: int
-    eval_steps: int
-
-
-@dataclass(frozen=True)
-class DiffusionGrid:
-    """The ``(γ, r)`` candidates of COIN over a model, sorted and distinct."""
-
-    step_sizes: Tuple[float, ...]
-    num_steps: Tuple[int, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,95 +96,20 @@ def _setup(config: CoinForecastConfig) -> ForecastSetup:
     return ForecastSetup.of(config)
 
 
-def train_forecaster(
-    spec: ForecastJob, data: ForecastData, device: torch.device = CPU
-) -> Tuple[torch.Tensor, Dict, torch.nn.Module]:
-    """Mini-batch Adam over whole origins (``batch_rows`` windows a step) on ``device``, early stopping on the
-    validation MSE of the origins with a validation target (every ``eval_steps`` steps and after every pass);
-    the best model is kept."""
-    training = spec.training
-    assert training is not None  # a learned model's job carries its training settings (closed forms none)
-    reference = REFERENCE_TRAINING.get(spec.model)
-    torch.manual_seed(spec.seed)
-    model = forecaster_network(spec.model, data.lags, data.horizons, training).to(device)
-    inputs, targets = (part.to(device=device, dtype=torch.float32) for part in (data.inputs, data.targets))
-    masks = {name: mask.to(device) for name, mask in data.masks.items()}
-    graphs = data.diffusion_graphs
-    if reference:
-        return (*_as_documented(model, inputs, targets, masks, graphs, reference), model)
-    train_origins, val_origins = (
-        masks[part].flatten(1).any(1).nonzero().squeeze(1).cpu() for part in ("train", "val")
+def fit_job(
+    spec: ForecastJob, data: ForecastData, device: torch.device = CPU, *, choose: bool = True
+) -> ForecastModel:
+    """The forecaster of ``spec`` fitted on ``data`` (:func:`~.model.fit_forecaster`), COIN's ``(γ, r)`` over
+    it chosen from ``spec.diffusion`` (``choose``: where it has one)."""
+    return fit_forecaster(
+        data,
+        spec.model,
+        seed=spec.seed,
+        training=spec.training,
+        grid=spec.diffusion if choose else None,
+        device=device,
+        name=f"{spec.dataset} ({spec.protocol})",
     )
-    if len(train_origins) == 0 or len(val_origins) == 0:
-        raise ConfigError(
-            f"{spec.dataset} ({spec.protocol}): the split leaves {len(train_origins)} training and "
-            f"{len(val_origins)} validation origins; a learned model needs both"
-        )
-    per_batch = max(1, training.batch_rows // inputs.shape[1])
-
-    def predict(origins: torch.Tensor) -> torch.Tensor:
-        """Forecasts of ``origins`` without autograd, a few batches' worth of origins at a time."""
-        with evaluation_mode(model):
-            return torch.cat(
-                [model(inputs[chunk], graphs.subset(chunk)) for chunk in origins.split(4 * per_batch)]
-            )
-
-    def validate() -> float:
-        return float(masked_mse(predict(val_origins), targets[val_origins], masks["val"][val_origins]))
-
-    # a learned diffusion time has no weight decay (decay would pull γ towards γ_max / 2)
-    step_logit = [p for name, p in model.named_parameters() if name == "step_logit"]
-    weights = [p for name, p in model.named_parameters() if name != "step_logit"]
-    groups = [{"params": weights}] + ([{"params": step_logit, "weight_decay": 0.0}] if step_logit else [])
-    optimizer = torch.optim.Adam(groups, lr=training.lr, weight_decay=training.weight_decay)
-    fitted = fit_steps(
-        model,
-        optimizer,
-        train_origins,
-        lambda batch: masked_mse(
-            model(inputs[batch], graphs.subset(batch)), targets[batch], masks["train"][batch]
-        ),
-        validate,
-        batch_size=per_batch,
-        max_epochs=training.epochs,
-        eval_steps=training.eval_steps,
-        patience=training.patience,
-        min_improvement=training.min_improvement,
-        generator=torch.Generator().manual_seed(spec.seed),
-    )
-    prediction = predict(torch.arange(len(inputs))).to(device="cpu", dtype=torch.float64)
-    curve = fitted.curve
-    info = {
-        "epochs": fitted.epochs,
-        "steps": fitted.steps,
-        "best_step": fitted.best_step,
-        "best_epoch": fitted.best_epoch,
-        "validations": len(curve),
-        "curve": curve[:: max(1, len(curve) // 40)],
-    }
-    if getattr(model, "learn_step_size", False):
-        info["learned_step_size"] = model.step_size
-    return prediction, info, model
-
-
-def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[torch.Tensor, Dict]:
-    """A reference model trained as its documentation trains it: Adam, full batch over every origin with a
-    target before the test period (no validation, no early stopping), the mean over origins of each origin's
-    MSE, the last model kept."""
-    fitted = masks["train"] | masks["val"]
-    origins = fitted.flatten(1).any(1).nonzero().squeeze(1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=reference["lr"])
-    model.train()
-    for _ in range(reference["epochs"]):
-        optimizer.zero_grad()
-        errors = (model(inputs[origins], graphs.subset(origins)) - targets[origins]).square()
-        weights = fitted[origins].to(errors.dtype)
-        loss = ((errors * weights).sum((1, 2)) / weights.sum((1, 2))).mean()
-        loss.backward()
-        optimizer.step()
-    with evaluation_mode(model):
-        prediction = model(inputs, graphs).to(device="cpu", dtype=torch.float64)
-    return prediction, {"epochs": reference["epochs"], "steps": reference["epochs"]}
 
 
 @register_task
@@ -224,29 +123,10 @@ class CoinForecastTask(Task[CoinForecastConfig]):
     shortcuts = {"dataset": "datasets", "model": "models", "protocol": "protocols"}
     columns = {"dataset": "TEXT", "protocol": "TEXT", "model": "TEXT", "seed": "INTEGER"}
 
-    def record_fields(self, spec: ForecastJob, record: Mapping[str, Any]) -> RecordFields:
+    def record_type_of(self, spec: ForecastJob, record: Mapping[str, Any]) -> type:
         """The test errors (in counts too, on a count series), the time and the test forecasts; for a model
         COIN diffuses, its validation MSE and the diffused errors with the chosen (γ, r)."""
-        errors: Dict[str, Any] = {
-            "mse": "number",
-            "mae": "number",
-            "top5_share": "number",
-            "mse_by_horizon": ["number"],
-            "mae_by_horizon": ["number"],
-        }
-        if self.holds_counts(spec.dataset):
-            errors.update(mae_raw="number", mae_raw_by_horizon=["number"])
-        fields: Dict[str, Any] = {
-            **errors,
-            "seconds": "number",
-            "test_forecast": {"steps": ["integer"], "values": "list"},
-        }
-        if spec.diffusion is not None:
-            fields.update(
-                val_mse="number",
-                coin={"step_size": "number", "num_steps": "integer", "val_mse": "number", **errors},
-            )
-        return fields
+        return record_class(self.holds_counts(spec.dataset), spec.diffusion is not None)
 
     @classmethod
     def quick_config(cls) -> CoinForecastConfig:
@@ -310,35 +190,22 @@ class CoinForecastTask(Task[CoinForecastConfig]):
         return jobs
 
     @staticmethod
-    def run_job(spec: ForecastJob, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec: ForecastJob, context: RunContext) -> ForecastRecord:
         """One model's test errors, COIN's over it (with ``spec.diffusion``) and its horizon-1 test
         forecasts."""
         data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, context.data_dir)
         start = time.perf_counter()
-        closed_form = spec.model in BASELINES
-        prediction, info = (
-            (closed_form_forecast(spec.model, data), {})
-            if closed_form
-            else train_forecaster(spec, data, context.device)[:2]
-        )
+        fitted = fit_job(spec, data, context.device)
+        prediction = fitted.prediction
+        assert prediction is not None  # a fitted model holds its forecasts of every origin
         record = {
             "seconds": time.perf_counter() - start,
-            **info,
+            **fitted.info,
             **forecast_metrics(prediction, data),
             "val_mse": masked_mse(prediction, data.targets, data.masks["val"]).item(),
         }
-        if spec.diffusion is not None:
-            masks = data.masks
-            selection = masks["train"] | masks["val"] if spec.model in UNFITTED else masks["val"]
-            choice = choose_diffusion(
-                prediction,
-                data.targets,
-                data.diffusion_graphs,
-                data.target_steps,
-                selection,
-                spec.diffusion.step_sizes,
-                spec.diffusion.num_steps,
-            )
+        choice = fitted.choice
+        if choice is not None:
             record["coin"] = {
                 "step_size": choice.step_size,
                 "num_steps": choice.num_steps,
@@ -350,7 +217,7 @@ class CoinForecastTask(Task[CoinForecastConfig]):
                 **forecast_metrics(choice.forecasts, data),
             }
         record["test_forecast"] = first_horizon_forecasts(prediction, data)  # for the report's plots
-        return record
+        return record_from_dict(record_class(data.series.raw_counts, choice is not None), record)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"mse={record['mse']:.3f}"
@@ -446,57 +313,24 @@ class CoinForecastTask(Task[CoinForecastConfig]):
             if record is None or spec is None:
                 continue
             data = prepared_protocol(spec.dataset, spec.protocol, spec.setup, context.data_dir)
-            window, graphs = future_window(data)
-            network, coefficients = None, None
-            if over in BASELINES:
-                if over == "linear":
-                    coefficients = linear_coefficients(
-                        data.inputs, data.targets, data.masks["train"] | data.masks["val"]
-                    )
-                extended = replace(
-                    data,
-                    inputs=torch.cat([data.inputs, window.to(data.inputs.dtype)]),
-                    targets=torch.cat([data.targets, torch.zeros_like(data.targets[:1])]),
-                    masks={
-                        name: torch.cat([mask, torch.zeros_like(mask[:1])])
-                        for name, mask in data.masks.items()
-                    },
-                )
-                forecast = closed_form_forecast(over, extended)[-1:].to(torch.float64)
-            else:
-                _, _, model = train_forecaster(spec, data, context.device)
-                network = model
-                with evaluation_mode(model), torch.no_grad():
-                    forecast = model(window.to(device=context.device, dtype=torch.float32), graphs).to(
-                        "cpu", torch.float64
-                    )
             coin = record["coin"]
-            diffused = diffused_future(forecast, graphs, float(coin["step_size"]), int(coin["num_steps"]))
+            model_folder = "model-" + over + (f"-{file_name_for(label)}" if len(datasets) > 1 else "")
+            fitted = fit_job(spec, data, context.device, choose=False).with_diffusion(
+                float(coin["step_size"]), int(coin["num_steps"])
+            )
+            fitted.about = {"dataset": label, "seed": seed, "test_mse": entries[best].errors.mse.mean}
+            saved = run_dir.register(fitted.save(run_dir.file(model_folder)))
+            # the file is the saved model's answer, as pdenets predict gives it
             series = data.series
+            forecast = ForecastModel.load(saved).forecast(series, label)
             path = run_dir.file(
                 "forecasts" + (f"-{file_name_for(label)}" if len(datasets) > 1 else "") + ".csv"
             )
             columns = {
-                over: to_series_units(forecast[0], data),
-                best.replace(COIN_OVER, "coin over "): to_series_units(diffused[0], data),
+                over: forecast.columns[over],
+                best.replace(COIN_OVER, "coin over "): forecast.columns[f"coin over {over}"],
             }
-            write_forecasts(
-                path, series, columns, [series.node_name(node) for node in range(series.num_nodes)]
-            )
-            run_dir.register(path)
-            model_folder = "model-" + over + (f"-{file_name_for(label)}" if len(datasets) > 1 else "")
-            saved = save_forecast_model(
-                run_dir.file(model_folder),
-                model=over,
-                data=data,
-                training=spec.training,
-                network=network,
-                coefficients=coefficients,
-                step_size=float(coin["step_size"]),
-                num_steps=int(coin["num_steps"]),
-                about={"dataset": label, "seed": seed, "test_mse": entries[best].errors.mse.mean},
-            )
-            run_dir.register(saved)
+            run_dir.register(write_forecasts(path, series, columns, forecast.node_names))
             written.append(
                 {
                     "dataset": label,

@@ -9,11 +9,9 @@ from typing import List, Optional
 
 from ...data.tabular import TABULAR_DATASETS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
+from .model import MAX_NUM_STEPS, MODELS
 
 __all__ = ["CoinTabularConfig", "MODELS"]
-
-
-MODELS = ("coin", "mlp", "label-spreading")
 
 
 @dataclass
@@ -74,6 +72,8 @@ class CoinTabularConfig(TaskConfig):
         )
         if self.sigma_neighbor > self.n_top:
             raise ConfigError(f"sigma_neighbor ({self.sigma_neighbor}) must not exceed n_top ({self.n_top})")
+        if self.num_steps > MAX_NUM_STEPS:
+            raise ConfigError(f"num_steps must be at most {MAX_NUM_STEPS:,}, got {self.num_steps:,}")
         if self.step_size > 1:
             raise ConfigError(f"step_size must be <= 1 on a row-normalized graph, got {self.step_size}")
         if not 0 < self.spreading_alpha < 1:

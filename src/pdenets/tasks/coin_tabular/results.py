@@ -21,7 +21,31 @@ from typing import Dict
 from ...experiments.results import FLATTEN, TaskResults
 from ...experiments.summary import Stats
 
-__all__ = ["AccuracyCell", "PairedComparison", "CoinTabularResults"]
+__all__ = ["AccuracyCell", "PairedComparison", "CoinTabularResults", "NetworkRecord", "SpreadingRecord"]
+
+
+@dataclass(frozen=True)
+class _TabularRecord:
+    """What one run returns and the store keeps: the ``accuracy`` on the scored rows (a fraction), the
+    seconds, and how many rows were scored (``unlabelled``). The summary reads ``accuracy``."""
+
+    accuracy: float = field(metadata={"kind": "fraction"})
+    seconds: float = field(metadata={"read": False})
+    unlabelled: int = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class NetworkRecord(_TabularRecord):
+    """The record of a trained network (COIN, the MLP): the last epoch's training loss too."""
+
+    final_loss: float = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class SpreadingRecord(_TabularRecord):
+    """The record of label spreading: the mean of the rows' largest class probability too."""
+
+    mean_confidence: float = field(metadata={"read": False})
 
 
 @dataclass(frozen=True)

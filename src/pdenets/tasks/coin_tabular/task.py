@@ -4,13 +4,8 @@ label spreading.
 The COIN paper's prostate-cancer data is not available offline; this runs its setting on
 scikit-learn's bundled breast-cancer set (569 samples, 30 features, 2 classes) or a CSV file of the
 user's. Per split, ``k`` labelled samples per class are drawn, every other sample is unlabelled and
-is what the accuracy is measured on (transductive). Features are standardized over all samples.
-
-* ``mlp`` — the convection alone, trained on the labelled samples;
-* ``coin`` — the same MLP, then ``r`` diffusion steps on the Gaussian kNN graph of all samples
-  (built once from the standardized features, rows normalized), then a linear classifier; trained
-  on the labelled samples' outputs, the unlabelled ones taking part through the graph;
-* ``label-spreading`` — scikit-learn's ``LabelSpreading`` (kNN kernel) on the same features.
+is what the accuracy is measured on (transductive). The models, their fit and their saved form are
+:mod:`.model`'s; a job fits one of them on one split.
 
 No validation set exists with 5 labels per class, so the learned models train a fixed number of
 epochs with weight decay (the same for both).
@@ -20,11 +15,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, TypedDict
+from pathlib import Path
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from ..._cache import process_cache
 from ...data.paths import dataset_label
@@ -39,50 +34,35 @@ from ...data.tabular import (
 from ...experiments.config import ConfigError
 from ...experiments.context import CPU, RunContext
 from ...experiments.predictions import write_predictions
-from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
 from ...experiments.rundir import file_name_for
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
-from ...models.registry import create_model
-from ...models.training import fit
-from ...operators import knn_gaussian_weights
 from . import report as tabular_report
-from .config import MODELS, CoinTabularConfig
-from .results import AccuracyCell, CoinTabularResults, PairedComparison
-from .saved import save_tabular_model
+from .config import CoinTabularConfig
+from .model import (
+    MODELS,
+    GraphDiffusion,
+    MlpSettings,
+    Spreading,
+    TabularModel,
+    TabularSettings,
+    fit_table,
+    sample_graph,
+    standardization,
+)
+from .results import AccuracyCell, CoinTabularResults, NetworkRecord, PairedComparison, SpreadingRecord
 
-__all__ = ["CoinTabularConfig", "CoinTabularTask", "TabularJob", "labelled_split"]
-
-
-@dataclass(frozen=True)
-class MlpSettings:
-    """The MLP and its training (the ``mlp`` and ``coin`` models)."""
-
-    hidden_features: int = field(metadata={"stored_as": "hidden"})  # the runs stored before keep their keys
-    layers: int
-    dropout: float
-    epochs: int
-    lr: float
-    weight_decay: float
-
-
-@dataclass(frozen=True)
-class GraphDiffusion:
-    """COIN's diffusion on the Gaussian kNN sample graph."""
-
-    n_top: int
-    sigma_neighbor: int
-    step_size: float
-    num_steps: int
-
-
-@dataclass(frozen=True)
-class Spreading:
-    """scikit-learn's LabelSpreading with a kNN kernel."""
-
-    n_top: int
-    spreading_alpha: float
+__all__ = [
+    "CoinTabularConfig",
+    "CoinTabularTask",
+    "TabularJob",
+    "labelled_split",
+    "fit_job",
+    "MlpSettings",
+    "GraphDiffusion",
+    "Spreading",
+]
 
 
 class _ModelSettings(TypedDict, total=False):
@@ -114,6 +94,11 @@ class TabularJob:
     split_digest: str = field(default="", metadata={"key": "unless-default"})
     #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
     stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
+
+    @property
+    def settings(self) -> TabularSettings:
+        """The model this job fits and its settings."""
+        return TabularSettings(self.model, self.mlp, self.diffusion, self.spreading)
 
 
 @process_cache(maxsize=8)
@@ -183,16 +168,15 @@ def _table_and_graph(
     sigma_neighbor: Optional[int],
     id_column: Optional[str] = None,
 ) -> Dict[str, Any]:
+    """The table and, for COIN's settings, its rows' sample graph (once per process: the splits share it)."""
     table = load_tabular(dataset, label_column=label_column, id_column=id_column)
-    features = table.features
-    scale = features.std(0)
-    features = (features - features.mean(0)) / np.where(scale > 0, scale, 1.0)
-    points = torch.from_numpy(features)
     weights = None
     if sigma_neighbor is not None:
         assert n_top is not None  # both come from the job's diffusion settings, or neither
-        weights = knn_gaussian_weights(points, n_top, sigma_neighbor=sigma_neighbor, normalization="row")
-    return {"table": table, "features": points, "weights": weights}
+        mean, scale = standardization(table.features)
+        points = torch.from_numpy((table.features - mean) / scale)
+        weights = sample_graph(points, n_top, sigma_neighbor)
+    return {"table": table, "weights": weights}
 
 
 def table_of(spec: TabularJob) -> TabularData:
@@ -207,37 +191,28 @@ def table_of(spec: TabularJob) -> TabularData:
     )["table"]
 
 
-def run_tabular_job(spec: TabularJob, device: torch.device = CPU) -> Dict[str, Any]:
+def run_tabular_job(spec: TabularJob, device: torch.device = CPU) -> Union[NetworkRecord, SpreadingRecord]:
     """Train ``spec``'s model on ``device``; its accuracy on the scored rows, the time and its outcome."""
     start = time.perf_counter()
-    probabilities, labelled, outcome = fit_tabular(spec, device)
+    model, labelled = fit_job(spec, device)
     labels = table_of(spec).labels
     _, given = rows_of(spec)
     # the user's test rows, else every row of known label not trained on
     scored = given if given is not None else np.setdiff1d(np.flatnonzero(labels >= 0), labelled)
-    predictions = probabilities.argmax(1)
-    accuracy = float((predictions[scored] == labels[scored]).mean())
-    return {
-        "accuracy": accuracy,
+    assert model.probabilities is not None  # a fitted model holds its training rows' probabilities
+    predictions = model.probabilities.argmax(1)
+    record = {
+        "accuracy": float((predictions[scored] == labels[scored]).mean()),
         "seconds": time.perf_counter() - start,
         "unlabelled": int(len(scored)),
-        **outcome,
+        **model.outcome,
     }
+    return SpreadingRecord(**record) if spec.spreading is not None else NetworkRecord(**record)
 
 
-def fit_tabular(
-    spec: TabularJob, device: torch.device = CPU
-) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
-    """Train ``spec``'s model on its split; returns the class probabilities ``(n, C)`` of every row, the
-    labelled rows it trained on, and what its record adds (``mean_confidence`` or ``final_loss``)."""
-    probabilities, labelled, outcome, _ = fit_tabular_model(spec, device)
-    return probabilities, labelled, outcome
-
-
-def fit_tabular_model(
-    spec: TabularJob, device: torch.device = CPU
-) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
-    """:func:`fit_tabular`, and the trained network (``None`` for label spreading, which has none)."""
+def fit_job(spec: TabularJob, device: torch.device = CPU) -> Tuple[TabularModel, np.ndarray]:
+    """The model of ``spec`` fitted on its split (:func:`~.model.fit_table`, the table's graph built once per
+    process), and the rows it trained on."""
     diffusion = spec.diffusion
     data = _table_and_graph(
         spec.dataset,
@@ -246,86 +221,27 @@ def fit_tabular_model(
         diffusion.sigma_neighbor if diffusion else None,
         spec.id_column,
     )
-    labels = data["table"].labels
+    table = data["table"]
     labelled, _ = rows_of(spec)
-    probabilities, outcome, network = train_on_rows(
-        data["features"],
-        data["weights"],
-        labels,
+    model = fit_table(
+        table.features,
+        table.labels,
         labelled,
-        data["table"].num_classes,
-        spec,
+        spec.settings,
+        class_names=table.class_names,
+        feature_names=table.feature_names,
         seed=spec.split,
         device=device,
+        graph=data["weights"],
+        about={
+            "id_column": spec.id_column,
+            "label_column": table.label_column or spec.label_column,
+            "labels_per_class": spec.labels_per_class,
+            "split": spec.split,
+            "dataset": Path(str(spec.dataset)).name,
+        },
     )
-    return probabilities, labelled, outcome, network
-
-
-def train_on_rows(
-    features: torch.Tensor,
-    weights: Optional[torch.Tensor],
-    labels: np.ndarray,
-    labelled: np.ndarray,
-    num_classes: int,
-    settings: Any,
-    *,
-    seed: int,
-    device: torch.device = CPU,
-) -> Tuple[np.ndarray, Dict[str, Any], Optional[torch.nn.Module]]:
-    """Train one model on the rows ``labelled`` of standardized ``features`` ``(n, F)`` (every row takes part
-    through the sample graph ``weights``); returns the class probabilities ``(n, C)`` of every row, what its
-    record adds (``mean_confidence`` or ``final_loss``) and the network (``None`` for label spreading).
-
-    ``settings`` carries ``mlp``, ``diffusion`` and ``spreading`` as a :class:`TabularJob` does (the unused
-    ones ``None``); ``seed`` seeds the network's initialization.
-    """
-    if settings.spreading is not None:
-        from sklearn.semi_supervised import LabelSpreading
-
-        partial = np.full(len(labels), -1)
-        partial[labelled] = labels[labelled]
-        model = LabelSpreading(
-            kernel="knn",
-            n_neighbors=settings.spreading.n_top,
-            alpha=settings.spreading.spreading_alpha,
-            max_iter=1000,
-        )
-        model.fit(features.numpy(), partial)
-        probabilities = np.asarray(model.label_distributions_, dtype=np.float64)
-        return probabilities, {"mean_confidence": float(probabilities.max(1).mean())}, None
-    torch.manual_seed(seed)
-    mlp, diffusion = settings.mlp, settings.diffusion
-    assert mlp is not None  # the jobs without label spreading (mlp, coin) carry their MLP settings
-    network = (
-        create_model(
-            "coin-mlp",
-            in_features=features.shape[1],
-            num_classes=num_classes,
-            hidden_features=mlp.hidden_features,
-            num_layers=mlp.layers,
-            dropout=mlp.dropout,
-            graph=weights,
-            step_size=diffusion.step_size if diffusion else 0.5,
-            num_steps=diffusion.num_steps if diffusion else 0,
-        )
-        .double()
-        .to(device)
-    )
-    features = features.to(device)
-    targets = torch.from_numpy(labels).to(device)
-    train = torch.from_numpy(labelled).to(device)
-    optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
-    fitted = fit(
-        network,
-        optimizer,
-        lambda: F.cross_entropy(network(features)[train], targets[train]),
-        max_epochs=mlp.epochs,
-    )
-    outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
-    network.eval()
-    with torch.no_grad():
-        probabilities = torch.softmax(network(features), dim=1).cpu().numpy()
-    return probabilities, outcome, network
+    return model, labelled
 
 
 @register_task
@@ -350,8 +266,8 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         "accuracy": "REAL",
     }
 
-    def record_fields(self, spec: TabularJob, record: Mapping[str, Any]) -> RecordFields:
-        return {"accuracy": "fraction"}
+    def record_type_of(self, spec: TabularJob, record: Mapping[str, Any]) -> type:
+        return SpreadingRecord if spec.spreading is not None else NetworkRecord
 
     @classmethod
     def quick_config(cls) -> CoinTabularConfig:
@@ -421,7 +337,7 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         return jobs
 
     @staticmethod
-    def run_job(spec: TabularJob, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec: TabularJob, context: RunContext) -> Union[NetworkRecord, SpreadingRecord]:
         return run_tabular_job(spec, context.device)
 
     def settings_left_out(self) -> Dict[str, str]:
@@ -480,10 +396,11 @@ class CoinTabularTask(Task[CoinTabularConfig]):
         for dataset in datasets:
             for model in config.models:
                 spec = firsts[(dataset, model)]
-                probabilities, labelled, _, network = fit_tabular_model(spec, device)
+                fitted, labelled = fit_job(spec, device)
+                assert fitted.probabilities is not None
+                probabilities = fitted.probabilities
                 table = table_of(spec)
-                saved = save_tabular_model(run_dir.file(f"model-{model}"), spec, table, labelled, network)
-                run_dir.register(saved)
+                saved = run_dir.register(fitted.save(run_dir.file(f"model-{model}")))
                 _, given = rows_of(spec)
                 splits = np.where(table.labels < 0, "unlabelled", "test" if given is None else "").astype(
                     object

@@ -33,7 +33,55 @@ __all__ = [
     "MethodSummaries",
     "AblationTable",
     "FewShotResults",
+    "EpisodeRecord",
+    "OpenSetRecord",
+    "PictureRecord",
+    "OfficialRunsRecord",
 ]
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """What one episode job returns and the store keeps: each task's accuracy (a fraction) and the mean log
+    likelihood of its queries' labels, the seconds of the job and per task, and how many of its query sets
+    were solved, unbalanced and without a query of some class."""
+
+    accuracies: List[float] = field(metadata={"kind": ["fraction"]})
+    log_likelihoods: List[float] = field(metadata={"read": False})
+    seconds: float = field(metadata={"read": False})
+    seconds_per_task: float
+    query_sets: int
+    unbalanced_query_sets: int
+    empty_class_query_sets: int
+
+
+@dataclass(frozen=True)
+class OpenSetRecord(EpisodeRecord):
+    """An episode job whose query sets hold open classes: per task the AUROC of the open queries (``None``
+    where a task has none), and the shares of open and known queries rejected."""
+
+    open_auroc: List[Optional[float]] = field(default_factory=list)
+    open_rejected: List[float] = field(default_factory=list)
+    known_rejected: List[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PictureRecord:
+    """The picture of one task's features before and after the diffusion (two principal components of each
+    point), the points' labels and how many of them are the support."""
+
+    before: List[List[float]] = field(metadata={"kind": "list"})
+    after: List[List[float]] = field(metadata={"kind": "list"})
+    labels: List[int]
+    support: int
+
+
+@dataclass(frozen=True)
+class OfficialRunsRecord:
+    """The official Omniglot runs: each run's error rate and their mean (fractions)."""
+
+    errors: List[float] = field(metadata={"kind": ["fraction"]})
+    error_rate: float = field(metadata={"kind": "fraction"})
 
 
 def _assumes_balance(method: str) -> bool:

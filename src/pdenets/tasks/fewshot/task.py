@@ -32,7 +32,6 @@ import torch
 
 from ...data.fewshot import QueryShape, mean_and_interval
 from ...experiments.context import RunContext
-from ...experiments.records import RecordFields
 from ...experiments.report import md_escape
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
@@ -65,9 +64,13 @@ from .protocol import (
 )
 from .results import (
     AblationTable,
+    EpisodeRecord,
     EpisodeSummary,
     FewShotResults,
     OfficialRunsErrors,
+    OfficialRunsRecord,
+    OpenSetRecord,
+    PictureRecord,
     QueryShapeFacts,
     SweepPoint,
     TimingPoint,
@@ -126,7 +129,7 @@ class OfficialRunsJob:
     features: str = field(default="", metadata={"key": False})
 
 
-def _run_episodes(spec: EpisodeJob, device: torch.device) -> Dict[str, Any]:
+def _run_episodes(spec: EpisodeJob, device: torch.device) -> EpisodeRecord:
     features = features_file(spec.features)
     tasks = range(spec.first_task, spec.last_task)
     shape = QueryShape.parse(spec.distribution, spec.open_set)
@@ -154,7 +157,7 @@ def _run_episodes(spec: EpisodeJob, device: torch.device) -> Dict[str, Any]:
     )
     seconds = time.perf_counter() - start
     scores = episode_scores(probabilities.reshape(len(tasks), count, spec.ways), episodes.query_labels)
-    record = {
+    record: Dict[str, Any] = {
         "accuracies": scores.accuracies,
         "log_likelihoods": scores.log_likelihoods,
         "seconds": seconds,
@@ -169,14 +172,15 @@ def _run_episodes(spec: EpisodeJob, device: torch.device) -> Dict[str, Any]:
             open_rejected=scores.open_rejected,
             known_rejected=scores.known_rejected,
         )
-    return record
+        return OpenSetRecord(**record)
+    return EpisodeRecord(**record)
 
 
 #: the picture's task: 5-way, 15 queries per class
 PICTURE_WAYS, PICTURE_QUERIES = 5, 15
 
 
-def _run_picture(spec: PictureJob) -> Dict[str, Any]:
+def _run_picture(spec: PictureJob) -> PictureRecord:
     points, labels, support = task_points(
         features_file(spec.features), PICTURE_WAYS, spec.shots, PICTURE_QUERIES, spec.seed, spec.preprocessing
     )
@@ -187,15 +191,15 @@ def _run_picture(spec: PictureJob) -> Dict[str, Any]:
     diffused = diffuse_on_task_graph(
         points, n_top, min(settings.sigma_neighbor, n_top), settings.step_size, steps
     )
-    return {
-        "before": principal_components(points).tolist(),
-        "after": principal_components(diffused).tolist(),
-        "labels": labels.tolist(),
-        "support": support,
-    }
+    return PictureRecord(
+        before=principal_components(points).tolist(),
+        after=principal_components(diffused).tolist(),
+        labels=labels.tolist(),
+        support=support,
+    )
 
 
-def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
+def _run_official(spec: OfficialRunsJob) -> OfficialRunsRecord:
     training, labels, test, answers, base_mean = official_runs_tensors(spec.features)
     probabilities = classify(
         training,
@@ -208,7 +212,7 @@ def _run_official(spec: OfficialRunsJob) -> Dict[str, Any]:
         seeds=list(range(training.shape[0])),
     )
     errors = (probabilities.argmax(2) != answers).double().mean(1)
-    return {"errors": errors.tolist(), "error_rate": float(errors.mean())}
+    return OfficialRunsRecord(errors=errors.tolist(), error_rate=float(errors.mean()))
 
 
 def _episode_summary(members: Sequence[Mapping[str, Any]]) -> EpisodeSummary:
@@ -254,23 +258,12 @@ class FewShotTask(Task[FewShotConfig]):
     }
     unit = "jobs"
 
-    def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
-        """An episode job's accuracies and time per task (and its open-set scores with open classes), the
-        official runs' errors, the picture's points."""
+    def record_type_of(self, spec: Any, record: Mapping[str, Any]) -> type:
         if isinstance(spec, OfficialRunsJob):
-            return {"error_rate": "fraction", "errors": ["fraction"]}
+            return OfficialRunsRecord
         if isinstance(spec, PictureJob):
-            return {"before": "list", "after": "list", "labels": ["integer"], "support": "integer"}
-        fields: Dict[str, Any] = {
-            "accuracies": ["fraction"],
-            "seconds_per_task": "number",
-            "query_sets": "integer",
-            "unbalanced_query_sets": "integer",
-            "empty_class_query_sets": "integer",
-        }
-        if spec.open_set:
-            fields.update(open_auroc=["number?"], open_rejected=["number"], known_rejected=["number"])
-        return fields
+            return PictureRecord
+        return OpenSetRecord if spec.open_set else EpisodeRecord
 
     @classmethod
     def quick_config(cls) -> FewShotConfig:
@@ -429,10 +422,10 @@ class FewShotTask(Task[FewShotConfig]):
         return jobs
 
     @staticmethod
-    def run_job(spec, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec, context: RunContext) -> Any:
         if isinstance(spec, EpisodeJob):
             return _run_episodes(spec, context.device)
-        runners: Dict[type, Callable[[Any], Dict[str, Any]]] = {
+        runners: Dict[type, Callable[[Any], Any]] = {
             PictureJob: _run_picture,
             OfficialRunsJob: _run_official,
         }

@@ -15,12 +15,127 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...experiments.results import OMIT_NONE, TaskResults
 from ...experiments.summary import Stats
 
-__all__ = ["GeodesicResults", "GeodesicCell", "StageScores"]
+__all__ = [
+    "GeodesicResults",
+    "GeodesicCell",
+    "StageScores",
+    "EpochScore",
+    "StageRecord",
+    "RobustnessRecord",
+    "AblationRecord",
+    "DivergedRecord",
+    "FinishedRecord",
+    "CifarRecord",
+    "record_class",
+]
+
+
+@dataclass(frozen=True)
+class EpochScore:
+    """One epoch of a run: the mean training loss and running accuracy, and the line-shape score of the
+    tracked images (mean over stages, and per stage; ``None`` where it is not finite)."""
+
+    epoch: int
+    lss: Optional[float]
+    loss: float = field(metadata={"read": False})
+    train_accuracy_running: float = field(metadata={"read": False})
+    lss_stages: List[Optional[float]] = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """One stage's scores after training: OTS, LSR and LSS, its width, its blocks and the segment proportions
+    of its tracks."""
+
+    ots: float
+    lsr: float
+    lss: float
+    width: int
+    proportions: List[float]
+    blocks: int = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class RobustnessCurve:
+    """Accuracy and variation rates per noise level of one attack
+    (:func:`~pdenets.analysis.robustness.robustness_curve`)."""
+
+    levels: List[float]
+    accuracy: List[float] = field(metadata={"kind": ["fraction"]})
+    variation: List[Any] = field(metadata={"kind": "list"})
+    attack: str = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class RobustnessRecord:
+    """Both attacks' curves."""
+
+    gaussian: RobustnessCurve
+    fgsm: RobustnessCurve
+
+
+@dataclass(frozen=True)
+class AblationRecord:
+    """The unit ablation of one block (:func:`~pdenets.analysis.ablation.unit_ablation`)."""
+
+    counts: List[int]
+    accuracy: List[float] = field(metadata={"kind": ["fraction"]})
+    block: str
+    width: int = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class ProjectionRecord:
+    """The tracked test images' first stage projected on two dimensions, and their labels."""
+
+    points: List[Any] = field(metadata={"kind": "list"})
+    labels: List[int]
+
+
+@dataclass(frozen=True)
+class DivergedRecord:
+    """What a run returns and the store keeps: its curve, whether it diverged, its seconds of training."""
+
+    curve: List[EpochScore]
+    diverged: bool
+    seconds: float = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class FinishedRecord(DivergedRecord):
+    """A finished run: its scores per stage and their means, its accuracies, robustness, unit ablation and
+    projected tracks, and its seconds in all."""
+
+    stages: List[StageRecord]
+    lss: float
+    lsr: float
+    ots: float
+    train_accuracy: float = field(metadata={"kind": "fraction"})
+    test_accuracy: float = field(metadata={"kind": "fraction"})
+    robustness: RobustnessRecord
+    ablation: AblationRecord
+    projection: ProjectionRecord
+    seconds_total: float = field(metadata={"read": False})
+
+
+@dataclass(frozen=True)
+class CifarRecord(FinishedRecord):
+    """A finished run on CIFAR-10: the accuracy on its official test images too."""
+
+    official_accuracy: float = field(metadata={"kind": "fraction"})
+
+
+def record_class(dataset: str, diverged: Any) -> type:
+    """The record dataclass of a run on ``dataset`` (``diverged``: the stored flag; not ``False``: the run's
+    fields are those of a diverged run)."""
+    if diverged is not False:
+        return DivergedRecord
+    return CifarRecord if dataset == "cifar10" else FinishedRecord
 
 
 @dataclass(frozen=True)

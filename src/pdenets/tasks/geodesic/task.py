@@ -42,7 +42,7 @@ from ...analysis.transport import (
 )
 from ...data.vision import load_train_and_tests, pad_crop_flip
 from ...experiments.context import RunContext
-from ...experiments.records import RecordFields
+from ...experiments.records import record_from_dict
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.registry import create_model
@@ -50,7 +50,7 @@ from ...models.training import evaluate_classifier, train_epoch
 from ...models.transport_pairs import TransportBlock
 from .config import KINDS, GeodesicConfig
 from .report import PAPER, add_sections
-from .results import GeodesicCell, GeodesicResults, StageScores
+from .results import DivergedRecord, GeodesicCell, GeodesicResults, StageScores, record_class
 
 __all__ = ["GeodesicConfig", "GeodesicTask", "GeodesicJob", "PAPER"]
 
@@ -131,7 +131,7 @@ def _mean_over_stages(stages: List[Dict[str, Any]], metric: str) -> float:
     return float(np.mean([stage[metric] for stage in stages]))
 
 
-def run_geodesic_job(spec: GeodesicJob, context: RunContext = RunContext()) -> Dict[str, Any]:
+def run_geodesic_job(spec: GeodesicJob, context: RunContext = RunContext()) -> DivergedRecord:
     """Train one network of the pair in ``context``; its curve, scores, accuracies, robustness, unit
     ablation and track projection."""
     train, tests = _load(spec.dataset, spec.train_limit, spec.test_limit, context.data_dir)
@@ -178,7 +178,7 @@ def run_geodesic_job(spec: GeodesicJob, context: RunContext = RunContext()) -> D
         )
     record: Dict[str, Any] = {"curve": curve, "diverged": diverged, "seconds": time.perf_counter() - start}
     if diverged:
-        return record
+        return record_from_dict(DivergedRecord, record)
     stages = _stage_scores(model, tracked, True)
     record["stages"] = stages
     for metric in ("lss", "lsr", "ots"):
@@ -208,7 +208,7 @@ def run_geodesic_job(spec: GeodesicJob, context: RunContext = RunContext()) -> D
         "labels": test.labels[: spec.projection_points].tolist(),
     }
     record["seconds_total"] = time.perf_counter() - start
-    return record
+    return record_from_dict(record_class(spec.dataset, False), record)
 
 
 def _stats(runs: Sequence[Mapping[str, Any]], metric: str, stage: Optional[int] = None) -> Stats:
@@ -246,35 +246,8 @@ class GeodesicTask(Task[GeodesicConfig]):
     }
     columns = {"architecture": "TEXT", "kind": "TEXT", "weight_decay": "REAL", "seed": "INTEGER"}
 
-    def record_fields(self, spec: GeodesicJob, record: Mapping[str, Any]) -> RecordFields:
-        """The LSS curve and the divergence flag of every run; a finished run's scores per stage, accuracies,
-        robustness, ablation and projected tracks (the official test accuracy on CIFAR-10)."""
-        fields: Dict[str, Any] = {"diverged": "flag", "curve": [{"epoch": "integer", "lss": "number?"}]}
-        if record.get("diverged") is not False:
-            return fields
-        curve = {"levels": ["number"], "accuracy": ["fraction"], "variation": "list"}
-        fields.update(
-            stages=[
-                {
-                    "ots": "number",
-                    "lsr": "number",
-                    "lss": "number",
-                    "width": "integer",
-                    "proportions": ["number"],
-                }
-            ],
-            train_accuracy="fraction",
-            test_accuracy="fraction",
-            ots="number",
-            lsr="number",
-            lss="number",
-            robustness={"gaussian": curve, "fgsm": curve},
-            ablation={"counts": ["integer"], "accuracy": ["fraction"], "block": "text"},
-            projection={"points": "list", "labels": ["integer"]},
-        )
-        if spec.dataset == "cifar10":
-            fields["official_accuracy"] = "fraction"
-        return fields
+    def record_type_of(self, spec: GeodesicJob, record: Mapping[str, Any]) -> type:
+        return record_class(spec.dataset, record.get("diverged"))
 
     @classmethod
     def quick_config(cls) -> GeodesicConfig:
@@ -335,7 +308,7 @@ class GeodesicTask(Task[GeodesicConfig]):
         return out
 
     @staticmethod
-    def run_job(spec: GeodesicJob, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec: GeodesicJob, context: RunContext) -> DivergedRecord:
         return run_geodesic_job(spec, context)
 
     def progress_note(self, record: Dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ from ..._cache import process_cache
 from ...data.image_benchmarks import CanvasSettings, CifarSettings, load_image_benchmark
 from ...data.vision import load_cifar10, load_mnist, pad_crop_flip
 from ...experiments.context import RunContext
-from ...experiments.records import RecordFields
+from ...experiments.records import record_from_dict
 from ...experiments.summary import Stats, group_records
 from ...experiments.task import Task, register_task
 from ...models.image_networks import (
@@ -56,7 +56,7 @@ from ...models.training import evaluate_classifier, mean_iou, train_epoch
 from . import report as image_report
 from .config import ImageClassificationConfig
 from .report import PAPER_TABLE1
-from .results import ImageCell, ImageClassificationResults, MetricSpread
+from .results import ImageCell, ImageClassificationResults, MetricSpread, record_class
 
 __all__ = [
     "ImageClassificationConfig",
@@ -166,7 +166,7 @@ class _Regularized(Protocol):
     def smoothness_penalty(self) -> torch.Tensor: ...
 
 
-def run_image_job(spec: ImageJob, context: RunContext = RunContext()) -> Dict[str, Any]:
+def run_image_job(spec: ImageJob, context: RunContext = RunContext()) -> Any:
     """Train one network on one data set in ``context`` (under ``torchrun`` each process's own device, the
     network wrapped in DDP); its test accuracies (and mean IoU), curve and nonlocal spectra."""
     training = spec.training
@@ -238,7 +238,7 @@ def run_image_job(spec: ImageJob, context: RunContext = RunContext()) -> Dict[st
             entry["mean_iou"] = mean_iou(evaluation["predictions"], test.labels, benchmark.classes)
         record["tests"][name] = entry
     record["spectra"] = nonlocal_spectra(model)
-    return record
+    return record_from_dict(record_class(spec.dataset), record)
 
 
 # ----------------------------------------------------------------------------------------
@@ -253,18 +253,8 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
     shortcuts = {"dataset": "datasets", "model": "models"}
     columns = {"dataset": "TEXT", "model": "TEXT", "seed": "INTEGER"}
 
-    def record_fields(self, spec: ImageJob, record: Mapping[str, Any]) -> RecordFields:
-        """The test metrics of the job's data set, the parameter count, the time and the spectra."""
-        metrics = {"accuracy": "fraction"}
-        if spec.dataset == "canvas-segmentation":
-            metrics["mean_iou"] = "fraction"
-        tests = ("held-out", "official") if spec.dataset == "cifar10" else ("test canvases",)
-        return {
-            "tests": {name: metrics for name in tests},
-            "parameters": "integer",
-            "seconds": "number",
-            "spectra": [{"real": ["number"], "symmetric": ["number"]}],
-        }
+    def record_type_of(self, spec: ImageJob, record: Mapping[str, Any]) -> type:
+        return record_class(spec.dataset)
 
     @classmethod
     def quick_config(cls) -> ImageClassificationConfig:
@@ -309,7 +299,7 @@ class ImageClassificationTask(Task[ImageClassificationConfig]):
         ]
 
     @staticmethod
-    def run_job(spec: ImageJob, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec: ImageJob, context: RunContext) -> Any:
         return run_image_job(spec, context)
 
     def progress_note(self, record: Dict[str, Any]) -> str:

@@ -1,22 +1,16 @@
 """One run of node classification: the job that identifies it (:class:`NodeJob`, what its store key
-hashes) and the model it trains, built on its graph (:func:`build_model`, :func:`diffusion_steps`,
-:func:`model_inputs`). The task plans and runs jobs (:mod:`.task`); a saved model is rebuilt from its job's
-settings (:mod:`.saved`)."""
+hashes) and the model it trains (:attr:`NodeJob.settings`, a :class:`~.model.NodeSettings`: the network,
+its fit and its saved form are :mod:`.model`'s). The task plans and runs jobs (:mod:`.task`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Optional, Tuple, Union
+from typing import Any, ClassVar, Mapping, Optional, Union
 
-import torch
-
-from ...data.transforms import PreparedGraph
-from ...experiments.context import CPU
 from ...models.node_training import DiffusionSettings, MessagePassingSettings
-from ...models.registry import create_model, model_entry
-from ...operators.partitioned import PartitionedDiffusion
+from .model import NodeSettings
 
-__all__ = ["NodeJob", "build_model", "diffusion_steps", "model_inputs"]
+__all__ = ["NodeJob"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,64 +49,15 @@ class NodeJob:
     #: the device left the spec for the run's context; the keys of the runs stored on the CPU stay
     stored_constants: ClassVar[Mapping[str, Any]] = {"device": "cpu"}
 
-
-def _diffusion_settings(spec: NodeJob) -> DiffusionSettings:
-    """The settings of a job whose model is built on its graph (``graph_input == "constructor"``: the
-    diffusion family), :class:`DiffusionSettings` as :meth:`NodeClassificationTask.hyperparameters` makes
-    them."""
-    hp = spec.hyperparameters
-    assert isinstance(hp, DiffusionSettings), f"{spec.model} diffuses but has {type(hp).__name__}"
-    return hp
-
-
-def diffusion_steps(spec: NodeJob) -> int:
-    """The diffusion steps ``r`` a job's model takes: the depth study's depth, else its graph's ``num_steps``,
-    a variant's fixed value over both (``no-diff-resnet``: 0); 0 for a model not built on its graph.
-
-    The one place the number is decided: the model is built with it, and a job with ``r > 0`` splits its graph
-    over the processes under torchrun.
-    """
-    entry = model_entry(spec.model)
-    if entry.graph_input != "constructor":
-        return 0
-    default = spec.depth if spec.depth is not None else _diffusion_settings(spec).num_steps
-    return int(entry.fixed.get("num_steps", default))
-
-
-def build_model(
-    spec: NodeJob, graph: PreparedGraph, operator: Optional[PartitionedDiffusion] = None
-) -> torch.nn.Module:
-    hp, entry = spec.hyperparameters, model_entry(spec.model)
-    sizes = {"in_features": graph.num_features, "num_classes": graph.num_classes}
-    if entry.graph_input == "constructor":  # diffuses on the graph it is built with; a variant may fix r
-        hp = _diffusion_settings(spec)
-        steps = diffusion_steps(spec)
-        return create_model(
-            spec.model,
-            **sizes,
-            block="graph",
-            num_steps=steps,
-            step_size=float(hp.step_size),
-            dropout=float(hp.dropout) if steps else 0.0,
-            dropout_position=hp.dropout_position,
-            weights=(operator or graph.weights) if steps else None,
-            check_stability=hp.check_stability,
-            hidden_features=hp.hidden_features,
+    @property
+    def settings(self) -> NodeSettings:
+        """The model this job trains and its settings."""
+        return NodeSettings(
+            self.model,
+            self.hyperparameters,
+            self.depth,
+            self.max_epochs,
+            self.patience,
+            self.missing_features,
+            self.feature_transform,
         )
-    architecture = {
-        name: getattr(hp, name)
-        for name in ("hidden_features", "heads", "dropout")
-        if getattr(hp, name) is not None
-    }
-    return create_model(
-        spec.model, **sizes, num_layers=int(spec.depth) if spec.depth is not None else 2, **architecture
-    )
-
-
-def model_inputs(spec: NodeJob, graph: PreparedGraph, device: torch.device = CPU) -> Tuple[torch.Tensor, ...]:
-    """What ``spec``'s model takes, on ``device``: the features (a sparse matrix where they are sparse), and
-    the edges for a model that reads them at each call."""
-    inputs = (
-        (graph.x, graph.edge_index) if model_entry(spec.model).graph_input == "forward" else (graph.x_input,)
-    )
-    return tuple(tensor.to(device) for tensor in inputs)

@@ -19,7 +19,7 @@ import torch
 from ...data.splits import Split
 from ...data.transforms import PreparedGraph
 from ...experiments.predictions import write_predictions
-from ...models.training import evaluation_mode
+from .model import NodeModel
 
 __all__ = ["NodePredictions", "node_splits", "write_node_predictions"]
 
@@ -49,16 +49,11 @@ def node_splits(labels: torch.Tensor, split: Split) -> List[str]:
 
 
 def write_node_predictions(
-    path: Path,
-    model: torch.nn.Module,
-    inputs: Tuple[torch.Tensor, ...],
-    graph: PreparedGraph,
-    split: Split,
+    path: Path, model: NodeModel, graph: PreparedGraph, split: Split
 ) -> Tuple[int, int, Optional[float]]:
     """Write ``model``'s class probabilities of every node of ``graph`` to ``path`` (replacing an earlier
     report's file); returns the nodes written, the unlabelled among them and the test accuracy in the file."""
-    with evaluation_mode(model), torch.no_grad():
-        probabilities = torch.softmax(model(*inputs).float(), dim=1).cpu()
+    probabilities = model.predict_proba(graph).cpu()
     labels = graph.y.cpu()
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
     known = [names[int(label)] if int(label) >= 0 else None for label in labels.tolist()]

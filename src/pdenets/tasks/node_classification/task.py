@@ -39,22 +39,23 @@ from ...experiments.report import md_escape
 from ...experiments.rundir import file_name_for
 from ...experiments.summary import PaperValue, Stats, group_records
 from ...experiments.task import Task, register_reproduction, register_task
-from ...models.node_training import (
-    DiffusionSettings,
-    MessagePassingSettings,
-    fit_node_classifier,
-    split_and_init_seed,
-)
+from ...models.node_training import DiffusionSettings, MessagePassingSettings, split_and_init_seed
 from ...models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
 from ...models.registry import model_entry
-from ...models.training import FitResult
 from ...operators.partitioned import PartitionedDiffusion
 from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
-from .job import NodeJob, _diffusion_settings, build_model, diffusion_steps, model_inputs
+from .job import NodeJob
+from .model import (
+    NodeModel,
+    _diffusion_settings,
+    build_network,
+    default_hyperparameters,
+    diffusion_steps,
+    fit_nodes,
+)
 from .predictions import NodePredictions, write_node_predictions
 from .report import add_predictions_section, add_sections
 from .results import AccuracyCell, GraphFacts, NodeClassificationResults, NodeRecord
-from .saved import save_node_model
 
 __all__ = [
     "NodeClassificationConfig",
@@ -84,11 +85,6 @@ PAPER_TABLE1: Dict[str, Dict[str, PaperValue]] = {
         "diff-resnet": {"cora": (82.1, 1.1), "citeseer": (74.6, 1.8), "pubmed": (80.1, 2.0)},
     }.items()
 }
-
-#: how the protocol trains a message-passing baseline: Adam as PyTorch Geometric's examples run it (lr 0.01,
-#: weight decay 5e-4), GAT at lr 0.005 as its example does; ``baselines`` in the config overrides either
-BASELINE_OPTIMIZER: Dict[str, float] = {"lr": 0.01, "weight_decay": 5e-4}
-BASELINE_OPTIMIZER_BY_MODEL: Dict[str, Dict[str, float]] = {"gat": {"lr": 0.005}}
 
 
 def split_of(spec: NodeJob, labels: torch.Tensor, data_dir: Optional[str] = None) -> Tuple[Split, int]:
@@ -123,34 +119,22 @@ def user_split(
 
 def train_node_classifier(
     spec: NodeJob, context: RunContext = RunContext(), *, whole: bool = False
-) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
-    """Train one run in ``context`` (its device and data folder); returns the model (best state restored), the
-    fit history and the record.
+) -> NodeModel:
+    """Train one run in ``context`` (its device and data folder); returns the fitted model (best state
+    restored), with the fit history and the record.
 
     ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
     counted. ``whole``: in this process alone, the whole graph, also under torchrun (the contiguous split
     over the processes computes the same numbers).
     """
     graph = prepared_graph(spec.graph, context.data_dir, spec.missing_features, spec.feature_transform)
-    device = context.device
     split, init_seed = split_of(spec, graph.y, context.data_dir)
     start = time.perf_counter()
     if not whole and _split_over_processes(spec):
         return _train_partitioned(spec, context.data_dir, graph, split, init_seed, start)
-    torch.manual_seed(init_seed)
-    model = build_model(spec, graph).to(device)
-    result, record = fit_node_classifier(
-        model,
-        model_inputs(spec, graph, device),
-        graph.y.to(device),
-        split,
-        lr=float(spec.hyperparameters.lr),
-        weight_decay=float(spec.hyperparameters.weight_decay),
-        max_epochs=spec.max_epochs,
-        patience=spec.patience,
-    )
-    record["seconds"] = time.perf_counter() - start
-    return model, result, record
+    fitted = fit_nodes(graph, split, spec.settings, init_seed=init_seed, device=context.device)
+    fitted.record["seconds"] = time.perf_counter() - start
+    return fitted
 
 
 def _split_over_processes(spec: NodeJob) -> bool:
@@ -169,7 +153,7 @@ def _partition(graph_spec: str, data_dir: Optional[str], features: Tuple[str, st
 
 def _train_partitioned(
     spec: NodeJob, data_dir: Optional[str], graph: PreparedGraph, split: Split, init_seed: int, start: float
-) -> Tuple[torch.nn.Module, FitResult, Dict[str, Any]]:
+) -> NodeModel:
     """This process's rows of the graph, the same model and protocol; every loss and accuracy over all
     rows."""
     rank = dist.get_rank()
@@ -183,7 +167,7 @@ def _train_partitioned(
         check_stability=hp.check_stability,
     )
     torch.manual_seed(init_seed)
-    model = build_model(spec, graph, operator)
+    model = build_network(spec, graph, operator)
     nodes = partition.nodes(rank)
     sets = [local_nodes(part, partition, rank) for part in (split.train, split.val, split.test)]
     result, record = fit_partitioned_node_classifier(
@@ -197,7 +181,8 @@ def _train_partitioned(
         patience=spec.patience,
     )
     record["seconds"] = time.perf_counter() - start
-    return model, result, record
+    names = tuple(graph.class_names) or tuple(str(c) for c in range(graph.num_classes))
+    return NodeModel(spec.settings, model, names, graph.num_features, result=result, record=record)
 
 
 @register_task
@@ -232,7 +217,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
 
     def prepare(self) -> None:
         """Load every graph first (a missing file fails before any run), check that Diff-ResNet's arrays fit
-        the memory budget, and record each graph's facts."""
+        the memory budget and that the random splits can be drawn, and record each graph's facts."""
         config = self.config
         self.facts: Dict[str, GraphFacts] = {}
         for graph_spec in dict.fromkeys(
@@ -241,8 +226,39 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             features = (config.missing_features, config.feature_transform)
             graph = prepared_graph(graph_spec, config.data_dir, *features)
             self._check_width_fits(graph, graph_label(graph_spec))
+            if config.split_file is None:
+                self._check_split_fits(graph, graph_label(graph_spec))
             self.facts[graph_label(graph_spec)] = GraphFacts(
                 **graph_facts(graph), feature_transform=graph.feature_transform
+            )
+
+    def _check_split_fits(self, graph: PreparedGraph, label: str) -> None:
+        """Refuse, before any job starts, random splits that ``graph`` cannot give: every class needs
+        ``train_per_class + val_per_class`` labelled nodes, and one node must be left to test."""
+        config = self.config
+        needed = config.train_per_class + config.val_per_class
+        labels = graph.y[graph.y >= 0]
+        counts = torch.bincount(labels, minlength=graph.num_classes).tolist()
+        names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
+        short = [(names[c], count) for c, count in enumerate(counts) if count < needed]
+        if short:
+            name, count = min(short, key=lambda pair: pair[1])
+            others = (
+                f" (and {len(short) - 1} other class{'es' if len(short) > 2 else ''})"
+                if len(short) > 1
+                else ""
+            )
+            raise ConfigError(
+                f"{label}: class {name!r} has {count} labelled node{'s' if count != 1 else ''}{others}; the "
+                f"random split needs {needed} of each class ({config.train_per_class} training + "
+                f"{config.val_per_class} validation): lower --train-per-class / --val-per-class or give your "
+                "own split (--split FILE)"
+            )
+        if len(labels) <= needed * graph.num_classes:
+            raise ConfigError(
+                f"{label}: its {len(labels)} labelled nodes leave none to test after "
+                f"{config.train_per_class} training + {config.val_per_class} validation nodes per class: "
+                "lower --train-per-class / --val-per-class or give your own split (--split FILE)"
             )
 
     def _feature_transform(self, graph_spec: str) -> str:
@@ -302,25 +318,9 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     def hyperparameters(
         self, model: str, graph_spec: str
     ) -> Union[DiffusionSettings, MessagePassingSettings]:
-        config = self.config
-        entry = model_entry(model)
-        if entry.graph_input == "constructor":
-            default = config.diffusion.get("default", TABLE6["default"])
-            diffusion = config.diffusion.get(graph_label(graph_spec), default)
-            return DiffusionSettings(
-                config.lr,
-                config.weight_decay,
-                diffusion.step_size,
-                diffusion.num_steps,
-                diffusion.dropout,
-                config.dropout_position,
-                config.check_stability,
-                config.diffusion_width if config.diffuse_in == "hidden" else None,
-            )
-        overrides = config.baselines.get(model)
-        given = {k: v for k, v in vars(overrides).items() if v is not None} if overrides is not None else {}
-        optimizer = {**BASELINE_OPTIMIZER, **BASELINE_OPTIMIZER_BY_MODEL.get(model, {})}
-        return MessagePassingSettings(**{**entry.defaults, **optimizer, **given})
+        """The settings of ``model`` on ``graph_spec`` under this configuration
+        (:func:`~.model.default_hyperparameters`)."""
+        return default_hyperparameters(model, graph_spec, self.config)
 
     def jobs(self) -> List[NodeJob]:
         config = self.config
@@ -372,7 +372,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
 
     @staticmethod
     def run_job(spec: NodeJob, context: RunContext) -> NodeRecord:
-        return NodeRecord(**train_node_classifier(spec, context)[2])
+        return NodeRecord(**train_node_classifier(spec, context).record)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"acc={100 * record['accuracy']:.1f}%"
@@ -434,7 +434,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             for model_name in config.models:
                 spec = firsts[(graph_spec, model_name)]
                 # rank 0 alone under torchrun
-                model, _, record = train_node_classifier(spec, context, whole=True)
+                fitted = train_node_classifier(spec, context, whole=True)
                 graph = prepared_graph(
                     spec.graph, context.data_dir, spec.missing_features, spec.feature_transform
                 )
@@ -443,16 +443,18 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                 name += f"-{model_name}" if len(config.models) > 1 else ""
                 path = run_dir.file(name + ".csv")
                 nodes, unlabelled, accuracy = write_node_predictions(
-                    path,
-                    model,
-                    model_inputs(spec, graph, context.device),
-                    graph,
-                    split_of(spec, graph.y, context.data_dir)[0],
+                    path, fitted, graph, split_of(spec, graph.y, context.data_dir)[0]
                 )
                 run_dir.register(path)
-                saved = run_dir.register(
-                    save_node_model(run_dir.file(f"model-{model_name}"), spec, model, graph)
-                )
+                fitted.about = {
+                    "seed": spec.seed,
+                    "split": spec.split,
+                    "init": spec.init,
+                    "train_per_class": spec.train_per_class,
+                    "val_per_class": spec.val_per_class,
+                    "graph": label,
+                }
+                saved = run_dir.register(fitted.save(run_dir.file(f"model-{model_name}")))
                 stored = next(
                     (
                         r.get("accuracy")

@@ -20,7 +20,77 @@ from ...analysis.diffusion_path import path_statistics
 from ...experiments.results import OMIT_NONE, TaskResults
 from ...experiments.summary import Stats
 
-__all__ = ["XorDiffusion", "ClassificationCell", "PaperScriptCount", "SyntheticResults"]
+__all__ = [
+    "XorDiffusion",
+    "ClassificationCell",
+    "PaperScriptCount",
+    "SyntheticResults",
+    "XorRecord",
+    "ClassificationRecord",
+    "SnapshotRecord",
+    "ScriptCount",
+    "PaperScriptRecord",
+]
+
+
+@dataclass(frozen=True)
+class XorRecord:
+    """What one XOR diffusion run returns and the store keeps: the distance ``L(t)`` between the classes and
+    the largest disc diameter ``D(t)`` at every step, the kNN graph's edges between discs, the points at the
+    reported steps (``"step_<s>"`` → ``(N, 2)``) and their labels."""
+
+    part: str
+    labels: Sequence[int]
+    cross_edges: int
+    distance: Sequence[float]
+    diameter: Sequence[float]
+    positions: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ClassificationRecord:
+    """What one classification run returns and the store keeps: the accuracies after the last epoch and
+    after the paper's epochs, the curves after every epoch (``None`` where a run diverged before), the
+    losses, the epoch it diverged at (``None``: it did not) and the seconds."""
+
+    part: str
+    train_curve: Sequence[Optional[float]]
+    test_curve: Sequence[Optional[float]]
+    losses: Sequence[float] = field(metadata={"read": False})
+    train_accuracy: float = field(metadata={"kind": "fraction"})
+    test_accuracy: float = field(metadata={"kind": "fraction"})
+    train_accuracy_at_paper_epochs: float = field(metadata={"kind": "fraction"})
+    test_accuracy_at_paper_epochs: float = field(metadata={"kind": "fraction"})
+    diverged_at_epoch: Optional[int]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SnapshotRecord(ClassificationRecord):
+    """A classification run that takes snapshots: the training points' features at the snapshot epochs
+    (``epoch`` → ``(N, d)``), the training points and their labels too."""
+
+    snapshots: Mapping[str, Any] = field(default_factory=dict)
+    points: Sequence[Any] = field(default=(), metadata={"kind": "list"})
+    labels: Sequence[int] = ()
+
+
+@dataclass(frozen=True)
+class ScriptCount:
+    """One network of the paper's script: its correct points, the paper code's count, the seconds."""
+
+    correct: int
+    reference: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PaperScriptRecord:
+    """What the run of the paper's scripts returns and the store keeps: each network's count."""
+
+    part: str
+    resnet: ScriptCount
+    diff_resnet: ScriptCount = field(metadata={"stored_as": "diff-resnet"})
 
 
 @dataclass(frozen=True)

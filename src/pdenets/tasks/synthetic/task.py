@@ -25,7 +25,6 @@ from torch.nn import functional as F
 from ...analysis.diffusion_path import diffusion_path, edges_between_groups
 from ...data.synthetic import SyntheticSet, make_synthetic
 from ...experiments.context import RunContext
-from ...experiments.records import RecordFields
 from ...experiments.summary import group_records
 from ...experiments.task import Task, register_task
 from ...models.synthetic_diffresnet import (
@@ -39,7 +38,17 @@ from ...models.training import accuracy, evaluation_mode, fit
 from ...operators.weights import knn_gaussian_weights
 from . import report as synthetic_report
 from .config import SyntheticConfig
-from .results import ClassificationCell, PaperScriptCount, SyntheticResults, XorDiffusion
+from .results import (
+    ClassificationCell,
+    ClassificationRecord,
+    PaperScriptCount,
+    PaperScriptRecord,
+    ScriptCount,
+    SnapshotRecord,
+    SyntheticResults,
+    XorDiffusion,
+    XorRecord,
+)
 
 __all__ = [
     "SyntheticConfig",
@@ -239,6 +248,15 @@ _PARTS: Dict[type, Tuple[str, Callable[[Any, torch.device], Dict[str, Any]]]] = 
 }
 
 
+def _record_class(spec: Any) -> type:
+    """The record dataclass of a job of the suite."""
+    if isinstance(spec, XorJob):
+        return XorRecord
+    if isinstance(spec, PaperScriptJob):
+        return PaperScriptRecord
+    return SnapshotRecord if spec.snapshot_epochs else ClassificationRecord
+
+
 @register_task
 class SyntheticTask(Task[SyntheticConfig]):
     name = "synthetic"
@@ -256,35 +274,8 @@ class SyntheticTask(Task[SyntheticConfig]):
         "test_accuracy": "REAL",
     }
 
-    def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
-        """The distances and cross edges of the XOR diffusion, the accuracies and curves of a classification
-        run (its snapshots where it takes them), the counts of the paper's script, each with its ``part``."""
-        if isinstance(spec, XorJob):
-            return {
-                "part": "text",
-                "distance": ["number"],
-                "diameter": ["number"],
-                "cross_edges": "integer",
-                "positions": "mapping",
-                "labels": ["integer"],
-            }
-        if isinstance(spec, PaperScriptJob):
-            count = {"correct": "integer", "reference": "integer", "seconds": "number"}
-            return {"part": "text", **{variant: count for variant in VARIANTS}}
-        fields: Dict[str, Any] = {
-            "part": "text",
-            "train_accuracy": "fraction",
-            "test_accuracy": "fraction",
-            "train_accuracy_at_paper_epochs": "fraction",
-            "test_accuracy_at_paper_epochs": "fraction",
-            "diverged_at_epoch": "integer?",
-            "seconds": "number",
-            "train_curve": ["number?"],
-            "test_curve": ["number?"],
-        }
-        if spec.snapshot_epochs:
-            fields.update(snapshots="mapping", points="list", labels=["integer"])
-        return fields
+    def record_type_of(self, spec: Any, record: Mapping[str, Any]) -> type:
+        return _record_class(spec)
 
     @classmethod
     def quick_config(cls) -> SyntheticConfig:
@@ -338,9 +329,13 @@ class SyntheticTask(Task[SyntheticConfig]):
         return jobs
 
     @staticmethod
-    def run_job(spec, context: RunContext) -> Dict[str, Any]:
+    def run_job(spec, context: RunContext) -> Any:
         part, run = _PARTS[type(spec)]
-        return {"part": part, **run(spec, context.device)}
+        values = run(spec, context.device)
+        if isinstance(spec, PaperScriptJob):
+            counts = {variant.replace("-", "_"): ScriptCount(**values[variant]) for variant in VARIANTS}
+            return PaperScriptRecord(part=part, **counts)
+        return _record_class(spec)(part=part, **values)
 
     def progress_note(self, record: Dict[str, Any]) -> str:
         return f"test={record['test_accuracy']:.3f}" if "test_accuracy" in record else ""

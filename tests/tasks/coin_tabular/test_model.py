@@ -92,7 +92,7 @@ def _damage(folder, how):
         manifest.write_text("{oops")
     else:
         field, value = how
-        document[field] = value
+        document[field] = document[field][::-1] if value == "reversed" else value
         manifest.write_text(json.dumps(document))
 
 
@@ -104,8 +104,11 @@ def _damage(folder, how):
         ("not JSON", "not a JSON manifest"),
         (("task", "node-classification"), "a model of the task 'node-classification', not 'coin-tabular'"),
         (("pdenets", "0.0.1"), "written by pdenets '0.0.1'"),
-        (("format", 99), "not a pdenets model manifest of format 1"),
-        (("shapes", {}), "its tensors are not those its manifest lists"),
+        (("format", 99), "not a pdenets model manifest of format 2"),
+        (("format", 1), "a model of format 1; this pdenets (0.1.0) reads format 2"),
+        (("shapes", {}), "not the manifest its weights were saved with (edited after the model was saved)"),
+        (("class_names", "reversed"), "edited after the model was saved"),
+        (("feature_names", "reversed"), "edited after the model was saved"),
         (("weights", {"bytes": 1, "sha256": "0"}), "its manifest says 1"),
     ],
 )
@@ -226,3 +229,74 @@ def test_a_run_folder_reused_with_other_settings_keeps_the_saved_model(tmp_path)
     assert (tmp_path / "run" / "model-mlp" / "weights.safetensors").read_bytes() == first
     others = sorted(p.name for p in (tmp_path / "run").glob("model-mlp-*"))
     assert len(others) == 1 and others[0] in (tmp_path / "run" / "report.md").read_text()
+
+
+def _resaved(folder, target, **changes):
+    """The model of ``folder`` saved again into ``target`` with its manifest entries ``changes`` (a model file
+    whose weights vouch for the changed manifest: what a careful forger writes)."""
+    from pdenets.saved_model import load_model, save_model
+
+    tensors, manifest = load_model(folder, task="coin-tabular")
+    plain = {k: v for k, v in manifest.items() if k not in ("format", "pdenets", "task", "model", "shapes")}
+    plain.pop("weights")
+    return save_model(
+        target, tensors, task="coin-tabular", model=manifest["model"], manifest={**plain, **changes}
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"settings": {"mlp": {"hidden_features": 1e9}}}, "settings.mlp: hidden_features holds 1000000000.0"),
+        (
+            {"settings": {"mlp": {"hidden_features": 10**9}}},
+            "the saved weights do not fit the model its settings",
+        ),
+        ({"settings": {"mlp": {"layers": 40}}}, "the saved weights do not fit the model its settings"),
+        ({"settings": {"diffusion": {"num_steps": 10**12}}}, "num_steps must be at most 100,000"),
+        ({"settings": {"diffusion": {"num_steps": 1e12}}}, "num_steps holds 1000000000000.0, not a whole"),
+        ({"settings": {"diffusion": {"step_size": 7}}}, r"step_size must be in \(0, 1\]"),
+        ({"settings": {"mlp": {"lr": True}}}, "lr holds True, not a finite number"),
+        (
+            {"settings": {"spreading": {"n_top": 3, "spreading_alpha": 0.2}}},
+            "settings of coin are mlp, diffusion",
+        ),
+        ({"feature_names": ["acidity", "acidity", "alcohol"]}, "feature_names repeats 'acidity'"),
+        ({"feature_names": ["acidity", "sugar"]}, "2 feature_names, its weights hold 3"),
+        ({"class_names": ["high", "low"]}, "its trained labels are not class ids of its 2 classes"),
+        ({"class_names": ["high", "high", "low"]}, "class_names repeats 'high'"),
+        ({"id_column": 7}, "id_column is not a column name"),
+    ],
+)
+def test_a_manifest_that_lies_about_its_weights_is_refused_before_anything_is_built(
+    run, tmp_path, changes, message
+):
+    from pdenets.saved_model import SavedModelError, load_model
+    from pdenets.tasks.coin_tabular.model import TabularModel
+
+    _, out = run
+    _, manifest = load_model(out / "model-coin", task="coin-tabular")
+    if "settings" in changes:  # each change is one field of one part, over the saved settings
+        settings = {part: dict(values) for part, values in manifest["settings"].items()}
+        for part, values in changes["settings"].items():
+            settings[part] = {**settings.get(part, {}), **values} if part in settings else values
+        changes = {"settings": settings}
+    folder = _resaved(out / "model-coin", tmp_path / "forged", **changes)
+    with pytest.raises(SavedModelError, match=message) as error:
+        TabularModel.load(folder)
+    assert str(error.value).startswith(str(folder / "model.json")) and "\n" not in str(error.value)
+
+
+def test_new_rows_that_repeat_a_column_are_refused_and_copies_of_one_row_are_answered(run, tmp_path, capsys):
+    _, out = run
+    header = "wine id,acidity,acidity,sugar,alcohol\n"
+    (tmp_path / "twice.csv").write_text(header + "n1,0.1,0.1,0.2,0.3\n")
+    argv = ["predict", str(out), "--model", "coin", "--out", str(tmp_path / "p.csv"), "--dataset"]
+    assert main(argv + [str(tmp_path / "twice.csv")]) == 2
+    assert "its header repeats 'acidity'" in capsys.readouterr().err
+    # six identical new rows: each is its five neighbours' copy (a width of zero), linked to its copies
+    rows = "".join(f"same{row},3.0,0.1,0.2\n" for row in range(6))
+    (tmp_path / "same.csv").write_text("wine id,acidity,sugar,alcohol\n" + rows)
+    assert main(argv + [str(tmp_path / "same.csv")]) == 0, capsys.readouterr().err
+    answers = read_predictions(tmp_path / "p.csv")
+    assert len(answers) == 6 and len({row["predicted"] for row in answers}) == 1
