@@ -8,14 +8,17 @@ STAMP  := $(VENV)/.installed
 OUT    ?= runs/synthetic
 # optional extras beside the test tools: make install EXTRAS=dev,text,distributed,ann
 EXTRAS ?= dev
+# test processes (pytest-xdist): one per core; each runs torch on one thread (tests/conftest.py)
+TEST_WORKERS ?= auto
 
 .PHONY: install run test quick bench clean check-wheel check-report docs lint
 
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV): pip, torch 2.13.0 (CPU), then pdenets and its extras [$(EXTRAS)]"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(PY) -m pip install --progress-bar off --upgrade pip
+	$(PY) -m pip install --progress-bar off torch==2.13.0
+	$(PY) -m pip install --progress-bar off -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -27,7 +30,7 @@ quick: $(STAMP)
 	$(VENV)/bin/pdenets run synthetic --quick --out $(OUT)-quick
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)   # what the suite's test_lint and test_types check, alone
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks

@@ -9,6 +9,7 @@ on the CPU and is skipped, with its reason, on another device. ``pytest --device
 device-taking tests alone (every test that takes ``device`` is marked ``device``).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +27,12 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one test process per core (make test): one thread each
+        os.environ["OMP_NUM_THREADS"] = "1"  # and in the processes the tests start
+        torch.set_num_threads(1)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
     name = config.getoption("--device")
     try:
         device = torch.device(name)

@@ -33,3 +33,18 @@ def test_every_example_has_a_title_a_description_and_a_figure_name_of_its_own():
         title, description = gallery._docstring(path)
         assert title and len(description) > 100, path.name
         assert f'"{path.stem}.png"' in path.read_text(), f"{path.name} saves its figure as {path.stem}.png"
+
+
+def test_an_examples_kept_output_is_stale_once_its_script_or_the_package_changes(monkeypatch, tmp_path):
+    path = gallery.examples()[0]
+    monkeypatch.setattr(gallery, "_PACKAGE_DIGEST", ["a package"])
+    kept = gallery._sha256(path)
+    assert gallery._sha256(path) == kept  # the same script and package: reused
+    monkeypatch.setattr(gallery, "_PACKAGE_DIGEST", ["the package edited"])
+    assert gallery._sha256(path) != kept
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes() + b"\n# edited\n")
+    assert gallery._sha256(copy) != gallery._sha256(path)
+    monkeypatch.setattr(gallery, "_PACKAGE_DIGEST", [])
+    assert gallery.package_digest() == gallery.package_digest() and len(gallery.package_digest()) == 64
+    assert gallery.TIMEOUT_S >= 1800 or "PDENETS_EXAMPLE_TIMEOUT" in __import__("os").environ

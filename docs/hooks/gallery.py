@@ -3,10 +3,13 @@
 Each example is a short script a user could have written (its docstring's first line is its title, the rest
 what it shows). :func:`run_example` runs one in a fresh folder (``examples/_output/<name>/``, not in git):
 what it prints goes to ``stdout.txt``, its figure is the PNG it saves, and ``script.sha256`` records which
-version of the script made them, so a build reuses the output of a test run (``tests/test_examples.py``
-runs them all, and CI runs the tests before it builds the site) and reruns only a changed script. An
-example that reads files of the data folder lists them in ``REQUIRES``; without them it is shown without
-output, saying which files it needs.
+version of the script *and of the package* made them (the SHA-256 of the script's bytes and of every
+``src/pdenets`` module's), so a build reuses the output of a test run (``tests/test_examples.py`` runs them
+all, and CI runs the tests before it builds the site) and reruns a script whose code, or whose package,
+changed. An example that reads files of the data folder lists them in ``REQUIRES``; without them it is shown
+without output, saying which files it needs. A slow machine is slow, not wrong: an example may run up to
+``$PDENETS_EXAMPLE_TIMEOUT`` seconds (default 1,800) before it counts as failed, and each one that runs says
+so on the build's output.
 
 The build (:func:`on_files`) adds ``gallery/index.md`` (every example, its figure and its time) and one page
 per example: the command, the figure, the output and the code.
@@ -27,8 +30,9 @@ from typing import Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 OUTPUT = EXAMPLES / "_output"
-#: seconds an example may run before it counts as failed
-TIMEOUT_S = 300
+#: seconds an example may run before it counts as failed (``$PDENETS_EXAMPLE_TIMEOUT`` overrides)
+TIMEOUT_S = float(os.environ.get("PDENETS_EXAMPLE_TIMEOUT") or 1800)
+_PACKAGE_DIGEST: List[str] = []
 
 
 def examples() -> List[Path]:
@@ -56,12 +60,24 @@ def missing_data(path: Path) -> Optional[str]:
     return next((name for name in requires(path) if not (folder / name).is_file()), None)
 
 
+def package_digest() -> str:
+    """The SHA-256 of every module of ``src/pdenets`` (their paths and bytes, in order), once per process."""
+    if not _PACKAGE_DIGEST:
+        digest = hashlib.sha256()
+        package = ROOT / "src" / "pdenets"
+        for module in sorted(package.rglob("*.py")):
+            digest.update(str(module.relative_to(package)).encode() + b"\0" + module.read_bytes() + b"\0")
+        _PACKAGE_DIGEST.append(digest.hexdigest())
+    return _PACKAGE_DIGEST[0]
+
+
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The stamp of an example's output: its script's bytes and the package's digest."""
+    return hashlib.sha256(path.read_bytes() + package_digest().encode()).hexdigest()
 
 
 def fresh(path: Path) -> bool:
-    """Whether ``examples/_output/<name>/`` holds the output of this version of the script."""
+    """Whether ``examples/_output/<name>/`` holds the output of this version of the script and package."""
     stamp = OUTPUT / path.stem / "script.sha256"
     return stamp.is_file() and stamp.read_text().strip() == _sha256(path)
 
@@ -110,6 +126,7 @@ def _page(path: Path) -> Tuple[str, Optional[Path], Optional[str]]:
         lines += [f"*Not run for this site: it reads `{missing}` of the data folder.*", ""]
     else:
         if not fresh(path):
+            print(f"gallery: running examples/{path.name} (its code or the package changed)", flush=True)
             result = run_example(path)
             if result["status"] != 0:
                 raise RuntimeError(f"examples/{path.name} failed:\n{str(result['output'])[-2000:]}")

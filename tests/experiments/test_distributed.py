@@ -344,3 +344,25 @@ def test_a_bare_cuda_device_is_the_local_ranks_gpu_modulo_the_gpus_there_are(
     no_launcher.setenv("LOCAL_RANK", "-1")
     with pytest.raises(ValueError, match="LOCAL_RANK='-1' is not valid: expected an integer >= 0"):
         process_device("cuda")
+
+
+def test_a_process_whose_rendezvous_thread_is_stuck_ends_at_exit_without_waiting_for_it():
+    """torch's store can keep a thread (and its C++ threads, joined when the interpreter ends) alive after the
+    rendezvous gave up: at exit the process ends at once with status 1, what it printed flushed, instead of
+    waiting on them (here the stuck thread is a Python one that would not block: the status shows the
+    process ended by the rule)."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import threading, time\n"
+        "from pdenets.experiments import distributed\n"
+        "gate = threading.Event()\n"
+        "try:\n    distributed._within(0.2, gate.wait)\n"
+        "except TimeoutError as error:\n    print('gave up:', error)\n"
+    )
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "gave up: the other ranks did not answer\n" and done.returncode == 1, done
+    assert time.perf_counter() - start < 30

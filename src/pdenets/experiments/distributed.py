@@ -16,8 +16,10 @@ Examples:
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -138,12 +140,25 @@ def _wait_for_rank_zero(host: str, port: int, deadline: float) -> None:
         time.sleep(min(_POLL_S, max(deadline - time.monotonic(), 0)))
 
 
+def _end_without_waiting_for(thread: threading.Thread) -> None:
+    """At exit, a rendezvous thread still inside torch's store would keep the process alive (its C++
+    threads are joined when the interpreter ends): a process that has given up ends at once, with status 1,
+    after flushing what it printed."""
+    if thread.is_alive():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(1)
+
+
 def _within(seconds: float, function, *args, **kwargs) -> None:
     """Call ``function`` in a daemon thread; ``TimeoutError`` if it has not returned after ``seconds``.
 
     torch's store retries an address that takes connections but does not answer, with growing delays and
-    without end; the thread is left to torch (it dies with the process) and the caller gets its answer on
-    time.
+    without end; the thread is left to torch and the caller gets its answer on time. The process then ends
+    at exit without waiting for it (:func:`_end_without_waiting_for`).
     """
     outcome: dict = {}
 
@@ -157,6 +172,7 @@ def _within(seconds: float, function, *args, **kwargs) -> None:
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
+        atexit.register(_end_without_waiting_for, thread)
         raise TimeoutError("the other ranks did not answer")
     if "error" in outcome:
         raise outcome["error"]
