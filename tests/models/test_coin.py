@@ -275,3 +275,67 @@ def test_learned_step_size_is_recorded_in_units_of_its_bound(device):
         model.step_logit.fill_(0.0)  # sigmoid = 1/2: γ = γ_max / 2
     assert model.step_size == pytest.approx(0.25)
     torch.testing.assert_close(model(x), diffuse(model.backbone(x), weights, step_size=0.25, num_steps=2))
+
+
+def _reference(model, x, weights, laplacian="combinatorial"):
+    """head((I − γL)^r backbone(x)) with dense matrices: the order COIN's definition states."""
+    degrees = weights.sum(1)
+    if laplacian == "combinatorial":
+        matrix = torch.diag(degrees) - weights
+    else:
+        scale = degrees.rsqrt()
+        matrix = (
+            torch.eye(len(weights), dtype=weights.dtype, device=weights.device)
+            - scale[:, None] * weights * scale
+        )
+    features = model.backbone(x)
+    for _ in range(model.num_steps):
+        features = features - model.step_size * matrix @ features
+    return model.head(features)
+
+
+@pytest.mark.parametrize("backbone_kind", ["sequential ending in a linear map", "any module"])
+def test_the_head_first_order_gives_the_definitions_outputs_and_gradients(device, backbone_kind):
+    """A combinatorial Laplacian keeps constants ((I − γL) 1 = 1, for weights of any row sums): the head is
+    applied before the diffusion (its 3 columns diffused, not the features' 6) and, on a Sequential that ends
+    in a linear map, folded into it; outputs and every parameter's gradient are the definition's."""
+    weights = random_symmetric_weights(12, density=0.4, device=device)  # rows do not sum to one
+    model = _coin(
+        device, step_size=0.05, num_steps=5, graph=weights, head=nn.Linear(6, 3).double().to(device)
+    )
+    if backbone_kind == "any module":
+        model.backbone = _Wrapped(model.backbone)
+    assert model.commutes_with_head()
+    x = torch.randn(12, 4, dtype=torch.float64).to(device)
+    ours = model(x)
+    reference = _reference(model, x, weights)
+    torch.testing.assert_close(ours, reference, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad(ours.square().sum(), list(model.parameters()))
+    expected = torch.autograd.grad(reference.square().sum(), list(model.parameters()))
+    for mine, theirs in zip(grads, expected):
+        torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
+class _Wrapped(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def test_the_head_waits_for_the_diffusion_where_they_do_not_commute(device):
+    """The normalized Laplacian moves constants, dropout between the steps acts on the features, a head as
+    wide as its input gains nothing: the definition's order is kept (and its numbers)."""
+    weights = random_symmetric_weights(12, density=0.4, device=device)
+    x = torch.randn(12, 4, dtype=torch.float64).to(device)
+    head = nn.Linear(6, 3).double().to(device)
+    normalized = _coin(device, step_size=0.05, num_steps=5, graph=weights, head=head, laplacian="normalized")
+    assert not normalized.commutes_with_head()
+    torch.testing.assert_close(normalized(x), _reference(normalized, x, weights, "normalized"))
+    dropped = _coin(device, step_size=0.05, num_steps=5, graph=weights, head=head, dropout=0.5)
+    assert not dropped.commutes_with_head()  # training: dropout between the steps
+    assert dropped.eval().commutes_with_head()  # evaluation: no dropout, the order is free again
+    wide = _coin(device, step_size=0.05, num_steps=5, graph=weights, head=nn.Linear(6, 6).double().to(device))
+    assert not wide.commutes_with_head()

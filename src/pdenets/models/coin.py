@@ -27,6 +27,7 @@ from torch import nn
 from .._checks import check_choice, check_floating, check_positive, check_positive_int, check_probability
 from .._deprecation import renamed_arguments
 from ..nn.diffusion import DiffusionLayer
+from ..nn.dropout import FastDropout
 from ..operators.diffusion import LAPLACIANS, SliceDiffusion
 from ..operators.graph import GraphLike, as_weight_matrix, is_dense
 from ..operators.slice_graphs import SliceGraphs
@@ -280,6 +281,9 @@ class COIN(nn.Module):
             and self.graph_from == "input"
         ):
             weights = self.diffusion.weight_builder(flat.detach())
+        folded = self._folded(flat, weights)
+        if folded is not None:  # the head's output diffused: the same numbers, fewer columns diffused
+            return folded.reshape(*leading, *folded.shape[1:])
         features = self.backbone(flat)
         if not isinstance(features, torch.Tensor) or features.dim() < 1 or features.shape[0] != flat.shape[0]:
             raise ValueError(
@@ -295,13 +299,61 @@ class COIN(nn.Module):
             )
         if self.num_steps == 0:
             out = features
-        elif self.step_logit is not None:
-            out = self._learned_diffusion(features, weights)
+        elif self.commutes_with_head() and features.dim() == 2:  # the head's C columns diffused
+            assert self.head is not None
+            out = self._diffuse(self.head(features), weights)
+            return out.reshape(*leading, *out.shape[1:])
         else:
-            out = self.diffusion(features, weights)
+            out = self._diffuse(features, weights)
         if self.head is not None:
             out = self.head(out)
         return out.reshape(*leading, *out.shape[1:])
+
+    def _diffuse(self, features: torch.Tensor, weights: Any) -> torch.Tensor:
+        """``r`` diffusion steps of ``features`` on ``weights`` (a learned step size's relaxed steps)."""
+        if self.step_logit is not None:
+            return self._learned_diffusion(features, weights)
+        return self.diffusion(features, weights)
+
+    def commutes_with_head(self) -> bool:
+        """Whether the head may be applied before the diffusion, with the same output.
+
+        Each step ``X ← (I − γL) X`` mixes rows and an affine head ``y = x Wᵀ + b`` maps columns; they commute
+        when the steps keep constants, ``(I − γL) 1 = 1``: a combinatorial Laplacian ``L = Λ − W`` has
+        ``L 1 = 0`` for any weights (a learned step ``X ← X − ρ γ L X`` too), and no dropout acts between the
+        steps. Then ``head((I − γL)^r h) = (I − γL)^r head(h)``, and diffusing the head's ``C`` columns costs
+        ``C / d`` of diffusing the features' ``d``: :meth:`forward` takes that order where ``C < d``. A
+        :class:`~torch.nn.Sequential` backbone that ends in a linear map is folded into the head as well
+        (``head(A h') = (W_head A) h' + …``): its ``d × d`` products are replaced by ``C × d`` ones.
+        """
+        head = self.head
+        return (
+            type(head) is nn.Linear
+            and self.num_steps > 0
+            and self.diffusion.laplacian == "combinatorial"
+            and (self.diffusion.dropout == 0 or not self.training)
+            and head.out_features < head.in_features
+        )
+
+    def _folded(self, flat: torch.Tensor, weights: Any) -> Optional[torch.Tensor]:
+        """The output of a :class:`~torch.nn.Sequential` backbone ending in a linear map, the head folded
+        into that map and diffused after it (:meth:`commutes_with_head`); ``None`` for any other model."""
+        backbone, head = self.backbone, self.head
+        if weights is None or not isinstance(backbone, nn.Sequential) or not len(backbone):
+            return None
+        last = backbone[-1]
+        if type(last) is not nn.Linear or not self.commutes_with_head():
+            return None
+        assert isinstance(head, nn.Linear)  # commutes_with_head
+        if last.out_features != head.in_features:
+            return None
+        hidden = backbone[:-1](flat)
+        weight = head.weight @ last.weight  # (C, d_in): the last map and the head in one
+        if last.bias is None:
+            bias = head.bias
+        else:
+            bias = head.weight @ last.bias if head.bias is None else head.weight @ last.bias + head.bias
+        return self._diffuse(nn.functional.linear(hidden, weight, bias), weights)
 
     def _forward_slices(self, x: torch.Tensor, graphs: SliceGraphs) -> torch.Tensor:
         """Backbone on the ``S·N`` rows, then ``r`` steps ``X_s ← X_s − γ L_{g(s)} X_s`` slice by slice
@@ -381,7 +433,8 @@ class COIN(nn.Module):
 def mlp(
     in_features: int, hidden_features: int, out_features: int, *, num_layers: int = 2, dropout: float = 0.0
 ) -> nn.Module:
-    """``num_layers`` affine maps with ReLU (and dropout) between them: ``in → hidden → … → out``."""
+    """``num_layers`` affine maps with ReLU (and dropout, :class:`~pdenets.nn.FastDropout`) between them:
+    ``in → hidden → … → out``."""
     in_features, hidden, out_features = (
         check_positive_int(v, name)
         for v, name in (
@@ -399,7 +452,7 @@ def mlp(
         if index < num_layers - 1:
             layers.append(nn.ReLU())
             if dropout:
-                layers.append(nn.Dropout(dropout))
+                layers.append(FastDropout(dropout))
     return nn.Sequential(*layers)
 
 

@@ -20,6 +20,7 @@ import torch
 from torch.nn import functional as F
 
 from ..data.splits import Split, split_and_init_seeds, split_seeds
+from .optim import Adam
 from .training import EarlyStopping, FitResult, accuracy, evaluation_mode, fit
 
 __all__ = [
@@ -135,7 +136,7 @@ def fit_node_classifier(
         ``epochs``, ``best_epoch`` and ``diverged_at_epoch``.
     """
     train, val, test = (part.to(labels.device) for part in (split.train, split.val, split.test))
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
 
     def validation() -> Dict[str, float]:
         with evaluation_mode(model):

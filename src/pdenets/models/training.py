@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
 
 import numpy as np
 import torch
@@ -52,6 +52,14 @@ __all__ = [
     "fit_steps",
     "StepFitResult",
 ]
+
+
+class Optimizer(Protocol):
+    """What the loops below ask of an optimizer: ``torch.optim``'s or :class:`pdenets.models.optim.Adam`."""
+
+    def zero_grad(self) -> None: ...
+
+    def step(self) -> Any: ...
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -212,7 +220,7 @@ class FitResult:
 
 def fit(
     model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Optimizer,
     loss: Callable[[], torch.Tensor],
     *,
     max_epochs: int,
@@ -321,7 +329,7 @@ class StepFitResult:
 
 def fit_steps(
     model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Optimizer,
     items: torch.Tensor,
     batch_loss: Callable[[torch.Tensor], torch.Tensor],
     validate: Callable[[], float],

@@ -2,6 +2,7 @@
 
 from .convection import ConvectionBlock
 from .diffusion import DiffusionLayer
+from .dropout import FastDropout, fast_dropout
 from .dropout_diffusion import (
     dropout_diffusion_coefficients,
     dropout_readout_variance,
@@ -14,6 +15,8 @@ from .smoothing import RandomizedSmoothing, SmoothedEstimate, gaussian_smoothing
 __all__ = [
     "ConvectionBlock",
     "DiffusionLayer",
+    "FastDropout",
+    "fast_dropout",
     "HamiltonianBlock",
     "NonlocalBlock",
     "RandomizedSmoothing",

@@ -27,7 +27,7 @@ from torch.nn import functional as F
 
 from .._checks import check_probability
 
-__all__ = ["fast_dropout", "keep_threshold"]
+__all__ = ["fast_dropout", "keep_threshold", "FastDropout", "dropout_scale_mask", "dropout_keep_mask"]
 
 
 def keep_threshold(p: float):
@@ -74,6 +74,44 @@ def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> tor
     return _BoolMaskDropout.apply(features, keep_mask, 1.0 / keep)
 
 
+def dropout_scale_mask(shape, p: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The mask :func:`fast_dropout` would multiply a CPU tensor of ``shape`` by, as a float tensor: ``0``
+    where an entry is dropped, ``1/keep`` elsewhere, drawn from torch's default generator exactly as
+    :func:`fast_dropout` draws it (one 62-bit seed, then PCG64 bytes): for code that writes its own backward.
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(3)
+        >>> mask = dropout_scale_mask((4, 5), 0.5)
+        >>> _ = torch.manual_seed(3)
+        >>> torch.equal(fast_dropout(torch.ones(4, 5), 0.5), mask)
+        True
+    """
+    p = check_probability(p, "dropout probability")
+    kind, threshold, keep = keep_threshold(p)
+    seed = int(torch.randint(0, 2**62, (1,)).item())
+    return _scaled_mask(_keep_mask(tuple(shape), seed, kind, threshold), 1.0 / keep, dtype)
+
+
+def dropout_keep_mask(shape, p: float) -> Tuple[np.ndarray, float]:
+    """The entries :func:`fast_dropout` would keep in a CPU tensor of ``shape`` (a boolean array) and the
+    scale ``1/keep`` of the kept ones, drawn from torch's default generator exactly as :func:`fast_dropout`
+    draws them: for code that writes its own backward in NumPy.
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(3)
+        >>> keep, scale = dropout_keep_mask((4, 5), 0.5)
+        >>> _ = torch.manual_seed(3)
+        >>> torch.equal(fast_dropout(torch.ones(4, 5), 0.5), torch.from_numpy(keep * scale).float())
+        True
+    """
+    p = check_probability(p, "dropout probability")
+    kind, threshold, keep = keep_threshold(p)
+    seed = int(torch.randint(0, 2**62, (1,)).item())
+    return _keep_mask(tuple(shape), seed, kind, threshold), 1.0 / keep
+
+
 def _keep_mask(shape, seed: int, dtype, threshold: int) -> np.ndarray:
     """Boolean array of ``shape``: ``True`` where a uniform ``dtype`` draw is below ``threshold``."""
     count = int(np.prod(shape))
@@ -99,3 +137,33 @@ class _BoolMaskDropout(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[torch.Tensor, None, None]:
         return grad_output * _scaled_mask(ctx.keep_mask, ctx.scale, grad_output.dtype), None, None
+
+
+class FastDropout(torch.nn.Module):
+    """:class:`torch.nn.Dropout` with :func:`fast_dropout`'s masks: one random byte (or two) per entry on the
+    CPU instead of a Bernoulli draw, the same distribution and scaling (module docstring).
+
+    Args:
+        p: the probability of zeroing an entry, in ``[0, 1)``.
+
+    Shapes:
+        - input: any; output: the same.
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> layer = FastDropout(0.5)
+        >>> out = layer(torch.ones(100, 100))
+        >>> round(float((out == 0).float().mean()), 1), torch.equal(layer.eval()(out), out)
+        (0.5, True)
+    """
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        self.p = check_probability(p, "dropout probability")
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return fast_dropout(features, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p:g}"

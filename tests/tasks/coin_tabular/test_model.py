@@ -300,3 +300,69 @@ def test_new_rows_that_repeat_a_column_are_refused_and_copies_of_one_row_are_ans
     assert main(argv + [str(tmp_path / "same.csv")]) == 0, capsys.readouterr().err
     answers = read_predictions(tmp_path / "p.csv")
     assert len(answers) == 6 and len({row["predicted"] for row in answers}) == 1
+
+
+def _fitted(model_name="coin", **options):
+    from sklearn.datasets import load_wine
+
+    from pdenets.tasks.coin_tabular.model import TabularSettings, fit_table
+
+    X, y = load_wine(return_X_y=True)
+    labels = np.where(np.arange(len(y)) % 5 == 0, y, -1)
+    settings = TabularSettings.of(model_name, epochs=30, rows=len(X), **options)
+    model = fit_table(
+        X, labels, np.flatnonzero(labels >= 0), settings, class_names=["a", "b", "c"],
+        feature_names=[f"f{i}" for i in range(X.shape[1])], seed=2,
+    )  # fmt: skip
+    return model, X
+
+
+def test_each_new_row_is_answered_alone_by_the_diffusion_towards_its_nearest_training_rows():
+    """COIN's answer for a new row: its ``n_top`` nearest training rows with the fit's Gaussian weights
+    (width: the distance to the ``sigma_neighbor``-th), rows summing to one, and ``r`` steps of the extended
+    graph (the training rows link to no new row) — checked against dense matrices in float64."""
+    import torch
+
+    from pdenets.tasks.coin_tabular.model import _network
+
+    model, X = _fitted(n_top=6, sigma_neighbor=3, step_size=0.4, num_steps=3)
+    new = X[:9] + 0.3 * np.random.default_rng(0).normal(size=(9, X.shape[1]))
+    answer = model.predict_proba(new)
+    assert np.allclose(model.predict_proba(new[4:7]), answer[4:7], atol=1e-7)  # no row depends on another
+    training = model.points.double()
+    scaled = torch.from_numpy((new - model.mean) / model.scale)
+    distances = torch.cdist(scaled, training).square()
+    order = distances.argsort(1)
+    width = distances.gather(1, order[:, 2:3]).sqrt()
+    links = torch.zeros(len(new), len(training), dtype=torch.float64)
+    links.scatter_(1, order[:, :6], torch.exp(-distances.gather(1, order[:, :6]) / width.square()))
+    links /= links.sum(1, keepdim=True)
+    plain = _network(model.settings, X.shape[1], 3, None, steps=0).double()
+    plain.load_state_dict(model.network.state_dict())
+    with torch.no_grad():
+        out = plain.eval()(scaled)
+        for step in range(3):
+            out = out + 0.4 * (links @ model.trajectory[step].double() - out)
+    assert np.allclose(answer, torch.softmax(out, 1).numpy(), atol=2e-5)
+
+
+def test_the_training_rows_steps_are_the_fitted_networks_and_label_spreading_predicts_as_scikit_learn():
+    import torch
+    from sklearn.semi_supervised import LabelSpreading
+
+    model, X = _fitted()
+    with torch.no_grad():  # the transductive answer: the fitted network on the graph of the training rows
+        from pdenets.tasks.coin_tabular.model import _in, _network, sample_graph
+
+        graph = sample_graph(model.points, 10, 5)
+        network = _network(model.settings, X.shape[1], 3, _in(graph)).float()
+        network.load_state_dict(model.network.state_dict())
+        direct = torch.softmax(network.eval()(model.points.float()), 1).double().numpy()
+    assert np.allclose(model.probabilities, direct, atol=1e-5)
+    spreading, X = _fitted("label-spreading", n_top=7)
+    reference = LabelSpreading(kernel="knn", n_neighbors=7, alpha=0.2, max_iter=1000).fit(
+        spreading.points.numpy(), spreading.trained_labels
+    )
+    new = X[:12] * 1.01
+    scaled = (new - spreading.mean) / spreading.scale
+    assert np.allclose(spreading.predict_proba(new), reference.predict_proba(scaled), atol=1e-5)

@@ -41,6 +41,7 @@ from typing import Callable
 import torch
 
 from ..._checks import check_positive, check_positive_int
+from ..optim import Adam
 from .base import FewShotBatch, FewShotMethod, register_method
 
 __all__ = ["TIM", "TIMSettings", "fit_class_weights", "TaskLoss"]
@@ -90,7 +91,7 @@ def fit_class_weights(
     support, query = batch.support.detach(), batch.query.detach()
     onehot = torch.nn.functional.one_hot(batch.support_labels, batch.ways).to(support.dtype)
     weights = (torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]).requires_grad_()
-    optimizer = torch.optim.Adam([weights], lr=lr)
+    optimizer = Adam([weights], lr=lr)
     with torch.enable_grad():
         for _ in range(iterations):
             total = loss(

@@ -33,6 +33,7 @@ from ...experiments.config import ConfigError
 from ...experiments.context import CPU
 from ...models.coin_forecast_diffusion import DiffusionChoice, choose_diffusion
 from ...models.forecasting import FORECASTERS, linear_coefficients
+from ...models.optim import Adam
 from ...models.registry import create_model
 from ...models.training import evaluation_mode, fit_steps, masked_mse
 from ...operators import SliceGraphs
@@ -490,7 +491,7 @@ def _train(
     step_logit = [p for name, p in model.named_parameters() if name == "step_logit"]
     weights = [p for name, p in model.named_parameters() if name != "step_logit"]
     groups = [{"params": weights}] + ([{"params": step_logit, "weight_decay": 0.0}] if step_logit else [])
-    optimizer = torch.optim.Adam(groups, lr=training.lr, weight_decay=training.weight_decay)
+    optimizer = Adam(groups, lr=training.lr, weight_decay=training.weight_decay)
     fitted = fit_steps(
         model,
         optimizer,
@@ -527,7 +528,7 @@ def _as_documented(model, inputs, targets, masks, graphs, reference) -> Tuple[to
     MSE, the last model kept."""
     fitted = masks["train"] | masks["val"]
     origins = fitted.flatten(1).any(1).nonzero().squeeze(1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=reference["lr"])
+    optimizer = Adam(model.parameters(), lr=reference["lr"])
     model.train()
     for _ in range(reference["epochs"]):
         optimizer.zero_grad()

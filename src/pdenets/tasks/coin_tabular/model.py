@@ -10,12 +10,14 @@
   the labelled rows' outputs, the unlabelled ones taking part through the graph;
 * ``label-spreading`` — scikit-learn's ``LabelSpreading`` (kNN kernel) on the same features.
 
-Features are standardized over all rows (a constant feature keeps scale 1). COIN and label spreading are
-transductive: a new row is classified on the sample graph of the training rows and the new rows together
-(COIN: the trained network's diffusion on that graph; label spreading: spread from the training labels over
-it), so the model keeps the training rows' scaled features and the labels it was trained on; the MLP reads
-each new row alone. A row whose ``sigma_neighbor`` nearest neighbours are copies of it (a width of zero) is
-linked to its copies only (the kernel's limit, :func:`~pdenets.operators.gaussian_kernel`).
+Features are standardized over all rows (a constant feature keeps scale 1). The networks train in float32
+with the closed-form step of :class:`~pdenets.models.coin_step.CoinMLPStep` on the CPU (autograd
+elsewhere). Every training row takes part in the fit (transductive); a new row is answered alone
+(:meth:`TabularModel.predict_proba`): COIN links it to its nearest training rows and diffuses its output
+towards theirs (the training rows' head outputs before each step are kept, ``trajectory``), label spreading
+averages its nearest training rows' label distributions (``spread``), the MLP reads it. A row whose
+``sigma_neighbor`` nearest neighbours are copies of it (a width of zero) is linked to its copies only (the
+kernel's limit, :func:`~pdenets.operators.gaussian_kernel`).
 
 A saved model (:mod:`pdenets.saved_model`) keeps the scaled training rows, their labels, the scaling and the
 network's weights; :meth:`TabularModel.load` reads its settings typed and validated, its names distinct and
@@ -42,9 +44,12 @@ from ...data.csvfile import parse_number, read_csv_table
 from ...data.errors import DatasetError, dataset_error
 from ...data.tabular import row_id_of
 from ...experiments.context import CPU
+from ...models.coin import COIN
+from ...models.coin_step import CoinMLPStep
+from ...models.optim import Adam
 from ...models.registry import create_model
-from ...models.training import fit
-from ...operators import knn_gaussian_weights
+from ...models.training import fit, parameters_finite
+from ...operators import gaussian_kernel, knn_gaussian_weights, knn_search
 from ...saved_model import (
     SavedModelError,
     check_fits,
@@ -73,6 +78,8 @@ __all__ = [
 MODELS = ("coin", "mlp", "label-spreading")
 #: the most diffusion steps a model takes (a bound on what a model file may ask for)
 MAX_NUM_STEPS = 100_000
+#: the dtype the networks train and answer in (the rows are standardized in float64 first)
+COMPUTE_DTYPE = torch.float32
 
 
 def _set_count(settings: Any, name: str, minimum: int = 1) -> None:
@@ -245,7 +252,15 @@ def sample_graph(points: torch.Tensor, n_top: int, sigma_neighbor: int) -> torch
     )
 
 
-def _network(settings: TabularSettings, in_features: int, classes: int, graph: Any) -> torch.nn.Module:
+def _in(graph: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """The sample graph in the networks' dtype."""
+    return None if graph is None else graph.to(COMPUTE_DTYPE)
+
+
+def _network(
+    settings: TabularSettings, in_features: int, classes: int, graph: Any, *, steps: Optional[int] = None
+) -> torch.nn.Module:
+    """The network of ``settings`` (``steps``: its diffusion steps, default the settings')."""
     mlp, diffusion = settings.mlp, settings.diffusion
     assert mlp is not None  # the models with a network (mlp, coin) carry their MLP settings
     return create_model(
@@ -257,8 +272,22 @@ def _network(settings: TabularSettings, in_features: int, classes: int, graph: A
         dropout=mlp.dropout,
         graph=graph,
         step_size=diffusion.step_size if diffusion else 0.5,
-        num_steps=diffusion.num_steps if diffusion else 0,
+        num_steps=(diffusion.num_steps if diffusion else 0) if steps is None else steps,
     )
+
+
+def _links(
+    training: torch.Tensor, queries: torch.Tensor, diffusion: GraphDiffusion
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Each query row's ``n_top`` nearest training rows and its Gaussian weights to them (width: the
+    distance to the ``sigma_neighbor``-th; a width of zero links the query to its copies), rows summing to
+    one: ``(M, k)`` indices and weights."""
+    count = min(max(diffusion.n_top, diffusion.sigma_neighbor), len(training))
+    near = knn_search(training, count, queries=queries)
+    sq = near.sq_distances.to(COMPUTE_DTYPE)
+    width = sq[:, diffusion.sigma_neighbor - 1 : diffusion.sigma_neighbor].sqrt()
+    weights = gaussian_kernel(sq[:, : diffusion.n_top], width, coincident="link")
+    return near.indices[:, : diffusion.n_top], weights / weights.sum(1, keepdim=True).clamp_min(1e-30)
 
 
 def _spread(settings: TabularSettings, points: np.ndarray, partial: np.ndarray) -> np.ndarray:
@@ -293,6 +322,9 @@ class TabularModel:
         class_names: the ``C`` classes, in the order of the probabilities' columns.
         feature_names: the ``F`` feature columns, in the order of ``points``' columns.
         network: the trained network (``None`` for label spreading, and for a model of one class).
+        trajectory: ``(r, n, C)`` COIN's training rows' head outputs before each diffusion step (what a new
+            row's steps pull it towards).
+        spread: ``(n, C)`` label spreading's label distributions of the training rows.
         probabilities: ``(n, C)`` the training rows' class probabilities (where it was fitted here).
         outcome: what a run's record adds: ``final_loss`` or ``mean_confidence``.
         about: what the saved model's manifest adds (the id and label columns, the split, …).
@@ -306,6 +338,8 @@ class TabularModel:
     class_names: Tuple[str, ...]
     feature_names: Tuple[str, ...]
     network: Optional[torch.nn.Module] = None
+    trajectory: Optional[torch.Tensor] = None
+    spread: Optional[torch.Tensor] = None
     probabilities: Optional[np.ndarray] = None
     outcome: Dict[str, Any] = field(default_factory=dict)
     about: Dict[str, Any] = field(default_factory=dict)
@@ -316,8 +350,11 @@ class TabularModel:
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """Class probabilities ``(M, C)`` of new rows ``features`` ``(M, F)`` (in the model's column order, as
-        read, unscaled): transductively on the graph of the training rows and the new rows (COIN, label
-        spreading), row by row (the MLP)."""
+        read, unscaled), each row alone (module docstring): the MLP reads it; COIN links it to its
+        ``n_top`` nearest training rows (the Gaussian weights of the fit, rows summing to one) and takes
+        the diffusion's ``r`` steps from its own output towards the training rows' (``trajectory``); label
+        spreading averages its ``n_top`` nearest training rows' label distributions, as scikit-learn's
+        ``LabelSpreading.predict_proba`` does."""
         features = np.asarray(features, dtype=np.float64)
         if features.ndim != 2 or features.shape[1] != len(self.feature_names):
             raise ValueError(
@@ -326,22 +363,27 @@ class TabularModel:
         count = len(features)
         if self.num_classes == 1:
             return np.ones((count, 1))
-        scaled = torch.from_numpy((features - self.mean) / self.scale)
-        settings = self.settings
+        scaled = torch.from_numpy((features - self.mean) / self.scale).to(COMPUTE_DTYPE)
+        settings, training = self.settings, self.points.to(COMPUTE_DTYPE)
         if settings.spreading is not None:
-            partial = np.concatenate([self.trained_labels, np.full(count, -1)])
-            every = _spread(settings, torch.cat([self.points, scaled]).numpy(), partial)
-            return every[len(self.points) :]
+            assert self.spread is not None  # a fitted label spreading keeps its rows' distributions
+            near = knn_search(training, min(settings.spreading.n_top, len(training)), queries=scaled)
+            votes = self.spread[near.indices].sum(1)
+            return (votes / votes.sum(1, keepdim=True).clamp_min(1e-300)).numpy()
         assert self.network is not None
         diffusion = settings.diffusion
-        points = torch.cat([self.points, scaled]) if diffusion else scaled
-        graph = sample_graph(points, diffusion.n_top, diffusion.sigma_neighbor) if diffusion else None
-        network = _network(settings, points.shape[1], self.num_classes, graph).double()
+        network = _network(settings, scaled.shape[1], self.num_classes, None, steps=0).to(COMPUTE_DTYPE)
         network.load_state_dict(self.network.state_dict())
         network.eval()
         with torch.no_grad():
-            probabilities = torch.softmax(network(points), dim=1)
-        return probabilities[len(points) - count :].numpy()
+            out = network(scaled)  # the head's output: the diffusion commutes with it
+        if diffusion is not None and diffusion.num_steps > 0:
+            assert self.trajectory is not None  # a fitted COIN keeps its training rows' steps
+            indices, weights = _links(training, scaled, diffusion)
+            for step in range(diffusion.num_steps):
+                pulled = (weights[..., None] * self.trajectory[step][indices]).sum(1)
+                out = out + diffusion.step_size * (pulled - out)
+        return torch.softmax(out, dim=1).double().numpy()
 
     def read_rows(self, path: Union[str, Path]) -> NewRows:
         """Read the new rows of the CSV file ``path`` for this model (module docstring for what is
@@ -406,6 +448,10 @@ class TabularModel:
         }
         if self.network is not None:
             tensors.update({f"network.{name}": value for name, value in self.network.state_dict().items()})
+        if self.trajectory is not None:
+            tensors["trajectory"] = self.trajectory
+        if self.spread is not None:
+            tensors["spread"] = self.spread
         return tensors
 
     def save(self, folder: Union[str, Path]) -> Path:
@@ -463,8 +509,21 @@ class TabularModel:
         network = None
         if settings.mlp is not None:
             check_fits(lambda: _network(settings, width, classes, None), tensors, source, "network.")
-            network = _network(settings, width, classes, None).double()
+            network = _network(settings, width, classes, None).to(COMPUTE_DTYPE)
             load_weights(network, tensors, source, prefix="network.")
+        trajectory, spread = tensors.get("trajectory"), tensors.get("spread")
+        diffusion = settings.diffusion
+        steps = diffusion.num_steps if diffusion is not None else 0
+        if (trajectory is not None or steps > 0) and (
+            trajectory is None or tuple(trajectory.shape) != (steps, len(points), classes)
+        ):
+            raise SavedModelError(
+                f"{source}: its training rows' steps are not {steps} x {len(points)} x {classes}"
+            )
+        if (spread is not None or settings.spreading is not None) and (
+            spread is None or tuple(spread.shape) != (len(points), classes)
+        ):
+            raise SavedModelError(f"{source}: its label distributions are not {len(points)} x {classes}")
         known = ("settings", "feature_names", "class_names", "shapes", "weights", "format", "pdenets", "task")
         about = {name: value for name, value in manifest.items() if name not in known + ("model",)}
         return cls(
@@ -476,6 +535,8 @@ class TabularModel:
             tuple(class_names),
             tuple(feature_names),
             network,
+            trajectory=None if trajectory is None else trajectory.to(COMPUTE_DTYPE),
+            spread=None if spread is None else spread.to(COMPUTE_DTYPE),
             about=about,
         )
 
@@ -528,6 +589,7 @@ def fit_table(
         return model
     if settings.spreading is not None:
         model.probabilities = _spread(settings, points.numpy(), trained)
+        model.spread = torch.from_numpy(model.probabilities).to(COMPUTE_DTYPE)
         model.outcome = {"mean_confidence": float(model.probabilities.max(1).mean())}
         return model
     diffusion = settings.diffusion
@@ -536,21 +598,66 @@ def fit_table(
     mlp = settings.mlp
     assert mlp is not None
     torch.manual_seed(seed)
-    network = _network(settings, points.shape[1], classes, graph if diffusion else None).double().to(device)
-    inputs = points.to(device)
+    network = _network(settings, points.shape[1], classes, _in(graph) if diffusion else None)
+    network = network.to(device=device, dtype=COMPUTE_DTYPE)
+    inputs = points.to(device=device, dtype=COMPUTE_DTYPE)
     targets = torch.from_numpy(trained).to(device)
     train = torch.from_numpy(np.asarray(labelled, dtype=np.int64)).to(device)
-    optimizer = torch.optim.Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
-    fitted = fit(
-        network,
-        optimizer,
-        lambda: F.cross_entropy(network(inputs)[train], targets[train]),
-        max_epochs=mlp.epochs,
-    )
+    optimizer = Adam(network.parameters(), lr=mlp.lr, weight_decay=mlp.weight_decay)
+    step = CoinMLPStep.of(network) if inputs.device.type == "cpu" else None
+    if step is not None:  # the step's gradients in closed form: what the arithmetic costs, no autograd graph
+        losses = _closed_form_fit(network, step, optimizer, inputs, train, targets, mlp.epochs)
+    else:
+        losses = fit(
+            network,
+            optimizer,
+            lambda: F.cross_entropy(network(inputs)[train], targets[train]),
+            max_epochs=mlp.epochs,
+        ).losses
     network.eval()
-    with torch.no_grad():
-        model.probabilities = torch.softmax(network(inputs), dim=1).cpu().numpy()
-    model.network = _network(settings, points.shape[1], classes, None).double()
+    model.network = _network(settings, points.shape[1], classes, None).to(COMPUTE_DTYPE)
     model.network.load_state_dict({name: value.cpu() for name, value in network.state_dict().items()})
-    model.outcome = {"final_loss": fitted.losses[-1] if fitted.losses else float("nan")}
+    with torch.no_grad():
+        if diffusion is not None and diffusion.num_steps > 0:
+            # the head's outputs before each step: what a new row's steps pull it towards (predict_proba)
+            plain = _network(settings, points.shape[1], classes, None, steps=0).to(COMPUTE_DTYPE)
+            plain.load_state_dict(model.network.state_dict())
+            assert isinstance(network, COIN)  # a network with diffusion steps (the coin model)
+            operator = network.diffusion.operator_for(inputs, network._fixed)
+            steps = [plain.eval()(inputs.cpu())]
+            for _ in range(diffusion.num_steps - 1):
+                steps.append(operator.product(steps[-1]))
+            model.trajectory = torch.stack(steps)
+            logits = operator.product(steps[-1])
+        else:
+            logits = network(inputs).cpu()
+    model.probabilities = torch.softmax(logits, dim=1).double().numpy()
+    model.outcome = {"final_loss": losses[-1] if losses else float("nan")}
     return model
+
+
+def _closed_form_fit(
+    network: torch.nn.Module,
+    step: CoinMLPStep,
+    optimizer: Adam,
+    inputs: torch.Tensor,
+    rows: torch.Tensor,
+    targets: torch.Tensor,
+    epochs: int,
+) -> List[float]:
+    """``epochs`` full-batch steps with :class:`~pdenets.models.coin_step.CoinMLPStep`'s gradients, as
+    :func:`~pdenets.models.training.fit` runs them (training mode; a loss or parameter that is not finite
+    ends training: every parameter enters the loss, so a step that makes one infinite ends the next epoch,
+    and the last step's parameters are checked once); returns the losses."""
+    losses: List[float] = []
+    network.train()
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        loss = step.loss_and_gradients(inputs, rows, targets)
+        if not math.isfinite(loss):
+            break
+        optimizer.step()
+        losses.append(loss)
+    if losses and not parameters_finite(network):
+        losses.pop()
+    return losses
