@@ -50,8 +50,21 @@ def test_settings_and_the_seed_are_used():
         DiffusionNodeClassifier(max_epochs=30, settings={"num_steps": 2}),
         DiffusionNodeClassifier(max_epochs=30, settings={"step_size": 0.1}),
         DiffusionNodeClassifier(max_epochs=30, feature_transform="none"),
+        DiffusionNodeClassifier(max_epochs=30, settings={"hidden_features": 16}),
+        DiffusionNodeClassifier(max_epochs=30, patience=2, stop_on="loss-or-accuracy"),
     ):
         assert not np.allclose(changed.fit(graph, labels).predict_proba(), base, atol=1e-6), changed
+
+
+def test_diff_resnet_diffuses_64_hidden_features_unless_told_the_input_width():
+    graph, _, labels, _ = _communities(90, seed=1)
+    estimator = DiffusionNodeClassifier(max_epochs=3).fit(graph, labels)
+    assert estimator.model_.settings.hyperparameters.hidden_features == 64
+    network = estimator.model_.network
+    assert (network.input_map.in_features, network.input_map.out_features) == (3, 64)
+    assert network.classifier.in_features == 64
+    paper = DiffusionNodeClassifier(max_epochs=3, settings={"hidden_features": None}).fit(graph, labels)
+    assert paper.model_.network.input_map is None and paper.model_.network.classifier.in_features == 3
 
 
 def test_saved_here_read_by_pdenets_predict_and_a_runs_model_loaded_here(tmp_path, capsys):
@@ -97,6 +110,7 @@ def test_bad_graphs_labels_and_settings_are_refused(tmp_path):
         (DiffusionNodeClassifier(), (graph.x, graph.edge_index + 60), labels, "outside 0"),
         (DiffusionNodeClassifier(), (graph.x * float("nan"), graph.edge_index), labels, "NaN"),
         (DiffusionNodeClassifier(), [1, 2], labels, "graph must be"),
+        (DiffusionNodeClassifier(stop_on="accuracy"), graph, labels, "stop_on must be one of"),
     ]
     for estimator, given, known, message in cases:
         with pytest.raises((ValueError, TypeError), match=message):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pdenets.models.gnn import GAT, GCN, GraphSAGE
+from pdenets.models.gnn import GAT, GCN, GraphSAGE, sparse_dropout
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,39 @@ def test_bad_options(device):
         GCN(3, 2, num_layers=0)
     with pytest.raises(ValueError, match="aggregator"):
         GraphSAGE(3, 2, aggregator="sum")
+
+
+def test_sparse_dropout_drops_stored_entries_alone_and_rescales_the_others():
+    torch.manual_seed(0)
+    dense = torch.rand(300, 400, dtype=torch.float64) * (torch.rand(300, 400) < 0.1)
+    x = dense.to_sparse_csr()
+    out = sparse_dropout(x, 0.25)  # 256 p whole: the keep probability is exactly 0.75
+    assert out.layout == torch.sparse_csr
+    assert torch.equal(out.crow_indices(), x.crow_indices())
+    assert torch.equal(out.col_indices(), x.col_indices())
+    kept = out.values() != 0
+    assert abs(float(kept.double().mean()) - 0.75) < 0.016  # 12k entries: 0.75 ± 0.004 (one std)
+    torch.testing.assert_close(out.values()[kept], x.values()[kept] / 0.75, rtol=1e-15, atol=0)
+    assert sparse_dropout(x, 0.25, training=False) is x and sparse_dropout(x, 0.0) is x
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GCN(6, 3, num_layers=2),
+        lambda: GraphSAGE(6, 3, num_layers=2),
+        lambda: GraphSAGE(6, 3, aggregator="maxpool", num_layers=2),
+        lambda: GAT(6, 3, num_layers=2),
+    ],
+)
+def test_sparse_input_features_give_the_dense_answer_and_its_dropout(make):
+    torch.manual_seed(1)
+    model = make().double()
+    x = torch.rand(5, 6, dtype=torch.float64) * (torch.rand(5, 6) < 0.5)
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 1], [1, 2, 3, 4, 0, 3]])
+    model.eval()
+    torch.testing.assert_close(model(x.to_sparse_csr(), edge_index), model(x, edge_index))
+    model.train()
+    out = model(x.to_sparse_csr(), edge_index)
+    out.sum().backward()
+    assert out.shape == (5, 3) and all(p.grad is not None for p in model.parameters() if p.requires_grad)

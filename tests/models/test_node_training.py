@@ -164,3 +164,31 @@ def test_run_settings_are_frozen_and_message_passing_widths_are_stored_as_hidden
         "heads": "heads",
         "dropout": "dropout",
     }
+
+
+def test_stopping_on_the_loss_alone_ignores_the_accuracy_ties():
+    """The second rule: the seed of the test above, whose validation loss rises from epoch 2 while its
+    accuracy ties the best until epoch 4, keeps epoch 1 and stops after ``patience`` epochs without a
+    lower loss."""
+    x, labels, split, model = _problem(seed=2)
+    result, record = fit_node_classifier(
+        model, (x,), labels, split, lr=0.05, weight_decay=0.01, max_epochs=6, patience=2, stop_on="loss"
+    )
+    assert (result.best_epoch, result.epochs) == (1, 3)
+    x, labels, split, model = _problem(seed=2)
+    result, _ = fit_node_classifier(
+        model, (x,), labels, split, lr=0.05, weight_decay=0.01, max_epochs=6, patience=2
+    )
+    assert result.best_epoch >= 3  # the protocol's rule: the ties go on resetting the patience
+    with pytest.raises(ValueError, match="stop_on must be one of loss-or-accuracy, loss, got 'accuracy'"):
+        fit_node_classifier(
+            model,
+            (x,),
+            labels,
+            split,
+            lr=0.05,
+            weight_decay=0.0,
+            max_epochs=2,
+            patience=1,
+            stop_on="accuracy",
+        )

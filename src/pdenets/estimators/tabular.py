@@ -4,9 +4,9 @@ A thin scikit-learn face of the task's model (:mod:`pdenets.tasks.coin_tabular.m
 standardizes the columns, builds the Gaussian kNN graph of the rows and trains on the rows whose label is
 known; a label ``-1`` (scikit-learn's semi-supervised convention) marks a row that takes part through the
 graph without a label (``transduction_``: their answers). ``predict(X_new)`` answers each new row alone,
-through its nearest training rows (COIN, label spreading) or by the MLP, as ``pdenets predict RUN_DIR`` does
-with a run's saved model; ``save``/``load`` are the model's, so a model kept by a run loads here and one saved here
-answers ``pdenets predict``.
+through its nearest training rows (COIN, label spreading) or by the MLP, as ``pdenets predict RUN_DIR``
+does with a run's saved model; ``save``/``load`` are the model's, so a model kept by a run loads here and
+one saved here answers ``pdenets predict``.
 
 Examples:
     >>> import numpy as np

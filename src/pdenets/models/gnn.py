@@ -13,7 +13,11 @@ model                   layers                                          optimize
 
 ``num_layers`` (default 2) stacks more hidden layers of the same kind (depth study).
 Every model maps ``(x, edge_index)`` to ``(N, C)`` logits; GCN normalizes the adjacency
-with self-loops itself (cached per graph).
+with self-loops itself (cached per graph). ``x`` may be a sparse CSR tensor (bag-of-words, TF-IDF): the
+dropout on the input then acts on its stored entries alone (a dropped zero is zero: the same distribution
+as dropout of the dense matrix, without a random draw per zero) and the first layer's linear map reads it
+sparse (GCN, GAT, GraphSAGE with max-pooling); GraphSAGE's mean aggregates the input itself and takes it
+dense after the dropout.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from .._checks import check_positive_int, check_probability
 from .._deprecation import renamed_arguments
 from .registry import ModelExample, register_model
 
-__all__ = ["GCN", "GraphSAGE", "GAT"]
+__all__ = ["GCN", "GraphSAGE", "GAT", "sparse_dropout"]
 
 
 def _example(num_classes: int) -> ModelExample:
@@ -55,10 +59,36 @@ class _Resettable(Protocol):
     def reset_parameters(self) -> None: ...
 
 
+def sparse_dropout(features: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """Inverted dropout of a sparse CSR matrix: each stored entry zeroed with probability ``p``, the others
+    scaled by ``1/(1−p)`` (:func:`~pdenets.nn.fast_dropout`'s masks); the sparsity pattern is kept (a dropped
+    entry is stored as zero). Without gradient: for input features.
+
+    Examples:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> x = torch.ones(200, 300).to_sparse_csr()
+        >>> out = sparse_dropout(x, 0.25)
+        >>> round(float((out.values() == 0).float().mean()), 2), out.layout == torch.sparse_csr
+        (0.25, True)
+    """
+    from ..nn.dropout import fast_dropout
+
+    if not training or p == 0:
+        return features
+    values = fast_dropout(features.values().detach(), p, training=True)
+    return torch.sparse_csr_tensor(
+        features.crow_indices(), features.col_indices(), values, features.shape, dtype=features.dtype
+    )
+
+
 class _StackedConvolutions(nn.Module):
-    """Dropout → convolution → activation, layer after layer (no activation after the last)."""
+    """Dropout → convolution → activation, layer after layer (no activation after the last); sparse input
+    features (module docstring) go through :func:`sparse_dropout`."""
 
     activation: Callable[[torch.Tensor], torch.Tensor] = staticmethod(F.relu)
+    #: whether the first convolution reads sparse input features (its first operation is a linear map)
+    sparse_input: bool = True
 
     def __init__(self, convs, dropout: float):
         super().__init__()
@@ -71,7 +101,12 @@ class _StackedConvolutions(nn.Module):
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         for index, conv in enumerate(self.convs):
-            x = F.dropout(x, self.dropout, self.training)
+            if x.layout == torch.sparse_csr:
+                x = sparse_dropout(x, self.dropout, self.training)
+                if not self.sparse_input:
+                    x = x.to_dense()
+            else:
+                x = F.dropout(x, self.dropout, self.training)
             x = conv(x, edge_index)
             if index < len(self.convs) - 1:
                 x = self.activation(x)
@@ -139,6 +174,7 @@ class GraphSAGE(_StackedConvolutions):
         from torch_geometric.nn import SAGEConv
 
         super().__init__([SAGEConv(a, b, **options) for a, b in zip(sizes[:-1], sizes[1:])], dropout)
+        self.sparse_input = aggregator == "maxpool"  # the mean aggregates the input before any linear map
 
 
 class GAT(_StackedConvolutions):

@@ -30,7 +30,7 @@ from ...data.errors import DatasetError
 from ...data.splits import Split
 from ...data.transforms import FEATURE_TRANSFORMS, PreparedGraph, graph_label, prepared_graph
 from ...experiments.context import CPU
-from ...models.node_training import DiffusionSettings, MessagePassingSettings, fit_node_classifier
+from ...models.node_training import STOP_RULES, DiffusionSettings, MessagePassingSettings, fit_node_classifier
 from ...models.registry import create_model, model_entry
 from ...models.training import FitResult, evaluation_mode
 from ...operators.partitioned import PartitionedDiffusion
@@ -92,8 +92,13 @@ class NodeSettings:
     patience: int = 50
     missing_features: str = "identity"
     feature_transform: str = "bag-of-words"
+    #: what early stopping watches (:data:`~pdenets.models.node_training.STOP_RULES`): a training setting,
+    #: not kept by a saved model
+    stop_on: str = "loss-or-accuracy"
 
     def __post_init__(self) -> None:
+        if self.stop_on not in STOP_RULES:
+            raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {self.stop_on!r}")
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {', '.join(MODEL_NAMES)}, got {self.model!r}")
         kind = (
@@ -262,9 +267,10 @@ def network_inputs(
     settings: Any, graph: PreparedGraph, device: torch.device = CPU
 ) -> Tuple[torch.Tensor, ...]:
     """What the network of ``settings`` takes, on ``device``: the features (a sparse matrix where they are
-    sparse), and the edges for a model that reads them at each call."""
+    sparse: bag-of-words, TF-IDF; every model reads them so), and the edges for a model that reads them at
+    each call."""
     inputs = (
-        (graph.x, graph.edge_index)
+        (graph.x_input, graph.edge_index)
         if model_entry(settings.model).graph_input == "forward"
         else (graph.x_input,)
     )
@@ -409,6 +415,7 @@ def fit_nodes(
         weight_decay=float(hp.weight_decay),
         max_epochs=settings.max_epochs,
         patience=settings.patience,
+        stop_on=settings.stop_on,
     )
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(
