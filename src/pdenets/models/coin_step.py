@@ -118,7 +118,7 @@ class CoinMLPStep:
             weights = model._fixed
             if weights is None or isinstance(weights, list) or not model.commutes_with_head():
                 return None
-            operator = model.diffusion.operator_for(torch.zeros(0), weights)
+            operator = model.diffusion.operator_for(torch.zeros(0, device=last.weight.device), weights)
         return cls(model, blocks, last, head, operator)
 
     def _rows_of_diffusion(self, rows: torch.Tensor, dtype: np.dtype) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -56,6 +56,15 @@ def keep_threshold(p: float):
 def fast_dropout(features: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Inverted dropout: zero each entry with probability ``p``, scale the rest by ``1/(1−p)``.
 
+    Args:
+        features: the tensor to drop entries of, any shape.
+        p: the probability of zeroing an entry, in ``[0, 1)``.
+        training: when ``False`` the features are returned unchanged.
+
+    Returns:
+        A tensor of the shape of ``features``; on the CPU the mask comes from one seed drawn from torch's
+        default generator, elsewhere from :func:`torch.nn.functional.dropout`.
+
     Examples:
         >>> import torch
         >>> _ = torch.manual_seed(0)

@@ -143,3 +143,18 @@ def test_the_affinity_links_at_most_every_other_query_and_none_for_one_neighbour
 def test_bad_settings_are_refused_naming_them(changes, error, message):
     with pytest.raises(error, match=message):
         LaplacianShotSettings(**changes)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_knn_affinity_picks_the_neighbours_of_the_difference_form_distances(offset):
+    """320 points of 384 features (a 20-way 1-shot task with 15 queries a class), far from the origin or not:
+    the product form on centred float64 points picks the neighbours the difference form does."""
+    generator = torch.Generator().manual_seed(4)
+    points = torch.randn(2, 320, 384, generator=generator) + offset
+    distances = torch.cdist(points.double(), points.double(), compute_mode="donot_use_mm_for_euclid_dist")
+    distances.diagonal(dim1=1, dim2=2).fill_(float("inf"))
+    expected = torch.zeros_like(points[..., :320]).scatter_(
+        2, distances.topk(6, 2, largest=False).indices, 1.0
+    )
+    affinity = knn_affinity(points, 7)
+    assert affinity.dtype == torch.float32 and torch.equal(affinity, expected)

@@ -120,6 +120,47 @@ def test_sinkhorn_ignores_a_constant_per_query_or_per_class_and_reads_lambda_tim
     assert not torch.allclose(plan, torch.softmax(-1.5 * costs, 2), atol=1e-3)  # the columns moved it
 
 
+@pytest.mark.parametrize(
+    "tasks, queries, ways, spread", [(1, 75, 5, 33.0), (3, 300, 20, 28.0), (4, 9, 3, 2.0)]
+)
+def test_the_scalings_on_the_kernel_are_the_log_domain_iterations(tasks, queries, ways, spread):
+    """The fast path (NumPy on the CPU, torch elsewhere) after 50 scalings, far from converged where λ times
+    the cost range is 330 as on 384-d sentence embeddings, is the log-domain plan."""
+    from pdenets.models.fewshot import ptmap
+
+    generator = torch.Generator().manual_seed(tasks)
+    costs = torch.rand(tasks, queries, ways, generator=generator, dtype=torch.float64) * spread
+    reference = ptmap.log_domain_sinkhorn(costs, 10.0, 50)
+    torch.testing.assert_close(sinkhorn(costs, 10.0, 50), reference, rtol=1e-9, atol=1e-12)
+    log_kernel = -10.0 * costs
+    kernel = (log_kernel - log_kernel.amax(2, keepdim=True)).exp()
+    torch.testing.assert_close(
+        ptmap._torch_scalings(kernel, queries / ways, 50), reference, rtol=1e-9, atol=1e-12
+    )
+    single = sinkhorn(costs.float(), 10.0, 50)
+    assert single.dtype == torch.float32
+    torch.testing.assert_close(single.double(), reference, rtol=0, atol=1e-5)
+
+
+def test_a_cost_range_past_the_kernels_reach_runs_in_the_log_domain(monkeypatch):
+    from pdenets.models.fewshot import ptmap
+
+    calls = []
+    reference = ptmap.log_domain_sinkhorn
+    monkeypatch.setattr(ptmap, "log_domain_sinkhorn", lambda *a: calls.append(1) or reference(*a))
+    costs = torch.zeros(1, 4, 2, dtype=torch.float64)
+    costs[0, 0, 1] = ptmap.EXP_DOMAIN_RANGE / 10  # λ = 10: a row's range exactly at the bound
+    at_bound = ptmap.sinkhorn(costs, 10.0, 30)
+    assert calls == [] and torch.isfinite(at_bound).all()
+    torch.testing.assert_close(at_bound, reference(costs, 10.0, 30), rtol=1e-9, atol=1e-300)
+    costs[0, 0, 1] = ptmap.EXP_DOMAIN_RANGE / 10 + 1e-3
+    ptmap.sinkhorn(costs, 10.0, 30)
+    assert calls == [1]
+    costs[0, 0, 1] = 1e6  # e^{-10⁷}: the kernel would be zero there
+    far = ptmap.sinkhorn(costs, 10.0, 30)
+    assert calls == [1, 1] and torch.isfinite(far).all() and float(far[0, 0, 1]) == 0.0
+
+
 def test_permuting_the_queries_permutes_the_predictions_and_the_support_order_does_not_matter():
     support, labels, query = _episode(queries=9, seed=2)
     direct = PTMAP().predict_proba(_batch(support, labels, query))

@@ -137,3 +137,30 @@ def test_permuting_the_queries_permutes_the_predictions():
 def test_bad_settings_are_refused_naming_them(changes, error, message):
     with pytest.raises(error, match=message):
         TIMSettings(**changes)
+
+
+@pytest.mark.parametrize("weights", [(0.1, 1.0, 0.1), (0.7, 0.3, 2.0), (1.0, 0.0, 0.0)])
+def test_the_closed_form_logit_gradients_are_autograds_and_give_its_steps(weights):
+    rng = np.random.default_rng(3)
+    method = TIM(cross_entropy_weight=weights[0], marginal_weight=weights[1], conditional_weight=weights[2])
+    support_logits = torch.from_numpy(rng.normal(size=(2, 4, 3))).requires_grad_()
+    query_logits = torch.from_numpy(2 * rng.normal(size=(2, 6, 3)))
+    query_logits[1, :, 2] -= 40  # a class whose marginal is below the clamp, 1e-12, in the second task
+    query_logits.requires_grad_()
+    onehot = torch.nn.functional.one_hot(torch.tensor([[0, 1, 2, 2], [1, 0, 0, 2]]), 3).double()
+    support_log, query_log = torch.log_softmax(support_logits, 2), torch.log_softmax(query_logits, 2)
+    method.loss(support_log, query_log, onehot).sum().backward()
+    support_grad, query_grad = method.logit_gradients(support_log.detach(), query_log.detach(), onehot)
+    torch.testing.assert_close(support_grad, support_logits.grad, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(query_grad, query_logits.grad, rtol=1e-12, atol=1e-14)
+    # 60 Adam steps of the closed form are autograd's, on the weights as on the answers
+    support, labels, query = _episode(seed=2)
+    batch = _batch(support, labels, query)
+    options = dict(temperature=6.0, lr=0.02, iterations=60)
+    ours = fit_class_weights(batch, method.loss, gradients=method.logit_gradients, **options)
+    theirs = fit_class_weights(batch, method.loss, **options)
+    torch.testing.assert_close(ours, theirs, rtol=1e-9, atol=1e-11)
+    assert (
+        float((ours - fit_class_weights(batch, method.loss, **{**options, "iterations": 0})).abs().max())
+        > 0.1
+    )

@@ -63,6 +63,7 @@ from ...operators.diffusion import BatchedDiffusion
 from ...operators.weights import batched_knn_gaussian_weights
 from ..diffresnet import DiffResNet
 from .base import FewShotBatch, FewShotMethod, register_method
+from .closed_form_head import train_prototype_heads
 from .preprocessing import prototypes as class_means
 
 __all__ = [
@@ -284,6 +285,18 @@ def _loss(
     return loss
 
 
+def learning_rates(settings: HeadSettings) -> List[float]:
+    """The rate of every step: ``lr``, × 0.1 from each milestone's step on (:func:`_schedule`'s, without an
+    optimizer).
+
+    Examples:
+        >>> [round(rate, 9) for rate in learning_rates(HeadSettings(epochs=10, lr=1.0))]
+        [1.0, 1.0, 1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.01, 0.01]
+    """
+    milestones = sorted({max(1, int(round(m * settings.epochs))) for m in settings.milestones})
+    return [settings.lr * 0.1 ** sum(step >= m for m in milestones) for step in range(settings.epochs)]
+
+
 def _schedule(optimizer, settings: HeadSettings):
     milestones = sorted({max(1, int(round(m * settings.epochs))) for m in settings.milestones})
     return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
@@ -387,6 +400,20 @@ def _train_chunk(
     if settings.init == "prototype":
         centres = class_means(support, support_labels, ways) if prototypes is None else prototypes
         parameters = _imprint(parameters, centres, settings.temperature)
+    if settings.init == "prototype" and settings.mu == 0 and settings.alpha == 0:
+        # the default heads: gradients in closed form, the first layer factored (closed_form_head)
+        parameters = train_prototype_heads(
+            inputs,
+            support_labels,
+            diffusion,
+            parameters,
+            learning_rates(settings),
+            settings.momentum,
+            settings.weight_decay,
+        )
+        return _trained_outputs(
+            parameters, inputs, diffusion, operator, settings, every_row, support.shape[1]
+        )
     parameters = [p.requires_grad_() for p in parameters]
     optimizer = torch.optim.SGD(
         parameters,
@@ -402,12 +429,25 @@ def _train_chunk(
         _loss(logits, support_labels, settings, weights, distances).backward()
         optimizer.step()
         scheduler.step()
+    return _trained_outputs(parameters, inputs, diffusion, operator, settings, every_row, support.shape[1])
+
+
+def _trained_outputs(
+    parameters: List[torch.Tensor],
+    inputs: torch.Tensor,
+    diffusion: Optional[torch.Tensor],
+    operator: Optional[BatchedDiffusion],
+    settings: HeadSettings,
+    every_row: bool,
+    support: int,
+) -> torch.Tensor:
+    """The trained heads' query logits ``(T, Q, C)``."""
     with torch.no_grad():
         if operator is None or every_row:
-            return _batched_forward(parameters, inputs, diffusion)[:, support.shape[1] :]
+            return _batched_forward(parameters, inputs, diffusion)[:, support:]
         fc3_w, fc3_b = parameters[4], parameters[5]
         undiffused = _batched_forward(parameters[:4] + [fc3_w, torch.zeros_like(fc3_b)], inputs, None)
-        return operator.apply(undiffused, settings.num_steps)[:, support.shape[1] :] + fc3_b[:, None, :]
+        return operator.apply(undiffused, settings.num_steps)[:, support:] + fc3_b[:, None, :]
 
 
 def _slice(value: Union[int, Tuple[int, ...]], start: int, stop: int) -> Union[int, Tuple[int, ...]]:

@@ -55,13 +55,22 @@ __all__ = [
 
 def knn_affinity(points: torch.Tensor, knn: int) -> torch.Tensor:
     """Binary ``(T, Q, Q)`` affinity: 1 for each query's ``knn − 1`` nearest other queries (not
-    symmetrized)."""
-    distances = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")
+    symmetrized).
+
+    The neighbours are chosen on squared distances ``‖x‖² + ‖y‖² − 2 x·y`` of the task's points minus
+    their mean, in float64: one batched product (``Q² M``), whose round-off, ``10⁻¹⁶`` of the squared
+    norms, is below the float32 inputs' own; a distance matrix in the difference form costs the same
+    ``Q² M`` without a matrix product, ten times the time at ``Q = 320``."""
+    centred = points.double() - points.double().mean(1, keepdim=True)
+    norms = centred.square().sum(2)
+    distances = torch.baddbmm(
+        norms[:, :, None] + norms[:, None, :], centred, centred.transpose(1, 2), alpha=-2
+    )
     eye = torch.eye(points.shape[1], dtype=torch.bool, device=points.device)
     distances = distances.masked_fill(eye, float("inf"))
     count = max(0, min(knn - 1, points.shape[1] - 1))
     nearest = torch.topk(distances, count, dim=2, largest=False).indices
-    affinity = torch.zeros_like(distances)
+    affinity = torch.zeros(distances.shape, dtype=points.dtype, device=points.device)
     return affinity.scatter_(2, nearest, 1.0)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 
@@ -36,7 +37,7 @@ from ..._checks import check_positive, check_positive_int, check_probability
 from .base import FewShotBatch, FewShotMethod, register_method
 from .preprocessing import unit_length
 
-__all__ = ["PTMAP", "PTMAPSettings", "power_transform", "sinkhorn", "distinct_points"]
+__all__ = ["PTMAP", "PTMAPSettings", "power_transform", "sinkhorn", "log_domain_sinkhorn", "distinct_points"]
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,74 @@ def power_transform(features: torch.Tensor, power: float = 0.5, epsilon: float =
     return features.sign() * (features.abs() + epsilon).pow(power)
 
 
-def sinkhorn(costs: torch.Tensor, lam: float, iterations: int) -> torch.Tensor:
-    """Entropic transport plan ``(T, Q, C)`` of ``exp(−λ costs)`` with row sums 1 and column sums ``Q / C``.
+#: the largest ``λ (max_c D_ic − min_c D_ic)`` of a row for which the scalings run on the kernel itself: its
+#: entries, shifted so each row's largest is 1, then stay above ``e^{-600}`` (float64 reaches ``e^{-708}``)
+EXP_DOMAIN_RANGE = 600.0
 
-    Computed in the log domain (``costs`` may be large); the last scaling is over rows, so every
-    row sums to one exactly.
+
+def sinkhorn(costs: torch.Tensor, lam: float, iterations: int) -> torch.Tensor:
+    """Entropic transport plan ``(T, Q, C)`` of ``exp(−λ costs)`` with row sums 1 and column sums ``Q / C``,
+    after ``iterations`` scalings (a column scaling, then a row scaling); the last is over rows, so every row
+    sums to one exactly.
+
+    The plan is ``diag(u) K diag(v)`` with ``K = exp(−λ costs)``, each row shifted so its largest entry is 1
+    (a row's scale is the row scaling's to choose): the scalings are the vectors ``v = (Q/C) / Kᵀu`` and
+    ``u = 1 / K v``, two products of ``Q × C`` a scaling, computed in float64 (NumPy on the CPU, where the
+    tensors are small and torch's per-call cost would dominate). Where a row's ``λ`` times cost range passes
+    :data:`EXP_DOMAIN_RANGE`, or the scalings do not stay finite, it runs in the log domain
+    (:func:`log_domain_sinkhorn`), the same iterations on ``log P``.
+
+    Examples:
+        >>> import torch
+        >>> costs = torch.rand(2, 12, 3, dtype=torch.float64)
+        >>> plan = sinkhorn(costs, 5.0, 200)
+        >>> rows, columns = plan.sum(2), plan.sum(1)
+        >>> rows.allclose(torch.ones_like(rows)), columns.allclose(torch.full_like(columns, 4.0))
+        (True, True)
+        >>> torch.allclose(plan, log_domain_sinkhorn(costs, 5.0, 200))
+        True
     """
+    queries, ways = costs.shape[1], costs.shape[2]
+    log_kernel = -lam * costs.detach().double()
+    log_kernel = log_kernel - log_kernel.amax(2, keepdim=True)
+    if not bool(torch.isfinite(log_kernel).all()) or -float(log_kernel.min()) > EXP_DOMAIN_RANGE:
+        return log_domain_sinkhorn(costs, lam, iterations)
+    kernel = log_kernel.exp()
+    scalings = _numpy_scalings if costs.device.type == "cpu" else _torch_scalings
+    plan = scalings(kernel, queries / ways, iterations)
+    if not bool(torch.isfinite(plan).all()):
+        return log_domain_sinkhorn(costs, lam, iterations)
+    return plan.to(device=costs.device, dtype=costs.dtype)
+
+
+def _torch_scalings(kernel: torch.Tensor, column: float, iterations: int) -> torch.Tensor:
+    """``diag(u) K diag(v)`` after ``iterations`` column-then-row scalings of ``K`` ``(T, Q, C)``, starting
+    from the row scaling of ``v = 1``."""
+    rows = 1.0 / kernel.sum(2, keepdim=True)  # (T, Q, 1)
+    columns = torch.ones_like(rows[:, : kernel.shape[2]])
+    transposed = kernel.transpose(1, 2)
+    for _ in range(iterations):
+        columns = column / torch.bmm(transposed, rows)  # (T, C, 1)
+        rows = 1.0 / torch.bmm(kernel, columns)
+    return rows * kernel * columns.transpose(1, 2)
+
+
+def _numpy_scalings(kernel: torch.Tensor, column: float, iterations: int) -> torch.Tensor:
+    """:func:`_torch_scalings` in NumPy (a CPU kernel): the same products, a microsecond each."""
+    kernel_ = kernel.numpy()
+    transposed = np.ascontiguousarray(kernel_.transpose(0, 2, 1))
+    rows = 1.0 / kernel_.sum(2, keepdims=True)
+    columns = np.ones((kernel_.shape[0], kernel_.shape[2], 1))
+    with np.errstate(all="ignore"):  # a scaling that leaves the floats is caught by the caller
+        for _ in range(iterations):
+            columns = column / (transposed @ rows)
+            rows = 1.0 / (kernel_ @ columns)
+        return torch.from_numpy(rows * kernel_ * columns.transpose(0, 2, 1))
+
+
+def log_domain_sinkhorn(costs: torch.Tensor, lam: float, iterations: int) -> torch.Tensor:
+    """:func:`sinkhorn`'s plan computed on ``log P`` (``logsumexp`` over rows and columns): any cost range,
+    ``Q · C`` exponentials a scaling; the reference of the scalings' fast path."""
     queries, ways = costs.shape[1], costs.shape[2]
     log_kernel = -lam * costs
     log_column = torch.log(torch.tensor(queries / ways, dtype=costs.dtype, device=costs.device))

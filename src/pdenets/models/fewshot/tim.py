@@ -36,7 +36,7 @@ support means). :class:`~.alpha_tim.AlphaTIM` is the variant built for unbalance
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional, Tuple
 
 import torch
 
@@ -44,7 +44,7 @@ from ..._checks import check_positive, check_positive_int
 from ..optim import Adam
 from .base import FewShotBatch, FewShotMethod, register_method
 
-__all__ = ["TIM", "TIMSettings", "fit_class_weights", "TaskLoss"]
+__all__ = ["TIM", "TIMSettings", "fit_class_weights", "TaskLoss", "LogitGradients"]
 
 
 @dataclass(frozen=True)
@@ -83,14 +83,49 @@ def _log_probabilities(points: torch.Tensor, weights: torch.Tensor, temperature:
 TaskLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+#: ``gradients(support_log, query_log, onehot) -> (G_support, G_query)``: the gradients of a :data:`TaskLoss`,
+#: summed over tasks, with respect to the scaled logits ``τ (z·w_c − ‖w_c‖²/2)`` whose log-softmax the
+#: log-probabilities are: a loss's gradient in closed form, for :func:`fit_class_weights` to step without
+#: autograd.
+LogitGradients = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Tuple[torch.Tensor, torch.Tensor]]
+
+
 def fit_class_weights(
-    batch: FewShotBatch, loss: TaskLoss, *, temperature: float, lr: float, iterations: int
+    batch: FewShotBatch,
+    loss: TaskLoss,
+    *,
+    temperature: float,
+    lr: float,
+    iterations: int,
+    gradients: Optional[LogitGradients] = None,
 ) -> torch.Tensor:
     """One weight vector per class and task ``(T, C, M)``, from the support means, after ``iterations`` Adam
-    steps on the sum over tasks of ``loss`` (TIM and α-TIM); probabilities ``softmax_c(−τ/2 ‖z − w_c‖²)``."""
+    steps on the sum over tasks of ``loss`` (TIM and α-TIM); probabilities ``softmax_c(−τ/2 ‖z − w_c‖²)``.
+
+    With ``gradients`` (the loss's, in closed form) the steps take the weights' gradient from them,
+    ``∇w_c = τ Σ_i G_{ic} (z_i − w_c)`` over support and query points, without autograd; the same steps
+    up to round-off."""
     support, query = batch.support.detach(), batch.query.detach()
     onehot = torch.nn.functional.one_hot(batch.support_labels, batch.ways).to(support.dtype)
-    weights = (torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]).requires_grad_()
+    weights = torch.bmm(onehot.transpose(1, 2), support) / onehot.sum(1)[..., None]
+    if gradients is not None:
+        optimizer = Adam([weights], lr=lr)
+        for _ in range(iterations):
+            support_grad, query_grad = gradients(
+                _log_probabilities(support, weights, temperature),
+                _log_probabilities(query, weights, temperature),
+                onehot,
+            )
+            moved = torch.bmm(support_grad.transpose(1, 2), support).baddbmm_(
+                query_grad.transpose(1, 2), query
+            )
+            weights.grad = moved.sub_(weights * (support_grad.sum(1) + query_grad.sum(1))[..., None]).mul_(
+                temperature
+            )
+            optimizer.step()
+        weights.grad = None
+        return weights
+    weights.requires_grad_()
     optimizer = Adam([weights], lr=lr)
     with torch.enable_grad():
         for _ in range(iterations):
@@ -134,11 +169,36 @@ class TIM(FewShotMethod):
             + settings.conditional_weight * conditional_entropy
         )
 
+    def logit_gradients(
+        self, support_log: torch.Tensor, query_log: torch.Tensor, onehot: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`loss`'s gradients (summed over tasks) with respect to the scaled logits
+        (:data:`LogitGradients`): with ``p`` the probabilities and ``p̄`` the queries' mean,
+        ``λ_CE (p − y)/S`` on the support, and on the queries the softmax's backward,
+        ``p_{ic} (g_{ic} − Σ_k p_{ik} g_{ik})``, of ``g_{ic} = (λ_marg log p̄_c − λ_cond log p_{ic})/Q`` (the
+        derivatives' ``+ 1`` terms are the same for every class and drop out; a marginal below the clamp of
+        :meth:`loss`, ``10⁻¹²``, moves the answer by less than that)."""
+        settings = self.settings
+        support, queries = support_log.shape[1], query_log.shape[1]
+        support_grad = (support_log.exp() - onehot).mul_(settings.cross_entropy_weight / support)
+        query_probabilities = query_log.exp()
+        log_marginal = torch.log(query_probabilities.mean(1).clamp_min(1e-12))
+        upstream = (settings.marginal_weight / queries) * log_marginal[:, None, :] - (
+            settings.conditional_weight / queries
+        ) * query_log
+        query_grad = query_probabilities * (upstream - (query_probabilities * upstream).sum(2, keepdim=True))
+        return support_grad, query_grad
+
     def predict_proba(self, batch: FewShotBatch) -> torch.Tensor:
         settings = self.settings
         if not batch.can_balance:
             return batch.nearest_prototype_proba(settings.temperature)
         weights = fit_class_weights(
-            batch, self.loss, temperature=settings.temperature, lr=settings.lr, iterations=settings.iterations
+            batch,
+            self.loss,
+            temperature=settings.temperature,
+            lr=settings.lr,
+            iterations=settings.iterations,
+            gradients=self.logit_gradients,
         )
         return _log_probabilities(batch.query, weights, settings.temperature).exp()
