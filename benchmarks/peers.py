@@ -194,16 +194,26 @@ def _textbook_gcn(graph, train, val, seed: int, hidden: int = 64):
         return forward(False)
 
 
+NODE_GRAPHS = {
+    "cora": "Cora (2,708 nodes, 1,433 bag-of-words features)",
+    "citeseer": "CiteSeer (3,312 nodes, 3,703 bag-of-words features)",
+}
+
+
 def run_nodes(seeds: int = SEEDS, data_dir=None) -> Dict[str, Any]:
-    """CiteSeer with 20 labels per class (module docstring): the estimators beside the textbook GCN, which
-    early-stops on 500 more labelled validation nodes (as the issue's reference did) or on the same share of
-    the 20 labels per class the estimators hold out (the same information)."""
+    """Cora and CiteSeer with 20 labels per class (module docstring): the estimators beside the textbook
+    GCN, which early-stops on 500 more labelled validation nodes or on the same share of the 20 labels per
+    class the estimators hold out (the same information)."""
+    return {name: _run_graph(name, seeds, data_dir) for name in NODE_GRAPHS}
+
+
+def _run_graph(name: str, seeds: int, data_dir) -> Dict[str, Any]:
     from pdenets.data.graphs import load_graph
     from pdenets.data.splits import held_out_split
     from pdenets.data.transforms import prepare_graph
     from pdenets.estimators import DiffusionNodeClassifier
 
-    data = load_graph("citeseer", data_dir)
+    data = load_graph(name, data_dir)
     graph = prepare_graph(data, "bag-of-words")
     truth = graph.y.numpy()
     methods = [
@@ -212,7 +222,7 @@ def run_nodes(seeds: int = SEEDS, data_dir=None) -> Dict[str, Any]:
         "textbook GCN, 500 validation labels",
         "textbook GCN, the same labels",
     ]
-    cell: Dict[str, Dict[str, List[float]]] = {name: {"seconds": [], "accuracy": []} for name in methods}
+    cell: Dict[str, Dict[str, List[float]]] = {m: {"seconds": [], "accuracy": []} for m in methods}
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
         chosen = np.concatenate(
@@ -223,35 +233,231 @@ def run_nodes(seeds: int = SEEDS, data_dir=None) -> Dict[str, Any]:
         unlabelled = np.flatnonzero(labels < 0)
         validation = torch.from_numpy(rng.permutation(unlabelled)[:500])
         scored = np.setdiff1d(unlabelled, validation.numpy())  # never seen by any method
-        for name in methods:
+        for method in methods:
             start = time.perf_counter()
-            if name.startswith("DiffusionNodeClassifier"):
-                model = "gcn" if '"gcn"' in name else "diff-resnet"
+            if method.startswith("DiffusionNodeClassifier"):
+                model = "gcn" if '"gcn"' in method else "diff-resnet"
                 estimator = DiffusionNodeClassifier(model, random_state=seed).fit(
                     (graph.x, graph.edge_index), labels
                 )
                 predicted = estimator.predict().astype(int)
             else:
-                if "500" in name:
+                if "500" in method:
                     train, val = torch.from_numpy(chosen), validation
                 else:
                     split = held_out_split(torch.from_numpy(labels), 0.2, seed)
                     train, val = split.train, split.val
                 predicted = _textbook_gcn(graph, train, val, seed).argmax(1).numpy()
-            cell[name]["seconds"].append(time.perf_counter() - start)
-            cell[name]["accuracy"].append(float((predicted[scored] == truth[scored]).mean()))
+            cell[method]["seconds"].append(time.perf_counter() - start)
+            cell[method]["accuracy"].append(float((predicted[scored] == truth[scored]).mean()))
     reference = cell["textbook GCN, 500 validation labels"]
     ref_seconds, ref_accuracy = statistics.median(reference["seconds"]), float(np.mean(reference["accuracy"]))
-    print("\nCiteSeer (3,312 nodes, 3,703 bag-of-words features), 20 labels per class")
+    print(f"\n{NODE_GRAPHS[name]}, 20 labels per class, {seeds} seeds")
     print("| method | accuracy % | vs textbook GCN (points) | seconds (median) | time / textbook GCN |")
     print("|---|---:|---:|---:|---:|")
-    for name, values in cell.items():
+    for method, values in cell.items():
         accuracy, seconds = float(np.mean(values["accuracy"])), statistics.median(values["seconds"])
         print(
-            f"| {name} | {100 * accuracy:.1f} | {100 * (accuracy - ref_accuracy):+.1f} | {seconds:.2f} | "
+            f"| {method} | {100 * accuracy:.1f} | {100 * (accuracy - ref_accuracy):+.1f} | {seconds:.2f} | "
             f"{seconds / ref_seconds:.2f}x |"
         )
-    return {"citeseer": cell}
+    sys.stdout.flush()
+    return cell
+
+
+# -------------------------------------------------------------------------------------------- few-shot
+
+FEWSHOT_SETTINGS = ((5, 1), (5, 5), (20, 1), (20, 5))
+QUERIES = 15
+
+
+def _fewshot_features(path) -> Tuple[np.ndarray, np.ndarray, str]:
+    """``(features, labels, description)`` of a features file, or 150 Gaussian classes of 30 unit vectors
+    in 384 dimensions (class centres of norm 1 plus noise of the same size, then L2-normalized)."""
+    if path is not None:
+        from pdenets.data.fewshot import load_features
+
+        loaded = load_features(path)
+        features = loaded.features.double().numpy()
+        return features, loaded.labels.numpy(), f"{Path(path).name} ({features.shape[1]}-d)"
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(150, 384)) / np.sqrt(384)
+    features = np.repeat(centres, 30, axis=0) + rng.normal(size=(4500, 384)) / np.sqrt(384) * 1.2
+    features /= np.linalg.norm(features, axis=1, keepdims=True)
+    return features, np.repeat(np.arange(150), 30), "Gaussian classes (384-d unit vectors)"
+
+
+def _draw_task(labels: np.ndarray, ways: int, shots: int, rng) -> Tuple[np.ndarray, np.ndarray]:
+    """Indices of a support set (``shots`` per class) and a query set (``QUERIES`` per class) of ``ways``
+    classes, each with at least ``shots + QUERIES`` samples."""
+    counts = np.bincount(labels)
+    classes = rng.choice(np.flatnonzero(counts >= shots + QUERIES), ways, replace=False)
+    support, query = [], []
+    for label in classes:
+        members = rng.permutation(np.flatnonzero(labels == label))
+        support.append(members[:shots])
+        query.append(members[shots : shots + QUERIES])
+    return np.concatenate(support), np.concatenate(query)
+
+
+def run_fewshot(tasks: int = 30, features_path=None) -> Dict[str, Any]:
+    """The default few-shot method beside a support-set logistic regression, task by task (module
+    docstring): ``DiffusionFewShotClassifier().fit(support).predict(queries)`` as a user calls it, and
+    ``LogisticRegression(max_iter=1000)`` fitted on the same support set; both timed per task."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pdenets.models.fewshot import DiffusionFewShotClassifier
+
+    features, labels, description = _fewshot_features(features_path)
+    methods: Dict[str, Callable[[], Any]] = {
+        "DiffusionFewShotClassifier() (adaptive)": lambda: DiffusionFewShotClassifier(),
+        "LogisticRegression (support set)": lambda: LogisticRegression(max_iter=1000),
+    }
+    out: Dict[str, Any] = {}
+    print(f"\nFew-shot, {description}, {tasks} tasks a setting, {QUERIES} queries a class, one thread")
+    print(
+        "| setting | default accuracy % | logistic regression % | points | default ms (median) | "
+        "logistic regression ms | time ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for ways, shots in FEWSHOT_SETTINGS:
+        rng = np.random.default_rng(1000 * ways + shots)
+        cell: Dict[str, Dict[str, List[float]]] = {m: {"seconds": [], "accuracy": []} for m in methods}
+        for _ in range(tasks):
+            support, query = _draw_task(labels, ways, shots, rng)
+            for name, make in methods.items():
+                with warnings.catch_warnings(), threadpool_limits(1):
+                    warnings.simplefilter("ignore")
+                    start = time.perf_counter()
+                    predicted = make().fit(features[support], labels[support]).predict(features[query])
+                    seconds = time.perf_counter() - start
+                cell[name]["seconds"].append(seconds)
+                cell[name]["accuracy"].append(float((predicted == labels[query]).mean()))
+        ours, theirs = (cell[name] for name in methods)
+        ours_ms, theirs_ms = (1000 * statistics.median(values["seconds"]) for values in (ours, theirs))
+        ours_accuracy, theirs_accuracy = (
+            100 * float(np.mean(values["accuracy"])) for values in (ours, theirs)
+        )
+        print(
+            f"| {ways}-way {shots}-shot | {ours_accuracy:.1f} | {theirs_accuracy:.1f} | "
+            f"{ours_accuracy - theirs_accuracy:+.1f} | {ours_ms:.1f} | {theirs_ms:.1f} | "
+            f"{ours_ms / theirs_ms:.1f}x |"
+        )
+        sys.stdout.flush()
+        out[f"{ways}-way {shots}-shot"] = cell
+    return {"features": description, "settings": out}
+
+
+# ----------------------------------------------------------------------------------------------- scale
+
+SCALE_SIZES = (10_000, 100_000, 1_000_000)
+NEW_ROWS = 10_000
+LABELLED = 0.01
+
+
+def _scale_table(kind: str, rows: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(X, y)``: ``rows`` rows of 10 classes. ``manifold``: Gaussian classes in 4 latent dimensions, mapped
+    to 32 features by a fixed random two-layer map (``tanh``) plus noise; ``sparse``: 1,000 word counts a
+    row, about 20 words a row drawn from a class's own distribution over a shared vocabulary (98 % zeros).
+    The class structure (the maps, the word distributions) is the same for every ``seed``."""
+    structure = np.random.default_rng(12345)
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, rows)
+    if kind == "manifold":
+        centres = structure.normal(scale=2.0, size=(10, 4))
+        first, second = structure.normal(size=(4, 32)), structure.normal(size=(32, 32)) / np.sqrt(32)
+        latent = centres[labels] + rng.normal(size=(rows, 4))
+        features = np.tanh(latent @ first) @ second + 0.05 * rng.normal(size=(rows, 32))
+        return features, labels
+    if kind != "sparse":
+        raise ValueError(f"unknown table kind {kind!r}")
+    vocabulary = 1000
+    topics = structure.dirichlet(np.full(vocabulary, 0.05), size=10)
+    common = structure.dirichlet(np.full(vocabulary, 1.0))
+    features = np.zeros((rows, vocabulary))
+    for label in range(10):
+        members = np.flatnonzero(labels == label)
+        mixture = 0.5 * topics[label] + 0.5 * common
+        words = rng.choice(vocabulary, size=(len(members), 20), p=mixture)
+        np.add.at(features, (np.repeat(members, 20), words.ravel()), 1.0)
+    return features, labels
+
+
+def _scale_trial(kind: str, rows: int, method: str) -> Dict[str, Any]:
+    """One fit (``LABELLED`` of the rows labelled) and one predict (``NEW_ROWS`` fresh rows) in this
+    process; what the parent prints (seconds, peak memory, accuracy)."""
+    from sklearn.semi_supervised import LabelSpreading
+
+    from _common import peak_memory_gib
+    from pdenets.estimators import COINTabularClassifier
+
+    X, y = _scale_table(kind, rows, seed=0)
+    new_X, new_y = _scale_table(kind, NEW_ROWS, seed=1)
+    partial = _hide(y, 1 - LABELLED, seed=0)
+    hidden = partial == -1
+    baseline = peak_memory_gib()
+    model = COINTabularClassifier() if method == "coin" else LabelSpreading(kernel="knn")
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        model.fit(X, partial)
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        predicted = model.predict(new_X)
+        predict_seconds = time.perf_counter() - start
+    return {
+        "fit_seconds": fit_seconds,
+        "predict_seconds": predict_seconds,
+        "peak_gib": peak_memory_gib(),
+        "data_gib": baseline,
+        "accuracy": float((model.transduction_[hidden] == y[hidden]).mean()),
+        "predict_accuracy": float((predicted == new_y).mean()),
+    }
+
+
+def run_scale(sizes=SCALE_SIZES, timeout: float = 1800.0, cap_gib: float = 20.0) -> Dict[str, Any]:
+    """Every size and method in a child process (its own peak memory), ``timeout`` seconds each; label
+    spreading stops at the first size it does not finish."""
+    from _common import run_trial
+
+    script = str(Path(__file__).resolve())
+    out: Dict[str, Any] = {}
+    print(
+        f"\nScale: {int(LABELLED * 100)} % of the rows labelled, fit then predict {NEW_ROWS:,} new rows, one "
+        f"thread, {timeout:g} s and {cap_gib:g} GiB a trial"
+    )
+    print(
+        "| table | rows | method | fit s | fit µs / row | predict s | peak GiB | KiB / row | accuracy % "
+        "(hidden rows) | accuracy % (new rows) |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, kind_sizes in (
+        ("manifold", sizes),
+        ("sparse", tuple(size for size in sizes if size <= 100_000)),
+    ):
+        reached = {"coin": True, "label-spreading": True}
+        for rows in kind_sizes:
+            for method in ("coin", "label-spreading"):
+                name = "COINTabularClassifier()" if method == "coin" else "LabelSpreading(knn)"
+                if not reached[method]:
+                    print(
+                        f"| {kind} | {rows:,} | {name} | not run: a smaller size did not finish | | | | | | |"
+                    )
+                    continue
+                result, failure = run_trial(script, [kind, rows, method], cap_gib, timeout)
+                out[f"{kind} / {rows} / {method}"] = result if result is not None else {"failed": failure}
+                if result is None:
+                    reached[method] = False
+                    print(f"| {kind} | {rows:,} | {name} | {failure} | | | | | | |")
+                    continue
+                print(
+                    f"| {kind} | {rows:,} | {name} | {result['fit_seconds']:.1f} | "
+                    f"{1e6 * result['fit_seconds'] / rows:.1f} | {result['predict_seconds']:.2f} | "
+                    f"{result['peak_gib']:.2f} | {result['peak_gib'] * 2**20 / rows:.2f} | "
+                    f"{100 * result['accuracy']:.1f} | {100 * result['predict_accuracy']:.1f} |"
+                )
+                sys.stdout.flush()
+    return out
 
 
 def main(argv=None) -> int:
@@ -259,12 +465,25 @@ def main(argv=None) -> int:
     parser.add_argument("--part", choices=("all", "tables", "nodes", "fewshot", "scale"), default="all")
     parser.add_argument("--seeds", type=int, default=SEEDS)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--tasks", type=int, default=30, help="few-shot tasks a setting (default 30)")
+    parser.add_argument("--features", type=Path, default=None, help="few-shot features file (.npz)")
+    parser.add_argument("--sizes", default=",".join(map(str, SCALE_SIZES)), help="rows of the scale part")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a scale trial may take")
+    parser.add_argument("--trial", nargs=3, metavar=("KIND", "ROWS", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.trial:
+        kind, rows, method = args.trial
+        print(json.dumps(_scale_trial(kind, int(rows), method)))
+        return 0
     results: Dict[str, Any] = {}
     if args.part in ("all", "tables"):
         results["tables"] = run_tables(args.seeds)
     if args.part in ("all", "nodes"):
         results["nodes"] = run_nodes(args.seeds)
+    if args.part in ("all", "fewshot"):
+        results["fewshot"] = run_fewshot(args.tasks, args.features)
+    if args.part == "scale":  # not in "all": about half an hour
+        results["scale"] = run_scale(tuple(int(size) for size in args.sizes.split(",")), args.timeout)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

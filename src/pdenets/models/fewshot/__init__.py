@@ -10,117 +10,49 @@
 * :mod:`.estimator` — :class:`DiffusionFewShotClassifier`, a scikit-learn estimator for any embeddings.
 """
 
-from .adaptive import Adaptive, AdaptiveSettings, balance_p_values
-from .alpha_tim import AlphaTIM, AlphaTIMSettings
-from .base import (
-    DEFAULT_METHOD,
-    METHOD_CLASSES,
-    FewShotBatch,
-    FewShotMethod,
-    canonical_method_name,
-    method_from_name,
-    register_method,
-    registered_methods,
-    stored_method_name,
+# the package's public names are its modules' own (each module's ``__all__``), in this order, plus the
+# estimator and the live ``METHODS``, served by ``__getattr__`` below
+from . import (
+    adaptive,
+    alpha_tim,
+    base,
+    bdcspn,
+    ensemble,
+    heads,
+    laplacianshot,
+    methods,
+    paddle,
+    preprocessing,
+    prototype,
+    ptmap,
+    tim,
 )
-from .bdcspn import BDCSPN, BDCSPNSettings
-from .ensemble import Ensemble, EnsembleSettings
-from .heads import (
-    Convection,
-    ConvectionSettings,
-    External,
-    ExternalSettings,
-    HeadSettings,
-    Internal,
-    InternalSettings,
-    adaptive_neighbours,
-    episode_neighbours,
-    train_heads,
-    train_heads_one_by_one,
-)
-from .laplacianshot import (
-    LaplacianShot,
-    LaplacianShotSettings,
-    knn_affinity,
-    laplacian_energy,
-    laplacian_shot,
-)
-from .methods import PREPROCESSING, Preprocessing, ablation_method, classify, preprocess
-from .paddle import PADDLE, PADDLESettings
-from .preprocessing import (
-    centre_and_normalize,
-    cross_domain_shift,
-    prototypes,
-    rectified_prototypes,
-    standardize_scale,
-)
-from .prototype import NearestPrototype, PrototypeSettings
-from .ptmap import PTMAP, PTMAPSettings, power_transform, sinkhorn
-from .tim import TIM, TIMSettings
+from .adaptive import *  # noqa: F403
+from .alpha_tim import *  # noqa: F403
+from .base import *  # noqa: F403
+from .bdcspn import *  # noqa: F403
+from .ensemble import *  # noqa: F403
+from .heads import *  # noqa: F403
+from .laplacianshot import *  # noqa: F403
+from .methods import PREPROCESSING as PREPROCESSING  # not *: METHODS is read when asked for
+from .methods import Preprocessing as Preprocessing
+from .methods import ablation_method as ablation_method
+from .methods import classify as classify
+from .methods import preprocess as preprocess
+from .paddle import *  # noqa: F403
+from .preprocessing import *  # noqa: F403
+from .prototype import *  # noqa: F403
+from .ptmap import *  # noqa: F403
+from .tim import *  # noqa: F403
 
-__all__ = [
-    "Adaptive",
-    "AdaptiveSettings",
-    "balance_p_values",
-    "FewShotBatch",
-    "FewShotMethod",
-    "METHOD_CLASSES",
-    "DEFAULT_METHOD",
-    "method_from_name",
-    "register_method",
-    "registered_methods",
-    "canonical_method_name",
-    "stored_method_name",
-    "NearestPrototype",
-    "PrototypeSettings",
-    "LaplacianShot",
-    "LaplacianShotSettings",
-    "knn_affinity",
-    "laplacian_energy",
-    "laplacian_shot",
-    "Convection",
-    "ConvectionSettings",
-    "External",
-    "ExternalSettings",
-    "HeadSettings",
-    "Internal",
-    "InternalSettings",
-    "episode_neighbours",
-    "adaptive_neighbours",
-    "train_heads",
-    "train_heads_one_by_one",
-    "BDCSPN",
-    "BDCSPNSettings",
-    "PTMAP",
-    "PTMAPSettings",
-    "power_transform",
-    "sinkhorn",
-    "TIM",
-    "TIMSettings",
-    "AlphaTIM",
-    "AlphaTIMSettings",
-    "PADDLE",
-    "PADDLESettings",
-    "Ensemble",
-    "EnsembleSettings",
-    "METHODS",
-    "PREPROCESSING",
-    "Preprocessing",
-    "ablation_method",
-    "classify",
-    "preprocess",
-    "centre_and_normalize",
-    "cross_domain_shift",
-    "prototypes",
-    "rectified_prototypes",
-    "standardize_scale",
-    "DiffusionFewShotClassifier",
-]
+_MODULES = (base, prototype, laplacianshot, heads, bdcspn, ptmap, tim, alpha_tim, paddle, ensemble, adaptive)
+__all__ = [name for module in _MODULES for name in module.__all__]
+__all__ += methods.__all__ + preprocessing.__all__ + ["DiffusionFewShotClassifier"]  # noqa: F405
 
 
 def __getattr__(name: str):
     if name == "METHODS":  # the registered names, read now: a method registered later is included
-        return tuple(METHOD_CLASSES)
+        return tuple(METHOD_CLASSES)  # noqa: F405 - base's
     # the estimator subclasses scikit-learn's BaseEstimator: import sklearn only when it is asked for
     if name == "DiffusionFewShotClassifier":
         from .estimator import DiffusionFewShotClassifier

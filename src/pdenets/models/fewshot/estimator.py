@@ -52,6 +52,9 @@ if TYPE_CHECKING:  # scikit-learn >= 1.6
 
 __all__ = ["DiffusionFewShotClassifier"]
 
+#: the precision tasks are solved in
+COMPUTE_DTYPE = torch.float32
+
 
 class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
     """Transductive few-shot classifier: ``fit`` stores the labelled support set; ``predict(X_query)``
@@ -127,12 +130,16 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _solve(self, X, method: FewShotMethod) -> np.ndarray:
-        """``method``'s probabilities ``(Q, C)`` for the queries ``X`` (validated) as one task."""
-        support = torch.from_numpy(self.support_)[None]
-        query = torch.from_numpy(X)[None]
+        """``method``'s probabilities ``(Q, C)`` for the queries ``X`` (validated) as one task, solved in
+        float32 as the ``few-shot`` task solves its episodes (features come as embeddings, whose own precision
+        is below float32's), returned in float64."""
+        support = torch.from_numpy(self.support_).to(COMPUTE_DTYPE)[None]
+        query = torch.from_numpy(X).to(COMPUTE_DTYPE)[None]
         labels = torch.from_numpy(self.support_labels_.astype(np.int64))[None]
         mean = (
-            None if self.base_mean is None else torch.as_tensor(np.asarray(self.base_mean, dtype=np.float64))
+            None
+            if self.base_mean is None
+            else torch.as_tensor(np.asarray(self.base_mean, dtype=np.float64)).to(COMPUTE_DTYPE)
         )
         probabilities = classify(
             support,
@@ -144,7 +151,8 @@ class DiffusionFewShotClassifier(ClassifierMixin, BaseEstimator):
             base_mean=mean,
             seeds=[self.random_state],
         )
-        return probabilities[0].numpy()
+        answer = probabilities[0].double()
+        return (answer / answer.sum(1, keepdim=True)).numpy()  # rows that sum to one in float64
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities ``(Q, C)`` of the queries, in the order of ``classes_``."""
