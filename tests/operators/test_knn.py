@@ -67,6 +67,29 @@ def test_auto_never_builds_full_matrix_above_threshold(monkeypatch, device):
     assert torch.equal(result.indices, indices)
 
 
+def test_auto_searches_approximately_only_above_the_threshold(monkeypatch):
+    """At the threshold the search is exact, one point above it approximate (where faiss is installed)."""
+    monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 0)
+    monkeypatch.setattr(knn, "APPROXIMATE_THRESHOLD", 30)
+    monkeypatch.setattr(knn, "faiss_available", lambda: True)
+    chosen = []
+
+    def approximate(points, k, queries, exclude_self):
+        chosen.append(len(points))
+        return knn._exact_search(points, k, queries, exclude_self, None)
+
+    monkeypatch.setattr(knn, "_faiss_search", approximate)
+    knn_search(torch.randn(30, 2, dtype=torch.float64), 3)
+    assert chosen == []
+    knn_search(torch.randn(31, 2, dtype=torch.float64), 3)
+    assert chosen == [31]
+
+
+def test_the_approximate_threshold_is_the_devices():
+    assert knn.approximate_threshold(torch.device("cpu")) == knn.APPROXIMATE_THRESHOLD == 50_000
+    assert knn.approximate_threshold(torch.device("cuda")) == knn.APPROXIMATE_THRESHOLD_ACCELERATOR == 200_000
+
+
 @pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
 def test_approximate_backend_recall(device):
     generator = torch.Generator().manual_seed(1)

@@ -14,7 +14,11 @@ distance) of every query:
     ``pip install pdenets[ann]``); memory ``O(N)``, for N in the millions.
 
 ``"auto"`` picks ``brute`` for small problems, ``chunked`` up to
-:data:`APPROXIMATE_THRESHOLD` points (or when faiss is not installed), ``faiss`` above.
+:data:`APPROXIMATE_THRESHOLD` points on the CPU (:data:`APPROXIMATE_THRESHOLD_ACCELERATOR` on a GPU, whose
+exact search is many times faster; either where faiss is not installed), ``faiss`` above. The exact search
+costs ``O(N²)``: on one CPU core about 26 s at 50,000 points of 32 features and 100 s at 100,000, where the
+HNSW index takes 13 s (``benchmarks/peers.py --part scale``); its neighbours were the exact ones for all but
+one of 100,000 neighbour slots at 10,000 points.
 
 Precision. The fast form ``‖q − p‖² = ‖q‖² − 2 q·p + ‖p‖²`` loses every digit the points
 share: for a cloud at ``1000 + 0.1·noise`` in float32 the three terms are ~10⁶ and their
@@ -44,13 +48,17 @@ __all__ = [
     "pairwise_sq_distances",
     "BRUTE_FORCE_MAX_ENTRIES",
     "APPROXIMATE_THRESHOLD",
+    "APPROXIMATE_THRESHOLD_ACCELERATOR",
+    "approximate_threshold",
     "faiss_available",
 ]
 
 #: ``auto`` uses one dense distance matrix when it has at most this many entries (64 MiB in float32).
 BRUTE_FORCE_MAX_ENTRIES = 1 << 24
-#: ``auto`` switches to the approximate faiss backend above this many points (if installed).
-APPROXIMATE_THRESHOLD = 200_000
+#: ``auto`` switches to the approximate faiss backend above this many points on the CPU (if installed).
+APPROXIMATE_THRESHOLD = 50_000
+#: the same for points on another device (a GPU), where the exact search is fast up to millions of points.
+APPROXIMATE_THRESHOLD_ACCELERATOR = 200_000
 #: Memory budget in bytes for one block of the chunked search.
 CHUNK_MEMORY_BYTES = 1 << 27
 
@@ -89,6 +97,16 @@ class Neighbors:
             "Neighbors.num_neighbors is deprecated; use Neighbors.n_top", DeprecationWarning, stacklevel=2
         )
         return self.n_top
+
+
+def approximate_threshold(device: torch.device) -> int:
+    """The number of points above which ``backend="auto"`` searches approximately on ``device``.
+
+    Examples:
+        >>> approximate_threshold(torch.device("cpu"))
+        50000
+    """
+    return APPROXIMATE_THRESHOLD if device.type == "cpu" else APPROXIMATE_THRESHOLD_ACCELERATOR
 
 
 def faiss_available() -> bool:
@@ -326,7 +344,7 @@ def knn_search(
         entries = queries.shape[0] * points.shape[0]
         if entries <= BRUTE_FORCE_MAX_ENTRIES:
             backend = "brute"
-        elif points.shape[0] > APPROXIMATE_THRESHOLD and faiss_available():
+        elif points.shape[0] > approximate_threshold(points.device) and faiss_available():
             backend = "faiss"
         else:
             backend = "chunked"
