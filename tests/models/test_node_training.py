@@ -9,6 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from pdenets.data.splits import Split
+from pdenets.models import node_training
 from pdenets.models.node_training import (
     DiffusionSettings,
     MessagePassingSettings,
@@ -192,3 +193,24 @@ def test_stopping_on_the_loss_alone_ignores_the_accuracy_ties():
             patience=1,
             stop_on="accuracy",
         )
+
+
+@pytest.mark.parametrize("delay, shown", [(0.0, True), (3600.0, False)])
+def test_the_progress_bar_counts_the_epochs_once_the_fit_has_taken_its_delay(
+    monkeypatch, capsys, delay, shown
+):
+    """``progress=True`` draws a bar of the epochs on stderr, after the delay only (a quick fit stays
+    silent); the same fit without it writes nothing, and the bar changes no number."""
+    monkeypatch.setattr(node_training, "PROGRESS_DELAY", delay)
+    x, labels, split, model = _problem(seed=2)
+    quiet, _ = fit_node_classifier(
+        model, (x,), labels, split, lr=0.05, weight_decay=0.01, max_epochs=6, patience=2
+    )
+    assert capsys.readouterr().err == ""
+    x, labels, split, model = _problem(seed=2)
+    loud, _ = fit_node_classifier(
+        model, (x,), labels, split, lr=0.05, weight_decay=0.01, max_epochs=6, patience=2, progress=True
+    )
+    err = capsys.readouterr().err
+    assert ("training:" in err and "/6 " in err) == shown
+    assert loud.losses == quiet.losses

@@ -147,3 +147,38 @@ def test_num_neighbors_is_a_deprecated_name_of_n_top(device):
         knn_search(points, 3, num_neighbors=3)
     with pytest.raises(TypeError, match="needs n_top"):
         knn_search(points)
+
+
+def test_a_neighbour_index_answers_as_knn_search_below_the_threshold():
+    generator = torch.Generator().manual_seed(5)
+    points, queries = torch.randn(200, 3, generator=generator), torch.randn(40, 3, generator=generator)
+    found, expected = knn.NeighbourIndex(points).search(queries, 4), knn_search(points, 4, queries=queries)
+    assert torch.equal(found.indices, expected.indices) and torch.equal(
+        found.sq_distances, expected.sq_distances
+    )
+    with pytest.raises(ValueError, match="queries have dimension 2 but points have dimension 3"):
+        knn.NeighbourIndex(points).search(torch.zeros(1, 2), 1)
+
+
+@pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
+def test_a_neighbour_index_above_the_threshold_is_built_once_and_finds_the_exact_neighbours(monkeypatch):
+    """Above the threshold the HNSW index is built at the first search only; on 300 points (where HNSW is
+    exact) its neighbours and distances are the exact search's; the wrong width or too many neighbours are
+    refused by name."""
+    monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 0)
+    monkeypatch.setattr(knn, "APPROXIMATE_THRESHOLD", 100)
+    built = []
+    original = knn._hnsw_index
+    monkeypatch.setattr(knn, "_hnsw_index", lambda points: built.append(len(points)) or original(points))
+    generator = torch.Generator().manual_seed(6)
+    points = torch.randn(300, 4, generator=generator, dtype=torch.float64) + 50.0
+    index = knn.NeighbourIndex(points)
+    for _ in range(2):
+        queries = torch.randn(30, 4, generator=generator, dtype=torch.float64) + 50.0
+        found = index.search(queries, 5)
+        expected = knn_search(points, 5, queries=queries, backend="chunked")
+        assert torch.equal(found.indices, expected.indices)
+        assert torch.allclose(found.sq_distances, expected.sq_distances, rtol=0, atol=1e-9)
+    assert built == [300]
+    with pytest.raises(ValueError, match="n_top"):
+        index.search(queries, 301)

@@ -80,6 +80,7 @@ class DiffusionNodeClassifier(BaseEstimator):
             ``"loss-or-accuracy"`` (the protocol's rule, whose ties of a few validation nodes' accuracy
             often keep it going to ``max_epochs``).
         random_state: the seed of the split and of the initialization (default: 0).
+        progress: a bar of the epochs on stderr once a fit has taken two seconds (default: ``True``).
 
     A fit on a 3,312-node citation graph with 3,703 bag-of-words features takes a few seconds on one CPU
     core (``benchmarks/peers.py --part nodes``).
@@ -103,6 +104,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         missing_features: str = "identity",
         stop_on: str = "loss",
         random_state: int = 0,
+        progress: bool = True,
     ):
         self.model = model
         self.settings = settings
@@ -113,6 +115,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         self.missing_features = missing_features
         self.stop_on = stop_on
         self.random_state = random_state
+        self.progress = progress
 
     def _hyperparameters(self, graph_name: str) -> Any:
         """The model's settings and optimizer: the task's defaults on ``graph_name``, ``settings`` over
@@ -206,6 +209,7 @@ class DiffusionNodeClassifier(BaseEstimator):
             settings,
             init_seed=int(self.random_state),
             about={"classes": labels_to_json(self.classes_), "params": self.get_params()},
+            progress=bool(self.progress),
         )
         self.graph_ = prepared
         self.outside_ids_ = prepared.outside_ids()

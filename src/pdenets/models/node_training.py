@@ -14,7 +14,7 @@ The graph itself, preprocessed once per process, is :func:`pdenets.data.transfor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch.nn import functional as F
@@ -103,6 +103,18 @@ class MessagePassingSettings:
     dropout: Optional[float] = None
 
 
+def _counter(bar: Any) -> Callable[[int], None]:
+    """A callback that moves ``bar`` one epoch on."""
+
+    def count(epoch: int) -> None:
+        bar.update(1)
+
+    return count
+
+
+#: seconds a fit runs before its progress bar (``progress=True``) appears: a quick fit prints nothing
+PROGRESS_DELAY = 2.0
+
 #: what early stopping watches: the protocol's rule (the paper code's: an epoch whose validation loss is no
 #: higher, or whose validation accuracy is no lower, than the best so far resets the patience; ties count,
 #: so a few validation nodes, whose accuracy often ties, keep it going) or the validation loss alone
@@ -123,6 +135,7 @@ def fit_node_classifier(
     max_epochs: int,
     patience: int,
     stop_on: str = "loss-or-accuracy",
+    progress: bool = False,
 ) -> Tuple[FitResult, Dict[str, Any]]:
     """Train ``model`` on a split's training nodes, full batch, and measure it on its validation and test
     nodes.
@@ -142,6 +155,8 @@ def fit_node_classifier(
         patience: epochs without improvement before training stops.
         stop_on: what counts as an improvement (:data:`STOP_RULES`; default: the protocol's
             ``"loss-or-accuracy"``).
+        progress: a progress bar of the epochs on stderr, shown once the fit has taken
+            :data:`PROGRESS_DELAY` seconds (default: ``False``).
 
     Returns:
         The fit history and the record: test ``accuracy``, ``val_accuracy``, ``val_loss``, ``test_loss``,
@@ -161,14 +176,24 @@ def fit_node_classifier(
     if stop_on not in STOP_RULES:
         raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {stop_on!r}")
     stopping = EarlyStopping(patience, monitors=STOP_RULES[stop_on])
-    result = fit(
-        model,
-        optimizer,
-        lambda: F.cross_entropy(model(*inputs)[train], labels[train]),
-        max_epochs=max_epochs,
-        evaluate=validation,
-        early_stopping=stopping,
-    )
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_epochs, desc="training", unit="epoch", delay=PROGRESS_DELAY, leave=False)
+    try:
+        result = fit(
+            model,
+            optimizer,
+            lambda: F.cross_entropy(model(*inputs)[train], labels[train]),
+            max_epochs=max_epochs,
+            evaluate=validation,
+            early_stopping=stopping,
+            on_epoch=None if bar is None else _counter(bar),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     with evaluation_mode(model):
         logits = model(*inputs)
         record = {

@@ -227,6 +227,7 @@ def fit(
     evaluate: Optional[Callable[[], Dict[str, Any]]] = None,
     early_stopping: Optional[EarlyStopping] = None,
     restore_on_divergence: bool = False,
+    on_epoch: Optional[Callable[[int], None]] = None,
 ) -> FitResult:
     """Train for up to ``max_epochs`` full steps; see the module docstring.
 
@@ -248,6 +249,8 @@ def fit(
         restore_on_divergence: keep a copy of the parameters before every step and put it
             back when the step makes anything non-finite (otherwise training just stops)
             (default: ``False``).
+        on_epoch: called with the epoch's number after each finished epoch (a progress bar)
+            (default: ``None``).
 
     Returns:
         Epochs run, best epoch, the diverging epoch if any, and the per-epoch metrics and
@@ -295,6 +298,8 @@ def fit(
         result.losses.append(float(value.detach()))
         if metrics is not None:
             result.history.append(metrics)
+        if on_epoch is not None:
+            on_epoch(epoch)
         if early_stopping is not None and early_stopping.update(epoch, metrics or {}, model):
             break
     if early_stopping is not None and early_stopping.best_state is not None:

@@ -22,7 +22,7 @@ from .graph import (
     symmetric_normalize,
     symmetrize,
 )
-from .knn import Neighbors, faiss_available, knn_search, pairwise_sq_distances
+from .knn import Neighbors, NeighbourIndex, faiss_available, knn_search, pairwise_sq_distances
 from .laplacian import UnstableStepSizeError, check_step_size, graph_laplacian, stability_bound
 from .locality import NODE_ORDERS, locality_order
 from .partition import (
@@ -75,6 +75,7 @@ __all__ = [
     "symmetric_normalize",
     "symmetrize",
     "Neighbors",
+    "NeighbourIndex",
     "faiss_available",
     "knn_search",
     "pairwise_sq_distances",

@@ -49,7 +49,7 @@ from ...models.coin_step import CoinMLPStep
 from ...models.optim import Adam
 from ...models.registry import create_model
 from ...models.training import fit, parameters_finite
-from ...operators import gaussian_kernel, knn_gaussian_weights, knn_search
+from ...operators import NeighbourIndex, gaussian_kernel, knn_gaussian_weights
 from ...saved_model import (
     SavedModelError,
     check_fits,
@@ -277,13 +277,13 @@ def _network(
 
 
 def _links(
-    training: torch.Tensor, queries: torch.Tensor, diffusion: GraphDiffusion
+    training: NeighbourIndex, queries: torch.Tensor, diffusion: GraphDiffusion
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Each query row's ``n_top`` nearest training rows and its Gaussian weights to them (width: the
     distance to the ``sigma_neighbor``-th; a width of zero links the query to its copies), rows summing to
     one: ``(M, k)`` indices and weights."""
-    count = min(max(diffusion.n_top, diffusion.sigma_neighbor), len(training))
-    near = knn_search(training, count, queries=queries)
+    count = min(max(diffusion.n_top, diffusion.sigma_neighbor), len(training.points))
+    near = training.search(queries, count)
     sq = near.sq_distances.to(COMPUTE_DTYPE)
     width = sq[:, diffusion.sigma_neighbor - 1 : diffusion.sigma_neighbor].sqrt()
     weights = gaussian_kernel(sq[:, : diffusion.n_top], width, coincident="link")
@@ -343,10 +343,18 @@ class TabularModel:
     probabilities: Optional[np.ndarray] = None
     outcome: Dict[str, Any] = field(default_factory=dict)
     about: Dict[str, Any] = field(default_factory=dict)
+    _neighbours: Optional[NeighbourIndex] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
+
+    def neighbour_index(self) -> NeighbourIndex:
+        """The training rows (in the networks' dtype) as the new rows' neighbour search sees them, indexed at
+        the first search of a large table and kept (:class:`~pdenets.operators.NeighbourIndex`)."""
+        if self._neighbours is None:
+            self._neighbours = NeighbourIndex(self.points.to(COMPUTE_DTYPE))
+        return self._neighbours
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """Class probabilities ``(M, C)`` of new rows ``features`` ``(M, F)`` (in the model's column order, as
@@ -364,10 +372,10 @@ class TabularModel:
         if self.num_classes == 1:
             return np.ones((count, 1))
         scaled = torch.from_numpy((features - self.mean) / self.scale).to(COMPUTE_DTYPE)
-        settings, training = self.settings, self.points.to(COMPUTE_DTYPE)
+        settings, training = self.settings, self.neighbour_index()
         if settings.spreading is not None:
             assert self.spread is not None  # a fitted label spreading keeps its rows' distributions
-            near = knn_search(training, min(settings.spreading.n_top, len(training)), queries=scaled)
+            near = training.search(scaled, min(settings.spreading.n_top, len(self.points)))
             votes = self.spread[near.indices].sum(1)
             return (votes / votes.sum(1, keepdim=True).clamp_min(1e-300)).numpy()
         assert self.network is not None

@@ -395,10 +395,12 @@ def fit_nodes(
     init_seed: int,
     device: torch.device = CPU,
     about: Optional[Dict[str, Any]] = None,
+    progress: bool = False,
 ) -> NodeModel:
     """Train ``settings``' model on ``split`` of ``graph`` (Adam on the training nodes, early stopping on the
     validation nodes, the best state restored: :func:`~pdenets.models.node_training.fit_node_classifier`);
-    ``init_seed`` seeds the initialization.
+    ``init_seed`` seeds the initialization; ``progress``: a bar of the epochs on stderr once the fit has taken
+    two seconds.
 
     Returns:
         The fitted model, with the fit's history (``result``) and record (test ``accuracy``, …).
@@ -416,6 +418,7 @@ def fit_nodes(
         max_epochs=settings.max_epochs,
         patience=settings.patience,
         stop_on=settings.stop_on,
+        progress=progress,
     )
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(
