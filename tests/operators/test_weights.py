@@ -161,3 +161,21 @@ def test_coordinates_too_large_for_the_dtype_are_named_not_the_kernel_width(opti
         assert str(caught.value) == expected
     weights = knn_gaussian_weights(points.double(), 3, **options)  # float64 holds them
     assert bool((weights.coalesce().values() > 0).any())
+
+
+def test_weights_from_a_neighbour_index_are_the_weights_of_its_search(monkeypatch):
+    """Given an index of the points, the graph is built from its search (here the approximate one, which is
+    exact on 300 points where faiss is installed, else the exact one): the same graph; an index cannot
+    count the point itself among its neighbours."""
+    from pdenets.operators import knn
+
+    monkeypatch.setattr(knn, "APPROXIMATE_THRESHOLD", 100)
+    generator = torch.Generator().manual_seed(8)
+    points = torch.randn(300, 3, generator=generator, dtype=torch.float64)
+    index = knn.NeighbourIndex(points)
+    ours = knn_gaussian_weights(points, 6, sigma_neighbor=3, normalization="row", index=index)
+    reference = knn_gaussian_weights(points, 6, sigma_neighbor=3, normalization="row", backend="chunked")
+    assert torch.equal(ours.indices(), reference.indices())
+    assert torch.allclose(ours.values(), reference.values(), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="include_self=False"):
+        knn_gaussian_weights(points, 6, sigma_neighbor=3, include_self=True, index=index)

@@ -312,28 +312,35 @@ class NeighbourIndex:
         self._index: Any = None
         self._centre: Optional[torch.Tensor] = None
 
-    def search(self, queries: torch.Tensor, n_top: int) -> Neighbors:
-        """The ``n_top`` nearest points of each of the ``(M, D)`` ``queries``."""
+    def approximate(self, queries: int) -> bool:
+        """Whether a search of ``queries`` rows is the approximate one (and builds or reads the index)."""
         points = self.points
-        approximate = (
-            queries.shape[0] * points.shape[0] > BRUTE_FORCE_MAX_ENTRIES
+        return (
+            queries * points.shape[0] > BRUTE_FORCE_MAX_ENTRIES
             and points.shape[0] > approximate_threshold(points.device)
             and faiss_available()
         )
-        if not approximate:
+
+    def search(self, queries: Optional[torch.Tensor], n_top: int) -> Neighbors:
+        """The ``n_top`` nearest points of each of the ``(M, D)`` ``queries`` (``None``: of each point, itself
+        excluded, as ``knn_search(points, n_top)``)."""
+        points = self.points
+        if not self.approximate(len(points) if queries is None else queries.shape[0]):
             return knn_search(points, n_top, queries=queries)
-        check_points(queries, "queries")
-        if queries.shape[1] != points.shape[1]:
-            raise ValueError(
-                f"queries have dimension {queries.shape[1]} but points have dimension {points.shape[1]}"
-            )
+        if queries is not None:
+            check_points(queries, "queries")
+            if queries.shape[1] != points.shape[1]:
+                raise ValueError(
+                    f"queries have dimension {queries.shape[1]} but points have dimension {points.shape[1]}"
+                )
         check_num_neighbors(n_top, points.shape[0], include_self=False, name="n_top")
         if self._index is None:
             self._centre = points.mean(0, dtype=torch.float64).to(points.dtype)
             self._index = _hnsw_index(points - self._centre)
         assert self._centre is not None
-        queries = queries.detach()
-        indices, distances = _hnsw_search(self._index, points, queries - self._centre, queries, n_top, False)
+        own = queries is None
+        queries = points if queries is None else queries.detach()
+        indices, distances = _hnsw_search(self._index, points, queries - self._centre, queries, n_top, own)
         return Neighbors(indices=indices, sq_distances=distances)
 
 

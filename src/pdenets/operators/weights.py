@@ -33,7 +33,7 @@ import torch
 
 from .._checks import check_choice, check_floating, check_points, check_positive, check_positive_int
 from .graph import row_normalize, symmetric_normalize, symmetrize
-from .knn import check_sq_distances, knn_search
+from .knn import NeighbourIndex, check_sq_distances, knn_search
 
 __all__ = [
     "gaussian_kernel",
@@ -108,6 +108,7 @@ def knn_gaussian_weights(
     symmetrize_weights: bool = False,
     backend: str = "auto",
     coincident: str = "raise",
+    index: Optional[NeighbourIndex] = None,
 ) -> torch.Tensor:
     r"""Sparse Gaussian-kernel weights on the ``n_top``-nearest-neighbour graph.
 
@@ -136,6 +137,9 @@ def knn_gaussian_weights(
         coincident: a point whose adaptive width is zero (copies of it fill its list up to the
             ``sigma_neighbor``-th entry): ``"raise"`` (default) or ``"link"`` it to its copies only, weight
             1 (:func:`gaussian_kernel`'s limit ``σ → 0⁺``).
+        index: a :class:`~pdenets.operators.knn.NeighbourIndex` of ``points`` to search instead (kept by the
+            caller for later searches; ``backend`` is then the index's, ``include_self`` must be ``False``)
+            (default: ``None``).
 
     Returns:
         ``(N, N)`` coalesced sparse COO tensor with at most ``N · n_top`` (twice that if
@@ -165,7 +169,12 @@ def knn_gaussian_weights(
         sigma_neighbor = check_positive_int(sigma_neighbor, "sigma_neighbor")
         search_k = max(n_top, sigma_neighbor)
     points = points.detach()
-    neighbors = knn_search(points, search_k, include_self=include_self, backend=backend)
+    if index is not None:
+        if include_self or index.points.shape != points.shape:
+            raise ValueError("an index searches its own points, without themselves: give include_self=False")
+        neighbors = index.search(None, search_k)
+    else:
+        neighbors = knn_search(points, search_k, include_self=include_self, backend=backend)
     sq = neighbors.sq_distances
     if sigma_neighbor is not None:
         bandwidth = sq[:, sigma_neighbor - 1 : sigma_neighbor].sqrt()

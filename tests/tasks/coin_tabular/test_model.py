@@ -10,6 +10,7 @@ import pytest
 
 from pdenets.cli import main
 from pdenets.experiments.predictions import prediction_accuracy, read_predictions
+from pdenets.operators import faiss_available
 
 CLASSES = ["low", "mid", "high"]
 
@@ -344,6 +345,27 @@ def test_each_new_row_is_answered_alone_by_the_diffusion_towards_its_nearest_tra
         for step in range(3):
             out = out + 0.4 * (links @ model.trajectory[step].double() - out)
     assert np.allclose(answer, torch.softmax(out, 1).numpy(), atol=2e-5)
+
+
+@pytest.mark.skipif(not faiss_available(), reason="faiss-cpu not installed")
+def test_a_large_tables_neighbour_index_is_built_once_for_its_graph_and_its_new_rows(monkeypatch):
+    """Above the approximate search's threshold (here 100 rows) the fit builds the rows' HNSW index for the
+    graph and the model keeps it: new rows, asked twice, search it without building another; the answers
+    are those of the model fitted below the threshold (HNSW is exact on 178 rows)."""
+    from pdenets.operators import knn
+
+    exact_model, X = _fitted(n_top=6, sigma_neighbor=3)
+    monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_ENTRIES", 0)
+    monkeypatch.setattr(knn, "APPROXIMATE_THRESHOLD", 100)
+    built = []
+    original = knn._hnsw_index
+    monkeypatch.setattr(knn, "_hnsw_index", lambda points: built.append(len(points)) or original(points))
+    model, _ = _fitted(n_top=6, sigma_neighbor=3)
+    assert built == [len(X)]
+    new = X[:20] + 0.3 * np.random.default_rng(1).normal(size=(20, X.shape[1]))
+    first, second = model.predict_proba(new), model.predict_proba(new[:5])
+    assert built == [len(X)] and np.allclose(first[:5], second, atol=1e-7)
+    assert np.allclose(first, exact_model.predict_proba(new), atol=1e-4)
 
 
 def test_the_training_rows_steps_are_the_fitted_networks_and_label_spreading_predicts_as_scikit_learn():

@@ -245,10 +245,13 @@ def standardization(features: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return features.mean(0), np.where(scale > 0, scale, 1.0)
 
 
-def sample_graph(points: torch.Tensor, n_top: int, sigma_neighbor: int) -> torch.Tensor:
-    """The rows' Gaussian kNN graph, rows normalized (module docstring)."""
+def sample_graph(
+    points: torch.Tensor, n_top: int, sigma_neighbor: int, index: Optional[NeighbourIndex] = None
+) -> torch.Tensor:
+    """The rows' Gaussian kNN graph, rows normalized (module docstring); ``index``: the rows' neighbour index
+    to search (an approximate one, kept for the new rows)."""
     return knn_gaussian_weights(
-        points, n_top, sigma_neighbor=sigma_neighbor, normalization="row", coincident="link"
+        points, n_top, sigma_neighbor=sigma_neighbor, normalization="row", coincident="link", index=index
     )
 
 
@@ -602,7 +605,10 @@ def fit_table(
         return model
     diffusion = settings.diffusion
     if graph is None and diffusion is not None:
-        graph = sample_graph(points, diffusion.n_top, diffusion.sigma_neighbor)
+        # a large table's graph comes from the approximate index its new rows will search: built once
+        index = model.neighbour_index()
+        large = index.approximate(len(points))
+        graph = sample_graph(points, diffusion.n_top, diffusion.sigma_neighbor, index if large else None)
     mlp = settings.mlp
     assert mlp is not None
     torch.manual_seed(seed)
