@@ -63,6 +63,8 @@ __all__ = [
     "saved_task",
     "labels_to_json",
     "labels_from_json",
+    "saved_classes",
+    "estimator_from",
     "SavedModelError",
     "MODEL_FORMAT",
     "WEIGHTS_FILE",
@@ -477,3 +479,26 @@ def labels_from_json(document: Any, source: Union[str, Path] = "a saved model") 
         return np.asarray(values, dtype=kinds[document["kind"]])
     except (TypeError, ValueError):
         raise SavedModelError(f"{source}: its class labels are not readable") from None
+
+
+def saved_classes(about: Dict[str, Any], class_names: Sequence[str], source: Union[str, Path]) -> np.ndarray:
+    """The class labels a saved model answers in: the ones its estimator was fitted on (``about["classes"]``,
+    typed as given), else its class names; refused (naming ``source``) where they are not its
+    ``class_names``."""
+    classes = (
+        labels_from_json(about["classes"], source)
+        if "classes" in about
+        else np.asarray(class_names, dtype=str)
+    )
+    if [str(label) for label in classes] != list(class_names):
+        raise SavedModelError(f"{source}: its classes are not its class_names")
+    return classes
+
+
+def estimator_from(cls: Any, params: Dict[str, Any], source: Union[str, Path]) -> Any:
+    """``cls(**params)``: the estimator of a saved model's parameters (a parameter ``cls`` does not take is
+    refused naming ``source``)."""
+    try:
+        return cls(**params)
+    except TypeError as error:
+        raise SavedModelError(f"{source}: {error}") from None

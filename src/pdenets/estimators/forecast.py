@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data.temporal import TemporalGraphSeries, load_temporal
 from ..models.forecasting import FORECASTERS
-from ..saved_model import SavedModelError
+from ..saved_model import estimator_from
 from ..tasks.coin_forecast.config import BASELINES, CoinForecastConfig
 from ..tasks.coin_forecast.model import DiffusionGrid, ForecastModel, ForecastTraining, fit_forecaster
 from ..tasks.coin_forecast.protocol import ForecastSetup, diffuses_itself, forecast_metrics, prepare_protocol
@@ -211,10 +211,7 @@ class COINForecaster(BaseEstimator):
             params = {"model": model.model, "lags": model.lags, "horizons": model.horizons}
             if model.training is not None:
                 params["training"] = dict(vars(model.training))
-        try:
-            forecaster = cls(**params)
-        except TypeError as error:
-            raise SavedModelError(f"{Path(folder) / 'model.json'}: {error}") from None
+        forecaster = estimator_from(cls, params, Path(folder) / "model.json")
         forecaster.model_ = model
         forecaster.node_names_ = list(model.node_names)
         forecaster.step_size_, forecaster.num_steps_ = model.step_size, model.num_steps

@@ -39,10 +39,10 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..data.graphs import load_graph
+from ..data.graphs import graph_data
 from ..data.splits import held_out_split
 from ..data.transforms import PreparedGraph, prepare_graph
-from ..saved_model import SavedModelError, labels_from_json, labels_to_json
+from ..saved_model import estimator_from, labels_to_json, saved_classes
 from ..tasks.node_classification.config import NodeClassificationConfig
 from ..tasks.node_classification.model import NodeModel, NodeSettings, default_hyperparameters, fit_nodes
 
@@ -136,20 +136,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         """``graph`` (a path or name, a PyG ``Data``, or ``(x, edge_index)``) preprocessed (``features``: the
         transform, default the estimator's), its labels replaced by ``labels`` (one per node as given: ``-1``
         or ``None`` where unknown) encoded as ``classes_``."""
-        if isinstance(graph, (str, Path)):
-            data = load_graph(str(graph), missing_features=self.missing_features)
-        elif isinstance(graph, tuple) and len(graph) == 2:
-            from torch_geometric.data import Data
-
-            x, edge_index = (torch.as_tensor(part) for part in graph)
-            data = Data(x=x, edge_index=edge_index, num_nodes=len(x))
-        elif hasattr(graph, "edge_index") and getattr(graph, "x", None) is not None:
-            data = graph.clone()
-        else:
-            raise TypeError(
-                "graph must be a path or name of a graph file, a torch_geometric Data with x and edge_index, "
-                f"or a pair (x, edge_index); got {type(graph).__name__}"
-            )
+        data = graph_data(graph, missing_features=self.missing_features)
         nodes = int(data.num_nodes)
         if labels is not None:
             data.y = torch.as_tensor(self._encode(labels, nodes))
@@ -263,16 +250,6 @@ class DiffusionNodeClassifier(BaseEstimator):
                 "missing_features": settings.missing_features,
                 "random_state": model.about.get("seed", 0),
             }
-        try:
-            estimator = cls(**params)
-        except TypeError as error:
-            raise SavedModelError(f"{where}: {error}") from None
-        classes = (
-            labels_from_json(model.about["classes"], where)
-            if "classes" in model.about
-            else np.asarray(model.class_names, dtype=str)
-        )
-        if [str(label) for label in classes] != list(model.class_names):
-            raise SavedModelError(f"{where}: its classes are not its class_names")
-        estimator.classes_, estimator.model_ = classes, model
+        estimator = estimator_from(cls, params, where)
+        estimator.classes_, estimator.model_ = saved_classes(model.about, model.class_names, where), model
         return estimator

@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..saved_model import SavedModelError, labels_from_json, labels_to_json
+from ..saved_model import estimator_from, labels_to_json, saved_classes
 from ..tasks.coin_tabular.model import TabularModel, TabularSettings, fit_table
 
 if TYPE_CHECKING:  # scikit-learn >= 1.6
@@ -193,18 +193,8 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
             for part in settings.values():
                 merged.update(part)
             params = {name: value for name, value in merged.items() if name in cls._get_param_names()}
-        try:
-            estimator = cls(**params)
-        except TypeError as error:
-            raise SavedModelError(f"{source}: {error}") from None
-        classes = (
-            labels_from_json(model.about["classes"], source)
-            if "classes" in model.about
-            else np.asarray(model.class_names, dtype=str)
-        )
-        if [str(label) for label in classes] != list(model.class_names):
-            raise SavedModelError(f"{source}: its classes are not its class_names")
-        estimator.classes_, estimator.model_ = classes, model
+        estimator = estimator_from(cls, params, source)
+        estimator.classes_, estimator.model_ = saved_classes(model.about, model.class_names, source), model
         estimator.n_features_in_ = len(model.feature_names)
         names = list(model.feature_names)
         if names != [f"x{column}" for column in range(len(names))]:

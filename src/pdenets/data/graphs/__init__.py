@@ -47,7 +47,7 @@ or declared sizes above the memory budget (:mod:`pdenets.data.limits`) — raise
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 from ..errors import DatasetError, DatasetNotFoundError
 from ._common import (
@@ -78,6 +78,7 @@ __all__ = [
     "GRAPH_FORMATS",
     "register_graph_format",
     "load_graph",
+    "graph_data",
     "accepted_forms",
     "load_planetoid",
     "load_npz",
@@ -135,6 +136,38 @@ def load_graph(
         if call_plugin(GRAPH_FORMATS, entry.name, "accepts", entry.accepts, text):
             return entry.load(text, data_dir, missing_features)
     raise ValueError(f"unknown graph {spec!r}: use {accepted_forms()}")
+
+
+def graph_data(graph: Any, *, missing_features: str = "identity") -> Data:
+    """A graph in any of the forms a user hands one over: a specification of :func:`load_graph` (a path or a
+    name), a PyG ``Data`` with ``x`` and ``edge_index`` (a copy), or a pair ``(x, edge_index)``.
+
+    Args:
+        graph: the graph.
+        missing_features: as in :func:`load_graph`, for a file or folder without node features.
+
+    Raises:
+        TypeError: ``graph`` is none of these, naming its type.
+
+    Examples:
+        >>> import torch
+        >>> graph_data((torch.eye(3), torch.tensor([[0, 1], [1, 2]]))).num_nodes
+        3
+    """
+    if isinstance(graph, (str, Path)):
+        return load_graph(str(graph), missing_features=missing_features)
+    if isinstance(graph, tuple) and len(graph) == 2:
+        import torch
+        from torch_geometric.data import Data
+
+        x, edge_index = (torch.as_tensor(part) for part in graph)
+        return Data(x=x, edge_index=edge_index, num_nodes=len(x))
+    if hasattr(graph, "edge_index") and getattr(graph, "x", None) is not None:
+        return graph.clone()
+    raise TypeError(
+        "graph must be a path or name of a graph file, a torch_geometric Data with x and edge_index, "
+        f"or a pair (x, edge_index); got {type(graph).__name__}"
+    )
 
 
 def _by_priority() -> List[GraphFormat]:
