@@ -133,6 +133,35 @@ def add_sections(
         run_dir: the run folder the figures are saved in.
         kind_order: the network kinds in the order their rows and figures show them (``plain``, ``resnet``).
     """
+    _protocol(report, config)
+    for group, gammas in results.table.items():
+        dataset, architecture = group.split("/")
+        report.heading(
+            f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
+            "weight decay"
+        )
+        report.paragraph(
+            _ARCHITECTURE_TEXT[architecture].format(
+                width=config.width, blocks=config.blocks, k4="/".join(map(str, config.k4_widths))
+            )
+            + "."
+        )
+        _score_tables(report, dataset, architecture, gammas, kind_order)
+        members = [r for r in records if r["dataset"] == dataset and r["architecture"] == architecture]
+        name = f"{dataset}-{architecture}"
+        results.figures[f"{name}-lss"] = _lss_figure(members, run_dir, f"{name}-lss.png")
+        report.figure(
+            results.figures[f"{name}-lss"],
+            "Mean LSS of the tracked training images after every epoch (Fig. 2 "
+            "layout), one line per weight decay; solid ResNet, dashed plain.",
+        )
+        done = [r for r in members if not r["diverged"]]
+        if done:
+            _one_run_sections(report, config, done, name, run_dir, results.figures, kind_order)
+
+
+def _protocol(report: Report, config: GeodesicConfig) -> None:
+    """The training and scoring protocol, in prose."""
     report.paragraph(
         f"SGD lr {config.lr}, momentum {config.momentum}, batch {config.batch_size}, {config.epochs} epochs, "
         f"weight decay γ, {config.init} initialization; {config.train_limit or 'all'} training images"
@@ -146,123 +175,116 @@ def add_sections(
             "CIFAR-10: trained on the first 40,000 training images; **test = the last 10,000 training "
             "images, held out**; 'official' = the 1,000 official test images available."
         )
-    figures = results.figures
-    for group, gammas in results.table.items():
-        dataset, architecture = group.split("/")
-        report.heading(
-            f"{dataset}, {architecture.upper() if architecture != 'mlp' else 'MLP'}: plain vs ResNet per "
-            "weight decay"
-        )
-        report.paragraph(
-            _ARCHITECTURE_TEXT[architecture].format(
-                width=config.width, blocks=config.blocks, k4="/".join(map(str, config.k4_widths))
+
+
+def _score_tables(
+    report: Report, dataset: str, architecture: str, gammas: Dict[Any, Any], kind_order: Sequence[str]
+) -> None:
+    """The accuracies and scores of every weight decay and network kind beside the paper's, and per stage
+    where the networks have several."""
+    paper = PAPER.get((dataset, architecture), {})
+    rows = []
+    for gamma, kinds in gammas.items():
+        for kind in kind_order:
+            if kind not in kinds:
+                continue
+            cell = kinds[kind]
+            accuracies = [cell.train_accuracy, cell.test_accuracy]
+            if dataset == "cifar10":
+                accuracies.append(cell.official_accuracy)
+            rows.append(
+                [gamma, kind]
+                + [_accuracy_cell(stats) for stats in accuracies]
+                + [_score_cell(cell.ots, ".3g"), _score_cell(cell.lsr, ".2f"), _score_cell(cell.lss, ".2f")]
+                + [_paper_cell(paper.get((kind, float(gamma)), {})), f"{cell.finished}/{cell.runs}"]
             )
-            + "."
-        )
-        paper = PAPER.get((dataset, architecture), {})
-        rows = []
-        for gamma, kinds in gammas.items():
-            for kind in kind_order:
-                if kind in kinds:
-                    cell = kinds[kind]
-                    accuracies = [cell.train_accuracy, cell.test_accuracy]
-                    if dataset == "cifar10":
-                        accuracies.append(cell.official_accuracy)
-                    rows.append(
-                        [gamma, kind]
-                        + [_accuracy_cell(stats) for stats in accuracies]
-                        + [
-                            _score_cell(cell.ots, ".3g"),
-                            _score_cell(cell.lsr, ".2f"),
-                            _score_cell(cell.lss, ".2f"),
-                        ]
-                        + [_paper_cell(paper.get((kind, float(gamma)), {})), f"{cell.finished}/{cell.runs}"]
-                    )
+    report.table(
+        ["γ", "network", "train acc (%)", "test acc (%)"]
+        + (["official test (%)"] if dataset == "cifar10" else [])
+        + ["OTS", "LSR", "LSS", "paper", "runs finished"],
+        rows,
+    )
+    stage_rows = [
+        [gamma, kind, stage.width] + [f"{stats.mean:.3g}" for stats in (stage.ots, stage.lsr, stage.lss)]
+        for gamma, kinds in gammas.items()
+        for kind in kind_order
+        if kind in kinds
+        for stage in kinds[kind].stages or []
+    ]
+    if stage_rows:
         report.table(
-            ["γ", "network", "train acc (%)", "test acc (%)"]
-            + (["official test (%)"] if dataset == "cifar10" else [])
-            + ["OTS", "LSR", "LSS", "paper", "runs finished"],
-            rows,
+            ["γ", "network", "stage width", "OTS", "LSR", "LSS"],
+            stage_rows,
+            caption="Per stage (Fig. 5–6 layout).",
         )
-        stage_rows = [
-            [gamma, kind, stage.width] + [f"{stats.mean:.3g}" for stats in (stage.ots, stage.lsr, stage.lss)]
-            for gamma, kinds in gammas.items()
-            for kind in kind_order
-            if kind in kinds
-            for stage in kinds[kind].stages or []
-        ]
-        if stage_rows:
-            report.table(
-                ["γ", "network", "stage width", "OTS", "LSR", "LSS"],
-                stage_rows,
-                caption="Per stage (Fig. 5–6 layout).",
-            )
-        members = [r for r in records if r["dataset"] == dataset and r["architecture"] == architecture]
-        name = f"{dataset}-{architecture}"
-        figures[f"{name}-lss"] = _lss_figure(members, run_dir, f"{name}-lss.png")
-        report.figure(
-            figures[f"{name}-lss"],
-            "Mean LSS of the tracked training images after every epoch (Fig. 2 "
-            "layout), one line per weight decay; solid ResNet, dashed plain.",
-        )
-        done = [r for r in members if not r["diverged"]]
-        if not done:
-            continue
-        figure_gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
-        found = {
-            kind: next((r for r in done if r["weight_decay"] == figure_gamma and r["kind"] == kind), None)
-            for kind in kind_order
-        }
-        chosen = {kind: r for kind, r in found.items() if r is not None}
-        report.heading(
-            f"Robustness, unit ablation, tracks (γ = {figure_gamma:g}, seed {min(r['seed'] for r in done)})",
-            3,
-        )
-        proportion_rows = [
-            [kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]
-            for kind, r in chosen.items()
-            for stage_index, stage in enumerate(r["stages"])
-        ]
-        width = max(len(row) for row in proportion_rows) - 2
-        report.table(
-            ["network", "stage"] + [f"segment {i + 1}" for i in range(width)],
-            [row + [""] * (width + 2 - len(row)) for row in proportion_rows],
-            caption="Mean share of each segment in its track's length (Tables 2–3 layout).",
-        )
-        figures[f"{name}-robustness"] = _robustness_figure(chosen, run_dir, f"{name}-robustness.png")
-        report.figure(
-            figures[f"{name}-robustness"],
-            "Accuracy on test images with Gaussian noise σ and FGSM ε (top), and the variation rate of the "
-            "last block's output V(n) (bottom; eq. 49, appendix 7.2, Fig. 8 layout).",
-        )
-        figures[f"{name}-variation"] = _variation_figure(chosen, run_dir, f"{name}-variation.png")
-        report.figure(
-            figures[f"{name}-variation"],
-            "Variation rate along the tracks (l = 0 is the first block's "
-            "input) at the largest noise level of each attack.",
-        )
-        ablation = {kind: r["ablation"] for kind, r in chosen.items()}
-        figures[f"{name}-ablation"] = _ablation_figure(ablation, run_dir, f"{name}-ablation.png")
-        report.figure(
-            figures[f"{name}-ablation"],
-            f"Unit ablation of block {config.ablation_block} (appendix 7.1, Fig. 7 layout): test accuracy "
-            "when the k most important units of each class (largest class means) are set back to their "
-            "values before the block; the class of a point is the intact network's prediction.",
-        )
-        report.table(
-            ["k eliminated"] + list(ablation),
-            [
-                [k] + [f"{100 * ablation[kind]['accuracy'][i]:.1f}" for kind in ablation]
-                for i, k in enumerate(next(iter(ablation.values()))["counts"])
-            ],
-        )
-        figures[f"{name}-tracks"] = _tracks_figure(chosen, run_dir, f"{name}-tracks.png")
-        report.figure(
-            figures[f"{name}-tracks"],
-            "Tracks of test images through the first stage, projected to 2-D by "
-            "one random Gaussian matrix (Fig. 3 layout); colour = class, "
-            "dot = input of the first block.",
-        )
+
+
+def _one_run_sections(
+    report: Report,
+    config: GeodesicConfig,
+    done: List[Dict[str, Any]],
+    name: str,
+    run_dir,
+    figures: Dict[str, str],
+    kind_order: Sequence[str],
+) -> None:
+    """Robustness, unit ablation and tracks of one finished run of each kind (the weight decay nearest the
+    figures' and the first seed)."""
+    figure_gamma = _nearest(sorted({r["weight_decay"] for r in done}), config.figure_weight_decay)
+    found = {
+        kind: next((r for r in done if r["weight_decay"] == figure_gamma and r["kind"] == kind), None)
+        for kind in kind_order
+    }
+    chosen = {kind: r for kind, r in found.items() if r is not None}
+    report.heading(
+        f"Robustness, unit ablation, tracks (γ = {figure_gamma:g}, seed {min(r['seed'] for r in done)})",
+        3,
+    )
+    proportion_rows = [
+        [kind, stage_index + 1] + [f"{v:.3f}" for v in stage["proportions"]]
+        for kind, r in chosen.items()
+        for stage_index, stage in enumerate(r["stages"])
+    ]
+    width = max(len(row) for row in proportion_rows) - 2
+    report.table(
+        ["network", "stage"] + [f"segment {i + 1}" for i in range(width)],
+        [row + [""] * (width + 2 - len(row)) for row in proportion_rows],
+        caption="Mean share of each segment in its track's length (Tables 2–3 layout).",
+    )
+    figures[f"{name}-robustness"] = _robustness_figure(chosen, run_dir, f"{name}-robustness.png")
+    report.figure(
+        figures[f"{name}-robustness"],
+        "Accuracy on test images with Gaussian noise σ and FGSM ε (top), and the variation rate of the "
+        "last block's output V(n) (bottom; eq. 49, appendix 7.2, Fig. 8 layout).",
+    )
+    figures[f"{name}-variation"] = _variation_figure(chosen, run_dir, f"{name}-variation.png")
+    report.figure(
+        figures[f"{name}-variation"],
+        "Variation rate along the tracks (l = 0 is the first block's "
+        "input) at the largest noise level of each attack.",
+    )
+    ablation = {kind: r["ablation"] for kind, r in chosen.items()}
+    figures[f"{name}-ablation"] = _ablation_figure(ablation, run_dir, f"{name}-ablation.png")
+    report.figure(
+        figures[f"{name}-ablation"],
+        f"Unit ablation of block {config.ablation_block} (appendix 7.1, Fig. 7 layout): test accuracy "
+        "when the k most important units of each class (largest class means) are set back to their "
+        "values before the block; the class of a point is the intact network's prediction.",
+    )
+    report.table(
+        ["k eliminated"] + list(ablation),
+        [
+            [k] + [f"{100 * ablation[kind]['accuracy'][i]:.1f}" for kind in ablation]
+            for i, k in enumerate(next(iter(ablation.values()))["counts"])
+        ],
+    )
+    figures[f"{name}-tracks"] = _tracks_figure(chosen, run_dir, f"{name}-tracks.png")
+    report.figure(
+        figures[f"{name}-tracks"],
+        "Tracks of test images through the first stage, projected to 2-D by "
+        "one random Gaussian matrix (Fig. 3 layout); colour = class, "
+        "dot = input of the first block.",
+    )
 
 
 def _lss_figure(records, run_dir, filename: str) -> str:

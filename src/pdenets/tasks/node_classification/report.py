@@ -55,6 +55,25 @@ def add_sections(
         figures["accuracy"] = _accuracy_figure(protocol, datasets, config.models, paper, run_dir)
     if results.depth:
         figures["depth"] = _depth_figure(results.depth, run_dir)
+    _protocol(report, config)
+    _accuracy_section(report, config, results, datasets, paper)
+    _time_section(report, results, datasets, config.models)
+    _graph_section(report, results)
+    if results.depth:
+        report.heading("Depth study (Fig. 5)")
+        rows = [
+            [md_escape(dataset), model]
+            + [_mean_std(points[str(d)]) if str(d) in points else "—" for d in config.depths]
+            for dataset, by_model in results.depth.items()
+            for model, points in by_model.items()
+        ]
+        report.table(["dataset", "model"] + [f"{d} layers" for d in config.depths], rows)
+        report.figure(figures["depth"], "Accuracy against depth.")
+    _choices(report, config, results)
+
+
+def _protocol(report: Report, config: NodeClassificationConfig) -> None:
+    """The splits, initializations and training settings, in prose."""
     sets = (
         f"your split `{md_escape(Path(config.split_file).name)}` (its training, validation and test nodes "
         "exactly)"
@@ -74,6 +93,16 @@ def add_sections(
             else ""
         )
     )
+
+
+def _accuracy_section(
+    report: Report,
+    config: NodeClassificationConfig,
+    results: NodeClassificationResults,
+    datasets: Sequence[str],
+    paper: Mapping[str, Mapping[str, PaperValue]],
+) -> None:
+    """Every model's accuracy on every dataset, beside the paper's where it has one, and its figure."""
     compared = [d for d in datasets if any(d in paper.get(model, {}) for model in config.models)]
     report.heading("Accuracy (%), mean ± std over all runs" + (", next to the paper" if compared else ""))
     headers, rows = ["model"], []
@@ -97,23 +126,15 @@ def add_sections(
         rows,
         caption="Difference: pdenets mean minus the paper's mean (points)." if compared else None,
     )
-    if "accuracy" in figures:
+    if "accuracy" in results.figures:
         report.figure(
-            figures["accuracy"],
+            results.figures["accuracy"],
             "Test accuracy of every run" + ("; red stars: the paper's means." if compared else "."),
         )
-    _time_section(report, results, datasets, config.models)
-    _graph_section(report, results)
-    if results.depth:
-        report.heading("Depth study (Fig. 5)")
-        rows = [
-            [md_escape(dataset), model]
-            + [_mean_std(points[str(d)]) if str(d) in points else "—" for d in config.depths]
-            for dataset, by_model in results.depth.items()
-            for model, points in by_model.items()
-        ]
-        report.table(["dataset", "model"] + [f"{d} layers" for d in config.depths], rows)
-        report.figure(figures["depth"], "Accuracy against depth.")
+
+
+def _choices(report: Report, config: NodeClassificationConfig, results: NodeClassificationResults) -> None:
+    """What this implementation chose where the paper leaves room."""
     report.heading("Choices")
     report.bullets(
         [
