@@ -71,9 +71,21 @@ def add_sections(
         run_dir: the run folder the figures are saved in.
         models: every model name in display order (those of ``config.models`` are shown).
     """
+    facts = {dataset: _facts(config, dataset, results.sources) for dataset in results.table}
+    _setting(report, config, results, facts)
+    order = [model for model in models if model in config.models]
+    for dataset, protocols in results.table.items():
+        for protocol, entries in protocols.items():
+            _protocol_section(
+                report, config, results, records, run_dir, dataset, protocol, entries, order, facts[dataset]
+            )
+
+
+def _setting(
+    report: Report, config: CoinForecastConfig, results: ForecastResults, facts: Dict[str, Any]
+) -> None:
+    """COIN's setting, the series and the protocol, in prose."""
     sources = results.sources
-    figures = results.figures
-    facts = {dataset: _facts(config, dataset, sources) for dataset in results.table}
     described = [_describe(dataset, fact) for dataset, fact in facts.items()]
     builtin = [dataset for dataset in results.table if sources.get(dataset, dataset) in TEMPORAL_DATASETS]
     report.paragraph(
@@ -106,66 +118,72 @@ def add_sections(
         )
         + " (the closed-form baselines are deterministic)."
     )
-    order = [model for model in models if model in config.models]
-    for dataset, protocols in results.table.items():
-        series, unit, entity = facts[dataset]
-        label, unit_words, entities = (
-            md_escape(dataset),
-            md_escape(plural(unit)),
-            md_escape(plural_noun(entity)),
+
+
+def _protocol_section(
+    report: Report,
+    config: CoinForecastConfig,
+    results: ForecastResults,
+    records: List[Dict[str, Any]],
+    run_dir,
+    dataset: str,
+    protocol: str,
+    entries: Any,
+    order: List[str],
+    fact: Any,
+) -> None:
+    """One dataset under one protocol: its table, verdicts and figures."""
+    sources, figures, seeds = results.sources, results.figures, list(config.seeds)
+    series, unit, entity = fact
+    label, unit_words, entities = md_escape(dataset), md_escape(plural(unit)), md_escape(plural_noun(entity))
+    report.heading(f"{label} — {protocol} protocol")
+    data = _series_for(config, dataset, protocol, sources)
+    transform = data.transform if data is not None else None
+    raw = _table(
+        report,
+        dataset,
+        protocol,
+        entries,
+        order,
+        transform=transform,
+        entity=md_escape(entity),
+        stored=series is not None and series.layout == "csv",
+    )
+    _concentration(report, entries, order, entities=entities, steps=unit_words)
+    _verdict_paragraphs(report, results, f"{dataset}/{protocol}", steps=unit_words, seeds=len(seeds))
+    _worse_in_mae(report, entries, order)
+    if protocol == "ours":
+        figures[f"{dataset}-horizons"] = horizon_figure(
+            _mae_by_horizon(entries, order, raw), dataset, run_dir, file_name_for(dataset, "-horizons.png")
         )
-        for protocol, entries in protocols.items():
-            report.heading(f"{label} — {protocol} protocol")
-            data = _series_for(config, dataset, protocol, sources)
-            transform = data.transform if data is not None else None
-            raw = _table(
-                report,
-                dataset,
-                protocol,
-                entries,
-                order,
-                transform=transform,
-                entity=md_escape(entity),
-                stored=series is not None and series.layout == "csv",
-            )
-            _concentration(report, entries, order, entities=entities, steps=unit_words)
-            _verdict_paragraphs(report, results, f"{dataset}/{protocol}", steps=unit_words, seeds=len(seeds))
-            _worse_in_mae(report, entries, order)
-            if protocol == "ours":
-                figures[f"{dataset}-horizons"] = horizon_figure(
-                    _mae_by_horizon(entries, order, raw),
-                    dataset,
-                    run_dir,
-                    file_name_for(dataset, "-horizons.png"),
-                )
-                report.figure(
-                    figures[f"{dataset}-horizons"],
-                    f"{label}: test MAE per horizon (horizon h: h {unit_words} ahead; "
-                    f"{'in the series’ units' if raw else 'scaled units'}), "
-                    + ("mean over seeds." if len(seeds) > 1 else "one seed."),
-                )
-            forecast, graph = _series_figures(
-                config, records, dataset, protocol, order, run_dir, sources, entity=entity, unit=unit
-            )
-            if forecast:
-                figures[f"{dataset}-{protocol}-forecasts"] = forecast
-                names = "named as in the file" if series is not None and series.node_names else "by index"
-                report.figure(
-                    forecast,
-                    f"{label} ({protocol}): horizon-1 forecasts over the test period for the four "
-                    f"{entities} with the largest values ({names}), truth in black (seed {min(seeds)} of "
-                    "each model).",
-                )
-            if graph:
-                figures[f"{dataset}-{protocol}-graph"] = graph
-                report.figure(
-                    graph,
-                    f"{label} ({protocol}): the graph of the {entities} (force-directed layout, no map); "
-                    "colour = mean |COIN − convection alone| of the horizon-1 test forecasts (seed "
-                    f"{min(seeds)}), size = degree, edges = diffusion weights averaged over the "
-                    f"{unit_words} (those above 0.02 where the graph varies). Where diffusion changes the "
-                    "forecasts most.",
-                )
+        report.figure(
+            figures[f"{dataset}-horizons"],
+            f"{label}: test MAE per horizon (horizon h: h {unit_words} ahead; "
+            f"{'in the series’ units' if raw else 'scaled units'}), "
+            + ("mean over seeds." if len(seeds) > 1 else "one seed."),
+        )
+    forecast, graph = _series_figures(
+        config, records, dataset, protocol, order, run_dir, sources, entity=entity, unit=unit
+    )
+    if forecast:
+        figures[f"{dataset}-{protocol}-forecasts"] = forecast
+        names = "named as in the file" if series is not None and series.node_names else "by index"
+        report.figure(
+            forecast,
+            f"{label} ({protocol}): horizon-1 forecasts over the test period for the four "
+            f"{entities} with the largest values ({names}), truth in black (seed {min(seeds)} of "
+            "each model).",
+        )
+    if graph:
+        figures[f"{dataset}-{protocol}-graph"] = graph
+        report.figure(
+            graph,
+            f"{label} ({protocol}): the graph of the {entities} (force-directed layout, no map); "
+            "colour = mean |COIN − convection alone| of the horizon-1 test forecasts (seed "
+            f"{min(seeds)}), size = degree, edges = diffusion weights averaged over the "
+            f"{unit_words} (those above 0.02 where the graph varies). Where diffusion changes the "
+            "forecasts most.",
+        )
 
 
 def plural(unit: str) -> str:
