@@ -161,51 +161,9 @@ def add_sections(
     if results.official_runs:
         _official_section(report, results)
     if results.sensitivity:
-        figures["sensitivity"] = _sensitivity_figure(results.sensitivity, run_dir)
-        report.heading(
-            "Sensitivity"
-            + (" (Figs. 7–9)" if paper else "")
-            + ": internal convection-diffusion, 5-way 1-shot"
-        )
-        rows = [
-            [
-                study,
-                format_mean_std(point.value, digits=2),
-                format_mean_std(point.episodes.mean, point.episodes.ci95, 2),
-                point.episodes.tasks,
-            ]
-            for study, points in results.sensitivity.items()
-            for point in points
-        ]
-        report.table(
-            ["sweep", "value", "accuracy (%)", "tasks"],
-            rows,
-            caption="n_top counts the point itself (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); "
-            "strength = r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).",
-        )
-        report.figure(
-            figures["sensitivity"],
-            "Accuracy against n_top, total strength rγ and the number of steps r "
-            "at fixed rγ (error bars: 95 % CI).",
-        )
+        _sensitivity_section(report, results, run_dir, paper)
     if results.timing:
-        figures["timing"] = _timing_figure(results.timing, run_dir)
-        report.heading("Time per task against diffusion layers" + (" (Fig. 10)" if paper else ""))
-        rows = [
-            [
-                p.layers,
-                f"{1000 * p.episodes.seconds_per_task:.2f}",
-                format_mean_std(p.episodes.mean, p.episodes.ci95, 2),
-            ]
-            for p in sorted(results.timing, key=lambda p: p.layers)
-        ]
-        report.table(
-            ["diffusion layers r", "ms per task (batched)", "accuracy (%)"],
-            rows,
-            caption="rγ = 2 (γ = 1 for r = 1); tasks trained together in batches; measured inside a worker "
-            "process, so other jobs may share the machine.",
-        )
-        report.figure(figures["timing"], "Time per task and accuracy against the number of diffusion layers.")
+        _timing_section(report, results, run_dir, paper)
     pictures = [r for r in records if "before" in r]
     if pictures:
         figures["picture"] = _picture_figure(pictures, run_dir)
@@ -284,7 +242,61 @@ def _describe(settings) -> str:
     return ", ".join(values).replace("None", "auto") or "none"
 
 
+def _sensitivity_section(report: Report, results: FewShotResults, run_dir, paper: Any) -> None:
+    """The internal head's accuracy against ``n_top``, ``rγ`` and ``r``: table and figure."""
+    results.figures["sensitivity"] = _sensitivity_figure(results.sensitivity, run_dir)
+    report.heading(
+        "Sensitivity" + (" (Figs. 7–9)" if paper else "") + ": internal convection-diffusion, 5-way 1-shot"
+    )
+    rows = [
+        [
+            study,
+            format_mean_std(point.value, digits=2),
+            format_mean_std(point.episodes.mean, point.episodes.ci95, 2),
+            point.episodes.tasks,
+        ]
+        for study, points in results.sensitivity.items()
+        for point in points
+    ]
+    report.table(
+        ["sweep", "value", "accuracy (%)", "tasks"],
+        rows,
+        caption="n_top counts the point itself (n_top − 1 entries kept, sigma = ⌊n_top/2⌋-th entry); "
+        "strength = r·γ at γ = 0.5; steps = r at r·γ = 5 (γ = min(1, 5/r)).",
+    )
+    report.figure(
+        results.figures["sensitivity"],
+        "Accuracy against n_top, total strength rγ and the number of steps r "
+        "at fixed rγ (error bars: 95 % CI).",
+    )
+
+
+def _timing_section(report: Report, results: FewShotResults, run_dir, paper: Any) -> None:
+    """Time per task and accuracy against the diffusion layers: table and figure."""
+    results.figures["timing"] = _timing_figure(results.timing, run_dir)
+    report.heading("Time per task against diffusion layers" + (" (Fig. 10)" if paper else ""))
+    rows = [
+        [
+            p.layers,
+            f"{1000 * p.episodes.seconds_per_task:.2f}",
+            format_mean_std(p.episodes.mean, p.episodes.ci95, 2),
+        ]
+        for p in sorted(results.timing, key=lambda p: p.layers)
+    ]
+    report.table(
+        ["diffusion layers r", "ms per task (batched)", "accuracy (%)"],
+        rows,
+        caption="rγ = 2 (γ = 1 for r = 1); tasks trained together in batches; measured inside a worker "
+        "process, so other jobs may share the machine.",
+    )
+    report.figure(
+        results.figures["timing"], "Time per task and accuracy against the number of diffusion layers."
+    )
+
+
 def _ablation_section(report: Report, results: FewShotResults, config: FewShotConfig) -> None:
+    """Every method's accuracy, one table per query-set shape and dataset, the time of each method, and the
+    paper's claim where the data is the paper's."""
     paper = _paper_data(config)
     report.heading(
         ("Ablation (Table 2 layout)" if paper else "Accuracy of each method")
@@ -292,58 +304,76 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
     )
     marked = False
     for shape, tables in results.ablation.items():
-        facts = results.shapes[shape]
         report.heading(shape.capitalize(), level=3)
         for dataset, cells in tables.items():
-            columns = list(cells)
-            rows = []
-            for method in config.methods:
-                row = [METHOD_NAMES.get(method, method)]
-                for cell in columns:
-                    entry = cells[cell].get(method)
-                    text = "—"
-                    if entry is not None:
-                        text = format_mean_std(entry.mean, entry.ci95, 2)
-                        if entry.breaks_assumption_of(method):  # from the query sets drawn, not the request
-                            text += f" {ASSUMPTION_MARK}"
-                            marked = True
-                        if entry.tasks != config.tasks:  # a partial run says how many tasks it has so far
-                            text += f" ({entry.tasks} tasks)"
-                        if entry.open_auroc is not None:
-                            text += f", AUROC {entry.open_auroc:.2f}"
-                    row.append(text)
-                rows.append(row)
-            rows.append(["query sets drawn: unequal counts or open-set queries / a class without any"])
-            for cell in columns:
-                drawn = next(iter(cells[cell].values()))
-                unbalanced, empty = drawn.unbalanced_share or 0.0, drawn.empty_class_share or 0.0
-                rows[-1].append(f"{100 * unbalanced:.0f} % / {100 * empty:.0f} %")
-            caption = (
-                f"{md_escape(dataset)}: accuracy (%) over {config.tasks} tasks per cell unless marked; "
-                "— : not run yet. "
-                "The last row: the shares of the query sets as drawn (and solved) whose support classes got "
-                "unequal numbers of queries or that hold open-set queries, and in which a class got none "
-                "(every method of a cell sees the same tasks)."
-            )
-            if facts.open_set:
-                caption += (
-                    " Accuracy counts the queries of the support's classes; AUROC: how well the top "
-                    "probability tells them from the open-set queries (0.5: not at all)."
-                )
-            report.table([md_escape(dataset)] + columns, rows, caption=caption)
-            for first, second, gap in indistinct_pairs(cells):
-                report.paragraph(
-                    f"{md_escape(dataset)}: {METHOD_NAMES.get(first, first)} and "
-                    f"{METHOD_NAMES.get(second, second)} "
-                    f"cannot be told apart in this table: in every cell they differ by at most {gap:.2f} "
-                    f"points, within their 95 % intervals. {_why_alike(first, config)}"
-                )
+            marked = _ablation_table(report, config, dataset, cells, results.shapes[shape].open_set) or marked
     if marked:
         report.paragraph(
             f"{ASSUMPTION_MARK} the method assumes balanced queries (every class of the task as many, "
             "none from elsewhere) and some query sets of this cell, as drawn, are not: its result shows what "
             "the assumption costs, not what the method does on the query sets it was made for."
         )
+    _method_times(report, results, config)
+    if paper:  # a benchmark, not the user's data
+        _paper_context(report)
+        if results.claim:
+            _claim(report, results.claim)
+
+
+def _ablation_table(
+    report: Report, config: FewShotConfig, dataset: str, cells: Mapping[str, Any], open_set: int
+) -> bool:
+    """One dataset's table under one shape (and the pairs of methods it cannot tell apart); whether a cell
+    is marked as breaking its method's assumption."""
+    marked = False
+    columns = list(cells)
+    rows = []
+    for method in config.methods:
+        row = [METHOD_NAMES.get(method, method)]
+        for cell in columns:
+            entry = cells[cell].get(method)
+            text = "—"
+            if entry is not None:
+                text = format_mean_std(entry.mean, entry.ci95, 2)
+                if entry.breaks_assumption_of(method):  # from the query sets drawn, not the request
+                    text += f" {ASSUMPTION_MARK}"
+                    marked = True
+                if entry.tasks != config.tasks:  # a partial run says how many tasks it has so far
+                    text += f" ({entry.tasks} tasks)"
+                if entry.open_auroc is not None:
+                    text += f", AUROC {entry.open_auroc:.2f}"
+            row.append(text)
+        rows.append(row)
+    rows.append(["query sets drawn: unequal counts or open-set queries / a class without any"])
+    for cell in columns:
+        drawn = next(iter(cells[cell].values()))
+        unbalanced, empty = drawn.unbalanced_share or 0.0, drawn.empty_class_share or 0.0
+        rows[-1].append(f"{100 * unbalanced:.0f} % / {100 * empty:.0f} %")
+    caption = (
+        f"{md_escape(dataset)}: accuracy (%) over {config.tasks} tasks per cell unless marked; "
+        "— : not run yet. "
+        "The last row: the shares of the query sets as drawn (and solved) whose support classes got "
+        "unequal numbers of queries or that hold open-set queries, and in which a class got none "
+        "(every method of a cell sees the same tasks)."
+    )
+    if open_set:
+        caption += (
+            " Accuracy counts the queries of the support's classes; AUROC: how well the top "
+            "probability tells them from the open-set queries (0.5: not at all)."
+        )
+    report.table([md_escape(dataset)] + columns, rows, caption=caption)
+    for first, second, gap in indistinct_pairs(cells):
+        report.paragraph(
+            f"{md_escape(dataset)}: {METHOD_NAMES.get(first, first)} and "
+            f"{METHOD_NAMES.get(second, second)} "
+            f"cannot be told apart in this table: in every cell they differ by at most {gap:.2f} "
+            f"points, within their 95 % intervals. {_why_alike(first, config)}"
+        )
+    return marked
+
+
+def _method_times(report: Report, results: FewShotResults, config: FewShotConfig) -> None:
+    """The seconds per 1,000 tasks of every method, in the first cell."""
     timing = [
         (shape, dataset, cell, method, entry.seconds_per_1000_tasks)
         for shape, tables in results.ablation.items()
@@ -351,39 +381,39 @@ def _ablation_section(report: Report, results: FewShotResults, config: FewShotCo
         for cell, methods in cells.items()
         for method, entry in methods.items()
     ]
-    if timing:
-        first = timing[0][:3]
-        rows = [
-            [METHOD_NAMES.get(method, method), f"{seconds:.2f}"]
-            for shape, dataset, cell, method, seconds in timing
-            if (shape, dataset, cell) == first
-        ]
-        report.table(
-            ["method", "s per 1,000 tasks"],
-            rows,
-            caption=f"{md_escape(first[1])}, {first[2]}, {first[0]}: time of the method alone (batched), "
-            f"measured in a worker with {config.threads or 'cores / workers'} torch thread(s); other jobs "
-            "may have shared the machine (benchmarks/fewshot_peers.py measures alone).",
-        )
-    if paper:  # a benchmark, not the user's data
-        _paper_context(report)
-    verdicts = results.claim
+    if not timing:
+        return
+    first = timing[0][:3]
+    rows = [
+        [METHOD_NAMES.get(method, method), f"{seconds:.2f}"]
+        for shape, dataset, cell, method, seconds in timing
+        if (shape, dataset, cell) == first
+    ]
+    report.table(
+        ["method", "s per 1,000 tasks"],
+        rows,
+        caption=f"{md_escape(first[1])}, {first[2]}, {first[0]}: time of the method alone (batched), "
+        f"measured in a worker with {config.threads or 'cores / workers'} torch thread(s); other jobs "
+        "may have shared the machine (benchmarks/fewshot_peers.py measures alone).",
+    )
 
-    if verdicts and paper:
-        lines = []
-        for table, beats in verdicts.items():
-            parts = [
-                f"{other} {win.difference:+.2f} points ({'clearly' if win.clearly else 'not clearly'})"
-                for other, win in beats.items()
-            ]
-            lines.append(f"{md_escape(table)}: internal vs " + ", ".join(parts))
-        others = list(dict.fromkeys(other for beats in verdicts.values() for other in beats))
-        report.paragraph(
-            "The Diff-ResNet paper's 1-shot claim, for the methods that ran — internal convection-diffusion "
-            f"clearly beats {', '.join(METHOD_NAMES.get(m, m).lower() for m in others)} ('clearly': the gap "
-            "exceeds the sum of the two 95 % half-widths):"
-        )
-        report.bullets(lines)
+
+def _claim(report: Report, verdicts: Mapping[str, Any]) -> None:
+    """The Diff-ResNet paper's 1-shot claim, checked table by table."""
+    lines = []
+    for table, beats in verdicts.items():
+        parts = [
+            f"{other} {win.difference:+.2f} points ({'clearly' if win.clearly else 'not clearly'})"
+            for other, win in beats.items()
+        ]
+        lines.append(f"{md_escape(table)}: internal vs " + ", ".join(parts))
+    others = list(dict.fromkeys(other for beats in verdicts.values() for other in beats))
+    report.paragraph(
+        "The Diff-ResNet paper's 1-shot claim, for the methods that ran — internal convection-diffusion "
+        f"clearly beats {', '.join(METHOD_NAMES.get(m, m).lower() for m in others)} ('clearly': the gap "
+        "exceeds the sum of the two 95 % half-widths):"
+    )
+    report.bullets(lines)
 
 
 def _official_section(report: Report, results: FewShotResults) -> None:
