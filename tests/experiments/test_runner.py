@@ -213,3 +213,16 @@ def test_report_only_never_replaces_a_report_by_one_of_fewer_runs(tmp_path, caps
     results = json.loads((out / "results.json").read_text())
     assert (results["runs_planned"], results["runs_stored"]) == (6, 4)
     assert main(["run", "toy", "--out", str(out), "--report-only", "--config", str(out / "config.yaml")]) == 0
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_prepare_knows_whether_the_run_shows_progress(tmp_path, progress):
+    """``--no-progress`` reaches the task's own preparation (a features file built before the runs)."""
+    seen = []
+
+    class Preparing(ToyTask):
+        def prepare(self):
+            seen.append(self.progress)
+
+    run_task(Preparing(ToyConfig(count=1, workers=1)), out=tmp_path / "p", progress=progress)
+    assert seen == [progress]

@@ -231,6 +231,7 @@ def run_task(
     """
     task = _as_task(task, config)
     task.validate()
+    task.progress = progress
     task.prepare()
     planned = plan_jobs(task)
     start = time.perf_counter()

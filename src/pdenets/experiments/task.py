@@ -226,6 +226,8 @@ class Task(ABC, Generic[ConfigT]):
                 f"task {self.name!r} needs a {self.config_class.__name__}, got {type(config).__name__}"
             )
         self.config: ConfigT = config
+        #: whether the run shows progress bars (``--no-progress``: not): :meth:`prepare`'s own work reads it
+        self.progress = True
 
     def record_fields(self, spec: Any, record: Mapping[str, Any]) -> RecordFields:
         """The fields of the stored ``record`` of the job ``spec`` that :meth:`summarize` and :meth:`report`
@@ -253,7 +255,8 @@ class Task(ABC, Generic[ConfigT]):
         self.config.validate()
 
     def prepare(self) -> None:
-        """Load or check what every job needs (data files) so that problems show before any run."""
+        """Load or check what every job needs (data files) so that problems show before any run (with a
+        progress bar where it takes long and :attr:`progress` is set)."""
 
     @abstractmethod
     def jobs(self) -> Sequence[Any]:

@@ -292,12 +292,12 @@ class FewShotTask(Task[FewShotConfig]):
             directory=config.features_dir,
             ways=config.ways,
             centred=config.preprocessing in ("centre", "tricks"),
-            progress=True,
+            progress=self.progress,
         )
         self.official = None
         if "official-runs" in config.studies and "omniglot" in self.sources:
             self.official = official_runs_source(
-                config.data_dir, training, directory=config.features_dir, progress=True
+                config.data_dir, training, directory=config.features_dir, progress=self.progress
             )
 
     def job_method(self, name: str, **changes: Any) -> Tuple[str, Any, Preprocessing]:
