@@ -1,11 +1,12 @@
 """pdenets beside the tools a user would otherwise pick, side by side in one run, one thread each: accuracy
 and the time ratio.
 
-    python benchmarks/peers.py                    # tables, nodes and few-shot (~6 min on 2 cores)
-    python benchmarks/peers.py --part tables      # the tables alone (~1 min)
-    python benchmarks/peers.py --part nodes       # a 3k-node citation graph with wide sparse features
-    python benchmarks/peers.py --part fewshot --features clinc150.npz   # 384-d sentence embeddings
-    python benchmarks/peers.py --part scale       # the table fit at 10k / 100k / 1M rows (~25 min)
+    python benchmarks/peers.py                    # tables, nodes and few-shot (~7 min)
+    python benchmarks/peers.py --part tables      # the tables alone (~2 min)
+    python benchmarks/peers.py --part nodes       # Cora and CiteSeer, wide sparse features (~4 min)
+    python benchmarks/peers.py --part fewshot --features clinc150.npz   # 384-d sentence embeddings (~15 s)
+    python benchmarks/peers.py --part scale       # the table fit at 10k / 100k / 1M rows (~55 min: label
+                                                  # spreading's 1M trial runs to its 25-minute limit)
     python benchmarks/peers.py --json OUT.json    # keep the measurements
 
 **Tables** — scikit-learn's digits (1,797 × 64), breast cancer (569 × 30) and iris (150 × 4) with 90 % and
@@ -15,11 +16,13 @@ the accuracy is on the hidden rows. Methods: ``COINTabularClassifier()`` (the de
 ``"label-spreading"``, scikit-learn's ``LabelSpreading(kernel="knn")`` (the reference of every ratio),
 ``SelfTrainingClassifier(LogisticRegression)`` and a ``LogisticRegression`` on the labelled rows alone.
 
-**Nodes** — CiteSeer (3,312 nodes, 3,703 bag-of-words features; ``$PDENETS_DATA/npz/citeseer.npz``), 20
-labels per class, every other node unlabelled: ``DiffusionNodeClassifier()`` (Diff-ResNet) and
-``DiffusionNodeClassifier("gcn")`` beside a textbook full-batch GCN written here (two layers of 64 on the
-symmetric-normalized adjacency with self-loops, sparse products, dropout 0.5, Adam at 0.01 with weight
-decay 5e-4, early stopping on 500 validation nodes with patience 50), accuracy on the unlabelled nodes.
+**Nodes** — Cora (2,708 nodes, 1,433 bag-of-words features) and CiteSeer (3,312 nodes, 3,703;
+``$PDENETS_DATA/npz/{cora,citeseer}.npz``), 20 labels per class, every other node unlabelled:
+``DiffusionNodeClassifier()`` (Diff-ResNet) and ``DiffusionNodeClassifier("gcn")`` beside a textbook
+full-batch GCN written here (two layers of 64 on the symmetric-normalized adjacency with self-loops, sparse
+products, dropout 0.5, Adam at 0.01 with weight decay 5e-4, early stopping with patience 50 on 500 more
+validation nodes, or on the estimators' own held-out share of the labels), accuracy on the unlabelled nodes
+minus those 500.
 
 **Few-shot** — the default method (``adaptive``) beside a logistic regression trained on the support set,
 per task on 384-d embeddings (a features file of ``pdenets features embed-text``, or Gaussian classes of
