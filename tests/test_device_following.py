@@ -49,7 +49,7 @@ ALLOWED = {
     ("models/training.py", "batch", "empty"): "a pinned host buffer: the staging of the copy to the GPU",
     ("nn/dropout.py", "fast_dropout", "randint"): "a seed drawn from torch's CPU generator, used as a Python "
     "integer (the NumPy masks of the CPU path)",
-    ("operators/knn.py", "_faiss_search", "arange"): "FAISS answers on the host; the result is moved to the "
+    ("operators/knn.py", "_hnsw_search", "arange"): "FAISS answers on the host; the result is moved to the "
     "points' device after the last host step",
 }
 
