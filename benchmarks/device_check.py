@@ -439,6 +439,8 @@ def check_chickenpox(devices: List[str], smoke: bool) -> Dict[str, Any]:
             workers=1,
             epochs=3 if smoke else 200,
         )
+        from pdenets.experiments.records import record_dict
+
         task = CoinForecastTask(config)
         task.prepare()
         (spec,) = task.jobs()
@@ -446,7 +448,7 @@ def check_chickenpox(devices: List[str], smoke: bool) -> Dict[str, Any]:
         record = task.run_job(spec, task.local_context())
         _synchronize(device)
         result[f"{_kind(device)}_s"] = time.perf_counter() - start
-        result[f"{_kind(device)}_test_mse"] = record["mse"]
+        result[f"{_kind(device)}_test_mse"] = record_dict(record)["mse"]  # the task's typed record
     return result
 
 
