@@ -42,6 +42,7 @@ from .experiments.config import (
     resolve_config,
 )
 from .experiments.distributed import RendezvousError
+from .experiments.results import wall_time
 from .experiments.rundir import RunDirectoryError, to_plain
 from .experiments.runner import JobFailedError, RunInterrupted, launched_by_torchrun, run_task
 from .experiments.store import StoreError
@@ -657,6 +658,7 @@ def _partition_command(args) -> int:
 
 
 def _main(argv: List[str]) -> int:
+    started = time.perf_counter()
     args = build_parser().parse_args(argv)
     if args.command == "tasks":
         _print_listing()
@@ -695,6 +697,7 @@ def _main(argv: List[str]) -> int:
         runs_root="runs",
         extra_config={"quick": bool(args.quick), "command": "pdenets " + shlex.join(argv)},
         run_name=args.run_name,
+        started=started,
     )
     rank = os.environ.get("RANK", "0").strip() or "0"
     if launched_by_torchrun() and rank != "0":
@@ -705,7 +708,7 @@ def _main(argv: List[str]) -> int:
         note += f", {len(outcome.left_out)} left out as unreadable (listed in the report)"
         for key, problem in outcome.left_out[:5]:
             print(f"pdenets: stored run {key}: {problem}; left out of the report", file=sys.stderr)
-    print(f"done in {outcome.seconds:.1f} s ({note}); report: {outcome.path / 'report.html'}")
+    print(f"done in {wall_time(outcome.seconds)} ({note}); report: {outcome.path / 'report.html'}")
     return 0
 
 

@@ -42,19 +42,57 @@ def axis():
     plt.close(figure)
 
 
-def test_text_is_drawn_as_written_and_never_typeset_as_mathematics(axis):
-    """A user's name such as ``$\\notacommand$`` is plain text on the Agg backend: the figure saves."""
-    import io
+def _drawn_width(text, renderer) -> float:
+    return text.get_window_extent(renderer).width
 
+
+def _plain_width(figure, text, renderer, letters=None) -> float:
+    """The width of ``letters`` (default: ``text``'s own) drawn as plain letters in ``text``'s font."""
+    letters = text.get_text() if letters is None else letters
+    probe = figure.text(0, 0, letters, fontproperties=text.get_fontproperties(), parse_math=False)
+    width = _drawn_width(probe, renderer)
+    probe.remove()
+    return width
+
+
+def test_a_users_dollars_are_drawn_as_written_and_a_log_axis_as_powers_of_ten(tmp_path):
+    r"""A name such as ``$\notacommand$`` saves and is drawn letter for letter (its ``$`` escaped when the
+    figure is saved); the ticks of a log axis, ``$\mathdefault{10^{0}}$``, are typeset, narrower than their
+    source as text; a tick label that is a class name keeps its dollars too."""
     import matplotlib
 
-    from pdenets.experiments.plots import scatter_classes
+    from pdenets.experiments.plots import plt
 
-    scatter_classes(axis, [[0.0, 1.0]], [0], title="$\\notacommand$ and $x^2$")
-    assert matplotlib.get_backend().lower() == "agg" and matplotlib.rcParams["text.parse_math"] is False
-    stream = io.BytesIO()
-    axis.figure.savefig(stream, format="png")
-    assert stream.getvalue()[:4] == b"\x89PNG" and axis.get_title() == "$\\notacommand$ and $x^2$"
+    name = r"$\notacommand$ and $x^2$"
+    with RunDirectory.open(tmp_path / "run", task="demo") as run:
+        figure, (log_axis, named_axis, category_axis) = plt.subplots(1, 3)
+        log_axis.semilogy([1, 2, 3], [1.0, 10.0, 1000.0], label=name)
+        log_axis.set_title(name)
+        log_axis.legend()
+        named_axis.bar([0, 1], [1.0, 2.0])
+        named_axis.set_xticks([0, 1], ["$5 plan", "$a$"])
+        category_axis.bar(["$x$", "plain"], [1.0, 2.0])
+        assert run.save_figure(figure, "figure.png") == "figure.png"
+    assert matplotlib.rcParams["text.parse_math"] is True  # nothing global is turned off
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    title = log_axis.title
+    assert title.get_text() == r"\$\notacommand\$ and \$x^2\$"
+    assert _drawn_width(title, renderer) == pytest.approx(_plain_width(figure, title, renderer, name), abs=1)
+    legend_text = log_axis.get_legend().get_texts()[0]
+    assert legend_text.get_text() == title.get_text()
+    powers = [t for t in log_axis.get_yticklabels() if t.get_text() == r"$\mathdefault{10^{0}}$"]
+    assert powers, [t.get_text() for t in log_axis.get_yticklabels()]
+    assert _drawn_width(powers[0], renderer) < 0.5 * _plain_width(figure, powers[0], renderer)
+    assert [t.get_text() for t in named_axis.get_xticklabels()] == [r"\$5 plan", r"\$a\$"]
+    assert [t.get_text() for t in category_axis.get_xticklabels()] == [r"\$x\$", "plain"]
+    for label in [*named_axis.get_xticklabels(), *category_axis.get_xticklabels()]:
+        shown = label.get_text().replace(r"\$", "$")
+        assert _drawn_width(label, renderer) == pytest.approx(
+            _plain_width(figure, label, renderer, shown), abs=1
+        )
 
 
 def test_classes_are_coloured_by_label_modulo_the_palette_without_ticks(axis):

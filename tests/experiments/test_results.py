@@ -1,6 +1,8 @@
 """Typed task results: the plain form's rule, and the runner passing typed results to the report."""
 
 import json
+import re
+import time
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -98,7 +100,7 @@ def test_the_runner_hands_the_report_typed_results_with_run_facts(tmp_path):
     (seen,) = TypedToyTask.seen
     assert isinstance(seen, ToyResults) and seen.total == 0 + 1 + 2
     assert (seen.run.runs_planned, seen.run.runs_stored, seen.run.report_only) == (3, 3, False)
-    assert outcome.summary is seen
+    assert outcome.summary.figures is seen.figures and outcome.summary.values == seen.values
     written = json.loads((tmp_path / "run" / "results.json").read_text())
     assert written == outcome.results
     assert written["values"] == [0.0, 1.0, 2.0] and written["figures"] == {"values": "values.png"}
@@ -110,6 +112,33 @@ def test_the_runner_hands_the_report_typed_results_with_run_facts(tmp_path):
         TypedToyTask(ToyConfig(count=3, workers=1)), out=tmp_path / "run", report_only=True, progress=False
     )
     assert again.summary.run.report_only and again.results["report_only"] is True
+
+
+class SlowReportToyTask(TypedToyTask):
+    """The typed toy task whose report takes a while after it is started (a model fitted for the predictions
+    file)."""
+
+    def report(self, results, records, run_dir):
+        report = self.new_report(results, "slow toy")
+        time.sleep(0.3)
+        self.write_report(report, run_dir)
+
+
+def test_a_run_has_one_wall_time_from_the_command_to_its_report(tmp_path):
+    """The report, results.json and the terminal's figure are one number, counted from when the command began
+    (reading the data included) to when the report is written (the report's own work included)."""
+    from pdenets.experiments.results import wall_time
+
+    started = time.perf_counter() - 5.0  # the command began 5 s ago
+    outcome = run_task(
+        SlowReportToyTask(ToyConfig(count=2, workers=1)), out=tmp_path / "run", progress=False, started=started
+    )
+    written = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert outcome.seconds == written["wall_seconds"] == outcome.summary.run.wall_seconds
+    assert 5.3 <= outcome.seconds < time.perf_counter() - started
+    for report in ("report.md", "report.html"):
+        stated = re.findall(r"wall time ([0-9.]+ s)", (tmp_path / "run" / report).read_text())
+        assert stated == [wall_time(outcome.seconds)]
 
 
 class DeclaredToyTask(TypedToyTask):

@@ -21,23 +21,78 @@ __all__ = [
     "grouped_bars",
     "box_per_group",
     "errorbar_lines",
+    "literal",
+    "keep_text_literal",
 ]
 
 
 def _agg_backend() -> None:
-    """The Agg backend, and text drawn as written: a name from a user's file (``$x$``, ``$\\notacommand$``) is
-    neither typeset as mathematics nor an error that stops a report (no figure of the project uses
-    mathtext)."""
+    """The Agg backend (figures are files; no display is needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False
 
 
 #: ``matplotlib.pyplot`` on the Agg backend, imported when a report first draws
 plt = LazyModule("matplotlib.pyplot", before_import=_agg_backend)
 
 CLASS_COLORS = np.array(["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"])
+
+
+def literal(text: object) -> str:
+    r"""``text`` as matplotlib draws it, letter for letter: each ``$`` escaped, so that ``$x^2$`` in a user's
+    name is neither typeset as mathematics nor (``$\notacommand$``) an error that stops a figure.
+
+    Examples:
+        >>> print(literal("cost ($) and $x^2$"))
+        cost (\$) and \$x^2\$
+    """
+    return str(text).replace("$", r"\$")
+
+
+def keep_text_literal(figure) -> None:
+    """Escape every ``$`` of the figure's own texts, once, just before it is saved.
+
+    The project's figures write no mathematics of their own, so each ``$`` in a title, an axis label, a
+    legend entry, an annotation or a tick label given as text (a class name, a feature name) came from the
+    user's data and is kept literal (:func:`literal`). The numbers matplotlib's formatters write when the
+    figure is drawn, such as a log axis's ``10^{0}``, are typeset as usual. Called by
+    :meth:`RunDirectory.save_figure <pdenets.experiments.rundir.RunDirectory.save_figure>`.
+    """
+    from matplotlib import category, ticker
+    from matplotlib.text import Text
+
+    drawn_at_render = set()  # tick labels and offsets: rewritten by the formatters at every draw
+    for axes in figure.axes:
+        for axis in (axes.xaxis, axes.yaxis, getattr(axes, "zaxis", None)):
+            if axis is None:
+                continue
+            drawn_at_render.add(id(axis.offsetText))
+            for tick in [*axis.majorTicks, *axis.minorTicks]:
+                drawn_at_render.update((id(tick.label1), id(tick.label2)))
+            for which in ("major", "minor"):
+                formatter = getattr(axis, f"get_{which}_formatter")()
+                if isinstance(formatter, ticker.FixedFormatter):
+                    formatter.seq = [literal(text) for text in formatter.seq]
+                elif isinstance(formatter, (category.StrCategoryFormatter, ticker.FuncFormatter)):
+                    getattr(axis, f"set_{which}_formatter")(_literal_formatter(formatter))
+    for text in figure.findobj(Text):
+        if id(text) not in drawn_at_render and "$" in text.get_text():
+            text.set_text(literal(text.get_text()))
+
+
+def _literal_formatter(inner):
+    """A tick formatter that writes ``inner``'s texts (names from the data, a function's words) literally."""
+    from matplotlib import ticker
+
+    class LiteralFormatter(ticker.Formatter):
+        def __call__(self, value, pos=None):
+            return literal(inner(value, pos))
+
+        def format_ticks(self, values):
+            return [literal(text) for text in inner.format_ticks(values)]
+
+    return LiteralFormatter()
 
 
 def scatter_classes(ax, points, labels, *, title: Optional[str] = None, size: float = 4.0) -> None:

@@ -16,7 +16,7 @@ import html
 import math
 import re
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 __all__ = ["Report", "format_number", "plural_noun", "counted", "md_escape"]
@@ -201,7 +201,9 @@ class Report:
     def heading(self, text: str, level: int = 2) -> None:
         self._blocks.append(("heading", (text, max(2, min(level, 6)))))
 
-    def paragraph(self, text: str) -> None:
+    def paragraph(self, text: Union[str, Callable[[], str]]) -> None:
+        """A paragraph; a callable is a text known only when the report is written (a run's wall time), read
+        once by :meth:`write` for both files."""
         self._blocks.append(("paragraph", (text,)))
 
     def bullets(self, items: Sequence[str]) -> None:
@@ -237,9 +239,16 @@ class Report:
     def code(self, text: str) -> None:
         self._blocks.append(("code", (text,)))
 
-    def markdown(self) -> str:
+    def _written(self) -> List[Tuple[str, tuple]]:
+        """The blocks, each deferred text read now."""
+        return [
+            (kind, (args[0](),) if kind == "paragraph" and callable(args[0]) else args)
+            for kind, args in self._blocks
+        ]
+
+    def markdown(self, _blocks: Optional[List[Tuple[str, tuple]]] = None) -> str:
         lines = [f"# {self.title}", ""]
-        for kind, args in self._blocks:
+        for kind, args in self._written() if _blocks is None else _blocks:
             if kind == "heading":
                 lines += ["#" * args[1] + " " + args[0], ""]
             elif kind == "paragraph":
@@ -259,14 +268,14 @@ class Report:
                 lines += [fence, args[0].rstrip("\n"), fence, ""]
         return "\n".join(lines)
 
-    def html(self) -> str:
+    def html(self, _blocks: Optional[List[Tuple[str, tuple]]] = None) -> str:
         parts = [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>{html.escape(_plain_text(self.title))}</title><style>{_CSS}</style></head><body>",
             f"<h1>{_inline_html(self.title)}</h1>",
         ]
-        for kind, args in self._blocks:
+        for kind, args in self._written() if _blocks is None else _blocks:
             if kind == "heading":
                 parts.append(f"<h{args[1]}>{_inline_html(args[0])}</h{args[1]}>")
             elif kind == "paragraph":
@@ -309,7 +318,8 @@ class Report:
                 directory.file(
                     args[0]
                 )  # a figure that leads outside the folder is refused before anything is written
+        blocks = self._written()
         return [
-            directory.write_text("report.md", self.markdown()),
-            directory.write_text("report.html", self.html()),
+            directory.write_text("report.md", self.markdown(blocks)),
+            directory.write_text("report.html", self.html(blocks)),
         ]

@@ -33,10 +33,20 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["TaskResults", "RunFacts", "results_to_dict", "left_out_to_list", "FLATTEN", "OMIT_NONE"]
+__all__ = [
+    "TaskResults",
+    "RunFacts",
+    "RunClock",
+    "wall_time",
+    "results_to_dict",
+    "left_out_to_list",
+    "FLATTEN",
+    "OMIT_NONE",
+]
 
 #: field metadata: merge the field's keys into its parent's dict (a mapping or a dataclass)
 FLATTEN: Mapping[str, str] = {"results": "flatten"}
@@ -94,6 +104,48 @@ def results_to_dict(value: Any) -> Any:
     return value
 
 
+def wall_time(seconds: float) -> str:
+    """A run's wall time as the report and the terminal write it.
+
+    Examples:
+        >>> wall_time(634.24)
+        '634.2 s'
+    """
+    return f"{seconds:.1f} s"
+
+
+class RunClock:
+    """The wall time of one command, from when it began; the figure the report states is kept, so that
+    ``results.json`` and the terminal give the same one.
+
+    Args:
+        started: ``time.perf_counter()`` when the command began.
+
+    Examples:
+        >>> clock = RunClock(time.perf_counter())
+        >>> stated = clock.state()
+        >>> clock.total() == stated
+        True
+    """
+
+    def __init__(self, started: float):
+        self.started = started
+        self.stated: Optional[float] = None
+
+    def elapsed(self) -> float:
+        """Seconds since the command began."""
+        return time.perf_counter() - self.started
+
+    def state(self) -> float:
+        """The wall time as the report states it: now, and kept."""
+        self.stated = self.elapsed()
+        return self.stated
+
+    def total(self) -> float:
+        """The run's one wall time: as the report stated it, or now where no report stated one."""
+        return self.elapsed() if self.stated is None else self.stated
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """What the engine adds to every task's results: the runs planned and stored, the wall time.
@@ -105,6 +157,8 @@ class RunFacts:
         report_only: the results were rebuilt from the stored runs (``--report-only``); nothing ran.
         left_out: the stored runs whose record lacks a field the task reads or holds another kind there
             (:mod:`pdenets.experiments.records`), as ``(run key, problem)``; they are not in the results.
+        clock: the command's clock; the report reads the wall time it states from it (``None``: the report
+            states ``wall_seconds``).
     """
 
     runs_planned: int
@@ -112,6 +166,7 @@ class RunFacts:
     wall_seconds: float
     report_only: bool = False
     left_out: Tuple[Tuple[str, str], ...] = ()
+    clock: Optional[RunClock] = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -395,11 +395,17 @@ class RunDirectory:
         return self.write_text(name, csv_text(fields, cells))
 
     def save_figure(self, figure, name: str, *, dpi: int = 110) -> str:
-        """Save a matplotlib figure as ``name`` (atomically), close it, return the file name."""
+        """Save a matplotlib figure as ``name`` (atomically), close it, return the file name.
+
+        Its texts are drawn as written (:func:`~pdenets.experiments.plots.keep_text_literal`): a ``$`` in a
+        user's name is a dollar sign, while a log axis's powers of ten are typeset."""
         import matplotlib.pyplot as plt
+
+        from .plots import keep_text_literal
 
         target = self.file(name)
         try:
+            keep_text_literal(figure)
             with atomic_write(target, "wb") as stream:
                 figure.savefig(
                     stream, dpi=dpi, bbox_inches="tight", format=target.suffix.lstrip(".") or "png"

@@ -45,7 +45,7 @@ from .context import RunContext, run_context
 from .distributed import distributed_context
 from .parallel import JobError, check_ray_address, execute
 from .records import record_dict, record_problem
-from .results import RunFacts, TaskResults, left_out_to_list
+from .results import RunClock, RunFacts, TaskResults, left_out_to_list
 from .rundir import RunDirectory, default_run_path, to_plain
 from .store import STORE_FILENAME, UNREADABLE, ResultsStore, StoredRun
 from .task import Task, get_task, job_key, spec_to_dict
@@ -89,7 +89,7 @@ class RunOutcome:
         planned: runs the task planned.
         stored: planned runs found in the store at the end.
         new: runs executed by this call (``0`` with ``report_only``).
-        seconds: wall-clock seconds of the call.
+        seconds: the run's wall time, as its report states it (from ``started``).
         summary: the task's results as :meth:`~pdenets.experiments.task.Task.summarize` returned them (a
             :class:`~pdenets.experiments.results.TaskResults` for the built-in tasks), with the run facts.
         left_out: the stored runs left out of the results, ``(key, problem)`` (:func:`readable_runs`).
@@ -190,6 +190,7 @@ def run_task(
     runs_root: Union[str, Path] = "runs",
     run_name: Optional[str] = None,
     extra_config: Optional[Dict[str, Any]] = None,
+    started: Optional[float] = None,
 ) -> RunOutcome:
     """Run ``task`` with ``config`` into the run directory ``out`` (default ``runs/<task>-<time>``).
 
@@ -213,6 +214,9 @@ def run_task(
         run_name: the name of the default run directory (default: ``None``, the task name).
         extra_config: more keys for ``config.yaml``, e.g. ``{"quick": True}`` (default:
             ``None``).
+        started: ``time.perf_counter()`` when the user's command began, so that the run's one wall time
+            (the report's, ``results.json``'s and :attr:`RunOutcome.seconds`) counts reading the data too
+            (default: ``None``, now).
 
     Returns:
         The run directory, the results and the counts of planned, stored and new runs.
@@ -229,12 +233,12 @@ def run_task(
         >>> outcome.path.name, outcome.new == outcome.planned  # doctest: +SKIP
         ('demo', True)
     """
+    clock = RunClock(time.perf_counter() if started is None else started)
     task = _as_task(task, config)
     task.validate()
     task.progress = progress
     task.prepare()
     planned = plan_jobs(task)
-    start = time.perf_counter()
     if report_only:
         if out is None or not Path(out).is_dir():
             raise ValueError("--report-only builds the report of an existing run: give its folder with --out")
@@ -252,7 +256,7 @@ def run_task(
     if (
         context.distributed.active and not context.distributed.is_main
     ):  # a torchrun process beside rank 0: run its share, write nothing
-        return _follow_rank_zero(task, planned, start, context)
+        return _follow_rank_zero(task, planned, clock, context)
     with RunDirectory.open(path, task=task.name, overwrite=overwrite) as run_dir:
         run_dir.write_config(task.name, config_to_dict(task.config), **(extra_config or {}))
         with ResultsStore(run_dir.file(STORE_FILENAME), task=task.name, columns=task.columns) as store:
@@ -267,20 +271,20 @@ def run_task(
             summary = task.summarize(records)
             # with report_only the wall time is the report's, not the runs'
             facts = RunFacts(
-                len(planned), len(stored), time.perf_counter() - start, report_only, tuple(left_out)
+                len(planned), len(stored), clock.elapsed(), report_only, tuple(left_out), clock=clock
             )
             summary = _with_facts(summary, facts)
             run_dir.write_results(_plain(summary))
             run_dir.write_csv("runs.csv", [_scalar_columns(r) for r in records])
             task.report(summary, records, run_dir)
-            results = _plain(summary)  # the report may add what it drew (e.g. figure names)
+            # the wall time the report stated (it may add what it drew, e.g. figure names)
+            summary = _with_facts(summary, dataclasses.replace(facts, wall_seconds=clock.total()))
+            results = _plain(summary)
             run_dir.write_results(results)
         except KeyboardInterrupt:
             raise RunInterrupted(path, len(records), len(planned)) from None
     context.distributed.close()  # under torchrun: the processes leave together, once rank 0 wrote everything
-    return RunOutcome(
-        path, results, len(planned), len(stored), new, time.perf_counter() - start, summary, tuple(left_out)
-    )
+    return RunOutcome(path, results, len(planned), len(stored), new, clock.total(), summary, tuple(left_out))
 
 
 def _refuse_a_smaller_report(task: Task, planned: Sequence[Tuple[str, Any]], folder: Path) -> None:
@@ -371,7 +375,7 @@ def launched_by_torchrun() -> bool:
 
 
 def _follow_rank_zero(
-    task: Task, planned: Sequence[Tuple[str, Any]], start: float, context: RunContext
+    task: Task, planned: Sequence[Tuple[str, Any]], clock: RunClock, context: RunContext
 ) -> RunOutcome:
     """A process other than rank 0 under ``torchrun``: run the jobs rank 0 runs (each is a collective: a graph
     split over the processes, or a DDP model), in its order; rank 0 stores the records and writes the
@@ -384,7 +388,7 @@ def _follow_rank_zero(
     for key in pending:
         job(specs[key])
     context.distributed.close()  # waits for rank 0's results and report; then both close their connections
-    return RunOutcome(Path(path), {}, len(planned), 0, len(pending), time.perf_counter() - start)
+    return RunOutcome(Path(path), {}, len(planned), 0, len(pending), clock.elapsed())
 
 
 def _run_pending(

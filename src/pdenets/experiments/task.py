@@ -54,7 +54,7 @@ from .config import TaskConfig, config_fields, config_to_dict
 from .context import RunContext, run_context
 from .records import RecordFields, fields_of_dataclass
 from .report import Report, md_escape
-from .results import TaskResults
+from .results import TaskResults, wall_time
 from .rundir import RunDirectory
 
 __all__ = [
@@ -310,9 +310,10 @@ class Task(ABC, Generic[ConfigT]):
             >>> task = get_task("synthetic")(get_task("synthetic").quick_config())
             >>> report = task.new_report({"runs_stored": 3, "runs_planned": 4, "wall_seconds": 12.0}, "Demo")
             >>> print(report.markdown().splitlines()[2])  # doctest: +ELLIPSIS
-            `pdenets run synthetic`: 3 of 4 runs stored (1 missing); wall time 12 s. ...
+            `pdenets run synthetic`: 3 of 4 runs stored (1 missing); wall time 12.0 s. ...
         """
         report = Report(title)
+        clock = results.run.clock if isinstance(results, TaskResults) and results.run is not None else None
         if isinstance(results, TaskResults):
             results = results.to_dict()
         stored, planned = results.get("runs_stored"), results.get("runs_planned")
@@ -320,17 +321,19 @@ class Task(ABC, Generic[ConfigT]):
         if stored is not None and planned is not None and stored < planned:
             runs += f" ({planned - stored} missing)"
         wall = results.get("wall_seconds")
-        timing = (
-            "; report rebuilt from the stored runs (`--report-only`)."
-            if results.get("report_only")
-            else f"; wall time {wall:.0f} s."
-            if wall is not None
-            else "."
-        )
-        report.paragraph(
-            f"`pdenets run {self.name}`: {runs}{timing}"
-            " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`)."
-        )
+        settings = " Every setting of the run is listed under *Settings* at the end (and in `config.yaml`)."
+        if results.get("report_only"):
+            report.paragraph(
+                f"`pdenets run {self.name}`: {runs}; report rebuilt from the stored runs (`--report-only`)."
+                + settings
+            )
+        elif clock is not None:  # the time when the report is written, the run's one wall time
+            report.paragraph(
+                lambda: f"`pdenets run {self.name}`: {runs}; wall time {wall_time(clock.state())}." + settings
+            )
+        else:
+            timing = f"; wall time {wall_time(wall)}." if wall is not None else "."
+            report.paragraph(f"`pdenets run {self.name}`: {runs}{timing}" + settings)
         left_out = results.get("runs_left_out") or []
         if left_out:
             shown = "; ".join(f"`{entry['key']}`: {md_escape(entry['problem'])}" for entry in left_out[:10])
