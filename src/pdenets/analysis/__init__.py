@@ -1,9 +1,11 @@
 """Analysis of networks and data flows: distance–diameter ratio; tracks of any network and the transport
 scores (LSR, LSS, OTS, W₂, track distance, Theorem 1 bound), robustness to noise and unit ablation of "A
 Mathematical Principle of Deep Learning: Learn the Geodesic Curve in the Wasserstein Space"; the measured
-receptive field of a CNN."""
+receptive field of a CNN; the calibration of class probabilities (expected calibration error, temperature
+scaling)."""
 
 from .ablation import important_units, unit_ablation
+from .calibration import expected_calibration_error, fit_temperature, reliability_bins, temperature_scaled
 from .ratio import DistanceDiameter, distance_diameter
 from .receptive_field import receptive_field, receptive_field_mask
 from .robustness import ATTACKS, fgsm, gaussian_noise, robustness_curve, variation_rates
@@ -23,6 +25,10 @@ from .transport import (
 )
 
 __all__ = [
+    "expected_calibration_error",
+    "fit_temperature",
+    "reliability_bins",
+    "temperature_scaled",
     "important_units",
     "unit_ablation",
     "ATTACKS",

@@ -1,0 +1,270 @@
+r"""Calibration of class probabilities: is a prediction given with confidence 0.9 right nine times in ten?
+
+A classifier's confidence on item :math:`i` is its largest class probability :math:`\hat p_i = \max_c p_{ic}`,
+its prediction :math:`\hat y_i = \arg\max_c p_{ic}`. Split ``[0, 1]`` into :math:`B` bins of equal width
+:math:`(\tfrac{b-1}{B}, \tfrac{b}{B}]` (a confidence of 0 in the first); bin :math:`b` holds the items
+:math:`I_b`. The expected calibration error (Guo et al., 2017, eq. 3) is
+
+.. math::
+
+    \mathrm{ECE} = \sum_{b=1}^{B} \frac{|I_b|}{n}\,
+        \Bigl|\tfrac{1}{|I_b|}\textstyle\sum_{i \in I_b} [\hat y_i = y_i]
+        - \tfrac{1}{|I_b|}\sum_{i \in I_b} \hat p_i\Bigr|,
+
+the gap between accuracy and confidence, weighted by how many items each bin holds: 0 for a calibrated
+classifier, at most 1.
+
+Temperature scaling (Guo et al., §4.2) divides a model's logits :math:`z_i` by one number :math:`T > 0` fitted
+on held-out labelled items, :math:`p_i = \mathrm{softmax}(z_i / T)`: the predictions stay the same, their
+confidences grow sharper (:math:`T < 1`) or softer (:math:`T > 1`). :func:`fit_temperature` minimizes the
+held-out negative log-likelihood over :math:`\beta = 1 / T`,
+
+.. math::
+
+    \mathrm{NLL}(\beta) = \frac{1}{n} \sum_i \Bigl(\log \sum_c e^{\beta z_{ic}} - \beta z_{i y_i}\Bigr),
+    \qquad \mathrm{NLL}'(\beta) = \frac{1}{n} \sum_i \bigl(\mathbb{E}_{p_i}[z_i] - z_{i y_i}\bigr),
+
+which is convex in :math:`\beta` (its second derivative is the mean variance of :math:`z_i` under
+:math:`p_i`), so the root of the derivative is found by bisection, within
+``[MIN_TEMPERATURE, MAX_TEMPERATURE]``. A model that gives probabilities and no logits is scaled through
+their logarithms (the same softmax).
+
+:func:`expected_accuracy` estimates the accuracy on items without a label from calibrated probabilities:
+item :math:`i` is right with probability :math:`\hat p_i`, so the expected share right is the mean
+confidence, with the spread of a sum of independent Bernoulli draws. It is only as good as the calibration.
+
+Examples:
+    >>> import torch
+    >>> probabilities = torch.tensor([[0.95, 0.05], [0.85, 0.15], [0.25, 0.75], [0.65, 0.35]])
+    >>> labels = torch.tensor([0, 1, 1, 0])  # right, wrong, right, right; each in a bin of its own
+    >>> round(expected_calibration_error(probabilities, labels, num_bins=10), 6)  # (.05+.85+.25+.35)/4
+    0.375
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Tuple, Union
+
+import numpy as np
+import torch
+
+__all__ = [
+    "ReliabilityBins",
+    "reliability_bins",
+    "expected_calibration_error",
+    "fit_temperature",
+    "temperature_scaled",
+    "expected_accuracy",
+    "DEFAULT_BINS",
+    "MIN_TEMPERATURE",
+    "MAX_TEMPERATURE",
+]
+
+ArrayLike = Union[torch.Tensor, np.ndarray]
+
+#: the number of equal-width confidence bins (Guo et al., 2017)
+DEFAULT_BINS = 15
+#: the range a fitted temperature is kept in (and a saved model's temperature is checked against)
+MIN_TEMPERATURE = 1e-2
+MAX_TEMPERATURE = 1e2
+
+
+def _probabilities_and_labels(
+    probabilities: ArrayLike, labels: ArrayLike
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    p = torch.as_tensor(probabilities).detach().to("cpu", torch.float64)
+    y = torch.as_tensor(labels).detach().to("cpu")
+    if p.dim() != 2 or p.shape[1] < 2:
+        raise ValueError(f"probabilities must be (N, C) with C ≥ 2 classes, got shape {tuple(p.shape)}")
+    if y.shape != (p.shape[0],):
+        raise ValueError(
+            f"labels must be ({p.shape[0]},), one per row of the probabilities, got {tuple(y.shape)}"
+        )
+    if y.is_floating_point() or y.dtype == torch.bool:
+        raise ValueError(f"labels must be whole class numbers, got {y.dtype}")
+    if p.shape[0] == 0:
+        raise ValueError("no items to measure calibration on")
+    if not torch.isfinite(p).all() or (p < 0).any() or (p > 1).any():
+        raise ValueError("probabilities must be finite and in [0, 1]")
+    if (y < 0).any() or (y >= p.shape[1]).any():
+        raise ValueError(f"labels must be class numbers in [0, {p.shape[1] - 1}]")
+    return p, y.long()
+
+
+@dataclass(frozen=True)
+class ReliabilityBins:
+    """Items per confidence bin, and their mean confidence and accuracy (a reliability diagram's data).
+
+    Args:
+        edges: the ``B + 1`` bin edges, ``0, 1/B, …, 1``.
+        counts: items per bin.
+        confidence_sums: the sum of the items' confidences per bin.
+        correct: items predicted right per bin.
+
+    Sums rather than means, so that the bins of several runs add up (:meth:`merged`).
+    """
+
+    edges: List[float]
+    counts: List[int]
+    confidence_sums: List[float]
+    correct: List[int]
+
+    @property
+    def total(self) -> int:
+        return int(sum(self.counts))
+
+    def confidence(self) -> List[float]:
+        """Mean confidence per bin (NaN in an empty bin)."""
+        return [s / n if n else math.nan for s, n in zip(self.confidence_sums, self.counts)]
+
+    def accuracy(self) -> List[float]:
+        """Accuracy per bin (NaN in an empty bin)."""
+        return [c / n if n else math.nan for c, n in zip(self.correct, self.counts)]
+
+    def error(self) -> float:
+        """The expected calibration error of the items binned (module docstring)."""
+        if not self.total:
+            return math.nan
+        gaps = (abs(c - s) for c, s in zip(self.correct, self.confidence_sums))
+        return float(sum(gaps) / self.total)
+
+    def merged(self, other: "ReliabilityBins") -> "ReliabilityBins":
+        """The bins of both sets of items (the same edges)."""
+        if len(self.edges) != len(other.edges):
+            raise ValueError(f"{len(self.edges) - 1} bins and {len(other.edges) - 1} bins cannot be merged")
+        return ReliabilityBins(
+            self.edges,
+            [a + b for a, b in zip(self.counts, other.counts)],
+            [a + b for a, b in zip(self.confidence_sums, other.confidence_sums)],
+            [a + b for a, b in zip(self.correct, other.correct)],
+        )
+
+    def as_json(self) -> dict:
+        return {"counts": self.counts, "confidence_sums": self.confidence_sums, "correct": self.correct}
+
+    @classmethod
+    def from_json(cls, document: dict) -> "ReliabilityBins":
+        counts = [int(n) for n in document["counts"]]
+        edges = np.linspace(0.0, 1.0, len(counts) + 1).tolist()
+        return cls(
+            edges,
+            counts,
+            [float(s) for s in document["confidence_sums"]],
+            [int(c) for c in document["correct"]],
+        )
+
+
+def reliability_bins(
+    probabilities: ArrayLike, labels: ArrayLike, num_bins: int = DEFAULT_BINS
+) -> ReliabilityBins:
+    """Bin ``probabilities`` ``(N, C)`` by confidence into ``num_bins`` equal bins ``(lo, hi]`` (module
+    docstring) and count, per bin, the items, their confidences and the right predictions for ``labels``
+    ``(N,)``."""
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
+        raise ValueError(f"num_bins must be a whole number ≥ 1, got {num_bins!r}")
+    p, y = _probabilities_and_labels(probabilities, labels)
+    confidence, predicted = p.max(dim=1)
+    which = (torch.ceil(confidence * num_bins).long() - 1).clamp(0, num_bins - 1)
+    right = (predicted == y).double()
+    counts = torch.bincount(which, minlength=num_bins)
+    sums = torch.zeros(num_bins, dtype=torch.float64).index_add_(0, which, confidence)
+    correct = torch.zeros(num_bins, dtype=torch.float64).index_add_(0, which, right)
+    return ReliabilityBins(
+        np.linspace(0.0, 1.0, num_bins + 1).tolist(),
+        counts.tolist(),
+        sums.tolist(),
+        [int(round(c)) for c in correct.tolist()],
+    )
+
+
+def expected_calibration_error(
+    probabilities: ArrayLike, labels: ArrayLike, num_bins: int = DEFAULT_BINS
+) -> float:
+    """The expected calibration error of ``probabilities`` ``(N, C)`` for ``labels`` ``(N,)``, in ``[0, 1]``
+    (module docstring; ``num_bins`` equal-width bins)."""
+    return reliability_bins(probabilities, labels, num_bins).error()
+
+
+def _logits(scores: ArrayLike, *, log_of_probabilities: bool) -> torch.Tensor:
+    z = torch.as_tensor(scores).detach().to("cpu", torch.float64)
+    if z.dim() != 2 or z.shape[1] < 2:
+        raise ValueError(f"logits must be (N, C) with C ≥ 2 classes, got shape {tuple(z.shape)}")
+    if log_of_probabilities:
+        z = torch.log(z.clamp_min(1e-300))
+    if not torch.isfinite(z).all():
+        raise ValueError("logits must be finite")
+    return z
+
+
+def fit_temperature(
+    logits: ArrayLike, labels: ArrayLike, *, probabilities: bool = False, iterations: int = 100
+) -> float:
+    """The temperature ``T`` that minimizes the negative log-likelihood of ``softmax(logits / T)`` for
+    ``labels`` (module docstring), in ``[MIN_TEMPERATURE, MAX_TEMPERATURE]``.
+
+    Args:
+        logits: ``(N, C)`` scores of held-out labelled items (a model's logits).
+        labels: ``(N,)`` their classes.
+        probabilities: ``logits`` are probabilities: scaled through their logarithms.
+        iterations: bisection steps on ``log β`` (100 reach float64's resolution).
+
+    Returns:
+        The temperature; 1 leaves the probabilities as they are.
+
+    Examples:
+        >>> import torch
+        >>> logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [2.0, 0.0]])
+        >>> labels = torch.tensor([0, 1, 0, 1])  # 3 of 4 right with the same margin: T fits p = 3/4
+        >>> temperature = fit_temperature(logits, labels)
+        >>> round(torch.softmax(logits[0] / temperature, 0)[0].item(), 6)
+        0.75
+    """
+    z = _logits(logits, log_of_probabilities=probabilities)
+    _, y = _probabilities_and_labels(torch.softmax(z, dim=1), labels)
+    true = z.gather(1, y[:, None]).squeeze(1)
+
+    def slope(log_beta: float) -> float:  # NLL'(β): increasing in β
+        weights = torch.softmax(math.exp(log_beta) * z, dim=1)
+        return float(((weights * z).sum(1) - true).mean())
+
+    low, high = math.log(1.0 / MAX_TEMPERATURE), math.log(1.0 / MIN_TEMPERATURE)
+    if slope(low) >= 0:
+        return MAX_TEMPERATURE
+    if slope(high) <= 0:
+        return MIN_TEMPERATURE
+    for _ in range(iterations):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if slope(middle) < 0 else (low, middle)
+    return float(math.exp(-0.5 * (low + high)))
+
+
+def temperature_scaled(logits: ArrayLike, temperature: float, *, probabilities: bool = False) -> torch.Tensor:
+    """``softmax(logits / temperature)`` ``(N, C)`` in float64 (``probabilities``: ``logits`` are
+    probabilities, scaled through their logarithms)."""
+    if not (isinstance(temperature, (int, float)) and MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE):
+        raise ValueError(
+            f"temperature must be in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}], got {temperature!r}"
+        )
+    return torch.softmax(_logits(logits, log_of_probabilities=probabilities) / temperature, dim=1)
+
+
+def expected_accuracy(probabilities: ArrayLike, *, level: float = 0.95) -> Tuple[float, float, float]:
+    """The accuracy to expect on items without a label, from calibrated ``probabilities`` ``(N, C)``: the mean
+    confidence, and a ``level`` interval from the spread of ``N`` independent right-or-wrong draws (normal
+    approximation, clipped to ``[0, 1]``). Returns ``(estimate, low, high)``."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    p = torch.as_tensor(probabilities).detach().to("cpu", torch.float64)
+    if p.dim() != 2 or p.shape[0] == 0:
+        raise ValueError(f"probabilities must be (N, C) with N ≥ 1, got shape {tuple(p.shape)}")
+    confidence = p.max(dim=1).values
+    estimate = float(confidence.mean())
+    spread = float(torch.sqrt((confidence * (1 - confidence)).sum())) / p.shape[0]
+    z = math.sqrt(2.0) * _erfinv(level)
+    return estimate, max(0.0, estimate - z * spread), min(1.0, estimate + z * spread)
+
+
+def _erfinv(value: float) -> float:
+    return float(torch.special.erfinv(torch.tensor(value, dtype=torch.float64)))
