@@ -164,3 +164,31 @@ def test_bad_settings_are_refused():
         fit_temperature(torch.tensor([[math.inf, 0.0]]), torch.tensor([0]))
     with pytest.raises(ValueError, match="level"):
         expected_accuracy(torch.full((2, 2), 0.5), level=1.0)
+
+
+def test_cross_fitting_measures_each_half_with_the_temperature_of_the_other():
+    from pdenets.analysis.calibration import cross_fitted_calibration
+
+    generator = torch.Generator().manual_seed(5)
+    probabilities = torch.softmax(3 * torch.randn(101, 3, generator=generator, dtype=torch.float64), dim=1)
+    labels = torch.randint(0, 3, (101,), generator=generator)
+    items = torch.arange(10, 101)  # the first 10 rows are the training rows: never read
+    result = cross_fitted_calibration(probabilities, labels, items, seed=7, probabilities=True)
+    order = items[torch.randperm(91, generator=torch.Generator().manual_seed(7))]
+    first, second = order[:45], order[45:]
+    logits = torch.log(probabilities)
+    scaled = torch.cat(
+        [
+            temperature_scaled(logits[second], fit_temperature(logits[first], labels[first])),
+            temperature_scaled(logits[first], fit_temperature(logits[second], labels[second])),
+        ]
+    )
+    measured = torch.cat([labels[second], labels[first]])
+    assert result["calibrated_ece"] == pytest.approx(reference_ece(scaled, measured, 15), abs=1e-12)
+    assert result["ece"] == pytest.approx(reference_ece(probabilities[items], labels[items], 15), abs=1e-12)
+    assert result["temperature"] == pytest.approx(fit_temperature(logits[items], labels[items]), rel=1e-12)
+    assert sum(result["reliability"]["counts"]) == 91
+    assert cross_fitted_calibration(probabilities, labels, items, seed=8, probabilities=True)["calibrated_ece"] != pytest.approx(
+        result["calibrated_ece"], abs=1e-12
+    )  # the halves follow the seed
+    assert cross_fitted_calibration(probabilities, labels, torch.arange(3), seed=0) == {}

@@ -67,6 +67,27 @@ def test_diff_resnet_diffuses_64_hidden_features_unless_told_the_input_width():
     assert paper.model_.network.input_map is None and paper.model_.network.classifier.in_features == 3
 
 
+def test_calibrated_probabilities_divide_the_logits_by_the_temperature_fitted_on_the_held_out_nodes(tmp_path):
+    """``calibrate=True``: the temperature that minimizes the held-out nodes' log-loss, the same predictions,
+    and the probabilities kept through the saved model and ``pdenets predict``."""
+    from pdenets.analysis.calibration import fit_temperature
+    from pdenets.data.splits import held_out_split
+
+    graph, truth, labels, hidden = _communities(120, seed=2)
+    plain = DiffusionNodeClassifier(max_epochs=60, progress=False).fit(graph, labels)
+    calibrated = DiffusionNodeClassifier(max_epochs=60, progress=False, calibrate=True).fit(graph, labels)
+    assert plain.temperature_ == 1.0 and calibrated.temperature_ != 1.0
+    as_trained, scaled = plain.predict_proba(), calibrated.predict_proba()
+    assert np.array_equal(as_trained.argmax(1), scaled.argmax(1))
+    logits = torch.log(torch.from_numpy(as_trained).double())  # the same network: the same seed
+    held_out = held_out_split(calibrated.graph_.y, 0.2, 0).val
+    expected = fit_temperature(logits[held_out], calibrated.graph_.y[held_out])
+    assert calibrated.temperature_ == pytest.approx(expected, rel=1e-3)
+    assert np.allclose(scaled, torch.softmax(logits / calibrated.temperature_, 1).numpy(), atol=1e-5)
+    again = DiffusionNodeClassifier.load(calibrated.save(tmp_path / "model-diff-resnet"))
+    assert again.temperature_ == calibrated.temperature_ and again.calibrate is True
+
+
 def test_saved_here_read_by_pdenets_predict_and_a_runs_model_loaded_here(tmp_path, capsys):
     folder = tmp_path / "g"
     folder.mkdir()

@@ -131,7 +131,10 @@ def test_a_run_has_one_wall_time_from_the_command_to_its_report(tmp_path):
 
     started = time.perf_counter() - 5.0  # the command began 5 s ago
     outcome = run_task(
-        SlowReportToyTask(ToyConfig(count=2, workers=1)), out=tmp_path / "run", progress=False, started=started
+        SlowReportToyTask(ToyConfig(count=2, workers=1)),
+        out=tmp_path / "run",
+        progress=False,
+        started=started,
     )
     written = json.loads((tmp_path / "run" / "results.json").read_text())
     assert outcome.seconds == written["wall_seconds"] == outcome.summary.run.wall_seconds

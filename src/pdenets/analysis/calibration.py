@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -57,6 +57,10 @@ __all__ = [
     "fit_temperature",
     "temperature_scaled",
     "expected_accuracy",
+    "held_out_calibration",
+    "cross_fitted_calibration",
+    "CalibrationSummary",
+    "summarize_calibration",
     "DEFAULT_BINS",
     "MIN_TEMPERATURE",
     "MAX_TEMPERATURE",
@@ -66,6 +70,7 @@ ArrayLike = Union[torch.Tensor, np.ndarray]
 
 #: the number of equal-width confidence bins (Guo et al., 2017)
 DEFAULT_BINS = 15
+_BIN_KEYS = ("reliability", "calibrated_reliability")
 #: the range a fitted temperature is kept in (and a saved model's temperature is checked against)
 MIN_TEMPERATURE = 1e-2
 MAX_TEMPERATURE = 1e2
@@ -146,7 +151,15 @@ class ReliabilityBins:
 
     @classmethod
     def from_json(cls, document: dict) -> "ReliabilityBins":
+        """The bins :meth:`as_json` wrote (``ValueError`` for lists of unequal lengths or negative counts)."""
         counts = [int(n) for n in document["counts"]]
+        if (
+            not counts
+            or len(document["confidence_sums"]) != len(counts)
+            or len(document["correct"]) != len(counts)
+            or min(counts) < 0
+        ):
+            raise ValueError("reliability bins of unequal lengths or negative counts")
         edges = np.linspace(0.0, 1.0, len(counts) + 1).tolist()
         return cls(
             edges,
@@ -248,6 +261,137 @@ def temperature_scaled(logits: ArrayLike, temperature: float, *, probabilities: 
             f"temperature must be in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}], got {temperature!r}"
         )
     return torch.softmax(_logits(logits, log_of_probabilities=probabilities) / temperature, dim=1)
+
+
+def held_out_calibration(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    fit_on: ArrayLike,
+    measure_on: ArrayLike,
+    num_bins: int = DEFAULT_BINS,
+    probabilities: bool = False,
+) -> Dict[str, Any]:
+    """A model's calibration on held-out labelled items, before and after temperature scaling: the temperature
+    fitted on the items ``fit_on`` (validation), the error measured on the items ``measure_on`` (test), which
+    the fit never saw.
+
+    Args:
+        logits: ``(N, C)`` logits of every item.
+        labels: ``(N,)`` their classes (read at ``fit_on`` and ``measure_on`` only).
+        fit_on, measure_on: item indices.
+        num_bins: the confidence bins.
+        probabilities: ``logits`` are probabilities (scaled through their logarithms).
+
+    Returns:
+        ``temperature``, ``ece`` and ``calibrated_ece`` (on ``measure_on``), and both sets of
+        :class:`ReliabilityBins` as JSON (``reliability``, ``calibrated_reliability``); the ``temperature``
+        alone where ``measure_on`` is empty, nothing where ``fit_on`` is.
+    """
+    z = _logits(logits, log_of_probabilities=probabilities)
+    y = torch.as_tensor(labels).detach().to("cpu")
+    fit_on, measure_on = (torch.as_tensor(part).detach().to("cpu").long() for part in (fit_on, measure_on))
+    if not fit_on.numel():
+        return {}
+    temperature = fit_temperature(z[fit_on], y[fit_on])
+    if not measure_on.numel():
+        return {"temperature": temperature}
+    before = reliability_bins(torch.softmax(z[measure_on], 1), y[measure_on], num_bins)
+    after = reliability_bins(temperature_scaled(z[measure_on], temperature), y[measure_on], num_bins)
+    return {
+        "temperature": temperature,
+        "ece": before.error(),
+        "calibrated_ece": after.error(),
+        "reliability": before.as_json(),
+        "calibrated_reliability": after.as_json(),
+    }
+
+
+def cross_fitted_calibration(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    items: ArrayLike,
+    *,
+    seed: int,
+    num_bins: int = DEFAULT_BINS,
+    probabilities: bool = False,
+) -> Dict[str, Any]:
+    """:func:`held_out_calibration` where the held-out labelled ``items`` are all there is (no validation
+    set): they are halved at random (``seed``), each half measured with the temperature fitted on the other,
+    and both halves' bins added; the ``temperature`` given is the one fitted on all of them (what a model
+    calibrated on these items keeps). Nothing where fewer than 4 items are given."""
+    z = _logits(logits, log_of_probabilities=probabilities)
+    y = torch.as_tensor(labels).detach().to("cpu")
+    items = torch.as_tensor(items).detach().to("cpu").long()
+    if items.numel() < 4:
+        return {}
+    order = items[torch.randperm(items.numel(), generator=torch.Generator().manual_seed(int(seed)))]
+    first, second = order[: items.numel() // 2], order[items.numel() // 2 :]
+    halves = [
+        held_out_calibration(z, y, fit_on=a, measure_on=b, num_bins=num_bins)
+        for a, b in ((first, second), (second, first))
+    ]
+    merged = {
+        key: ReliabilityBins.from_json(halves[0][key]).merged(ReliabilityBins.from_json(halves[1][key]))
+        for key in _BIN_KEYS
+    }
+    return {
+        "temperature": fit_temperature(z[items], y[items]),
+        "ece": merged["reliability"].error(),
+        "calibrated_ece": merged["calibrated_reliability"].error(),
+        **{key: bins.as_json() for key, bins in merged.items()},
+    }
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """The calibration of several runs (the records of :func:`held_out_calibration`), as a report gives it.
+
+    Args:
+        ece: the expected calibration error of all the runs' measured items together, as trained.
+        calibrated_ece: the same with each run's fitted temperature.
+        temperature: the median of the runs' temperatures.
+        runs: the runs that measured their calibration.
+        items: the measured items, all runs together.
+        reliability, calibrated_reliability: the runs' bins merged (:class:`ReliabilityBins`).
+    """
+
+    ece: float
+    calibrated_ece: float
+    temperature: float
+    runs: int
+    items: int
+    reliability: ReliabilityBins
+    calibrated_reliability: ReliabilityBins
+
+
+def summarize_calibration(records: Iterable[Mapping[str, Any]]) -> Optional[CalibrationSummary]:
+    """The calibration of the runs whose record holds one (:func:`held_out_calibration`'s keys); ``None``
+    where none does. A record whose bins are not a calibration's (stored before, cut short) is passed over."""
+    temperatures: List[float] = []
+    merged: List[Optional[ReliabilityBins]] = [None, None]
+    for record in records:
+        try:
+            bins = [
+                ReliabilityBins.from_json(record[key]) for key in ("reliability", "calibrated_reliability")
+            ]
+            temperature = float(record["temperature"])
+            merged = [part if whole is None else whole.merged(part) for whole, part in zip(merged, bins)]
+        except (KeyError, TypeError, ValueError):
+            continue
+        temperatures.append(temperature)
+    before, after = merged
+    if before is None or after is None:
+        return None
+    return CalibrationSummary(
+        ece=before.error(),
+        calibrated_ece=after.error(),
+        temperature=float(np.median(temperatures)),
+        runs=len(temperatures),
+        items=before.total,
+        reliability=before,
+        calibrated_reliability=after,
+    )
 
 
 def expected_accuracy(probabilities: ArrayLike, *, level: float = 0.95) -> Tuple[float, float, float]:

@@ -81,6 +81,9 @@ class DiffusionNodeClassifier(BaseEstimator):
             often keep it going to ``max_epochs``).
         random_state: the seed of the split and of the initialization (default: 0).
         progress: a bar of the epochs on stderr once a fit has taken two seconds (default: ``True``).
+        calibrate: divide the logits by a temperature fitted on the held-out labelled nodes (those of
+            ``val_fraction``), so that the probabilities are calibrated (:mod:`pdenets.analysis.calibration`;
+            the predictions stay the same); default ``False``: as trained.
 
     A fit on a 3,312-node citation graph with 3,703 bag-of-words features takes a few seconds on one CPU
     core (``benchmarks/peers.py --part nodes``).
@@ -90,6 +93,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         graph_: the preprocessed graph it was fitted on.
         outside_ids_: the nodes of the graph given that lie outside its largest component (no prediction).
         model_: the fitted :class:`~pdenets.tasks.node_classification.model.NodeModel`.
+        temperature_: the temperature of the probabilities (1: as trained).
     """
 
     def __init__(
@@ -105,6 +109,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         stop_on: str = "loss",
         random_state: int = 0,
         progress: bool = True,
+        calibrate: bool = False,
     ):
         self.model = model
         self.settings = settings
@@ -116,6 +121,7 @@ class DiffusionNodeClassifier(BaseEstimator):
         self.stop_on = stop_on
         self.random_state = random_state
         self.progress = progress
+        self.calibrate = calibrate
 
     def _hyperparameters(self, graph_name: str) -> Any:
         """The model's settings and optimizer: the task's defaults on ``graph_name``, ``settings`` over
@@ -197,7 +203,9 @@ class DiffusionNodeClassifier(BaseEstimator):
             init_seed=int(self.random_state),
             about={"classes": labels_to_json(self.classes_), "params": self.get_params()},
             progress=bool(self.progress),
+            calibrate=bool(self.calibrate),
         )
+        self.temperature_ = self.model_.temperature
         self.graph_ = prepared
         self.outside_ids_ = prepared.outside_ids()
         return self
@@ -249,7 +257,9 @@ class DiffusionNodeClassifier(BaseEstimator):
                 "feature_transform": settings.feature_transform,
                 "missing_features": settings.missing_features,
                 "random_state": model.about.get("seed", 0),
+                "calibrate": model.temperature != 1.0,
             }
         estimator = estimator_from(cls, params, where)
         estimator.classes_, estimator.model_ = saved_classes(model.about, model.class_names, where), model
+        estimator.temperature_ = model.temperature
         return estimator

@@ -59,12 +59,24 @@ def test_a_complete_model_comes_back_with_its_weights_and_settings(tmp_path):
         ({"depth": 10**9}, "depth must be at most 100,000"),
         ({"num_features": 10**9}, "the saved weights do not fit the model its settings describe"),
         ({"class_names": ["a", "b"]}, "the saved weights do not fit the model its settings describe"),
+        ({"temperature": 0.0}, r"temperature holds 0.0, not a number in \[0.01, 100.0\]"),
+        ({"temperature": 100.5}, "temperature holds 100.5, not a number in"),
+        ({"temperature": "warm"}, "temperature holds 'warm', not a number in"),
+        ({"temperature": True}, "temperature holds True, not a number in"),
     ],
 )
 def test_a_manifest_that_cannot_describe_the_weights_is_refused_naming_it(tmp_path, changes, message):
     folder = _folder(tmp_path, "model-gcn", **changes)
     with pytest.raises(SavedModelError, match=rf"model-gcn/model.json: .*{message}"):
         NodeModel.load(folder)
+
+
+def test_a_temperature_at_either_end_of_its_range_is_kept_and_one_saved_before_it_reads_as_trained(tmp_path):
+    for temperature in (0.01, 100.0):
+        assert NodeModel.load(_folder(tmp_path, f"t{temperature}", temperature=temperature)).temperature == (
+            temperature
+        )
+    assert NodeModel.load(_folder(tmp_path, "before", temperature=None)).temperature == 1.0
 
 
 def test_a_model_of_another_task_or_no_model_at_all_is_refused(tmp_path):

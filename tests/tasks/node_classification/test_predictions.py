@@ -57,6 +57,11 @@ def test_every_node_is_predicted_by_its_name_and_the_file_gives_the_reported_acc
     from_file = prediction_accuracy(rows, "test")
     report = (out / "report.md").read_text()
     assert f"| {100 * from_file:.2f} | {100 * from_file:.2f} |" in report
+    # the accuracy to expect on the unlabelled nodes: their mean confidence in the file
+    classes = [name for name in rows[0] if name.startswith("p(")]
+    expected = sum(max(float(row[name]) for name in classes) for row in unlabelled) / len(unlabelled)
+    assert f"| {len(unlabelled)} | {100 * expected:.1f} [" in report
+    assert "## Calibration" in report and (out / "calibration.png").is_file()
     assert "2 node(s) outside the largest component" in report and "island1" in report
     assert "<script" not in report and "](javascript:" not in report and "predictions.csv" in report
     assert results["table"]["my graph"]["diff-resnet"]["runs"] == 2

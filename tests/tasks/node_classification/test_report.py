@@ -130,15 +130,28 @@ def test_the_predictions_section_lists_each_file_and_the_nodes_left_out():
     assert report.markdown() == "# nodes\n"
     outside = tuple(f"node-{k}-" + "x" * 50 for k in range(7))
     written = [
-        NodePredictions("my<g>", "gcn", "predictions.csv", 12345, 67, outside, 0.81234, None, "model-gcn"),
+        NodePredictions(
+            "my<g>",
+            "gcn",
+            "predictions.csv",
+            12345,
+            67,
+            outside,
+            0.81234,
+            None,
+            "model-gcn",
+            1000,
+            (0.9, 0.85, 0.95),
+        ),
         NodePredictions("cora", "diff-resnet", "p2.csv", 10, 0, (), None, 0.5),
     ]
     add_predictions_section(report, written)
     text = report.markdown()
     assert _rows(text) == [
-        "| my&lt;g&gt; | gcn | `predictions.csv` | 12,345 | 67 | 81.23 | — |",
-        "| cora | diff-resnet | `p2.csv` | 10 | 0 | — | 50.00 |",
+        "| my&lt;g&gt; | gcn | `predictions.csv` | 12,345 | 1,000 | 81.23 | — | 67 | 90.0 [85.0, 95.0] |",
+        "| cora | diff-resnet | `p2.csv` | 10 | 0 | — | 50.00 | 0 | — |",
     ]
+    assert "the probabilities are as trained, so it is only as good as their calibration" in text
     assert "kept in `model-gcn/` (weights in safetensors" in text
     paragraph = next(line for line in text.splitlines() if "outside the largest component" in line)
     shown = ", ".join(f"node-{k}-" + "x" * 33 for k in range(5))  # the first five ids, 40 characters each

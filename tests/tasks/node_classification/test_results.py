@@ -48,9 +48,21 @@ def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_o
             "epochs": epochs,
         }
 
+    import torch
+
+    from pdenets.analysis.calibration import held_out_calibration, reliability_bins
+
+    generator = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(60, 3, generator=generator), torch.randint(0, 3, (60,), generator=generator)
+    halves = [
+        held_out_calibration(
+            logits, labels, fit_on=torch.arange(20), measure_on=torch.arange(start, start + 20)
+        )
+        for start in (20, 40)
+    ]
     records = [
-        run("protocol", "cora", "diff-resnet", None, 0.8, 1.0, 10),
-        run("protocol", "cora", "diff-resnet", None, 0.9, 3.0, 20),
+        {**run("protocol", "cora", "diff-resnet", None, 0.8, 1.0, 10), **halves[0]},
+        {**run("protocol", "cora", "diff-resnet", None, 0.9, 3.0, 20), **halves[1]},
         run("protocol", "sbm", "gcn", None, 0.5, 2.0, 7),
         run("depth", "sbm", "gcn", 4, 0.7, 1.0, 5),
         run("depth", "sbm", "gcn", 4, None, 3.0, 5),  # a run without an accuracy: left out of mean, std and n
@@ -72,8 +84,15 @@ def test_summarize_gives_typed_cells_whose_plain_form_keeps_the_keys_and_their_o
     assert isinstance(facts, GraphFacts) and facts.classes == 3 and facts.nodes <= 180
     assert 0 < facts.gershgorin_bound <= facts.spectral_bound
 
+    # the calibration of the two runs' test nodes together; none for a model whose records hold none
+    calibration = results.calibration["cora"]["diff-resnet"]
+    together = reliability_bins(torch.softmax(logits[20:].double(), 1), labels[20:])
+    assert calibration.ece == pytest.approx(together.error(), abs=1e-9) and calibration.items == 40
+    assert calibration.temperature == halves[0]["temperature"] and calibration.runs == 2
+    assert list(results.calibration) == ["cora"]
+
     plain = results.to_dict()
-    assert list(plain) == ["table", "depth", "graphs", "figures"]
+    assert list(plain) == ["table", "depth", "graphs", "calibration", "figures"]
     cell_keys = ["mean", "std", "runs", "seconds_per_run", "epochs_mean"]
     assert list(plain["table"]["cora"]["diff-resnet"]) == cell_keys + ["paper_mean", "paper_std"]
     assert list(plain["table"]["sbm"]["gcn"]) == cell_keys

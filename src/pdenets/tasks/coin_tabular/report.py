@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ...data.tabular import TabularData
+from ...experiments.calibration_report import add_calibration_section
 from ...experiments.plots import plt
 from ...experiments.report import Report, counted, md_escape
 from ...experiments.rundir import file_name_for
@@ -86,11 +87,13 @@ def add_sections(
     figures = results.figures
     for dataset, settings in results.table.items():
         label = md_escape(dataset)
-        report.heading(f"{label}: accuracy on the unlabelled samples (%), mean ± std over splits")
+        report.heading(f"{label}: accuracy (%) on the held-out labelled rows, mean ± std over splits")
         models = [m for m in models_in_order if any(m in s for s in settings.values())]
         rows = []
         for per_class, entries in sorted(settings.items(), key=lambda item: int(item[0])):
+            counts = [entry.scored_rows for entry in entries.values() if entry.scored_rows is not None]
             row: List[Any] = [per_class if per_class != "0" else "your split"]
+            row.append(f"{min(counts):,}" if counts else "—")
             for model in models:
                 entry = entries.get(model)
                 row.append(entry.accuracy.format(2) if entry else "—")
@@ -104,15 +107,27 @@ def add_sections(
             else " Your split: the training and test rows of the table's split column."
         )
         report.table(
-            ["labels per class"] + models + ["COIN > MLP on splits (mean gain)", "splits"],
+            ["labels per class", "rows scored"] + models + ["COIN > MLP on splits (mean gain)", "splits"],
             rows,
-            caption="The same splits for every model; the paired column counts splits where COIN is "
-            "more accurate than the MLP alone." + (yours if "0" in settings else ""),
+            caption="Scored: the rows with a label that a split does not train on, the same for every "
+            "model (rows without a label are predicted, not scored); the paired column counts splits where "
+            "COIN is more accurate than the MLP alone." + (yours if "0" in settings else ""),
         )
         if set(settings) == {"0"}:  # the user's split: one split, nothing to plot against
             continue
         figures[dataset] = accuracy_figure(settings, models, dataset, run_dir)
         report.figure(figures[dataset], f"{label}: accuracy vs labels per class (mean ± std over splits).")
+    reliability = add_calibration_section(
+        report,
+        results.calibration,
+        run_dir,
+        items="held-out labelled rows",
+        fitted_on="the other half of the split's held-out labelled rows (a table has no validation rows: "
+        "they are halved at random, each half measured with the other's temperature)",
+        option=None,
+    )
+    if reliability:
+        figures["calibration" if "calibration" not in results.table else "calibration (figure)"] = reliability
 
 
 def accuracy_figure(
@@ -145,7 +160,7 @@ def accuracy_figure(
             linewidth=2.2 if model == "coin" else 1.2,
         )
     ax.set_xlabel("labelled samples per class")
-    ax.set_ylabel("accuracy on unlabelled (%)")
+    ax.set_ylabel("accuracy on held-out labelled rows (%)")
     ax.set_xticks(counts)
     ax.grid(alpha=0.3)
     ax.legend()

@@ -16,12 +16,17 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict
+from typing import Any, Dict, Optional
 
-from ...experiments.results import FLATTEN, TaskResults
+from ...analysis.calibration import CalibrationSummary
+from ...experiments.results import FLATTEN, OMIT_NONE, TaskResults
 from ...experiments.summary import Stats
 
 __all__ = ["AccuracyCell", "PairedComparison", "CoinTabularResults", "NetworkRecord", "SpreadingRecord"]
+
+
+#: a record field stored and read by no summary
+_STORED = {"read": False}
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,15 @@ class _TabularRecord:
     accuracy: float = field(metadata={"kind": "fraction"})
     seconds: float = field(metadata={"read": False})
     unlabelled: int = field(metadata={"read": False})
+    #: the calibration on the scored rows, each half measured with the temperature fitted on the other
+    #: (:func:`~pdenets.analysis.calibration.cross_fitted_calibration`); absent from a record stored before it
+    temperature: Optional[float] = field(default=None, kw_only=True, metadata={"read": False})
+    ece: Optional[float] = field(default=None, kw_only=True, metadata={"read": False})
+    calibrated_ece: Optional[float] = field(default=None, kw_only=True, metadata={"read": False})
+    reliability: Optional[Dict[str, Any]] = field(default=None, kw_only=True, metadata={"read": False})
+    calibrated_reliability: Optional[Dict[str, Any]] = field(
+        default=None, kw_only=True, metadata={"read": False}
+    )
 
 
 @dataclass(frozen=True)
@@ -53,13 +67,17 @@ class AccuracyCell:
     """One model's accuracy at one dataset and number of labels per class, over the splits.
 
     Args:
-        accuracy: the statistics of the accuracy on the unlabelled samples, in percent, over the splits (its
-            keys ``mean``, ``std``, ``min``, ``max``, ``median``, ``count`` sit in the cell itself).
-        splits: the runs of the cell (one per labelled/unlabelled split).
+        accuracy: the statistics of the accuracy on the held-out labelled rows (those of known label not
+            trained on), in percent, over the splits (its keys ``mean``, ``std``, ``min``, ``max``,
+            ``median``, ``count`` sit in the cell itself).
+        splits: the runs of the cell (one per split).
+        scored_rows: the held-out labelled rows each split scores (the smallest over the splits; ``None``
+            where the records do not say).
     """
 
     accuracy: Stats = field(metadata=FLATTEN)
     splits: int
+    scored_rows: Optional[int] = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -87,7 +105,9 @@ class CoinTabularResults(TaskResults):
             datasets, settings and models in the order of the runs.
         coin_vs_mlp: ``"dataset/labels per class"`` → the :class:`PairedComparison` of COIN and the MLP,
             where both ran.
+        calibration: ``"dataset, k labels per class"`` → model → the calibration of its splits' scored rows.
     """
 
     table: Dict[str, Dict[str, Dict[str, AccuracyCell]]]
     coin_vs_mlp: Dict[str, PairedComparison]
+    calibration: Dict[str, Dict[str, CalibrationSummary]] = field(default_factory=dict)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..._cache import process_cache
+from ...analysis.calibration import CalibrationSummary, cross_fitted_calibration, summarize_calibration
 from ...data.paths import dataset_label
 from ...data.split_file import ItemSplit, read_split_file, split_of_entries
 from ...data.tabular import (
@@ -206,6 +207,9 @@ def run_tabular_job(spec: TabularJob, device: torch.device = CPU) -> Union[Netwo
         "seconds": time.perf_counter() - start,
         "unlabelled": int(len(scored)),
         **model.outcome,
+        **cross_fitted_calibration(
+            torch.from_numpy(model.probabilities), labels, scored, seed=spec.split, probabilities=True
+        ),
     }
     return SpreadingRecord(**record) if spec.spreading is not None else NetworkRecord(**record)
 
@@ -352,20 +356,28 @@ class CoinTabularTask(Task[CoinTabularConfig]):
 
     def summarize(self, records: List[Dict[str, Any]]) -> CoinTabularResults:
         table: Dict[str, Dict[str, Dict[str, AccuracyCell]]] = {}
+        calibration: Dict[str, Dict[str, CalibrationSummary]] = {}
         for (dataset, per_class, model), members in group_records(
             records, by=("dataset", "labels_per_class", "model")
         ).items():
             accuracy = Stats.of((m["accuracy"] for m in members), scale=100)
+            scored = [m.get("unlabelled") for m in members]
             table.setdefault(_label(dataset), {}).setdefault(str(per_class), {})[model] = AccuracyCell(
-                accuracy, splits=len(members)
+                accuracy,
+                splits=len(members),
+                scored_rows=min(scored) if all(isinstance(n, int) for n in scored) else None,
             )
+            summary = summarize_calibration(members)
+            if summary is not None:
+                setting = "your split" if int(per_class) == 0 else f"{per_class} labels per class"
+                calibration.setdefault(f"{_label(dataset)}, {setting}", {})[model] = summary
         wins = {
             f"{dataset}/{per_class}": _paired(records, dataset, int(per_class))
             for dataset, settings in table.items()
             for per_class, models in settings.items()
             if {"coin", "mlp"} <= set(models)
         }
-        return CoinTabularResults(table=table, coin_vs_mlp=wins)
+        return CoinTabularResults(table=table, coin_vs_mlp=wins, calibration=calibration)
 
     def report(self, results: CoinTabularResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(

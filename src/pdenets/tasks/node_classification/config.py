@@ -125,6 +125,11 @@ class NodeClassificationConfig(TaskConfig):
         "predictions-<model>.csv, every node by its id in your file, from each model's first run: auto (for "
         "graphs read from your files), always, or never",
     )
+    calibrate: bool = setting(
+        False,
+        "the predictions files and saved models give calibrated probabilities: the logits divided by a "
+        "temperature fitted on the validation nodes (the report measures the calibration either way)",
+    )
     partition: str = setting(
         "contiguous",
         "launched by torchrun: how Diff-ResNet's graph is split over the "

@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 import torch
 
+from ...analysis.calibration import MAX_TEMPERATURE, MIN_TEMPERATURE, held_out_calibration
 from ...data.errors import DatasetError
 from ...data.splits import Split
 from ...data.transforms import FEATURE_TRANSFORMS, PreparedGraph, graph_label, prepared_graph
@@ -298,6 +299,8 @@ class NodeModel:
         graph: the graph it was fitted on (where it was fitted here).
         result: the fit's history; record: the run's record (test accuracy, …) where it was fitted here.
         about: what the saved model's manifest adds.
+        temperature: what the logits are divided by before the softmax (temperature scaling fitted on the
+            validation nodes, :mod:`pdenets.analysis.calibration`; 1: as trained).
     """
 
     settings: NodeSettings
@@ -308,6 +311,7 @@ class NodeModel:
     result: Optional[FitResult] = None
     record: Dict[str, Any] = field(default_factory=dict)
     about: Dict[str, Any] = field(default_factory=dict)
+    temperature: float = 1.0
 
     def read_graph(self, graph_spec: str, data_dir: Optional[str] = None) -> PreparedGraph:
         """The graph ``graph_spec`` read as the run read its graph (module docstring)."""
@@ -341,7 +345,7 @@ class NodeModel:
         device = next(network.parameters()).device
         with evaluation_mode(network), torch.no_grad():
             logits = network(*network_inputs(self.settings, graph, device))
-        return torch.softmax(logits.float(), dim=1).cpu()
+        return torch.softmax(logits.float() / self.temperature, dim=1).cpu()
 
     def save(self, folder: Union[str, Path]) -> Path:
         """Keep the model in ``folder`` (another model's folder is never replaced); returns the folder
@@ -351,6 +355,7 @@ class NodeModel:
             **self.settings.as_json(),
             "num_features": self.num_features,
             "class_names": list(self.class_names),
+            "temperature": self.temperature,
         }
         return save_model(
             folder,
@@ -378,13 +383,24 @@ class NodeModel:
             raise SavedModelError(f"{source}: num_features holds {width!r:.40}, not a whole number ≥ 1")
         if len(class_names) < 2:
             raise SavedModelError(f"{source}: {len(class_names)} class names; a classifier has 2 or more")
+        temperature = manifest.get("temperature", 1.0)  # a model saved before calibration: as trained
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE
+        ):
+            raise SavedModelError(
+                f"{source}: temperature holds {temperature!r:.40}, not a number in "
+                f"[{MIN_TEMPERATURE}, {MAX_TEMPERATURE}]"
+            )
         sizes = _Sizes(width, len(class_names))  # no graph: a diffusion runs on the graph predicted
         check_fits(lambda: build_network(settings, sizes), state, source)
         network = load_weights(build_network(settings, sizes), state, source)
         known = set(settings.as_json()) | {"num_features", "class_names", "model", "shapes", "weights"}
+        known.add("temperature")
         known |= {"format", "pdenets", "task"}
         about = {name: value for name, value in manifest.items() if name not in known}
-        return cls(settings, network, tuple(class_names), width, about=about)
+        return cls(settings, network, tuple(class_names), width, about=about, temperature=float(temperature))
 
 
 def fit_nodes(
@@ -396,14 +412,19 @@ def fit_nodes(
     device: torch.device = CPU,
     about: Optional[Dict[str, Any]] = None,
     progress: bool = False,
+    calibrate: bool = False,
 ) -> NodeModel:
     """Train ``settings``' model on ``split`` of ``graph`` (Adam on the training nodes, early stopping on the
     validation nodes, the best state restored: :func:`~pdenets.models.node_training.fit_node_classifier`);
     ``init_seed`` seeds the initialization; ``progress``: a bar of the epochs on stderr once the fit has taken
     two seconds.
 
+    The record holds the model's calibration on the test nodes, as trained and with a temperature fitted on
+    the validation nodes (:func:`~pdenets.analysis.calibration.held_out_calibration`); ``calibrate``: the
+    model keeps that temperature, and its probabilities are the calibrated ones.
+
     Returns:
-        The fitted model, with the fit's history (``result``) and record (test ``accuracy``, …).
+        The fitted model, with the fit's history (``result``) and record (test ``accuracy``, ``ece``, …).
     """
     torch.manual_seed(init_seed)
     network = build_network(settings, graph).to(device)
@@ -420,6 +441,9 @@ def fit_nodes(
         stop_on=settings.stop_on,
         progress=progress,
     )
+    with evaluation_mode(network), torch.no_grad():
+        logits = network(*network_inputs(settings, graph, device))
+    record.update(held_out_calibration(logits, graph.y, fit_on=split.val, measure_on=split.test))
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(
         settings,
@@ -430,4 +454,5 @@ def fit_nodes(
         result=result,
         record=record,
         about=dict(about or {}),
+        temperature=float(record.get("temperature", 1.0)) if calibrate else 1.0,
     )

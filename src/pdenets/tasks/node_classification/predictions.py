@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from ...analysis.calibration import expected_accuracy
 from ...data.splits import Split
 from ...data.transforms import PreparedGraph
 from ...experiments.predictions import write_predictions
@@ -37,6 +38,11 @@ class NodePredictions:
     test_accuracy: Optional[float]
     stored_accuracy: Optional[float]
     model_folder: str = ""
+    test_nodes: int = 0
+    #: the accuracy to expect on the unlabelled nodes, ``(estimate, low, high)`` (``None``: none unlabelled)
+    expected_unlabelled: Optional[Tuple[float, float, float]] = None
+    #: the temperature of the file's probabilities (1: as trained)
+    temperature: float = 1.0
 
 
 def node_splits(labels: torch.Tensor, split: Split) -> List[str]:
@@ -50,9 +56,11 @@ def node_splits(labels: torch.Tensor, split: Split) -> List[str]:
 
 def write_node_predictions(
     path: Path, model: NodeModel, graph: PreparedGraph, split: Split
-) -> Tuple[int, int, Optional[float]]:
+) -> Dict[str, Any]:
     """Write ``model``'s class probabilities of every node of ``graph`` to ``path`` (replacing an earlier
-    report's file); returns the nodes written, the unlabelled among them and the test accuracy in the file."""
+    report's file); returns what the report says of it: the ``nodes`` written, the ``unlabelled`` among them
+    and their ``expected_unlabelled`` accuracy (:func:`~pdenets.analysis.calibration.expected_accuracy`), the
+    ``test_nodes`` and their ``test_accuracy`` in the file, its probabilities' ``temperature``."""
     probabilities = model.predict_proba(graph).cpu()
     labels = graph.y.cpu()
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
@@ -62,7 +70,14 @@ def write_node_predictions(
         path, graph.node_ids(), probabilities, names, labels=known, splits=splits, overwrite=True
     )
     test = torch.as_tensor(split.test)
-    accuracy = (
-        float((probabilities[test].argmax(1) == labels[test]).double().mean()) if test.numel() else None
-    )
-    return len(known), sum(label is None for label in known), accuracy
+    unlabelled = labels < 0
+    return {
+        "nodes": len(known),
+        "unlabelled": int(unlabelled.sum()),
+        "expected_unlabelled": expected_accuracy(probabilities[unlabelled]) if unlabelled.any() else None,
+        "test_nodes": int(test.numel()),
+        "test_accuracy": (
+            float((probabilities[test].argmax(1) == labels[test]).double().mean()) if test.numel() else None
+        ),
+        "temperature": model.temperature,
+    }

@@ -6,9 +6,10 @@ stability bounds, the depth study (Fig. 5) and the protocol's choices, with the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ...data.transforms import graph_label
+from ...experiments.calibration_report import add_calibration_section
 from ...experiments.plots import box_per_group, errorbar_lines, plt
 from ...experiments.report import Report, counted, md_escape
 from ...experiments.summary import PaperValue, format_mean_std, paper_and_ours
@@ -37,8 +38,9 @@ def add_sections(
 ) -> None:
     """Add the protocol, the accuracy table and every other section of the node-classification report.
 
-    Draws ``accuracy.png`` (when there are protocol runs) and ``depth.png`` (when there is a depth
-    study) into ``run_dir`` and records their names in ``results.figures``.
+    Draws ``accuracy.png`` (when there are protocol runs), ``calibration.png`` (when their records hold
+    their calibration) and ``depth.png`` (when there is a depth study) into ``run_dir`` and records their
+    names in ``results.figures``.
 
     Args:
         report: the report started by the task (its title and the engine's header).
@@ -57,6 +59,11 @@ def add_sections(
         figures["depth"] = _depth_figure(results.depth, run_dir)
     _protocol(report, config)
     _accuracy_section(report, config, results, datasets, paper)
+    calibration = add_calibration_section(
+        report, results.calibration, run_dir, items="test nodes", fitted_on="each run's validation nodes"
+    )
+    if calibration:
+        figures["calibration"] = calibration
     _time_section(report, results, datasets, config.models)
     _graph_section(report, results)
     if results.depth:
@@ -274,6 +281,13 @@ def _mean_std(cell: AccuracyCell) -> str:
     return format_mean_std(cell.mean, cell.std if cell.runs > 1 else None, 1)
 
 
+def _expected(estimate: Optional[Tuple[float, float, float]]) -> str:
+    if estimate is None:
+        return "—"
+    mean, low, high = (100 * value for value in estimate)
+    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
+
+
 def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
     """The predictions files written beside the report (:class:`~.predictions.NodePredictions`), and what
     they hold; nothing where none was written."""
@@ -286,23 +300,48 @@ def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
         "(split 0, initialization 0), trained again with that run's seeds: the test accuracy recomputed "
         "from the file is that run's."
     )
+    calibrated = all(entry.temperature != 1.0 for entry in written)
+    report.paragraph(
+        "The accuracy to expect on the unlabelled nodes is the mean of their predicted class's probability, "
+        "with a 95 % interval for that many right-or-wrong predictions; "
+        + (
+            "the probabilities are calibrated (the logits divided by the temperature fitted on the run's "
+            "validation nodes, `--calibrate`), so it is as good as the calibration above."
+            if calibrated
+            else "the probabilities are as trained, so it is only as good as their calibration (see "
+            "*Calibration*; `--calibrate` writes calibrated ones)."
+        )
+    )
     rows = [
         [
             md_escape(entry.graph),
             md_escape(entry.model),
             f"`{entry.file}`",
             f"{entry.nodes:,}",
-            f"{entry.unlabelled:,}",
+            f"{entry.test_nodes:,}",
             "—" if entry.test_accuracy is None else f"{100 * entry.test_accuracy:.2f}",
             "—" if entry.stored_accuracy is None else f"{100 * entry.stored_accuracy:.2f}",
+            f"{entry.unlabelled:,}",
+            _expected(entry.expected_unlabelled),
         ]
         for entry in written
     ]
     report.table(
-        ["graph", "model", "file", "nodes predicted", "of them unlabelled", "test acc. (file)", "stored run"],
+        [
+            "graph",
+            "model",
+            "file",
+            "nodes predicted",
+            "test nodes",
+            "their acc. (file)",
+            "stored run",
+            "unlabelled nodes",
+            "their expected acc.",
+        ],
         rows,
-        caption="Test accuracy (%) of the first run: recomputed from the file, and as stored.",
-        align="lllrrrr",
+        caption="Accuracy (%) of the first run on its test nodes, recomputed from the file and as stored; "
+        "the accuracy to expect on the unlabelled nodes (%, 95 % interval), from the file's probabilities.",
+        align="lllrrrrrr",
     )
     folders = [entry.model_folder for entry in written if entry.model_folder]
     if folders:

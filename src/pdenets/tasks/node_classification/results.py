@@ -17,8 +17,9 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
+from ...analysis.calibration import CalibrationSummary
 from ...experiments.results import OMIT_NONE, TaskResults
 
 __all__ = ["NodeClassificationResults", "AccuracyCell", "GraphFacts", "NodeRecord"]
@@ -28,8 +29,9 @@ __all__ = ["NodeClassificationResults", "AccuracyCell", "GraphFacts", "NodeRecor
 class NodeRecord:
     """What one run returns and the store keeps: the test ``accuracy`` (a fraction), the validation and test
     losses, the epochs trained and the best one, the epoch it diverged at (``None``: it did not) and the
-    seconds from building the model to the test accuracy. The summary reads ``accuracy``, ``epochs`` and
-    ``seconds``: the others are stored, not read (a record stored before them still reports)."""
+    seconds from building the model to the test accuracy, and its calibration. The summary reads
+    ``accuracy``, ``epochs`` and ``seconds``; the calibration is read where a record holds it, the others are
+    stored, not read (a record stored before them still reports)."""
 
     accuracy: float = field(metadata={"kind": "fraction"})
     val_accuracy: float = field(metadata={"read": False})
@@ -39,6 +41,13 @@ class NodeRecord:
     best_epoch: int = field(metadata={"read": False})
     diverged_at_epoch: Optional[int] = field(metadata={"read": False})
     seconds: float
+    #: the calibration on the test nodes, as trained and with the temperature fitted on the validation nodes
+    #: (:func:`~pdenets.analysis.calibration.held_out_calibration`); absent from a record stored before it
+    temperature: Optional[float] = field(default=None, metadata={"read": False})
+    ece: Optional[float] = field(default=None, metadata={"read": False})
+    calibrated_ece: Optional[float] = field(default=None, metadata={"read": False})
+    reliability: Optional[Dict[str, Any]] = field(default=None, metadata={"read": False})
+    calibrated_reliability: Optional[Dict[str, Any]] = field(default=None, metadata={"read": False})
 
 
 @dataclass(frozen=True)
@@ -103,8 +112,12 @@ class NodeClassificationResults(TaskResults):
         depth: the depth study (Fig. 5): graph → model → depth (layers, as text, e.g. ``"8"``) → cell;
             empty without a depth study.
         graphs: graph → its facts, for every graph the task prepared.
+        calibration: the protocol's calibration on the test nodes, graph → model → its summary (as trained,
+            and with a temperature fitted on each run's validation nodes); a model whose records hold none is
+            left out.
     """
 
     table: Dict[str, Dict[str, AccuracyCell]]
     depth: Dict[str, Dict[str, Dict[str, AccuracyCell]]]
     graphs: Dict[str, GraphFacts]
+    calibration: Dict[str, Dict[str, CalibrationSummary]] = field(default_factory=dict)

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from ..._cache import process_cache
+from ...analysis.calibration import CalibrationSummary, held_out_calibration, summarize_calibration
 from ...data.split_file import ItemSplit, read_split_file
 from ...data.splits import Split
 from ...data.transforms import (
@@ -42,6 +43,7 @@ from ...experiments.task import Task, register_reproduction, register_task
 from ...models.node_training import DiffusionSettings, MessagePassingSettings, split_and_init_seed
 from ...models.partitioned import agreed_partition, fit_partitioned_node_classifier, local_nodes, rows_of_part
 from ...models.registry import model_entry
+from ...models.training import evaluation_mode
 from ...operators.partitioned import PartitionedDiffusion
 from .config import MODEL_NAMES, TABLE6, BaselineSettings, DiffusionHyperparameters, NodeClassificationConfig
 from .job import NodeJob
@@ -118,21 +120,24 @@ def user_split(
 
 
 def train_node_classifier(
-    spec: NodeJob, context: RunContext = RunContext(), *, whole: bool = False
+    spec: NodeJob, context: RunContext = RunContext(), *, whole: bool = False, calibrate: bool = False
 ) -> NodeModel:
     """Train one run in ``context`` (its device and data folder); returns the fitted model (best state
     restored), with the fit history and the record.
 
     ``seconds`` runs from building the model to the test accuracy; loading the graph (once per process) is not
     counted. ``whole``: in this process alone, the whole graph, also under torchrun (the contiguous split
-    over the processes computes the same numbers).
+    over the processes computes the same numbers). ``calibrate``: the model keeps the temperature fitted on
+    the validation nodes (:func:`~.model.fit_nodes`).
     """
     graph = prepared_graph(spec.graph, context.data_dir, spec.missing_features, spec.feature_transform)
     split, init_seed = split_of(spec, graph.y, context.data_dir)
     start = time.perf_counter()
     if not whole and _split_over_processes(spec):
         return _train_partitioned(spec, context.data_dir, graph, split, init_seed, start)
-    fitted = fit_nodes(graph, split, spec.settings, init_seed=init_seed, device=context.device)
+    fitted = fit_nodes(
+        graph, split, spec.settings, init_seed=init_seed, device=context.device, calibrate=calibrate
+    )
     fitted.record["seconds"] = time.perf_counter() - start
     return fitted
 
@@ -180,9 +185,38 @@ def _train_partitioned(
         max_epochs=spec.max_epochs,
         patience=spec.patience,
     )
+    record.update(_partitioned_calibration(model, graph.x[nodes].to_sparse_csr(), graph.y[nodes], *sets[1:]))
     record["seconds"] = time.perf_counter() - start
     names = tuple(graph.class_names) or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(spec.settings, model, names, graph.num_features, result=result, record=record)
+
+
+def _partitioned_calibration(
+    model: torch.nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    val: torch.Tensor,
+    test: torch.Tensor,
+) -> Dict[str, Any]:
+    """:func:`~pdenets.analysis.calibration.held_out_calibration` of the validation and test nodes of every
+    process (their logits gathered: a few per class), the same on each."""
+    with evaluation_mode(model), torch.no_grad():
+        logits = model(features)
+    nodes = torch.cat([val, test])
+    mine = (logits[nodes].cpu(), labels[nodes].cpu(), len(val))
+    everyone: List[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    parts = [
+        (part_logits[:count], part_logits[count:], part_labels[:count], part_labels[count:])
+        for part_logits, part_labels, count in everyone
+    ]
+    val_logits, test_logits, val_labels, test_labels = (torch.cat([p[k] for p in parts]) for k in range(4))
+    return held_out_calibration(
+        torch.cat([val_logits, test_logits]),
+        torch.cat([val_labels, test_labels]),
+        fit_on=torch.arange(len(val_labels)),
+        measure_on=torch.arange(len(val_labels), len(val_labels) + len(test_labels)),
+    )
 
 
 @register_task
@@ -380,6 +414,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
     def summarize(self, records: List[Dict[str, Any]]) -> NodeClassificationResults:
         table: Dict[str, Dict[str, AccuracyCell]] = {}
         depth_study: Dict[str, Dict[str, Dict[str, AccuracyCell]]] = {}
+        calibrated: Dict[str, Dict[str, CalibrationSummary]] = {}
         for (experiment, dataset, model, depth), members in group_records(
             records, by=("experiment", "dataset", "model", "depth")
         ).items():
@@ -396,9 +431,14 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             )
             if experiment == "protocol":
                 table.setdefault(dataset, {})[model] = cell
+                calibration = summarize_calibration(members)
+                if calibration is not None:
+                    calibrated.setdefault(dataset, {})[model] = calibration
             else:
                 depth_study.setdefault(dataset, {}).setdefault(model, {})[str(depth)] = cell
-        return NodeClassificationResults(table=table, depth=depth_study, graphs=dict(self.facts))
+        return NodeClassificationResults(
+            table=table, depth=depth_study, graphs=dict(self.facts), calibration=calibrated
+        )
 
     def report(self, results: NodeClassificationResults, records: List[Dict[str, Any]], run_dir) -> None:
         report = self.new_report(
@@ -434,7 +474,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
             for model_name in config.models:
                 spec = firsts[(graph_spec, model_name)]
                 # rank 0 alone under torchrun
-                fitted = train_node_classifier(spec, context, whole=True)
+                fitted = train_node_classifier(spec, context, whole=True, calibrate=config.calibrate)
                 graph = prepared_graph(
                     spec.graph, context.data_dir, spec.missing_features, spec.feature_transform
                 )
@@ -442,7 +482,7 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                 name += f"-{file_name_for(label)}" if len(graphs) > 1 else ""
                 name += f"-{model_name}" if len(config.models) > 1 else ""
                 path = run_dir.file(name + ".csv")
-                nodes, unlabelled, accuracy = write_node_predictions(
+                about_file = write_node_predictions(
                     path, fitted, graph, split_of(spec, graph.y, context.data_dir)[0]
                 )
                 run_dir.register(path)
@@ -469,15 +509,13 @@ class NodeClassificationTask(Task[NodeClassificationConfig]):
                 )
                 written.append(
                     NodePredictions(
-                        label,
-                        model_name,
-                        path.name,
-                        nodes,
-                        unlabelled,
-                        tuple(graph.outside_ids()),
-                        accuracy,
-                        stored,
-                        saved.name,
+                        graph=label,
+                        model=model_name,
+                        file=path.name,
+                        outside=tuple(graph.outside_ids()),
+                        stored_accuracy=stored,
+                        model_folder=saved.name,
+                        **about_file,
                     )
                 )
         return written

@@ -1,0 +1,122 @@
+"""The calibration part of a classification report: a table of the expected calibration error as trained and
+with temperature scaling, and a reliability diagram, per dataset and model
+(:class:`~pdenets.analysis.calibration.CalibrationSummary`, summarized from the runs' records)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ..analysis.calibration import CalibrationSummary, ReliabilityBins
+from .plots import plt
+from .report import Report, md_escape
+
+__all__ = ["add_calibration_section", "reliability_figure", "draw_reliability"]
+
+
+def add_calibration_section(
+    report: Report,
+    calibration: Mapping[str, Mapping[str, CalibrationSummary]],
+    run_dir,
+    *,
+    items: str,
+    fitted_on: str,
+    option: Optional[str] = "--calibrate",
+) -> str:
+    """A *Calibration* heading, its table and its reliability diagram; nothing where nothing was measured.
+
+    Args:
+        report: the report.
+        calibration: dataset → model → summary.
+        run_dir: the run folder the figure is saved in.
+        items: what the error is measured on, in words (``"test nodes"``).
+        fitted_on: what the temperature is fitted on (``"each run's validation nodes"``).
+        option: the setting that makes the predictions calibrated (``None``: none does).
+
+    Returns:
+        The figure's file name (``""`` without one).
+    """
+    if not any(calibration.values()):
+        return ""
+    report.heading("Calibration")
+    report.paragraph(
+        f"Is a prediction given with confidence 0.9 right nine times in ten? The expected calibration error "
+        f"(ECE: the gap between accuracy and confidence over 15 equal confidence bins, weighted by the "
+        f"items in each; 0 is calibrated) on the {items} of every run, as trained and with temperature "
+        f"scaling: the logits divided by one number fitted on {fitted_on}, which leaves every "
+        "prediction as it is."
+        + (
+            f" `{option}` gives the calibrated probabilities in the predictions files and saved models."
+            if option
+            else ""
+        )
+    )
+    rows = [
+        [
+            md_escape(dataset),
+            md_escape(model),
+            f"{summary.runs:,}",
+            f"{summary.items:,}",
+            f"{100 * summary.ece:.2f}",
+            f"{100 * summary.calibrated_ece:.2f}",
+            f"{summary.temperature:.3g}",
+        ]
+        for dataset, models in calibration.items()
+        for model, summary in models.items()
+    ]
+    report.table(
+        ["data", "model", "runs", items, "ECE as trained (%)", "ECE calibrated (%)", "temperature (median)"],
+        rows,
+        caption=f"ECE of all runs' {items} together; the temperature is fitted on {fitted_on} "
+        "(above 1: the model was over-confident, its probabilities are softened; below 1: under-confident, "
+        "they are sharpened).",
+        align="llrrrrr",
+    )
+    name = reliability_figure(calibration, run_dir)
+    report.figure(
+        name,
+        f"Reliability: accuracy against confidence on the {items} (solid: as trained; dashed: calibrated; "
+        "the diagonal is calibrated).",
+    )
+    return name
+
+
+def draw_reliability(ax, bins: ReliabilityBins, *, label: str, color=None, linestyle: str = "-") -> None:
+    """Accuracy against mean confidence of the non-empty bins, on ``[0, 1]²`` with the diagonal."""
+    confidence, accuracy = np.array(bins.confidence()), np.array(bins.accuracy())
+    shown = np.isfinite(confidence)
+    ax.plot(
+        confidence[shown],
+        accuracy[shown],
+        marker="o",
+        markersize=3,
+        color=color,
+        linestyle=linestyle,
+        label=label,
+    )
+    ax.plot([0, 1], [0, 1], color="0.6", linewidth=0.8, zorder=0)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.grid(alpha=0.3)
+
+
+def reliability_figure(calibration: Mapping[str, Mapping[str, CalibrationSummary]], run_dir) -> str:
+    """One panel per dataset, a line per model as trained and calibrated; saved as ``calibration.png``."""
+    datasets = [dataset for dataset, models in calibration.items() if models]
+    fig, axes = plt.subplots(
+        1, len(datasets), figsize=(3.6 * len(datasets) + 0.6, 3.6), squeeze=False, layout="constrained"
+    )
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, dataset in zip(axes[0], datasets):
+        for index, (model, summary) in enumerate(calibration[dataset].items()):
+            color = colors[index % len(colors)]
+            draw_reliability(ax, summary.reliability, label=f"{model}", color=color)
+            draw_reliability(
+                ax, summary.calibrated_reliability, label=f"{model}, calibrated", color=color, linestyle="--"
+            )
+        ax.set_title(dataset, fontsize=10)
+        ax.legend(fontsize=7, loc="upper left")
+    return run_dir.save_figure(fig, "calibration.png")
