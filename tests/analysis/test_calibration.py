@@ -188,7 +188,7 @@ def test_cross_fitting_measures_each_half_with_the_temperature_of_the_other():
     assert result["ece"] == pytest.approx(reference_ece(probabilities[items], labels[items], 15), abs=1e-12)
     assert result["temperature"] == pytest.approx(fit_temperature(logits[items], labels[items]), rel=1e-12)
     assert sum(result["reliability"]["counts"]) == 91
-    assert cross_fitted_calibration(probabilities, labels, items, seed=8, probabilities=True)["calibrated_ece"] != pytest.approx(
-        result["calibrated_ece"], abs=1e-12
-    )  # the halves follow the seed
+    assert cross_fitted_calibration(probabilities, labels, items, seed=8, probabilities=True)[
+        "calibrated_ece"
+    ] != pytest.approx(result["calibrated_ece"], abs=1e-12)  # the halves follow the seed
     assert cross_fitted_calibration(probabilities, labels, torch.arange(3), seed=0) == {}

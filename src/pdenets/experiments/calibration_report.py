@@ -23,6 +23,7 @@ def add_calibration_section(
     items: str,
     fitted_on: str,
     option: Optional[str] = "--calibrate",
+    note: str = "",
 ) -> str:
     """A *Calibration* heading, its table and its reliability diagram; nothing where nothing was measured.
 
@@ -33,6 +34,7 @@ def add_calibration_section(
         items: what the error is measured on, in words (``"test nodes"``).
         fitted_on: what the temperature is fitted on (``"each run's validation nodes"``).
         option: the setting that makes the predictions calibrated (``None``: none does).
+        note: a sentence more for the paragraph.
 
     Returns:
         The figure's file name (``""`` without one).
@@ -46,6 +48,7 @@ def add_calibration_section(
         f"items in each; 0 is calibrated) on the {items} of every run, as trained and with temperature "
         f"scaling: the logits divided by one number fitted on {fitted_on}, which leaves every "
         "prediction as it is."
+        + (f" {note}" if note else "")
         + (
             f" `{option}` gives the calibrated probabilities in the predictions files and saved models."
             if option
@@ -68,9 +71,8 @@ def add_calibration_section(
     report.table(
         ["data", "model", "runs", items, "ECE as trained (%)", "ECE calibrated (%)", "temperature (median)"],
         rows,
-        caption=f"ECE of all runs' {items} together; the temperature is fitted on {fitted_on} "
-        "(above 1: the model was over-confident, its probabilities are softened; below 1: under-confident, "
-        "they are sharpened).",
+        caption=f"ECE of all runs' {items} together. A temperature above 1: the model was over-confident, "
+        "its probabilities are softened; below 1: under-confident, they are sharpened.",
         align="llrrrrr",
     )
     name = reliability_figure(calibration, run_dir)
@@ -104,19 +106,32 @@ def draw_reliability(ax, bins: ReliabilityBins, *, label: str, color=None, lines
 
 
 def reliability_figure(calibration: Mapping[str, Mapping[str, CalibrationSummary]], run_dir) -> str:
-    """One panel per dataset, a line per model as trained and calibrated; saved as ``calibration.png``."""
+    """One panel per dataset, a line per model as trained and calibrated, one legend below; saved as
+    ``calibration.png``. A panel starts at its lowest confidence bin (``1/C`` at the least)."""
     datasets = [dataset for dataset, models in calibration.items() if models]
+    columns = min(len(datasets), 4)
+    rows = -(-len(datasets) // columns)
     fig, axes = plt.subplots(
-        1, len(datasets), figsize=(3.6 * len(datasets) + 0.6, 3.6), squeeze=False, layout="constrained"
+        rows, columns, figsize=(3.6 * columns + 0.6, 3.5 * rows + 0.5), squeeze=False, layout="constrained"
     )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, dataset in zip(axes[0], datasets):
-        for index, (model, summary) in enumerate(calibration[dataset].items()):
-            color = colors[index % len(colors)]
-            draw_reliability(ax, summary.reliability, label=f"{model}", color=color)
+    models = list(dict.fromkeys(model for dataset in datasets for model in calibration[dataset]))
+    for ax, dataset in zip(axes.flat, datasets):
+        lowest = 1.0
+        for model, summary in calibration[dataset].items():
+            color = colors[models.index(model) % len(colors)]
+            draw_reliability(ax, summary.reliability, label=model, color=color)
             draw_reliability(
                 ax, summary.calibrated_reliability, label=f"{model}, calibrated", color=color, linestyle="--"
             )
+            filled = [
+                edge for edge, count in zip(summary.reliability.edges, summary.reliability.counts) if count
+            ]
+            lowest = min([lowest, *filled])
+        ax.set_xlim(np.floor(10 * lowest) / 10, 1)
         ax.set_title(dataset, fontsize=10)
-        ax.legend(fontsize=7, loc="upper left")
+    for ax in list(axes.flat)[len(datasets) :]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8)
     return run_dir.save_figure(fig, "calibration.png")

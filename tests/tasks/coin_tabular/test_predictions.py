@@ -2,6 +2,8 @@
 trained on, never scored), every row by its id; the file gives the stored split's accuracy."""
 
 import csv
+import json
+import re
 
 import numpy as np
 import pytest
@@ -59,6 +61,17 @@ def test_empty_labels_are_predicted_by_the_rows_ids(tmp_path):
     accuracy = 100 * prediction_accuracy(rows, "test")
     assert f"| {accuracy:.2f} | {accuracy:.2f} |" in report  # the file's accuracy is the stored split's
     assert "24 samples without a label, predicted" in report and "<img" not in report
+    # the accuracy to expect on the 24: their mean calibrated confidence, near what they turned out to be
+    results = json.loads((out / "results.json").read_text())
+    row = next(line for line in report.splitlines() if line.startswith("| wines | coin |"))
+    estimate, low, high = map(
+        float, re.search(r"\| 24 \| ([0-9.]+) \[([0-9.]+), ([0-9.]+)\] \|$", row).groups()
+    )
+    right = 100 * sum(row["predicted"] == truth[row["id"]] for row in unlabelled) / len(unlabelled)
+    assert low < estimate < high and low - 10 <= right <= high + 10
+    calibration = results["calibration"]["wines, 5 labels per class"]["coin"]
+    assert calibration["runs"] == 2 and calibration["items"] == 2 * (len(truth) - 24 - 15)
+    assert "## Calibration" in report and (out / "calibration.png").is_file()
 
 
 def test_empty_label_rows_are_never_drawn_and_tables_without_them_keep_their_splits(tmp_path):

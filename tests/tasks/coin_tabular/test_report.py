@@ -2,6 +2,8 @@
 number of labels with the paired COIN-vs-MLP count, no plot for the user's single split, the predictions
 table; every name from the user's file escaped."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from pdenets.data.tabular import TabularData
@@ -43,7 +45,11 @@ def test_each_number_of_labels_is_a_row_with_the_paired_count_and_the_fewest_spl
     table = {
         "toy": {
             "10": {"coin": _cell(0.9, 0.8), "mlp": _cell(0.85, 0.75)},
-            "5": {"coin": _cell(0.7, 0.8, 0.9), "mlp": _cell(0.6), "label-spreading": _cell(0.5, 0.5)},
+            "5": {
+                "coin": replace(_cell(0.7, 0.8, 0.9), scored_rows=1200),
+                "mlp": replace(_cell(0.6), scored_rows=1180),  # the fewest rows a split of the row scores
+                "label-spreading": _cell(0.5, 0.5),
+            },
         }
     }
     paired = {"toy/5": PairedComparison(pairs=3, wins=2, mean_gain=1.234)}
@@ -52,16 +58,16 @@ def test_each_number_of_labels_is_a_row_with_the_paired_count_and_the_fewest_spl
     config = CoinTabularConfig(datasets=["toy.csv"], labels_per_class=[5, 10], splits=3)
     add_sections(report, config, results, ["coin", "mlp", "label-spreading"], RunDirectory(tmp_path), {})
     text = report.markdown()
-    assert "## toy: accuracy on the unlabelled samples (%), mean ± std over splits" in text
+    assert "## toy: accuracy (%) on the held-out labelled rows, mean ± std over splits" in text
     header = next(line for line in text.splitlines() if line.startswith("| labels per class"))
     assert (
-        header
-        == "| labels per class | coin | mlp | label-spreading | COIN > MLP on splits (mean gain) | splits |"
+        header == "| labels per class | rows scored | coin | mlp | label-spreading "
+        "| COIN > MLP on splits (mean gain) | splits |"
     )
     # sorted by number, not text; a spread only over several splits; the fewest splits of the row
     assert _rows(text) == [
-        "| 5 | 80.00 ± 8.16 | 60.00 | 50.00 ± 0.00 | 2/3 (+1.23) | 1 |",
-        "| 10 | 85.00 ± 5.00 | 80.00 ± 5.00 | — | — | 2 |",
+        "| 5 | 1,180 | 80.00 ± 8.16 | 60.00 | 50.00 ± 0.00 | 2/3 (+1.23) | 1 |",
+        "| 10 | — | 85.00 ± 5.00 | 80.00 ± 5.00 | — | — | 2 |",
     ]
     assert "Per split, k labelled samples per class" in text and "stands in" not in text
     assert results.figures == {"toy": "toy-accuracy.png"}
@@ -80,7 +86,7 @@ def test_the_users_own_split_has_one_row_and_no_plot(tmp_path):
         report, config, results, ["coin", "mlp", "label-spreading"], RunDirectory(tmp_path), described
     )
     text = report.markdown()
-    assert _rows(text) == ["| your split | 90.00 | 80.00 | 1/1 (+10.00) | 1 |"]
+    assert _rows(text) == ["| your split | — | 90.00 | 80.00 | 1/1 (+10.00) | 1 |"]
     assert "The data: **machines** — 20 samples." in text
     assert "Your split: its training rows are the labelled ones" in text
     assert "Your split: the training and test rows of `&lt;my&gt;split.csv`." in text
@@ -138,10 +144,14 @@ def test_the_predictions_section_lists_each_file_and_where_its_model_is_kept():
         stored_accuracy=None,
         model_folder="model-coin",
     )
-    add_predictions_section(report, [entry, dict(entry, labels_per_class=0, model_folder="")])
+    yours = dict(
+        entry, labels_per_class=0, model_folder="", test_rows=300, expected_unlabelled=(0.9, 0.8, 1.0)
+    )
+    add_predictions_section(report, [entry, yours])
     text = report.markdown()
     assert _rows(text) == [
-        "| wines&lt;x&gt; | coin | `predictions-coin.csv` | 5 | 1,234 | 17 | 91.23 | — |",
-        "| wines&lt;x&gt; | coin | `predictions-coin.csv` | your split | 1,234 | 17 | 91.23 | — |",
+        "| wines&lt;x&gt; | coin | `predictions-coin.csv` | 5 | 1,234 | 0 | 91.23 | — | 17 | — |",
+        "| wines&lt;x&gt; | coin | `predictions-coin.csv` | your split | 1,234 | 300 | 91.23 | — | 17 | "
+        "90.0 [80.0, 100.0] |",
     ]
     assert "kept in `model-coin/` (weights" in text and text.count("`model-") == 1

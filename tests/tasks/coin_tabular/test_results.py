@@ -43,7 +43,7 @@ def test_tabular_results_are_typed_cells_and_keep_the_plain_form():
     assert list(results.coin_vs_mlp) == ["breast-cancer/5"]  # no COIN and MLP with 10 labels per class
 
     plain = results.to_dict()
-    assert list(plain) == ["table", "coin_vs_mlp", "figures"]
+    assert list(plain) == ["table", "coin_vs_mlp", "calibration", "figures"]
     assert list(plain["table"]["breast-cancer"]) == ["5", "10"]
     assert plain["table"]["breast-cancer"]["10"] == {
         "label-spreading": {
@@ -121,7 +121,14 @@ def test_the_plain_form_reads_back_to_the_same_results():
         run=RunFacts(4, 4, 1.0),
     )
     plain = json.loads(json.dumps(results.to_dict()))
-    assert list(plain) == ["table", "coin_vs_mlp", "runs_planned", "runs_stored", "wall_seconds", "figures"]
+    assert list(plain) == [
+        "table",
+        "coin_vs_mlp",
+        "calibration",
+        "runs_planned",
+        "runs_stored",
+        "wall_seconds",
+    ] + ["figures"]
     entry = plain["table"]["data"]["10"]["coin"]
     assert entry == {
         "mean": 75.0,

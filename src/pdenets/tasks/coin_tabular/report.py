@@ -75,7 +75,8 @@ def add_sections(
         + (
             "Your split: its training rows are the labelled ones, its test rows are scored. "
             if any("0" in settings for settings in results.table.values())
-            else "Per split, k labelled samples per class, the rest unlabelled and scored. "
+            else "Per split, k labelled samples per class train; the other rows with a label are held out "
+            "and scored; rows without a label are predicted. "
         )
         + f"MLP: {config.layers} layers of width {config.hidden_features}, dropout "
         f"{config.dropout}; COIN: the same MLP, then r = {config.num_steps} diffusion steps (γ = "
@@ -122,9 +123,10 @@ def add_sections(
         results.calibration,
         run_dir,
         items="held-out labelled rows",
-        fitted_on="the other half of the split's held-out labelled rows (a table has no validation rows: "
-        "they are halved at random, each half measured with the other's temperature)",
+        fitted_on="the other half of the split's held-out labelled rows",
         option=None,
+        note="A table has no validation rows: each split's held-out rows are halved at random and each half "
+        "is measured with the temperature fitted on the other.",
     )
     if reliability:
         figures["calibration" if "calibration" not in results.table else "calibration (figure)"] = reliability
@@ -168,6 +170,13 @@ def accuracy_figure(
     return run_dir.save_figure(fig, file_name_for(dataset, "-accuracy.png"))
 
 
+def _expected(estimate: Optional[Sequence[float]]) -> str:
+    if estimate is None:
+        return "—"
+    mean, low, high = (100 * value for value in estimate)
+    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
+
+
 def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]) -> None:
     """The predictions files written beside the report and what they hold; nothing where none was written."""
     if not written:
@@ -181,6 +190,12 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
         "split's seed: the test accuracy recomputed from the file is that split's. With your split (a split "
         "column or split_file), train and test are your rows, and a labelled row in neither has no split."
     )
+    report.paragraph(
+        "The accuracy to expect on the rows without a label is the mean of their predicted class's "
+        "probability, calibrated by a temperature fitted on the held-out labelled rows (the file keeps the "
+        "probabilities as trained), with a 95 % interval for that many right-or-wrong predictions: it is as "
+        "good as the calibration (*Calibration* above)."
+    )
     rows = [
         [
             md_escape(entry["dataset"]),
@@ -188,9 +203,11 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
             f"`{entry['file']}`",
             str(entry["labels_per_class"]) if entry["labels_per_class"] else "your split",
             f"{entry['rows']:,}",
-            f"{entry['unlabelled']:,}",
+            f"{entry.get('test_rows', 0):,}",
             "—" if entry["test_accuracy"] is None else f"{100 * entry['test_accuracy']:.2f}",
             "—" if entry["stored_accuracy"] is None else f"{100 * entry['stored_accuracy']:.2f}",
+            f"{entry['unlabelled']:,}",
+            _expected(entry.get("expected_unlabelled")),
         ]
         for entry in written
     ]
@@ -201,13 +218,16 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
             "file",
             "labels per class",
             "rows",
-            "unlabelled",
-            "test acc. (file)",
+            "held-out labelled rows",
+            "their acc. (file)",
             "stored split",
+            "rows without a label",
+            "their expected acc.",
         ],
         rows,
-        caption="Test accuracy (%) of the first split: recomputed from the file, and as stored.",
-        align="lllrrrrr",
+        caption="Accuracy (%) of the first split on its held-out labelled rows, recomputed from the file and "
+        "as stored; the accuracy to expect on the rows without a label (%, 95 % interval).",
+        align="lllrrrrrrr",
     )
     folders = [entry["model_folder"] for entry in written if entry.get("model_folder")]
     if folders:

@@ -22,7 +22,14 @@ import numpy as np
 import torch
 
 from ..._cache import process_cache
-from ...analysis.calibration import CalibrationSummary, cross_fitted_calibration, summarize_calibration
+from ...analysis.calibration import (
+    CalibrationSummary,
+    cross_fitted_calibration,
+    expected_accuracy,
+    fit_temperature,
+    summarize_calibration,
+    temperature_scaled,
+)
 from ...data.paths import dataset_label
 from ...data.split_file import ItemSplit, read_split_file, split_of_entries
 from ...data.tabular import (
@@ -454,6 +461,8 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                         "file": path.name,
                         "rows": len(known),
                         "unlabelled": int((table.labels < 0).sum()),
+                        "test_rows": int(test.sum()),
+                        **_expected_on_unlabelled(probabilities, table.labels, test),
                         "test_accuracy": float((probabilities.argmax(1)[test] == table.labels[test]).mean())
                         if test.any()
                         else None,
@@ -463,6 +472,26 @@ class CoinTabularTask(Task[CoinTabularConfig]):
                     }
                 )
         return written
+
+
+def _expected_on_unlabelled(
+    probabilities: np.ndarray, labels: np.ndarray, held_out: np.ndarray
+) -> Dict[str, Any]:
+    """The accuracy to expect on the rows without a label
+    (:func:`~pdenets.analysis.calibration.expected_accuracy`) from the probabilities calibrated on the
+    held-out labelled rows (a temperature fitted on them; as trained where fewer than 4 are held out), and
+    that temperature."""
+    unlabelled = labels < 0
+    if not unlabelled.any():
+        return {"expected_unlabelled": None, "temperature": None}
+    scores = torch.from_numpy(np.asarray(probabilities, dtype=np.float64))
+    temperature = 1.0
+    if held_out.sum() >= 4:
+        temperature = fit_temperature(
+            scores[held_out], torch.from_numpy(labels[held_out]), probabilities=True
+        )
+    calibrated = temperature_scaled(scores[unlabelled], temperature, probabilities=True)
+    return {"expected_unlabelled": expected_accuracy(calibrated), "temperature": temperature}
 
 
 def _label(dataset: str) -> str:
