@@ -90,10 +90,10 @@ def test_the_bins_of_two_sets_merge_into_the_bins_of_both_and_keep_through_json(
         whole.merged(reliability_bins(probabilities, labels, 5))
 
 
-def _nll(logits, labels, beta):
-    return (
-        torch.logsumexp(beta * logits, dim=1) - beta * logits.gather(1, labels[:, None]).squeeze(1)
-    ).mean()
+def _objective(logits, labels, beta, prior_weight=1.0):
+    """n NLL(β) + λ (β - 1)² / 2, written from the definition."""
+    nll = (torch.logsumexp(beta * logits, dim=1) - beta * logits.gather(1, labels[:, None]).squeeze(1)).sum()
+    return nll + prior_weight * (beta - 1) ** 2 / 2
 
 
 def test_the_fitted_temperature_is_where_the_held_out_likelihood_is_flat_and_recovers_the_one_drawn_from():
@@ -104,8 +104,8 @@ def test_the_fitted_temperature_is_where_the_held_out_likelihood_is_flat_and_rec
     temperature = fit_temperature(logits, labels)
     assert temperature == pytest.approx(drawn_at, rel=0.05)
     beta = torch.tensor(1 / temperature, dtype=torch.float64, requires_grad=True)
-    (slope,) = torch.autograd.grad(_nll(logits, labels, beta), beta)
-    assert abs(float(slope)) < 1e-9  # the optimum, by autograd rather than the fit's own formula
+    (slope,) = torch.autograd.grad(_objective(logits, labels, beta), beta)
+    assert abs(float(slope)) < 1e-6  # the optimum, by autograd rather than the fit's own formula
     before = expected_calibration_error(torch.softmax(logits, 1), labels)
     after = expected_calibration_error(temperature_scaled(logits, temperature), labels)
     assert after < 0.02 < before
@@ -117,13 +117,26 @@ def test_the_fitted_temperature_is_where_the_held_out_likelihood_is_flat_and_rec
 
 def test_an_exact_temperature_and_the_range_it_is_kept_in():
     logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
-    three_of_four = fit_temperature(logits, torch.tensor([0, 1, 0, 1]))
+    three_of_four = fit_temperature(logits, torch.tensor([0, 1, 0, 1]), prior_weight=0.0)
     assert three_of_four == pytest.approx(2 / math.log(3), rel=1e-9)  # sigmoid(2 / T) = 3/4
-    assert (
-        fit_temperature(logits, torch.tensor([0, 1, 0, 0])) == MIN_TEMPERATURE
-    )  # all right: as sharp as kept
-    half = fit_temperature(logits, torch.tensor([1, 0, 0, 1]))  # half right: as flat as kept
-    assert half == MAX_TEMPERATURE
+    all_right, half_right = torch.tensor([0, 1, 0, 0]), torch.tensor([1, 0, 0, 1])
+    assert fit_temperature(logits, all_right, prior_weight=0.0) == MIN_TEMPERATURE  # as sharp as kept
+    assert fit_temperature(logits, half_right, prior_weight=0.0) == MAX_TEMPERATURE  # as flat as kept
+
+
+def test_the_prior_keeps_a_few_held_out_items_that_are_all_right_from_sharpening_without_end():
+    """Four items, all right: the likelihood alone sends T to its floor; the prior stops where its pull
+    balances the likelihood's (a root of the objective's derivative), and a stronger prior stops nearer 1."""
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
+    all_right = torch.tensor([0, 1, 0, 0])
+    weak, strong = (fit_temperature(logits, all_right, prior_weight=weight) for weight in (1.0, 10.0))
+    assert MIN_TEMPERATURE < weak < strong < 1.0
+    for weight, temperature in ((1.0, weak), (10.0, strong)):
+        beta = torch.tensor(1 / temperature, dtype=torch.float64, requires_grad=True)
+        (slope,) = torch.autograd.grad(_objective(logits, all_right, beta, weight), beta)
+        assert abs(float(slope)) < 1e-9
+    with pytest.raises(ValueError, match="prior_weight"):
+        fit_temperature(logits, all_right, prior_weight=-1.0)
 
 
 def test_the_expected_accuracy_of_unlabelled_items_is_their_mean_confidence_with_a_bernoulli_interval():
@@ -171,7 +184,9 @@ def test_cross_fitting_measures_each_half_with_the_temperature_of_the_other():
 
     generator = torch.Generator().manual_seed(5)
     probabilities = torch.softmax(3 * torch.randn(101, 3, generator=generator, dtype=torch.float64), dim=1)
-    labels = torch.randint(0, 3, (101,), generator=generator)
+    labels = torch.multinomial(probabilities**0.5, 1, generator=generator).squeeze(
+        1
+    )  # an under-confident model
     items = torch.arange(10, 101)  # the first 10 rows are the training rows: never read
     result = cross_fitted_calibration(probabilities, labels, items, seed=7, probabilities=True)
     order = items[torch.randperm(91, generator=torch.Generator().manual_seed(7))]

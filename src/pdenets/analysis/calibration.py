@@ -26,7 +26,8 @@ held-out negative log-likelihood over :math:`\beta = 1 / T`,
 
 which is convex in :math:`\beta` (its second derivative is the mean variance of :math:`z_i` under
 :math:`p_i`), so the root of the derivative is found by bisection, within
-``[MIN_TEMPERATURE, MAX_TEMPERATURE]``. A model that gives probabilities and no logits is scaled through
+``[MIN_TEMPERATURE, MAX_TEMPERATURE]``; a weak prior keeps :math:`\beta` finite where the held-out items are
+few and all right (:func:`fit_temperature`). A model that gives probabilities and no logits is scaled through
 their logarithms (the same softmax).
 
 :func:`expected_accuracy` estimates the accuracy on items without a label from calibrated probabilities:
@@ -212,15 +213,26 @@ def _logits(scores: ArrayLike, *, log_of_probabilities: bool) -> torch.Tensor:
 
 
 def fit_temperature(
-    logits: ArrayLike, labels: ArrayLike, *, probabilities: bool = False, iterations: int = 100
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    probabilities: bool = False,
+    prior_weight: float = 1.0,
+    iterations: int = 100,
 ) -> float:
-    """The temperature ``T`` that minimizes the negative log-likelihood of ``softmax(logits / T)`` for
+    r"""The temperature ``T`` that minimizes the negative log-likelihood of ``softmax(logits / T)`` for
     ``labels`` (module docstring), in ``[MIN_TEMPERATURE, MAX_TEMPERATURE]``.
+
+    A few held-out items that are all right would drive :math:`\beta = 1/T` to infinity (every confidence to
+    1); a Gaussian prior on :math:`\beta` around 1, of the weight of ``prior_weight`` items, keeps it finite:
+    the objective is :math:`n\,\mathrm{NLL}(\beta) + \tfrac{\lambda}{2}(\beta - 1)^2`, still convex. With
+    hundreds of items the prior is negligible.
 
     Args:
         logits: ``(N, C)`` scores of held-out labelled items (a model's logits).
         labels: ``(N,)`` their classes.
         probabilities: ``logits`` are probabilities: scaled through their logarithms.
+        prior_weight: :math:`\lambda`, the prior's weight in items (0: the plain maximum likelihood).
         iterations: bisection steps on ``log β`` (100 reach float64's resolution).
 
     Returns:
@@ -230,17 +242,21 @@ def fit_temperature(
         >>> import torch
         >>> logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [2.0, 0.0]])
         >>> labels = torch.tensor([0, 1, 0, 1])  # 3 of 4 right with the same margin: T fits p = 3/4
-        >>> temperature = fit_temperature(logits, labels)
+        >>> temperature = fit_temperature(logits, labels, prior_weight=0.0)
         >>> round(torch.softmax(logits[0] / temperature, 0)[0].item(), 6)
         0.75
     """
+    if not (isinstance(prior_weight, (int, float)) and prior_weight >= 0 and math.isfinite(prior_weight)):
+        raise ValueError(f"prior_weight must be a finite number ≥ 0, got {prior_weight!r}")
     z = _logits(logits, log_of_probabilities=probabilities)
     _, y = _probabilities_and_labels(torch.softmax(z, dim=1), labels)
     true = z.gather(1, y[:, None]).squeeze(1)
+    pull = prior_weight / z.shape[0]
 
-    def slope(log_beta: float) -> float:  # NLL'(β): increasing in β
-        weights = torch.softmax(math.exp(log_beta) * z, dim=1)
-        return float(((weights * z).sum(1) - true).mean())
+    def slope(log_beta: float) -> float:  # the objective's derivative in β, over n: increasing in β
+        beta = math.exp(log_beta)
+        weights = torch.softmax(beta * z, dim=1)
+        return float(((weights * z).sum(1) - true).mean()) + pull * (beta - 1.0)
 
     low, high = math.log(1.0 / MAX_TEMPERATURE), math.log(1.0 / MIN_TEMPERATURE)
     if slope(low) >= 0:

@@ -368,11 +368,11 @@ class CoinTabularTask(Task[CoinTabularConfig]):
             records, by=("dataset", "labels_per_class", "model")
         ).items():
             accuracy = Stats.of((m["accuracy"] for m in members), scale=100)
-            scored = [m.get("unlabelled") for m in members]
+            scored = [m["unlabelled"] for m in members if isinstance(m.get("unlabelled"), int)]
             table.setdefault(_label(dataset), {}).setdefault(str(per_class), {})[model] = AccuracyCell(
                 accuracy,
                 splits=len(members),
-                scored_rows=min(scored) if all(isinstance(n, int) for n in scored) else None,
+                scored_rows=min(scored) if len(scored) == len(members) else None,
             )
             summary = summarize_calibration(members)
             if summary is not None:
