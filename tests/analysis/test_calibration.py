@@ -207,3 +207,30 @@ def test_cross_fitting_measures_each_half_with_the_temperature_of_the_other():
         "calibrated_ece"
     ] != pytest.approx(result["calibrated_ece"], abs=1e-12)  # the halves follow the seed
     assert cross_fitted_calibration(probabilities, labels, torch.arange(3), seed=0) == {}
+
+
+def test_a_weight_of_two_is_an_item_counted_twice_and_bad_weights_are_refused():
+    generator = torch.Generator().manual_seed(9)
+    logits = 2 * torch.randn(60, 3, generator=generator, dtype=torch.float64)
+    labels = torch.multinomial(torch.softmax(logits / 1.7, 1), 1, generator=generator).squeeze(1)
+    weights = torch.where(torch.arange(60) < 20, 2.0, 1.0)
+    doubled = torch.cat([torch.arange(60), torch.arange(20)])
+    weighted = fit_temperature(logits, labels, weights=weights, prior_weight=0.0)
+    assert weighted == pytest.approx(
+        fit_temperature(logits[doubled], labels[doubled], prior_weight=0.0), rel=1e-12
+    )
+    assert weighted != pytest.approx(fit_temperature(logits, labels, prior_weight=0.0), rel=1e-6)
+    for bad in (torch.ones(59), torch.full((60,), -1.0), torch.zeros(60), torch.full((60,), math.nan)):
+        with pytest.raises(ValueError, match="weights must be 60 finite numbers"):
+            fit_temperature(logits, labels, weights=bad)
+
+
+def test_class_shift_weights_make_the_held_out_classes_weigh_as_the_predicted_ones():
+    from pdenets.analysis.calibration import class_shift_weights
+
+    held_out = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2])  # drawn three per class
+    predicted = torch.tensor([0] * 6 + [1] * 3 + [2] * 1)  # the items to predict: mostly class 0
+    weights = class_shift_weights(held_out, predicted, 3)
+    shares = torch.zeros(3, dtype=torch.float64).index_add_(0, held_out, weights) / weights.sum()
+    assert shares.tolist() == pytest.approx([0.6, 0.3, 0.1])  # the held-out items now weigh as predicted
+    assert class_shift_weights(held_out, torch.tensor([], dtype=torch.long), 3).tolist() == [1.0] * 9

@@ -56,6 +56,7 @@ __all__ = [
     "reliability_bins",
     "expected_calibration_error",
     "fit_temperature",
+    "class_shift_weights",
     "temperature_scaled",
     "expected_accuracy",
     "held_out_calibration",
@@ -218,6 +219,7 @@ def fit_temperature(
     *,
     probabilities: bool = False,
     prior_weight: float = 1.0,
+    weights: Optional[ArrayLike] = None,
     iterations: int = 100,
 ) -> float:
     r"""The temperature ``T`` that minimizes the negative log-likelihood of ``softmax(logits / T)`` for
@@ -233,6 +235,8 @@ def fit_temperature(
         labels: ``(N,)`` their classes.
         probabilities: ``logits`` are probabilities: scaled through their logarithms.
         prior_weight: :math:`\lambda`, the prior's weight in items (0: the plain maximum likelihood).
+        weights: ``(N,)`` a weight per item (scaled to a mean of 1), where the held-out items are drawn
+            otherwise than the items to be predicted (:func:`class_shift_weights`); default: equal.
         iterations: bisection steps on ``log β`` (100 reach float64's resolution).
 
     Returns:
@@ -252,11 +256,22 @@ def fit_temperature(
     _, y = _probabilities_and_labels(torch.softmax(z, dim=1), labels)
     true = z.gather(1, y[:, None]).squeeze(1)
     pull = prior_weight / z.shape[0]
+    share = torch.full((z.shape[0],), 1.0 / z.shape[0], dtype=torch.float64)
+    if weights is not None:
+        given = torch.as_tensor(weights).detach().to("cpu", torch.float64)
+        if (
+            given.shape != share.shape
+            or not torch.isfinite(given).all()
+            or (given < 0).any()
+            or given.sum() <= 0
+        ):
+            raise ValueError(f"weights must be {z.shape[0]} finite numbers ≥ 0, not all 0")
+        share = given / given.sum()
 
     def slope(log_beta: float) -> float:  # the objective's derivative in β, over n: increasing in β
         beta = math.exp(log_beta)
-        weights = torch.softmax(beta * z, dim=1)
-        return float(((weights * z).sum(1) - true).mean()) + pull * (beta - 1.0)
+        softmax = torch.softmax(beta * z, dim=1)
+        return float((share * ((softmax * z).sum(1) - true)).sum()) + pull * (beta - 1.0)
 
     low, high = math.log(1.0 / MAX_TEMPERATURE), math.log(1.0 / MIN_TEMPERATURE)
     if slope(low) >= 0:
@@ -267,6 +282,25 @@ def fit_temperature(
         middle = 0.5 * (low + high)
         low, high = (middle, high) if slope(middle) < 0 else (low, middle)
     return float(math.exp(-0.5 * (low + high)))
+
+
+def class_shift_weights(held_out_labels: ArrayLike, predicted: ArrayLike, num_classes: int) -> torch.Tensor:
+    """Weights that make held-out items drawn class by class (the protocol's validation nodes, so many per
+    class) stand for the items to be predicted, whose classes follow the data: item ``i`` of class ``c``
+    weighs ``(share of c among predicted) / (share of c among the held-out items)``. ``predicted``: the
+    model's classes for the items to be predicted (their labels are unknown), an estimate of their shares.
+
+    Examples:
+        >>> class_shift_weights(torch.tensor([0, 0, 1, 1]), torch.tensor([0, 0, 0, 1]), 2).tolist()
+        [1.5, 1.5, 0.5, 0.5]
+    """
+    held_out = torch.as_tensor(held_out_labels).detach().to("cpu").long()
+    guessed = torch.as_tensor(predicted).detach().to("cpu").long()
+    if not held_out.numel() or not guessed.numel():
+        return torch.ones(held_out.numel(), dtype=torch.float64)
+    target = torch.bincount(guessed, minlength=num_classes).double() / guessed.numel()
+    source = torch.bincount(held_out, minlength=num_classes).double() / held_out.numel()
+    return (target / source.clamp_min(1e-12))[held_out]
 
 
 def temperature_scaled(logits: ArrayLike, temperature: float, *, probabilities: bool = False) -> torch.Tensor:
@@ -287,6 +321,7 @@ def held_out_calibration(
     measure_on: ArrayLike,
     num_bins: int = DEFAULT_BINS,
     probabilities: bool = False,
+    fit_weights: Optional[ArrayLike] = None,
 ) -> Dict[str, Any]:
     """A model's calibration on held-out labelled items, before and after temperature scaling: the temperature
     fitted on the items ``fit_on`` (validation), the error measured on the items ``measure_on`` (test), which
@@ -298,6 +333,7 @@ def held_out_calibration(
         fit_on, measure_on: item indices.
         num_bins: the confidence bins.
         probabilities: ``logits`` are probabilities (scaled through their logarithms).
+        fit_weights: a weight per item of ``fit_on`` (:func:`fit_temperature`).
 
     Returns:
         ``temperature``, ``ece`` and ``calibrated_ece`` (on ``measure_on``), and both sets of
@@ -309,7 +345,7 @@ def held_out_calibration(
     fit_on, measure_on = (torch.as_tensor(part).detach().to("cpu").long() for part in (fit_on, measure_on))
     if not fit_on.numel():
         return {}
-    temperature = fit_temperature(z[fit_on], y[fit_on])
+    temperature = fit_temperature(z[fit_on], y[fit_on], weights=fit_weights)
     if not measure_on.numel():
         return {"temperature": temperature}
     before = reliability_bins(torch.softmax(z[measure_on], 1), y[measure_on], num_bins)

@@ -26,7 +26,12 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from ...analysis.calibration import MAX_TEMPERATURE, MIN_TEMPERATURE, held_out_calibration
+from ...analysis.calibration import (
+    MAX_TEMPERATURE,
+    MIN_TEMPERATURE,
+    class_shift_weights,
+    held_out_calibration,
+)
 from ...data.errors import DatasetError
 from ...data.splits import Split
 from ...data.transforms import FEATURE_TRANSFORMS, PreparedGraph, graph_label, prepared_graph
@@ -403,6 +408,17 @@ class NodeModel:
         return cls(settings, network, tuple(class_names), width, about=about, temperature=float(temperature))
 
 
+def _calibration(logits: torch.Tensor, labels: torch.Tensor, split: Split) -> Dict[str, Any]:
+    """The run's calibration: a temperature fitted on the validation nodes, each weighed by how common its
+    class is among the model's answers for the nodes outside the training set (the validation nodes are drawn
+    class by class, the nodes predicted are not: :func:`~pdenets.analysis.calibration.class_shift_weights`),
+    measured on the test nodes."""
+    outside = torch.ones(len(labels), dtype=torch.bool)
+    outside[split.train] = False
+    weights = class_shift_weights(labels[split.val], logits[outside].argmax(1), logits.shape[1])
+    return held_out_calibration(logits, labels, fit_on=split.val, measure_on=split.test, fit_weights=weights)
+
+
 def fit_nodes(
     graph: PreparedGraph,
     split: Split,
@@ -420,8 +436,8 @@ def fit_nodes(
     two seconds.
 
     The record holds the model's calibration on the test nodes, as trained and with a temperature fitted on
-    the validation nodes (:func:`~pdenets.analysis.calibration.held_out_calibration`); ``calibrate``: the
-    model keeps that temperature, and its probabilities are the calibrated ones.
+    the validation nodes (:func:`_calibration`); ``calibrate``: the model keeps that temperature, and its
+    probabilities are the calibrated ones.
 
     Returns:
         The fitted model, with the fit's history (``result``) and record (test ``accuracy``, ``ece``, …).
@@ -443,7 +459,7 @@ def fit_nodes(
     )
     with evaluation_mode(network), torch.no_grad():
         logits = network(*network_inputs(settings, graph, device))
-    record.update(held_out_calibration(logits, graph.y, fit_on=split.val, measure_on=split.test))
+    record.update(_calibration(logits.cpu(), graph.y.cpu(), split))
     names = graph.class_names or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(
         settings,
