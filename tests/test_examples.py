@@ -28,7 +28,7 @@ def test_the_example_runs_and_draws_its_figure(path):
 
 def test_every_example_has_a_title_a_description_and_a_figure_name_of_its_own():
     names = [path.stem for path in gallery.examples()]
-    assert 8 <= len(names) <= 10, names
+    assert 8 <= len(names) <= 12, names
     for path in gallery.examples():
         title, description = gallery._docstring(path)
         assert title and len(description) > 100, path.name

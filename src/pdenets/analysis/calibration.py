@@ -1,37 +1,37 @@
 r"""Calibration of class probabilities: is a prediction given with confidence 0.9 right nine times in ten?
 
-A classifier's confidence on item :math:`i` is its largest class probability :math:`\hat p_i = \max_c p_{ic}`,
-its prediction :math:`\hat y_i = \arg\max_c p_{ic}`. Split ``[0, 1]`` into :math:`B` bins of equal width
-:math:`(\tfrac{b-1}{B}, \tfrac{b}{B}]` (a confidence of 0 in the first); bin :math:`b` holds the items
-:math:`I_b`. The expected calibration error (Guo et al., 2017, eq. 3) is
+A classifier's confidence on item $i$ is its largest class probability $\hat p_i = \max_c p_{ic}$,
+its prediction $\hat y_i = \arg\max_c p_{ic}$. Split ``[0, 1]`` into $B$ bins of equal width
+$(\tfrac{b-1}{B}, \tfrac{b}{B}]$ (a confidence of 0 in the first); bin $b$ holds the items
+$I_b$. The expected calibration error (Guo et al., 2017, eq. 3) is
 
-.. math::
-
+$$
     \mathrm{ECE} = \sum_{b=1}^{B} \frac{|I_b|}{n}\,
-        \Bigl|\tfrac{1}{|I_b|}\textstyle\sum_{i \in I_b} [\hat y_i = y_i]
-        - \tfrac{1}{|I_b|}\sum_{i \in I_b} \hat p_i\Bigr|,
+    \Bigl|\tfrac{1}{|I_b|}\textstyle\sum_{i \in I_b} [\hat y_i = y_i]
+    - \tfrac{1}{|I_b|}\sum_{i \in I_b} \hat p_i\Bigr|,
+$$
 
 the gap between accuracy and confidence, weighted by how many items each bin holds: 0 for a calibrated
 classifier, at most 1.
 
-Temperature scaling (Guo et al., §4.2) divides a model's logits :math:`z_i` by one number :math:`T > 0` fitted
-on held-out labelled items, :math:`p_i = \mathrm{softmax}(z_i / T)`: the predictions stay the same, their
-confidences grow sharper (:math:`T < 1`) or softer (:math:`T > 1`). :func:`fit_temperature` minimizes the
-held-out negative log-likelihood over :math:`\beta = 1 / T`,
+Temperature scaling (Guo et al., §4.2) divides a model's logits $z_i$ by one number $T > 0$ fitted
+on held-out labelled items, $p_i = \mathrm{softmax}(z_i / T)$: the predictions stay the same, their
+confidences grow sharper ($T < 1$) or softer ($T > 1$). :func:`fit_temperature` minimizes the
+held-out negative log-likelihood over $\beta = 1 / T$,
 
-.. math::
-
+$$
     \mathrm{NLL}(\beta) = \frac{1}{n} \sum_i \Bigl(\log \sum_c e^{\beta z_{ic}} - \beta z_{i y_i}\Bigr),
     \qquad \mathrm{NLL}'(\beta) = \frac{1}{n} \sum_i \bigl(\mathbb{E}_{p_i}[z_i] - z_{i y_i}\bigr),
+$$
 
-which is convex in :math:`\beta` (its second derivative is the mean variance of :math:`z_i` under
-:math:`p_i`), so the root of the derivative is found by bisection, within
-``[MIN_TEMPERATURE, MAX_TEMPERATURE]``; a weak prior keeps :math:`\beta` finite where the held-out items are
+which is convex in $\beta$ (its second derivative is the mean variance of $z_i$ under
+$p_i$), so the root of the derivative is found by bisection, within
+``[MIN_TEMPERATURE, MAX_TEMPERATURE]``; a weak prior keeps $\beta$ finite where the held-out items are
 few and all right (:func:`fit_temperature`). A model that gives probabilities and no logits is scaled through
 their logarithms (the same softmax).
 
 :func:`expected_accuracy` estimates the accuracy on items without a label from calibrated probabilities:
-item :math:`i` is right with probability :math:`\hat p_i`, so the expected share right is the mean
+item $i$ is right with probability $\hat p_i$, so the expected share right is the mean
 confidence, with the spread of a sum of independent Bernoulli draws. It is only as good as the calibration.
 
 Examples:
@@ -174,9 +174,17 @@ class ReliabilityBins:
 def reliability_bins(
     probabilities: ArrayLike, labels: ArrayLike, num_bins: int = DEFAULT_BINS
 ) -> ReliabilityBins:
-    """Bin ``probabilities`` ``(N, C)`` by confidence into ``num_bins`` equal bins ``(lo, hi]`` (module
-    docstring) and count, per bin, the items, their confidences and the right predictions for ``labels``
-    ``(N,)``."""
+    """Bin items by their confidence into equal bins ``(lo, hi]`` (module docstring) and count, per bin, the
+    items, their confidences and the right predictions.
+
+    Args:
+        probabilities: ``(N, C)`` class probabilities.
+        labels: ``(N,)`` the items' classes.
+        num_bins: the bins of ``[0, 1]`` (default 15).
+
+    Returns:
+        The :class:`ReliabilityBins`.
+    """
     if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
         raise ValueError(f"num_bins must be a whole number ≥ 1, got {num_bins!r}")
     p, y = _probabilities_and_labels(probabilities, labels)
@@ -197,8 +205,13 @@ def reliability_bins(
 def expected_calibration_error(
     probabilities: ArrayLike, labels: ArrayLike, num_bins: int = DEFAULT_BINS
 ) -> float:
-    """The expected calibration error of ``probabilities`` ``(N, C)`` for ``labels`` ``(N,)``, in ``[0, 1]``
-    (module docstring; ``num_bins`` equal-width bins)."""
+    """The expected calibration error (module docstring), in ``[0, 1]``.
+
+    Args:
+        probabilities: ``(N, C)`` class probabilities.
+        labels: ``(N,)`` the items' classes.
+        num_bins: the equal-width confidence bins (default 15).
+    """
     return reliability_bins(probabilities, labels, num_bins).error()
 
 
@@ -225,16 +238,16 @@ def fit_temperature(
     r"""The temperature ``T`` that minimizes the negative log-likelihood of ``softmax(logits / T)`` for
     ``labels`` (module docstring), in ``[MIN_TEMPERATURE, MAX_TEMPERATURE]``.
 
-    A few held-out items that are all right would drive :math:`\beta = 1/T` to infinity (every confidence to
-    1); a Gaussian prior on :math:`\beta` around 1, of the weight of ``prior_weight`` items, keeps it finite:
-    the objective is :math:`n\,\mathrm{NLL}(\beta) + \tfrac{\lambda}{2}(\beta - 1)^2`, still convex. With
+    A few held-out items that are all right would drive $\beta = 1/T$ to infinity (every confidence to
+    1); a Gaussian prior on $\beta$ around 1, of the weight of ``prior_weight`` items, keeps it finite:
+    the objective is $n\,\mathrm{NLL}(\beta) + \tfrac{\lambda}{2}(\beta - 1)^2$, still convex. With
     hundreds of items the prior is negligible.
 
     Args:
         logits: ``(N, C)`` scores of held-out labelled items (a model's logits).
         labels: ``(N,)`` their classes.
         probabilities: ``logits`` are probabilities: scaled through their logarithms.
-        prior_weight: :math:`\lambda`, the prior's weight in items (0: the plain maximum likelihood).
+        prior_weight: $\lambda$, the prior's weight in items (0: the plain maximum likelihood).
         weights: ``(N,)`` a weight per item (scaled to a mean of 1), where the held-out items are drawn
             otherwise than the items to be predicted (:func:`class_shift_weights`); default: equal.
         iterations: bisection steps on ``log β`` (100 reach float64's resolution).
@@ -304,8 +317,13 @@ def class_shift_weights(held_out_labels: ArrayLike, predicted: ArrayLike, num_cl
 
 
 def temperature_scaled(logits: ArrayLike, temperature: float, *, probabilities: bool = False) -> torch.Tensor:
-    """``softmax(logits / temperature)`` ``(N, C)`` in float64 (``probabilities``: ``logits`` are
-    probabilities, scaled through their logarithms)."""
+    """``softmax(logits / temperature)``, ``(N, C)`` in float64.
+
+    Args:
+        logits: ``(N, C)`` logits.
+        temperature: what they are divided by, in ``[MIN_TEMPERATURE, MAX_TEMPERATURE]``.
+        probabilities: ``logits`` are probabilities, scaled through their logarithms.
+    """
     if not (isinstance(temperature, (int, float)) and MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE):
         raise ValueError(
             f"temperature must be in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}], got {temperature!r}"

@@ -9,8 +9,9 @@ Examples:
     ...     coin_vs_mlp={"breast-cancer/5": PairedComparison(pairs=2, wins=1, mean_gain=0.5)},
     ... )
     >>> plain = results.to_dict()
-    >>> list(plain), list(plain["table"]["breast-cancer"]["5"]["coin"])
-    (['table', 'coin_vs_mlp', 'figures'], ['mean', 'std', 'min', 'max', 'median', 'count', 'splits'])
+    >>> list(plain), list(plain["table"]["breast-cancer"]["5"]["coin"])  # doctest: +NORMALIZE_WHITESPACE
+    (['table', 'coin_vs_mlp', 'calibration', 'figures'],
+     ['mean', 'std', 'min', 'max', 'median', 'count', 'splits'])
 """
 
 from __future__ import annotations

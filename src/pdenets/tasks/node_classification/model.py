@@ -413,7 +413,7 @@ def _calibration(logits: torch.Tensor, labels: torch.Tensor, split: Split) -> Di
     class is among the model's answers for the nodes outside the training set (the validation nodes are drawn
     class by class, the nodes predicted are not: :func:`~pdenets.analysis.calibration.class_shift_weights`),
     measured on the test nodes."""
-    outside = torch.ones(len(labels), dtype=torch.bool)
+    outside = torch.ones(len(labels), dtype=torch.bool, device=labels.device)
     outside[split.train] = False
     weights = class_shift_weights(labels[split.val], logits[outside].argmax(1), logits.shape[1])
     return held_out_calibration(logits, labels, fit_on=split.val, measure_on=split.test, fit_weights=weights)

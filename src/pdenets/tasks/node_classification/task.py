@@ -214,8 +214,10 @@ def _partitioned_calibration(
     return held_out_calibration(
         torch.cat([val_logits, test_logits]),
         torch.cat([val_labels, test_labels]),
-        fit_on=torch.arange(len(val_labels)),
-        measure_on=torch.arange(len(val_labels), len(val_labels) + len(test_labels)),
+        fit_on=torch.arange(len(val_labels), device=val_labels.device),
+        measure_on=torch.arange(
+            len(val_labels), len(val_labels) + len(test_labels), device=val_labels.device
+        ),
     )
 
 
