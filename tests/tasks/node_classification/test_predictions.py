@@ -62,6 +62,8 @@ def test_every_node_is_predicted_by_its_name_and_the_file_gives_the_reported_acc
     expected = sum(max(float(row[name]) for name in classes) for row in unlabelled) / len(unlabelled)
     assert f"| {len(unlabelled)} | {100 * expected:.1f} [" in report
     assert "## Calibration" in report and (out / "calibration.png").is_file()
+    test_nodes = sum(row["split"] == "test" for row in rows)
+    assert f"*Test nodes per run: my graph {test_nodes:,}." in report
     assert "2 node(s) outside the largest component" in report and "island1" in report
     assert "<script" not in report and "](javascript:" not in report and "predictions.csv" in report
     assert results["table"]["my graph"]["diff-resnet"]["runs"] == 2

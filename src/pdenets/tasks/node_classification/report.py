@@ -111,7 +111,10 @@ def _accuracy_section(
 ) -> None:
     """Every model's accuracy on every dataset, beside the paper's where it has one, and its figure."""
     compared = [d for d in datasets if any(d in paper.get(model, {}) for model in config.models)]
-    report.heading("Accuracy (%), mean ± std over all runs" + (", next to the paper" if compared else ""))
+    report.heading(
+        "Accuracy (%) on the test nodes, mean ± std over all runs"
+        + (", next to the paper" if compared else "")
+    )
     headers, rows = ["model"], []
     for dataset in datasets:
         shown = md_escape(dataset)
@@ -128,11 +131,15 @@ def _accuracy_section(
             else:
                 cells.append(paper_and_ours(measured, None)[0])
         rows.append(cells)
-    report.table(
-        headers,
-        rows,
-        caption="Difference: pdenets mean minus the paper's mean (points)." if compared else None,
-    )
+    counts = [
+        f"{md_escape(dataset)} {summary.items // summary.runs:,}"
+        for dataset in datasets
+        for summary in list(results.calibration.get(dataset, {}).values())[:1]
+        if summary.runs and summary.items % summary.runs == 0
+    ]
+    words = [f"Test nodes per run: {'; '.join(counts)}." if counts else ""]
+    words.append("Difference: pdenets mean minus the paper's mean (points)." if compared else "")
+    report.table(headers, rows, caption=" ".join(word for word in words if word) or None)
     if "accuracy" in results.figures:
         report.figure(
             results.figures["accuracy"],
