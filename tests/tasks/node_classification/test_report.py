@@ -75,7 +75,10 @@ def test_ours_sits_beside_the_papers_value_only_on_a_graph_the_paper_has():
 
 def test_no_graph_of_the_paper_means_no_comparison_column_nor_caption():
     text, _, _ = _build(datasets=[MINE])
-    assert "## Accuracy (%) on the test nodes, mean ± std over all runs\n" in text and "next to the paper" not in text
+    assert (
+        "## Accuracy (%) on the test nodes, mean ± std over all runs\n" in text
+        and "next to the paper" not in text
+    )
     assert "| model | my&lt;g&gt; |" in text and "Difference:" not in text
 
 
