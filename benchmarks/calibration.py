@@ -37,7 +37,7 @@ from pdenets.tasks.node_classification.model import _calibration, network_inputs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="3 repeats")
     parser.add_argument("--json", help="also write the table to this file")
     args = parser.parse_args()
