@@ -4,7 +4,7 @@ with temperature scaling, and a reliability diagram, per dataset and model
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -12,7 +12,16 @@ from ..analysis.calibration import CalibrationSummary, ReliabilityBins
 from .plots import plt
 from .report import Report, md_escape
 
-__all__ = ["add_calibration_section", "reliability_figure", "draw_reliability"]
+__all__ = ["add_calibration_section", "reliability_figure", "draw_reliability", "expected_accuracy_cell"]
+
+
+def expected_accuracy_cell(estimate: Optional[Sequence[float]]) -> str:
+    """A table cell of :func:`~pdenets.analysis.calibration.expected_accuracy`'s ``(estimate, low, high)``, in
+    percent: ``"90.0 [85.0, 95.0]"`` (``"—"`` for ``None``)."""
+    if estimate is None:
+        return "—"
+    mean, low, high = (100 * value for value in estimate)
+    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def add_calibration_section(

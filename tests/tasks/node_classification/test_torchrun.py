@@ -85,6 +85,9 @@ def test_two_processes_store_the_single_process_runs(tmp_path):
         assert float(two["accuracy"]) == float(one["accuracy"])
         assert float(two["val_loss"]) == pytest.approx(float(one["val_loss"]), abs=1e-5)
         assert two["epochs"] == one["epochs"]
+        # the calibration of the gathered validation and test nodes is the single process's
+        for name in ("temperature", "ece", "calibrated_ece"):
+            assert float(two[name]) == pytest.approx(float(one[name]), rel=1e-4), name
     assert not list(tmp_path.glob("single/*rank*")) and sorted(
         p.name for p in (tmp_path / "pair").iterdir()
     ) == sorted(p.name for p in (tmp_path / "single").iterdir())

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ...data.tabular import TabularData
-from ...experiments.calibration_report import add_calibration_section
+from ...experiments.calibration_report import add_calibration_section, expected_accuracy_cell
 from ...experiments.plots import plt
 from ...experiments.report import Report, counted, md_escape
 from ...experiments.rundir import file_name_for
@@ -170,13 +170,6 @@ def accuracy_figure(
     return run_dir.save_figure(fig, file_name_for(dataset, "-accuracy.png"))
 
 
-def _expected(estimate: Optional[Sequence[float]]) -> str:
-    if estimate is None:
-        return "—"
-    mean, low, high = (100 * value for value in estimate)
-    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
-
-
 def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]) -> None:
     """The predictions files written beside the report and what they hold; nothing where none was written."""
     if not written:
@@ -207,7 +200,7 @@ def add_predictions_section(report: Report, written: Sequence[Mapping[str, Any]]
             "—" if entry["test_accuracy"] is None else f"{100 * entry['test_accuracy']:.2f}",
             "—" if entry["stored_accuracy"] is None else f"{100 * entry['stored_accuracy']:.2f}",
             f"{entry['unlabelled']:,}",
-            _expected(entry.get("expected_unlabelled")),
+            expected_accuracy_cell(entry.get("expected_unlabelled")),
         ]
         for entry in written
     ]

@@ -60,6 +60,7 @@ __all__ = [
     "diffusion_steps",
     "default_hyperparameters",
     "MAX_NUM_STEPS",
+    "calibration_of_sets",
 ]
 
 #: the most diffusion steps (or layers) a model takes (a bound on what a model file may ask for)
@@ -409,14 +410,37 @@ class NodeModel:
 
 
 def _calibration(logits: torch.Tensor, labels: torch.Tensor, split: Split) -> Dict[str, Any]:
-    """The run's calibration: a temperature fitted on the validation nodes, each weighed by how common its
-    class is among the model's answers for the nodes outside the training set (the validation nodes are drawn
-    class by class, the nodes predicted are not: :func:`~pdenets.analysis.calibration.class_shift_weights`),
-    measured on the test nodes."""
+    """The run's calibration (:func:`calibration_of_sets`) from the logits of every node."""
     outside = torch.ones(len(labels), dtype=torch.bool, device=labels.device)
     outside[split.train] = False
-    weights = class_shift_weights(labels[split.val], logits[outside].argmax(1), logits.shape[1])
-    return held_out_calibration(logits, labels, fit_on=split.val, measure_on=split.test, fit_weights=weights)
+    answers = torch.bincount(logits[outside].argmax(1), minlength=logits.shape[1])
+    return calibration_of_sets(
+        logits[split.val], labels[split.val], logits[split.test], labels[split.test], answers
+    )
+
+
+def calibration_of_sets(
+    val_logits: torch.Tensor,
+    val_labels: torch.Tensor,
+    test_logits: torch.Tensor,
+    test_labels: torch.Tensor,
+    answers: torch.Tensor,
+) -> Dict[str, Any]:
+    """A run's calibration: a temperature fitted on the validation nodes, each weighed by how common its class
+    is among the model's answers for the nodes outside the training set (``answers``: their count per class;
+    the validation nodes are drawn class by class, the nodes predicted are not:
+    :func:`~pdenets.analysis.calibration.class_shift_weights`), measured on the test nodes. One process's
+    nodes or all processes' gathered give the same."""
+    classes = torch.arange(len(answers), device=answers.device)
+    weights = class_shift_weights(val_labels, torch.repeat_interleave(classes, answers), len(answers))
+    count = len(val_labels)
+    return held_out_calibration(
+        torch.cat([val_logits, test_logits]),
+        torch.cat([val_labels, test_labels]),
+        fit_on=torch.arange(count, device=val_labels.device),
+        measure_on=torch.arange(count, count + len(test_labels), device=val_labels.device),
+        fit_weights=weights,
+    )
 
 
 def fit_nodes(

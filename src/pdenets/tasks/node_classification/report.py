@@ -6,10 +6,10 @@ stability bounds, the depth study (Fig. 5) and the protocol's choices, with the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ...data.transforms import graph_label
-from ...experiments.calibration_report import add_calibration_section
+from ...experiments.calibration_report import add_calibration_section, expected_accuracy_cell
 from ...experiments.plots import box_per_group, errorbar_lines, plt
 from ...experiments.report import Report, counted, md_escape
 from ...experiments.summary import PaperValue, format_mean_std, paper_and_ours
@@ -288,13 +288,6 @@ def _mean_std(cell: AccuracyCell) -> str:
     return format_mean_std(cell.mean, cell.std if cell.runs > 1 else None, 1)
 
 
-def _expected(estimate: Optional[Tuple[float, float, float]]) -> str:
-    if estimate is None:
-        return "—"
-    mean, low, high = (100 * value for value in estimate)
-    return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
-
-
 def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
     """The predictions files written beside the report (:class:`~.predictions.NodePredictions`), and what
     they hold; nothing where none was written."""
@@ -329,7 +322,7 @@ def add_predictions_section(report: Report, written: Sequence[Any]) -> None:
             "—" if entry.test_accuracy is None else f"{100 * entry.test_accuracy:.2f}",
             "—" if entry.stored_accuracy is None else f"{100 * entry.stored_accuracy:.2f}",
             f"{entry.unlabelled:,}",
-            _expected(entry.expected_unlabelled),
+            expected_accuracy_cell(entry.expected_unlabelled),
         ]
         for entry in written
     ]

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from ..._cache import process_cache
-from ...analysis.calibration import CalibrationSummary, held_out_calibration, summarize_calibration
+from ...analysis.calibration import CalibrationSummary, summarize_calibration
 from ...data.split_file import ItemSplit, read_split_file
 from ...data.splits import Split
 from ...data.transforms import (
@@ -51,6 +51,7 @@ from .model import (
     NodeModel,
     _diffusion_settings,
     build_network,
+    calibration_of_sets,
     default_hyperparameters,
     diffusion_steps,
     fit_nodes,
@@ -185,7 +186,7 @@ def _train_partitioned(
         max_epochs=spec.max_epochs,
         patience=spec.patience,
     )
-    record.update(_partitioned_calibration(model, graph.x[nodes].to_sparse_csr(), graph.y[nodes], *sets[1:]))
+    record.update(_partitioned_calibration(model, graph.x[nodes].to_sparse_csr(), graph.y[nodes], *sets))
     record["seconds"] = time.perf_counter() - start
     names = tuple(graph.class_names) or tuple(str(c) for c in range(graph.num_classes))
     return NodeModel(spec.settings, model, names, graph.num_features, result=result, record=record)
@@ -195,29 +196,28 @@ def _partitioned_calibration(
     model: torch.nn.Module,
     features: torch.Tensor,
     labels: torch.Tensor,
+    train: torch.Tensor,
     val: torch.Tensor,
     test: torch.Tensor,
 ) -> Dict[str, Any]:
-    """:func:`~pdenets.analysis.calibration.held_out_calibration` of the validation and test nodes of every
-    process (their logits gathered: a few per class), the same on each."""
+    """:func:`~.model.calibration_of_sets` of every process's validation and test nodes (their logits
+    gathered: a few per class) and answers (a count per class), the same on each process."""
     with evaluation_mode(model), torch.no_grad():
-        logits = model(features)
-    nodes = torch.cat([val, test])
-    mine = (logits[nodes].cpu(), labels[nodes].cpu(), len(val))
+        logits = model(features).cpu()
+    labels = labels.cpu()
+    outside = torch.ones(len(labels), dtype=torch.bool, device=labels.device)
+    outside[train.cpu()] = False
+    answers = torch.bincount(logits[outside].argmax(1), minlength=logits.shape[1])
+    mine = (logits[val.cpu()], labels[val.cpu()], logits[test.cpu()], labels[test.cpu()], answers)
     everyone: List[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
-    parts = [
-        (part_logits[:count], part_logits[count:], part_labels[:count], part_labels[count:])
-        for part_logits, part_labels, count in everyone
-    ]
-    val_logits, test_logits, val_labels, test_labels = (torch.cat([p[k] for p in parts]) for k in range(4))
-    return held_out_calibration(
-        torch.cat([val_logits, test_logits]),
-        torch.cat([val_labels, test_labels]),
-        fit_on=torch.arange(len(val_labels), device=val_labels.device),
-        measure_on=torch.arange(
-            len(val_labels), len(val_labels) + len(test_labels), device=val_labels.device
-        ),
+    val_logits, val_labels, test_logits, test_labels, counts = (list(part) for part in zip(*everyone))
+    return calibration_of_sets(
+        torch.cat(val_logits),
+        torch.cat(val_labels),
+        torch.cat(test_logits),
+        torch.cat(test_labels),
+        torch.stack(counts).sum(0),
     )
 
 
