@@ -175,6 +175,30 @@ class DiffResNet(nn.Module):
         out, weights = self._convect(x, weights)
         return self.diffusion(out, weights)
 
+    def diffusion_scores(self, x: torch.Tensor, weights: WeightsArg = None):
+        """What the evaluation logits are a sum of (:mod:`pdenets.analysis.explanations`): every sample's
+        class scores before the last diffusion ``s = h Wᵀ`` ``(N, C)``, the classifier's bias ``(C,)``, the
+        diffusion operator (``None`` without steps) and its steps ``r``; the logits are
+        ``A^r s + b``. Computed in evaluation mode without gradients (the mode is restored).
+
+        Examples:
+            >>> import torch
+            >>> net = DiffResNet(5, 3, num_steps=2, block="graph", weights=torch.ones(6, 6) / 6)
+            >>> scores, bias, operator, steps = net.diffusion_scores(torch.randn(6, 5))
+            >>> scores.shape, steps
+            (torch.Size([6, 3]), 2)
+        """
+        training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                out, weights = self._convect(x, weights)
+                scores = F.linear(out, self.classifier.weight)
+                operator = self.diffusion.operator_for(out, weights) if self.num_steps > 0 else None
+        finally:
+            self.train(training)
+        return scores, self.classifier.bias.detach(), operator, self.num_steps
+
     def forward(self, x: torch.Tensor, weights: WeightsArg = None) -> torch.Tensor:
         out, weights = self._convect(x, weights)
         linear_diffusion = self.num_steps > 0 and (self.diffusion.dropout == 0 or not self.training)
