@@ -44,6 +44,7 @@ from ..data.splits import held_out_split
 from ..data.transforms import PreparedGraph, prepare_graph
 from ..saved_model import estimator_from, labels_to_json, saved_classes
 from ..tasks.node_classification.config import NodeClassificationConfig
+from ..tasks.node_classification.decisions import NodeExplanation
 from ..tasks.node_classification.model import NodeModel, NodeSettings, default_hyperparameters, fit_nodes
 
 __all__ = ["DiffusionNodeClassifier"]
@@ -231,6 +232,52 @@ class DiffusionNodeClassifier(BaseEstimator):
         """The class of each node of :meth:`node_ids` (the most probable one)."""
         probabilities = self.predict_proba(graph)
         return self.classes_[probabilities.argmax(1)]
+
+    def _graph_of(self, graph: Optional[GraphInput]) -> Optional[PreparedGraph]:
+        return None if graph is None else self._read(graph, features=self.model_.settings.feature_transform)
+
+    def explain(
+        self, ids: Sequence[object], top: int = 10, graph: Optional[GraphInput] = None
+    ) -> List[NodeExplanation]:
+        """Why each node of ``ids`` (ids of :meth:`node_ids`) gets its class: the nodes whose scores the
+        diffusion carried to it, with their exact shares of its margin over the runner-up class (in log-odds
+        of :meth:`predict_proba`; :func:`~pdenets.tasks.node_classification.decisions.explain_nodes`).
+
+        Args:
+            ids: the nodes to explain.
+            top: the contributors named per node (the others add up in ``others``).
+            graph: the graph they are in (default: the fitted one).
+
+        Raises:
+            ValueError: a GNN baseline (not a sum over nodes), an id not in the graph.
+        """
+        check_is_fitted(self, "model_")
+        return self.model_.explain(ids, self._graph_of(graph), top)
+
+    def suggest(
+        self,
+        budget: int,
+        criterion: str = "coverage",
+        graph: Optional[GraphInput] = None,
+        seed: Optional[int] = None,
+        among: Optional[Sequence[object]] = None,
+    ) -> np.ndarray:
+        """The ids of the ``budget`` nodes without a label to label next, best first
+        (:mod:`pdenets.analysis.label_selection`).
+
+        Args:
+            budget: ``B``, at most the nodes without a label.
+            criterion: ``"coverage"`` (default: greedy, the uncertainty a label would reach through the
+                model's diffusion, spread over the graph), ``"uncertainty"`` (smallest margin between the
+                two most probable classes) or ``"random"``.
+            graph: the graph, its nodes of unknown label the candidates (default: the fitted one).
+            seed: ``random``: the draw's seed (default: ``random_state``).
+            among: the ids of :meth:`node_ids` that may be chosen (default: every node without a label).
+        """
+        check_is_fitted(self, "model_")
+        draw = int(self.random_state if seed is None else seed)
+        chosen = self.model_.suggest_labels(budget, self._graph_of(graph), criterion, draw, among)
+        return np.asarray([suggestion.id for suggestion in chosen], dtype=object)
 
     def save(self, folder: Union[str, Path]) -> Path:
         """Keep the fitted model in ``folder`` (the files of a run's ``model-<name>/``)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -50,6 +50,9 @@ from ...saved_model import (
     typed_settings,
 )
 from .config import MODEL_NAMES, TABLE6, NodeClassificationConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .decisions import NodeExplanation, Suggestion
 
 __all__ = [
     "NodeSettings",
@@ -324,13 +327,24 @@ class NodeModel:
         settings = self.settings
         return prepared_graph(graph_spec, data_dir, settings.missing_features, settings.feature_transform)
 
-    def predict_proba(self, graph: Optional[PreparedGraph] = None, source: str = "the graph") -> torch.Tensor:
-        """``(N, C)`` class probabilities of ``graph``'s nodes (default: the graph it was fitted on), in the
-        order of its nodes and of ``class_names``."""
-        if graph is None:
-            if self.graph is None:
-                raise ValueError("a loaded model has no graph of its own: give the graph to predict")
-            graph = self.graph
+    def _graph(self, graph: Optional[PreparedGraph]) -> PreparedGraph:
+        """``graph``, else the graph it was fitted on."""
+        if graph is not None:
+            return graph
+        if self.graph is None:
+            raise ValueError("a loaded model has no graph of its own: give the graph to predict")
+        return self.graph
+
+    def network_on(
+        self, graph: Optional[PreparedGraph] = None, source: str = "the graph"
+    ) -> Tuple[torch.nn.Module, PreparedGraph, Tuple[torch.Tensor, ...]]:
+        """The trained network on ``graph`` (default: the graph it was fitted on; another graph's nodes are
+        given the model's classes), the graph, and the network's inputs there.
+
+        Raises:
+            DatasetError: the graph's nodes have another feature width than the model's, naming ``source``.
+        """
+        graph = self._graph(graph)
         if graph.num_features != self.num_features:
             identity = (
                 "; without a features file the features are the node ids"
@@ -349,9 +363,39 @@ class NodeModel:
             network = build_network(self.settings, graph)
             network.load_state_dict(self.network.state_dict())
         device = next(network.parameters()).device
+        return network, graph, network_inputs(self.settings, graph, device)
+
+    def predict_proba(self, graph: Optional[PreparedGraph] = None, source: str = "the graph") -> torch.Tensor:
+        """``(N, C)`` class probabilities of ``graph``'s nodes (default: the graph it was fitted on), in the
+        order of its nodes and of ``class_names``."""
+        network, graph, inputs = self.network_on(graph, source)
         with evaluation_mode(network), torch.no_grad():
-            logits = network(*network_inputs(self.settings, graph, device))
+            logits = network(*inputs)
         return torch.softmax(logits.float() / self.temperature, dim=1).cpu()
+
+    def explain(
+        self, ids: Sequence[object], graph: Optional[PreparedGraph] = None, top: int = 10
+    ) -> List["NodeExplanation"]:
+        """Why each node of ``ids`` (the user's ids) gets its class: the nodes that carried its prediction,
+        with their exact shares (:func:`~.decisions.explain_nodes`); ``graph``: default the fitted one."""
+        from .decisions import explain_nodes
+
+        return explain_nodes(self, self._graph(graph), ids, top)
+
+    def suggest_labels(
+        self,
+        budget: int,
+        graph: Optional[PreparedGraph] = None,
+        criterion: str = "coverage",
+        seed: int = 0,
+        among: Optional[Sequence[object]] = None,
+    ) -> List["Suggestion"]:
+        """The ``budget`` nodes without a label to label next, by ``criterion``
+        (:func:`~.decisions.suggest_nodes`); ``graph``: default the fitted one; ``among``: the ids that may
+        be chosen (default: every node without a label)."""
+        from .decisions import suggest_nodes
+
+        return suggest_nodes(self, self._graph(graph), budget, criterion, seed, among)
 
     def save(self, folder: Union[str, Path]) -> Path:
         """Keep the model in ``folder`` (another model's folder is never replaced); returns the folder
