@@ -262,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("family", nargs="?", default=None, help="one family (default: all of them)")
     _add_predict(commands)
+    _add_decisions(commands)
     partition = commands.add_parser(
         "partition",
         help="split a graph's nodes into parts for torchrun runs, once, and save them",
@@ -457,6 +458,52 @@ def _add_predict(commands) -> None:
     predict.add_argument("--out", required=True, metavar="FILE.csv", help="the predictions file to write")
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     predict.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def _add_decisions(commands) -> None:
+    """``pdenets explain`` and ``pdenets suggest-labels`` (:mod:`pdenets.decisions_cli`)."""
+    explain = commands.add_parser(
+        "explain",
+        help="why a run's node model gives each node its class: the nodes that carried it, with their shares",
+        formatter_class=_Formatter,
+        allow_abbrev=False,
+        description="pdenets explain RUN_DIR --dataset GRAPH --ids ID,... --out WHY.csv: each node's "
+        "predicted class and the nodes whose scores the diffusion carried to it, with their exact shares "
+        "of the margin over the runner-up (log-odds); Diff-ResNet models (a GNN is not a sum over nodes).",
+    )
+    suggest = commands.add_parser(
+        "suggest-labels",
+        help="which unlabelled nodes of a graph to label next, by a run's node model",
+        formatter_class=_Formatter,
+        allow_abbrev=False,
+        description="pdenets suggest-labels RUN_DIR --dataset GRAPH --budget B --out NEXT.csv: the B nodes "
+        "without a label (an empty label in the file) to label next, by a criterion: coverage (default: "
+        "the uncertainty their labels would reach through the model's diffusion, spread over the graph), "
+        "uncertainty (smallest margin) or random.",
+    )
+    for parser in (explain, suggest):
+        parser.add_argument(
+            "run", metavar="RUN_DIR", help="a node-classification run folder, or its model-<name>/"
+        )
+        parser.add_argument(
+            "--dataset", required=True, metavar="GRAPH", help="the graph (the run's own, or one like it)"
+        )
+        parser.add_argument("--model", default=None, help="the saved model to use (default: diff-resnet)")
+    explain.add_argument("--ids", default=None, help="the node ids to explain, comma-separated")
+    explain.add_argument("--ids-file", default=None, metavar="FILE", help="a file of node ids, one a line")
+    explain.add_argument("--top", type=int, default=10, help="contributors named per node (default 10)")
+    suggest.add_argument("--budget", type=int, required=True, help="B, the nodes to suggest")
+    suggest.add_argument(
+        "--criterion",
+        default="coverage",
+        choices=("coverage", "uncertainty", "random"),
+        help="how the nodes are chosen (default: coverage)",
+    )
+    suggest.add_argument("--seed", type=int, default=0, help="random: the seed of the draw (default 0)")
+    for parser in (explain, suggest):
+        parser.add_argument("--out", required=True, metavar="FILE.csv", help="the CSV file to write")
+        parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+        parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def _value(info: FieldInfo, raw: Any) -> Any:
@@ -679,6 +726,10 @@ def _main(argv: List[str]) -> int:
         from .predict_cli import run_predict_command
 
         return run_predict_command(args)
+    if args.command in ("explain", "suggest-labels"):
+        from .decisions_cli import run_explain_command, run_suggest_command
+
+        return (run_explain_command if args.command == "explain" else run_suggest_command)(args)
     task: Type[Task] = args.task_class
     base = args.quick_factory() if args.quick else args.base_factory()
     config = resolve_config(
