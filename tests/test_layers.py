@@ -19,7 +19,9 @@ registry, as ``pyproject.toml`` names entry points).
     6  tasks, features_cli                            one package per application; `pdenets features`
     7  predict_cli, estimators                        `pdenets predict` and the scikit-learn style estimators:
                                                       the tasks' models on the user's data
-    8  cli                                            the command line
+    8  decisions_cli                                  `pdenets explain` and `pdenets suggest-labels`, on the
+                                                      run folders `pdenets predict` reads
+    9  cli                                            the command line
 """
 
 import ast
@@ -50,7 +52,8 @@ FLOORS = {
     "features_cli": 6,
     "predict_cli": 7,
     "estimators": 7,
-    "cli": 8,
+    "decisions_cli": 8,
+    "cli": 9,
 }
 ROOT = Path(pdenets.__file__).parent
 

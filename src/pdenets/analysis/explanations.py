@@ -52,6 +52,11 @@ def _one_hot_columns(items: torch.Tensor, num_nodes: int, like: torch.Tensor) ->
     return columns
 
 
+def _device_of(items: Any) -> torch.device:
+    """The device of ``items`` (a list: the CPU): the one-hot columns are built where the items are."""
+    return items.device if isinstance(items, torch.Tensor) else torch.device("cpu")
+
+
 def _steps(operator: Any, columns: torch.Tensor, num_steps: int, transpose: bool) -> torch.Tensor:
     if not hasattr(operator, "product") or not hasattr(operator, "num_nodes"):
         raise TypeError(f"operator must be a DiffusionOperator, got {type(operator).__name__}")
@@ -81,7 +86,7 @@ def diffusion_rows(
         >>> diffusion_rows(operator, torch.tensor([1]), num_steps=2)   # (A²)₁. = [3/8, 5/8]
         tensor([[0.3750, 0.6250]], dtype=torch.float64)
     """
-    start = _one_hot_columns(items, operator.num_nodes, torch.empty(0, dtype=dtype))
+    start = _one_hot_columns(items, operator.num_nodes, torch.empty(0, dtype=dtype, device=_device_of(items)))
     return _steps(operator, start, num_steps, transpose=True).T.contiguous()
 
 
@@ -104,7 +109,7 @@ def diffusion_columns(
         >>> diffusion_columns(operator, torch.tensor([0]), num_steps=1).flatten()
         tensor([0.7500, 0.2500], dtype=torch.float64)
     """
-    start = _one_hot_columns(items, operator.num_nodes, torch.empty(0, dtype=dtype))
+    start = _one_hot_columns(items, operator.num_nodes, torch.empty(0, dtype=dtype, device=_device_of(items)))
     return _steps(operator, start, num_steps, transpose=False)
 
 

@@ -107,7 +107,9 @@ def select_items(
     uncertainty = margin_uncertainty(probabilities.double())
     if criterion == "random":
         generator = torch.Generator().manual_seed(int(seed))
-        chosen = positions[torch.randperm(available, generator=generator)[:budget].to(positions.device)]
+        chosen = positions[
+            torch.randperm(available, generator=generator, device="cpu")[:budget].to(positions.device)
+        ]
         return chosen, uncertainty[chosen]
     if criterion == "uncertainty":
         order = torch.sort(-uncertainty[positions], stable=True).indices

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -27,9 +27,6 @@ from ...analysis.label_selection import CRITERIA, margin_uncertainty, select_ite
 from ...data.errors import DatasetError
 from ...data.transforms import PreparedGraph
 from ...models.training import evaluation_mode
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .model import NodeModel
 
 __all__ = [
     "Contributor",
@@ -131,7 +128,7 @@ def _positions(
             else ""
         )
         raise DatasetError(f"{len(unknown)} node id(s) not in the graph: {named}{why}")
-    return torch.tensor([where[node] for node in asked], dtype=torch.long)
+    return torch.tensor([where[node] for node in asked], dtype=torch.long, device="cpu")
 
 
 def _check_top(top: int) -> int:
@@ -141,7 +138,7 @@ def _check_top(top: int) -> int:
 
 
 def explain_nodes(
-    model: "NodeModel", graph: PreparedGraph, ids: Sequence[object], top: int = 10
+    model: Any, graph: PreparedGraph, ids: Sequence[object], top: int = 10
 ) -> List[NodeExplanation]:
     """Why each node of ``ids`` (the user's ids in ``graph``) gets its class (module docstring).
 
@@ -195,7 +192,7 @@ def explain_nodes(
 
 
 def _model_spread(
-    model: "NodeModel", network: torch.nn.Module, graph: PreparedGraph, inputs
+    model: Any, network: torch.nn.Module, graph: PreparedGraph, inputs
 ) -> Tuple[Callable[[torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
     """``v ↦ A^r v`` and its transpose as the model spreads a score over ``graph``: a Diff-ResNet's ``r``
     diffusion steps (none: itself), else the baseline's layers of the graph's normalized weights."""
@@ -228,7 +225,7 @@ def _model_spread(
 
 
 def suggest_nodes(
-    model: "NodeModel",
+    model: Any,
     graph: PreparedGraph,
     budget: int,
     criterion: str = "coverage",
