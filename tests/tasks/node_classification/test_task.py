@@ -460,7 +460,9 @@ def test_real_valued_features_are_standardized_not_binarized(tmp_path):
     assert standardized > 0.9 and binarized < 0.5 + 1e-9, (standardized, binarized)
     out = tmp_path / "run"
     code = main(
-        ["run", "node-classification", "--dataset", str(path), "--models", "gcn", "--out", str(out)] + SHORT
+        ["run", "node-classification", "--dataset", str(path), "--models", "gcn", "--out", str(out)]
+        + ["--splits", "2", "--inits", "1", "--workers", "1"]
+        + SHORT
     )
     report = (out / "report.md").read_text(encoding="utf-8")
     assert code == 0 and "embedded: standardized per feature" in report and "(paper)" not in report
