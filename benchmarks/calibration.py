@@ -55,7 +55,9 @@ def main() -> None:
     graph = graph_file
     estimator = DiffusionNodeClassifier(calibrate=True, progress=False).fit(graph, given)
     model, prepared = estimator.model_, estimator.graph_
-    split = held_out_split(prepared.y, estimator.val_fraction, int(estimator.random_state))
+    split = held_out_split(
+        prepared.y, estimator.val_fraction, int(estimator.random_state), estimator.min_val_per_class
+    )
 
     def calibration() -> None:
         with evaluation_mode(model.network), torch.no_grad():

@@ -52,6 +52,7 @@ def test_settings_and_the_seed_are_used():
         DiffusionNodeClassifier(max_epochs=30, feature_transform="none"),
         DiffusionNodeClassifier(max_epochs=30, settings={"hidden_features": 16}),
         DiffusionNodeClassifier(max_epochs=30, patience=2, stop_on="loss-or-accuracy"),
+        DiffusionNodeClassifier(max_epochs=30, min_val_per_class=5),  # 20, 20, 23 a class: 0, 0, 5 held out
     ):
         assert not np.allclose(changed.fit(graph, labels).predict_proba(), base, atol=1e-6), changed
 
@@ -80,12 +81,35 @@ def test_calibrated_probabilities_divide_the_logits_by_the_temperature_fitted_on
     as_trained, scaled = plain.predict_proba(), calibrated.predict_proba()
     assert np.array_equal(as_trained.argmax(1), scaled.argmax(1))
     logits = torch.log(torch.from_numpy(as_trained).double())  # the same network: the same seed
-    held_out = held_out_split(calibrated.graph_.y, 0.2, 0).val
+    held_out = held_out_split(calibrated.graph_.y, 0.2, 0, min_held_out=4).val
+    assert len(held_out) >= 12  # 4 and more a class
     expected = fit_temperature(logits[held_out], calibrated.graph_.y[held_out])
     assert calibrated.temperature_ == pytest.approx(expected, rel=1e-3)
     assert np.allclose(scaled, torch.softmax(logits / calibrated.temperature_, 1).numpy(), atol=1e-5)
     again = DiffusionNodeClassifier.load(calibrated.save(tmp_path / "model-diff-resnet"))
     assert again.temperature_ == calibrated.temperature_ and again.calibrate is True
+
+
+def test_a_class_with_fewer_labels_than_its_held_out_share_needs_trains_on_them_all():
+    """11 to 17 labelled nodes a class: at ``val_fraction=0.2`` each would hold out 2 or 3, under the default
+    ``min_val_per_class=4``: every label trains (early stopping on the training loss); at 2 the shares are
+    held out; ``calibrate`` with nothing held out says so and keeps the probabilities as trained."""
+    import warnings
+
+    graph, _, labels, _ = _communities(60, seed=1)
+    counts = torch.bincount(labels[labels >= 0]).tolist()
+    assert all(2 <= round(0.2 * count) <= 3 for count in counts), counts
+    every = DiffusionNodeClassifier(max_epochs=30, progress=False).fit(graph, labels)
+    held = DiffusionNodeClassifier(max_epochs=30, progress=False, min_val_per_class=2).fit(graph, labels)
+    assert not np.allclose(every.predict_proba(), held.predict_proba(), atol=1e-6)
+    with pytest.warns(UserWarning, match="no labelled node is held out"):
+        calibrated = DiffusionNodeClassifier(max_epochs=30, progress=False, calibrate=True).fit(graph, labels)
+    assert calibrated.temperature_ == 1.0
+    assert np.array_equal(calibrated.predict_proba(), every.predict_proba())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = DiffusionNodeClassifier(max_epochs=30, progress=False, calibrate=True, min_val_per_class=2)
+        assert scaled.fit(graph, labels).temperature_ != 1.0
 
 
 def test_saved_here_read_by_pdenets_predict_and_a_runs_model_loaded_here(tmp_path, capsys):
@@ -126,6 +150,8 @@ def test_bad_graphs_labels_and_settings_are_refused(tmp_path):
         (DiffusionNodeClassifier("nonsense"), graph, labels, "model must be one of"),
         (DiffusionNodeClassifier(settings={"steps": 3}), graph, labels, "unknown 'steps'"),
         (DiffusionNodeClassifier(val_fraction=1.0), graph, labels, "val_fraction"),
+        (DiffusionNodeClassifier(min_val_per_class=0), graph, labels, "min_val_per_class must be a whole"),
+        (DiffusionNodeClassifier(min_val_per_class=2.5), graph, labels, "min_val_per_class must be a whole"),
         (DiffusionNodeClassifier(), graph, labels[:-1], "one label per node"),
         (DiffusionNodeClassifier(), graph, torch.full((60,), -1), "every label is unknown"),
         (DiffusionNodeClassifier(), (graph.x, graph.edge_index + 60), labels, "outside 0"),
