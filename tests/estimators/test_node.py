@@ -106,6 +106,9 @@ def test_a_class_with_fewer_labels_than_its_held_out_share_needs_trains_on_them_
         calibrated = DiffusionNodeClassifier(max_epochs=30, progress=False, calibrate=True).fit(graph, labels)
     assert calibrated.temperature_ == 1.0
     assert np.array_equal(calibrated.predict_proba(), every.predict_proba())
+    with pytest.warns(UserWarning, match=r"held out \(val_fraction=0\)"):
+        none = DiffusionNodeClassifier(max_epochs=5, progress=False, calibrate=True, val_fraction=0)
+        assert none.fit(graph, labels).temperature_ == 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scaled = DiffusionNodeClassifier(max_epochs=30, progress=False, calibrate=True, min_val_per_class=2)

@@ -214,10 +214,14 @@ class DiffusionNodeClassifier(BaseEstimator):
         split = held_out_split(prepared.y, self.val_fraction, seed, min_held_out=int(minimum))
         calibrate = bool(self.calibrate)
         if calibrate and split.val is split.train:
+            why = (
+                "val_fraction=0"
+                if not self.val_fraction
+                else f"every class has fewer than {minimum} to hold out at val_fraction={self.val_fraction}"
+            )
             warnings.warn(
-                f"calibrate: no labelled node is held out (every class has fewer than "
-                f"{self.min_val_per_class} to hold out at val_fraction={self.val_fraction}), so there is "
-                "nothing to fit a temperature on: the probabilities are as trained",
+                f"calibrate: no labelled node is held out ({why}), so there is nothing to fit a temperature "
+                "on: the probabilities are as trained",
                 stacklevel=2,
             )
             calibrate = False
