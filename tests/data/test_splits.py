@@ -52,23 +52,28 @@ def test_class_too_small_is_reported():
         per_class_split(torch.tensor([0] * 60 + [1] * 10), 20, 30)
 
 
-def test_a_class_holds_out_its_share_only_where_it_comes_to_min_held_out_nodes():
-    """At 0.2: 22 nodes come to 4 (under 5: all train), 23 to 5 (the boundary: held out), 2 nodes to the one
-    the rule keeps (under 5), 1 node to none; the default keeps every share; the sets are disjoint and
-    cover the labelled nodes."""
-    labels = torch.tensor([0] * 22 + [1] * 23 + [2] * 1 + [3] * 2 + [-1] * 4)
-    held = {}
-    for minimum in (1, 4, 5, 6):
-        split = held_out_split(labels, 0.2, seed=0, min_held_out=minimum)
-        nothing_held = split.val is split.train
-        held[minimum] = [] if nothing_held else torch.bincount(labels[split.val], minlength=4).tolist()
-        labelled = set(torch.nonzero(labels >= 0).flatten().tolist())
-        if split.val is not split.train:
-            assert not set(split.train.tolist()) & set(split.val.tolist())
-            assert set(split.train.tolist()) | set(split.val.tolist()) == labelled
-    assert held[1] == [4, 5, 0, 1] and held[4] == [4, 5, 0, 0] and held[5] == [0, 5, 0, 0]
-    assert held[6] == []  # nothing held out: the validation nodes are the training nodes
-    assert torch.equal(held_out_split(labels, 0.2, seed=0).val, held_out_split(labels, 0.2, 0, 1).val)
+def test_the_shares_are_held_out_only_where_every_class_comes_to_min_held_out_nodes():
+    """At 0.2: 22 nodes come to 4, 23 to 5. At ``min_held_out=4`` (the boundary) both are held out; at 5 the
+    first class's 4 fall short, and then neither is (a validation set without some classes is none). A class
+    of one labelled node holds out none: without the rule it trains on its node beside the others' shares;
+    at ``min_held_out=1`` it keeps every share in training. The sets are disjoint and cover the labelled
+    nodes."""
+    labels = torch.tensor([0] * 22 + [1] * 23 + [-1] * 4)
+    alone = torch.tensor([0] * 22 + [1] * 23 + [2] + [-1] * 4)
+
+    def held(given, minimum):
+        split = held_out_split(given, 0.2, seed=0, min_held_out=minimum)
+        labelled = set(torch.nonzero(given >= 0).flatten().tolist())
+        if split.val is split.train:
+            assert set(split.train.tolist()) == labelled
+            return []
+        assert not set(split.train.tolist()) & set(split.val.tolist())
+        assert set(split.train.tolist()) | set(split.val.tolist()) == labelled
+        return torch.bincount(given[split.val], minlength=int(given.max()) + 1).tolist()
+
+    assert held(labels, None) == [4, 5] and held(labels, 4) == [4, 5]
+    assert held(labels, 5) == [] and held(labels, 6) == []
+    assert held(alone, None) == [4, 5, 0] and held(alone, 1) == []
     for wrong in (0, True, 2.5):
         with pytest.raises(ValueError, match="min_held_out must be a whole number"):
             held_out_split(labels, 0.2, seed=0, min_held_out=wrong)

@@ -52,7 +52,7 @@ def test_settings_and_the_seed_are_used():
         DiffusionNodeClassifier(max_epochs=30, feature_transform="none"),
         DiffusionNodeClassifier(max_epochs=30, settings={"hidden_features": 16}),
         DiffusionNodeClassifier(max_epochs=30, patience=2, stop_on="loss-or-accuracy"),
-        DiffusionNodeClassifier(max_epochs=30, min_val_per_class=5),  # 20, 20, 23 a class: 0, 0, 5 held out
+        DiffusionNodeClassifier(max_epochs=30, min_val_per_class=5),  # 20, 20, 23 a class: none held out
     ):
         assert not np.allclose(changed.fit(graph, labels).predict_proba(), base, atol=1e-6), changed
 

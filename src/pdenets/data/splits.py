@@ -10,7 +10,7 @@ per initialization. Same seed, same labels order → same splits and seeds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -86,13 +86,16 @@ def split_and_init_seeds(
     return split, init_seeds
 
 
-def held_out_split(labels: torch.Tensor, val_fraction: float, seed: int, min_held_out: int = 1) -> Split:
+def held_out_split(
+    labels: torch.Tensor, val_fraction: float, seed: int, min_held_out: Optional[int] = None
+) -> Split:
     """The labelled nodes (``labels >= 0``) split for early stopping: ``val_fraction`` of each class's nodes
     (rounded; at least one where the class has two or more and ``val_fraction > 0``, never all of them) for
-    validation, the others for training, drawn with ``seed``. A class with one labelled node trains on it, and
-    so does a class whose share comes to fewer than ``min_held_out`` nodes (a handful of validation nodes
-    stops training at noise; the labels are worth more in training); where no node is held out, the
-    validation (and test) nodes are the training nodes.
+    validation, the others for training, drawn with ``seed``. A class with one labelled node trains on it.
+    ``min_held_out``: where some class's share comes to fewer nodes, none is held out at all (a handful of
+    validation nodes a class stops training at noise, and a validation set without some classes stops it for
+    the others; the labels are worth more in training). Where no node is held out, the validation (and test)
+    nodes are the training nodes.
 
     Examples:
         >>> labels = torch.tensor([0, 0, 0, 0, 1, 1, -1])
@@ -100,8 +103,8 @@ def held_out_split(labels: torch.Tensor, val_fraction: float, seed: int, min_hel
         >>> len(split.train), len(split.val), sorted(labels[split.val].tolist())
         (4, 2, [0, 1])
         >>> split = held_out_split(labels, 0.5, seed=0, min_held_out=2)   # class 1 would hold out one
-        >>> len(split.train), sorted(labels[split.val].tolist())
-        (4, [0, 0])
+        >>> len(split.train), split.val is split.train
+        (6, True)
         >>> held_out_split(labels, 1.0, seed=0)
         Traceback (most recent call last):
         ...
@@ -113,17 +116,23 @@ def held_out_split(labels: torch.Tensor, val_fraction: float, seed: int, min_hel
         or not 0 <= val_fraction < 1
     ):
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
-    if isinstance(min_held_out, bool) or not isinstance(min_held_out, int) or min_held_out < 1:
-        raise ValueError(f"min_held_out must be a whole number ≥ 1, got {min_held_out!r}")
+    if min_held_out is not None and (
+        isinstance(min_held_out, bool) or not isinstance(min_held_out, int) or min_held_out < 1
+    ):
+        raise ValueError(f"min_held_out must be a whole number ≥ 1 or None, got {min_held_out!r}")
     rng = np.random.default_rng(int(seed))
     values = labels.cpu().numpy()
     train: List[int] = []
     val: List[int] = []
+    shares: List[Tuple[np.ndarray, int]] = []
     for label in np.unique(values[values >= 0]).tolist():
         members = rng.permutation(np.flatnonzero(values == label))
         held = int(round(val_fraction * len(members))) if len(members) > 1 else 0
         held = min(max(held, 1 if val_fraction > 0 and len(members) > 1 else 0), len(members) - 1)
-        held = held if held >= min_held_out else 0
+        shares.append((members, held))
+    if min_held_out is not None and any(held < min_held_out for _, held in shares):
+        shares = [(members, 0) for members, _ in shares]
+    for members, held in shares:
         val.extend(members[:held])
         train.extend(members[held:])
     train_nodes = torch.as_tensor(sorted(train), dtype=torch.long)

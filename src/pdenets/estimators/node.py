@@ -73,13 +73,13 @@ class DiffusionNodeClassifier(BaseEstimator):
             a second an epoch).
         val_fraction: the labelled nodes of each class kept for early stopping (default: 0.2; a class with
             one labelled node trains on it).
-        min_val_per_class: a class whose ``val_fraction`` comes to fewer nodes trains on all of its labelled
-            nodes (default: 4, i.e. 18 labelled nodes and more at 0.2 hold out a share). Early stopping on
-            two or three nodes a class stops at noise: on Cora and CiteSeer with 2 labels a class, training
-            on every label (early stopping on the training loss) is 7 to 8 points more accurate, with 8 a
-            class 1 to 5 points, with 16 within 0.3 (medians of 5 draws; a fit takes up to twice as long).
-            Where no class holds any out, ``calibrate`` has nothing to fit on and keeps the probabilities
-            as trained, saying so.
+        min_val_per_class: where some class's ``val_fraction`` share comes to fewer nodes, no node is held
+            out and every label trains, early stopping on the training loss (default: 4, i.e. every class
+            with 18 labelled nodes and more at 0.2). Early stopping on two or three nodes a class stops at
+            noise: on Cora and CiteSeer with 2 labels a class, training on every label is 7 to 8 points more
+            accurate, with 8 a class 1 to 5 points, with 16 within 0.3 (medians of 5 draws; a fit takes up
+            to twice as long). Where none is held out, ``calibrate`` has nothing to fit on and keeps the
+            probabilities as trained, saying so.
         max_epochs: epochs at most (default: 1000).
         patience: epochs without improvement before training stops (default: 50).
         feature_transform: how the features enter the model (``auto``, ``bag-of-words``, ``row-normalize``,
@@ -217,7 +217,7 @@ class DiffusionNodeClassifier(BaseEstimator):
             why = (
                 "val_fraction=0"
                 if not self.val_fraction
-                else f"every class has fewer than {minimum} to hold out at val_fraction={self.val_fraction}"
+                else f"a class has fewer than {minimum} to hold out at val_fraction={self.val_fraction}"
             )
             warnings.warn(
                 f"calibrate: no labelled node is held out ({why}), so there is nothing to fit a temperature "
