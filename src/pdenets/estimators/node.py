@@ -77,9 +77,9 @@ class DiffusionNodeClassifier(BaseEstimator):
             out and every label trains, early stopping on the training loss (default: 4, i.e. every class
             with 18 labelled nodes and more at 0.2). Early stopping on two or three nodes a class stops at
             noise: on Cora and CiteSeer with 2 labels a class, training on every label is 7 to 8 points more
-            accurate, with 8 a class 1 to 5 points, with 16 within 0.3 (medians of 5 draws; a fit takes up
-            to twice as long). Where none is held out, ``calibrate`` has nothing to fit on and keeps the
-            probabilities as trained, saying so.
+            accurate, with 8 a class 1 to 5 points, with 16 within 0.3 (medians of 5 draws,
+            ``benchmarks/active_learning.py --part fits``; a fit takes up to twice as long). Where none is
+            held out, ``calibrate`` has nothing to fit on and keeps the probabilities as trained, saying so.
         max_epochs: epochs at most (default: 1000).
         patience: epochs without improvement before training stops (default: 50).
         feature_transform: how the features enter the model (``auto``, ``bag-of-words``, ``row-normalize``,
