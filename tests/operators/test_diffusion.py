@@ -195,3 +195,28 @@ def test_csr_weights_build_the_same_operator_without_a_coo_copy(dtype, device):
         DiffusionOperator((-weights).to_sparse_csr(), step_size=0.1)
     with pytest.raises(UnstableStepSizeError):  # beyond the Gershgorin bound: the general path decides
         DiffusionOperator(weights.to_sparse_csr(), step_size=10.0)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse given order", "sparse rcm order"])
+def test_power_is_r_products_of_the_matrix_and_of_its_transpose(layout):
+    """On a directed graph (``A ≠ Aᵀ``), in float64: ``power(X, r)`` is ``A^r X`` and with ``transpose``
+    ``(Aᵀ)^r X``, whatever order the rows are stored in; ``r = 0`` gives ``X``; a negative ``r`` is
+    refused."""
+    generator = torch.Generator().manual_seed(5)
+    weights = torch.rand(30, 30, generator=generator, dtype=torch.float64)
+    weights = weights * (torch.rand(30, 30, generator=generator, dtype=torch.float64) < 0.15)
+    weights.fill_diagonal_(0.0)
+    graph = weights if layout == "dense" else weights.to_sparse()
+    order = "rcm" if "rcm" in layout else "given"
+    operator = DiffusionOperator(graph, step_size=0.05, node_order=order)
+    matrix = operator.matrix()
+    matrix = matrix.to_dense() if matrix.is_sparse else matrix
+    assert not torch.allclose(matrix, matrix.T)
+    features = torch.randn(30, 4, generator=generator, dtype=torch.float64)
+    for transpose in (False, True):
+        step = matrix.T if transpose else matrix
+        expected = torch.linalg.matrix_power(step, 3) @ features
+        assert torch.allclose(operator.power(features, 3, transpose=transpose), expected, atol=1e-12)
+    assert torch.equal(operator.power(features, 0), features)
+    with pytest.raises(ValueError, match="num_steps"):
+        operator.power(features, -1)

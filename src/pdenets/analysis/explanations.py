@@ -58,13 +58,11 @@ def _device_of(items: Any) -> torch.device:
 
 
 def _steps(operator: Any, columns: torch.Tensor, num_steps: int, transpose: bool) -> torch.Tensor:
-    if not hasattr(operator, "product") or not hasattr(operator, "num_nodes"):
+    if not hasattr(operator, "power") or not hasattr(operator, "num_nodes"):
         raise TypeError(f"operator must be a DiffusionOperator, got {type(operator).__name__}")
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
         raise ValueError(f"num_steps must be a whole number ≥ 0, got {num_steps!r}")
-    for _ in range(num_steps):
-        columns = operator.product(columns, transpose=transpose)
-    return columns
+    return operator.power(columns, num_steps, transpose=transpose)
 
 
 def diffusion_rows(

@@ -363,6 +363,32 @@ class DiffusionOperator:
             return (matrix.T if transpose else matrix) @ features
         return self.to_nodes(self.stored_product(self.to_stored(features), transpose))
 
+    def power(self, features: torch.Tensor, num_steps: int, transpose: bool = False) -> torch.Tensor:
+        """``A^r X`` (or ``(Aᵀ)^r X`` with ``transpose``) on 2-D features ``(N, C)``: :meth:`product`
+        ``r = num_steps`` times, outside autograd, the rows reordered once in and once out.
+
+        Args:
+            features: ``(N, C)`` columns to spread.
+            num_steps: ``r ≥ 0`` (``0``: ``features`` themselves).
+            transpose: products of ``Aᵀ`` (how much each node's score reaches the others).
+
+        Examples:
+            >>> import torch
+            >>> op = DiffusionOperator(torch.tensor([[0., 1.], [1., 0.]]), step_size=0.25)
+            >>> op.power(torch.tensor([[1.], [0.]]), 2)   # A = [[3/4, 1/4], [1/4, 3/4]]
+            tensor([[0.6250],
+                    [0.3750]])
+        """
+        num_steps = check_positive_int(num_steps, "num_steps", minimum=0)
+        if self.dense:
+            for _ in range(num_steps):
+                features = self.product(features, transpose)
+            return features
+        stored = self.to_stored(features)
+        for _ in range(num_steps):
+            stored = self.stored_product(stored, transpose)
+        return self.to_nodes(stored)
+
     def stored_product(
         self, features: torch.Tensor, transpose: bool = False, out: Optional[torch.Tensor] = None
     ) -> torch.Tensor:

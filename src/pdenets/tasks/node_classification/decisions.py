@@ -202,17 +202,7 @@ def _model_spread(
         if operator is None or steps == 0:
             return (lambda v: v), (lambda v: v)
 
-        def spread(columns: torch.Tensor) -> torch.Tensor:
-            for _ in range(steps):
-                columns = operator.product(columns)
-            return columns
-
-        def gather(columns: torch.Tensor) -> torch.Tensor:
-            for _ in range(steps):
-                columns = operator.product(columns, transpose=True)
-            return columns
-
-        return spread, gather
+        return (lambda v: operator.power(v, steps)), (lambda v: operator.power(v, steps, transpose=True))
     layers = int(model.settings.depth) if model.settings.depth is not None else 2
     weights = graph.weights.to(torch.float64)
 
