@@ -68,6 +68,20 @@ def test_diff_resnet_diffuses_64_hidden_features_unless_told_the_input_width():
     assert paper.model_.network.input_map is None and paper.model_.network.classifier.in_features == 3
 
 
+def test_the_diffusion_dropout_is_the_hidden_width_s_on_every_graph_and_the_rest_table_6():
+    from pdenets.estimators.node import HIDDEN_DROPOUT
+    from pdenets.tasks.node_classification.config import TABLE6
+
+    for name in ("citeseer", "cora", "pubmed", "my-graph"):
+        settings = DiffusionNodeClassifier()._hyperparameters(name)
+        table = TABLE6.get(name, TABLE6["default"])
+        assert settings.dropout == HIDDEN_DROPOUT == 0.25, name
+        assert (settings.step_size, settings.num_steps) == (table.step_size, table.num_steps), name
+    assert TABLE6["citeseer"].dropout == 0.35  # the task's protocol keeps the paper's value
+    told = DiffusionNodeClassifier(settings={"dropout": 0.1})._hyperparameters("citeseer")
+    assert told.dropout == 0.1 and told.step_size == TABLE6["citeseer"].step_size
+
+
 def test_calibrated_probabilities_divide_the_logits_by_the_temperature_fitted_on_the_held_out_nodes(tmp_path):
     """``calibrate=True``: the temperature that minimizes the held-out nodes' log-loss, the same predictions,
     and the probabilities kept through the saved model and ``pdenets predict``."""

@@ -176,3 +176,38 @@ def test_the_batched_heads_give_the_per_task_references_probabilities(name, norm
         )  # fmt: skip
         torch.testing.assert_close(ours[task], expected, rtol=0, atol=1e-7)
         assert torch.equal(ours[task].argmax(1), expected.argmax(1))
+
+
+def _untrained_head_probabilities(support, labels, query, ways, temperature=10.0):
+    """Nearest prototype as the prototype-initialized head starts: ``softmax(−s‖q − m_c‖²/2)``, ``s = τ/d̄²``
+    with ``d̄²`` the mean squared distance between two distinct prototypes; one task, written out."""
+    means = torch.stack([support[labels == c].mean(0) for c in range(ways)])
+    pairs = [((means[a] - means[b]) ** 2).sum() for a in range(ways) for b in range(ways) if a != b]
+    scale = temperature / (sum(pairs) / len(pairs))
+    squared = torch.stack([((query - means[c]) ** 2).sum(1) for c in range(ways)], 1)
+    return torch.softmax(-scale / 2 * squared, dim=1)
+
+
+def test_below_two_queries_per_class_the_internal_head_answers_as_nearest_prototype():
+    ways = 4
+    support, labels, query, _ = episodes(False, ways=ways, queries=2)  # Q = 2C
+    below = query[:, : 2 * ways - 1]
+    ours = Internal().predict_proba(FewShotBatch(support, labels, below, ways))
+    for task in range(support.shape[0]):
+        expected = _untrained_head_probabilities(support[task], labels[task], below[task], ways)
+        torch.testing.assert_close(ours[task], expected, rtol=0, atol=1e-12)
+    # at Q = 2C exactly, and with the threshold off, the head trains (and moves off nearest prototype)
+    for method, points in ((Internal(), query), (Internal(min_queries_per_class=0), below)):
+        trained = method.predict_proba(FewShotBatch(support, labels, points, ways))
+        untrained = torch.stack(
+            [_untrained_head_probabilities(support[t], labels[t], points[t], ways) for t in range(3)]
+        )
+        assert (trained - untrained).abs().max() > 1e-3
+    # a threshold of 1 query per class: 2C − 1 queries train
+    assert not Internal(min_queries_per_class=1).too_few_queries(FewShotBatch(support, labels, below, ways))
+    assert Internal(min_queries_per_class=1).too_few_queries(
+        FewShotBatch(support, labels, query[:, : ways - 1], ways)
+    )
+    assert Internal.preset("paper").settings.min_queries_per_class == 0
+    with pytest.raises(ValueError, match="min_queries_per_class"):
+        Internal(min_queries_per_class=-1.0)

@@ -182,6 +182,7 @@ def test_every_setting_of_an_episode_job_reaches_the_result(features, method):
             "settings.sigma_neighbor": 2,
             "settings.step_size": 0.9,
             "settings.iterations": 1,
+            "settings.min_queries_per_class": 20.0,
             "distribution": "dirichlet:2",
             "open_set": 1,
             "query_mode": "one-at-a-time",
