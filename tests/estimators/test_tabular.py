@@ -195,3 +195,23 @@ def test_a_subset_of_new_rows_gets_the_answers_it_gets_among_all_of_them():
     whole = model.predict_proba(new)
     for part in (slice(0, 1), slice(3, 17), slice(17, 30)):
         np.testing.assert_allclose(model.predict_proba(new[part]), whole[part], rtol=0, atol=1e-5)
+
+
+def test_the_estimator_s_defaults_are_the_task_s_and_the_settings_of():
+    """One set of defaults: ``COINTabularClassifier()``, ``pdenets run coin-tabular`` and
+    ``TabularSettings.of`` build the same COIN."""
+    import dataclasses
+
+    from pdenets.estimators.tabular import _SETTINGS
+    from pdenets.tasks.coin_tabular.config import CoinTabularConfig
+    from pdenets.tasks.coin_tabular.model import TabularSettings
+
+    params, config = COINTabularClassifier().get_params(), CoinTabularConfig()
+    assert {name: params[name] for name in _SETTINGS} == {name: getattr(config, name) for name in _SETTINGS}
+    coin = TabularSettings.of("coin")
+    assert coin.mlp is not None and coin.diffusion is not None
+    chosen = (coin.mlp.epochs, coin.diffusion.step_size)
+    assert chosen == (params["epochs"], params["step_size"]) == (200, 0.25)
+    assert dataclasses.asdict(coin) == dataclasses.asdict(
+        TabularSettings.of("coin", **{name: getattr(config, name) for name in _SETTINGS})
+    )

@@ -34,7 +34,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..saved_model import estimator_from, labels_to_json, saved_classes
-from ..tasks.coin_tabular.model import TabularModel, TabularSettings, fit_table
+from ..tasks.coin_tabular.model import (
+    DEFAULT_EPOCHS,
+    DEFAULT_STEP_SIZE,
+    TabularModel,
+    TabularSettings,
+    fit_table,
+)
 
 if TYPE_CHECKING:  # scikit-learn >= 1.6
     from sklearn.utils import Tags
@@ -71,7 +77,8 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         step_size: ``γ`` of the diffusion (the graph's rows sum to one: stable up to 1; default: 0.25).
         num_steps: ``r``, the diffusion steps (default: 3).
         spreading_alpha: ``alpha`` of label spreading (default: 0.2).
-        epochs: full-batch Adam epochs (default: 200).
+        epochs: full-batch Adam epochs (default: 200; 100 with ``step_size=0.5`` take half
+            the time, more accurate on some tables and less on others: benchmarks/README.md, *peers.py*).
         lr: Adam's learning rate (default: 0.01).
         weight_decay: Adam's weight decay (default: 5e-4).
         random_state: the seed of the network's initialization (default: 0).
@@ -94,10 +101,10 @@ class COINTabularClassifier(ClassifierMixin, BaseEstimator):
         dropout: float = 0.2,
         n_top: int = 10,
         sigma_neighbor: int = 5,
-        step_size: float = 0.25,
+        step_size: float = DEFAULT_STEP_SIZE,
         num_steps: int = 3,
         spreading_alpha: float = 0.2,
-        epochs: int = 200,
+        epochs: int = DEFAULT_EPOCHS,
         lr: float = 0.01,
         weight_decay: float = 5e-4,
         random_state: int = 0,

@@ -77,6 +77,7 @@ class CoinMLPStep:
         self.model, self.blocks, self.last, self.head, self.operator = model, blocks, last, head, operator
         self._rows_key: Optional[tuple] = None
         self._rows_matrices: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+        self._ones: Optional[np.ndarray] = None
 
     @classmethod
     def of(cls, model: nn.Module) -> Optional["CoinMLPStep"]:
@@ -144,6 +145,14 @@ class CoinMLPStep:
         assert self._rows_matrices is not None
         return self._rows_matrices
 
+    def _column_sums(self, rows: int, dtype: np.dtype) -> np.ndarray:
+        """A vector of ``rows`` ones: ``1ᵀ G`` by it is a matrix-vector product, several times faster than a
+        reduction over the rows of a thin array."""
+        ones = self._ones
+        if ones is None or len(ones) != rows or ones.dtype != dtype:
+            ones = self._ones = np.ones(rows, dtype=dtype)
+        return ones
+
     @torch.no_grad()
     def loss_and_gradients(self, inputs: torch.Tensor, rows: torch.Tensor, labels: torch.Tensor) -> float:
         """The mean cross-entropy of the rows ``rows`` of the model's output for ``inputs`` ``(N, F)`` (a CPU
@@ -152,14 +161,18 @@ class CoinMLPStep:
         are then left unset).
 
         The arithmetic runs in NumPy on views of the tensors (no copies): its BLAS multiplies the thin
-        ``N × d × C`` products several times faster than torch's CPU kernels do at these sizes."""
+        ``N × d × C`` products several times faster than torch's CPU kernels do at these sizes. A dropout
+        mask's scale ``1/keep`` is carried by the next (small) weight matrix rather than multiplied into the
+        ``N × d`` activations, and each column sum is a product with a vector of ones."""
         x = inputs.detach().numpy()
-        activations, factors = [x], []
+        ones = self._column_sums(len(x), x.dtype)
+        # activations[i]: block i's input up to the factor scales[i] (the previous block's 1/keep)
+        activations, masks, scales = [x], [], [1.0]
         hidden = x
         training = self.model.training
         for linear, p in self.blocks:
             weight = linear.weight.detach().numpy()
-            hidden = hidden @ weight.T
+            hidden = hidden @ (weight.T if scales[-1] == 1.0 else weight.T * weight.dtype.type(scales[-1]))
             if linear.bias is not None:
                 hidden += linear.bias.detach().numpy()
             passed = hidden > 0  # where the ReLU passes the gradient, and dropout keeps the entry
@@ -169,18 +182,21 @@ class CoinMLPStep:
                 keep, scale = dropout_keep_mask(hidden.shape, p)
                 passed &= keep
                 hidden *= keep
-                hidden *= hidden.dtype.type(scale)
-            factors.append((passed, scale))
+            masks.append(passed)
+            scales.append(scale)
             activations.append(hidden)
         last, head = self.last, self.head
         head_weight, last_weight = head.weight.detach().numpy(), last.weight.detach().numpy()
         folded = head_weight @ last_weight  # (C, d): the last map and the head in one
+        if scales[-1] != 1.0:
+            folded *= folded.dtype.type(scales[-1])  # the last mask's 1/keep
         out = hidden @ folded.T
         last_bias = last.bias.detach().numpy() if last.bias is not None else None
-        if last_bias is not None:
-            out += head_weight @ last_bias
-        if head.bias is not None:
-            out += head.bias.detach().numpy()
+        if last_bias is not None or head.bias is not None:
+            bias = head_weight @ last_bias if last_bias is not None else 0.0
+            if head.bias is not None:
+                bias = bias + head.bias.detach().numpy()
+            out += bias
         chosen, picked = rows.numpy(), labels.numpy()[rows.numpy()]
         if self.operator is None:
             logits = out[chosen]
@@ -200,8 +216,10 @@ class CoinMLPStep:
             grad_out[chosen] = gradient
         else:
             grad_out = (transposed @ torch.from_numpy(gradient)).numpy()
-        grad_folded = grad_out.T @ hidden
-        grad_bias = grad_out.sum(0)
+        grad_folded = grad_out.T @ hidden  # G_Mᵀ up to the last mask's 1/keep
+        if scales[-1] != 1.0:
+            grad_folded *= grad_folded.dtype.type(scales[-1])
+        grad_bias = ones @ grad_out
         grad_head = grad_folded @ last_weight.T
         if last_bias is not None:
             grad_head += grad_bias[:, None] * last_bias[None, :]
@@ -210,18 +228,19 @@ class CoinMLPStep:
         if head.bias is not None:
             head.bias.grad = torch.from_numpy(grad_bias)
         last.weight.grad = torch.from_numpy(head_weight.T @ grad_folded)
-        grad = grad_out @ folded
+        grad = grad_out @ folded  # the gradient of the last block's masked output, its 1/keep included
         for index in range(len(self.blocks) - 1, -1, -1):
             linear, _ = self.blocks[index]
-            passed, scale = factors[index]
-            grad *= passed
-            if scale != 1.0:
-                grad *= grad.dtype.type(scale)
-            linear.weight.grad = torch.from_numpy(grad.T @ activations[index])
+            grad *= masks[index]
+            weight_grad = grad.T @ activations[index]
+            if scales[index] != 1.0:
+                weight_grad *= weight_grad.dtype.type(scales[index])
+            linear.weight.grad = torch.from_numpy(weight_grad)
             if linear.bias is not None:
-                linear.bias.grad = torch.from_numpy(grad.sum(0))
+                linear.bias.grad = torch.from_numpy(ones @ grad)
             if index:
-                grad = grad @ linear.weight.detach().numpy()
+                weight = linear.weight.detach().numpy()
+                grad = grad @ (weight if scales[index] == 1.0 else weight * weight.dtype.type(scales[index]))
         return value
 
 

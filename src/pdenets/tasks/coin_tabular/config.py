@@ -9,7 +9,7 @@ from typing import List, Optional
 
 from ...data.tabular import TABULAR_DATASETS
 from ...experiments.config import ConfigError, TaskConfig, check_fields, setting
-from .model import MAX_NUM_STEPS, MODELS
+from .model import DEFAULT_EPOCHS, DEFAULT_STEP_SIZE, MAX_NUM_STEPS, MODELS
 
 __all__ = ["CoinTabularConfig", "MODELS"]
 
@@ -43,10 +43,12 @@ class CoinTabularConfig(TaskConfig):
     dropout: float = setting(0.2, "MLP dropout")
     n_top: int = setting(10, "neighbours of the sample graph (COIN and label spreading)")
     sigma_neighbor: int = setting(5, "Gaussian bandwidth = distance to this neighbour")
-    step_size: float = setting(0.25, "gamma of COIN's diffusion (row-normalized graph: stable up to 1)")
+    step_size: float = setting(
+        DEFAULT_STEP_SIZE, "gamma of COIN's diffusion (row-normalized graph: stable up to 1)"
+    )
     num_steps: int = setting(3, "r, COIN's diffusion steps")
     spreading_alpha: float = setting(0.2, "alpha of LabelSpreading")
-    epochs: int = setting(200, "full-batch Adam epochs")
+    epochs: int = setting(DEFAULT_EPOCHS, "full-batch Adam epochs")
     lr: float = setting(0.01, "Adam learning rate")
     weight_decay: float = setting(5e-4, "Adam weight decay")
 

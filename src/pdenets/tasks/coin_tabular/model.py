@@ -78,6 +78,11 @@ __all__ = [
 MODELS = ("coin", "mlp", "label-spreading")
 #: the most diffusion steps a model takes (a bound on what a model file may ask for)
 MAX_NUM_STEPS = 100_000
+#: COIN's epochs and step size, the task's and the estimator's defaults (one place). 100 epochs at γ = 0.5
+#: take half the time at −0.1 to +1.5 points on ``benchmarks/peers.py``'s six tables, but 0.4 to 0.7 less on
+#: the breast-cancer protocol and 3.0 less on its wide sparse table (benchmarks/README.md): not the default
+DEFAULT_EPOCHS = 200
+DEFAULT_STEP_SIZE = 0.25
 #: the dtype the networks train and answer in (the rows are standardized in float64 first)
 COMPUTE_DTYPE = torch.float32
 
@@ -193,12 +198,12 @@ class TabularSettings:
         hidden_features: int = 64,
         layers: int = 2,
         dropout: float = 0.2,
-        epochs: int = 200,
+        epochs: int = DEFAULT_EPOCHS,
         lr: float = 0.01,
         weight_decay: float = 5e-4,
         n_top: int = 10,
         sigma_neighbor: int = 5,
-        step_size: float = 0.25,
+        step_size: float = DEFAULT_STEP_SIZE,
         num_steps: int = 3,
         spreading_alpha: float = 0.2,
         rows: Optional[int] = None,
