@@ -172,6 +172,16 @@ def test_nearest_prototype_is_the_softmax_of_minus_half_the_scaled_squared_dista
     assert not torch.equal(rectified.prototypes, batch.prototypes)
 
 
+def test_nearest_prototype_takes_one_scale_a_task():
+    """A ``(T,)`` scale scales each task's distances by its own entry, as the same number would."""
+    three = FewShotBatch(SUPPORT.expand(3, -1, -1), LABELS.expand(3, -1), QUERY.expand(3, -1, -1), 2)
+    scales = torch.tensor([0.3, 2.0, 5.0], dtype=three.query.dtype)
+    answered = three.nearest_prototype_proba(scales)
+    for task, scale in enumerate(scales.tolist()):
+        torch.testing.assert_close(answered[task], three.nearest_prototype_proba(scale)[task], rtol=0, atol=0)
+    assert not torch.equal(answered[0], answered[1])
+
+
 def test_chunks_and_selections_keep_seeds_order_settings_and_the_computed_prototypes():
     generator = torch.Generator().manual_seed(0)
     support = torch.randn(4, 4, 2, generator=generator, dtype=torch.float64)

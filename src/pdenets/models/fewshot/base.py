@@ -59,7 +59,7 @@ import dataclasses
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import torch
 
@@ -197,8 +197,9 @@ class FewShotBatch:
             )
         return self._prototypes
 
-    def nearest_prototype_proba(self, scale: float) -> torch.Tensor:
-        """``softmax_c(−scale ‖q − m_c‖² / 2)`` to :attr:`prototypes`, ``(T, Q, C)``: nearest prototype.
+    def nearest_prototype_proba(self, scale: Union[float, torch.Tensor]) -> torch.Tensor:
+        """``softmax_c(−scale ‖q − m_c‖² / 2)`` to :attr:`prototypes`, ``(T, Q, C)``: nearest prototype;
+        ``scale`` one number, or one a task ``(T,)``.
 
         What a method that assumes balanced queries returns where they cannot be balanced (:attr:`can_balance`
         false: fewer queries than classes, e.g. one query at a time): its inductive counterpart, with nearest
@@ -211,6 +212,8 @@ class FewShotBatch:
             [[0]]
         """
         distances = torch.cdist(self.query, self.prototypes).square()
+        if isinstance(scale, torch.Tensor):
+            scale = scale.reshape(-1, 1, 1)
         return torch.softmax(-scale / 2 * distances, dim=2)
 
     def chunk(self, start: int, stop: int) -> "FewShotBatch":
