@@ -5,9 +5,11 @@ A graph of four communities whose features blur into each other, two labelled no
 Diff-ResNet's prediction is a sum over nodes: its diffusion carries every node's score to its neighbours,
 so ``explain`` names the nodes that carried a prediction with their exact shares of its margin over the
 runner-up class (they add up to the margin, with the classifier's bias). ``suggest`` picks the nodes to
-label next: ``coverage`` the nodes whose labels would reach the most uncertainty through the model's own
-diffusion, ``uncertainty`` the smallest margins, ``random`` a draw. Three rounds of four labels each, the
-truth we kept back answering for the user, and the accuracy on the nodes still unlabelled after each round.
+label next: ``typical`` the most typical node of each of the largest clusters of the model's own diffused
+features that no label speaks for yet, ``coverage`` the nodes whose labels would reach the most uncertainty
+through the model's own diffusion, ``uncertainty`` the smallest margins, ``random`` a draw. Three rounds of
+four labels each, the truth we kept back answering for the user, and the accuracy on the nodes still
+unlabelled after each round.
 """
 
 import matplotlib.pyplot as plt
@@ -60,7 +62,7 @@ total = sum(c.share for c in explanation.contributors) + explanation.others + ex
 print(f"  sum of the shares and the bias: {total:.3f}")
 
 curves = {}
-for criterion in ("coverage", "uncertainty", "random"):
+for criterion in ("typical", "coverage", "uncertainty", "random"):
     labels, model = first.clone(), estimator
     curve = [accuracy(model, labels)]
     for round_ in range(rounds):
@@ -73,7 +75,7 @@ for criterion in ("coverage", "uncertainty", "random"):
 
 figure, ax = plt.subplots(figsize=(4.8, 3.6), layout="constrained")
 counts = communities * 2 + budget * np.arange(rounds + 1)
-for (criterion, curve), marker in zip(curves.items(), "osx"):
+for (criterion, curve), marker in zip(curves.items(), "osx^"):
     ax.plot(counts, curve, marker=marker, label=criterion)
 ax.set_xlabel("labelled nodes")
 ax.set_ylabel("accuracy on the unlabelled nodes (%)")

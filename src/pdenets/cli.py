@@ -477,9 +477,10 @@ def _add_decisions(commands) -> None:
         formatter_class=_Formatter,
         allow_abbrev=False,
         description="pdenets suggest-labels RUN_DIR --dataset GRAPH --budget B --out NEXT.csv: the B nodes "
-        "without a label (an empty label in the file) to label next, by a criterion: coverage (default: "
-        "the uncertainty their labels would reach through the model's diffusion, spread over the graph), "
-        "uncertainty (smallest margin) or random.",
+        "without a label (an empty label in the file) to label next, by a criterion: typical (default: "
+        "the most typical node of each of the largest clusters of the model's representation that no label "
+        "speaks for yet), coverage (the uncertainty their labels would reach through the model's diffusion, "
+        "spread over the graph), uncertainty (smallest margin) or random.",
     )
     for parser in (explain, suggest):
         parser.add_argument(
@@ -495,11 +496,16 @@ def _add_decisions(commands) -> None:
     suggest.add_argument("--budget", type=int, required=True, help="B, the nodes to suggest")
     suggest.add_argument(
         "--criterion",
-        default="coverage",
-        choices=("coverage", "uncertainty", "random"),
-        help="how the nodes are chosen (default: coverage)",
+        default="typical",
+        choices=("typical", "coverage", "uncertainty", "random"),
+        help="how the nodes are chosen (default: typical)",
     )
-    suggest.add_argument("--seed", type=int, default=0, help="random: the seed of the draw (default 0)")
+    suggest.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="random: the seed of the draw; typical: of its k-means (default 0)",
+    )
     for parser in (explain, suggest):
         parser.add_argument("--out", required=True, metavar="FILE.csv", help="the CSV file to write")
         parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

@@ -76,7 +76,7 @@ def test_coverage_without_a_spread_and_an_unknown_criterion_are_refused():
     probabilities, candidates = _probabilities([0.1, 0.2]), torch.ones(2, dtype=torch.bool)
     with pytest.raises(ValueError, match="coverage needs the model's spread"):
         select_items(probabilities, candidates, 1, "coverage")
-    with pytest.raises(ValueError, match="criterion must be one of uncertainty, coverage, random"):
+    with pytest.raises(ValueError, match="criterion must be one of typical, coverage, uncertainty, random"):
         select_items(probabilities, candidates, 1, "entropy")
 
 
@@ -90,15 +90,74 @@ def test_random_is_seeded_and_draws_only_candidates():
     assert candidates[first].all() and len(set(first.tolist())) == 10
 
 
-@pytest.mark.parametrize("criterion", ["uncertainty", "coverage", "random"])
+@pytest.mark.parametrize("criterion", ["uncertainty", "coverage", "random", "typical"])
 def test_the_budget_is_accepted_up_to_the_candidates_and_refused_beyond(criterion):
     probabilities = _probabilities([0.1, 0.2, 0.3, 0.4])
     candidates = torch.tensor([True, True, False, True])
-    spread = lambda v: v  # noqa: E731
-    chosen, _ = select_items(probabilities, candidates, 3, criterion, spread=spread)
+    given = dict(spread=lambda v: v, embedding=torch.arange(4.0).unsqueeze(1))
+    chosen, _ = select_items(probabilities, candidates, 3, criterion, **given)
     assert sorted(chosen.tolist()) == [0, 1, 3]
     for budget in (0, 4, True, 2.0):
         with pytest.raises(ValueError, match=r"budget must be a whole number in \[1, 3\]"):
-            select_items(probabilities, candidates, budget, criterion, spread=spread)
+            select_items(probabilities, candidates, budget, criterion, **given)
     with pytest.raises(ValueError, match="every item has a label"):
-        select_items(probabilities, torch.zeros(4, dtype=torch.bool), 1, criterion, spread=spread)
+        select_items(probabilities, torch.zeros(4, dtype=torch.bool), 1, criterion, **given)
+
+
+def _three_groups():
+    """Three groups of points on a line (sizes 9, 6 and 3), each with one outlier-ish end member."""
+    generator = torch.Generator().manual_seed(2)
+    groups = [(0.0, 9), (20.0, 6), (40.0, 3)]
+    points = torch.cat(
+        [centre + torch.randn(size, 1, generator=generator, dtype=torch.float64) for centre, size in groups]
+    )
+    group = torch.cat([torch.full((size,), index) for index, (_, size) in enumerate(groups)])
+    return points, group
+
+
+def test_typical_takes_the_densest_item_of_the_largest_group_no_label_speaks_for():
+    points, group = _three_groups()
+    probabilities = _probabilities(torch.zeros(18))
+    labelled = group == 0
+    labelled[1:] = False  # one label, in the largest group
+    candidates = ~labelled
+    chosen, scores = select_items(
+        probabilities, candidates, 2, "typical", embedding=points, labelled=labelled, seed=0
+    )
+    # k = 1 + 2 clusters: the groups; the labelled one is spoken for, the next largest comes first
+    assert group[chosen].tolist() == [1, 2]
+    second = torch.nonzero(group == 1).flatten()
+    centre = points[second].median()
+    densest = second[torch.argmin((points[second].flatten() - centre).abs())]
+    assert int(chosen[0]) == int(densest)  # not an end member of its group
+    assert bool((scores > 0).all())
+    # with no label, the largest group is taken first; then the others, one a group
+    chosen, _ = select_items(probabilities, torch.ones(18, dtype=torch.bool), 3, "typical", embedding=points)
+    assert group[chosen].tolist() == [0, 1, 2]
+
+
+def test_typical_comes_back_to_a_group_once_each_has_its_label():
+    points, group = _three_groups()
+    labelled = torch.zeros(18, dtype=torch.bool)
+    labelled[[0, 9, 15]] = True  # one a group: k = 3 + 3 clusters, each group's halves
+    chosen, _ = select_items(
+        _probabilities(torch.zeros(18)), ~labelled, 3, "typical", embedding=points, labelled=labelled
+    )
+    assert len(set(chosen.tolist())) == 3 and not labelled[chosen].any()
+
+
+def test_typical_without_a_representation_of_every_item_is_refused():
+    probabilities, candidates = _probabilities([0.1, 0.2, 0.3]), torch.ones(3, dtype=torch.bool)
+    for embedding in (None, torch.zeros(2, 4), torch.zeros(3)):
+        with pytest.raises(ValueError, match="typical needs the model's representation of the 3 items"):
+            select_items(probabilities, candidates, 1, "typical", embedding=embedding)
+
+
+def test_typical_cuts_labels_and_budget_into_clusters_up_to_the_cap_unless_the_budget_is_more():
+    from pdenets.analysis.label_selection import MAX_CLUSTERS, typical_clusters
+
+    assert typical_clusters(14, 14) == 28
+    assert typical_clusters(MAX_CLUSTERS - 20, 20) == MAX_CLUSTERS  # at the cap
+    assert typical_clusters(MAX_CLUSTERS - 19, 20) == MAX_CLUSTERS  # one past it
+    assert typical_clusters(0, MAX_CLUSTERS + 1) == MAX_CLUSTERS + 1  # the budget alone asks for more
+    assert typical_clusters(7, MAX_CLUSTERS + 1) == MAX_CLUSTERS + 1

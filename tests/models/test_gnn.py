@@ -78,3 +78,17 @@ def test_sparse_input_features_give_the_dense_answer_and_its_dropout(make):
     out = model(x.to_sparse_csr(), edge_index)
     out.sum().backward()
     assert out.shape == (5, 3) and all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+@pytest.mark.parametrize("make", [GCN, GraphSAGE, GAT])
+def test_the_features_are_what_the_last_convolution_reads(make, layers):
+    torch.manual_seed(2)
+    model = make(6, 3, num_layers=layers).double().eval()
+    x = torch.rand(5, 6, dtype=torch.float64) * (torch.rand(5, 6) < 0.5)
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 1], [1, 2, 3, 4, 0, 3]])
+    features = model.features(x.to_sparse_csr(), edge_index)
+    assert features.layout == torch.strided and features.shape == (5, 6 if layers == 1 else features.shape[1])
+    torch.testing.assert_close(model.convs[-1](features, edge_index), model(x, edge_index))
+    if layers == 1:
+        torch.testing.assert_close(features, x)

@@ -14,6 +14,16 @@ $j$ changes the scores $s_j$ that reach item $i$ by $(A^r)_{ij}$).
   off in proportion to its reach, $u_i \leftarrow u_i \bigl(1 - c_i / \max_k c_k\bigr)$ with
   $c = A^r e_j$, so that the next pick covers another part of the graph rather than the neighbours of
   this one. Each pick costs ``2 r`` sparse products of one column.
+- ``typical``: graph-aware, for a labelling budget that is still small (TypiClust, Hacohen, Dekel and
+  Weinshall, ICML 2022, on the model's own representation). The items' representation $z_i$ (for a
+  Diff-ResNet the features its classifier reads, $A^r h$: the diffused hidden state) is cut into
+  $k = L + B$ clusters by k-means ($L$ the labelled items; at most :data:`MAX_CLUSTERS` unless $B$ is
+  more; :func:`~.clustering.kmeans`); each pick goes to
+  the cluster with the fewest labelled or chosen items (ties: the largest), and takes its candidate of
+  largest typicality, the inverse mean distance to its 10 nearest items of the cluster
+  (:func:`~.clustering.typicality`): the dense centre of a part of the data no label speaks for yet, not an
+  outlier. It reads no probabilities: what it needs is a representation that groups items as the model
+  does. ``O(N k d)`` a k-means iteration.
 - ``random``: candidates drawn uniformly (seeded): the baseline the others must beat.
 
 Examples:
@@ -31,10 +41,15 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-__all__ = ["CRITERIA", "margin_uncertainty", "select_items"]
+from .clustering import kmeans, typicality
+
+__all__ = ["CRITERIA", "MAX_CLUSTERS", "margin_uncertainty", "select_items", "typical_clusters"]
 
 #: the criteria :func:`select_items` knows (module docstring)
-CRITERIA = ("uncertainty", "coverage", "random")
+CRITERIA = ("typical", "coverage", "uncertainty", "random")
+
+#: the most clusters ``typical`` cuts the items into, unless the budget is more (:func:`typical_clusters`)
+MAX_CLUSTERS = 500
 
 #: ``(N, k) -> (N, k)``: a score's spread over the graph (``A^r``), or its transpose
 Spread = Callable[[torch.Tensor], torch.Tensor]
@@ -67,6 +82,7 @@ def select_items(
     spread: Optional[Spread] = None,
     gather: Optional[Spread] = None,
     labelled: Optional[torch.Tensor] = None,
+    embedding: Optional[torch.Tensor] = None,
     seed: int = 0,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """The ``budget`` candidates to label next by ``criterion`` (module docstring), best first.
@@ -78,16 +94,19 @@ def select_items(
         criterion: one of :data:`CRITERIA`.
         spread: ``coverage``: ``v ↦ A^r v`` on ``(N, k)`` columns.
         gather: ``coverage``: ``v ↦ (A^r)ᵀ v`` (default: ``spread``, a symmetric spread).
-        labelled: ``coverage``: ``(N,)`` bool, the items with a label: their reach is covered already
-            (default: none).
-        seed: ``random``: the seed of the draw.
+        labelled: ``coverage``, ``typical``: ``(N,)`` bool, the items with a label: their reach is covered
+            already, their clusters spoken for (default: none).
+        embedding: ``typical``: ``(N, d)`` the model's representation of every item.
+        seed: ``random``: the seed of the draw; ``typical``: of the k-means starts.
 
     Returns:
         ``(B,)`` item numbers, in the order chosen, and ``(B,)`` float64 their scores: their uncertainty
-        (``uncertainty``, ``random``) or the uncertainty they reached when chosen (``coverage``).
+        (``uncertainty``, ``random``), the uncertainty they reached when chosen (``coverage``) or their
+        typicality in their cluster (``typical``).
 
     Raises:
-        ValueError: an unknown criterion, a budget out of range, ``coverage`` without ``spread``.
+        ValueError: an unknown criterion, a budget out of range, ``coverage`` without ``spread``,
+            ``typical`` without an ``(N, d)`` finite ``embedding``.
     """
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
@@ -115,6 +134,8 @@ def select_items(
         order = torch.sort(-uncertainty[positions], stable=True).indices
         chosen = positions[order[:budget]]
         return chosen, uncertainty[chosen]
+    if criterion == "typical":
+        return _typical(embedding, candidates, budget, labelled, seed)
     if spread is None:
         raise ValueError("coverage needs the model's spread over the graph")
     return _coverage(uncertainty, candidates, budget, spread, gather or spread, labelled)
@@ -170,3 +191,57 @@ def _coverage(
         torch.tensor(chosen, dtype=torch.long, device=device),
         torch.tensor(gains, dtype=torch.float64, device=device),
     )
+
+
+def typical_clusters(labelled: int, budget: int) -> int:
+    """The clusters ``typical`` cuts the items into: ``L + B``, at most :data:`MAX_CLUSTERS` unless the
+    budget alone asks for more (then ``B``).
+
+    Examples:
+        >>> typical_clusters(14, 14), typical_clusters(5_000, 20), typical_clusters(5_000, 800)
+        (28, 500, 800)
+    """
+    return min(labelled + budget, max(budget, MAX_CLUSTERS))
+
+
+def _typical(
+    embedding: Optional[torch.Tensor],
+    candidates: torch.Tensor,
+    budget: int,
+    labelled: Optional[torch.Tensor],
+    seed: int,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The picks of ``typical`` (module docstring) and their typicality."""
+    count = candidates.shape[0]
+    if embedding is None or embedding.dim() != 2 or embedding.shape[0] != count:
+        shape = None if embedding is None else tuple(embedding.shape)
+        raise ValueError(
+            f"typical needs the model's representation of the {count:,} items (N, d), got {shape}"
+        )
+    device = candidates.device
+    points = embedding.detach().to("cpu", torch.float64)
+    candidates = candidates.cpu()
+    labelled = torch.zeros_like(candidates) if labelled is None else labelled.to("cpu", torch.bool)
+    clusters = min(typical_clusters(int(labelled.sum()), budget), count)
+    assignments, _ = kmeans(points, clusters, seed=seed)
+    typical = typicality(points, assignments)
+    spoken = torch.bincount(assignments[labelled], minlength=clusters)
+    sizes = torch.bincount(assignments, minlength=clusters)
+    # the candidates cluster by cluster, most typical first: each pick takes the next of its cluster
+    order = torch.nonzero(candidates).flatten()
+    order = order[torch.sort(-typical[order], stable=True).indices]
+    order = order[torch.sort(assignments[order], stable=True).indices]
+    available = torch.bincount(assignments[order], minlength=clusters)
+    first = torch.cumsum(available, 0) - available
+    taken = torch.zeros_like(available)
+    never = torch.full_like(spoken, torch.iinfo(torch.long).max)
+    chosen = []
+    for _ in range(budget):
+        # fewest labelled or chosen items first, the largest cluster among those
+        rank = torch.where(taken < available, spoken * (count + 1) - sizes, never)
+        cluster = int(torch.argmin(rank))
+        chosen.append(int(order[first[cluster] + taken[cluster]]))
+        taken[cluster] += 1
+        spoken[cluster] += 1
+    picks = torch.tensor(chosen, dtype=torch.long)
+    return picks.to(device), typical[picks].to(device)

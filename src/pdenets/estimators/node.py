@@ -297,7 +297,7 @@ class DiffusionNodeClassifier(BaseEstimator):
     def suggest(
         self,
         budget: int,
-        criterion: str = "coverage",
+        criterion: str = "typical",
         graph: Optional[GraphInput] = None,
         seed: Optional[int] = None,
         among: Optional[Sequence[object]] = None,
@@ -307,11 +307,12 @@ class DiffusionNodeClassifier(BaseEstimator):
 
         Args:
             budget: ``B``, at most the nodes without a label.
-            criterion: ``"coverage"`` (default: greedy, the uncertainty a label would reach through the
-                model's diffusion, spread over the graph), ``"uncertainty"`` (smallest margin between the
-                two most probable classes) or ``"random"``.
+            criterion: ``"typical"`` (default: the most typical node of each of the largest clusters of
+                the model's representation that no label speaks for yet), ``"coverage"`` (greedy, the
+                uncertainty a label would reach through the model's diffusion, spread over the graph),
+                ``"uncertainty"`` (smallest margin between the two most probable classes) or ``"random"``.
             graph: the graph, its nodes of unknown label the candidates (default: the fitted one).
-            seed: ``random``: the draw's seed (default: ``random_state``).
+            seed: ``random``: the draw's seed; ``typical``: its k-means' (default: ``random_state``).
             among: the ids of :meth:`node_ids` that may be chosen (default: every node without a label).
         """
         check_is_fitted(self, "model_")

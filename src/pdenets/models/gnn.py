@@ -100,7 +100,17 @@ class _StackedConvolutions(nn.Module):
             cast(_Resettable, conv).reset_parameters()  # a torch_geometric convolution
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for index, conv in enumerate(self.convs):
+        return self._layers(x, edge_index, len(self.convs))
+
+    def features(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """What the last convolution reads: the output of the layers before it, ``(N, hidden)`` (the input
+        features, dense, for a one-layer network)."""
+        out = self._layers(x, edge_index, len(self.convs) - 1)
+        return out.to_dense() if out.layout != torch.strided else out
+
+    def _layers(self, x: torch.Tensor, edge_index: torch.Tensor, count: int) -> torch.Tensor:
+        """The first ``count`` layers (no activation after the network's last)."""
+        for index, conv in enumerate(self.convs[:count]):
             if x.layout == torch.sparse_csr:
                 x = sparse_dropout(x, self.dropout, self.training)
                 if not self.sparse_input:

@@ -13,6 +13,7 @@ import torch
 from torch_geometric.data import Data
 
 from pdenets.analysis.explanations import isolate_nodes
+from pdenets.analysis.label_selection import select_items
 from pdenets.data.errors import DatasetError
 from pdenets.estimators import DiffusionNodeClassifier
 from pdenets.models.training import evaluation_mode
@@ -124,9 +125,10 @@ def test_a_message_passing_baseline_is_refused_in_one_line():
     with pytest.raises(ValueError, match="GCN is not a sum over the items"):
         gcn.explain(["1"])
     assert len(gcn.suggest(3, "coverage")) == 3  # its spread: the graph's propagation, once a layer
+    assert len(set(gcn.suggest(3))) == 3  # typical: the representation its last convolution reads
 
 
-@pytest.mark.parametrize("criterion", ["coverage", "uncertainty", "random"])
+@pytest.mark.parametrize("criterion", ["typical", "coverage", "uncertainty", "random"])
 def test_the_suggestions_are_nodes_without_a_label_and_among_those_asked(fitted, criterion):
     estimator, _ = fitted
     suggested = estimator.suggest(10, criterion)
@@ -144,6 +146,24 @@ def test_the_coverage_scores_are_the_greedys_gains_in_order(fitted):
     scores = [s.score for s in suggestions]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0
     assert all(0 <= s.uncertainty <= 1 and 0 < s.probability <= 1 for s in suggestions)
+
+
+def test_typical_clusters_the_networks_own_diffused_features(fitted):
+    estimator, _ = fitted
+    model = estimator.model_
+    network, graph, inputs = model.network_on(None)
+    with evaluation_mode(network), torch.no_grad():
+        features = network.features(*inputs)
+        probabilities = torch.softmax(network(*inputs).double(), dim=1)
+    labelled = graph.y < 0
+    expected, _ = select_items(
+        probabilities, labelled, 6, "typical", embedding=features, labelled=~labelled, seed=3
+    )
+    suggestions = suggest_nodes(model, graph, 6, "typical", seed=3)
+    ids = graph.node_ids()
+    assert [s.id for s in suggestions] == [ids[i] for i in expected.tolist()]
+    assert [s.id for s in suggestions] == list(estimator.suggest(6, seed=3))  # the estimator's default
+    assert all(s.score > 0 for s in suggestions)
 
 
 def test_the_files_add_up_are_safe_to_open_and_never_replace_a_file(fitted, tmp_path):

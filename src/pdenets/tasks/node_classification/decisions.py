@@ -8,8 +8,10 @@ of the shares and the classifier's bias. The diffusion family only: a message-pa
 not a sum over nodes, and is refused in one line.
 
 :func:`suggest_nodes` ranks the nodes without a label in the graph given (label ``-1``) by a criterion of
-:mod:`pdenets.analysis.label_selection`; ``coverage`` spreads over the graph as the model does (a
-Diff-ResNet's ``r`` diffusion steps; a baseline's ``L`` propagations by the graph's normalized weights).
+:mod:`pdenets.analysis.label_selection`; ``typical`` clusters the network's own representation of the nodes
+(its ``features``: for a Diff-ResNet the diffused hidden state its classifier reads, for a GNN baseline the
+input of its last layer); ``coverage`` spreads over the graph as the model does (a Diff-ResNet's ``r``
+diffusion steps; a baseline's ``L`` propagations by the graph's normalized weights).
 :func:`write_explanations` and :func:`write_suggestions` write either as a CSV file for the user.
 """
 
@@ -218,7 +220,7 @@ def suggest_nodes(
     model: Any,
     graph: PreparedGraph,
     budget: int,
-    criterion: str = "coverage",
+    criterion: str = "typical",
     seed: int = 0,
     among: Optional[Sequence[object]] = None,
 ) -> List[Suggestion]:
@@ -228,9 +230,9 @@ def suggest_nodes(
         model: the fitted model.
         graph: the graph, read as the model reads one; its nodes of label ``-1`` are the candidates.
         budget: ``B``, at most the nodes without a label.
-        criterion: ``coverage`` (default), ``uncertainty`` or ``random``
+        criterion: ``typical`` (default), ``coverage``, ``uncertainty`` or ``random``
             (:mod:`pdenets.analysis.label_selection`).
-        seed: ``random``: the seed of the draw.
+        seed: ``random``: the seed of the draw; ``typical``: of its k-means.
         among: the ids of the nodes that may be chosen (default: every node without a label); a labelled
             one among them is not.
 
@@ -248,9 +250,12 @@ def suggest_nodes(
         allowed = torch.zeros_like(candidates)
         allowed[_positions(graph, among, "suggest among", limit=graph.num_nodes)] = True
         candidates &= allowed
-    spread, gather = (None, None)
+    spread, gather, embedding = None, None, None
     if criterion == "coverage":
         spread, gather = _model_spread(model, network, graph, inputs)
+    if criterion == "typical":
+        with evaluation_mode(network), torch.no_grad():
+            embedding = network.features(*inputs).cpu()
     chosen, scores = select_items(
         probabilities,
         candidates,
@@ -259,6 +264,7 @@ def suggest_nodes(
         spread=spread,
         gather=gather,
         labelled=graph.y.cpu() >= 0,
+        embedding=embedding,
         seed=seed,
     )
     uncertainty = margin_uncertainty(probabilities)

@@ -386,7 +386,7 @@ class NodeModel:
         self,
         budget: int,
         graph: Optional[PreparedGraph] = None,
-        criterion: str = "coverage",
+        criterion: str = "typical",
         seed: int = 0,
         among: Optional[Sequence[object]] = None,
     ) -> List["Suggestion"]:
