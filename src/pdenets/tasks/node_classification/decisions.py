@@ -96,8 +96,9 @@ class NodeExplanation:
 @dataclass(frozen=True)
 class Suggestion:
     """A node to label next: its rank, id, the model's class and probability for it now, its uncertainty
-    (one less the margin of its two most probable classes) and its criterion's score (coverage: the
-    uncertainty its label would reach when chosen; uncertainty, random: the uncertainty)."""
+    (one less the margin of its two most probable classes) and its criterion's score (typical: its
+    typicality in its cluster; coverage: the uncertainty its label would reach when chosen; uncertainty,
+    random: the uncertainty)."""
 
     rank: int
     id: str
