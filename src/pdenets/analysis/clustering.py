@@ -3,7 +3,7 @@ r"""K-means of a point cloud, and how typical each point is of its cluster: what
 
 :func:`kmeans` minimises the within-cluster sum of squares
 
-.. math:: J(c, \mu) = \sum_i \lVert z_i - \mu_{c_i} \rVert^2
+$$J(c, \mu) = \sum_i \lVert z_i - \mu_{c_i} \rVert^2$$
 
 by Lloyd's iterations (assign each point to its nearest centre, move each centre to the mean of its points)
 from ``k-means++`` starts (each next centre drawn with probability proportional to the squared distance to
@@ -57,7 +57,7 @@ def _plus_plus(points: torch.Tensor, num_clusters: int, generator: torch.Generat
     """``k-means++`` starting centres (module docstring); once every point is a centre's copy, the next
     ones are drawn uniformly."""
     count = points.shape[0]
-    first = int(torch.randint(count, (1,), generator=generator))
+    first = int(torch.randint(count, (1,), generator=generator, device="cpu"))
     chosen = [first]
     nearest = ((points - points[first]) ** 2).sum(1)
     for _ in range(1, num_clusters):
@@ -65,7 +65,7 @@ def _plus_plus(points: torch.Tensor, num_clusters: int, generator: torch.Generat
         if total > 0.0:
             weights = nearest / total
         else:
-            weights = torch.ones(count, dtype=points.dtype)
+            weights = torch.ones(count, dtype=points.dtype, device=points.device)
             weights[chosen] = 0.0
         pick = int(torch.multinomial(weights.cpu(), 1, generator=generator))
         chosen.append(pick)
@@ -147,7 +147,7 @@ def typicality(points: torch.Tensor, assignments: torch.Tensor, *, n_top: int = 
         raise ValueError(f"assignments must be ({points.shape[0]},), got {tuple(assignments.shape)}")
     if isinstance(n_top, bool) or not isinstance(n_top, int) or n_top < 1:
         raise ValueError(f"n_top must be a whole number ≥ 1, got {n_top!r}")
-    result = torch.zeros(points.shape[0], dtype=torch.float64)
+    result = torch.zeros(points.shape[0], dtype=torch.float64, device=points.device)
     for cluster in torch.unique(assignments).tolist():
         members = torch.nonzero(assignments == cluster).flatten()
         if len(members) < 2:

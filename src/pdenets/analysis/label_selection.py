@@ -243,5 +243,5 @@ def _typical(
         chosen.append(int(order[first[cluster] + taken[cluster]]))
         taken[cluster] += 1
         spoken[cluster] += 1
-    picks = torch.tensor(chosen, dtype=torch.long)
+    picks = torch.tensor(chosen, dtype=torch.long, device="cpu")
     return picks.to(device), typical[picks].to(device)
